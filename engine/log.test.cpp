@@ -1,0 +1,13 @@
+#include "engine/log.hpp"
+
+#include <boost/test/unit_test.hpp>
+
+BOOST_AUTO_TEST_SUITE(module_log)
+
+BOOST_AUTO_TEST_CASE(module_logger_is_registered_under_the_folder_name) {
+  auto& logger = deepinfer::engine::log();
+  BOOST_TEST(logger.name() == "engine");
+  BOOST_TEST(spdlog::get("engine").get() == &logger);
+}
+
+BOOST_AUTO_TEST_SUITE_END()

