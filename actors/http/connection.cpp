@@ -1,0 +1,417 @@
+#include "actors/http/connection.hpp"
+
+#include "actors/http/connection_writer.hpp"
+#include "actors/http/openai_error.hpp"
+#include "actors/log.hpp"
+
+#include <boost/asio/post.hpp>
+#include <boost/asio/write.hpp>
+#include <boost/beast/http/error.hpp>
+#include <boost/beast/http/read.hpp>
+#include <boost/beast/http/status.hpp>
+
+namespace deepinfer::actors::http {
+
+namespace asio = boost::asio;
+namespace beast = boost::beast;
+namespace bhttp = boost::beast::http;
+
+namespace {
+
+// A client pipelining more than this while a response is pending is paused (TCP backpressure).
+constexpr std::size_t watch_limit = 64 * 1024;
+constexpr auto linger_timeout = std::chrono::milliseconds{1000};
+
+std::string to_string(beast::string_view s) {
+  return {s.data(), s.size()};
+}
+
+} // namespace
+
+connection::connection(asio::ip::tcp::socket socket, std::shared_ptr<server_context> ctx)
+  : socket_(std::move(socket)), timer_(socket_.get_executor()), ctx_(std::move(ctx)) {
+  // nop
+}
+
+connection::~connection() {
+  if (enrolled_ && phase_ != phase::closed)
+    ctx_->retire(id_);
+}
+
+void connection::start(uint64_t id) {
+  id_ = id;
+  enrolled_ = true;
+  beast::error_code ec;
+  socket_.set_option(asio::ip::tcp::no_delay{true}, ec); // SSE chunks must leave at once
+  auto ep = socket_.remote_endpoint(ec);
+  if (!ec)
+    remote_ = ep.address().to_string() + ":" + std::to_string(ep.port());
+  read_header();
+}
+
+void connection::read_header() {
+  if (shutdown_)
+    return close();
+  phase_ = phase::reading;
+  parser_.emplace();
+  parser_->body_limit(ctx_->cfg.body_limit_bytes);
+  parser_->header_limit(static_cast<std::uint32_t>(ctx_->cfg.header_limit_bytes));
+  arm_timer(ctx_->cfg.request_timeout);
+  bhttp::async_read_header(socket_, buffer_, *parser_,
+                           [self = shared_from_this()](beast::error_code ec, std::size_t) { self->on_header(ec); });
+}
+
+void connection::on_header(beast::error_code ec) {
+  if (ec)
+    return on_read_error(ec);
+  if (parser_->is_done())
+    return dispatch();
+  // curl and others wait for an interim 100 before sending a large body.
+  auto expect = parser_->get()[bhttp::field::expect];
+  if (beast::iequals(expect, "100-continue"))
+    queue("HTTP/1.1 100 Continue\r\n\r\n");
+  bhttp::async_read(socket_, buffer_, *parser_,
+                    [self = shared_from_this()](beast::error_code ec, std::size_t) { self->on_body(ec); });
+}
+
+void connection::on_body(beast::error_code ec) {
+  if (ec)
+    return on_read_error(ec);
+  dispatch();
+}
+
+void connection::on_read_error(beast::error_code ec) {
+  if (phase_ == phase::closed)
+    return;
+  if (ec == bhttp::error::body_limit)
+    return reply_error(413, "request body exceeds " + std::to_string(ctx_->cfg.body_limit_bytes) + " bytes",
+                       "payload_too_large");
+  if (ec == bhttp::error::header_limit)
+    return reply_error(431, "request header block too large", "header_too_large");
+  bool parse_error = ec.category() == bhttp::make_error_code(bhttp::error::bad_method).category() &&
+                     ec != bhttp::error::end_of_stream && ec != bhttp::error::partial_message;
+  if (parse_error)
+    return reply_error(400, "malformed HTTP request: " + ec.message(), "bad_request");
+  // End of stream between requests, reset, or our timer closing a slow client.
+  log().debug("http conn={} closed while reading: {}", id_, ec.message());
+  close();
+}
+
+void connection::reply_error(unsigned status, std::string_view message, std::string_view code) {
+  ++seq_;
+  phase_ = phase::handling;
+  reply_ = reply::none;
+  keep_alive_ = false;
+  linger_ = true; // the rest of the request may still be arriving
+  version_ = 11;
+  route_ = "invalid";
+  method_ = "";
+  started_ = std::chrono::steady_clock::now();
+  timer_.cancel();
+  http_response r;
+  r.status = status;
+  r.body = openai_error(message, openai_error_type(status), code);
+  send(seq_, std::move(r));
+}
+
+void connection::dispatch() {
+  ++timer_gen_;
+  timer_.cancel();
+  ++seq_;
+  phase_ = phase::handling;
+  reply_ = reply::none;
+  aborted_ = false;
+  started_ = std::chrono::steady_clock::now();
+  auto msg = parser_->release();
+  parser_.reset();
+
+  http_request req;
+  req.method = to_string(msg.method_string());
+  req.target = to_string(msg.target());
+  auto q = req.target.find('?');
+  req.path = req.target.substr(0, q);
+  if (q != std::string::npos)
+    req.query = req.target.substr(q + 1);
+  for (const auto& f : msg)
+    req.headers.emplace_back(to_string(f.name_string()), to_string(f.value()));
+  req.body = std::move(msg.body());
+  req.version = msg.version();
+  req.remote = remote_;
+  version_ = msg.version();
+  keep_alive_ = msg.keep_alive() && !shutdown_;
+  linger_ = false;
+
+  auto m = ctx_->routes.find(req.method, req.path);
+  // Bounded label values: unknown paths and methods must not blow up the metrics.
+  route_ = m.result == router::outcome::found ? m.route : "unmatched";
+  method_ = msg.method() == bhttp::verb::unknown ? "other" : req.method;
+  req.route = m.route;
+  log().debug("http conn={} req={} {} {}", id_, seq_, req.method, req.target);
+
+  watch();
+  auto writer = std::make_shared<connection_writer>(ctx_->ioc.lock(), shared_from_this(), seq_);
+  switch (m.result) {
+    case router::outcome::found:
+      try {
+        (*m.fn)(std::move(req), writer);
+      } catch (const std::exception& e) {
+        log().error("http conn={} req={} handler threw: {}", id_, seq_, e.what());
+        http_response r;
+        r.status = 500;
+        r.body = openai_error(std::string{"internal error: "} + e.what(), "server_error", "internal_error");
+        send(seq_, std::move(r));
+      }
+      break;
+    case router::outcome::not_found:
+      writer->send_error(404, "Invalid URL (" + req.method + " " + req.path + ")", "not_found");
+      break;
+    case router::outcome::method_not_allowed: {
+      http_response r;
+      r.status = 405;
+      r.body = openai_error("Method " + req.method + " not allowed on " + req.path, "invalid_request_error",
+                            "method_not_allowed");
+      r.headers.emplace_back("Allow", m.allow);
+      writer->send(std::move(r));
+      break;
+    }
+  }
+}
+
+void connection::watch() {
+  // A read while the handler works is how a disconnect is noticed; it also buffers pipelined
+  // requests, which are parsed after the current response.
+  if (watching_ || phase_ == phase::closed || buffer_.size() >= watch_limit)
+    return;
+  watching_ = true;
+  socket_.async_read_some(buffer_.prepare(16 * 1024), [self = shared_from_this()](beast::error_code ec, std::size_t n) {
+    self->on_watch(ec, n);
+  });
+}
+
+void connection::on_watch(beast::error_code ec, std::size_t n) {
+  watching_ = false;
+  if (phase_ == phase::closed)
+    return;
+  // operation_aborted while idle is response_done() cancelling the watch on purpose.
+  if (ec && !(ec == asio::error::operation_aborted && phase_ == phase::idle)) {
+    log().debug("http conn={} peer gone: {}", id_, ec.message());
+    return close();
+  }
+  buffer_.commit(n);
+  if (phase_ == phase::handling)
+    watch();
+  else if (phase_ == phase::idle)
+    read_header();
+}
+
+void connection::arm_timer(std::chrono::milliseconds after) {
+  auto gen = ++timer_gen_;
+  timer_.expires_after(after);
+  timer_.async_wait([self = shared_from_this(), gen](beast::error_code ec) {
+    if (ec || gen != self->timer_gen_ || self->phase_ == phase::handling)
+      return;
+    log().debug("http conn={} timed out", self->id_);
+    self->close();
+  });
+}
+
+std::string connection::head(unsigned status, std::string_view content_type,
+                             const response_writer::header_list& headers, std::string_view framing) const {
+  std::string h = "HTTP/1.1 " + std::to_string(status) + " ";
+  h += to_string(bhttp::obsolete_reason(bhttp::int_to_status(status)));
+  h += "\r\nServer: deepinfer\r\n";
+  if (!content_type.empty()) {
+    h += "Content-Type: ";
+    h += content_type;
+    h += "\r\n";
+  }
+  h += framing;
+  h += keep_alive_ ? "Connection: keep-alive\r\n" : "Connection: close\r\n";
+  for (const auto& [name, value] : headers)
+    h += name + ": " + value + "\r\n";
+  h += "\r\n";
+  return h;
+}
+
+void connection::send(uint64_t seq, http_response r) {
+  if (seq != seq_ || phase_ != phase::handling || reply_ != reply::none)
+    return;
+  reply_ = reply::complete;
+  status_ = r.status;
+  auto bytes = head(r.status, r.content_type, r.headers, "Content-Length: " + std::to_string(r.body.size()) + "\r\n");
+  bytes += r.body;
+  queue(std::move(bytes));
+}
+
+void connection::start_stream(uint64_t seq, unsigned status, std::string content_type,
+                              response_writer::header_list headers) {
+  if (seq != seq_ || phase_ != phase::handling || reply_ != reply::none)
+    return;
+  reply_ = reply::streaming;
+  status_ = status;
+  // HTTP/1.0 has no chunked encoding: the body ends where the connection does.
+  chunked_ = version_ >= 11;
+  if (!chunked_)
+    keep_alive_ = false;
+  queue(head(status, content_type, headers, chunked_ ? "Transfer-Encoding: chunked\r\n" : ""));
+}
+
+void connection::write(uint64_t seq, std::string chunk) {
+  if (seq != seq_ || phase_ != phase::handling || reply_ != reply::streaming || chunk.empty())
+    return;
+  if (!chunked_)
+    return queue(std::move(chunk));
+  char size[20];
+  int len = std::snprintf(size, sizeof size, "%zx\r\n", chunk.size());
+  std::string framed;
+  framed.reserve(chunk.size() + static_cast<std::size_t>(len) + 2);
+  framed.append(size, static_cast<std::size_t>(len)).append(chunk).append("\r\n");
+  queue(std::move(framed));
+}
+
+void connection::finish(uint64_t seq) {
+  if (seq != seq_ || phase_ != phase::handling || reply_ != reply::streaming)
+    return;
+  reply_ = reply::complete;
+  if (chunked_)
+    queue("0\r\n\r\n");
+  else if (!writing_ && out_.empty())
+    response_done();
+}
+
+void connection::add_disconnect_callback(uint64_t seq, std::function<void()> cb) {
+  if (seq == seq_ && phase_ == phase::closed && aborted_)
+    return cb(); // it already happened
+  if (seq != seq_ || phase_ != phase::handling || reply_ == reply::complete)
+    return; // that request is over (or its response is fully queued)
+  on_disconnect_.push_back(std::move(cb));
+}
+
+void connection::writer_dropped(uint64_t seq) {
+  if (seq != seq_ || phase_ != phase::handling)
+    return;
+  if (reply_ == reply::none) {
+    log().error("http conn={} req={} handler dropped the request without answering", id_, seq);
+    http_response r;
+    r.status = 500;
+    r.body = openai_error("the server dropped the request without answering", "server_error", "internal_error");
+    send(seq, std::move(r));
+  } else if (reply_ == reply::streaming) {
+    log().error("http conn={} req={} stream abandoned unfinished; closing", id_, seq);
+    close();
+  }
+}
+
+void connection::begin_shutdown() {
+  shutdown_ = true;
+  if (phase_ == phase::handling) {
+    keep_alive_ = false; // announced as Connection: close if the head is not out yet
+    return;
+  }
+  if (phase_ != phase::lingering)
+    close();
+}
+
+void connection::queue(std::string bytes) {
+  if (phase_ == phase::closed)
+    return;
+  out_.push_back(std::move(bytes));
+  if (!writing_)
+    write_next();
+}
+
+void connection::write_next() {
+  writing_ = true;
+  asio::async_write(socket_, asio::buffer(out_.front()),
+                    [self = shared_from_this()](beast::error_code ec, std::size_t) { self->on_written(ec); });
+}
+
+void connection::on_written(beast::error_code ec) {
+  writing_ = false;
+  if (phase_ == phase::closed)
+    return;
+  if (ec) {
+    log().debug("http conn={} write failed: {}", id_, ec.message());
+    return close();
+  }
+  out_.pop_front();
+  if (!out_.empty())
+    write_next();
+  else if (phase_ == phase::handling && reply_ == reply::complete)
+    response_done();
+}
+
+void connection::response_done() {
+  record(status_);
+  phase_ = phase::idle;
+  on_disconnect_.clear();
+  if (!keep_alive_ || shutdown_)
+    return linger_ ? linger() : close();
+  if (!watching_)
+    return read_header();
+  beast::error_code ec;
+  if (buffer_.size() > 0)
+    socket_.cancel(ec); // a pipelined request is buffered: stop the watch, on_watch parses it
+  else
+    arm_timer(ctx_->cfg.request_timeout); // the watch read brings the next request
+
+}
+
+void connection::linger() {
+  // Closing with unread input makes the kernel send RST, which can destroy the error response
+  // before the client reads it; so send FIN, drain input until EOF or a short timeout, then close.
+  phase_ = phase::lingering;
+  beast::error_code ec;
+  socket_.shutdown(asio::ip::tcp::socket::shutdown_send, ec);
+  arm_timer(linger_timeout);
+  drain();
+}
+
+void connection::drain() {
+  buffer_.clear();
+  socket_.async_read_some(buffer_.prepare(16 * 1024), [self = shared_from_this()](beast::error_code ec, std::size_t) {
+    if (self->phase_ != phase::lingering)
+      return;
+    if (ec)
+      return self->close();
+    self->drain();
+  });
+}
+
+void connection::close() {
+  if (phase_ == phase::closed)
+    return;
+  bool cut_short = phase_ == phase::handling && reply_ != reply::complete;
+  phase_ = phase::closed;
+  ++timer_gen_;
+  timer_.cancel();
+  beast::error_code ec;
+  socket_.shutdown(asio::ip::tcp::socket::shutdown_both, ec);
+  socket_.close(ec);
+  if (cut_short) {
+    aborted_ = true;
+    record(499); // nginx's "client closed request"
+    auto callbacks = std::move(on_disconnect_);
+    on_disconnect_.clear();
+    for (auto& cb : callbacks) {
+      try {
+        cb();
+      } catch (const std::exception& e) {
+        log().error("http conn={} on_disconnect callback threw: {}", id_, e.what());
+      }
+    }
+  }
+  if (enrolled_)
+    ctx_->retire(id_);
+}
+
+void connection::record(unsigned status) {
+  auto seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started_).count();
+  log().debug("http conn={} req={} status={} ms={:.3f}", id_, seq_, status, seconds * 1e3);
+  if (!ctx_->requests)
+    return;
+  ctx_->requests->with({route_, method_, std::to_string(status)}).inc();
+  ctx_->latency->with({route_, method_}).observe(seconds);
+}
+
+} // namespace deepinfer::actors::http

@@ -1,0 +1,75 @@
+#pragma once
+
+#include "actors/http/metrics_registry.hpp"
+#include "actors/http/router.hpp"
+
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <system_error>
+
+namespace deepinfer::actors::http {
+
+/// An asynchronous HTTP/1.1 server (Boost.Beast/Asio): one io_context run by `threads` threads,
+/// one strand per connection, keep-alive and pipelining, requests dispatched through a `router`.
+///
+/// Built-in answers, all JSON in OpenAI's error shape: unknown path 404, known path with another
+/// method 405 (with Allow), malformed request 400, body over the limit 413, header over the limit
+/// 431, a handler that throws or drops its writer 500. With a `metrics_registry` it records
+/// `deepinfer_http_requests_total{route,method,status}`,
+/// `deepinfer_http_request_duration_seconds{route,method}` (to the last byte of the response) and
+/// `deepinfer_http_open_connections`. Unmatched requests use route="unmatched", unparseable ones
+/// route="invalid"; a response cut short by a disconnect counts as status 499.
+class http_server {
+public:
+  /// Listening and limits.
+  struct config {
+    /// Address to listen on: an IP literal or a resolvable name.
+    std::string host = "127.0.0.1";
+    /// Port; 0 picks a free one (read it back with `port()`).
+    uint16_t port = 8000;
+    /// Largest request body accepted; larger ones get 413 (before the body is read when the
+    /// client sends Content-Length).
+    std::size_t body_limit_bytes = std::size_t{8} << 20;
+    /// Largest request line plus header block; larger ones get 431.
+    std::size_t header_limit_bytes = std::size_t{64} << 10;
+    /// Threads running the io_context (at least 1).
+    unsigned threads = 1;
+    /// Time a client has to send one whole request, counted from the end of the previous
+    /// response (so it is also the keep-alive idle timeout). The connection is closed after it.
+    std::chrono::milliseconds request_timeout{30000};
+  };
+
+  /// Takes the routes by value; `metrics` may be null (then nothing is recorded).
+  http_server(config cfg, router routes, std::shared_ptr<metrics_registry> metrics = nullptr);
+
+  /// Stops with a zero deadline if still running.
+  ~http_server();
+
+  http_server(const http_server&) = delete;
+  http_server& operator=(const http_server&) = delete;
+
+  /// Binds, listens and starts the I/O threads. Returns an empty error_code on success, else why
+  /// not (e.g. `std::errc::address_in_use`, or a resolver error for a bad host); it never throws.
+  /// Call once.
+  std::error_code start();
+
+  /// The bound port once `start()` succeeded, else 0.
+  uint16_t port() const;
+
+  /// Graceful shutdown: stops accepting, closes idle connections, lets in-flight responses
+  /// (streams included) complete until `deadline` from now, then closes what is left (firing its
+  /// on_disconnect callbacks) and joins the I/O threads. Returns within about `deadline` + 100 ms.
+  /// Idempotent and callable from any thread except the server's own I/O threads (a handler
+  /// must not call it); from a signal, call it on the thread that waits for the signal
+  /// (`sigwait`, an asio::signal_set on another io_context), never inside a raw signal handler.
+  void stop(std::chrono::milliseconds deadline);
+
+private:
+  struct impl;
+  std::unique_ptr<impl> impl_;
+};
+
+} // namespace deepinfer::actors::http

@@ -1,0 +1,60 @@
+#include "actors/http/router.hpp"
+
+#include <algorithm>
+
+namespace deepinfer::actors::http {
+
+void router::add(std::string method, std::string pattern, handler fn) {
+  for (auto& e : entries_) {
+    if (e.method == method && e.pattern == pattern) {
+      e.fn = std::move(fn);
+      return;
+    }
+  }
+  entries_.push_back(entry{std::move(method), std::move(pattern), std::move(fn)});
+}
+
+bool router::matches(std::string_view pattern, std::string_view path) {
+  if (pattern.size() >= 2 && pattern.substr(pattern.size() - 2) == "/*") {
+    auto prefix = pattern.substr(0, pattern.size() - 1); // keeps the '/'
+    return path.size() > prefix.size() && path.substr(0, prefix.size()) == prefix;
+  }
+  return pattern == path;
+}
+
+router::match router::find(std::string_view method, std::string_view path) const {
+  // Specificity: an exact pattern beats any prefix; among prefixes the longest wins.
+  auto rank = [](const std::string& pattern) {
+    bool prefix = pattern.size() >= 2 && pattern.substr(pattern.size() - 2) == "/*";
+    return prefix ? pattern.size() : std::string::npos;
+  };
+  const entry* best = nullptr;
+  std::size_t best_rank = 0;
+  std::vector<std::string_view> allow;
+  for (const auto& e : entries_) {
+    if (!matches(e.pattern, path))
+      continue;
+    if (e.method != method) {
+      if (std::find(allow.begin(), allow.end(), e.method) == allow.end())
+        allow.push_back(e.method);
+      continue;
+    }
+    if (!best || rank(e.pattern) > best_rank) {
+      best = &e;
+      best_rank = rank(e.pattern);
+    }
+  }
+  match m;
+  if (best) {
+    m.result = outcome::found;
+    m.fn = &best->fn;
+    m.route = best->pattern;
+  } else if (!allow.empty()) {
+    m.result = outcome::method_not_allowed;
+    for (auto x : allow)
+      m.allow += (m.allow.empty() ? "" : ", ") + std::string{x};
+  }
+  return m;
+}
+
+} // namespace deepinfer::actors::http
