@@ -1,2 +1,195 @@
+// caf-launch: starts DeepInfer-CAF. With no arguments: the embedded default (every role in one
+// process, HTTP on 127.0.0.1:8000). With --manifest: every node of a cluster (local children,
+// remote nodes over ssh), supervised; with --manifest and --node: one node in this process.
+#include <csignal>
 #include <cstdio>
-int main() { std::puts("caf-launch: not yet wired"); return 0; }
+#include <filesystem>
+#include <iostream>
+
+#include <CLI/CLI.hpp>
+
+#include "actors/node_runtime.hpp"
+#include "launcher/launch_plan.hpp"
+#include "launcher/log.hpp"
+#include "launcher/logging.hpp"
+#include "launcher/manifest.hpp"
+#include "launcher/process_supervisor.hpp"
+
+using namespace deepinfer;
+using namespace deepinfer::launcher;
+
+namespace {
+
+constexpr int usage_error = 2;
+
+struct options {
+  std::string manifest;
+  std::string node;
+  std::string http;
+  std::string log_level;
+  bool dry_run = false;
+  int scheduler_threads = 0;
+  int heartbeat_ms = 0;
+  int connection_timeout_ms = 0;
+};
+
+/// Blocks SIGINT/SIGTERM in this thread before any other starts, so every thread inherits the
+/// mask and only `wait_for_stop_signal` (or the supervisor loop) receives them.
+sigset_t block_stop_signals() {
+  sigset_t set;
+  sigemptyset(&set);
+  sigaddset(&set, SIGINT);
+  sigaddset(&set, SIGTERM);
+  pthread_sigmask(SIG_BLOCK, &set, nullptr);
+  return set;
+}
+
+int run_node(actors::node_runtime_config cfg, const sigset_t& stop_signals) {
+  actors::node_runtime node{std::move(cfg)};
+  if (auto err = node.start()) {
+    log().critical("cannot start: {}", *err);
+    std::cerr << "caf-launch: " << *err << "\n";
+    return 1;
+  }
+  if (auto port = node.http_port())
+    log().info("serving HTTP on port {}", port);
+  int sig = 0;
+  sigwait(&stop_signals, &sig);
+  log().info("received {}; shutting down", strsignal(sig));
+  node.stop(std::chrono::milliseconds{1500});
+  return 0;
+}
+
+void apply_flag_overrides(const options& o, actors::system_settings& s) {
+  if (o.scheduler_threads > 0)
+    s.scheduler_threads = static_cast<unsigned>(o.scheduler_threads);
+  if (o.heartbeat_ms > 0)
+    s.heartbeat_interval = std::chrono::milliseconds{o.heartbeat_ms};
+  if (o.connection_timeout_ms > 0)
+    s.connection_timeout = std::chrono::milliseconds{o.connection_timeout_ms};
+}
+
+} // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"caf-launch: start a DeepInfer-CAF node or cluster.\n"
+               "No arguments: the embedded default (every role in one process, HTTP on 127.0.0.1:8000).",
+               "caf-launch"};
+  options o;
+  app.add_option("--manifest", o.manifest, "Cluster manifest (TOML); without --node, starts and "
+                                           "supervises every node it lists");
+  app.add_option("--node", o.node, "Run only this node of the manifest, in this process")->needs("--manifest");
+  app.add_option("--http", o.http, "HTTP listen address HOST:PORT of this process's entrypoint "
+                                   "(default 127.0.0.1:8000, or the manifest's `http`)");
+  app.add_option("--log-level", o.log_level, "trace|debug|info|warn|error|critical|off "
+                                             "(default: the manifest's log_level, else info)");
+  app.add_flag("--dry-run", o.dry_run, "Validate the manifest and print the resolved plan; start nothing")
+    ->needs("--manifest");
+  app.add_option("--scheduler-threads", o.scheduler_threads, "CAF scheduler threads (overrides the manifest)");
+  app.add_option("--heartbeat-ms", o.heartbeat_ms, "CAF middleman heartbeat interval in ms "
+                                                   "(must be the same on every node)");
+  app.add_option("--connection-timeout-ms", o.connection_timeout_ms,
+                 "CAF middleman connection timeout in ms (must be the same on every node)");
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    auto rc = app.exit(e);
+    return rc == 0 ? 0 : usage_error;
+  }
+
+  std::optional<host_port> http_override;
+  if (!o.http.empty()) {
+    http_override = parse_host_port(o.http);
+    if (!http_override) {
+      std::cerr << "caf-launch: --http expects HOST:PORT, got '" << o.http << "'\n";
+      return usage_error;
+    }
+  }
+
+  // 1. The embedded default.
+  if (o.manifest.empty()) {
+    if (!setup_logging(o.log_level.empty() ? "info" : o.log_level, "local")) {
+      std::cerr << "caf-launch: unknown --log-level '" << o.log_level << "'\n";
+      return usage_error;
+    }
+    auto stop_signals = block_stop_signals();
+    auto cfg = make_embedded_config(http_override.value_or(host_port{"127.0.0.1", 8000}),
+                                    "deepseek-v4.1-flash");
+    apply_flag_overrides(o, cfg.caf);
+    return run_node(std::move(cfg), stop_signals);
+  }
+
+  // 2. A manifest: validate first, whatever the mode.
+  auto loaded = load_manifest(o.manifest);
+  if (auto* err = std::get_if<manifest_error>(&loaded)) {
+    std::cerr << "caf-launch: " << err->to_string() << "\n";
+    return usage_error;
+  }
+  auto& m = std::get<cluster_manifest>(loaded);
+  apply_flag_overrides(o, m.caf);
+  auto level = o.log_level.empty() ? m.log_level : o.log_level;
+  if (!setup_logging(level, o.node.empty() ? "launcher" : o.node)) {
+    std::cerr << "caf-launch: unknown --log-level '" << level << "'\n";
+    return usage_error;
+  }
+
+  // 2a. One node in this process.
+  if (!o.node.empty()) {
+    auto* node = m.find_node(o.node);
+    if (!node) {
+      std::cerr << "caf-launch: " << m.source_path << ": no node named '" << o.node << "'\n";
+      return usage_error;
+    }
+    auto cfg = make_node_config(m, *node);
+    if (http_override) {
+      if (!cfg.http) {
+        std::cerr << "caf-launch: --http: node '" << o.node << "' has no entrypoint role\n";
+        return usage_error;
+      }
+      cfg.http->host = http_override->host;
+      cfg.http->port = http_override->port;
+    }
+    auto stop_signals = block_stop_signals();
+    return run_node(std::move(cfg), stop_signals);
+  }
+
+  // 2b. The whole cluster: every node as a child process or over ssh, supervised.
+  std::vector<std::string> extra;
+  if (!o.log_level.empty())
+    extra = {"--log-level", o.log_level};
+  for (auto [flag, value] : {std::pair{"--scheduler-threads", o.scheduler_threads},
+                             std::pair{"--heartbeat-ms", o.heartbeat_ms},
+                             std::pair{"--connection-timeout-ms", o.connection_timeout_ms}})
+    if (value > 0)
+      extra.insert(extra.end(), {flag, std::to_string(value)});
+  std::error_code ec;
+  auto self_exe = std::filesystem::read_symlink("/proc/self/exe", ec).string();
+  auto plan = make_launch_plan(m, ec ? std::string{argv[0]} : self_exe, extra);
+  if (http_override) {
+    // --http applies to the entrypoint this launcher starts; ambiguous with several.
+    std::vector<node_launch*> eps;
+    for (auto& l : plan)
+      if (l.node->has(node_role::entrypoint))
+        eps.push_back(&l);
+    if (eps.size() != 1) {
+      std::cerr << "caf-launch: --http is ambiguous with " << eps.size()
+                << " entrypoint nodes; use --node NAME --http HOST:PORT\n";
+      return usage_error;
+    }
+    eps.front()->argv.insert(eps.front()->argv.end(), {"--http", o.http});
+  }
+  if (o.dry_run) {
+    std::cout << describe_plan(m, plan);
+    return 0;
+  }
+  block_stop_signals();
+  std::vector<child_spec> children;
+  for (auto& l : plan)
+    children.push_back({l.node->name, l.argv});
+  process_supervisor::config sc;
+  sc.policy = m.supervision.restart;
+  sc.restart_delay = std::chrono::milliseconds{m.supervision.restart_delay_ms};
+  sc.max_restarts_per_minute = m.supervision.max_restarts_per_minute;
+  process_supervisor sup{sc, std::move(children)};
+  return sup.run();
+}

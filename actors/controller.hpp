@@ -1,0 +1,14 @@
+#pragma once
+
+#include <caf/fwd.hpp>
+
+#include "actors/interfaces.hpp"
+
+namespace deepinfer::actors {
+
+/// Spawns the controller: it keeps the membership view (see `membership`), monitors the agent of
+/// every registered node (a SIGKILLed peer is reported by CAF within milliseconds; a frozen one
+/// only through middleman heartbeats) and pushes the view to every live agent on each change.
+controller_actor spawn_controller(caf::actor_system& sys);
+
+} // namespace deepinfer::actors

@@ -1,0 +1,58 @@
+#pragma once
+
+// One typed_actor alias per role, each with what it accepts and replies (STYLE §4).
+
+#include <caf/replies_to.hpp>
+#include <caf/typed_actor.hpp>
+
+#include "actors/messages.hpp"
+
+namespace deepinfer::actors {
+
+/// A rank: one GPU, or one CPU worker thread in the CPU backend; runs the step loop.
+/// - `(ping) -> rank_status`: liveness and identity.
+/// - `(fail, std::string)`: fault injection; the rank fails with that reason (as a crash would).
+/// - `(echo, byte_payload) -> byte_payload`: returns the payload (transport benchmarks).
+using rank_actor = caf::typed_actor<
+  caf::replies_to<caf::ping_atom>::with<rank_status>,
+  caf::reacts_to<fail_atom, std::string>,
+  caf::replies_to<echo_atom, byte_payload>::with<byte_payload>>;
+
+/// Owns the N ranks of one prefill or decode instance. Any rank failure fails the instance; it
+/// restarts with its healthy ranks (EP = healthy ranks) and reports to its node agent.
+/// - `(status) -> instance_status`
+/// - `(get, uint32_t rank) -> rank_actor handle wrapped as strong_actor_ptr` (null when absent)
+/// - `(fail, uint32_t rank, std::string)`: fault injection into one rank.
+/// - `(restart, uint32_t ranks)`: internal, sent to itself to start the next generation.
+using instance_supervisor_actor = caf::typed_actor<
+  caf::replies_to<status_atom>::with<instance_status>,
+  caf::replies_to<caf::get_atom, uint32_t>::with<caf::strong_actor_ptr>,
+  caf::reacts_to<fail_atom, uint32_t, std::string>,
+  caf::reacts_to<restart_atom, uint32_t>>;
+
+/// One per process: registers with the controller, owns the node's role actors, relays instance
+/// reports, keeps the latest membership view for local readers (HTTP /metrics).
+/// - `(ctl_up, strong_actor_ptr)`: the bootstrap thread connected to the controller.
+/// - `(report, instance_status)`: from a local instance supervisor.
+/// - `(view, membership_view)`: pushed by the controller on every change.
+/// - `(status) -> node_info`
+/// - `(echo, byte_payload) -> byte_payload`: returns the payload (transport benchmarks).
+using node_agent_actor = caf::typed_actor<
+  caf::reacts_to<ctl_up_atom, caf::strong_actor_ptr>,
+  caf::reacts_to<report_atom, instance_status>,
+  caf::reacts_to<view_atom, membership_view>,
+  caf::replies_to<status_atom>::with<node_info>,
+  caf::replies_to<echo_atom, byte_payload>::with<byte_payload>>;
+
+/// The controller: membership (monitors every node agent), instance states.
+/// - `(register, node_info, strong_actor_ptr agent) -> membership_view`: a node joins (again).
+/// - `(leave, std::string node) -> ok`: a node shuts down cleanly.
+/// - `(report, instance_status)`: an instance changed state.
+/// - `(get, view) -> membership_view`
+using controller_actor = caf::typed_actor<
+  caf::replies_to<register_atom, node_info, caf::strong_actor_ptr>::with<membership_view>,
+  caf::replies_to<caf::leave_atom, std::string>::with<caf::ok_atom>,
+  caf::reacts_to<report_atom, instance_status>,
+  caf::replies_to<caf::get_atom, view_atom>::with<membership_view>>;
+
+} // namespace deepinfer::actors

@@ -1,0 +1,137 @@
+#pragma once
+
+// Every typed message of DeepInfer-CAF: atoms, message structs with their `inspect`, and the one
+// type-ID block. No logic here (STYLE §4). Adding a message means editing this file and
+// interfaces.hpp, nothing else.
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include <caf/atom.hpp>
+#include <caf/meta/type_name.hpp>
+#include <caf/type_id.hpp>
+
+namespace deepinfer::actors {
+
+// -- atoms (CAF 0.17: at most 10 characters) ---------------------------------------------------
+// CAF's own get_atom, ping_atom, leave_atom, ok_atom are used where they fit.
+
+using register_atom = caf::atom_constant<caf::atom("register")>;
+using view_atom = caf::atom_constant<caf::atom("view")>;
+using report_atom = caf::atom_constant<caf::atom("report")>;
+using status_atom = caf::atom_constant<caf::atom("status")>;
+using fail_atom = caf::atom_constant<caf::atom("fail")>;
+using ctl_up_atom = caf::atom_constant<caf::atom("ctlup")>;
+using echo_atom = caf::atom_constant<caf::atom("echo")>;
+using restart_atom = caf::atom_constant<caf::atom("restart")>;
+
+// -- cluster membership ------------------------------------------------------------------------
+
+/// Who a node is: what the manifest says about it plus the process that runs it.
+struct node_info {
+  std::string name;
+  std::string host;
+  uint16_t port = 0;
+  std::vector<std::string> roles;
+  int32_t pid = 0;
+  /// Distinguishes restarts of the same node name; chosen by the node at start (wall-clock ns).
+  uint64_t incarnation = 0;
+};
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, node_info& x) {
+  return f(caf::meta::type_name("node_info"), x.name, x.host, x.port, x.roles, x.pid, x.incarnation);
+}
+
+/// Lifecycle of an instance (one prefill or decode communication domain).
+enum class instance_state : uint8_t { starting, running, restarting, failed, stopped };
+
+/// One instance as its supervisor reports it.
+struct instance_status {
+  std::string instance;  ///< `<node>/<role>`, unique in the cluster
+  std::string node;
+  std::string role;      ///< prefill | decode | vision
+  uint32_t configured_ranks = 0;
+  uint32_t healthy_ranks = 0;  ///< = the expert-parallel size of the current generation
+  uint32_t generation = 0;     ///< bumped at every restart
+  instance_state state = instance_state::starting;
+  std::string last_failure;
+};
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, instance_status& x) {
+  return f(caf::meta::type_name("instance_status"), x.instance, x.node, x.role, x.configured_ranks,
+           x.healthy_ranks, x.generation, x.state, x.last_failure);
+}
+
+/// Node liveness as the controller sees it.
+enum class node_state : uint8_t { alive, dead, left };
+
+/// One node in the controller's membership view.
+struct node_status {
+  node_info info;
+  node_state state = node_state::alive;
+  /// Milliseconds since the Unix epoch of the last state change.
+  int64_t since_ms = 0;
+  /// Why the node is dead (the CAF exit reason of its agent), empty when alive.
+  std::string reason;
+  /// How many times this node name registered (1 = first start).
+  uint32_t joins = 0;
+};
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, node_status& x) {
+  return f(caf::meta::type_name("node_status"), x.info, x.state, x.since_ms, x.reason, x.joins);
+}
+
+/// The whole membership view: every node ever registered and every instance reported.
+struct membership_view {
+  uint64_t version = 0;
+  std::vector<node_status> nodes;
+  std::vector<instance_status> instances;
+};
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, membership_view& x) {
+  return f(caf::meta::type_name("membership_view"), x.version, x.nodes, x.instances);
+}
+
+// -- ranks -------------------------------------------------------------------------------------
+
+/// What a rank answers to a ping: which slot of which generation it is.
+struct rank_status {
+  uint32_t rank = 0;
+  uint32_t ep_size = 0;
+  uint32_t generation = 0;
+  uint64_t steps = 0;
+};
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, rank_status& x) {
+  return f(caf::meta::type_name("rank_status"), x.rank, x.ep_size, x.generation, x.steps);
+}
+
+// -- payloads ----------------------------------------------------------------------------------
+
+/// A bulk byte payload (KV blocks, benchmarks). std::vector<uint8_t> is written with one memcpy.
+struct byte_payload {
+  uint64_t id = 0;
+  std::vector<uint8_t> bytes;
+};
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, byte_payload& x) {
+  return f(caf::meta::type_name("byte_payload"), x.id, x.bytes);
+}
+
+} // namespace deepinfer::actors
+
+CAF_BEGIN_TYPE_ID_BLOCK(deepinfer, caf::first_custom_type_id)
+  CAF_ADD_TYPE_ID(deepinfer, (deepinfer::actors::node_info))
+  CAF_ADD_TYPE_ID(deepinfer, (deepinfer::actors::instance_status))
+  CAF_ADD_TYPE_ID(deepinfer, (deepinfer::actors::node_status))
+  CAF_ADD_TYPE_ID(deepinfer, (deepinfer::actors::membership_view))
+  CAF_ADD_TYPE_ID(deepinfer, (deepinfer::actors::rank_status))
+  CAF_ADD_TYPE_ID(deepinfer, (deepinfer::actors::byte_payload))
+CAF_END_TYPE_ID_BLOCK(deepinfer)

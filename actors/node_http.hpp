@@ -1,0 +1,36 @@
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+
+#include "actors/cluster_snapshot.hpp"
+#include "actors/node_runtime.hpp"
+
+namespace deepinfer::actors {
+
+/// The HTTP face of a node with the entrypoint role: /health, /v1/models, /metrics (membership,
+/// instance states, HTTP counters and latencies), and an error in OpenAI's shape for everything
+/// else. Reads cluster state only from the node's snapshot, so no request waits on an actor.
+class node_http {
+public:
+  node_http(http_endpoint cfg, std::shared_ptr<cluster_snapshot> snapshot);
+  ~node_http();
+  node_http(const node_http&) = delete;
+  node_http& operator=(const node_http&) = delete;
+
+  /// Binds and starts serving; returns an error message or nullopt.
+  std::optional<std::string> start();
+  /// Stops accepting, answers in-flight requests within `deadline`, then closes.
+  void stop(std::chrono::milliseconds deadline);
+  /// The bound port (useful when configured with port 0).
+  uint16_t port() const;
+
+private:
+  struct impl;
+  std::unique_ptr<impl> impl_;
+};
+
+} // namespace deepinfer::actors

@@ -1,0 +1,243 @@
+#include "actors/node_runtime.hpp"
+
+#include <condition_variable>
+#include <mutex>
+#include <thread>
+
+#include <unistd.h>
+
+#include <caf/actor_system.hpp>
+#include <caf/actor_system_config.hpp>
+#include <caf/io/middleman.hpp>
+#include <caf/scoped_actor.hpp>
+#include <caf/send.hpp>
+
+#include "actors/controller.hpp"
+#include "actors/errors.hpp"
+#include "actors/instance_supervisor.hpp"
+#include "actors/log.hpp"
+#include "actors/node_agent.hpp"
+#include "actors/node_http.hpp"
+
+namespace deepinfer::actors {
+
+namespace {
+
+/// The actor-system config of a node, built only from `system_settings` (never from an ini file:
+/// actor_system_config reads one only from parse(), which we never call).
+class node_system_config : public caf::actor_system_config {
+public:
+  explicit node_system_config(const system_settings& s) {
+    load<caf::io::middleman>();
+    add_message_types<caf::id_block::deepinfer>();
+    add_error_category(caf::atom("deepinfer"), render_errc);
+    set("scheduler.max-threads", static_cast<size_t>(s.scheduler_threads));
+    set("scheduler.policy", caf::atom_from_string(s.scheduler_policy));
+    set("middleman.workers", static_cast<size_t>(s.middleman_workers));
+    set("middleman.heartbeat-interval", caf::timespan{s.heartbeat_interval});
+    set("middleman.connection-timeout", caf::timespan{s.connection_timeout});
+  }
+};
+
+uint64_t make_incarnation() {
+  using namespace std::chrono;
+  return static_cast<uint64_t>(duration_cast<nanoseconds>(system_clock::now().time_since_epoch()).count());
+}
+
+} // namespace
+
+struct node_runtime::impl {
+  node_runtime_config cfg;
+  std::unique_ptr<node_system_config> sys_cfg;
+  std::unique_ptr<caf::actor_system> sys;
+  std::shared_ptr<cluster_snapshot> snap = std::make_shared<cluster_snapshot>();
+  node_agent_actor agent;
+  controller_actor local_controller;
+  std::map<std::string, instance_supervisor_actor> supervisors;
+  std::unique_ptr<node_http> http;
+
+  // Bootstrap thread state: reaching the controller blocks (remote_actor), so it never runs on
+  // a scheduler thread (CAF 0.17 pitfall P4).
+  std::thread bootstrap;
+  std::mutex mtx;
+  std::condition_variable cv;
+  bool stopping = false;
+  bool controller_lost = false;
+  controller_actor controller;  // the handle the bootstrap thread last handed to the agent
+  bool stopped = false;
+
+  void run_bootstrap() {
+    auto& mm = sys->middleman();
+    std::unique_lock<std::mutex> lock{mtx};
+    while (!stopping) {
+      lock.unlock();
+      auto ctl = mm.remote_actor<controller_actor>(cfg.controller_host, cfg.controller_port);
+      lock.lock();
+      if (stopping)
+        break;
+      if (!ctl) {
+        log().debug("node={} controller {}:{} unreachable: {}", cfg.self.name,
+                    cfg.controller_host, cfg.controller_port, sys->render(ctl.error()));
+        cv.wait_for(lock, cfg.reconnect_interval, [&] { return stopping; });
+        continue;
+      }
+      controller = *ctl;
+      controller_lost = false;
+      caf::anon_send(agent, ctl_up_atom::value, caf::actor_cast<caf::strong_actor_ptr>(*ctl));
+      cv.wait(lock, [&] { return stopping || controller_lost; });
+      if (!stopping)
+        cv.wait_for(lock, cfg.reconnect_interval, [&] { return stopping; });
+    }
+  }
+};
+
+node_runtime::node_runtime(node_runtime_config cfg) : impl_(std::make_unique<impl>()) {
+  impl_->cfg = std::move(cfg);
+}
+
+node_runtime::~node_runtime() {
+  stop();
+}
+
+std::optional<std::string> node_runtime::start() {
+  auto& d = *impl_;
+  auto& cfg = d.cfg;
+  cfg.self.pid = static_cast<int32_t>(::getpid());
+  cfg.self.incarnation = make_incarnation();
+  d.sys_cfg = std::make_unique<node_system_config>(cfg.caf);
+  d.sys = std::make_unique<caf::actor_system>(*d.sys_cfg);
+  auto& sys = *d.sys;
+
+  // 1. The agent first: instance supervisors report to it.
+  node_agent_config agent_cfg;
+  agent_cfg.self = cfg.self;
+  agent_cfg.snapshot = d.snap;
+  agent_cfg.on_controller_lost = [&d] {
+    std::lock_guard<std::mutex> guard{d.mtx};
+    d.controller_lost = true;
+    d.cv.notify_all();
+  };
+  d.agent = spawn_node_agent(sys, std::move(agent_cfg));
+
+  // 2. The controller, published on this node's port, or a link to the remote one.
+  auto& mm = sys.middleman();
+  if (cfg.hosts_controller) {
+    d.local_controller = spawn_controller(sys);
+    d.controller = d.local_controller;
+    if (cfg.self.port != 0) {
+      auto port = mm.publish(d.local_controller, cfg.self.port, cfg.self.host.c_str(), true);
+      if (!port)
+        return "cannot listen on " + cfg.self.host + ":" + std::to_string(cfg.self.port) + ": "
+               + sys.render(port.error());
+    }
+    caf::anon_send(d.agent, ctl_up_atom::value,
+                   caf::actor_cast<caf::strong_actor_ptr>(d.local_controller));
+  } else {
+    if (cfg.self.port != 0) {
+      auto port = mm.publish(d.agent, cfg.self.port, cfg.self.host.c_str(), true);
+      if (!port)
+        return "cannot listen on " + cfg.self.host + ":" + std::to_string(cfg.self.port) + ": "
+               + sys.render(port.error());
+    }
+    d.bootstrap = std::thread([&d] { d.run_bootstrap(); });
+  }
+
+  // 3. Instances.
+  for (auto& spec : cfg.instances) {
+    instance_supervisor_config sc;
+    sc.instance = cfg.self.name + "/" + spec.role;
+    sc.node = cfg.self.name;
+    sc.role = spec.role;
+    sc.ranks = spec.ranks;
+    sc.restart_delay = cfg.instance_restart_delay;
+    d.supervisors[spec.role] = spawn_instance_supervisor(sys, sc, d.agent);
+  }
+
+  // 4. HTTP last: it answers only once the node can describe itself.
+  if (cfg.http) {
+    d.http = std::make_unique<node_http>(*cfg.http, d.snap);
+    if (auto err = d.http->start())
+      return "cannot serve HTTP on " + cfg.http->host + ":" + std::to_string(cfg.http->port) + ": "
+             + *err;
+  }
+  log().info("node={} started roles={} controller={}", cfg.self.name, cfg.self.roles.size(),
+             cfg.hosts_controller ? "local" : cfg.controller_host + ":" + std::to_string(cfg.controller_port));
+  return std::nullopt;
+}
+
+void node_runtime::stop(std::chrono::milliseconds deadline) {
+  auto& d = *impl_;
+  if (d.stopped || !d.sys)
+    return;
+  d.stopped = true;
+  auto t0 = std::chrono::steady_clock::now();
+  // 1. Stop taking requests; answer those in flight.
+  if (d.http)
+    d.http->stop(deadline / 2);
+  // 2. Tell the controller we leave (bounded wait), so it shows `left` rather than `dead`.
+  controller_actor ctl;
+  {
+    std::lock_guard<std::mutex> guard{d.mtx};
+    d.stopping = true;
+    ctl = d.controller;
+    d.cv.notify_all();
+  }
+  if (ctl && !d.cfg.hosts_controller) {
+    caf::scoped_actor self{*d.sys};
+    auto left = deadline - std::chrono::duration_cast<std::chrono::milliseconds>(
+                             std::chrono::steady_clock::now() - t0);
+    self->request(ctl, std::max(left / 2, std::chrono::milliseconds{50}), caf::leave_atom::value,
+                  d.cfg.self.name)
+      .receive([](caf::ok_atom) {}, [](caf::error&) {});
+  }
+  if (d.bootstrap.joinable())
+    d.bootstrap.join();
+  // 3. Stop every actor we spawned; the actor system's destructor waits for them.
+  for (auto& [role, sup] : d.supervisors)
+    caf::anon_send_exit(sup, caf::exit_reason::user_shutdown);
+  caf::anon_send_exit(d.agent, caf::exit_reason::user_shutdown);
+  if (d.local_controller)
+    caf::anon_send_exit(d.local_controller, caf::exit_reason::user_shutdown);
+  d.supervisors.clear();
+  d.agent = nullptr;
+  d.local_controller = nullptr;
+  d.controller = nullptr;
+  ctl = nullptr;
+  d.http.reset();
+  d.sys.reset();
+  log().info("node={} stopped", d.cfg.self.name);
+}
+
+uint16_t node_runtime::http_port() const {
+  return impl_->http ? impl_->http->port() : 0;
+}
+
+cluster_snapshot::state node_runtime::snapshot() const {
+  return impl_->snap->get();
+}
+
+caf::actor_system& node_runtime::system() {
+  return *impl_->sys;
+}
+
+bool node_runtime::inject_rank_failure(const std::string& role, uint32_t rank,
+                                       const std::string& reason) {
+  auto i = impl_->supervisors.find(role);
+  if (i == impl_->supervisors.end())
+    return false;
+  caf::anon_send(i->second, fail_atom::value, rank, reason);
+  return true;
+}
+
+std::optional<instance_status> node_runtime::instance(const std::string& role) {
+  auto i = impl_->supervisors.find(role);
+  if (i == impl_->supervisors.end())
+    return std::nullopt;
+  std::optional<instance_status> result;
+  caf::scoped_actor self{*impl_->sys};
+  self->request(i->second, std::chrono::seconds(2), status_atom::value)
+    .receive([&](instance_status& s) { result = std::move(s); }, [](caf::error&) {});
+  return result;
+}
+
+} // namespace deepinfer::actors

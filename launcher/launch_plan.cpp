@@ -1,0 +1,179 @@
+#include "launcher/launch_plan.hpp"
+
+#include <sstream>
+
+#include <ifaddrs.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <unistd.h>
+
+namespace deepinfer::launcher {
+
+bool is_local_host(const std::string& host) {
+  if (host == "localhost" || host == "::1" || host.rfind("127.", 0) == 0)
+    return true;
+  char name[256] = {};
+  if (::gethostname(name, sizeof(name) - 1) == 0 && host == name)
+    return true;
+  // Compare against every address of every local interface.
+  ifaddrs* ifs = nullptr;
+  if (::getifaddrs(&ifs) != 0)
+    return false;
+  bool found = false;
+  for (auto* i = ifs; i != nullptr && !found; i = i->ifa_next) {
+    if (i->ifa_addr == nullptr)
+      continue;
+    auto family = i->ifa_addr->sa_family;
+    if (family != AF_INET && family != AF_INET6)
+      continue;
+    char buf[NI_MAXHOST] = {};
+    auto len = family == AF_INET ? sizeof(sockaddr_in) : sizeof(sockaddr_in6);
+    if (::getnameinfo(i->ifa_addr, static_cast<socklen_t>(len), buf, sizeof(buf), nullptr, 0,
+                      NI_NUMERICHOST) == 0)
+      found = host == buf;
+  }
+  ::freeifaddrs(ifs);
+  return found;
+}
+
+std::string shell_quote(const std::string& arg) {
+  if (!arg.empty() && arg.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+                                            "0123456789_-./:=@,+") == std::string::npos)
+    return arg;
+  std::string out = "'";
+  for (auto c : arg) {
+    if (c == '\'')
+      out += "'\\''";
+    else
+      out += c;
+  }
+  return out + "'";
+}
+
+std::vector<node_launch> make_launch_plan(const cluster_manifest& m, const std::string& self_exe,
+                                          const std::vector<std::string>& extra_args) {
+  std::vector<node_launch> plan;
+  for (auto& n : m.nodes) {
+    node_launch l;
+    l.node = &n;
+    l.local = n.launch == launch_method::local
+              || (n.launch == launch_method::automatic && is_local_host(n.host));
+    if (l.local) {
+      l.argv = {self_exe, "--manifest", m.source_path, "--node", n.name};
+      l.argv.insert(l.argv.end(), extra_args.begin(), extra_args.end());
+    } else {
+      // The remote side runs the same launcher on the same manifest (a shared mount or a copy at
+      // [remote] manifest); BatchMode makes a missing key an error instead of a password prompt.
+      std::string remote = shell_quote(m.remote.command) + " --manifest " + shell_quote(m.remote.manifest)
+                           + " --node " + shell_quote(n.name);
+      for (auto& a : extra_args)
+        remote += " " + shell_quote(a);
+      auto target = n.ssh_user.empty() ? n.host : n.ssh_user + "@" + n.host;
+      l.argv = {"ssh", "-o", "BatchMode=yes", "-o", "ConnectTimeout=5", "-p",
+                std::to_string(n.ssh_port), target, "--", "exec " + remote};
+    }
+    plan.push_back(std::move(l));
+  }
+  return plan;
+}
+
+std::string describe_plan(const cluster_manifest& m, const std::vector<node_launch>& plan) {
+  std::ostringstream out;
+  auto& c = m.controller();
+  out << "manifest: " << m.source_path << "\n"
+      << "model: " << m.model_path << " (name " << m.model_name << ", template "
+      << m.template_version << ")\n"
+      << "controller: " << c.name << " at " << c.host << ":" << c.port << "\n"
+      << "caf: scheduler_threads=" << m.caf.scheduler_threads << " scheduler_policy="
+      << m.caf.scheduler_policy << " middleman_workers=" << m.caf.middleman_workers
+      << " heartbeat_interval_ms=" << m.caf.heartbeat_interval.count()
+      << " connection_timeout_ms=" << m.caf.connection_timeout.count() << "\n"
+      << "http: body_limit_bytes=" << m.http_body_limit_bytes << " threads=" << m.http_threads << "\n"
+      << "kv: root=" << m.kv.root << " block_tokens=" << m.kv.block_tokens
+      << " ttl_agent_hours=" << m.kv.ttl_agent_hours << " ttl_chatbot_hours=" << m.kv.ttl_chatbot_hours
+      << " gc_watermarks=" << m.kv.gc_low_watermark << ".." << m.kv.gc_high_watermark
+      << " swa_ttl_seconds=" << m.kv.swa_ttl_seconds << " swa_memory_mib=" << m.kv.swa_memory_mib
+      << " fsync=" << (m.kv.fsync ? "true" : "false") << "\n";
+  auto& b = m.balancer;
+  out << "balancer.prefill: bucket_bounds=" << b.prefill_bucket_bounds[0] << ","
+      << b.prefill_bucket_bounds[1] << "," << b.prefill_bucket_bounds[2]
+      << " step_budget_ms=" << b.prefill_step_budget_ms << " redundant_experts_per_rank="
+      << b.prefill_redundant_experts_per_rank << " ep_window_steps=" << b.prefill_ep_window_steps
+      << " ep_replace_steps=" << b.prefill_ep_replace_steps << "\n"
+      << "balancer.decode: kv_weight=" << b.decode_kv_weight << " redundant_experts_per_rank="
+      << b.decode_redundant_experts_per_rank << " ep_window_steps=" << b.decode_ep_window_steps
+      << " ep_replace_steps=" << b.decode_ep_replace_steps << "\n";
+  auto& a = m.autoscaler;
+  out << "autoscaler: prefill=" << a.min_prefill_instances << ".." << a.max_prefill_instances
+      << " decode=" << a.min_decode_instances << ".." << a.max_decode_instances
+      << " ready_pool=" << a.ready_pool << " quota_high_water=" << a.quota_high_water
+      << " decode_grace_seconds=" << a.decode_grace_seconds << " interval_seconds="
+      << a.interval_seconds << " max_step=" << a.max_step << "\n"
+      << "supervision: restart=" << to_string(m.supervision.restart) << " restart_delay_ms="
+      << m.supervision.restart_delay_ms << " max_restarts_per_minute="
+      << m.supervision.max_restarts_per_minute << "\n"
+      << "nodes: " << plan.size() << "\n";
+  for (auto& l : plan) {
+    auto& n = *l.node;
+    out << "- " << n.name << " " << n.host << ":" << n.port << " roles=";
+    for (size_t i = 0; i < n.roles.size(); ++i)
+      out << (i ? "," : "") << to_string(n.roles[i]);
+    out << " ranks=" << n.ranks << " backend=" << to_string(n.backend);
+    if (n.http)
+      out << " http=" << n.http->host << ":" << n.http->port;
+    out << "\n  " << (l.local ? "local child: " : "ssh: ");
+    for (size_t i = 0; i < l.argv.size(); ++i)
+      out << (i ? " " : "") << shell_quote(l.argv[i]);
+    out << "\n";
+  }
+  return out.str();
+}
+
+actors::node_runtime_config make_node_config(const cluster_manifest& m, const node_spec& node) {
+  actors::node_runtime_config cfg;
+  cfg.self.name = node.name;
+  cfg.self.host = node.host;
+  cfg.self.port = node.port;
+  for (auto r : node.roles)
+    cfg.self.roles.emplace_back(to_string(r));
+  cfg.hosts_controller = node.has(node_role::controller);
+  auto& ctl = m.controller();
+  cfg.controller_host = ctl.host;
+  cfg.controller_port = ctl.port;
+  for (auto role : {node_role::prefill, node_role::decode})
+    if (node.has(role))
+      cfg.instances.push_back({to_string(role), node.ranks});
+  if (node.has(node_role::vision))
+    cfg.instances.push_back({to_string(node_role::vision), 1});
+  if (node.has(node_role::entrypoint) && node.http) {
+    actors::http_endpoint http;
+    http.host = node.http->host;
+    http.port = node.http->port;
+    http.body_limit_bytes = m.http_body_limit_bytes;
+    http.threads = m.http_threads;
+    http.models = {m.model_name};
+    cfg.http = http;
+  }
+  cfg.caf = m.caf;
+  return cfg;
+}
+
+actors::node_runtime_config make_embedded_config(const host_port& http, const std::string& model_name) {
+  actors::node_runtime_config cfg;
+  cfg.self.name = "local";
+  cfg.self.host = "127.0.0.1";
+  cfg.self.port = 0;  // one process: nothing to publish
+  for (auto r : {node_role::controller, node_role::entrypoint, node_role::prefill,
+                 node_role::decode, node_role::kvstore})
+    cfg.self.roles.emplace_back(to_string(r));
+  cfg.hosts_controller = true;
+  cfg.instances = {{"prefill", 2}, {"decode", 2}};
+  actors::http_endpoint ep;
+  ep.host = http.host;
+  ep.port = http.port;
+  ep.models = {model_name};
+  cfg.http = ep;
+  return cfg;
+}
+
+} // namespace deepinfer::launcher

@@ -1,0 +1,150 @@
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <variant>
+#include <vector>
+
+#include "actors/system_settings.hpp"
+
+namespace deepinfer::launcher {
+
+/// The roles a node can play (DESIGN §3).
+enum class node_role : uint8_t { entrypoint, prefill, decode, vision, kvstore, controller };
+
+/// Which compute backend a node's ranks use.
+enum class backend_kind : uint8_t { cpu, cuda };
+
+/// How caf-launch starts a node: `automatic` = a child process when the host is this machine,
+/// ssh otherwise.
+enum class launch_method : uint8_t { automatic, local, ssh };
+
+/// When the launcher restarts a node process that exited.
+enum class restart_policy : uint8_t { never, on_failure, always };
+
+/// A `host:port` pair.
+struct host_port {
+  std::string host;
+  uint16_t port = 0;
+};
+
+/// One `[[nodes]]` entry.
+struct node_spec {
+  std::string name;
+  std::string host;
+  uint16_t port = 0;              ///< CAF port: the controller or node agent is published here
+  std::vector<node_role> roles;
+  uint32_t ranks = 1;             ///< ranks per prefill/decode instance on this node (EP size)
+  backend_kind backend = backend_kind::cpu;
+  std::optional<host_port> http;  ///< entrypoints: where HTTP listens (default host:8000)
+  launch_method launch = launch_method::automatic;
+  std::string ssh_user;           ///< empty: ssh's default
+  uint16_t ssh_port = 22;
+  int line = 0;                   ///< where the entry starts in the manifest
+
+  bool has(node_role r) const;
+};
+
+/// `[kv]`: the prefix cache (DESIGN §4).
+struct kv_params {
+  std::string root;                       ///< block store root directory (required)
+  uint32_t block_tokens = 128;
+  double ttl_agent_hours = 72;            ///< 3 days
+  double ttl_chatbot_hours = 168;         ///< 7 days
+  double gc_low_watermark = 0.80;         ///< fraction of the disk budget GC evicts down to
+  double gc_high_watermark = 0.90;        ///< fraction at which GC starts evicting
+  uint64_t disk_budget_gib = 0;           ///< 0 = the filesystem's size
+  double swa_ttl_seconds = 180;
+  uint64_t swa_memory_mib = 1024;
+  bool fsync = false;
+};
+
+/// `[balancer.prefill]`, `[balancer.decode]`, `[balancer.expert_parallel]` (DESIGN §6).
+struct balancer_params {
+  std::vector<uint64_t> prefill_bucket_bounds{16384, 65536, 262144};
+  double prefill_step_budget_ms = 50;
+  double decode_kv_weight = 1.0;          ///< weight of total KV length against request count
+  uint32_t prefill_redundant_experts_per_rank = 4;
+  uint32_t prefill_ep_window_steps = 100;
+  uint32_t prefill_ep_replace_steps = 1000;
+  uint32_t decode_redundant_experts_per_rank = 1;
+  uint32_t decode_ep_window_steps = 1000;
+  uint32_t decode_ep_replace_steps = 10000;
+};
+
+/// `[autoscaler]` (DESIGN §6.5).
+struct autoscaler_params {
+  uint32_t min_prefill_instances = 1;
+  uint32_t max_prefill_instances = 64;
+  uint32_t min_decode_instances = 1;
+  uint32_t max_decode_instances = 64;
+  uint32_t ready_pool = 1;                ///< spare machines kept ready
+  double quota_high_water = 0.8;          ///< never scale down above this quota use
+  double decode_grace_seconds = 60;
+  double interval_seconds = 10;
+  uint32_t max_step = 2;                  ///< instances added or removed per interval at most
+};
+
+/// `[supervision]`: how the launcher treats node processes that exit.
+struct supervision_params {
+  restart_policy restart = restart_policy::on_failure;
+  uint32_t restart_delay_ms = 1000;
+  uint32_t max_restarts_per_minute = 10;
+};
+
+/// `[remote]`: how nodes on other hosts are started.
+struct remote_params {
+  std::string command = "caf-launch";   ///< the launcher binary on remote hosts
+  std::string manifest;                 ///< this manifest's path there (default: same path)
+};
+
+/// A whole, validated cluster manifest with every default resolved.
+struct cluster_manifest {
+  std::string source_path;             ///< absolute path of the file
+  std::string model_path;              ///< required
+  std::string model_name = "deepseek-v4.1-flash";
+  std::string template_version = "dsv41";
+  std::string log_level = "info";
+  uint64_t http_body_limit_bytes = 8u << 20;
+  unsigned http_threads = 1;
+  actors::system_settings caf;
+  kv_params kv;
+  balancer_params balancer;
+  autoscaler_params autoscaler;
+  supervision_params supervision;
+  remote_params remote;
+  std::vector<node_spec> nodes;
+
+  const node_spec* find_node(const std::string& name) const;
+  const node_spec& controller() const;
+};
+
+/// What is wrong with a manifest: file, line and key, and a sentence that says what to do.
+struct manifest_error {
+  std::string file;
+  int line = 0;
+  std::string key;      ///< dotted path, e.g. `nodes[1].roles[0]`; empty for syntax errors
+  std::string message;
+
+  /// `FILE:LINE: key 'K': MESSAGE`
+  std::string to_string() const;
+};
+
+using manifest_result = std::variant<cluster_manifest, manifest_error>;
+
+/// Reads, parses and validates a manifest file.
+manifest_result load_manifest(const std::string& path);
+
+/// Parses and validates manifest text; `display_name` is used as the file in errors.
+manifest_result parse_manifest(std::string_view text, const std::string& display_name);
+
+/// Parses `HOST:PORT` (`[::1]:8000` for IPv6); nullopt when malformed or the port is 0.
+std::optional<host_port> parse_host_port(const std::string& text);
+
+const char* to_string(node_role r);
+const char* to_string(backend_kind b);
+const char* to_string(launch_method m);
+const char* to_string(restart_policy p);
+
+} // namespace deepinfer::launcher

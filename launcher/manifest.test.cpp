@@ -1,0 +1,173 @@
+#include "launcher/manifest.hpp"
+
+#include <boost/test/unit_test.hpp>
+
+#include "launcher/launch_plan.hpp"
+
+using namespace deepinfer::launcher;
+
+namespace {
+
+const std::string good_nodes = R"(
+[[nodes]]
+name = "n0"
+host = "127.0.0.1"
+port = 7100
+roles = ["controller", "entrypoint"]
+
+[[nodes]]
+name = "p0"
+host = "127.0.0.1"
+port = 7101
+roles = ["prefill"]
+ranks = 2
+)";
+
+const std::string good = "model = \"/m\"\n[kv]\nroot = \"/kv\"\n" + good_nodes;
+
+manifest_error expect_error(const std::string& text) {
+  auto r = parse_manifest(text, "test.toml");
+  BOOST_REQUIRE_MESSAGE(std::holds_alternative<manifest_error>(r), "manifest was accepted:\n" + text);
+  auto e = std::get<manifest_error>(r);
+  BOOST_TEST_MESSAGE(e.to_string());
+  BOOST_TEST(e.file == "test.toml");
+  return e;
+}
+
+} // namespace
+
+BOOST_AUTO_TEST_SUITE(manifest)
+
+BOOST_AUTO_TEST_CASE(good_manifest_resolves_defaults_from_design) {
+  auto r = parse_manifest(good, "test.toml");
+  BOOST_REQUIRE(std::holds_alternative<cluster_manifest>(r));
+  auto& m = std::get<cluster_manifest>(r);
+  BOOST_TEST(m.model_path == "/m");
+  BOOST_TEST(m.kv.root == "/kv");
+  BOOST_TEST(m.kv.block_tokens == 128u);
+  BOOST_TEST(m.kv.ttl_agent_hours == 72.0);
+  BOOST_TEST(m.kv.ttl_chatbot_hours == 168.0);
+  BOOST_TEST(m.kv.swa_ttl_seconds == 180.0);
+  BOOST_TEST(m.balancer.prefill_redundant_experts_per_rank == 4u);
+  BOOST_TEST(m.balancer.decode_ep_replace_steps == 10000u);
+  BOOST_TEST(m.autoscaler.quota_high_water == 0.8);
+  BOOST_TEST(m.autoscaler.decode_grace_seconds == 60.0);
+  BOOST_REQUIRE(m.nodes.size() == 2u);
+  BOOST_TEST(m.nodes[1].ranks == 2u);
+  BOOST_REQUIRE(m.nodes[0].http.has_value());
+  BOOST_TEST(m.nodes[0].http->port == 8000);
+  BOOST_TEST(m.controller().name == "n0");
+}
+
+BOOST_AUTO_TEST_CASE(unknown_key_is_named_with_its_line) {
+  auto e = expect_error(good + "[kv2]\nx = 1\n");
+  BOOST_TEST(e.key == "kv2");
+  BOOST_TEST(e.line == 17);
+  BOOST_TEST(e.message.find("unknown key") != std::string::npos);
+}
+
+BOOST_AUTO_TEST_CASE(unknown_key_inside_a_node_is_named_with_its_path) {
+  auto e = expect_error(good + "\n[[nodes]]\nname = \"d0\"\nhost = \"h\"\nport = 1\nroles = [\"decode\"]\nrank = 3\n");
+  BOOST_TEST(e.key == "nodes[2].rank");
+  BOOST_TEST(e.line == 23);
+}
+
+BOOST_AUTO_TEST_CASE(missing_model_path_is_an_error) {
+  auto e = expect_error("[kv]\nroot = \"/kv\"\n" + good_nodes);
+  BOOST_TEST(e.key == "model");
+  BOOST_TEST(e.message.find("missing") != std::string::npos);
+}
+
+BOOST_AUTO_TEST_CASE(duplicate_host_and_port_is_an_error) {
+  auto e = expect_error(good + "\n[[nodes]]\nname = \"d0\"\nhost = \"127.0.0.1\"\nport = 7101\nroles = [\"decode\"]\n");
+  BOOST_TEST(e.key == "nodes[2].port");
+  BOOST_TEST(e.message.find("duplicate host:port 127.0.0.1:7101") != std::string::npos);
+  BOOST_TEST(e.line == 21);
+}
+
+BOOST_AUTO_TEST_CASE(unknown_role_is_an_error) {
+  auto e = expect_error(good + "\n[[nodes]]\nname = \"d0\"\nhost = \"h\"\nport = 1\nroles = [\"decoder\"]\n");
+  BOOST_TEST(e.key == "nodes[2].roles[0]");
+  BOOST_TEST(e.message.find("unknown value 'decoder'") != std::string::npos);
+  BOOST_TEST(e.message.find("prefill") != std::string::npos);
+}
+
+BOOST_AUTO_TEST_CASE(instance_with_zero_ranks_is_an_error) {
+  auto e = expect_error(good + "\n[[nodes]]\nname = \"d0\"\nhost = \"h\"\nport = 1\nroles = [\"decode\"]\nranks = 0\n");
+  BOOST_TEST(e.key == "nodes[2].ranks");
+  BOOST_TEST(e.message.find("at least one rank") != std::string::npos);
+  BOOST_TEST(e.line == 23);
+}
+
+BOOST_AUTO_TEST_CASE(unparseable_toml_names_the_line) {
+  auto e = expect_error("model = \"/m\"\n[kv\nroot = 1\n");
+  BOOST_TEST(e.line == 2);
+  BOOST_TEST(e.message.find("invalid TOML") != std::string::npos);
+}
+
+BOOST_AUTO_TEST_CASE(wrong_type_is_an_error) {
+  auto e = expect_error("model = 5\n[kv]\nroot = \"/kv\"\n" + good_nodes);
+  BOOST_TEST(e.key == "model");
+  BOOST_TEST(e.message.find("expected a string, got an integer") != std::string::npos);
+}
+
+BOOST_AUTO_TEST_CASE(exactly_one_controller_is_required) {
+  auto text = good;
+  text.replace(text.find("\"controller\", "), 14, "");
+  auto e = expect_error(text);
+  BOOST_TEST(e.key == "nodes");
+  BOOST_TEST(e.message.find("controller") != std::string::npos);
+}
+
+BOOST_AUTO_TEST_CASE(heartbeat_must_be_shorter_than_connection_timeout) {
+  auto e = expect_error("[caf]\nheartbeat_interval_ms = 2000\nconnection_timeout_ms = 1000\n" + good);
+  BOOST_TEST(e.key == "caf.connection_timeout_ms");
+}
+
+BOOST_AUTO_TEST_CASE(missing_file_is_reported) {
+  auto r = load_manifest("/nonexistent/cluster.toml");
+  BOOST_REQUIRE(std::holds_alternative<manifest_error>(r));
+  BOOST_TEST(std::get<manifest_error>(r).message.find("cannot open") != std::string::npos);
+}
+
+BOOST_AUTO_TEST_CASE(example_manifest_is_valid) {
+  auto r = load_manifest(std::string{DEEPINFER_SOURCE_DIR} + "/examples/cluster.toml");
+  if (auto* e = std::get_if<manifest_error>(&r))
+    BOOST_FAIL(e->to_string());
+  BOOST_TEST(std::get<cluster_manifest>(r).nodes.size() == 3u);
+}
+
+BOOST_AUTO_TEST_CASE(remote_nodes_start_over_ssh_with_the_shown_command) {
+  auto text = good + "\n[[nodes]]\nname = \"d0\"\nhost = \"gpu-7.example\"\nport = 7200\nroles = [\"decode\"]\nssh_user = \"svc\"\n";
+  auto r = parse_manifest(text, "/etc/deepinfer/c.toml");
+  BOOST_REQUIRE(std::holds_alternative<cluster_manifest>(r));
+  auto& m = std::get<cluster_manifest>(r);
+  m.remote.manifest = "/shared/c.toml";
+  auto plan = make_launch_plan(m, "/usr/bin/caf-launch", {"--log-level", "debug"});
+  BOOST_REQUIRE(plan.size() == 3u);
+  BOOST_TEST(plan[0].local);
+  BOOST_TEST(!plan[2].local);
+  std::vector<std::string> want{"ssh", "-o", "BatchMode=yes", "-o", "ConnectTimeout=5", "-p", "22",
+                                "svc@gpu-7.example", "--",
+                                "exec caf-launch --manifest /shared/c.toml --node d0 --log-level debug"};
+  BOOST_TEST(plan[2].argv == want, boost::test_tools::per_element());
+  auto text_plan = describe_plan(m, plan);
+  BOOST_TEST(text_plan.find("ssh: ssh -o BatchMode=yes") != std::string::npos);
+}
+
+BOOST_AUTO_TEST_CASE(shell_quote_protects_spaces_and_quotes) {
+  BOOST_TEST(shell_quote("plain-arg/1.toml") == "plain-arg/1.toml");
+  BOOST_TEST(shell_quote("a b") == "'a b'");
+  BOOST_TEST(shell_quote("it's") == "'it'\\''s'");
+}
+
+BOOST_AUTO_TEST_CASE(host_port_parsing) {
+  BOOST_TEST(parse_host_port("127.0.0.1:8000")->port == 8000);
+  BOOST_TEST(parse_host_port("[::1]:80")->host == "::1");
+  BOOST_TEST(!parse_host_port("nohost"));
+  BOOST_TEST(!parse_host_port("h:0"));
+  BOOST_TEST(!parse_host_port("h:70000"));
+  BOOST_TEST(!parse_host_port(":80"));
+}
+
+BOOST_AUTO_TEST_SUITE_END()

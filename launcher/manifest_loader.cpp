@@ -1,0 +1,285 @@
+// Parses a cluster manifest (TOML) into `cluster_manifest`, resolving defaults (DESIGN.md) and
+// rejecting unknown keys. Validation across nodes lives in manifest_validate.cpp.
+#include <array>
+#include <filesystem>
+#include <fstream>
+#include <set>
+#include <sstream>
+
+#include "launcher/manifest.hpp"
+#include "launcher/toml_reader.hpp"
+
+namespace deepinfer::launcher {
+
+void validate_manifest(cluster_manifest& m, toml_reader& root, std::vector<toml_reader>& nodes);
+
+namespace {
+
+/// The enum value spelled `value`, or nullopt; `expected` lists the spellings for the error.
+template <class Enum, size_t N>
+std::optional<Enum> find_enum(const std::string& value, const std::array<Enum, N>& all,
+                              std::string& expected) {
+  for (auto e : all) {
+    if (value == to_string(e))
+      return e;
+    expected += (expected.empty() ? "" : ", ") + std::string{to_string(e)};
+  }
+  return std::nullopt;
+}
+
+template <class Enum, size_t N>
+Enum parse_enum(toml_reader& r, const std::string& key, const std::string& value,
+                const std::array<Enum, N>& all) {
+  std::string expected;
+  if (auto e = find_enum(value, all, expected))
+    return *e;
+  r.fail(key, "unknown value '" + value + "' (expected one of " + expected + ")");
+}
+
+void read_caf(toml_reader& r, actors::system_settings& s) {
+  using std::chrono::milliseconds;
+  if (auto v = r.integer("scheduler_threads", 1, 256))
+    s.scheduler_threads = static_cast<unsigned>(*v);
+  if (auto v = r.string("scheduler_policy")) {
+    if (*v != "sharing" && *v != "stealing")
+      r.fail("scheduler_policy", "unknown policy '" + *v + "' (expected sharing or stealing)");
+    s.scheduler_policy = *v;
+  }
+  if (auto v = r.integer("middleman_workers", 0, 64))
+    s.middleman_workers = static_cast<unsigned>(*v);
+  if (auto v = r.integer("heartbeat_interval_ms", 10, 600000))
+    s.heartbeat_interval = milliseconds{*v};
+  if (auto v = r.integer("connection_timeout_ms", 10, 3600000))
+    s.connection_timeout = milliseconds{*v};
+  if (s.connection_timeout <= s.heartbeat_interval)
+    r.fail("connection_timeout_ms", "must be larger than heartbeat_interval_ms (several "
+                                    "heartbeats must be missed before a peer counts as dead)");
+  r.finish();
+}
+
+void read_kv(toml_reader& r, kv_params& kv) {
+  if (auto v = r.string("root"))
+    kv.root = *v;
+  if (auto v = r.integer("block_tokens", 1, 1 << 20))
+    kv.block_tokens = static_cast<uint32_t>(*v);
+  if (auto v = r.number("ttl_agent_hours", 0, 1e6))
+    kv.ttl_agent_hours = *v;
+  if (auto v = r.number("ttl_chatbot_hours", 0, 1e6))
+    kv.ttl_chatbot_hours = *v;
+  if (auto v = r.number("gc_low_watermark", 0, 1))
+    kv.gc_low_watermark = *v;
+  if (auto v = r.number("gc_high_watermark", 0, 1))
+    kv.gc_high_watermark = *v;
+  if (kv.gc_low_watermark >= kv.gc_high_watermark)
+    r.fail("gc_low_watermark", "must be below gc_high_watermark");
+  if (auto v = r.integer("disk_budget_gib", 0, int64_t{1} << 40))
+    kv.disk_budget_gib = static_cast<uint64_t>(*v);
+  if (auto v = r.number("swa_ttl_seconds", 0, 1e6))
+    kv.swa_ttl_seconds = *v;
+  if (auto v = r.integer("swa_memory_mib", 0, int64_t{1} << 30))
+    kv.swa_memory_mib = static_cast<uint64_t>(*v);
+  if (auto v = r.boolean("fsync"))
+    kv.fsync = *v;
+  r.finish();
+}
+
+void read_balancer(toml_reader& r, balancer_params& b) {
+  if (auto p = r.table("prefill")) {
+    if (auto v = p->integers("bucket_bounds", 1, int64_t{1} << 40)) {
+      if (v->size() != 3 || !((*v)[0] < (*v)[1] && (*v)[1] < (*v)[2]))
+        p->fail("bucket_bounds", "needs three increasing token counts (default 16384, 65536, 262144)");
+      b.prefill_bucket_bounds.assign(v->begin(), v->end());
+    }
+    if (auto v = p->number("step_budget_ms", 0.1, 1e5))
+      b.prefill_step_budget_ms = *v;
+    if (auto v = p->integer("redundant_experts_per_rank", 0, 1024))
+      b.prefill_redundant_experts_per_rank = static_cast<uint32_t>(*v);
+    if (auto v = p->integer("ep_window_steps", 1, 1 << 30))
+      b.prefill_ep_window_steps = static_cast<uint32_t>(*v);
+    if (auto v = p->integer("ep_replace_steps", 1, 1 << 30))
+      b.prefill_ep_replace_steps = static_cast<uint32_t>(*v);
+    p->finish();
+  }
+  if (auto d = r.table("decode")) {
+    if (auto v = d->number("kv_weight", 0, 1e6))
+      b.decode_kv_weight = *v;
+    if (auto v = d->integer("redundant_experts_per_rank", 0, 1024))
+      b.decode_redundant_experts_per_rank = static_cast<uint32_t>(*v);
+    if (auto v = d->integer("ep_window_steps", 1, 1 << 30))
+      b.decode_ep_window_steps = static_cast<uint32_t>(*v);
+    if (auto v = d->integer("ep_replace_steps", 1, 1 << 30))
+      b.decode_ep_replace_steps = static_cast<uint32_t>(*v);
+    d->finish();
+  }
+  r.finish();
+}
+
+void read_autoscaler(toml_reader& r, autoscaler_params& a) {
+  auto count = [&](const char* key, uint32_t& out) {
+    if (auto v = r.integer(key, 0, 1 << 20))
+      out = static_cast<uint32_t>(*v);
+  };
+  count("min_prefill_instances", a.min_prefill_instances);
+  count("max_prefill_instances", a.max_prefill_instances);
+  count("min_decode_instances", a.min_decode_instances);
+  count("max_decode_instances", a.max_decode_instances);
+  count("ready_pool", a.ready_pool);
+  count("max_step", a.max_step);
+  if (auto v = r.number("quota_high_water", 0, 1))
+    a.quota_high_water = *v;
+  if (auto v = r.number("decode_grace_seconds", 0, 86400))
+    a.decode_grace_seconds = *v;
+  if (auto v = r.number("interval_seconds", 0.01, 86400))
+    a.interval_seconds = *v;
+  if (a.min_prefill_instances > a.max_prefill_instances)
+    r.fail("min_prefill_instances", "must not exceed max_prefill_instances");
+  if (a.min_decode_instances > a.max_decode_instances)
+    r.fail("min_decode_instances", "must not exceed max_decode_instances");
+  r.finish();
+}
+
+node_spec read_node(toml_reader& r) {
+  node_spec n;
+  n.line = r.line();
+  if (auto v = r.string("name"))
+    n.name = *v;
+  else
+    r.fail("name", "every node needs a name");
+  if (auto v = r.string("host"))
+    n.host = *v;
+  else
+    r.fail("host", "every node needs a host (an address or name this machine can reach)");
+  if (auto v = r.integer("port", 1, 65535))
+    n.port = static_cast<uint16_t>(*v);
+  else
+    r.fail("port", "every node needs a port (its CAF listen port)");
+  if (auto roles = r.strings("roles")) {
+    constexpr std::array all{node_role::entrypoint, node_role::prefill, node_role::decode,
+                             node_role::vision, node_role::kvstore, node_role::controller};
+    for (size_t i = 0; i < roles->size(); ++i) {
+      std::string expected;
+      auto role = find_enum((*roles)[i], all, expected);
+      if (!role)
+        r.fail_element("roles", i, "unknown value '" + (*roles)[i] + "' (expected one of " + expected + ")");
+      n.roles.push_back(*role);
+    }
+  }
+  if (n.roles.empty())
+    r.fail("roles", "every node needs at least one role (entrypoint, prefill, decode, vision, "
+                    "kvstore, controller)");
+  if (auto v = r.integer("ranks", -(int64_t{1} << 31), int64_t{1} << 31)) {
+    if (*v < 1)
+      r.fail("ranks", "an instance needs at least one rank, got " + std::to_string(*v));
+    if (*v > 1024)
+      r.fail("ranks", "at most 1024 ranks per instance, got " + std::to_string(*v));
+    n.ranks = static_cast<uint32_t>(*v);
+  }
+  if (auto v = r.string("backend"))
+    n.backend = parse_enum(r, "backend", *v, std::array{backend_kind::cpu, backend_kind::cuda});
+  if (auto v = r.string("http")) {
+    n.http = parse_host_port(*v);
+    if (!n.http)
+      r.fail("http", "expected HOST:PORT, got '" + *v + "'");
+  }
+  if (auto v = r.string("launch"))
+    n.launch = parse_enum(r, "launch", *v,
+                          std::array{launch_method::automatic, launch_method::local, launch_method::ssh});
+  if (auto v = r.string("ssh_user"))
+    n.ssh_user = *v;
+  if (auto v = r.integer("ssh_port", 1, 65535))
+    n.ssh_port = static_cast<uint16_t>(*v);
+  r.finish();
+  return n;
+}
+
+} // namespace
+
+manifest_result parse_manifest(std::string_view text, const std::string& display_name) {
+  toml::table doc;
+  try {
+    doc = toml::parse(text, display_name);
+  } catch (const toml::parse_error& e) {
+    return manifest_error{display_name, static_cast<int>(e.source().begin.line), "",
+                          "invalid TOML: " + std::string{e.description()}};
+  }
+  try {
+    cluster_manifest m;
+    m.source_path = display_name;
+    toml_reader root{doc, "", display_name};
+    if (auto v = root.string("model"))
+      m.model_path = *v;
+    if (auto v = root.string("model_name"))
+      m.model_name = *v;
+    if (auto v = root.string("template")) {
+      if (*v != "dsv41" && *v != "dsv32")
+        root.fail("template", "unknown template '" + *v + "' (expected dsv41 or dsv32)");
+      m.template_version = *v;
+    }
+    if (auto v = root.string("log_level")) {
+      static const std::set<std::string> levels{"trace", "debug", "info", "warn", "error", "critical", "off"};
+      if (!levels.count(*v))
+        root.fail("log_level", "unknown level '" + *v + "' (trace, debug, info, warn, error, critical, off)");
+      m.log_level = *v;
+    }
+    if (auto t = root.table("caf"))
+      read_caf(*t, m.caf);
+    if (auto t = root.table("http")) {
+      if (auto v = t->integer("body_limit_bytes", 1024, int64_t{1} << 34))
+        m.http_body_limit_bytes = static_cast<uint64_t>(*v);
+      if (auto v = t->integer("threads", 1, 64))
+        m.http_threads = static_cast<unsigned>(*v);
+      t->finish();
+    }
+    if (auto t = root.table("kv"))
+      read_kv(*t, m.kv);
+    if (auto t = root.table("balancer"))
+      read_balancer(*t, m.balancer);
+    if (auto t = root.table("autoscaler"))
+      read_autoscaler(*t, m.autoscaler);
+    if (auto t = root.table("supervision")) {
+      if (auto v = t->string("restart"))
+        m.supervision.restart = parse_enum(*t, "restart", *v,
+          std::array{restart_policy::never, restart_policy::on_failure, restart_policy::always});
+      if (auto v = t->integer("restart_delay_ms", 0, 3600000))
+        m.supervision.restart_delay_ms = static_cast<uint32_t>(*v);
+      if (auto v = t->integer("max_restarts_per_minute", 0, 100000))
+        m.supervision.max_restarts_per_minute = static_cast<uint32_t>(*v);
+      t->finish();
+    }
+    if (auto t = root.table("remote")) {
+      if (auto v = t->string("command"))
+        m.remote.command = *v;
+      if (auto v = t->string("manifest"))
+        m.remote.manifest = *v;
+      t->finish();
+    }
+    auto nodes = root.tables("nodes");
+    for (auto& n : nodes)
+      m.nodes.push_back(read_node(n));
+    validate_manifest(m, root, nodes);
+    root.finish();
+    return m;
+  } catch (manifest_error& e) {
+    return std::move(e);
+  }
+}
+
+manifest_result load_manifest(const std::string& path) {
+  std::ifstream in{path, std::ios::binary};
+  if (!in)
+    return manifest_error{path, 0, "", "cannot open the manifest file (check the path)"};
+  std::ostringstream text;
+  text << in.rdbuf();
+  auto result = parse_manifest(text.str(), path);
+  if (auto* m = std::get_if<cluster_manifest>(&result)) {
+    // Children and remote hosts get the absolute path: they may run in another directory.
+    std::error_code ec;
+    auto abs = std::filesystem::absolute(path, ec);
+    m->source_path = ec ? path : abs.lexically_normal().string();
+    if (m->remote.manifest.empty())
+      m->remote.manifest = m->source_path;
+  }
+  return result;
+}
+
+} // namespace deepinfer::launcher

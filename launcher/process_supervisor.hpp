@@ -1,0 +1,54 @@
+#pragma once
+
+#include <chrono>
+#include <csignal>
+#include <string>
+#include <vector>
+
+#include "launcher/manifest.hpp"
+
+namespace deepinfer::launcher {
+
+/// One child process to keep running.
+struct child_spec {
+  std::string name;
+  std::vector<std::string> argv;
+};
+
+/// Starts node processes and keeps them running under a restart policy, like a tiny init:
+/// exited children are restarted after a delay (at most N times a minute); SIGINT/SIGTERM stop
+/// every child (SIGTERM, then SIGKILL after a grace period). Children die with the launcher
+/// (PR_SET_PDEATHSIG), so a killed launcher never leaves orphans holding ports.
+class process_supervisor {
+public:
+  struct config {
+    restart_policy policy = restart_policy::on_failure;
+    std::chrono::milliseconds restart_delay{1000};
+    uint32_t max_restarts_per_minute = 10;
+    std::chrono::milliseconds stop_grace{3000};
+  };
+
+  process_supervisor(config cfg, std::vector<child_spec> children);
+
+  /// Runs until SIGINT/SIGTERM (which the caller must have blocked in every thread) or until no
+  /// child is left to run. Returns the launcher's exit status.
+  int run();
+
+private:
+  struct child {
+    child_spec spec;
+    pid_t pid = -1;
+    std::vector<std::chrono::steady_clock::time_point> restarts;
+    std::chrono::steady_clock::time_point restart_at{};
+    bool finished = false;
+  };
+
+  bool start(child& c);
+  void on_exit(child& c, int status);
+  void stop_all();
+
+  config cfg_;
+  std::vector<child> children_;
+};
+
+} // namespace deepinfer::launcher

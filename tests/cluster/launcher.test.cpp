@@ -1,0 +1,149 @@
+// caf-launch as a user runs it: the embedded default, a supervised cluster, bad manifests.
+#include <csignal>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include <boost/test/unit_test.hpp>
+
+#include "tests/cluster/node_process.hpp"
+
+using namespace deepinfer::tests;
+using namespace std::chrono_literals;
+
+namespace {
+
+std::filesystem::path temp_dir(const std::string& tag) {
+  static int n = 0;
+  auto d = std::filesystem::temp_directory_path()
+           / ("deepinfer-" + tag + "-" + std::to_string(::getpid()) + "-" + std::to_string(n++));
+  std::filesystem::create_directories(d);
+  return d;
+}
+
+std::vector<pid_t> children_of(pid_t pid) {
+  std::ifstream in{"/proc/" + std::to_string(pid) + "/task/" + std::to_string(pid) + "/children"};
+  std::vector<pid_t> out;
+  pid_t c;
+  while (in >> c)
+    out.push_back(c);
+  return out;
+}
+
+std::string cmdline_of(pid_t pid) {
+  std::ifstream in{"/proc/" + std::to_string(pid) + "/cmdline"};
+  std::stringstream ss;
+  ss << in.rdbuf();
+  auto s = ss.str();
+  std::replace(s.begin(), s.end(), '\0', ' ');
+  return s;
+}
+
+} // namespace
+
+BOOST_AUTO_TEST_SUITE(launcher)
+
+BOOST_AUTO_TEST_CASE(embedded_default_serves_health_models_and_metrics_and_stops_on_ctrl_c) {
+  auto dir = temp_dir("embedded");
+  auto port = free_port();
+  node_process p{{CAF_LAUNCH_PATH, "--http", "127.0.0.1:" + std::to_string(port)},
+                 (dir / "log").string()};
+  BOOST_REQUIRE_MESSAGE(wait_until([&] { return http_get(port, "/health").has_value(); }, 10s),
+                        "no HTTP; log:\n" + p.log());
+  auto health = http_get(port, "/health");
+  BOOST_TEST(health->status == 200u);
+  BOOST_TEST(health->body.find("\"status\":\"ok\"") != std::string::npos);
+  auto models = http_get(port, "/v1/models");
+  BOOST_TEST(models->status == 200u);
+  BOOST_TEST(models->body.find("\"object\":\"list\"") != std::string::npos);
+  BOOST_TEST(models->body.find("\"object\":\"model\"") != std::string::npos);
+  auto missing = http_get(port, "/v1/nope");
+  BOOST_TEST(missing->status == 404u);
+  BOOST_TEST(missing->body.find("\"error\"") != std::string::npos);
+  BOOST_TEST(missing->body.find("\"type\"") != std::string::npos);
+  // Every role in one process: both instances report, with 2 ranks each.
+  BOOST_REQUIRE(wait_until([&] {
+    auto m = http_get(port, "/metrics");
+    return m && has_sample(m->body, "deepinfer_instance_healthy_ranks{instance=\"local/prefill\"}", "2")
+           && has_sample(m->body, "deepinfer_instance_healthy_ranks{instance=\"local/decode\"}", "2");
+  }, 5s));
+  auto metrics = http_get(port, "/metrics")->body;
+  BOOST_TEST(metrics.find("deepinfer_http_requests_total{route=\"/health\",method=\"GET\",status=\"200\"}")
+             != std::string::npos);
+  BOOST_TEST(metrics.find("deepinfer_http_request_duration_seconds_bucket") != std::string::npos);
+  BOOST_TEST(has_sample(metrics, "deepinfer_node_up{node=\"local\"", "1"));
+  auto t0 = std::chrono::steady_clock::now();
+  p.signal(SIGINT);
+  auto status = p.wait(2000ms);
+  BOOST_REQUIRE_MESSAGE(status, "did not stop within 2 s after SIGINT; log:\n" + p.log());
+  BOOST_TEST_MESSAGE("stopped " << std::chrono::duration_cast<std::chrono::milliseconds>(
+                                     std::chrono::steady_clock::now() - t0).count() << " ms after SIGINT");
+  BOOST_TEST(WIFEXITED(*status));
+  BOOST_TEST(WEXITSTATUS(*status) == 0);
+}
+
+BOOST_AUTO_TEST_CASE(supervised_cluster_restarts_a_killed_node_which_rejoins) {
+  auto dir = temp_dir("supervised");
+  auto http = free_port();
+  auto manifest = (dir / "c.toml").string();
+  {
+    std::ofstream out{manifest};
+    out << "model = \"/m\"\n[kv]\nroot = \"" << (dir / "kv").string() << "\"\n"
+        << "[supervision]\nrestart_delay_ms = 200\n"
+        << "[[nodes]]\nname = \"n0\"\nhost = \"127.0.0.1\"\nport = " << free_port()
+        << "\nroles = [\"controller\", \"entrypoint\"]\nhttp = \"127.0.0.1:" << http << "\"\n"
+        << "[[nodes]]\nname = \"d0\"\nhost = \"127.0.0.1\"\nport = " << free_port()
+        << "\nroles = [\"decode\"]\nranks = 2\n";
+  }
+  node_process launcher{{CAF_LAUNCH_PATH, "--manifest", manifest}, (dir / "log").string()};
+  auto d0_up = [&](const char* joins) {
+    auto m = http_get(http, "/metrics");
+    return m && has_sample(m->body, "deepinfer_node_up{node=\"d0\"", "1")
+           && has_sample(m->body, "deepinfer_node_joins{node=\"d0\"}", joins);
+  };
+  BOOST_REQUIRE_MESSAGE(wait_until([&] { return d0_up("1"); }, 15s), "no cluster; log:\n" + launcher.log());
+  pid_t d0 = -1;
+  for (auto c : children_of(launcher.pid()))
+    if (cmdline_of(c).find("--node d0") != std::string::npos)
+      d0 = c;
+  BOOST_REQUIRE(d0 > 0);
+  ::kill(d0, SIGKILL);
+  BOOST_REQUIRE_MESSAGE(wait_until([&] { return d0_up("2"); }, 10s), "d0 not restarted; log:\n" + launcher.log());
+  // Ctrl-C on the launcher stops every node.
+  launcher.signal(SIGINT);
+  auto status = launcher.wait(5000ms);
+  BOOST_REQUIRE_MESSAGE(status, "launcher did not stop; log:\n" + launcher.log());
+  BOOST_TEST(WEXITSTATUS(*status) == 0);
+  BOOST_TEST(!http_get(http, "/health", 300ms).has_value());
+}
+
+BOOST_AUTO_TEST_CASE(bad_manifest_exits_with_status_two_naming_file_line_and_key) {
+  auto dir = temp_dir("bad");
+  auto manifest = (dir / "bad.toml").string();
+  {
+    std::ofstream out{manifest};
+    out << "model = \"/m\"\n[kv]\nroot = \"/kv\"\n[[nodes]]\nname = \"n0\"\nhost = \"127.0.0.1\"\n"
+        << "port = 7100\nroles = [\"controller\", \"entrypoint\", \"decoder\"]\n";
+  }
+  node_process p{{CAF_LAUNCH_PATH, "--manifest", manifest, "--dry-run"}, (dir / "log").string()};
+  auto status = p.wait(5000ms);
+  BOOST_REQUIRE(status);
+  BOOST_TEST(WEXITSTATUS(*status) == 2);
+  auto log = p.log();
+  BOOST_TEST(log.find(manifest + ":8: key 'nodes[0].roles[2]': unknown value 'decoder'") != std::string::npos, log);
+}
+
+BOOST_AUTO_TEST_CASE(dry_run_prints_the_resolved_plan) {
+  auto dir = temp_dir("dry");
+  node_process p{{CAF_LAUNCH_PATH, "--manifest", std::string{DEEPINFER_SOURCE_DIR} + "/examples/cluster.toml", "--dry-run"},
+                 (dir / "log").string()};
+  auto status = p.wait(5000ms);
+  BOOST_REQUIRE(status);
+  BOOST_TEST(WEXITSTATUS(*status) == 0);
+  auto log = p.log();
+  BOOST_TEST(log.find("local child: ") != std::string::npos);
+  BOOST_TEST(log.find("--node d0") != std::string::npos);
+  BOOST_TEST(log.find("heartbeat_interval_ms=250") != std::string::npos);
+}
+
+BOOST_AUTO_TEST_SUITE_END()
