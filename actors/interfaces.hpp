@@ -13,10 +13,12 @@ namespace deepinfer::actors {
 /// - `(ping) -> rank_status`: liveness and identity.
 /// - `(fail, std::string)`: fault injection; the rank fails with that reason (as a crash would).
 /// - `(echo, byte_payload) -> byte_payload`: returns the payload (transport benchmarks).
+/// - `(sink, byte_payload) -> uint64_t`: takes a payload, answers its size (KV push path).
 using rank_actor = caf::typed_actor<
   caf::replies_to<caf::ping_atom>::with<rank_status>,
   caf::reacts_to<fail_atom, std::string>,
-  caf::replies_to<echo_atom, byte_payload>::with<byte_payload>>;
+  caf::replies_to<echo_atom, byte_payload>::with<byte_payload>,
+  caf::replies_to<sink_atom, byte_payload>::with<uint64_t>>;
 
 /// Owns the N ranks of one prefill or decode instance. Any rank failure fails the instance; it
 /// restarts with its healthy ranks (EP = healthy ranks) and reports to its node agent.

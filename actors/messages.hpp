@@ -25,6 +25,7 @@ using fail_atom = caf::atom_constant<caf::atom("fail")>;
 using ctl_up_atom = caf::atom_constant<caf::atom("ctlup")>;
 using echo_atom = caf::atom_constant<caf::atom("echo")>;
 using restart_atom = caf::atom_constant<caf::atom("restart")>;
+using sink_atom = caf::atom_constant<caf::atom("sink")>;
 
 // -- cluster membership ------------------------------------------------------------------------
 

@@ -18,26 +18,11 @@
 #include "actors/log.hpp"
 #include "actors/node_agent.hpp"
 #include "actors/node_http.hpp"
+#include "actors/system_config.hpp"
 
 namespace deepinfer::actors {
 
 namespace {
-
-/// The actor-system config of a node, built only from `system_settings` (never from an ini file:
-/// actor_system_config reads one only from parse(), which we never call).
-class node_system_config : public caf::actor_system_config {
-public:
-  explicit node_system_config(const system_settings& s) {
-    load<caf::io::middleman>();
-    add_message_types<caf::id_block::deepinfer>();
-    add_error_category(caf::atom("deepinfer"), render_errc);
-    set("scheduler.max-threads", static_cast<size_t>(s.scheduler_threads));
-    set("scheduler.policy", caf::atom_from_string(s.scheduler_policy));
-    set("middleman.workers", static_cast<size_t>(s.middleman_workers));
-    set("middleman.heartbeat-interval", caf::timespan{s.heartbeat_interval});
-    set("middleman.connection-timeout", caf::timespan{s.connection_timeout});
-  }
-};
 
 uint64_t make_incarnation() {
   using namespace std::chrono;
@@ -48,7 +33,7 @@ uint64_t make_incarnation() {
 
 struct node_runtime::impl {
   node_runtime_config cfg;
-  std::unique_ptr<node_system_config> sys_cfg;
+  std::unique_ptr<caf::actor_system_config> sys_cfg;
   std::unique_ptr<caf::actor_system> sys;
   std::shared_ptr<cluster_snapshot> snap = std::make_shared<cluster_snapshot>();
   node_agent_actor agent;
@@ -104,7 +89,7 @@ std::optional<std::string> node_runtime::start() {
   auto& cfg = d.cfg;
   cfg.self.pid = static_cast<int32_t>(::getpid());
   cfg.self.incarnation = make_incarnation();
-  d.sys_cfg = std::make_unique<node_system_config>(cfg.caf);
+  d.sys_cfg = make_actor_system_config(cfg.caf);
   d.sys = std::make_unique<caf::actor_system>(*d.sys_cfg);
   auto& sys = *d.sys;
 
@@ -193,11 +178,12 @@ void node_runtime::stop(std::chrono::milliseconds deadline) {
   if (d.bootstrap.joinable())
     d.bootstrap.join();
   // 3. Stop every actor we spawned; the actor system's destructor waits for them.
+  // The controller first, so it does not record its own node's agent as dead.
+  if (d.local_controller)
+    caf::anon_send_exit(d.local_controller, caf::exit_reason::user_shutdown);
   for (auto& [role, sup] : d.supervisors)
     caf::anon_send_exit(sup, caf::exit_reason::user_shutdown);
   caf::anon_send_exit(d.agent, caf::exit_reason::user_shutdown);
-  if (d.local_controller)
-    caf::anon_send_exit(d.local_controller, caf::exit_reason::user_shutdown);
   d.supervisors.clear();
   d.agent = nullptr;
   d.local_controller = nullptr;

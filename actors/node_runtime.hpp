@@ -62,7 +62,8 @@ public:
   std::optional<std::string> start();
 
   /// Stops cleanly within about `deadline`: in-flight HTTP answered, the controller told that
-  /// this node leaves, actors stopped. Idempotent.
+  /// this node leaves, actors stopped. Idempotent. An embedding service must first stop the
+  /// actors it spawned on `system()` (scoped_actors included): the system waits for all of them.
   void stop(std::chrono::milliseconds deadline = std::chrono::milliseconds{1500});
 
   /// The bound HTTP port (after start), or 0 without an entrypoint.

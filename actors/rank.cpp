@@ -34,6 +34,10 @@ rank_actor::behavior_type rank_behavior(rank_actor::stateful_pointer<rank_state>
       ++self->state.steps;
       return std::move(payload);
     },
+    [=](sink_atom, const byte_payload& payload) -> uint64_t {
+      ++self->state.steps;
+      return payload.bytes.size();
+    },
   };
 }
 
