@@ -111,6 +111,7 @@ private:
   bool aborted_ = false;   // the current request ended by a disconnect
   bool watching_ = false;  // a disconnect-watch read is in flight
   bool writing_ = false;
+  std::size_t in_flight_ = 0; // strings of out_ the pending write sends
   bool keep_alive_ = true;
   bool chunked_ = true;
   bool linger_ = false;    // close by draining input first (request may be half read)

@@ -6,7 +6,9 @@
 #include <boost/asio/write.hpp>
 #include <boost/beast/http/status.hpp>
 
+#include <algorithm>
 #include <cstdio>
+#include <vector>
 
 // The reply side of a connection, what its response_writer drives: response framing
 // (Content-Length, chunked, HTTP/1.0 raw streams), disconnect callbacks, graceful shutdown, and
@@ -17,6 +19,13 @@ namespace deepinfer::actors::http {
 namespace asio = boost::asio;
 namespace beast = boost::beast;
 namespace bhttp = boost::beast::http;
+
+namespace {
+
+// Bounded so one write never builds a huge iovec (Linux caps it at 1024 anyway).
+constexpr std::size_t max_gather = 64;
+
+} // namespace
 
 std::string connection::head(unsigned status, std::string_view content_type,
                              const response_writer::header_list& headers, std::string_view framing) const {
@@ -125,8 +134,15 @@ void connection::queue(std::string bytes) {
 }
 
 void connection::write_next() {
+  // Everything queued so far goes out in one gather write: a burst of SSE chunks costs one
+  // syscall, not one per chunk. The strings stay put in out_ until the write completes.
   writing_ = true;
-  asio::async_write(socket_, asio::buffer(out_.front()),
+  in_flight_ = std::min(out_.size(), max_gather);
+  std::vector<asio::const_buffer> buffers;
+  buffers.reserve(in_flight_);
+  for (std::size_t i = 0; i < in_flight_; ++i)
+    buffers.push_back(asio::buffer(out_[i]));
+  asio::async_write(socket_, buffers,
                     [self = shared_from_this()](beast::error_code ec, std::size_t) { self->on_written(ec); });
 }
 
@@ -138,7 +154,8 @@ void connection::on_written(beast::error_code ec) {
     log().debug("http conn={} write failed: {}", id_, ec.message());
     return close();
   }
-  out_.pop_front();
+  out_.erase(out_.begin(), out_.begin() + static_cast<std::ptrdiff_t>(in_flight_));
+  in_flight_ = 0;
   if (!out_.empty())
     write_next();
   else if (phase_ == phase::handling && reply_ == reply::complete)
