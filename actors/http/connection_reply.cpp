@@ -72,6 +72,12 @@ void connection::start_stream(uint64_t seq, unsigned status, std::string content
 void connection::write(uint64_t seq, std::string chunk) {
   if (seq != seq_ || phase_ != phase::handling || reply_ != reply::streaming || chunk.empty())
     return;
+  // A client that stops reading must not make the server buffer a whole generation: cut it,
+  // which fires on_disconnect so the request gets cancelled upstream.
+  if (queued_bytes_ + chunk.size() > ctx_->cfg.stream_buffer_limit_bytes) {
+    log().warn("http conn={} req={} client too slow: {} bytes unsent; closing", id_, seq, queued_bytes_);
+    return close();
+  }
   if (!chunked_)
     return queue(std::move(chunk));
   char size[20];
@@ -128,6 +134,7 @@ void connection::begin_shutdown() {
 void connection::queue(std::string bytes) {
   if (phase_ == phase::closed)
     return;
+  queued_bytes_ += bytes.size();
   out_.push_back(std::move(bytes));
   if (!writing_)
     write_next();
@@ -154,6 +161,8 @@ void connection::on_written(beast::error_code ec) {
     log().debug("http conn={} write failed: {}", id_, ec.message());
     return close();
   }
+  for (std::size_t i = 0; i < in_flight_; ++i)
+    queued_bytes_ -= out_[i].size();
   out_.erase(out_.begin(), out_.begin() + static_cast<std::ptrdiff_t>(in_flight_));
   in_flight_ = 0;
   if (!out_.empty())
