@@ -111,6 +111,8 @@ private:
   bool aborted_ = false;   // the current request ended by a disconnect
   bool watching_ = false;  // a disconnect-watch read is in flight
   bool writing_ = false;
+  std::size_t in_flight_ = 0;    // strings of out_ the pending write sends
+  std::size_t queued_bytes_ = 0; // bytes in out_, sent or not
   bool keep_alive_ = true;
   bool chunked_ = true;
   bool linger_ = false;    // close by draining input first (request may be half read)

@@ -194,6 +194,8 @@ void http_server::stop(std::chrono::milliseconds deadline) {
   for (auto& t : impl_->threads)
     t.join();
   impl_->threads.clear();
+  boost::system::error_code ec;
+  impl_->acceptor->close(ec); // in case the posted close never ran: no more kernel-side accepts
   log().info("http stopped port={}", impl_->port.load());
 }
 

@@ -35,6 +35,10 @@ public:
     std::size_t body_limit_bytes = std::size_t{8} << 20;
     /// Largest request line plus header block; larger ones get 431.
     std::size_t header_limit_bytes = std::size_t{64} << 10;
+    /// Most bytes a streamed response may have queued but unsent (a client that stopped
+    /// reading); past it the connection is closed and on_disconnect fires. Full responses sent
+    /// with `send` are not limited.
+    std::size_t stream_buffer_limit_bytes = std::size_t{16} << 20;
     /// Threads running the io_context (at least 1).
     unsigned threads = 1;
     /// Time a client has to send one whole request, counted from the end of the previous

@@ -1,6 +1,7 @@
 #include "actors/http/http_server.hpp"
 
 #include "actors/http/http_test_client.hpp"
+#include "actors/http/metrics_endpoint.hpp"
 
 #include <boost/test/unit_test.hpp>
 #include <nlohmann/json.hpp>
@@ -111,6 +112,17 @@ BOOST_FIXTURE_TEST_CASE(body_over_the_limit_gets_413_and_at_the_limit_passes, se
   BOOST_TEST(big.closed_by_server());
 }
 
+BOOST_FIXTURE_TEST_CASE(expect_100_continue_gets_the_interim_answer_before_the_body, server_fixture) {
+  start({}, [this](router& r) { basic_routes(r, *this); });
+  auto c = client();
+  c.send_raw("POST /echo HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\nExpect: 100-continue\r\n\r\n");
+  BOOST_TEST(c.read().result_int() == 100); // the body is not sent yet
+  c.send_raw("hello");
+  auto res = c.read();
+  BOOST_TEST(res.result_int() == 200);
+  BOOST_TEST(res.body() == "hello");
+}
+
 BOOST_FIXTURE_TEST_CASE(malformed_request_line_gets_400_and_close, server_fixture) {
   start({}, [this](router& r) { basic_routes(r, *this); });
   auto c = client();
@@ -199,9 +211,16 @@ BOOST_FIXTURE_TEST_CASE(idle_or_slow_clients_are_closed_after_the_request_timeou
 }
 
 BOOST_FIXTURE_TEST_CASE(server_records_request_counts_and_latencies, server_fixture) {
-  start({}, [this](router& r) { basic_routes(r, *this); });
+  start({}, [this](router& r) {
+    basic_routes(r, *this);
+    r.add("GET", "/metrics", metrics_endpoint(metrics));
+  });
   {
     auto c = client();
+    auto scrape = c.request(verb::get, "/metrics");
+    BOOST_TEST(scrape.result_int() == 200);
+    BOOST_TEST(scrape[boost::beast::http::field::content_type] == "text/plain; version=0.0.4; charset=utf-8");
+    BOOST_TEST(scrape.body().find("deepinfer_http_open_connections 1\n") != std::string::npos, scrape.body());
     c.request(verb::get, "/health");
     c.request(verb::get, "/health");
     c.request(verb::get, "/missing");
@@ -219,6 +238,8 @@ BOOST_FIXTURE_TEST_CASE(server_records_request_counts_and_latencies, server_fixt
   has(R"(deepinfer_http_request_duration_seconds_count{route="/health",method="GET"} 2)");
   has(R"(deepinfer_http_request_duration_seconds_bucket{route="/health",method="GET",le="+Inf"} 2)");
   has("# TYPE deepinfer_http_request_duration_seconds histogram");
+  has(R"(deepinfer_http_requests_total{route="/metrics",method="GET",status="200"} 1)");
+  has("deepinfer_http_open_connections 0");
 }
 
 BOOST_AUTO_TEST_SUITE_END()

@@ -171,4 +171,20 @@ BOOST_FIXTURE_TEST_CASE(stop_cuts_streams_that_outlive_the_deadline, server_fixt
   w.reset();
 }
 
+BOOST_FIXTURE_TEST_CASE(a_client_that_stops_reading_a_stream_is_cut_off, server_fixture) {
+  held_routes h;
+  http_server::config cfg;
+  cfg.stream_buffer_limit_bytes = 256 * 1024;
+  start(cfg, [&](router& r) { h.add(r); });
+  auto c = client(); // sends the request, then never reads
+  c.send(verb::get, "/stream");
+  auto w = h.writer.get_future().get();
+  auto disconnected = h.disconnected.get_future();
+  // Far more than the kernel's socket buffers plus the limit hold.
+  const std::string chunk(64 * 1024, 'x');
+  for (int i = 0; i < 1024 && disconnected.wait_for(0s) != std::future_status::ready; ++i)
+    w->write(chunk);
+  BOOST_TEST((disconnected.wait_for(5s) == std::future_status::ready));
+}
+
 BOOST_AUTO_TEST_SUITE_END()
