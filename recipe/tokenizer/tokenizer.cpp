@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <memory>
 #include <unordered_map>
 
 namespace deepinfer::recipe {
@@ -24,7 +25,7 @@ struct string_hash {
   std::size_t operator()(std::string_view s) const noexcept { return std::hash<std::string_view>{}(s); }
 };
 
-// Per-thread scratch and piece cache, reset when the thread switches to another tokenizer.
+// Per-thread scratch and piece cache of one tokenizer instance.
 struct worker_state {
   std::uint64_t owner = 0;
   pre_tokenizer pre;
@@ -32,13 +33,24 @@ struct worker_state {
   std::unordered_map<std::string, std::vector<token_id>, string_hash, std::equal_to<>> cache;
 };
 
+// A thread keeps the states of the last few tokenizers it used (a process may hold the V3.2 and
+// the V4.1 tokenizer, or a single-threaded and a pooled one, and alternate between them).
 worker_state& local_state(std::uint64_t instance) {
-  thread_local worker_state state;
-  if (state.owner != instance) {
-    state.cache.clear();
-    state.owner = instance;
-  }
-  return state;
+  constexpr std::size_t slots = 4;
+  thread_local std::vector<std::unique_ptr<worker_state>> states;
+  for (std::size_t i = 0; i < states.size(); ++i)
+    if (states[i]->owner == instance) {
+      if (i != 0)
+        std::swap(states[i], states[0]); // most recent first
+      return *states[0];
+    }
+  if (states.size() < slots)
+    states.push_back(std::make_unique<worker_state>());
+  auto& victim = states.back(); // least recently used
+  victim->owner = instance;
+  victim->cache.clear();
+  std::swap(victim, states[0]);
+  return *states[0];
 }
 
 // The end of the chunk that starts at `from`: about `target` bytes on, at a safe cut.
@@ -99,57 +111,64 @@ std::vector<token_id> tokenizer::encode(std::string_view text) const {
 }
 
 std::vector<token_id> tokenizer::encode(const prompt_segments& segments) const {
-  // 1. cut the text into units (whole segments, long ones at safe line breaks)
   std::size_t total = 0;
   for (const auto& s : segments)
     if (!s.is_special())
       total += s.text.size();
   const std::size_t workers = impl_->pool ? impl_->pool->concurrency() : 1;
-  const bool parallel = workers > 1 && total >= impl_->cfg.parallel_min_bytes;
-  const std::size_t target = parallel ? std::max<std::size_t>(4096, total / (workers * 4)) : total + 1;
-  struct unit {
+  std::vector<token_id> out;
+  out.reserve(total / 3 + segments.size() + 8);
+  if (workers == 1 || total < impl_->cfg.parallel_min_bytes) {
+    for (const auto& s : segments) {
+      if (s.is_special())
+        out.push_back(*s.special_id);
+      else
+        impl_->encode_text(s.text, out);
+    }
+    return out;
+  }
+  // 1. cut the prompt into about 4 groups per thread of equal text size: consecutive segments,
+  //    a long segment cut at safe line breaks; specials stay inside their group
+  struct item {
     std::string_view text;
     std::optional<token_id> special;
   };
-  std::vector<unit> units;
+  const std::size_t target = std::max<std::size_t>(4096, total / (workers * 4));
+  std::vector<std::vector<item>> groups(1);
+  std::size_t filled = 0;
   for (const auto& s : segments) {
     if (s.is_special()) {
-      units.push_back({{}, s.special_id});
+      groups.back().push_back({{}, s.special_id});
       continue;
     }
     const std::string_view t = s.text;
     for (std::size_t from = 0; from < t.size();) {
-      const std::size_t to = next_cut(t, from, target);
-      units.push_back({t.substr(from, to - from), std::nullopt});
+      const std::size_t to = next_cut(t, from, target - std::min(filled, target - 1));
+      groups.back().push_back({t.substr(from, to - from), std::nullopt});
+      filled += to - from;
       from = to;
+      if (filled >= target) {
+        groups.emplace_back();
+        filled = 0;
+      }
     }
   }
-  std::vector<token_id> out;
-  out.reserve(total / 3 + segments.size() + 8);
-  if (!parallel) {
-    for (const auto& u : units) {
-      if (u.special)
-        out.push_back(*u.special);
+  // 2. encode the groups on the pool (or here, if another call holds it); concatenate in order
+  std::vector<std::vector<token_id>> parts(groups.size());
+  const std::function<void(std::size_t)> job = [&](std::size_t g) {
+    parts[g].reserve(target / 3);
+    for (const auto& it : groups[g]) {
+      if (it.special)
+        parts[g].push_back(*it.special);
       else
-        impl_->encode_text(u.text, out);
+        impl_->encode_text(it.text, parts[g]);
     }
-    return out;
-  }
-  // 2. encode the units on the pool (or here, if another call holds it) and concatenate in order
-  std::vector<std::vector<token_id>> parts(units.size());
-  const std::function<void(std::size_t)> job = [&](std::size_t i) {
-    if (!units[i].special)
-      impl_->encode_text(units[i].text, parts[i]);
   };
-  if (!impl_->pool->try_run(units.size(), job))
-    for (std::size_t i = 0; i < units.size(); ++i)
-      job(i);
-  for (std::size_t i = 0; i < units.size(); ++i) {
-    if (units[i].special)
-      out.push_back(*units[i].special);
-    else
-      out.insert(out.end(), parts[i].begin(), parts[i].end());
-  }
+  if (!impl_->pool->try_run(groups.size(), job))
+    for (std::size_t g = 0; g < groups.size(); ++g)
+      job(g);
+  for (const auto& part : parts)
+    out.insert(out.end(), part.begin(), part.end());
   return out;
 }
 

@@ -1,0 +1,131 @@
+// bench_tokenizer_throughput [REPS] : single-thread encode throughput of recipe::tokenizer next to
+// HuggingFace tokenizers (node @anush008/tokenizers) on the same ~1 MB text, interleaved round
+// by round in one run; then a 77K-token agent-style prompt encoded as segments on 2 threads vs 1.
+// Needs the assets of scripts/prepare_tokenizer.sh and DEEPINFER_SOURCE_DIR (or run from the
+// repository root).
+
+#include "recipe/tokenizer/agent_prompt.hpp"
+#include "recipe/tokenizer/hf_reference.hpp"
+#include "recipe/tokenizer/test_corpus.hpp"
+#include "recipe/tokenizer/tokenizer.hpp"
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <fstream>
+#include <iostream>
+#include <sstream>
+
+using namespace deepinfer::recipe;
+using clock_type = std::chrono::steady_clock;
+
+namespace {
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v.empty() ? 0 : v[v.size() / 2];
+}
+
+double ms_since(clock_type::time_point t0) {
+  return std::chrono::duration<double, std::milli>(clock_type::now() - t0).count();
+}
+
+// The text of tokenizer-reference.md §5: English vim docs, zh_CN catalog strings, Python stdlib.
+std::string bench_text() {
+  namespace cd = test::corpus_detail;
+  return cd::gather(cd::files("/usr/share/vim/vim90/doc", {".txt"}, false), 350000, 1 << 20) + "\n" +
+         cd::gather(cd::files("/usr/share/locale/zh_CN/LC_MESSAGES", {".mo"}, false), 350000, 1 << 20, true) + "\n" +
+         cd::gather(cd::files("/usr/lib/python3.11", {".py"}, false), 350000, 1 << 20);
+}
+
+std::string load_average() {
+  std::ifstream in{"/proc/loadavg"};
+  std::string one;
+  in >> one;
+  return one;
+}
+
+} // namespace
+
+int main(int argc, char** argv) {
+  const int reps = argc > 1 ? std::atoi(argv[1]) : 5;
+  const auto file = test::asset("tokenizer_v32.json");
+  const std::string text = bench_text();
+  test::scratch_dir dir;
+  const auto text_path = dir.path() / "bench.txt";
+  std::ofstream(text_path, std::ios::binary) << text;
+
+  // 1. single thread, whole-string encode, interleaved with HF: each round starts a fresh HF
+  //    process and a fresh tokenizer, then times a cold and a warm (piece cache filled) encode.
+  std::vector<double> hf_cold, hf_warm, our_cold, our_warm;
+  std::size_t hf_tokens = 0, our_tokens = 0;
+  tokenizer::config one;
+  one.threads = 1;
+  for (int r = 0; r < reps; ++r) {
+    const auto out = dir.path() / "hf.txt";
+    if (test::run_node("hf_bench.js", {file.string(), text_path.string(), "2"}, out) != 0) {
+      std::cerr << "node hf_bench.js failed\n";
+      return 1;
+    }
+    std::ifstream in{out};
+    std::string tag;
+    double ms = 0;
+    for (int k = 0; in >> tag >> hf_tokens >> ms; ++k)
+      (k == 0 ? hf_cold : hf_warm).push_back(ms);
+    auto tok = tokenizer::load(file, one);
+    if (!tok) {
+      std::cerr << tok.error << "\n";
+      return 1;
+    }
+    for (int k = 0; k < 2; ++k) {
+      const auto t0 = clock_type::now();
+      our_tokens = tok.value->encode(text).size();
+      (k == 0 ? our_cold : our_warm).push_back(ms_since(t0));
+    }
+  }
+  const double mb = static_cast<double>(text.size()) / 1e6;
+  auto row = [&](const char* who, const char* mode, double ms, std::size_t tokens) {
+    std::printf("| %s | %s | %.1f ms | %.2f MB/s | %.0f K tok/s |\n", who, mode, ms, mb / ms * 1000,
+                static_cast<double>(tokens) / ms);
+  };
+  std::printf("text: %zu bytes; tokens: ours %zu, HF %zu (%s)\n", text.size(), our_tokens, hf_tokens,
+              our_tokens == hf_tokens ? "same count" : "COUNT DIFFERS");
+  std::printf("| encoder | mode | median of %d | MB/s | tokens/s |\n| --- | --- | --- | --- | --- |\n", reps);
+  row("HF tokenizers 0.22.2 (node)", "cold", median(hf_cold), hf_tokens);
+  row("HF tokenizers 0.22.2 (node)", "warm", median(hf_warm), hf_tokens);
+  row("recipe::tokenizer, 1 thread", "cold", median(our_cold), our_tokens);
+  row("recipe::tokenizer, 1 thread", "warm", median(our_warm), our_tokens);
+  std::printf("speedup vs HF: cold %.2fx, warm %.2fx\n\n", median(hf_cold) / median(our_cold), median(hf_warm) / median(our_warm));
+
+  // 2. agent prompt: segments on 2 threads vs 1 thread, interleaved, same ids required
+  tokenizer::config two;
+  two.threads = 2;
+  auto t1 = tokenizer::load(file, one), t2 = tokenizer::load(file, two);
+  if (!t1 || !t2)
+    return 1;
+  const prompt_segments prompt = test::agent_prompt(*t1.value, 77'000);
+  const auto want = t1.value->encode(prompt);
+  std::vector<double> a1, a2;
+  for (int r = 0; r < reps * 40; ++r) {
+    auto t0 = clock_type::now();
+    const auto x = t1.value->encode(prompt);
+    a1.push_back(ms_since(t0));
+    t0 = clock_type::now();
+    const auto y = t2.value->encode(prompt);
+    a2.push_back(ms_since(t0));
+    if (x != want || y != want) {
+      std::cerr << "parallel ids differ\n";
+      return 1;
+    }
+  }
+  std::size_t bytes = 0;
+  for (const auto& s : prompt)
+    bytes += s.text.size();
+  std::printf("agent prompt: %zu segments, %zu bytes, %zu tokens\n", prompt.size(), bytes, want.size());
+  const double min1 = *std::min_element(a1.begin(), a1.end()), min2 = *std::min_element(a2.begin(), a2.end());
+  std::printf("| threads | min of %d | median |\n| --- | --- | --- |\n| 1 | %.2f ms | %.2f ms |\n| 2 | %.2f ms | %.2f ms |\n",
+              reps * 40, min1, median(a1), min2, median(a2));
+  std::printf("parallel speedup: %.2fx (min), %.2fx (median); load average %s\n", min1 / min2, median(a1) / median(a2),
+              load_average().c_str());
+  return 0;
+}
