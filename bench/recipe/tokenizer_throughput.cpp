@@ -1,4 +1,4 @@
-// bench_tokenizer_throughput [REPS] : single-thread encode throughput of recipe::tokenizer next to
+// bench_tokenizer_throughput [REPS] [hf|agent|all] : single-thread encode throughput of recipe::tokenizer next to
 // HuggingFace tokenizers (node @anush008/tokenizers) on the same ~1 MB text, interleaved round
 // by round in one run; then a 77K-token agent-style prompt encoded as segments on 2 threads vs 1.
 // Needs the assets of scripts/prepare_tokenizer.sh and DEEPINFER_SOURCE_DIR (or run from the
@@ -49,6 +49,7 @@ std::string load_average() {
 
 int main(int argc, char** argv) {
   const int reps = argc > 1 ? std::atoi(argv[1]) : 5;
+  const std::string what = argc > 2 ? argv[2] : "all"; // hf | agent | all
   const auto file = test::asset("tokenizer_v32.json");
   const std::string text = bench_text();
   test::scratch_dir dir;
@@ -57,10 +58,11 @@ int main(int argc, char** argv) {
 
   // 1. single thread, whole-string encode, interleaved with HF: each round starts a fresh HF
   //    process and a fresh tokenizer, then times a cold and a warm (piece cache filled) encode.
-  std::vector<double> hf_cold, hf_warm, our_cold, our_warm;
-  std::size_t hf_tokens = 0, our_tokens = 0;
   tokenizer::config one;
   one.threads = 1;
+  std::vector<double> hf_cold, hf_warm, our_cold, our_warm;
+  if (what != "agent") {
+  std::size_t hf_tokens = 0, our_tokens = 0;
   for (int r = 0; r < reps; ++r) {
     const auto out = dir.path() / "hf.txt";
     if (test::run_node("hf_bench.js", {file.string(), text_path.string(), "2"}, out) != 0) {
@@ -96,6 +98,9 @@ int main(int argc, char** argv) {
   row("recipe::tokenizer, 1 thread", "cold", median(our_cold), our_tokens);
   row("recipe::tokenizer, 1 thread", "warm", median(our_warm), our_tokens);
   std::printf("speedup vs HF: cold %.2fx, warm %.2fx\n\n", median(hf_cold) / median(our_cold), median(hf_warm) / median(our_warm));
+  }
+  if (what == "hf")
+    return 0;
 
   // 2. agent prompt: segments on 2 threads vs 1 thread, interleaved, same ids required
   tokenizer::config two;

@@ -53,27 +53,12 @@ worker_state& local_state(std::uint64_t instance) {
   return *states[0];
 }
 
-// The end of the chunk that starts at `from`: about `target` bytes on, at a safe cut.
-std::size_t next_cut(std::string_view text, std::size_t from, std::size_t target) {
-  if (text.size() - from <= target + target / 2)
-    return text.size();
-  for (std::size_t p = from + target; p < text.size();) {
-    const void* nl = std::memchr(text.data() + p, '\n', text.size() - p);
-    if (nl == nullptr)
-      break;
-    p = static_cast<std::size_t>(static_cast<const char*>(nl) - text.data()) + 1;
-    if (pre_tokenizer::is_safe_cut(text, p))
-      return p;
-  }
-  return text.size();
-}
-
 } // namespace
 
 void tokenizer::impl::encode_text(std::string_view text, std::vector<token_id>& out) const {
   worker_state& w = local_state(instance);
   for (std::size_t from = 0; from < text.size();) {
-    const std::size_t to = next_cut(text, from, chunk_bytes);
+    const std::size_t to = pre_tokenizer::next_cut(text, from, chunk_bytes);
     const std::string_view chunk = text.substr(from, to - from);
     w.ends.clear();
     w.pre.split(chunk, w.ends);
@@ -103,6 +88,18 @@ tokenizer::tokenizer(std::unique_ptr<impl> p) : impl_(std::move(p)) {}
 
 tokenizer::~tokenizer() = default;
 
+std::vector<token_id> tokenizer::impl::encode_serial(const prompt_segments& segments, std::size_t total) const {
+  std::vector<token_id> out;
+  out.reserve(total / 3 + segments.size() + 8);
+  for (const auto& s : segments) {
+    if (s.is_special())
+      out.push_back(*s.special_id);
+    else
+      encode_text(s.text, out);
+  }
+  return out;
+}
+
 std::vector<token_id> tokenizer::encode(std::string_view text) const {
   std::vector<token_id> out;
   out.reserve(text.size() / 3 + 8);
@@ -115,61 +112,9 @@ std::vector<token_id> tokenizer::encode(const prompt_segments& segments) const {
   for (const auto& s : segments)
     if (!s.is_special())
       total += s.text.size();
-  const std::size_t workers = impl_->pool ? impl_->pool->concurrency() : 1;
-  std::vector<token_id> out;
-  out.reserve(total / 3 + segments.size() + 8);
-  if (workers == 1 || total < impl_->cfg.parallel_min_bytes) {
-    for (const auto& s : segments) {
-      if (s.is_special())
-        out.push_back(*s.special_id);
-      else
-        impl_->encode_text(s.text, out);
-    }
-    return out;
-  }
-  // 1. cut the prompt into about 4 groups per thread of equal text size: consecutive segments,
-  //    a long segment cut at safe line breaks; specials stay inside their group
-  struct item {
-    std::string_view text;
-    std::optional<token_id> special;
-  };
-  const std::size_t target = std::max<std::size_t>(4096, total / (workers * 4));
-  std::vector<std::vector<item>> groups(1);
-  std::size_t filled = 0;
-  for (const auto& s : segments) {
-    if (s.is_special()) {
-      groups.back().push_back({{}, s.special_id});
-      continue;
-    }
-    const std::string_view t = s.text;
-    for (std::size_t from = 0; from < t.size();) {
-      const std::size_t to = next_cut(t, from, target - std::min(filled, target - 1));
-      groups.back().push_back({t.substr(from, to - from), std::nullopt});
-      filled += to - from;
-      from = to;
-      if (filled >= target) {
-        groups.emplace_back();
-        filled = 0;
-      }
-    }
-  }
-  // 2. encode the groups on the pool (or here, if another call holds it); concatenate in order
-  std::vector<std::vector<token_id>> parts(groups.size());
-  const std::function<void(std::size_t)> job = [&](std::size_t g) {
-    parts[g].reserve(target / 3);
-    for (const auto& it : groups[g]) {
-      if (it.special)
-        parts[g].push_back(*it.special);
-      else
-        impl_->encode_text(it.text, parts[g]);
-    }
-  };
-  if (!impl_->pool->try_run(groups.size(), job))
-    for (std::size_t g = 0; g < groups.size(); ++g)
-      job(g);
-  for (const auto& part : parts)
-    out.insert(out.end(), part.begin(), part.end());
-  return out;
+  if (!impl_->pool || total < impl_->cfg.parallel_min_bytes)
+    return impl_->encode_serial(segments, total);
+  return impl_->encode_parallel(segments, total);
 }
 
 std::vector<token_id> tokenizer::encode_with_special_tokens(std::string_view text) const {

@@ -23,11 +23,16 @@ struct tokenizer::impl {
   std::vector<added_token> added;      // in file order
   std::unordered_map<std::string, token_id> added_by_content;
   std::unordered_map<token_id, std::size_t> added_by_id;
-  std::unique_ptr<thread_pool> pool;   // null when single-threaded
   std::uint64_t instance = 0;          // tells per-thread piece caches of two tokenizers apart
+  // Last member: destroyed first, joining workers that may still be finishing a late group.
+  std::unique_ptr<thread_pool> pool;   // null when single-threaded
 
   /// Appends the ids of ordinary text (no added-token matching).
   void encode_text(std::string_view text, std::vector<token_id>& out) const;
+  /// encode(segments) on the calling thread; `total` = bytes of text.
+  std::vector<token_id> encode_serial(const prompt_segments& segments, std::size_t total) const;
+  /// encode(segments) with the pool's help (tokenizer_parallel.cpp).
+  std::vector<token_id> encode_parallel(const prompt_segments& segments, std::size_t total) const;
 };
 
 /// GPT-2's byte-level alphabet: the code point that stands for byte b in vocabulary strings.
