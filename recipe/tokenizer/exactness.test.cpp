@@ -85,6 +85,7 @@ BOOST_AUTO_TEST_CASE(parallel_segments_equal_one_thread) {
   tokenizer::config cfg;
   cfg.threads = 2;
   cfg.parallel_min_bytes = 1;
+  cfg.adaptive = false; // always the parallel path
   auto par = tokenizer::load(test::asset("tokenizer_v32.json"), cfg);
   BOOST_REQUIRE(par);
   auto one = test::shared("tokenizer_v32.json");

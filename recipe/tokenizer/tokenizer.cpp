@@ -5,6 +5,7 @@
 #include "recipe/tokenizer/utf8.hpp"
 
 #include <algorithm>
+#include <chrono>
 #include <cstring>
 #include <memory>
 #include <unordered_map>
@@ -114,7 +115,24 @@ std::vector<token_id> tokenizer::encode(const prompt_segments& segments) const {
       total += s.text.size();
   if (!impl_->pool || total < impl_->cfg.parallel_min_bytes)
     return impl_->encode_serial(segments, total);
-  return impl_->encode_parallel(segments, total);
+  if (!impl_->cfg.adaptive)
+    return impl_->encode_parallel(segments, total);
+  // Adaptive: time both ways (ns per byte, moving averages) and use the faster, trying the other
+  // one call in 8 so that the choice follows the machine's load.
+  auto& a = impl_->adapt;
+  const std::uint64_t call = a.calls.fetch_add(1, std::memory_order_relaxed);
+  const double serial = a.serial_ns_per_byte.load(std::memory_order_relaxed);
+  const double parallel = a.parallel_ns_per_byte.load(std::memory_order_relaxed);
+  bool use_parallel = serial == 0 || parallel == 0 ? call % 2 == 0 : parallel < serial;
+  if (call % 8 == 7)
+    use_parallel = !use_parallel;
+  const auto t0 = std::chrono::steady_clock::now();
+  auto out = use_parallel ? impl_->encode_parallel(segments, total) : impl_->encode_serial(segments, total);
+  const double ns = static_cast<double>(std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - t0).count());
+  auto& avg = use_parallel ? a.parallel_ns_per_byte : a.serial_ns_per_byte;
+  const double old = avg.load(std::memory_order_relaxed), now = ns / static_cast<double>(total);
+  avg.store(old == 0 ? now : 0.5 * old + 0.5 * now, std::memory_order_relaxed);
+  return out;
 }
 
 std::vector<token_id> tokenizer::encode_with_special_tokens(std::string_view text) const {

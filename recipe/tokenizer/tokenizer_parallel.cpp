@@ -4,11 +4,16 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
-#include <thread>
 
 namespace deepinfer::recipe {
 
 namespace {
+
+inline void spin_pause() noexcept {
+#if defined(__x86_64__) || defined(__i386__)
+  __builtin_ia32_pause();
+#endif
+}
 
 // One parallel encode. Shared with the workers, so a worker that was descheduled and finishes
 // after the call returned still touches live memory; the text is copied in for the same reason.
@@ -101,7 +106,7 @@ std::vector<token_id> tokenizer::impl::encode_parallel(const prompt_segments& se
   for (std::size_t g = 0; g < n; ++g) {
     const auto deadline = std::chrono::steady_clock::now() + per_group + per_group / 2;
     while (!job->done[g].load(std::memory_order_acquire) && std::chrono::steady_clock::now() < deadline)
-      std::this_thread::yield();
+      spin_pause(); // not yield(): on a busy machine that hands the core to another process
     if (job->done[g].load(std::memory_order_acquire)) {
       out.insert(out.end(), job->results[g].begin(), job->results[g].end());
     } else {
