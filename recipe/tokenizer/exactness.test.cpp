@@ -150,3 +150,34 @@ BOOST_AUTO_TEST_CASE(no_record_of_the_corpus_encodes_to_an_added_token) {
 }
 
 BOOST_AUTO_TEST_SUITE_END()
+
+BOOST_AUTO_TEST_SUITE(tokenizer_unicode_version)
+
+// The Unicode version of the class tables must be HF's (Oniguruma 6.9.10: Unicode 16.0). Each code
+// point X of planes 0-3 and 14 is probed as " Xa": a space joins a following letter, mark,
+// punctuation or symbol into one piece and stands alone before anything else, and the byte
+// tokens of the space and X's lead byte merge, so a class disagreement changes the ids.
+BOOST_AUTO_TEST_CASE(every_code_point_is_classified_as_huggingface_does) {
+  std::vector<std::string> records;
+  for (char32_t base : {0x0u, 0x10000u, 0x20000u, 0x30000u, 0xE0000u})
+    for (char32_t block = base; block < base + 0x10000; block += 512) {
+      std::string r;
+      for (char32_t c = block; c < block + 512; ++c)
+        if (c < 0xD800 || c > 0xDFFF) {
+          r += ' ';
+          test::append_utf8(r, c);
+          r += 'a';
+        }
+      records.push_back(std::move(r));
+    }
+  const auto hf = test::hf_encode(test::asset("tokenizer_v32_plain.json"), records);
+  BOOST_REQUIRE_EQUAL(hf.size(), records.size());
+  auto tok = test::shared("tokenizer_v32.json");
+  std::size_t bad = 0;
+  for (std::size_t i = 0; i < records.size(); ++i)
+    if (tok->encode(records[i]) != hf[i] && ++bad <= 5)
+      BOOST_TEST_MESSAGE("block " << i << " differs: " << excerpt(records[i]));
+  BOOST_TEST(bad == 0u);
+}
+
+BOOST_AUTO_TEST_SUITE_END()
