@@ -23,6 +23,19 @@ int reasoning_effort_level(std::string_view effort) {
   return 50;
 }
 
+prompt_segments render_completion(const message& m, const special_table& specials, bool thinking) {
+  segment_builder b(specials);
+  if (thinking) {
+    b.text(m.reasoning.value_or(""));
+    b.special(spelling::think_close);
+  }
+  render_detail::emit_content(b, specials, &m);
+  if (!m.tool_calls.empty())
+    render_detail::emit_tool_calls(b, specials.version(), m.tool_calls);
+  b.special(spelling::eos);
+  return b.take();
+}
+
 expected<prompt_segments, api_error> render(const conversation& conv, const special_table& specials) {
   segment_builder b(specials);
   const auto msgs = render_detail::flatten(conv);

@@ -21,6 +21,11 @@ namespace deepinfer::recipe {
 /// with `dsv32`, or with a tokenizer that has no image token).
 expected<prompt_segments, api_error> render(const conversation& conv, const special_table& specials);
 
+/// The text the model is expected to write for an assistant turn, as segments: (reasoning +
+/// `</think>` when `thinking`) + content + DSML tool calls + EOS. The inverse of `stream_parser`;
+/// used by tests and benchmarks to produce model output.
+prompt_segments render_completion(const message& m, const special_table& specials, bool thinking);
+
 /// The V4.1 numeric reasoning effort (1–100) for an API effort name; empty means the default.
 int reasoning_effort_level(std::string_view effort);
 

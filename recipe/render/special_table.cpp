@@ -29,6 +29,10 @@ expected<special_table, std::string> special_table::build(template_version versi
   for (auto s : optional)
     if (auto id = find(s))
       t.entries_.emplace_back(std::string(s), *id);
+  // The published V4.1 tokenizer tables stop at 128846; the image placeholder lives in the
+  // multimodal range the spec (§7) gives as 129264. Use that until a tokenizer file carries it.
+  if (version == template_version::dsv41 && !t.id(spelling::image))
+    t.entries_.emplace_back(std::string(spelling::image), token_id{129264});
   return t;
 }
 

@@ -21,7 +21,8 @@ public:
   using lookup = std::function<std::optional<token_id>(std::string_view)>;
 
   /// Builds the table for `version`. Fails (naming the spelling) when a token the template always
-  /// needs is missing; optional ones (the V4.1 image placeholder) may be absent.
+  /// needs is missing. The V4.1 image placeholder, absent from the published tokenizer files, falls
+  /// back to the spec's id 129264.
   static expected<special_table, std::string> build(template_version version, const lookup& find);
 
   /// Builds the table from a tokenizer.json file's `added_tokens` (reads only that array).
