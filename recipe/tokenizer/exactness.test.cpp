@@ -1,0 +1,111 @@
+#include "recipe/tokenizer/hf_reference.hpp"
+#include "recipe/tokenizer/test_assets.hpp"
+#include "recipe/tokenizer/test_corpus.hpp"
+#include "recipe/tokenizer/tokenizer.hpp"
+
+#include <boost/test/unit_test.hpp>
+
+#include <nlohmann/json.hpp>
+
+using namespace deepinfer::recipe;
+
+namespace {
+
+// The corpus and HF's ids for it, computed once per test process.
+struct corpus_fixture {
+  std::vector<std::string> records;
+  std::vector<std::vector<token_id>> hf;
+
+  static const corpus_fixture& get() {
+    static const corpus_fixture f = [] {
+      corpus_fixture c;
+      c.records = test::build_corpus(5'300'000);
+      c.hf = test::hf_encode(test::asset("tokenizer_v32_plain.json"), c.records);
+      return c;
+    }();
+    return f;
+  }
+};
+
+std::string excerpt(const std::string& s) {
+  return nlohmann::json(s.substr(0, 200)).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+}
+
+} // namespace
+
+BOOST_AUTO_TEST_SUITE(tokenizer_exactness)
+
+BOOST_AUTO_TEST_CASE(corpus_is_large_and_mixed) {
+  const auto& c = corpus_fixture::get();
+  std::size_t bytes = 0, with_newline = 0;
+  for (const auto& r : c.records) {
+    bytes += r.size();
+    with_newline += r.find('\n') != std::string::npos;
+  }
+  BOOST_TEST_MESSAGE("corpus: " << c.records.size() << " records, " << bytes << " bytes");
+  BOOST_TEST(bytes >= 5'000'000u);
+  BOOST_TEST(with_newline > c.records.size() / 2);
+  BOOST_REQUIRE_EQUAL(c.hf.size(), c.records.size());
+}
+
+BOOST_AUTO_TEST_CASE(every_record_encodes_exactly_as_huggingface) {
+  const auto& c = corpus_fixture::get();
+  auto tok = test::shared("tokenizer_v32.json");
+  BOOST_REQUIRE_EQUAL(c.hf.size(), c.records.size());
+  std::size_t mismatches = 0, tokens = 0;
+  for (std::size_t i = 0; i < c.records.size(); ++i) {
+    const auto ours = tok->encode(c.records[i]);
+    tokens += ours.size();
+    if (ours == c.hf[i])
+      continue;
+    if (++mismatches <= 10) {
+      std::size_t k = 0;
+      while (k < ours.size() && k < c.hf[i].size() && ours[k] == c.hf[i][k])
+        ++k;
+      BOOST_TEST_MESSAGE("record " << i << " differs at token " << k << " (ours "
+                                   << (k < ours.size() ? ours[k] : -1) << ", hf " << (k < c.hf[i].size() ? c.hf[i][k] : -1)
+                                   << "): " << excerpt(c.records[i]));
+    }
+  }
+  BOOST_TEST_MESSAGE("compared " << tokens << " tokens");
+  BOOST_TEST(mismatches == 0u);
+}
+
+BOOST_AUTO_TEST_CASE(decode_of_encode_gives_back_every_record) {
+  const auto& c = corpus_fixture::get();
+  auto tok = test::shared("tokenizer_v32.json");
+  std::size_t bad = 0;
+  for (const auto& r : c.records)
+    bad += tok->decode(tok->encode(r)) != r;
+  BOOST_TEST(bad == 0u);
+}
+
+BOOST_AUTO_TEST_CASE(parallel_segments_equal_one_thread) {
+  const auto& c = corpus_fixture::get();
+  tokenizer::config cfg;
+  cfg.threads = 2;
+  cfg.parallel_min_bytes = 1;
+  auto par = tokenizer::load(test::asset("tokenizer_v32.json"), cfg);
+  BOOST_REQUIRE(par);
+  auto one = test::shared("tokenizer_v32.json");
+  // 400 records joined by the BOS id, in prompts of 40 segments each.
+  for (std::size_t start = 0; start + 40 <= 400; start += 40) {
+    prompt_segments segs;
+    std::vector<token_id> want;
+    std::string joined;
+    for (std::size_t i = start; i < start + 40; ++i) {
+      const auto& r = c.records[i * (c.records.size() / 400)];
+      segs.push_back(prompt_segment::plain(r));
+      segs.push_back(prompt_segment::special(0, ""));
+      const auto ids = one->encode(r);
+      want.insert(want.end(), ids.begin(), ids.end());
+      want.push_back(0);
+      joined += r;
+    }
+    BOOST_TEST(par.value->encode(segs) == want);
+    // One long segment is cut at safe line breaks only: same ids as one thread.
+    BOOST_TEST(par.value->encode(prompt_segments{prompt_segment::plain(joined)}) == one->encode(joined));
+  }
+}
+
+BOOST_AUTO_TEST_SUITE_END()
