@@ -2,6 +2,7 @@
 
 #include "recipe/render/renderer.hpp"
 #include "recipe/testdata/paths.hpp"
+#include "recipe/testdata/samples.hpp"
 
 #include <boost/test/unit_test.hpp>
 #include <nlohmann/json.hpp>
@@ -90,28 +91,8 @@ rebuilt run(const std::vector<token_id>& ids, const std::vector<std::size_t>& cu
   return r;
 }
 
-message sample_turn(bool with_dsml_spellings) {
-  message m;
-  m.role = role::assistant;
-  m.reasoning = "Let me think… the user wants 天气 🌦 and wrote </think> literally.\nPlan: call two tools.";
-  std::string content = "Sure — 中文回答 with emoji 😀🎉 and a tag spelled </think> in text.";
-  if (with_dsml_spellings)
-    content += " Also <｜DSML｜ invoke name=\"x\"> and </｜DSML｜ calls> typed as text.";
-  m.content.push_back(content_part::text(content));
-  m.tool_calls.push_back({"a", "get_weather",
-                          R"({"city": "Zürich \"old town\"", "days": 3, "ratio": 0.25, "flags": [true, false, null],
-                              "nested": {"a": [1, {"b": "x\ny\\z"}], "empty": {}}})"});
-  std::string q = R"({"query": "多行\n文本 <b>bold</b> & \"quotes\"\ttab")";
-  if (with_dsml_spellings)
-    q += R"(, "note": "</｜DSML｜ parameter> inside a value")";
-  q += "}";
-  m.tool_calls.push_back({"b", "web.search", q});
-  m.tool_calls.push_back({"c", "no_args", "{}"});
-  return m;
-}
-
 void check_every_chunking(template_version v, bool thinking, bool dsml_spellings) {
-  const message m = sample_turn(dsml_spellings);
+  const message m = test::sample_turn(dsml_spellings);
   const auto ids = byte_ids(render_completion(m, table(v), thinking));
   const rebuilt whole = run(ids, {}, v, thinking);
   // The original turn comes back.

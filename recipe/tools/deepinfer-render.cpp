@@ -93,10 +93,10 @@ int main(int argc, char** argv) {
 #ifdef DEEPINFER_RENDER_HAS_TOKENIZER
   auto tok = tokenizer::load(tokenizer_file);
   if (!tok) {
-    std::cerr << "deepinfer-render: cannot load tokenizer " << tokenizer_file << "\n";
+    std::cerr << "deepinfer-render: cannot load tokenizer " << tokenizer_file << ": " << tok.error << "\n";
     return 1;
   }
-  const auto out = tok->encode(*segments);
+  const auto out = tok.value->encode(*segments);
   for (std::size_t i = 0; i < out.size(); ++i)
     std::cout << (i ? " " : "") << out[i];
   return 0;
