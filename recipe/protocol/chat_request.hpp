@@ -16,6 +16,6 @@ namespace deepinfer::recipe {
 expected<conversation, api_error> parse_chat_request(std::string_view body);
 
 /// The same for an already parsed body (key order must be preserved, hence `ordered_json`).
-expected<conversation, api_error> parse_chat_request(const nlohmann::ordered_json& body);
+expected<conversation, api_error> parse_chat_request_json(const nlohmann::ordered_json& body);
 
 } // namespace deepinfer::recipe

@@ -18,6 +18,6 @@ namespace deepinfer::recipe {
 expected<conversation, api_error> parse_messages_request(std::string_view body);
 
 /// The same for an already parsed body.
-expected<conversation, api_error> parse_messages_request(const nlohmann::ordered_json& body);
+expected<conversation, api_error> parse_messages_request_json(const nlohmann::ordered_json& body);
 
 } // namespace deepinfer::recipe

@@ -224,7 +224,7 @@ conversation parse(const json& j) {
 
 } // namespace
 
-expected<conversation, api_error> parse_responses_request(const nlohmann::ordered_json& body) {
+expected<conversation, api_error> parse_responses_request_json(const nlohmann::ordered_json& body) {
   try {
     jr::object(body, json_path(api_kind::responses));
     return parse(body);

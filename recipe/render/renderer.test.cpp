@@ -38,7 +38,7 @@ BOOST_AUTO_TEST_CASE(dsv32_fixture_renders_byte_for_byte) {
   // message), thinking mode, BOS on.
   input["model"] = "deepseek";
   input["thinking"] = {{"type", "enabled"}};
-  auto conv = parse_chat_request(input);
+  auto conv = parse_chat_request_json(input);
   BOOST_REQUIRE_MESSAGE(conv.has_value(), (conv.has_value() ? "" : conv.error().body()));
   auto segs = render(*conv, table(template_version::dsv32));
   BOOST_REQUIRE(segs.has_value());

@@ -8,7 +8,7 @@
 #include "recipe/stream/stream_parser.hpp"
 #include "recipe/testdata/paths.hpp"
 #include "recipe/testdata/samples.hpp"
-#include "recipe/tokenizer/tokenizer.hpp"
+#include "recipe/testdata/tokenizers.hpp"
 
 #include <boost/test/unit_test.hpp>
 #include <nlohmann/json.hpp>
@@ -52,26 +52,23 @@ BOOST_AUTO_TEST_CASE(official_clients_rebuild_text_reasoning_and_tool_calls) {
   const auto clients = test::cache_dir() + "/api-clients/node_modules";
   BOOST_REQUIRE_MESSAGE(std::filesystem::exists(clients + "/openai/package.json"),
                         "official clients missing; run scripts/prepare_api_clients.sh");
-  auto tok = tokenizer::load(test::tokenizer_path("dsv41"));
-  BOOST_REQUIRE_MESSAGE(tok, tok.error);
-  auto table = special_table::build(template_version::dsv41,
-                                    [&](std::string_view s) { return tok.value->special_id(s); });
-  BOOST_REQUIRE(table.has_value());
+  const auto& tok = test::real_tokenizer(template_version::dsv41);
+  const auto* table = &test::real_table(template_version::dsv41);
   const message m = test::sample_turn(true);
-  const auto ids = tok.value->encode(render_completion(m, *table, true));
+  const auto ids = tok.encode(render_completion(m, *table, true));
 
   const auto dir = std::filesystem::temp_directory_path() / ("deepinfer-reassembly-" + std::to_string(::getpid()));
   std::filesystem::create_directories(dir);
   usage_counts usage{120, 64, 0, 0};
 
   chat_encoder chat({"chatcmpl-t", "deepseek-v4.1", 1700000000, true});
-  write(dir / "chat.sse", stream_through(chat, [&] { return chat.start(); }, ids, *tok.value, *table, 3, usage));
+  write(dir / "chat.sse", stream_through(chat, [&] { return chat.start(); }, ids, tok, *table, 3, usage));
   responses_encoder resp({"resp_t", "deepseek-v4.1", 1700000000, nlohmann::ordered_json::object()});
   write(dir / "responses.sse",
-        stream_through(resp, [&] { return resp.start(); }, ids, *tok.value, *table, 5, usage));
+        stream_through(resp, [&] { return resp.start(); }, ids, tok, *table, 5, usage));
   messages_encoder msgs({"msg_t", "deepseek-v4.1"});
   write(dir / "messages.sse",
-        stream_through(msgs, [&] { return msgs.start(usage); }, ids, *tok.value, *table, 1, usage));
+        stream_through(msgs, [&] { return msgs.start(usage); }, ids, tok, *table, 1, usage));
   usage.completion_tokens = static_cast<std::int64_t>(ids.size());
   write(dir / "chat.json", chat.body(usage));
   write(dir / "responses.json", resp.body(usage));

@@ -3,10 +3,12 @@
 #include "recipe/render/renderer.hpp"
 #include "recipe/testdata/paths.hpp"
 #include "recipe/testdata/samples.hpp"
+#include "recipe/testdata/tokenizers.hpp"
 
 #include <boost/test/unit_test.hpp>
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <map>
 #include <random>
 
@@ -77,9 +79,11 @@ void apply(rebuilt& r, const std::vector<stream_event>& evs) {
   }
 }
 
+using bytes_fn = stream_parser::token_bytes_fn;
+
 rebuilt run(const std::vector<token_id>& ids, const std::vector<std::size_t>& cuts, template_version v,
-            bool thinking) {
-  stream_parser p({thinking, "call_"}, table(v), byte_token);
+            bool thinking, const bytes_fn& bytes = byte_token) {
+  stream_parser p({thinking, "call_"}, table(v), bytes);
   rebuilt r;
   std::size_t at = 0;
   for (auto c : cuts) {
@@ -91,9 +95,27 @@ rebuilt run(const std::vector<token_id>& ids, const std::vector<std::size_t>& cu
   return r;
 }
 
-void check_every_chunking(template_version v, bool thinking, bool dsml_spellings) {
+// Tokens of the turn: one per byte, or the real tokenizer's.
+enum class vocab { bytes, real };
+
+void check_every_chunking(template_version v, bool thinking, bool dsml_spellings, vocab voc = vocab::bytes) {
   const message m = test::sample_turn(dsml_spellings);
-  const auto ids = byte_ids(render_completion(m, table(v), thinking));
+  const auto segs = render_completion(m, table(v), thinking);
+  std::vector<token_id> ids;
+  bytes_fn bytes = byte_token;
+  if (voc == vocab::real) {
+    const auto& tok = test::real_tokenizer(v);
+    ids = tok.encode(segs);
+    bytes = [&tok](token_id id) { return tok.token_bytes(id); };
+    // Ordinary-token spellings really are ordinary tokens: the only marker ids are the placed ones.
+    const auto close = *table(v).id(spelling::think_close);
+    BOOST_TEST(std::count(ids.begin(), ids.end(), close) == (thinking ? 1 : 0));
+  } else {
+    ids = byte_ids(segs);
+  }
+  auto run = [&](const std::vector<token_id>& i, const std::vector<std::size_t>& c, template_version ver, bool th) {
+    return ::run(i, c, ver, th, bytes);
+  };
   const rebuilt whole = run(ids, {}, v, thinking);
   // The original turn comes back.
   BOOST_TEST(whole.reasoning == (thinking ? *m.reasoning : std::string()));
@@ -137,6 +159,13 @@ BOOST_AUTO_TEST_CASE(dsv41_turn_survives_every_chunking_and_ordinary_tag_spellin
 BOOST_AUTO_TEST_CASE(dsv32_turn_survives_every_chunking) {
   check_every_chunking(template_version::dsv32, true, false);
   check_every_chunking(template_version::dsv32, false, false);
+}
+
+BOOST_AUTO_TEST_CASE(real_tokens_survive_every_chunking_in_both_versions) {
+  check_every_chunking(template_version::dsv41, true, true, vocab::real);
+  check_every_chunking(template_version::dsv41, false, false, vocab::real);
+  check_every_chunking(template_version::dsv32, true, false, vocab::real);
+  check_every_chunking(template_version::dsv32, false, false, vocab::real);
 }
 
 BOOST_AUTO_TEST_CASE(plain_answer_finishes_with_stop_and_length_is_reported) {
