@@ -54,7 +54,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   stream_parser p({thinking, "call_"}, t, byte_token);
   std::size_t finishes = 0, at = 0;
   std::uint32_t started = 0, ended = 0;
-  auto check = [&](const std::vector<stream_event>& evs) {
+  auto check = [&](std::span<const stream_event> evs) {
     for (const auto& e : evs) {
       fuzz::require(finishes == 0, "event after finish");
       switch (e.type) {

@@ -38,8 +38,22 @@ stream_parser::stream_parser(const config& cfg, const special_table& specials, t
       ignored_.push_back(id);
 }
 
-const std::vector<stream_event>& stream_parser::feed(std::span<const token_id> ids) {
-  events_.clear();
+stream_event& stream_parser::push(stream_event::kind k) {
+  // Event objects (and their string buffers) are reused across calls: no allocation per token.
+  if (count_ == events_.size())
+    events_.emplace_back();
+  auto& e = events_[count_++];
+  e.type = k;
+  e.text.clear();
+  e.tool_index = tool_index_;
+  e.tool_id.clear();
+  e.tool_name.clear();
+  e.reason = finish_reason::stop;
+  return e;
+}
+
+std::span<const stream_event> stream_parser::feed(std::span<const token_id> ids) {
+  count_ = 0;
   for (const token_id id : ids) {
     if (phase_ == phase::done)
       break;
@@ -68,14 +82,14 @@ const std::vector<stream_event>& stream_parser::feed(std::span<const token_id> i
     }
     text(scratch_);
   }
-  return events_;
+  return {events_.data(), count_};
 }
 
-const std::vector<stream_event>& stream_parser::finish(finish_reason why) {
-  events_.clear();
+std::span<const stream_event> stream_parser::finish(finish_reason why) {
+  count_ = 0;
   if (phase_ != phase::done)
     do_finish(why);
-  return events_;
+  return {events_.data(), count_};
 }
 
 void stream_parser::do_finish(finish_reason why) {
@@ -90,10 +104,7 @@ void stream_parser::do_finish(finish_reason why) {
   if (why == finish_reason::stop && tool_calls() > 0)
     why = finish_reason::tool_calls;
   phase_ = phase::done;
-  stream_event e;
-  e.type = stream_event::kind::finish;
-  e.reason = why;
-  events_.push_back(std::move(e));
+  push(stream_event::kind::finish).reason = why;
 }
 
 void stream_parser::text(std::string_view s) {
@@ -195,12 +206,9 @@ void stream_parser::emit_unmarked(stream_event::kind k, std::string_view s) {
 void stream_parser::emit(stream_event::kind k, std::string_view s) {
   if (s.empty())
     return;
-  if (events_.empty() || events_.back().type != k) {
-    stream_event e;
-    e.type = k;
-    events_.push_back(std::move(e));
-  }
-  events_.back().text += s;
+  if (count_ == 0 || events_[count_ - 1].type != k)
+    push(k);
+  events_[count_ - 1].text += s;
 }
 
 } // namespace deepinfer::recipe

@@ -41,11 +41,11 @@ public:
 
   /// Consumes the next tokens; returns the events they complete (valid until the next call).
   /// Tokens after EOS are ignored; EOS itself produces the `finish` event.
-  const std::vector<stream_event>& feed(std::span<const token_id> ids);
+  std::span<const stream_event> feed(std::span<const token_id> ids);
 
   /// Ends the stream (e.g. `length` when the token limit is reached): releases held text and
   /// appends `finish`. A no-op returning no events once finished.
-  const std::vector<stream_event>& finish(finish_reason why);
+  std::span<const stream_event> finish(finish_reason why);
 
   bool finished() const noexcept { return phase_ == phase::done; }
   /// Completion and reasoning token counts so far (prompt fields are zero).
@@ -64,6 +64,7 @@ private:
   void close_invoke();
   void end_reasoning();
   void release_partial(stream_event::kind k);
+  stream_event& push(stream_event::kind k);
   void emit(stream_event::kind k, std::string_view s);
   void emit_unmarked(stream_event::kind k, std::string_view s);
   void emit_args(std::string_view s);
@@ -79,7 +80,8 @@ private:
   std::optional<token_id> dsml_;
   std::vector<token_id> ignored_; // other specials the model should not emit
   phase phase_;
-  std::vector<stream_event> events_;
+  std::vector<stream_event> events_; // reused; the first count_ are this call's
+  std::size_t count_ = 0;
   usage_counts counts_;
   utf8_assembler utf8_;
   std::string scratch_;

@@ -59,7 +59,7 @@ struct rebuilt {
   bool operator==(const rebuilt&) const = default;
 };
 
-void apply(rebuilt& r, const std::vector<stream_event>& evs) {
+void apply(rebuilt& r, std::span<const stream_event> evs) {
   for (const auto& e : evs) {
     switch (e.type) {
       case stream_event::kind::reasoning: r.reasoning += e.text; break;

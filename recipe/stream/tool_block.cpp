@@ -46,12 +46,9 @@ void stream_parser::tool_byte(unsigned char c) {
     }
     case tool_state::name:
       if (ch == '"') {
-        stream_event e;
-        e.type = stream_event::kind::tool_call_start;
-        e.tool_index = tool_index_;
+        auto& e = push(stream_event::kind::tool_call_start);
         e.tool_id = cfg_.tool_id_prefix + std::to_string(tool_index_);
         e.tool_name = name_;
-        events_.push_back(std::move(e));
         ts_ = tool_state::after_name;
       } else if (name_.size() < max_field) {
         name_ += ch;
@@ -146,10 +143,7 @@ void stream_parser::on_tag(std::size_t which) {
 
 void stream_parser::close_invoke() {
   emit_args(params_ == 0 ? "{}" : "}");
-  stream_event e;
-  e.type = stream_event::kind::tool_call_end;
-  e.tool_index = tool_index_;
-  events_.push_back(std::move(e));
+  push(stream_event::kind::tool_call_end);
   in_invoke_ = false;
   ++tool_index_;
 }
@@ -157,13 +151,9 @@ void stream_parser::close_invoke() {
 void stream_parser::emit_args(std::string_view s) {
   if (s.empty())
     return;
-  if (events_.empty() || events_.back().type != stream_event::kind::tool_call_arguments) {
-    stream_event e;
-    e.type = stream_event::kind::tool_call_arguments;
-    e.tool_index = tool_index_;
-    events_.push_back(std::move(e));
-  }
-  events_.back().text += s;
+  if (count_ == 0 || events_[count_ - 1].type != stream_event::kind::tool_call_arguments)
+    push(stream_event::kind::tool_call_arguments);
+  events_[count_ - 1].text += s;
 }
 
 void stream_parser::emit_value(std::string_view s) {
@@ -174,9 +164,9 @@ void stream_parser::emit_value(std::string_view s) {
     emit_args(s);
     return;
   }
-  std::string esc;
-  append_json_escaped(esc, s);
-  emit_args(esc);
+  if (count_ == 0 || events_[count_ - 1].type != stream_event::kind::tool_call_arguments)
+    push(stream_event::kind::tool_call_arguments);
+  append_json_escaped(events_[count_ - 1].text, s);
 }
 
 } // namespace deepinfer::recipe
