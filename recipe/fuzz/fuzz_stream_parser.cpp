@@ -4,6 +4,7 @@
 
 #include "recipe/fuzz/fuzz_support.hpp"
 #include "recipe/stream/stream_parser.hpp"
+#include "recipe/testdata/byte_vocab.hpp"
 
 #include <cstdint>
 #include <string>
@@ -11,21 +12,8 @@
 
 using namespace deepinfer::recipe;
 
-namespace {
-
-constexpr token_id byte_base = 1000;
-
-std::string_view byte_token(token_id id) {
-  static const std::string bytes = [] {
-    std::string b(256, '\0');
-    for (int i = 0; i < 256; ++i)
-      b[static_cast<std::size_t>(i)] = static_cast<char>(i);
-    return b;
-  }();
-  return std::string_view(bytes).substr(static_cast<std::size_t>(id - byte_base), 1);
-}
-
-} // namespace
+using test::byte_base;
+using test::byte_token;
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   if (size < 1)

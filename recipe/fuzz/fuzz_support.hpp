@@ -3,8 +3,14 @@
 // Shared by the recipe fuzz targets: special tables with the spec's ids (no tokenizer file needed)
 // and an invariant check that aborts so libFuzzer reports it.
 
+#include "recipe/protocol/parse_request.hpp"
+#include "recipe/render/renderer.hpp"
+#include "recipe/render/segment_builder.hpp"
 #include "recipe/render/special_table.hpp"
 
+#include <nlohmann/json.hpp>
+
+#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <map>
@@ -54,6 +60,29 @@ inline bool valid_utf8(const std::string& s) {
     i += n;
   }
   return true;
+}
+
+/// One request-parser fuzz input: arbitrary body through the parser of `api`, then the renderer of
+/// both versions. Invariants: a refusal is a 400 whose body is JSON; an accepted request renders
+/// (or is refused with a 400) under both templates, starting with BOS.
+inline int request_input(api_kind api, const std::uint8_t* data, std::size_t size) {
+  const std::string_view body(reinterpret_cast<const char*>(data), size);
+  auto conv = parse_request(api, body);
+  if (!conv) {
+    require(conv.error().status == 400, "refusals are 400");
+    require(nlohmann::json::accept(conv.error().body()), "error body is JSON");
+    return 0;
+  }
+  for (auto v : {template_version::dsv41, template_version::dsv32}) {
+    auto segs = render(*conv, table(v));
+    if (!segs) {
+      require(segs.error().status == 400 && nlohmann::json::accept(segs.error().body()), "render refusal");
+      continue;
+    }
+    require(!segs->empty() && segs->front().is_special(), "prompt starts with BOS");
+    (void)to_text(*segs);
+  }
+  return 0;
 }
 
 } // namespace deepinfer::recipe::fuzz

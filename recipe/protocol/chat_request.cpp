@@ -181,29 +181,20 @@ conversation parse(const json& j) {
       (root / "stream_options").fail("The 'stream_options' parameter is only allowed when 'stream' is enabled.");
     c.stream_include_usage = jr::opt_bool(*so, "include_usage", root / "stream_options").value_or(false);
   }
-  if (const json* md = jr::find(j, "metadata"))
-    c.metadata = jr::object(*md, root / "metadata");
-  rc::check_conversation(c, root, "tools", "tool_choice");
+  rc::finish(c, j, root);
   return c;
 }
 
+using result = expected<conversation, api_error>;
+
 } // namespace
 
-expected<conversation, api_error> parse_chat_request_json(const nlohmann::ordered_json& body) {
-  try {
-    jr::object(body, json_path(api_kind::chat));
-    return parse(body);
-  } catch (const invalid_request& e) {
-    return to_api_error(e, api_kind::chat);
-  }
+result parse_chat_request_json(const nlohmann::ordered_json& body) {
+  return guarded_parse<result>(api_kind::chat, &body, {}, parse);
 }
 
-expected<conversation, api_error> parse_chat_request(std::string_view body) {
-  try {
-    return parse(parse_body(body, api_kind::chat));
-  } catch (const invalid_request& e) {
-    return to_api_error(e, api_kind::chat);
-  }
+result parse_chat_request(std::string_view body) {
+  return guarded_parse<result>(api_kind::chat, nullptr, body, parse);
 }
 
 } // namespace deepinfer::recipe

@@ -76,4 +76,19 @@ json parse_body(std::string_view body, api_kind api);
 /// Turns an `invalid_request` into the API's error value.
 api_error to_api_error(const invalid_request& e, api_kind api);
 
+/// Runs `parse(const json&)` on a body given as text or as parsed JSON, turning the validation
+/// exception into the API's error value (the parse edge of STYLE.md §6).
+template <class Result, class Parse>
+Result guarded_parse(api_kind api, const json* parsed, std::string_view text, Parse&& parse) {
+  try {
+    if (parsed) {
+      json_reader::object(*parsed, json_path(api));
+      return parse(*parsed);
+    }
+    return parse(parse_body(text, api));
+  } catch (const invalid_request& e) {
+    return to_api_error(e, api);
+  }
+}
+
 } // namespace deepinfer::recipe

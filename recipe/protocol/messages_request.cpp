@@ -219,29 +219,20 @@ conversation parse(const json& j) {
     s.stop = jr::stop_list(*st, root / "stop_sequences", 16);
   }
   c.stream = jr::opt_bool(j, "stream", root).value_or(false);
-  if (const json* md = jr::find(j, "metadata"))
-    c.metadata = jr::object(*md, root / "metadata");
-  rc::check_conversation(c, root, "tools", "tool_choice");
+  rc::finish(c, j, root);
   return c;
 }
 
+using result = expected<conversation, api_error>;
+
 } // namespace
 
-expected<conversation, api_error> parse_messages_request_json(const nlohmann::ordered_json& body) {
-  try {
-    jr::object(body, json_path(api_kind::messages));
-    return parse(body);
-  } catch (const invalid_request& e) {
-    return to_api_error(e, api_kind::messages);
-  }
+result parse_messages_request_json(const nlohmann::ordered_json& body) {
+  return guarded_parse<result>(api_kind::messages, &body, {}, parse);
 }
 
-expected<conversation, api_error> parse_messages_request(std::string_view body) {
-  try {
-    return parse(parse_body(body, api_kind::messages));
-  } catch (const invalid_request& e) {
-    return to_api_error(e, api_kind::messages);
-  }
+result parse_messages_request(std::string_view body) {
+  return guarded_parse<result>(api_kind::messages, nullptr, body, parse);
 }
 
 } // namespace deepinfer::recipe

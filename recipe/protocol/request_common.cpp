@@ -67,6 +67,12 @@ void check_conversation(const conversation& c, const json_path& at, std::string_
   }
 }
 
+void finish(conversation& c, const json& body, const json_path& root) {
+  if (const json* md = jr::find(body, "metadata"))
+    c.metadata = jr::object(*md, root / "metadata");
+  check_conversation(c, root, "tools", "tool_choice");
+}
+
 std::optional<response_format> parse_format(const json& v, const json_path& at, bool nested_schema) {
   jr::object(v, at);
   response_format f;

@@ -216,29 +216,20 @@ conversation parse(const json& j) {
       c.format = rc::parse_format(*f, root / "text" / "format", false);
   }
   c.stream = jr::opt_bool(j, "stream", root).value_or(false);
-  if (const json* md = jr::find(j, "metadata"))
-    c.metadata = jr::object(*md, root / "metadata");
-  rc::check_conversation(c, root, "tools", "tool_choice");
+  rc::finish(c, j, root);
   return c;
 }
 
+using result = expected<conversation, api_error>;
+
 } // namespace
 
-expected<conversation, api_error> parse_responses_request_json(const nlohmann::ordered_json& body) {
-  try {
-    jr::object(body, json_path(api_kind::responses));
-    return parse(body);
-  } catch (const invalid_request& e) {
-    return to_api_error(e, api_kind::responses);
-  }
+result parse_responses_request_json(const nlohmann::ordered_json& body) {
+  return guarded_parse<result>(api_kind::responses, &body, {}, parse);
 }
 
-expected<conversation, api_error> parse_responses_request(std::string_view body) {
-  try {
-    return parse(parse_body(body, api_kind::responses));
-  } catch (const invalid_request& e) {
-    return to_api_error(e, api_kind::responses);
-  }
+result parse_responses_request(std::string_view body) {
+  return guarded_parse<result>(api_kind::responses, nullptr, body, parse);
 }
 
 } // namespace deepinfer::recipe

@@ -5,7 +5,7 @@
 #include "recipe/protocol/parse_request.hpp"
 #include "recipe/render/renderer.hpp"
 #include "recipe/render/segment_builder.hpp"
-#include "recipe/testdata/paths.hpp"
+#include "recipe/testdata/tokenizers.hpp"
 
 #include <boost/test/unit_test.hpp>
 
@@ -16,13 +16,7 @@ namespace fs = std::filesystem;
 
 namespace {
 
-const special_table& table(template_version v) {
-  static auto t32 = special_table::from_tokenizer_json(template_version::dsv32, test::tokenizer_path("dsv32"));
-  static auto t41 = special_table::from_tokenizer_json(template_version::dsv41, test::tokenizer_path("dsv41"));
-  auto& t = v == template_version::dsv32 ? t32 : t41;
-  BOOST_REQUIRE_MESSAGE(t.has_value(), "tokenizer assets missing; run scripts/bootstrap.sh");
-  return *t;
-}
+const special_table& table(template_version v) { return test::real_table(v); }
 
 bool ends_with(const std::string& s, const std::string& suffix) {
   return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;

@@ -129,6 +129,34 @@ bool emit_content(segment_builder& b, const special_table& t, const message* m) 
   return true;
 }
 
+bool emit_system(segment_builder& b, const special_table& t, template_version v, const conversation& conv,
+                 const flat_message& f) {
+  if (!emit_content(b, t, f.source))
+    return false;
+  if (f.tools) {
+    b.text("\n\n");
+    emit_tools(b, v, conv);
+  }
+  if (f.format) {
+    b.text("\n\n");
+    emit_format(b, conv);
+  }
+  return true;
+}
+
+bool emit_assistant(segment_builder& b, const special_table& t, const message& m, bool with_reasoning) {
+  if (with_reasoning) {
+    b.text(m.reasoning.value_or(""));
+    b.special(spelling::think_close);
+  }
+  if (!emit_content(b, t, &m))
+    return false;
+  if (!m.tool_calls.empty())
+    emit_tool_calls(b, t.version(), m.tool_calls);
+  b.special(spelling::eos);
+  return true;
+}
+
 void emit_tools(segment_builder& b, template_version v, const conversation& conv) {
   b.templ(v == template_version::dsv32 ? dsv32_tools_head : dsv41_tools_head);
   std::string schemas;

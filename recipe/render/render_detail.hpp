@@ -27,6 +27,14 @@ std::vector<flat_message> flatten(const conversation& conv);
 /// Returns false when an image cannot be expressed (no placeholder token).
 bool emit_content(segment_builder& b, const special_table& t, const message* m);
 
+/// A system message body: content, then "\n\n" + tools text and "\n\n" + response format when
+/// attached. Returns false when the content cannot be expressed.
+bool emit_system(segment_builder& b, const special_table& t, template_version v, const conversation& conv,
+                 const flat_message& f);
+
+/// An assistant turn: (reasoning + `</think>` when `with_reasoning`) + content + DSML calls + EOS.
+bool emit_assistant(segment_builder& b, const special_table& t, const message& m, bool with_reasoning);
+
 /// Tools text of the version (spec §2.6 / §7) with one schema per line.
 void emit_tools(segment_builder& b, template_version v, const conversation& conv);
 

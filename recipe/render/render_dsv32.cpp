@@ -25,16 +25,8 @@ bool render_dsv32(segment_builder& b, const special_table& t, const conversation
     switch (f.role) {
       case role::system:
       case role::developer:
-        if (!emit_content(b, t, m))
+        if (!emit_system(b, t, v, conv, f))
           return false;
-        if (f.tools) {
-          b.text("\n\n");
-          emit_tools(b, v, conv);
-        }
-        if (f.format) {
-          b.text("\n\n");
-          emit_format(b, conv);
-        }
         break;
       case role::user:
         b.special(spelling::user);
@@ -44,15 +36,8 @@ bool render_dsv32(segment_builder& b, const special_table& t, const conversation
         opener(i);
         break;
       case role::assistant:
-        if (conv.thinking && i > last_user) {
-          b.text(m->reasoning.value_or(""));
-          b.special(spelling::think_close);
-        }
-        if (!emit_content(b, t, m))
+        if (!emit_assistant(b, t, *m, conv.thinking && i > last_user))
           return false;
-        if (!m->tool_calls.empty())
-          emit_tool_calls(b, v, m->tool_calls);
-        b.special(spelling::eos);
         break;
       case role::tool: {
         const bool first = idx == 0 || msgs[idx - 1].role != role::tool;

@@ -89,16 +89,8 @@ bool render_dsv41(segment_builder& b, const special_table& t, const conversation
       case role::developer:
         if (idx > 0)
           b.special(spelling::system);
-        if (!emit_content(b, t, tn.single->source))
+        if (!emit_system(b, t, v, conv, *tn.single))
           return false;
-        if (tn.single->tools) {
-          b.text("\n\n");
-          emit_tools(b, v, conv);
-        }
-        if (tn.single->format) {
-          b.text("\n\n");
-          emit_format(b, conv);
-        }
         break;
       case role::user:
       case role::tool:
@@ -115,19 +107,10 @@ bool render_dsv41(segment_builder& b, const special_table& t, const conversation
             b.templ("</tool_result>");
         }
         break;
-      case role::assistant: {
-        const message* m = tn.single->source;
-        if (conv.thinking && (!drop || i > last_user)) {
-          b.text(m->reasoning.value_or(""));
-          b.special(spelling::think_close);
-        }
-        if (!emit_content(b, t, m))
+      case role::assistant:
+        if (!emit_assistant(b, t, *tn.single->source, conv.thinking && (!drop || i > last_user)))
           return false;
-        if (!m->tool_calls.empty())
-          emit_tool_calls(b, v, m->tool_calls);
-        b.special(spelling::eos);
         break;
-      }
     }
     // The generation opener follows a turn that ends the prompt or precedes an assistant turn.
     if (!is_last && turns[idx + 1].role != role::assistant)

@@ -25,14 +25,7 @@ int reasoning_effort_level(std::string_view effort) {
 
 prompt_segments render_completion(const message& m, const special_table& specials, bool thinking) {
   segment_builder b(specials);
-  if (thinking) {
-    b.text(m.reasoning.value_or(""));
-    b.special(spelling::think_close);
-  }
-  render_detail::emit_content(b, specials, &m);
-  if (!m.tool_calls.empty())
-    render_detail::emit_tool_calls(b, specials.version(), m.tool_calls);
-  b.special(spelling::eos);
+  render_detail::emit_assistant(b, specials, m, thinking);
   return b.take();
 }
 

@@ -2,7 +2,7 @@
 #include "recipe/render/segment_builder.hpp"
 
 #include "recipe/protocol/chat_request.hpp"
-#include "recipe/testdata/paths.hpp"
+#include "recipe/testdata/tokenizers.hpp"
 
 #include <boost/test/unit_test.hpp>
 
@@ -10,13 +10,7 @@ using namespace deepinfer::recipe;
 
 namespace {
 
-const special_table& table(template_version v) {
-  static auto t32 = special_table::from_tokenizer_json(template_version::dsv32, test::tokenizer_path("dsv32"));
-  static auto t41 = special_table::from_tokenizer_json(template_version::dsv41, test::tokenizer_path("dsv41"));
-  auto& t = v == template_version::dsv32 ? t32 : t41;
-  BOOST_REQUIRE_MESSAGE(t.has_value(), "tokenizer assets missing; run scripts/bootstrap.sh");
-  return *t;
-}
+const special_table& table(template_version v) { return test::real_table(v); }
 
 std::string trim(std::string s) {
   while (!s.empty() && (s.back() == '\n' || s.back() == ' '))
@@ -54,6 +48,30 @@ BOOST_AUTO_TEST_CASE(dsv32_fixture_renders_byte_for_byte) {
   for (const auto& s : *segs)
     think = think || (s.text == "<think>" && s.special_id == 128798);
   BOOST_TEST(think);
+}
+
+BOOST_AUTO_TEST_CASE(dsv32_fixture_encodes_to_the_reference_token_count) {
+  // spec fixture README: 1,442 tokens with the V3.2 tokenizer (segment and whole-string encoding agree).
+  const auto dir = test::source_dir() + "/recipe/testdata/dsv32_fixture/";
+  auto input = nlohmann::ordered_json::parse(test::read_file(dir + "test_input.json"));
+  input["model"] = "deepseek";
+  input["thinking"] = {{"type", "enabled"}};
+  auto segs = render(*parse_chat_request_json(input), table(template_version::dsv32));
+  const auto ids = test::real_tokenizer(template_version::dsv32).encode(*segs);
+  BOOST_TEST(ids.size() == 1442u);
+  BOOST_TEST(ids == test::real_tokenizer(template_version::dsv32).encode_with_special_tokens(to_text(*segs)));
+}
+
+BOOST_AUTO_TEST_CASE(table_from_tokenizer_file_matches_the_tokenizer) {
+  for (auto v : {template_version::dsv32, template_version::dsv41}) {
+    auto from_file = special_table::from_tokenizer_json(v, test::tokenizer_path(std::string(to_string(v))));
+    BOOST_REQUIRE(from_file.has_value());
+    BOOST_TEST(from_file->entries() == table(v).entries());
+  }
+  // V3.2 and V4.1 disagree on the thinking ids; both come from the files.
+  BOOST_TEST(*table(template_version::dsv32).id(spelling::think_open) == 128798);
+  BOOST_TEST(*table(template_version::dsv41).id(spelling::think_open) == 128821);
+  BOOST_TEST(*table(template_version::dsv41).id(spelling::dsml) == 128825);
 }
 
 BOOST_AUTO_TEST_SUITE_END()

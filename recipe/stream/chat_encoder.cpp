@@ -55,12 +55,8 @@ std::string chat_encoder::encode(std::span<const stream_event> events, const usa
     std::string d;
     switch (e.type) {
       case stream_event::kind::reasoning:
-        d = "{\"reasoning_content\":";
-        append_json_string(d, e.text);
-        d += '}';
-        break;
       case stream_event::kind::content:
-        d = "{\"content\":";
+        d = e.type == stream_event::kind::reasoning ? "{\"reasoning_content\":" : "{\"content\":";
         append_json_string(d, e.text);
         d += '}';
         break;

@@ -40,17 +40,21 @@ const char* anthropic_stop_reason(finish_reason r) {
   return "end_turn";
 }
 
-std::string messages_encoder::start(const usage_counts& usage) {
+ojson messages_encoder::message_json(ojson content, const char* stop_reason, ojson usage) const {
   ojson m;
   m["id"] = cfg_.id;
   m["type"] = "message";
   m["role"] = "assistant";
   m["model"] = cfg_.model;
-  m["content"] = ojson::array();
-  m["stop_reason"] = nullptr;
+  m["content"] = std::move(content);
+  m["stop_reason"] = stop_reason ? ojson(stop_reason) : ojson();
   m["stop_sequence"] = nullptr;
-  m["usage"] = usage_json(usage, false);
-  return sse("message_start", {{"message", m}});
+  m["usage"] = std::move(usage);
+  return m;
+}
+
+std::string messages_encoder::start(const usage_counts& usage) {
+  return sse("message_start", {{"message", message_json(ojson::array(), nullptr, usage_json(usage, false))}});
 }
 
 std::string messages_encoder::close_block() {
@@ -113,22 +117,15 @@ std::string messages_encoder::encode(std::span<const stream_event> events, const
 }
 
 std::string messages_encoder::body(const usage_counts& usage) const {
-  ojson m;
-  m["id"] = cfg_.id;
-  m["type"] = "message";
-  m["role"] = "assistant";
-  m["model"] = cfg_.model;
-  m["content"] = ojson::array();
+  ojson content = ojson::array();
   if (!result_.reasoning.empty())
-    m["content"].push_back({{"type", "thinking"}, {"thinking", result_.reasoning}, {"signature", ""}});
+    content.push_back({{"type", "thinking"}, {"thinking", result_.reasoning}, {"signature", ""}});
   if (!result_.content.empty())
-    m["content"].push_back({{"type", "text"}, {"text", result_.content}});
+    content.push_back({{"type", "text"}, {"text", result_.content}});
   for (const auto& c : result_.calls)
-    m["content"].push_back({{"type", "tool_use"}, {"id", c.id}, {"name", c.name}, {"input", tool_input(c.arguments)}});
-  m["stop_reason"] = anthropic_stop_reason(result_.reason);
-  m["stop_sequence"] = nullptr;
-  m["usage"] = usage_json(usage, true);
-  return m.dump(-1, ' ', false, ojson::error_handler_t::replace);
+    content.push_back({{"type", "tool_use"}, {"id", c.id}, {"name", c.name}, {"input", tool_input(c.arguments)}});
+  return message_json(std::move(content), anthropic_stop_reason(result_.reason), usage_json(usage, true))
+      .dump(-1, ' ', false, ojson::error_handler_t::replace);
 }
 
 } // namespace deepinfer::recipe

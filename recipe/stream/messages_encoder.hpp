@@ -3,6 +3,8 @@
 #include "recipe/stream/completion.hpp"
 #include "recipe/stream/stream_event.hpp"
 
+#include <nlohmann/json.hpp>
+
 #include <cstdint>
 #include <span>
 #include <string>
@@ -34,6 +36,8 @@ public:
 private:
   enum class block : std::uint8_t { none, thinking, text, tool_use };
   std::string close_block();
+  nlohmann::ordered_json message_json(nlohmann::ordered_json content, const char* stop_reason,
+                                      nlohmann::ordered_json usage) const;
 
   config cfg_;
   completion result_;

@@ -1,7 +1,7 @@
 #include "recipe/stream/stream_parser.hpp"
 
 #include "recipe/render/renderer.hpp"
-#include "recipe/testdata/paths.hpp"
+#include "recipe/testdata/byte_vocab.hpp"
 #include "recipe/testdata/samples.hpp"
 #include "recipe/testdata/tokenizers.hpp"
 
@@ -16,40 +16,11 @@ using namespace deepinfer::recipe;
 
 namespace {
 
-const special_table& table(template_version v) {
-  static auto t32 = special_table::from_tokenizer_json(template_version::dsv32, test::tokenizer_path("dsv32"));
-  static auto t41 = special_table::from_tokenizer_json(template_version::dsv41, test::tokenizer_path("dsv41"));
-  auto& t = v == template_version::dsv32 ? t32 : t41;
-  BOOST_REQUIRE_MESSAGE(t.has_value(), "tokenizer assets missing; run scripts/bootstrap.sh");
-  return *t;
-}
+const special_table& table(template_version v) { return test::real_table(v); }
 
-// A byte vocabulary: byte b is token 1000 + b, so every UTF-8 character of 2–4 bytes is split
-// across tokens. Special segments keep the tokenizer's ids.
-constexpr token_id byte_base = 1000;
-
-std::vector<token_id> byte_ids(const prompt_segments& segs) {
-  std::vector<token_id> out;
-  for (const auto& s : segs) {
-    if (s.special_id) {
-      out.push_back(*s.special_id);
-      continue;
-    }
-    for (unsigned char c : s.text)
-      out.push_back(byte_base + c);
-  }
-  return out;
-}
-
-std::string_view byte_token(token_id id) {
-  static const std::string bytes = [] {
-    std::string b(256, '\0');
-    for (int i = 0; i < 256; ++i)
-      b[static_cast<std::size_t>(i)] = static_cast<char>(i);
-    return b;
-  }();
-  return std::string_view(bytes).substr(static_cast<std::size_t>(id - byte_base), 1);
-}
+using test::byte_base;
+using test::byte_ids;
+using test::byte_token;
 
 // What a client rebuilds from the events.
 struct rebuilt {
