@@ -26,12 +26,16 @@ if [[ ! -f "$dir/tokenizer_v3.json" ]] || ! echo "$want_sha  $dir/tokenizer_v3.j
   rm -f "$dir"/tokenizer_v32*.json "$dir"/tokenizer_v41*.json
 fi
 
-if [[ ! -f "$dir/tokenizer_v41_plain.json" ]]; then
-  node "$(dirname "${BASH_SOURCE[0]}")/patch_tokenizer.js" "$dir"
+patch="$(dirname "${BASH_SOURCE[0]}")/patch_tokenizer.js"
+# Re-patch when the patch script changed since the files were written.
+if [[ ! -f "$dir/tokenizer_v41_plain.json" || "$patch" -nt "$dir/tokenizer_v41_plain.json" ]]; then
+  node "$patch" "$dir"
 fi
 
 if [[ ! -d "$hf/node_modules/@anush008/tokenizers" ]]; then
   (cd "$hf" && { [[ -f package.json ]] || npm init -y >/dev/null; } \
     && npm install --silent --no-audit --no-fund @anush008/tokenizers@0.6.0 >/dev/null)
 fi
+# The patched files must give the spec's ids with the reference tokenizer.
+NODE_PATH="$hf/node_modules" node "$patch" "$dir" --verify "$hf"
 echo "prepare_tokenizer: assets ready in $dir (reference tokenizer in $hf)"

@@ -85,6 +85,7 @@ BOOST_AUTO_TEST_CASE(parallel_segments_equal_one_thread) {
   tokenizer::config cfg;
   cfg.threads = 2;
   cfg.parallel_min_bytes = 1;
+  cfg.adaptive = false; // always the parallel path
   auto par = tokenizer::load(test::asset("tokenizer_v32.json"), cfg);
   BOOST_REQUIRE(par);
   auto one = test::shared("tokenizer_v32.json");
@@ -106,6 +107,46 @@ BOOST_AUTO_TEST_CASE(parallel_segments_equal_one_thread) {
     // One long segment is cut at safe line breaks only: same ids as one thread.
     BOOST_TEST(par.value->encode(prompt_segments{prompt_segment::plain(joined)}) == one->encode(joined));
   }
+}
+
+BOOST_AUTO_TEST_SUITE_END()
+
+BOOST_AUTO_TEST_SUITE(tokenizer_exactness_added_tokens)
+
+// The trusted path (added-token spellings become ids) against HF's whole-string encode with the
+// full V3.2 and V4.1 files, on the corpus records that contain spellings or their pieces.
+BOOST_AUTO_TEST_CASE(encode_with_special_tokens_matches_huggingface) {
+  const auto& c = corpus_fixture::get();
+  std::vector<std::string> sample;
+  for (const auto& r : c.records)
+    if (r.find("｜") != std::string::npos || r.find("think>") != std::string::npos)
+      sample.push_back(r);
+  BOOST_TEST_MESSAGE(sample.size() << " records with spellings");
+  BOOST_TEST(sample.size() > 100u);
+  for (const char* file : {"tokenizer_v32.json", "tokenizer_v41.json"}) {
+    auto tok = test::shared(file);
+    const auto hf = test::hf_encode(test::asset(file), sample);
+    BOOST_REQUIRE_EQUAL(hf.size(), sample.size());
+    std::size_t bad = 0, specials = 0;
+    for (std::size_t i = 0; i < sample.size(); ++i) {
+      const auto ours = tok->encode_with_special_tokens(sample[i]);
+      for (const token_id id : ours)
+        specials += tok->find_added(id) != nullptr;
+      bad += ours != hf[i];
+    }
+    BOOST_TEST(bad == 0u, file);
+    BOOST_TEST(specials > 100u, file);
+  }
+}
+
+BOOST_AUTO_TEST_CASE(no_record_of_the_corpus_encodes_to_an_added_token) {
+  const auto& c = corpus_fixture::get();
+  auto tok = test::shared("tokenizer_v41.json");
+  std::size_t found = 0;
+  for (const auto& r : c.records)
+    for (const token_id id : tok->encode(r))
+      found += tok->find_added(id) != nullptr;
+  BOOST_TEST(found == 0u);
 }
 
 BOOST_AUTO_TEST_SUITE_END()

@@ -3,6 +3,9 @@
 #include "recipe/tokenizer/unicode_classes.hpp"
 #include "recipe/tokenizer/utf8.hpp"
 
+#include <algorithm>
+#include <cstring>
+
 namespace deepinfer::recipe {
 
 namespace {
@@ -148,6 +151,20 @@ bool pre_tokenizer::is_safe_cut(std::string_view text, std::size_t pos) noexcept
   const auto st = utf8::next(text, pos);
   const auto c = st.st == utf8::status::valid ? unicode_classes::instance().classify(st.cp) : std::uint16_t{0};
   return !(c & cc_space);
+}
+
+std::size_t pre_tokenizer::next_cut(std::string_view text, std::size_t from, std::size_t target) noexcept {
+  if (text.size() - from <= target + target / 2)
+    return text.size();
+  for (std::size_t p = from + target; p < text.size();) {
+    const void* nl = std::memchr(text.data() + p, '\n', text.size() - p);
+    if (nl == nullptr)
+      break;
+    p = static_cast<std::size_t>(static_cast<const char*>(nl) - text.data()) + 1;
+    if (is_safe_cut(text, p))
+      return p;
+  }
+  return text.size();
 }
 
 } // namespace deepinfer::recipe

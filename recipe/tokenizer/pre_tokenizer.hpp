@@ -22,6 +22,11 @@ public:
   /// (no regex alternative reaches across such a line break, and none looks behind).
   static bool is_safe_cut(std::string_view text, std::size_t pos) noexcept;
 
+  /// Where to end a chunk of `text` that starts at `from` and should hold about `target` bytes:
+  /// the first safe cut at or after from + target, or text.size() when the rest is short or has
+  /// no safe cut.
+  static std::size_t next_cut(std::string_view text, std::size_t from, std::size_t target) noexcept;
+
 private:
   void split_words(std::size_t b, std::size_t e, std::vector<std::uint32_t>& ends) const;
   std::size_t match_at(std::size_t p, std::size_t e) const noexcept;

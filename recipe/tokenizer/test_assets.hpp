@@ -27,7 +27,11 @@ inline std::filesystem::path cache_dir() {
 inline std::filesystem::path source_dir() {
   if (const char* s = std::getenv("DEEPINFER_SOURCE_DIR"); s != nullptr && *s != '\0')
     return s;
+#ifdef DEEPINFER_SOURCE_DIR
   return DEEPINFER_SOURCE_DIR;
+#else
+  return std::filesystem::current_path();
+#endif
 }
 
 /// `<cache>/tokenizer/<name>`, which must exist (run scripts/bootstrap.sh first).

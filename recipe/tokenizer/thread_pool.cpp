@@ -2,10 +2,10 @@
 
 namespace deepinfer::recipe {
 
-thread_pool::thread_pool(std::size_t workers) {
+thread_pool::thread_pool(std::size_t workers) : tasks_(workers) {
   threads_.reserve(workers);
   for (std::size_t i = 0; i < workers; ++i)
-    threads_.emplace_back([this] { worker_loop(); });
+    threads_.emplace_back([this, i] { worker_loop(i); });
 }
 
 thread_pool::~thread_pool() {
@@ -18,52 +18,33 @@ thread_pool::~thread_pool() {
     t.join();
 }
 
-bool thread_pool::try_run(std::size_t n, const std::function<void(std::size_t)>& fn) {
-  std::unique_lock run_lock{run_mutex_, std::try_to_lock};
-  if (!run_lock.owns_lock())
-    return false;
-  if (n == 0)
-    return true;
+std::size_t thread_pool::start(const std::function<void()>& task) {
+  std::size_t started = 0;
   {
     std::lock_guard lock{mutex_};
-    job_ = &fn;
-    job_size_ = n;
-    next_ = 0;
-    finished_ = 0;
-    ++generation_;
+    for (auto& slot : tasks_)
+      if (!slot) {
+        slot = task;
+        ++started;
+      }
   }
-  wake_.notify_all();
-  drain();
-  std::unique_lock lock{mutex_};
-  done_.wait(lock, [&] { return finished_ == job_size_; });
-  job_ = nullptr;
-  return true;
+  if (started > 0)
+    wake_.notify_all();
+  return started;
 }
 
-void thread_pool::drain() {
+void thread_pool::worker_loop(std::size_t self) {
   std::unique_lock lock{mutex_};
-  while (job_ != nullptr && next_ < job_size_) {
-    const std::size_t i = next_++;
-    const auto* fn = job_;
-    lock.unlock();
-    (*fn)(i);
-    lock.lock();
-    if (++finished_ == job_size_)
-      done_.notify_all();
-  }
-}
-
-void thread_pool::worker_loop() {
-  std::size_t seen = 0;
   for (;;) {
-    {
-      std::unique_lock lock{mutex_};
-      wake_.wait(lock, [&] { return stop_ || generation_ != seen; });
-      if (stop_)
-        return;
-      seen = generation_;
-    }
-    drain();
+    wake_.wait(lock, [&] { return stop_ || tasks_[self]; });
+    if (!tasks_[self]) // stopping and idle
+      return;
+    auto task = tasks_[self];
+    lock.unlock();
+    task();
+    task = nullptr; // drop what the task holds before reporting idle
+    lock.lock();
+    tasks_[self] = nullptr;
   }
 }
 

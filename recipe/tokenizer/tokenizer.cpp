@@ -5,7 +5,9 @@
 #include "recipe/tokenizer/utf8.hpp"
 
 #include <algorithm>
+#include <chrono>
 #include <cstring>
+#include <memory>
 #include <unordered_map>
 
 namespace deepinfer::recipe {
@@ -24,7 +26,7 @@ struct string_hash {
   std::size_t operator()(std::string_view s) const noexcept { return std::hash<std::string_view>{}(s); }
 };
 
-// Per-thread scratch and piece cache, reset when the thread switches to another tokenizer.
+// Per-thread scratch and piece cache of one tokenizer instance.
 struct worker_state {
   std::uint64_t owner = 0;
   pre_tokenizer pre;
@@ -32,28 +34,24 @@ struct worker_state {
   std::unordered_map<std::string, std::vector<token_id>, string_hash, std::equal_to<>> cache;
 };
 
+// A thread keeps the states of the last few tokenizers it used (a process may hold the V3.2 and
+// the V4.1 tokenizer, or a single-threaded and a pooled one, and alternate between them).
 worker_state& local_state(std::uint64_t instance) {
-  thread_local worker_state state;
-  if (state.owner != instance) {
-    state.cache.clear();
-    state.owner = instance;
-  }
-  return state;
-}
-
-// The end of the chunk that starts at `from`: about `target` bytes on, at a safe cut.
-std::size_t next_cut(std::string_view text, std::size_t from, std::size_t target) {
-  if (text.size() - from <= target + target / 2)
-    return text.size();
-  for (std::size_t p = from + target; p < text.size();) {
-    const void* nl = std::memchr(text.data() + p, '\n', text.size() - p);
-    if (nl == nullptr)
-      break;
-    p = static_cast<std::size_t>(static_cast<const char*>(nl) - text.data()) + 1;
-    if (pre_tokenizer::is_safe_cut(text, p))
-      return p;
-  }
-  return text.size();
+  constexpr std::size_t slots = 4;
+  thread_local std::vector<std::unique_ptr<worker_state>> states;
+  for (std::size_t i = 0; i < states.size(); ++i)
+    if (states[i]->owner == instance) {
+      if (i != 0)
+        std::swap(states[i], states[0]); // most recent first
+      return *states[0];
+    }
+  if (states.size() < slots)
+    states.push_back(std::make_unique<worker_state>());
+  auto& victim = states.back(); // least recently used
+  victim->owner = instance;
+  victim->cache.clear();
+  std::swap(victim, states[0]);
+  return *states[0];
 }
 
 } // namespace
@@ -61,7 +59,7 @@ std::size_t next_cut(std::string_view text, std::size_t from, std::size_t target
 void tokenizer::impl::encode_text(std::string_view text, std::vector<token_id>& out) const {
   worker_state& w = local_state(instance);
   for (std::size_t from = 0; from < text.size();) {
-    const std::size_t to = next_cut(text, from, chunk_bytes);
+    const std::size_t to = pre_tokenizer::next_cut(text, from, chunk_bytes);
     const std::string_view chunk = text.substr(from, to - from);
     w.ends.clear();
     w.pre.split(chunk, w.ends);
@@ -91,6 +89,18 @@ tokenizer::tokenizer(std::unique_ptr<impl> p) : impl_(std::move(p)) {}
 
 tokenizer::~tokenizer() = default;
 
+std::vector<token_id> tokenizer::impl::encode_serial(const prompt_segments& segments, std::size_t total) const {
+  std::vector<token_id> out;
+  out.reserve(total / 3 + segments.size() + 8);
+  for (const auto& s : segments) {
+    if (s.is_special())
+      out.push_back(*s.special_id);
+    else
+      encode_text(s.text, out);
+  }
+  return out;
+}
+
 std::vector<token_id> tokenizer::encode(std::string_view text) const {
   std::vector<token_id> out;
   out.reserve(text.size() / 3 + 8);
@@ -99,57 +109,29 @@ std::vector<token_id> tokenizer::encode(std::string_view text) const {
 }
 
 std::vector<token_id> tokenizer::encode(const prompt_segments& segments) const {
-  // 1. cut the text into units (whole segments, long ones at safe line breaks)
   std::size_t total = 0;
   for (const auto& s : segments)
     if (!s.is_special())
       total += s.text.size();
-  const std::size_t workers = impl_->pool ? impl_->pool->concurrency() : 1;
-  const bool parallel = workers > 1 && total >= impl_->cfg.parallel_min_bytes;
-  const std::size_t target = parallel ? std::max<std::size_t>(4096, total / (workers * 4)) : total + 1;
-  struct unit {
-    std::string_view text;
-    std::optional<token_id> special;
-  };
-  std::vector<unit> units;
-  for (const auto& s : segments) {
-    if (s.is_special()) {
-      units.push_back({{}, s.special_id});
-      continue;
-    }
-    const std::string_view t = s.text;
-    for (std::size_t from = 0; from < t.size();) {
-      const std::size_t to = next_cut(t, from, target);
-      units.push_back({t.substr(from, to - from), std::nullopt});
-      from = to;
-    }
-  }
-  std::vector<token_id> out;
-  out.reserve(total / 3 + segments.size() + 8);
-  if (!parallel) {
-    for (const auto& u : units) {
-      if (u.special)
-        out.push_back(*u.special);
-      else
-        impl_->encode_text(u.text, out);
-    }
-    return out;
-  }
-  // 2. encode the units on the pool (or here, if another call holds it) and concatenate in order
-  std::vector<std::vector<token_id>> parts(units.size());
-  const std::function<void(std::size_t)> job = [&](std::size_t i) {
-    if (!units[i].special)
-      impl_->encode_text(units[i].text, parts[i]);
-  };
-  if (!impl_->pool->try_run(units.size(), job))
-    for (std::size_t i = 0; i < units.size(); ++i)
-      job(i);
-  for (std::size_t i = 0; i < units.size(); ++i) {
-    if (units[i].special)
-      out.push_back(*units[i].special);
-    else
-      out.insert(out.end(), parts[i].begin(), parts[i].end());
-  }
+  if (!impl_->pool || total < impl_->cfg.parallel_min_bytes)
+    return impl_->encode_serial(segments, total);
+  if (!impl_->cfg.adaptive)
+    return impl_->encode_parallel(segments, total);
+  // Adaptive: time both ways (ns per byte, moving averages) and use the faster, trying the other
+  // one call in 8 so that the choice follows the machine's load.
+  auto& a = impl_->adapt;
+  const std::uint64_t call = a.calls.fetch_add(1, std::memory_order_relaxed);
+  const double serial = a.serial_ns_per_byte.load(std::memory_order_relaxed);
+  const double parallel = a.parallel_ns_per_byte.load(std::memory_order_relaxed);
+  bool use_parallel = serial == 0 || parallel == 0 ? call % 2 == 0 : parallel < serial;
+  if (call % 8 == 7)
+    use_parallel = !use_parallel;
+  const auto t0 = std::chrono::steady_clock::now();
+  auto out = use_parallel ? impl_->encode_parallel(segments, total) : impl_->encode_serial(segments, total);
+  const double ns = static_cast<double>(std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - t0).count());
+  auto& avg = use_parallel ? a.parallel_ns_per_byte : a.serial_ns_per_byte;
+  const double old = avg.load(std::memory_order_relaxed), now = ns / static_cast<double>(total);
+  avg.store(old == 0 ? now : 0.5 * old + 0.5 * now, std::memory_order_relaxed);
   return out;
 }
 

@@ -39,6 +39,10 @@ public:
     std::size_t threads = 0;
     /// Below this many bytes of text a prompt is encoded on the caller's thread alone.
     std::size_t parallel_min_bytes = 32 * 1024;
+    /// Above that size, time serial and parallel encoding as they run and use the faster (on a
+    /// machine whose cores are busy with other processes, a second thread only adds waiting).
+    /// false: always parallel.
+    bool adaptive = true;
   };
 
   /// One entry of `added_tokens`.

@@ -4,6 +4,8 @@
 
 #include <boost/test/unit_test.hpp>
 
+#include <atomic>
+#include <thread>
 #include <vector>
 
 using namespace deepinfer::recipe;
@@ -71,6 +73,39 @@ BOOST_AUTO_TEST_CASE(special_ids_are_looked_up_by_spelling) {
   BOOST_TEST(v32->token_bytes(223) == " ");
   BOOST_TEST(v32->token_bytes(999999).empty());
   BOOST_TEST(!v32->contains(-1));
+}
+
+BOOST_AUTO_TEST_SUITE_END()
+
+BOOST_AUTO_TEST_SUITE(tokenizer_concurrency)
+
+// Several callers share one pooled tokenizer: the pool serves whoever asks first, the others
+// encode on their own threads; every result must be the single-thread one.
+BOOST_AUTO_TEST_CASE(concurrent_callers_get_single_thread_ids) {
+  tokenizer::config cfg;
+  cfg.threads = 2;
+  cfg.parallel_min_bytes = 1;
+  cfg.adaptive = false; // always the parallel path
+  auto par = tokenizer::load(test::asset("tokenizer_v32.json"), cfg);
+  BOOST_REQUIRE(par);
+  auto one = test::shared("tokenizer_v32.json");
+  prompt_segments segs;
+  for (int i = 0; i < 60; ++i) {
+    segs.push_back(prompt_segment::special(128803, "<｜User｜>"));
+    segs.push_back(prompt_segment::plain("line " + std::to_string(i) + " of a prompt: 中文 and code {x: [1, 2]}\n" +
+                                         std::string(static_cast<std::size_t>(i * 37 % 500), 'a') + "\nend\n"));
+  }
+  const auto want = one->encode(segs);
+  std::atomic<int> bad{0};
+  std::vector<std::thread> callers;
+  for (int t = 0; t < 4; ++t)
+    callers.emplace_back([&] {
+      for (int r = 0; r < 25; ++r)
+        bad += par.value->encode(segs) != want;
+    });
+  for (auto& c : callers)
+    c.join();
+  BOOST_TEST(bad.load() == 0);
 }
 
 BOOST_AUTO_TEST_SUITE_END()

@@ -6,6 +6,7 @@
 #include "recipe/tokenizer/thread_pool.hpp"
 #include "recipe/tokenizer/tokenizer.hpp"
 
+#include <atomic>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -23,11 +24,21 @@ struct tokenizer::impl {
   std::vector<added_token> added;      // in file order
   std::unordered_map<std::string, token_id> added_by_content;
   std::unordered_map<token_id, std::size_t> added_by_id;
-  std::unique_ptr<thread_pool> pool;   // null when single-threaded
+  struct adaptive_state {
+    std::atomic<std::uint64_t> calls{0};
+    std::atomic<double> serial_ns_per_byte{0};
+    std::atomic<double> parallel_ns_per_byte{0};
+  } adapt;                             // encode(segments): serial or parallel, by measured speed
   std::uint64_t instance = 0;          // tells per-thread piece caches of two tokenizers apart
+  // Last member: destroyed first, joining workers that may still be finishing a late group.
+  std::unique_ptr<thread_pool> pool;   // null when single-threaded
 
   /// Appends the ids of ordinary text (no added-token matching).
   void encode_text(std::string_view text, std::vector<token_id>& out) const;
+  /// encode(segments) on the calling thread; `total` = bytes of text.
+  std::vector<token_id> encode_serial(const prompt_segments& segments, std::size_t total) const;
+  /// encode(segments) with the pool's help (tokenizer_parallel.cpp).
+  std::vector<token_id> encode_parallel(const prompt_segments& segments, std::size_t total) const;
 };
 
 /// GPT-2's byte-level alphabet: the code point that stands for byte b in vocabulary strings.

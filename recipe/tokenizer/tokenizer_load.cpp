@@ -38,7 +38,7 @@ struct load_error {
 };
 
 [[noreturn]] void fail(const std::string& path, const std::string& what) {
-  throw load_error{path + ": " + what};
+  throw load_error{(path.empty() ? std::string{"(document)"} : path) + ": " + what};
 }
 
 const json& member(const json& obj, const std::string& path, const char* key) {
