@@ -31,3 +31,4 @@ else
 fi
 
 "$here/prepare_tokenizer.sh"
+"$here/prepare_api_clients.sh"

@@ -1,0 +1,21 @@
+#pragma once
+
+#include "recipe/expected.hpp"
+#include "recipe/protocol/api_error.hpp"
+#include "recipe/protocol/conversation.hpp"
+
+#include <nlohmann/json.hpp>
+
+#include <string_view>
+
+namespace deepinfer::recipe {
+
+/// Parses and validates an OpenAI Chat Completions request body (`POST /v1/chat/completions`) into
+/// a conversation. Unknown fields are ignored. On failure: a 400 with OpenAI's error body whose
+/// `param` names the field (`messages[1].tool_calls[0].function.name`).
+expected<conversation, api_error> parse_chat_request(std::string_view body);
+
+/// The same for an already parsed body (key order must be preserved, hence `ordered_json`).
+expected<conversation, api_error> parse_chat_request_json(const nlohmann::ordered_json& body);
+
+} // namespace deepinfer::recipe

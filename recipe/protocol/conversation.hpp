@@ -1,0 +1,119 @@
+#pragma once
+
+#include <nlohmann/json.hpp>
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace deepinfer::recipe {
+
+/// Which public API a request arrived on (decides error bodies and the stream encoder).
+enum class api_kind : std::uint8_t { chat, responses, messages };
+
+/// Who wrote a message. `developer` is OpenAI's newer name for a system prompt; `tool` carries one
+/// tool result.
+enum class role : std::uint8_t { system, developer, user, assistant, tool };
+
+/// One part of a message body: text or an image (given as URL or `data:` URI, passed on untouched
+/// to the vision path).
+struct content_part {
+  enum class kind : std::uint8_t { text, image };
+  kind type = kind::text;
+  /// The text, or the image URL / data URI.
+  std::string value;
+
+  static content_part text(std::string s) { return {kind::text, std::move(s)}; }
+  static content_part image(std::string url) { return {kind::image, std::move(url)}; }
+};
+
+/// A tool call made by an earlier assistant turn.
+struct tool_call {
+  /// The API's id (`call_…`, `toolu_…`); used to order tool results, never rendered.
+  std::string id;
+  std::string name;
+  /// The arguments as a JSON object in text form (OpenAI's `arguments` string; Anthropic's `input`
+  /// re-serialised).
+  std::string arguments;
+};
+
+/// One message of the conversation, whatever API it came from.
+struct message {
+  recipe::role role = recipe::role::user;
+  /// Body parts in order; an absent or null body is empty.
+  std::vector<content_part> content;
+  /// Prior reasoning of an assistant turn (`reasoning_content`, reasoning items, thinking blocks).
+  std::optional<std::string> reasoning;
+  /// Tool calls of an assistant turn.
+  std::vector<tool_call> tool_calls;
+  /// For a tool result: the id of the call it answers.
+  std::string tool_call_id;
+};
+
+/// A function the model may call.
+struct tool_definition {
+  std::string name;
+  /// The function object as the client gave it (`{"name", "description", "parameters", ...}`, key
+  /// order kept); rendered into the tools text.
+  nlohmann::ordered_json function;
+};
+
+/// How the model may use the tools.
+struct tool_choice {
+  enum class mode : std::uint8_t { automatic, none, required, named };
+  mode kind = mode::automatic;
+  /// The function name for `named`.
+  std::string name;
+};
+
+/// The structured-output request (`response_format`, `text.format`, `output_format`).
+struct response_format {
+  enum class mode : std::uint8_t { text, json_object, json_schema };
+  mode kind = mode::text;
+  std::string name;
+  /// The JSON schema for `json_schema`.
+  nlohmann::ordered_json schema;
+  bool strict = false;
+  /// The request's own object, as rendered into the system prompt (spec §2.1).
+  nlohmann::ordered_json original;
+};
+
+/// Sampling and length controls; unset means the server default.
+struct sampling {
+  std::optional<double> temperature;
+  std::optional<double> top_p;
+  std::optional<std::int64_t> top_k;
+  std::optional<double> presence_penalty;
+  std::optional<double> frequency_penalty;
+  std::optional<std::int64_t> seed;
+  std::optional<std::int64_t> max_tokens;
+  std::vector<std::string> stop;
+};
+
+/// The API-neutral form of a request: what the renderer reads and the entrypoint schedules.
+struct conversation {
+  api_kind api = api_kind::chat;
+  std::string model;
+  std::vector<message> messages;
+  std::vector<tool_definition> tools;
+  recipe::tool_choice tool_choice;
+  bool parallel_tool_calls = true;
+  /// Thinking mode (spec §2.7): on when the request asks for reasoning.
+  bool thinking = false;
+  /// Requested effort as the API spelled it (`low`, `high`, …); empty means the default.
+  std::string reasoning_effort;
+  /// Anthropic `thinking.budget_tokens`, when given.
+  std::optional<std::int64_t> thinking_budget;
+  recipe::sampling sampling;
+  std::optional<recipe::response_format> format;
+  bool stream = false;
+  /// Chat Completions `stream_options.include_usage`.
+  bool stream_include_usage = false;
+  /// Client metadata, echoed back by the Responses API.
+  nlohmann::ordered_json metadata;
+  /// Anthropic `system` / Responses `instructions`, already folded into `messages`; kept for echo.
+  std::optional<std::string> instructions;
+};
+
+} // namespace deepinfer::recipe

@@ -1,0 +1,238 @@
+#include "recipe/protocol/messages_request.hpp"
+
+#include "recipe/protocol/json_reader.hpp"
+#include "recipe/protocol/request_common.hpp"
+
+namespace deepinfer::recipe {
+
+namespace {
+
+namespace jr = json_reader;
+namespace rc = request_common;
+
+content_part image_block(const json& b, const json_path& at) {
+  const json* src = jr::find(b, "source");
+  if (!src)
+    (at / "source").fail("Field required");
+  const auto p = at / "source";
+  jr::object(*src, p);
+  const auto type = jr::req_string(*src, "type", p);
+  jr::one_of(type, {"base64", "url"}, p / "type");
+  if (type == "url") {
+    auto url = jr::req_string(*src, "url", p);
+    rc::check_image_url(url, p / "url");
+    return content_part::image(std::move(url));
+  }
+  const auto media = jr::req_string(*src, "media_type", p);
+  jr::one_of(media, {"image/jpeg", "image/png", "image/gif", "image/webp"}, p / "media_type");
+  return content_part::image("data:" + media + ";base64," + jr::req_string(*src, "data", p));
+}
+
+std::vector<content_part> tool_result_content(const json& v, const json_path& at) {
+  if (v.is_string())
+    return {content_part::text(v.get<std::string>())};
+  jr::array(v, at);
+  std::vector<content_part> out;
+  for (std::size_t i = 0; i < v.size(); ++i) {
+    const auto p = at / i;
+    const auto type = jr::req_string(jr::object(v[i], p), "type", p);
+    jr::one_of(type, {"text", "image"}, p / "type");
+    out.push_back(type == "text" ? content_part::text(jr::req_string(v[i], "text", p)) : image_block(v[i], p));
+  }
+  return out;
+}
+
+void user_message(const json& content, const json_path& at, conversation& c) {
+  if (content.is_string()) {
+    c.messages.push_back({role::user, {content_part::text(content.get<std::string>())}, std::nullopt, {}, {}});
+    return;
+  }
+  jr::array(content, at);
+  message pending{role::user, {}, std::nullopt, {}, {}};
+  auto flush = [&] {
+    if (!pending.content.empty())
+      c.messages.push_back(std::move(pending));
+    pending = message{role::user, {}, std::nullopt, {}, {}};
+  };
+  for (std::size_t i = 0; i < content.size(); ++i) {
+    const auto p = at / i;
+    const json& b = jr::object(content[i], p);
+    const auto type = jr::req_string(b, "type", p);
+    jr::one_of(type, {"text", "image", "tool_result"}, p / "type");
+    if (type == "text") {
+      pending.content.push_back(content_part::text(jr::req_string(b, "text", p)));
+    } else if (type == "image") {
+      pending.content.push_back(image_block(b, p));
+    } else {
+      flush();
+      message m;
+      m.role = role::tool;
+      m.tool_call_id = jr::req_string(b, "tool_use_id", p);
+      if (const json* tc = jr::find(b, "content"))
+        m.content = tool_result_content(*tc, p / "content");
+      jr::opt_bool(b, "is_error", p);
+      c.messages.push_back(std::move(m));
+    }
+  }
+  flush();
+}
+
+void assistant_message(const json& content, const json_path& at, conversation& c) {
+  message m;
+  m.role = role::assistant;
+  if (content.is_string()) {
+    m.content.push_back(content_part::text(content.get<std::string>()));
+    c.messages.push_back(std::move(m));
+    return;
+  }
+  jr::array(content, at);
+  for (std::size_t i = 0; i < content.size(); ++i) {
+    const auto p = at / i;
+    const json& b = jr::object(content[i], p);
+    const auto type = jr::req_string(b, "type", p);
+    jr::one_of(type, {"text", "thinking", "redacted_thinking", "tool_use"}, p / "type");
+    if (type == "text") {
+      m.content.push_back(content_part::text(jr::req_string(b, "text", p)));
+    } else if (type == "thinking") {
+      m.reasoning = m.reasoning.value_or("") + jr::req_string(b, "thinking", p);
+    } else if (type == "tool_use") {
+      tool_call tc;
+      tc.id = jr::req_string(b, "id", p);
+      tc.name = jr::req_string(b, "name", p);
+      const json* input = jr::find(b, "input");
+      if (!input)
+        (p / "input").fail("Field required");
+      tc.arguments = jr::object(*input, p / "input").dump();
+      m.tool_calls.push_back(std::move(tc));
+    } // redacted_thinking: opaque to us, nothing to render
+  }
+  // Several text blocks are one answer, not separate paragraphs.
+  if (m.content.size() > 1) {
+    std::string all;
+    for (const auto& part : m.content)
+      all += part.value;
+    m.content = {content_part::text(std::move(all))};
+  }
+  c.messages.push_back(std::move(m));
+}
+
+void parse_tools(const json& v, const json_path& at, conversation& c) {
+  jr::array(v, at);
+  for (std::size_t i = 0; i < v.size(); ++i) {
+    const auto p = at / i;
+    const json& t = jr::object(v[i], p);
+    if (auto type = jr::opt_string(t, "type", p))
+      jr::one_of(*type, {"custom"}, p / "type");
+    tool_definition d;
+    d.name = jr::req_string(t, "name", p);
+    rc::check_function_name(d.name, p / "name");
+    const json* schema = jr::find(t, "input_schema");
+    if (!schema)
+      (p / "input_schema").fail("Field required");
+    jr::object(*schema, p / "input_schema");
+    // Rendered in the OpenAI function form so the model sees one schema layout for every API.
+    d.function = json::object();
+    d.function["name"] = d.name;
+    if (auto desc = jr::opt_string(t, "description", p))
+      d.function["description"] = *desc;
+    d.function["parameters"] = *schema;
+    c.tools.push_back(std::move(d));
+  }
+}
+
+conversation parse(const json& j) {
+  const json_path root(api_kind::messages);
+  conversation c;
+  c.api = api_kind::messages;
+  c.model = jr::req_string(j, "model", root);
+  c.sampling.max_tokens = jr::opt_int(j, "max_tokens", root, 1, INT32_MAX);
+  if (!c.sampling.max_tokens)
+    (root / "max_tokens").fail("Field required");
+  if (const json* sys = jr::find(j, "system")) {
+    message m;
+    m.role = role::system;
+    m.content.push_back(content_part::text(rc::text_content(*sys, root / "system", {"text"})));
+    c.instructions = m.content.front().value;
+    c.messages.push_back(std::move(m));
+  }
+  const json* msgs = jr::find(j, "messages");
+  if (!msgs)
+    (root / "messages").fail("Field required");
+  jr::array(*msgs, root / "messages");
+  if (msgs->empty())
+    (root / "messages").fail("List should have at least 1 item after validation, not 0");
+  for (std::size_t i = 0; i < msgs->size(); ++i) {
+    const auto p = root / "messages" / i;
+    const json& m = jr::object((*msgs)[i], p);
+    const auto r = jr::req_string(m, "role", p);
+    jr::one_of(r, {"user", "assistant"}, p / "role");
+    const json* content = jr::find(m, "content");
+    if (!content)
+      (p / "content").fail("Field required");
+    if (r == "user")
+      user_message(*content, p / "content", c);
+    else
+      assistant_message(*content, p / "content", c);
+  }
+  if (const json* t = jr::find(j, "tools"))
+    parse_tools(*t, root / "tools", c);
+  if (const json* tc = jr::find(j, "tool_choice")) {
+    const auto p = root / "tool_choice";
+    jr::object(*tc, p);
+    const auto type = jr::req_string(*tc, "type", p);
+    jr::one_of(type, {"auto", "any", "tool", "none"}, p / "type");
+    c.tool_choice.kind = type == "auto" ? tool_choice::mode::automatic
+                         : type == "any" ? tool_choice::mode::required
+                         : type == "none" ? tool_choice::mode::none
+                                          : tool_choice::mode::named;
+    if (type == "tool")
+      c.tool_choice.name = jr::req_string(*tc, "name", p);
+    c.parallel_tool_calls = !jr::opt_bool(*tc, "disable_parallel_tool_use", p).value_or(false);
+  }
+  if (const json* th = jr::find(j, "thinking")) {
+    const auto p = root / "thinking";
+    jr::object(*th, p);
+    const auto type = jr::req_string(*th, "type", p);
+    jr::one_of(type, {"enabled", "disabled"}, p / "type");
+    if (type == "enabled") {
+      c.thinking = true;
+      c.thinking_budget = jr::opt_int(*th, "budget_tokens", p, 1024, INT32_MAX);
+      if (!c.thinking_budget)
+        (p / "budget_tokens").fail("Field required");
+      if (*c.thinking_budget >= *c.sampling.max_tokens)
+        (root / "max_tokens").fail("`max_tokens` must be greater than `thinking.budget_tokens`.");
+    }
+  }
+  if (const json* oc = jr::find(j, "output_config")) {
+    jr::object(*oc, root / "output_config");
+    if (auto e = jr::opt_string(*oc, "effort", root / "output_config")) {
+      jr::one_of(*e, {"low", "medium", "high", "max"}, root / "output_config" / "effort");
+      c.reasoning_effort = *e;
+    }
+  }
+  auto& s = c.sampling;
+  s.temperature = jr::opt_number(j, "temperature", root, 0, 1);
+  s.top_p = jr::opt_number(j, "top_p", root, 0, 1);
+  s.top_k = jr::opt_int(j, "top_k", root, 0, 1 << 20);
+  if (const json* st = jr::find(j, "stop_sequences")) {
+    jr::array(*st, root / "stop_sequences");
+    s.stop = jr::stop_list(*st, root / "stop_sequences", 16);
+  }
+  c.stream = jr::opt_bool(j, "stream", root).value_or(false);
+  rc::finish(c, j, root);
+  return c;
+}
+
+using result = expected<conversation, api_error>;
+
+} // namespace
+
+result parse_messages_request_json(const nlohmann::ordered_json& body) {
+  return guarded_parse<result>(api_kind::messages, &body, {}, parse);
+}
+
+result parse_messages_request(std::string_view body) {
+  return guarded_parse<result>(api_kind::messages, nullptr, body, parse);
+}
+
+} // namespace deepinfer::recipe

@@ -1,0 +1,23 @@
+#pragma once
+
+#include "recipe/expected.hpp"
+#include "recipe/protocol/api_error.hpp"
+#include "recipe/protocol/conversation.hpp"
+
+#include <nlohmann/json.hpp>
+
+#include <string_view>
+
+namespace deepinfer::recipe {
+
+/// Parses and validates an Anthropic Messages request body (`POST /v1/messages`) into a
+/// conversation: `system` becomes the first system message; `tool_result` blocks of a user message
+/// become tool messages (in order) followed by the rest of that message; `thinking` blocks are the
+/// turn's reasoning and `tool_use` blocks its calls. Errors use Anthropic's body with the field
+/// path in the message (`messages.0.content.1.type: ...`).
+expected<conversation, api_error> parse_messages_request(std::string_view body);
+
+/// The same for an already parsed body.
+expected<conversation, api_error> parse_messages_request_json(const nlohmann::ordered_json& body);
+
+} // namespace deepinfer::recipe

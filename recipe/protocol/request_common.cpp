@@ -1,0 +1,107 @@
+#include "recipe/protocol/request_common.hpp"
+
+namespace deepinfer::recipe::request_common {
+
+namespace jr = json_reader;
+
+void check_function_name(const std::string& name, const json_path& at) {
+  bool ok = !name.empty() && name.size() <= 64;
+  for (char c : name)
+    ok = ok && ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' || c == '-' ||
+                c == '.' || c == ':');
+  if (!ok)
+    at.fail("Invalid function name: '" + name + "'. Expected a string that matches the pattern '^[a-zA-Z0-9_.:-]{1,64}$'.");
+}
+
+void check_image_url(const std::string& url, const json_path& at) {
+  if (url.rfind("http://", 0) == 0 || url.rfind("https://", 0) == 0)
+    return;
+  if (url.rfind("data:image/", 0) == 0 && url.find(";base64,") != std::string::npos)
+    return;
+  at.fail("Invalid image URL: expected an http(s) URL or a base64 data URI (data:image/...;base64,...).");
+}
+
+void check_arguments(const std::string& arguments, const json_path& at) {
+  if (arguments.empty())
+    return;
+  json j = json::parse(arguments, nullptr, false);
+  if (j.is_discarded() || !j.is_object())
+    at.fail("Invalid value: function arguments must be a JSON object encoded as a string.");
+}
+
+std::string text_content(const json& v, const json_path& at, std::initializer_list<std::string_view> text_types) {
+  if (v.is_string())
+    return v.get<std::string>();
+  jr::array(v, at);
+  std::string out;
+  for (std::size_t i = 0; i < v.size(); ++i) {
+    const auto p = at / i;
+    const json& part = jr::object(v[i], p);
+    const auto type = jr::req_string(part, "type", p);
+    jr::one_of(type, text_types, p / "type");
+    if (i > 0)
+      out += "\n\n";
+    out += jr::req_string(part, type == "refusal" ? "refusal" : "text", p);
+  }
+  return out;
+}
+
+void check_conversation(const conversation& c, const json_path& at, std::string_view tools_key,
+                        std::string_view choice_key) {
+  if (c.tool_choice.kind == tool_choice::mode::named) {
+    bool found = false;
+    for (const auto& t : c.tools)
+      found = found || t.name == c.tool_choice.name;
+    if (!found)
+      (at / choice_key).fail("Invalid value: tool '" + c.tool_choice.name + "' is not declared in '" +
+                             std::string(tools_key) + "'.");
+  }
+  if (c.tool_choice.kind == tool_choice::mode::required && c.tools.empty())
+    (at / choice_key).fail("Invalid value: tool_choice requires tools, but no tools were given.");
+  std::vector<std::string> names;
+  for (std::size_t i = 0; i < c.tools.size(); ++i) {
+    for (const auto& n : names)
+      if (n == c.tools[i].name)
+        (at / tools_key / i).fail("Duplicate tool name: '" + n + "'.");
+    names.push_back(c.tools[i].name);
+  }
+}
+
+void finish(conversation& c, const json& body, const json_path& root) {
+  if (const json* md = jr::find(body, "metadata"))
+    c.metadata = jr::object(*md, root / "metadata");
+  check_conversation(c, root, "tools", "tool_choice");
+}
+
+std::optional<response_format> parse_format(const json& v, const json_path& at, bool nested_schema) {
+  jr::object(v, at);
+  response_format f;
+  const auto type = jr::req_string(v, "type", at);
+  jr::one_of(type, {"text", "json_object", "json_schema"}, at / "type");
+  f.original = v;
+  if (type == "text")
+    return std::nullopt;
+  if (type == "json_object") {
+    f.kind = response_format::mode::json_object;
+    return f;
+  }
+  f.kind = response_format::mode::json_schema;
+  const json* holder = &v;
+  json_path hp = at;
+  if (nested_schema) {
+    hp = at / "json_schema";
+    const json* js = jr::find(v, "json_schema");
+    if (!js)
+      hp.fail("Missing required parameter: '" + hp.str() + "'.");
+    holder = &jr::object(*js, hp);
+  }
+  f.name = jr::req_string(*holder, "name", hp);
+  if (const json* s = jr::find(*holder, "schema"))
+    f.schema = jr::object(*s, hp / "schema");
+  else
+    f.schema = json::object();
+  f.strict = jr::opt_bool(*holder, "strict", hp).value_or(false);
+  return f;
+}
+
+} // namespace deepinfer::recipe::request_common

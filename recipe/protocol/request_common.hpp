@@ -1,0 +1,36 @@
+#pragma once
+
+#include "recipe/protocol/conversation.hpp"
+#include "recipe/protocol/json_reader.hpp"
+
+#include <string>
+
+namespace deepinfer::recipe::request_common {
+
+/// Validates a function name the way OpenAI does (`^[a-zA-Z0-9_.-]{1,64}$`; we also allow `.` and
+/// `:` which MCP tool names use).
+void check_function_name(const std::string& name, const json_path& at);
+
+/// Requires an `http(s)://` URL or a `data:image/...;base64,` URI.
+void check_image_url(const std::string& url, const json_path& at);
+
+/// Checks that a tool call's `arguments` text is a JSON object (empty text counts as `{}`).
+void check_arguments(const std::string& arguments, const json_path& at);
+
+/// Reads text-only content (string or array of text parts whose type is one of `text_types`) as one
+/// string, parts joined by "\n\n".
+std::string text_content(const json& v, const json_path& at, std::initializer_list<std::string_view> text_types);
+
+/// Validates the cross-API invariants once a conversation is built: a named tool choice names a
+/// declared tool, and there is at least one message. `at` is the root path.
+void check_conversation(const conversation& c, const json_path& at, std::string_view tools_key,
+                        std::string_view choice_key);
+
+/// The common tail of every parser: reads `metadata` and runs `check_conversation`.
+void finish(conversation& c, const json& body, const json_path& root);
+
+/// Parses a `{"type": "json_schema", ...}` / `json_object` / `text` format object. `nested_schema`:
+/// Chat nests name/schema/strict in `json_schema`, Responses puts them at the top.
+std::optional<response_format> parse_format(const json& v, const json_path& at, bool nested_schema);
+
+} // namespace deepinfer::recipe::request_common

@@ -1,0 +1,23 @@
+#pragma once
+
+#include "recipe/expected.hpp"
+#include "recipe/protocol/api_error.hpp"
+#include "recipe/protocol/conversation.hpp"
+
+#include <nlohmann/json.hpp>
+
+#include <string_view>
+
+namespace deepinfer::recipe {
+
+/// Parses and validates an OpenAI Responses request body (`POST /v1/responses`) into a
+/// conversation: `instructions` become the first system message; `message`, `function_call`,
+/// `function_call_output` and `reasoning` items become turns (a reasoning item and the message and
+/// calls after it form one assistant turn). Stateful features (`previous_response_id`,
+/// `conversation`) and built-in tools are refused with a 400 naming the field.
+expected<conversation, api_error> parse_responses_request(std::string_view body);
+
+/// The same for an already parsed body.
+expected<conversation, api_error> parse_responses_request_json(const nlohmann::ordered_json& body);
+
+} // namespace deepinfer::recipe

@@ -1,0 +1,122 @@
+#include "recipe/stream/chat_encoder.hpp"
+
+#include "recipe/json_text.hpp"
+
+#include <nlohmann/json.hpp>
+
+namespace deepinfer::recipe {
+
+namespace {
+
+using ojson = nlohmann::ordered_json;
+
+ojson usage_json(const usage_counts& u) {
+  ojson j;
+  j["prompt_tokens"] = u.prompt_tokens;
+  j["completion_tokens"] = u.completion_tokens;
+  j["total_tokens"] = u.prompt_tokens + u.completion_tokens;
+  j["prompt_tokens_details"] = {{"cached_tokens", u.cached_tokens}};
+  j["completion_tokens_details"] = {{"reasoning_tokens", u.reasoning_tokens}};
+  return j;
+}
+
+} // namespace
+
+const char* openai_finish_reason(finish_reason r) {
+  switch (r) {
+    case finish_reason::length: return "length";
+    case finish_reason::tool_calls: return "tool_calls";
+    case finish_reason::stop: break;
+  }
+  return "stop";
+}
+
+std::string chat_encoder::chunk(std::string delta_json, const char* finish) const {
+  // Written by hand: one chunk per event is the hot path of a streaming response.
+  std::string s = "data: {\"id\":";
+  append_json_string(s, cfg_.id);
+  s += ",\"object\":\"chat.completion.chunk\",\"created\":" + std::to_string(cfg_.created) + ",\"model\":";
+  append_json_string(s, cfg_.model);
+  s += ",\"choices\":[{\"index\":0,\"delta\":" + delta_json + ",\"logprobs\":null,\"finish_reason\":";
+  s += finish ? "\"" + std::string(finish) + "\"" : std::string("null");
+  s += "}]";
+  if (cfg_.include_usage)
+    s += ",\"usage\":null";
+  s += "}\n\n";
+  return s;
+}
+
+std::string chat_encoder::start() { return chunk("{\"role\":\"assistant\",\"content\":\"\"}", nullptr); }
+
+std::string chat_encoder::encode(std::span<const stream_event> events, const usage_counts& usage) {
+  result_.apply(events);
+  std::string out;
+  for (const auto& e : events) {
+    std::string d;
+    switch (e.type) {
+      case stream_event::kind::reasoning:
+      case stream_event::kind::content:
+        d = e.type == stream_event::kind::reasoning ? "{\"reasoning_content\":" : "{\"content\":";
+        append_json_string(d, e.text);
+        d += '}';
+        break;
+      case stream_event::kind::tool_call_start:
+        d = "{\"tool_calls\":[{\"index\":" + std::to_string(e.tool_index) + ",\"id\":";
+        append_json_string(d, e.tool_id);
+        d += ",\"type\":\"function\",\"function\":{\"name\":";
+        append_json_string(d, e.tool_name);
+        d += ",\"arguments\":\"\"}}]}";
+        break;
+      case stream_event::kind::tool_call_arguments:
+        d = "{\"tool_calls\":[{\"index\":" + std::to_string(e.tool_index) + ",\"function\":{\"arguments\":";
+        append_json_string(d, e.text);
+        d += "}}]}";
+        break;
+      case stream_event::kind::tool_call_end: continue;
+      case stream_event::kind::finish: {
+        out += chunk("{}", openai_finish_reason(e.reason));
+        if (cfg_.include_usage) {
+          ojson u;
+          u["id"] = cfg_.id;
+          u["object"] = "chat.completion.chunk";
+          u["created"] = cfg_.created;
+          u["model"] = cfg_.model;
+          u["choices"] = ojson::array();
+          u["usage"] = usage_json(usage);
+          out += "data: " + u.dump() + "\n\n";
+        }
+        out += "data: [DONE]\n\n";
+        continue;
+      }
+    }
+    out += chunk(std::move(d), nullptr);
+  }
+  return out;
+}
+
+std::string chat_encoder::body(const usage_counts& usage) const {
+  ojson msg;
+  msg["role"] = "assistant";
+  msg["content"] = result_.content.empty() && !result_.calls.empty() ? ojson() : ojson(result_.content);
+  if (!result_.reasoning.empty())
+    msg["reasoning_content"] = result_.reasoning;
+  if (!result_.calls.empty()) {
+    msg["tool_calls"] = ojson::array();
+    for (const auto& c : result_.calls)
+      msg["tool_calls"].push_back(
+          {{"id", c.id}, {"type", "function"}, {"function", {{"name", c.name}, {"arguments", c.arguments}}}});
+  }
+  ojson j;
+  j["id"] = cfg_.id;
+  j["object"] = "chat.completion";
+  j["created"] = cfg_.created;
+  j["model"] = cfg_.model;
+  j["choices"] = ojson::array({ojson{{"index", 0},
+                                     {"message", msg},
+                                     {"logprobs", nullptr},
+                                     {"finish_reason", openai_finish_reason(result_.reason)}}});
+  j["usage"] = usage_json(usage);
+  return j.dump(-1, ' ', false, ojson::error_handler_t::replace);
+}
+
+} // namespace deepinfer::recipe

@@ -1,0 +1,48 @@
+#pragma once
+
+#include "recipe/stream/completion.hpp"
+#include "recipe/stream/stream_event.hpp"
+
+#include <cstdint>
+#include <span>
+#include <string>
+
+namespace deepinfer::recipe {
+
+/// Writes parser events as OpenAI Chat Completions output: `chat.completion.chunk` SSE events
+/// (`reasoning_content`, `content` and `tool_calls` deltas, a finish chunk, the usage chunk when
+/// `include_usage`, then `[DONE]`) or, at the end, the `chat.completion` body.
+class chat_encoder {
+public:
+  struct config {
+    std::string id = "chatcmpl-0";
+    std::string model;
+    std::int64_t created = 0;
+    /// `stream_options.include_usage`: every chunk carries `"usage": null` and a usage chunk ends.
+    bool include_usage = false;
+  };
+
+  explicit chat_encoder(config cfg) : cfg_(std::move(cfg)) {}
+
+  /// The first chunk (role).
+  std::string start();
+  /// Chunks for `events`; on `finish` also the usage chunk and `data: [DONE]`. `usage` is read
+  /// only at `finish`.
+  std::string encode(std::span<const stream_event> events, const usage_counts& usage);
+  /// The non-streaming body of everything encoded (or `apply`-ed) so far.
+  std::string body(const usage_counts& usage) const;
+  /// Records events without writing chunks (non-streaming requests).
+  void apply(std::span<const stream_event> events) { result_.apply(events); }
+  const completion& result() const noexcept { return result_; }
+
+private:
+  std::string chunk(std::string delta_json, const char* finish) const;
+
+  config cfg_;
+  completion result_;
+};
+
+/// `stop` / `length` / `tool_calls`.
+const char* openai_finish_reason(finish_reason r);
+
+} // namespace deepinfer::recipe

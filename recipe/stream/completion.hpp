@@ -1,0 +1,30 @@
+#pragma once
+
+#include "recipe/stream/stream_event.hpp"
+
+#include <span>
+#include <string>
+#include <vector>
+
+namespace deepinfer::recipe {
+
+/// The whole answer rebuilt from stream events: what the non-streaming bodies report and what
+/// the encoders' final events repeat.
+struct completion {
+  struct call {
+    std::string id;
+    std::string name;
+    std::string arguments;
+    bool done = false;
+  };
+  std::string reasoning;
+  std::string content;
+  std::vector<call> calls;
+  finish_reason reason = finish_reason::stop;
+  bool finished = false;
+
+  /// Folds events in.
+  void apply(std::span<const stream_event> events);
+};
+
+} // namespace deepinfer::recipe

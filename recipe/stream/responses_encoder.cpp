@@ -1,0 +1,206 @@
+#include "recipe/stream/responses_encoder.hpp"
+
+namespace deepinfer::recipe {
+
+namespace {
+
+using ojson = nlohmann::ordered_json;
+
+std::string dump(const ojson& j) { return j.dump(-1, ' ', false, ojson::error_handler_t::replace); }
+
+} // namespace
+
+ojson responses_echo(const conversation& conv) {
+  ojson e = ojson::object();
+  e["instructions"] = conv.instructions ? ojson(*conv.instructions) : ojson();
+  e["metadata"] = conv.metadata.is_object() ? conv.metadata : ojson::object();
+  e["parallel_tool_calls"] = conv.parallel_tool_calls;
+  e["temperature"] = conv.sampling.temperature ? ojson(*conv.sampling.temperature) : ojson();
+  e["top_p"] = conv.sampling.top_p ? ojson(*conv.sampling.top_p) : ojson();
+  e["max_output_tokens"] = conv.sampling.max_tokens ? ojson(*conv.sampling.max_tokens) : ojson();
+  switch (conv.tool_choice.kind) {
+    case tool_choice::mode::automatic: e["tool_choice"] = "auto"; break;
+    case tool_choice::mode::none: e["tool_choice"] = "none"; break;
+    case tool_choice::mode::required: e["tool_choice"] = "required"; break;
+    case tool_choice::mode::named: e["tool_choice"] = {{"type", "function"}, {"name", conv.tool_choice.name}}; break;
+  }
+  e["tools"] = ojson::array();
+  for (const auto& t : conv.tools) {
+    ojson x = {{"type", "function"}};
+    for (const auto& [k, v] : t.function.items())
+      x[k] = v;
+    if (!x.contains("strict"))
+      x["strict"] = false;
+    if (!x.contains("parameters"))
+      x["parameters"] = ojson::object();
+    e["tools"].push_back(std::move(x));
+  }
+  return e;
+}
+
+std::string responses_encoder::event(ojson j) {
+  j["sequence_number"] = seq_++;
+  const std::string type = j["type"].get<std::string>();
+  return "event: " + type + "\ndata: " + dump(j) + "\n\n";
+}
+
+std::string responses_encoder::item_id(item kind, std::size_t call) const {
+  const char* prefix = kind == item::reasoning ? "rs_" : kind == item::message ? "msg_" : "fc_";
+  return prefix + cfg_.id + "_" + std::to_string(kind == item::call ? call : output_index_);
+}
+
+ojson responses_encoder::item_json(item kind, std::size_t call, bool done) const {
+  const char* status = done ? "completed" : "in_progress";
+  if (kind == item::reasoning) {
+    ojson content = ojson::array();
+    if (done)
+      content.push_back({{"type", "reasoning_text"}, {"text", text_}});
+    return {{"id", item_id(kind, call)}, {"type", "reasoning"}, {"summary", ojson::array()},
+            {"content", content}, {"status", status}};
+  }
+  if (kind == item::message) {
+    ojson content = ojson::array();
+    if (done)
+      content.push_back({{"type", "output_text"}, {"text", text_}, {"annotations", ojson::array()}, {"logprobs", ojson::array()}});
+    return {{"id", item_id(kind, call)}, {"type", "message"}, {"status", status}, {"role", "assistant"},
+            {"content", content}};
+  }
+  const auto& c = result_.calls.at(call);
+  return {{"id", item_id(kind, call)}, {"type", "function_call"}, {"status", status},
+          {"arguments", done ? c.arguments : std::string()}, {"call_id", c.id}, {"name", c.name}};
+}
+
+std::string responses_encoder::start() {
+  std::string out = event({{"type", "response.created"}, {"response", response({}, false)}});
+  out += event({{"type", "response.in_progress"}, {"response", response({}, false)}});
+  return out;
+}
+
+std::string responses_encoder::close_item() {
+  std::string out;
+  const auto id = item_id(open_, call_);
+  const auto idx = output_index_;
+  if (open_ == item::reasoning || open_ == item::message) {
+    const bool r = open_ == item::reasoning;
+    ojson done = {{"type", r ? "response.reasoning_text.done" : "response.output_text.done"}, {"item_id", id},
+                  {"output_index", idx}, {"content_index", 0}, {"text", text_}};
+    if (!r)
+      done["logprobs"] = ojson::array();
+    out += event(done);
+    ojson part = r ? ojson{{"type", "reasoning_text"}, {"text", text_}}
+                   : ojson{{"type", "output_text"}, {"text", text_}, {"annotations", ojson::array()}, {"logprobs", ojson::array()}};
+    out += event({{"type", "response.content_part.done"}, {"item_id", id}, {"output_index", idx},
+                  {"content_index", 0}, {"part", part}});
+  } else if (open_ == item::call) {
+    const auto& c = result_.calls.at(call_);
+    out += event({{"type", "response.function_call_arguments.done"}, {"item_id", id}, {"output_index", idx},
+                  {"name", c.name}, {"arguments", c.arguments}});
+  }
+  if (open_ != item::none) {
+    auto it = item_json(open_, call_, true);
+    done_items_.push_back(it);
+    out += event({{"type", "response.output_item.done"}, {"output_index", idx}, {"item", it}});
+  }
+  open_ = item::none;
+  text_.clear();
+  return out;
+}
+
+std::string responses_encoder::encode(std::span<const stream_event> events, const usage_counts& usage) {
+  std::string out;
+  for (const auto& e : events) {
+    result_.apply(std::span(&e, 1));
+    const item want = e.type == stream_event::kind::reasoning ? item::reasoning
+                      : e.type == stream_event::kind::content ? item::message
+                                                              : item::call;
+    if (e.type == stream_event::kind::reasoning || e.type == stream_event::kind::content) {
+      if (open_ != want) {
+        out += close_item();
+        open_ = want;
+        output_index_ = items_++;
+        const auto id = item_id(want, 0);
+        out += event({{"type", "response.output_item.added"}, {"output_index", output_index_},
+                      {"item", item_json(want, 0, false)}});
+        ojson part = want == item::reasoning ? ojson{{"type", "reasoning_text"}, {"text", ""}}
+                                             : ojson{{"type", "output_text"}, {"text", ""}, {"annotations", ojson::array()}, {"logprobs", ojson::array()}};
+        out += event({{"type", "response.content_part.added"}, {"item_id", id}, {"output_index", output_index_},
+                      {"content_index", 0}, {"part", part}});
+      }
+      text_ += e.text;
+      ojson d = {{"type", want == item::reasoning ? "response.reasoning_text.delta" : "response.output_text.delta"},
+                 {"item_id", item_id(want, 0)}, {"output_index", output_index_}, {"content_index", 0},
+                 {"delta", e.text}};
+      if (want == item::message)
+        d["logprobs"] = ojson::array();
+      out += event(d);
+    } else if (e.type == stream_event::kind::tool_call_start) {
+      out += close_item();
+      open_ = item::call;
+      call_ = e.tool_index;
+      output_index_ = items_++;
+      out += event({{"type", "response.output_item.added"}, {"output_index", output_index_},
+                    {"item", item_json(item::call, call_, false)}});
+    } else if (e.type == stream_event::kind::tool_call_arguments) {
+      out += event({{"type", "response.function_call_arguments.delta"}, {"item_id", item_id(item::call, e.tool_index)},
+                    {"output_index", output_index_}, {"delta", e.text}});
+    } else if (e.type == stream_event::kind::tool_call_end) {
+      out += close_item();
+    } else {
+      out += close_item();
+      const bool incomplete = e.reason == finish_reason::length;
+      out += event({{"type", incomplete ? "response.incomplete" : "response.completed"},
+                    {"response", response(usage, true)}});
+    }
+  }
+  return out;
+}
+
+ojson responses_encoder::response(const usage_counts& usage, bool final) const {
+  ojson r;
+  r["id"] = cfg_.id;
+  r["object"] = "response";
+  r["created_at"] = cfg_.created;
+  const bool incomplete = final && result_.finished && result_.reason == finish_reason::length;
+  r["status"] = !final ? "in_progress" : incomplete ? "incomplete" : "completed";
+  r["error"] = nullptr;
+  r["incomplete_details"] = incomplete ? ojson{{"reason", "max_output_tokens"}} : ojson();
+  r["model"] = cfg_.model;
+  r["output"] = ojson::array();
+  if (final) {
+    if (!done_items_.empty() || !result_.finished) {
+      r["output"] = done_items_;
+    } else {
+      // Non-streaming: build the items from the completion.
+      if (!result_.reasoning.empty())
+        r["output"].push_back({{"id", "rs_" + cfg_.id + "_0"}, {"type", "reasoning"}, {"summary", ojson::array()},
+                               {"content", ojson::array({ojson{{"type", "reasoning_text"}, {"text", result_.reasoning}}})},
+                               {"status", "completed"}});
+      if (!result_.content.empty())
+        r["output"].push_back({{"id", "msg_" + cfg_.id + "_" + std::to_string(r["output"].size())}, {"type", "message"},
+                               {"status", "completed"}, {"role", "assistant"},
+                               {"content", ojson::array({ojson{{"type", "output_text"}, {"text", result_.content},
+                                                               {"annotations", ojson::array()}, {"logprobs", ojson::array()}}})}});
+      for (std::size_t i = 0; i < result_.calls.size(); ++i) {
+        const auto& c = result_.calls[i];
+        r["output"].push_back({{"id", "fc_" + cfg_.id + "_" + std::to_string(i)}, {"type", "function_call"},
+                               {"status", "completed"}, {"arguments", c.arguments}, {"call_id", c.id}, {"name", c.name}});
+      }
+    }
+  }
+  for (const auto& [k, v] : cfg_.echo.items())
+    r[k] = v;
+  if (final) {
+    ojson u;
+    u["input_tokens"] = usage.prompt_tokens;
+    u["input_tokens_details"] = {{"cached_tokens", usage.cached_tokens}};
+    u["output_tokens"] = usage.completion_tokens;
+    u["output_tokens_details"] = {{"reasoning_tokens", usage.reasoning_tokens}};
+    u["total_tokens"] = usage.prompt_tokens + usage.completion_tokens;
+    r["usage"] = u;
+  } else {
+    r["usage"] = nullptr;
+  }
+  return r;
+}
+
+} // namespace deepinfer::recipe

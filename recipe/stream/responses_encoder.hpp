@@ -1,0 +1,64 @@
+#pragma once
+
+#include "recipe/protocol/conversation.hpp"
+#include "recipe/stream/completion.hpp"
+#include "recipe/stream/stream_event.hpp"
+
+#include <nlohmann/json.hpp>
+
+#include <cstdint>
+#include <span>
+#include <string>
+
+namespace deepinfer::recipe {
+
+/// Writes parser events as OpenAI Responses API output: `response.created`, `in_progress`, one
+/// output item per reasoning / message / function call (`output_item.added`, `content_part.added`,
+/// `reasoning_text.delta` / `output_text.delta` / `function_call_arguments.delta`, their `.done`
+/// events, `output_item.done`), then `response.completed` (or `response.incomplete` at the token
+/// limit); or the final `response` object as the non-streaming body.
+class responses_encoder {
+public:
+  struct config {
+    std::string id = "resp_0";
+    std::string model;
+    std::int64_t created = 0;
+    /// Request fields the response object echoes (instructions, tools, tool_choice, metadata, …);
+    /// see `responses_echo`.
+    nlohmann::ordered_json echo = nlohmann::ordered_json::object();
+  };
+
+  explicit responses_encoder(config cfg) : cfg_(std::move(cfg)) {}
+
+  /// `response.created` and `response.in_progress`.
+  std::string start();
+  /// SSE events for `events`; `usage` is read at `finish`.
+  std::string encode(std::span<const stream_event> events, const usage_counts& usage);
+  /// The `response` object of everything encoded or applied so far.
+  std::string body(const usage_counts& usage) const { return response(usage, true).dump(); }
+  void apply(std::span<const stream_event> events) { result_.apply(events); }
+  const completion& result() const noexcept { return result_; }
+
+private:
+  enum class item : std::uint8_t { none, reasoning, message, call };
+  std::string event(nlohmann::ordered_json j);
+  std::string close_item();
+  nlohmann::ordered_json response(const usage_counts& usage, bool final) const;
+  nlohmann::ordered_json item_json(item kind, std::size_t call, bool done) const;
+  std::string item_id(item kind, std::size_t call) const;
+
+  config cfg_;
+  completion result_;
+  std::int64_t seq_ = 0;
+  item open_ = item::none;
+  std::size_t output_index_ = 0; // index of the open item
+  std::size_t items_ = 0;        // items opened so far
+  std::string text_;             // text of the open reasoning / message item
+  std::size_t call_ = 0;         // the open call's index
+  std::vector<nlohmann::ordered_json> done_items_;
+};
+
+/// The request fields a Responses object echoes, from the parsed conversation.
+nlohmann::ordered_json responses_echo(const conversation& conv);
+
+} // namespace deepinfer::recipe

@@ -1,0 +1,107 @@
+#pragma once
+
+#include "recipe/prompt_segment.hpp"
+#include "recipe/render/special_table.hpp"
+#include "recipe/render/template_version.hpp"
+#include "recipe/stream/kmp_matcher.hpp"
+#include "recipe/stream/stream_event.hpp"
+#include "recipe/stream/utf8_assembler.hpp"
+
+#include <functional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace deepinfer::recipe {
+
+/// Turns the engine's output tokens into reasoning / content / tool-call events (spec §4, §7).
+///
+/// `</think>`, `<think>` and EOS are recognised by token id, and so is `｜DSML｜` in V4.1; the rest of
+/// each tag (`<`, ` invoke name="`) and all of V3.2's DSML are matched on text with KMP state kept
+/// across chunks, so no byte is examined twice. A spelling typed with ordinary tokens (e.g. the text
+/// `</think>`) is therefore content. Tool names are emitted when their closing quote arrives and
+/// arguments stream as JSON fragments: string values escaped piece by piece, others passed through.
+/// Following DeepSeek's own parser, newlines at the start of reasoning and content and right
+/// before `</think>` or a tool block are dropped, and text after the tool block is discarded.
+class stream_parser {
+public:
+  struct config {
+    /// Generation starts in reasoning (the prompt ended with `<think>`).
+    bool thinking = false;
+    /// Tool call ids are this prefix plus the call's index; make it unique per request.
+    std::string tool_id_prefix = "call_";
+  };
+
+  /// Raw bytes of one token (the tokenizer's `token_bytes`); the view must outlive the call.
+  using token_bytes_fn = std::function<std::string_view(token_id)>;
+
+  /// `specials` gives the marker ids and the template version (tag names differ by version).
+  stream_parser(const config& cfg, const special_table& specials, token_bytes_fn token_bytes);
+
+  /// Consumes the next tokens; returns the events they complete (valid until the next call).
+  /// Tokens after EOS are ignored; EOS itself produces the `finish` event.
+  std::span<const stream_event> feed(std::span<const token_id> ids);
+
+  /// Ends the stream (e.g. `length` when the token limit is reached): releases held text and
+  /// appends `finish`. A no-op returning no events once finished.
+  std::span<const stream_event> finish(finish_reason why);
+
+  bool finished() const noexcept { return phase_ == phase::done; }
+  /// Completion and reasoning token counts so far (prompt fields are zero).
+  usage_counts counts() const noexcept { return counts_; }
+  /// Number of tool calls started so far.
+  std::uint32_t tool_calls() const noexcept { return tool_index_ + (in_invoke_ ? 1 : 0); }
+
+private:
+  enum class phase : std::uint8_t { reasoning, content, tools, after_tools, done };
+  enum class tool_state : std::uint8_t { between, tag, name, after_name, key, attrs, value };
+
+  void text(std::string_view s);
+  void text_phase_byte(unsigned char c);
+  void tool_byte(unsigned char c);
+  void on_tag(std::size_t which);
+  void close_invoke();
+  void end_reasoning();
+  void release_partial(stream_event::kind k);
+  stream_event& push(stream_event::kind k);
+  void emit(stream_event::kind k, std::string_view s);
+  void emit_unmarked(stream_event::kind k, std::string_view s);
+  void emit_args(std::string_view s);
+  void emit_value(std::string_view s);
+  void do_finish(finish_reason why);
+  stream_event::kind text_kind() const noexcept {
+    return phase_ == phase::reasoning ? stream_event::kind::reasoning : stream_event::kind::content;
+  }
+
+  config cfg_;
+  token_bytes_fn token_bytes_;
+  token_id eos_, think_open_, think_close_;
+  std::optional<token_id> dsml_;
+  std::vector<token_id> ignored_; // other specials the model should not emit
+  phase phase_;
+  std::vector<stream_event> events_; // reused; the first count_ are this call's
+  std::size_t count_ = 0;
+  usage_counts counts_;
+  utf8_assembler utf8_;
+  std::string scratch_;
+
+  // Reasoning / content phases.
+  kmp_matcher tool_start_;
+  std::size_t pending_newlines_ = 0;
+  bool leading_ = true;
+
+  // Tool block.
+  tool_state ts_ = tool_state::between;
+  std::vector<std::string> tags_; // open invoke, open parameter, close invoke, close block
+  std::string tag_;
+  kmp_matcher param_close_;
+  std::string name_, key_, attrs_;
+  bool in_invoke_ = false;
+  bool value_is_string_ = true;
+  std::size_t params_ = 0;
+  std::size_t value_bytes_ = 0;
+  std::uint32_t tool_index_ = 0;
+};
+
+} // namespace deepinfer::recipe

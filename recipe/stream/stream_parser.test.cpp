@@ -1,0 +1,177 @@
+#include "recipe/stream/stream_parser.hpp"
+
+#include "recipe/render/renderer.hpp"
+#include "recipe/testdata/byte_vocab.hpp"
+#include "recipe/testdata/samples.hpp"
+#include "recipe/testdata/tokenizers.hpp"
+
+#include <boost/test/unit_test.hpp>
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <map>
+#include <random>
+
+using namespace deepinfer::recipe;
+
+namespace {
+
+const special_table& table(template_version v) { return test::real_table(v); }
+
+using test::byte_base;
+using test::byte_ids;
+using test::byte_token;
+
+// What a client rebuilds from the events.
+struct rebuilt {
+  std::string reasoning, content;
+  std::vector<std::string> names, args;
+  std::vector<finish_reason> finishes;
+  bool operator==(const rebuilt&) const = default;
+};
+
+void apply(rebuilt& r, std::span<const stream_event> evs) {
+  for (const auto& e : evs) {
+    switch (e.type) {
+      case stream_event::kind::reasoning: r.reasoning += e.text; break;
+      case stream_event::kind::content: r.content += e.text; break;
+      case stream_event::kind::tool_call_start:
+        BOOST_REQUIRE_EQUAL(e.tool_index, r.names.size());
+        r.names.push_back(e.tool_name);
+        r.args.emplace_back();
+        break;
+      case stream_event::kind::tool_call_arguments:
+        BOOST_REQUIRE_LT(e.tool_index, r.args.size());
+        r.args[e.tool_index] += e.text;
+        break;
+      case stream_event::kind::tool_call_end: break;
+      case stream_event::kind::finish: r.finishes.push_back(e.reason); break;
+    }
+  }
+}
+
+using bytes_fn = stream_parser::token_bytes_fn;
+
+rebuilt run(const std::vector<token_id>& ids, const std::vector<std::size_t>& cuts, template_version v,
+            bool thinking, const bytes_fn& bytes = byte_token) {
+  stream_parser p({thinking, "call_"}, table(v), bytes);
+  rebuilt r;
+  std::size_t at = 0;
+  for (auto c : cuts) {
+    apply(r, p.feed(std::span(ids).subspan(at, c - at)));
+    at = c;
+  }
+  apply(r, p.feed(std::span(ids).subspan(at)));
+  apply(r, p.finish(finish_reason::length));
+  return r;
+}
+
+// Tokens of the turn: one per byte, or the real tokenizer's.
+enum class vocab { bytes, real };
+
+void check_every_chunking(template_version v, bool thinking, bool dsml_spellings, vocab voc = vocab::bytes) {
+  const message m = test::sample_turn(dsml_spellings);
+  const auto segs = render_completion(m, table(v), thinking);
+  std::vector<token_id> ids;
+  bytes_fn bytes = byte_token;
+  if (voc == vocab::real) {
+    const auto& tok = test::real_tokenizer(v);
+    ids = tok.encode(segs);
+    bytes = [&tok](token_id id) { return tok.token_bytes(id); };
+    // Ordinary-token spellings really are ordinary tokens: the only marker ids are the placed ones.
+    const auto close = *table(v).id(spelling::think_close);
+    BOOST_TEST(std::count(ids.begin(), ids.end(), close) == (thinking ? 1 : 0));
+  } else {
+    ids = byte_ids(segs);
+  }
+  auto run = [&](const std::vector<token_id>& i, const std::vector<std::size_t>& c, template_version ver, bool th) {
+    return ::run(i, c, ver, th, bytes);
+  };
+  const rebuilt whole = run(ids, {}, v, thinking);
+  // The original turn comes back.
+  BOOST_TEST(whole.reasoning == (thinking ? *m.reasoning : std::string()));
+  BOOST_TEST(whole.content == m.content.front().value);
+  BOOST_REQUIRE_EQUAL(whole.names.size(), m.tool_calls.size());
+  for (std::size_t i = 0; i < m.tool_calls.size(); ++i) {
+    BOOST_TEST(whole.names[i] == m.tool_calls[i].name);
+    auto got = nlohmann::json::parse(whole.args[i], nullptr, false);
+    BOOST_REQUIRE_MESSAGE(!got.is_discarded(), "arguments are not JSON: " << whole.args[i]);
+    BOOST_TEST(got == nlohmann::json::parse(m.tool_calls[i].arguments));
+  }
+  BOOST_REQUIRE_EQUAL(whole.finishes.size(), 1u);
+  BOOST_TEST((whole.finishes[0] == finish_reason::tool_calls));
+  // Every chunk boundary alone, then random chunkings: identical events per field.
+  for (std::size_t c = 1; c < ids.size(); ++c)
+    BOOST_REQUIRE(run(ids, {c}, v, thinking) == whole);
+  std::mt19937 rng(42);
+  for (int trial = 0; trial < 300; ++trial) {
+    std::vector<std::size_t> cuts;
+    std::size_t at = 0;
+    const std::size_t max_chunk = 1 + rng() % 12;
+    while (true) {
+      at += 1 + rng() % max_chunk;
+      if (at >= ids.size())
+        break;
+      cuts.push_back(at);
+    }
+    BOOST_REQUIRE(run(ids, cuts, v, thinking) == whole);
+  }
+}
+
+} // namespace
+
+BOOST_AUTO_TEST_SUITE(stream_parser_suite)
+
+BOOST_AUTO_TEST_CASE(dsv41_turn_survives_every_chunking_and_ordinary_tag_spellings_stay_text) {
+  check_every_chunking(template_version::dsv41, true, true);
+  check_every_chunking(template_version::dsv41, false, true);
+}
+
+BOOST_AUTO_TEST_CASE(dsv32_turn_survives_every_chunking) {
+  check_every_chunking(template_version::dsv32, true, false);
+  check_every_chunking(template_version::dsv32, false, false);
+}
+
+BOOST_AUTO_TEST_CASE(real_tokens_survive_every_chunking_in_both_versions) {
+  check_every_chunking(template_version::dsv41, true, true, vocab::real);
+  check_every_chunking(template_version::dsv41, false, false, vocab::real);
+  check_every_chunking(template_version::dsv32, true, false, vocab::real);
+  check_every_chunking(template_version::dsv32, false, false, vocab::real);
+}
+
+BOOST_AUTO_TEST_CASE(plain_answer_finishes_with_stop_and_length_is_reported) {
+  const auto& t = table(template_version::dsv41);
+  message m;
+  m.content.push_back(content_part::text("Hello"));
+  auto ids = byte_ids(render_completion(m, t, false));
+  auto r = run(ids, {}, template_version::dsv41, false);
+  BOOST_TEST(r.content == "Hello");
+  BOOST_REQUIRE_EQUAL(r.finishes.size(), 1u);
+  BOOST_TEST((r.finishes[0] == finish_reason::stop));
+  ids.pop_back(); // no EOS: the caller stops at the token limit
+  r = run(ids, {}, template_version::dsv41, false);
+  BOOST_TEST((r.finishes.at(0) == finish_reason::length));
+}
+
+BOOST_AUTO_TEST_CASE(counts_reasoning_tokens_up_to_think_close) {
+  const auto& t = table(template_version::dsv41);
+  message m;
+  m.reasoning = "ab";
+  m.content.push_back(content_part::text("cd"));
+  const auto ids = byte_ids(render_completion(m, t, true));
+  stream_parser p({true, "call_"}, t, byte_token);
+  p.feed(ids);
+  BOOST_TEST(p.counts().completion_tokens == 6);  // a b </think> c d EOS
+  BOOST_TEST(p.counts().reasoning_tokens == 3);
+  BOOST_TEST(p.finished());
+}
+
+BOOST_AUTO_TEST_CASE(broken_utf8_becomes_replacement_characters) {
+  const auto& t = table(template_version::dsv41);
+  std::vector<token_id> ids = {byte_base + 0xE4, byte_base + 0xB8, byte_base + 'A', byte_base + 0xFF,
+                               *t.id(spelling::eos)};
+  auto r = run(ids, {1}, template_version::dsv41, false);
+  BOOST_TEST(r.content == "\xEF\xBF\xBD" "A\xEF\xBF\xBD");
+}
+
+BOOST_AUTO_TEST_SUITE_END()
