@@ -1,0 +1,74 @@
+#include "engine/model/forward.hpp"
+
+#include <cstring>
+
+#include "engine/model/ops.hpp"
+
+namespace deepinfer::engine {
+
+sequence_windows sequence_windows::make(const model_config& c) {
+  sequence_windows w;
+  swa_ring::config rc{c.ring, int64_t{c.kv_heads} * c.head_dim};
+  w.encoder.assign(static_cast<std::size_t>(c.encoder_layers), swa_ring(rc));
+  w.decoder.assign(static_cast<std::size_t>(c.decoder_layers), swa_ring(rc));
+  return w;
+}
+
+ced_moe_forward::ced_moe_forward(const model_weights& w, backend& b) : w_(w), b_(b) {}
+
+void ced_moe_forward::encoder(std::span<const forward_row> rows, const int32_t* tokens,
+                              float* out) {
+  const auto& c = config();
+  const int64_t n = static_cast<int64_t>(rows.size()), h = c.hidden;
+  for (int64_t r = 0; r < n; ++r)
+    std::memcpy(out + r * h, w_.embed + int64_t{tokens[r]} * h, sizeof(float) * h);
+  for (int l = 0; l < c.encoder_layers; ++l) {
+    const auto& lw = w_.encoder[static_cast<std::size_t>(l)];
+    self_attention(lw.attn, rows, false, l, out);
+    moe(lw.moe, n, out);
+  }
+}
+
+void ced_moe_forward::global_kv(std::span<const forward_row> rows, const float* enc_out,
+                                kv_pool& pool) {
+  const auto& c = config();
+  const int64_t n = static_cast<int64_t>(rows.size()), h = c.hidden;
+  const int64_t kvd = int64_t{c.kv_heads} * c.head_dim, g = c.kv_groups;
+  std::vector<float> xn(static_cast<std::size_t>(n * h)), k(static_cast<std::size_t>(n * g * kvd)),
+      v(k.size()), ik(static_cast<std::size_t>(n * c.index_dim));
+  ops::rms_norm(enc_out, n, h, w_.global.norm, c.norm_eps, xn.data());
+  b_.matmul(xn.data(), n, h, w_.global.wk, g * kvd, k.data());
+  b_.matmul(xn.data(), n, h, w_.global.wv, g * kvd, v.data());
+  b_.matmul(xn.data(), n, h, w_.global.wik, c.index_dim, ik.data());
+  for (int64_t r = 0; r < n; ++r) {
+    float* kr = k.data() + r * g * kvd;
+    ops::rope(kr, g * c.kv_heads, c.head_dim, rows[r].pos, c.rope_theta);
+    // Row layout: [group][K | V][kv_heads x head_dim], then the indexer key.
+    float* dst = pool.row(rows[r].seq, rows[r].pos);
+    for (int64_t gi = 0; gi < g; ++gi) {
+      std::memcpy(dst + (2 * gi) * kvd, kr + gi * kvd, sizeof(float) * kvd);
+      std::memcpy(dst + (2 * gi + 1) * kvd, v.data() + (r * g + gi) * kvd, sizeof(float) * kvd);
+    }
+    std::memcpy(dst + 2 * g * kvd, ik.data() + r * c.index_dim, sizeof(float) * c.index_dim);
+  }
+}
+
+void ced_moe_forward::decoder(std::span<const forward_row> rows, float* x, const kv_pool& pool) {
+  const auto& c = config();
+  const int64_t n = static_cast<int64_t>(rows.size());
+  for (int l = 0; l < c.decoder_layers; ++l) {
+    const auto& lw = w_.decoder[static_cast<std::size_t>(l)];
+    self_attention(lw.attn, rows, true, l, x);
+    cross_attention(lw, rows, l, x, pool);
+    moe(lw.moe, n, x);
+  }
+}
+
+void ced_moe_forward::logits(const float* x, int64_t n, float* out) {
+  const auto& c = config();
+  std::vector<float> xn(static_cast<std::size_t>(n * c.hidden));
+  ops::rms_norm(x, n, c.hidden, w_.final_norm, c.norm_eps, xn.data());
+  b_.matmul(xn.data(), n, c.hidden, w_.lm_head, c.vocab_size, out);
+}
+
+} // namespace deepinfer::engine

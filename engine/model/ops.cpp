@@ -1,0 +1,81 @@
+#include "engine/model/ops.hpp"
+
+#include <algorithm>
+#include <cmath>
+
+namespace deepinfer::engine::ops {
+
+void rms_norm(const float* x, int64_t n, int64_t h, const float* w, float eps, float* out) {
+  for (int64_t r = 0; r < n; ++r) {
+    const float* xr = x + r * h;
+    float* o = out + r * h;
+    float ss = 0.0f;
+    for (int64_t i = 0; i < h; ++i)
+      ss += xr[i] * xr[i];
+    float inv = 1.0f / std::sqrt(ss / static_cast<float>(h) + eps);
+    for (int64_t i = 0; i < h; ++i)
+      o[i] = xr[i] * inv * w[i];
+  }
+}
+
+void rope(float* row, int64_t heads, int64_t head_dim, int64_t pos, float theta) {
+  const int64_t half = head_dim / 2;
+  // Angles in double: positions reach 10^5+ and float angles would lose the low bits.
+  for (int64_t i = 0; i < half; ++i) {
+    double inv = std::pow(static_cast<double>(theta), -2.0 * static_cast<double>(i) /
+                                                          static_cast<double>(head_dim));
+    double a = static_cast<double>(pos) * inv;
+    auto c = static_cast<float>(std::cos(a)), s = static_cast<float>(std::sin(a));
+    for (int64_t h = 0; h < heads; ++h) {
+      float* p = row + h * head_dim + 2 * i;
+      float x0 = p[0], x1 = p[1];
+      p[0] = x0 * c - x1 * s;
+      p[1] = x0 * s + x1 * c;
+    }
+  }
+}
+
+void attend(const float* q, const float* k, const float* v, int64_t nk, int64_t heads,
+            int64_t kv_heads, int64_t d, float* scores, float* out) {
+  const int64_t group = heads / kv_heads, kvw = kv_heads * d;
+  const float scale = 1.0f / std::sqrt(static_cast<float>(d));
+  for (int64_t h = 0; h < heads; ++h) {
+    const float* qh = q + h * d;
+    const int64_t off = (h / group) * d;
+    float mx = -INFINITY;
+    for (int64_t j = 0; j < nk; ++j) {
+      const float* kj = k + j * kvw + off;
+      float s = 0.0f;
+      for (int64_t i = 0; i < d; ++i)
+        s += qh[i] * kj[i];
+      scores[j] = s * scale;
+      mx = std::max(mx, scores[j]);
+    }
+    float sum = 0.0f;
+    for (int64_t j = 0; j < nk; ++j) {
+      scores[j] = std::exp(scores[j] - mx);
+      sum += scores[j];
+    }
+    float* oh = out + h * d;
+    std::fill(oh, oh + d, 0.0f);
+    const float inv = 1.0f / sum;
+    for (int64_t j = 0; j < nk; ++j) {
+      const float* vj = v + j * kvw + off;
+      const float p = scores[j] * inv;
+      for (int64_t i = 0; i < d; ++i)
+        oh[i] += p * vj[i];
+    }
+  }
+}
+
+void silu_mul(float* a, const float* b, int64_t n) {
+  for (int64_t i = 0; i < n; ++i)
+    a[i] = a[i] / (1.0f + std::exp(-a[i])) * b[i];
+}
+
+void axpy(float* x, const float* y, float s, int64_t n) {
+  for (int64_t i = 0; i < n; ++i)
+    x[i] += s * y[i];
+}
+
+} // namespace deepinfer::engine::ops

@@ -1,0 +1,24 @@
+#pragma once
+
+#include <cstdint>
+
+namespace deepinfer::engine::ops {
+
+/// out[r] = x[r] / rms(x[r]) * w for n rows of width h (out may alias x).
+void rms_norm(const float* x, int64_t n, int64_t h, const float* w, float eps, float* out);
+
+/// Rotates pairs (2i, 2i+1) of each head of one row by pos * theta^(-2i/head_dim), in place.
+void rope(float* row, int64_t heads, int64_t head_dim, int64_t pos, float theta);
+
+/// Grouped-query attention of one query row over `nk` gathered keys (ascending positions):
+/// q [heads x d], k and v [nk x kv_heads x d], out [heads x d]. `scores` needs nk floats.
+void attend(const float* q, const float* k, const float* v, int64_t nk, int64_t heads,
+            int64_t kv_heads, int64_t d, float* scores, float* out);
+
+/// a[i] = silu(a[i]) * b[i].
+void silu_mul(float* a, const float* b, int64_t n);
+
+/// x[i] += s * y[i].
+void axpy(float* x, const float* y, float s, int64_t n);
+
+} // namespace deepinfer::engine::ops
