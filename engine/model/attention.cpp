@@ -39,8 +39,8 @@ void ced_moe_forward::self_attention(const attention_weights& a,
   b_.matmul(xn.data(), n, h, a.wv, kvd, v.data());
   std::vector<int64_t> first(static_cast<std::size_t>(n));
   for (int64_t r = 0; r < n; ++r) {
-    ops::rope(q.data() + r * qd, c.heads, c.head_dim, rows[r].pos, c.rope_theta);
-    ops::rope(k.data() + r * kvd, c.kv_heads, c.head_dim, rows[r].pos, c.rope_theta);
+    ops::rope(q.data() + r * qd, c.heads, c.head_dim, rope_at(rows[r].pos));
+    ops::rope(k.data() + r * kvd, c.kv_heads, c.head_dim, rope_at(rows[r].pos));
     first[r] = (r > 0 && rows[r - 1].seq == rows[r].seq) ? first[r - 1] : r;
   }
   const auto li = static_cast<std::size_t>(layer);
@@ -84,7 +84,7 @@ void ced_moe_forward::cross_attention(const decoder_layer_weights& d,
   b_.matmul(xn.data(), n, h, d.cross_wq, qd, q.data());
   b_.matmul(xn.data(), n, h, d.index_wq, iqd, iq.data());
   for (int64_t r = 0; r < n; ++r)
-    ops::rope(q.data() + r * qd, c.heads, c.head_dim, rows[r].pos, c.rope_theta);
+    ops::rope(q.data() + r * qd, c.heads, c.head_dim, rope_at(rows[r].pos));
   b_.parallel_for(n, [&](int64_t r) {
     const auto& row = rows[r];
     const auto& table = pool.table(row.seq);
@@ -103,12 +103,8 @@ void ced_moe_forward::cross_attention(const decoder_layer_weights& d,
       for (int64_t j = 0; j < ctx; ++j) {
         const float* kj = at(j) + ik_off;
         float s = 0.0f;
-        for (int64_t hh = 0; hh < c.index_heads; ++hh) {
-          float dot = 0.0f;
-          for (int64_t i = 0; i < c.index_dim; ++i)
-            dot += qi[hh * c.index_dim + i] * kj[i];
-          s += d.index_w[hh] * std::max(dot, 0.0f);
-        }
+        for (int64_t hh = 0; hh < c.index_heads; ++hh)
+          s += d.index_w[hh] * std::max(ops::dot(qi + hh * c.index_dim, kj, c.index_dim), 0.0f);
         tls.index_scores[static_cast<std::size_t>(j)] = s;
       }
       const auto* sc = tls.index_scores.data();

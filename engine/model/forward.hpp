@@ -59,8 +59,13 @@ private:
                        int layer, float* x, const kv_pool& pool);
   void moe(const moe_weights& m, int64_t n, float* x);
 
+  /// cos/sin of every pair at `pos` (grown on demand; call `ensure_rope` before parallel code).
+  const float* rope_at(int64_t pos) const { return rope_.data() + pos * config().head_dim; }
+  void ensure_rope(std::span<const forward_row> rows);
+
   const model_weights& w_;
   backend& b_;
+  std::vector<float> rope_;
 };
 
 } // namespace deepinfer::engine

@@ -18,21 +18,38 @@ void rms_norm(const float* x, int64_t n, int64_t h, const float* w, float eps, f
   }
 }
 
-void rope(float* row, int64_t heads, int64_t head_dim, int64_t pos, float theta) {
-  const int64_t half = head_dim / 2;
+void rope_angles(int64_t pos, int64_t head_dim, float theta, float* cs) {
   // Angles in double: positions reach 10^5+ and float angles would lose the low bits.
-  for (int64_t i = 0; i < half; ++i) {
+  for (int64_t i = 0; i < head_dim / 2; ++i) {
     double inv = std::pow(static_cast<double>(theta), -2.0 * static_cast<double>(i) /
                                                           static_cast<double>(head_dim));
     double a = static_cast<double>(pos) * inv;
-    auto c = static_cast<float>(std::cos(a)), s = static_cast<float>(std::sin(a));
-    for (int64_t h = 0; h < heads; ++h) {
-      float* p = row + h * head_dim + 2 * i;
-      float x0 = p[0], x1 = p[1];
-      p[0] = x0 * c - x1 * s;
-      p[1] = x0 * s + x1 * c;
+    cs[2 * i] = static_cast<float>(std::cos(a));
+    cs[2 * i + 1] = static_cast<float>(std::sin(a));
+  }
+}
+
+void rope(float* row, int64_t heads, int64_t head_dim, const float* cs) {
+  for (int64_t h = 0; h < heads; ++h) {
+    float* p = row + h * head_dim;
+    for (int64_t i = 0; i < head_dim; i += 2) {
+      const float c = cs[i], s = cs[i + 1], x0 = p[i], x1 = p[i + 1];
+      p[i] = x0 * c - x1 * s;
+      p[i + 1] = x0 * s + x1 * c;
     }
   }
+}
+
+float dot(const float* a, const float* b, int64_t n) {
+  float acc[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8)
+    for (int l = 0; l < 8; ++l)
+      acc[l] += a[i + l] * b[i + l];
+  float s = ((acc[0] + acc[1]) + (acc[2] + acc[3])) + ((acc[4] + acc[5]) + (acc[6] + acc[7]));
+  for (; i < n; ++i)
+    s += a[i] * b[i];
+  return s;
 }
 
 void attend(const float* q, const float* k, const float* v, int64_t nk, int64_t heads,
@@ -44,11 +61,7 @@ void attend(const float* q, const float* k, const float* v, int64_t nk, int64_t 
     const int64_t off = (h / group) * d;
     float mx = -INFINITY;
     for (int64_t j = 0; j < nk; ++j) {
-      const float* kj = k + j * kvw + off;
-      float s = 0.0f;
-      for (int64_t i = 0; i < d; ++i)
-        s += qh[i] * kj[i];
-      scores[j] = s * scale;
+      scores[j] = dot(qh, k + j * kvw + off, d) * scale;
       mx = std::max(mx, scores[j]);
     }
     float sum = 0.0f;

@@ -8,7 +8,14 @@ namespace deepinfer::engine::ops {
 void rms_norm(const float* x, int64_t n, int64_t h, const float* w, float eps, float* out);
 
 /// Rotates pairs (2i, 2i+1) of each head of one row by pos * theta^(-2i/head_dim), in place.
-void rope(float* row, int64_t heads, int64_t head_dim, int64_t pos, float theta);
+/// `cs` holds cos, sin of each pair's angle at `pos` (head_dim floats, see `rope_angles`).
+void rope(float* row, int64_t heads, int64_t head_dim, const float* cs);
+
+/// Fills `cs` [head_dim] with cos, sin of pos * theta^(-2i/head_dim) for each pair i.
+void rope_angles(int64_t pos, int64_t head_dim, float theta, float* cs);
+
+/// Dot product with a fixed summation order (8 interleaved partial sums, so it vectorizes).
+float dot(const float* a, const float* b, int64_t n);
 
 /// Grouped-query attention of one query row over `nk` gathered keys (ascending positions):
 /// q [heads x d], k and v [nk x kv_heads x d], out [heads x d]. `scores` needs nk floats.
