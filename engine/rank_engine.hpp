@@ -122,6 +122,8 @@ public:
   /// Drops the sequence and its block references.
   void free(sequence_id seq);
 
+  /// Positions of `seq` with block KV computed (prefill progress); nullopt when unknown.
+  std::optional<int64_t> computed(sequence_id seq) const;
   /// Tokens of `seq` so far (prompt + generated); empty when unknown.
   std::vector<int32_t> tokens(sequence_id seq) const;
   const model_config& model() const { return weights_->config(); }

@@ -194,6 +194,13 @@ void rank_engine::free(sequence_id id) {
   seqs_.erase(id);
 }
 
+std::optional<int64_t> rank_engine::computed(sequence_id id) const {
+  auto it = seqs_.find(id);
+  if (it == seqs_.end())
+    return std::nullopt;
+  return it->second->kv_len;
+}
+
 std::vector<int32_t> rank_engine::tokens(sequence_id id) const {
   auto it = seqs_.find(id);
   return it == seqs_.end() ? std::vector<int32_t>{} : it->second->tokens;
