@@ -85,6 +85,30 @@ void ced_moe_forward::cross_attention(const decoder_layer_weights& d,
   b_.matmul(xn.data(), n, h, d.index_wq, iqd, iq.data());
   for (int64_t r = 0; r < n; ++r)
     ops::rope(q.data() + r * qd, c.heads, c.head_dim, rope_at(rows[r].pos));
+  // The indexer keys of each sequence in the batch, transposed ([index_dim x ctx]) so scoring
+  // streams over keys.
+  std::vector<int64_t> group_of(static_cast<std::size_t>(n));
+  std::vector<std::pair<int64_t, std::vector<float>>> groups; // (ctx, keys)
+  for (int64_t r = 0; r < n; ++r) {
+    if (r == 0 || !(rows[r - 1].seq == rows[r].seq))
+      groups.emplace_back(0, std::vector<float>{});
+    group_of[r] = static_cast<int64_t>(groups.size()) - 1;
+    groups.back().first = std::max(groups.back().first, rows[r].pos + 1);
+  }
+  b_.parallel_for(static_cast<int64_t>(groups.size()), [&](int64_t g) {
+    auto& [ctx, kt] = groups[static_cast<std::size_t>(g)];
+    if (ctx <= c.index_topk)
+      return;
+    const auto& table = pool.table(rows[std::find(group_of.begin(), group_of.end(), g) -
+                                        group_of.begin()].seq);
+    kt.resize(static_cast<std::size_t>(ctx * c.index_dim));
+    for (int64_t j = 0; j < ctx; ++j) {
+      const float* src = pool.block_data(table[static_cast<std::size_t>(j / tpb)]) +
+                         (j % tpb) * fpt + ik_off;
+      for (int64_t i = 0; i < c.index_dim; ++i)
+        kt[static_cast<std::size_t>(i * ctx + j)] = src[i];
+    }
+  });
   b_.parallel_for(n, [&](int64_t r) {
     const auto& row = rows[r];
     const auto& table = pool.table(row.seq);
@@ -99,14 +123,10 @@ void ced_moe_forward::cross_attention(const decoder_layer_weights& d,
       // Indexer: score every earlier position by sum_h w_h * relu(q_h . k_j), keep the top k;
       // ties go to the earlier position so the choice is a pure function of the scores.
       fit(tls.index_scores, ctx);
-      const float* qi = iq.data() + r * iqd;
-      for (int64_t j = 0; j < ctx; ++j) {
-        const float* kj = at(j) + ik_off;
-        float s = 0.0f;
-        for (int64_t hh = 0; hh < c.index_heads; ++hh)
-          s += d.index_w[hh] * std::max(ops::dot(qi + hh * c.index_dim, kj, c.index_dim), 0.0f);
-        tls.index_scores[static_cast<std::size_t>(j)] = s;
-      }
+      fit(tls.scores, ctx);
+      const auto& [gctx, kt] = groups[static_cast<std::size_t>(group_of[r])];
+      ops::index_scores(iq.data() + r * iqd, d.index_w, c.index_heads, c.index_dim, kt.data(),
+                        gctx, ctx, tls.scores.data(), tls.index_scores.data());
       const auto* sc = tls.index_scores.data();
       std::nth_element(picks.begin(), picks.begin() + c.index_topk, picks.end(),
                        [&](int64_t a, int64_t b) { return sc[a] > sc[b] || (sc[a] == sc[b] && a < b); });

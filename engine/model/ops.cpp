@@ -40,7 +40,11 @@ void rope(float* row, int64_t heads, int64_t head_dim, const float* cs) {
   }
 }
 
-float dot(const float* a, const float* b, int64_t n) {
+// The hot loops are cloned for AVX2; a CPU always runs the same clone, so results stay
+// bit-identical between runs, batches and chunkings on one machine.
+#define DEEPINFER_HOT __attribute__((target_clones("avx2", "default")))
+
+DEEPINFER_HOT float dot(const float* a, const float* b, int64_t n) {
   float acc[8] = {0, 0, 0, 0, 0, 0, 0, 0};
   int64_t i = 0;
   for (; i + 8 <= n; i += 8)
@@ -52,7 +56,7 @@ float dot(const float* a, const float* b, int64_t n) {
   return s;
 }
 
-void attend(const float* q, const float* k, const float* v, int64_t nk, int64_t heads,
+DEEPINFER_HOT void attend(const float* q, const float* k, const float* v, int64_t nk, int64_t heads,
             int64_t kv_heads, int64_t d, float* scores, float* out) {
   const int64_t group = heads / kv_heads, kvw = kv_heads * d;
   const float scale = 1.0f / std::sqrt(static_cast<float>(d));
@@ -81,12 +85,31 @@ void attend(const float* q, const float* k, const float* v, int64_t nk, int64_t 
   }
 }
 
+// The loops run over keys, so vectorizing them changes no summation order.
+DEEPINFER_HOT void index_scores(
+    const float* q, const float* w, int64_t heads, int64_t dim, const float* kt, int64_t stride,
+    int64_t ctx, float* acc, float* out) {
+  std::fill(out, out + ctx, 0.0f);
+  for (int64_t h = 0; h < heads; ++h) {
+    std::fill(acc, acc + ctx, 0.0f);
+    for (int64_t i = 0; i < dim; ++i) {
+      const float qi = q[h * dim + i];
+      const float* row = kt + i * stride;
+      for (int64_t j = 0; j < ctx; ++j)
+        acc[j] += qi * row[j];
+    }
+    const float wh = w[h];
+    for (int64_t j = 0; j < ctx; ++j)
+      out[j] += wh * std::max(acc[j], 0.0f);
+  }
+}
+
 void silu_mul(float* a, const float* b, int64_t n) {
   for (int64_t i = 0; i < n; ++i)
     a[i] = a[i] / (1.0f + std::exp(-a[i])) * b[i];
 }
 
-void axpy(float* x, const float* y, float s, int64_t n) {
+DEEPINFER_HOT void axpy(float* x, const float* y, float s, int64_t n) {
   for (int64_t i = 0; i < n; ++i)
     x[i] += s * y[i];
 }

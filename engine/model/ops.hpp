@@ -22,6 +22,12 @@ float dot(const float* a, const float* b, int64_t n);
 void attend(const float* q, const float* k, const float* v, int64_t nk, int64_t heads,
             int64_t kv_heads, int64_t d, float* scores, float* out);
 
+/// Indexer scores of one query against `ctx` keys stored transposed (`kt[i * stride + j]` is
+/// component i of key j): out[j] = sum_h w[h] * relu(q[h] . k_j). Each score is summed in a
+/// fixed order (components, then heads) whatever ctx is. `acc` needs ctx floats.
+void index_scores(const float* q, const float* w, int64_t heads, int64_t dim, const float* kt,
+                  int64_t stride, int64_t ctx, float* acc, float* out);
+
 /// a[i] = silu(a[i]) * b[i].
 void silu_mul(float* a, const float* b, int64_t n);
 
