@@ -109,6 +109,10 @@ public:
   std::vector<decode_output> decode_step(std::span<const sequence_id> seqs,
                                          std::vector<float>* logits = nullptr);
 
+  /// Replaces the token the next decode step feeds (teacher forcing for measurements and
+  /// speculative verification). False when the sequence is unknown or still prefilling.
+  bool force_next_token(sequence_id seq, int32_t token);
+
   /// Block `index` (full, 128 tokens) of `seq`'s global KV as a buffer for the block store.
   std::optional<std::vector<std::byte>> export_block(sequence_id seq, int64_t index) const;
   /// The encoder SWA snapshot taken at align_down(L-1, 128) during the prefill (nullopt when the

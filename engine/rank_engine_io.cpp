@@ -90,6 +90,14 @@ std::vector<decode_output> rank_engine::decode_step(std::span<const sequence_id>
   return out;
 }
 
+bool rank_engine::force_next_token(sequence_id id, int32_t token) {
+  auto it = seqs_.find(id);
+  if (it == seqs_.end() || it->second->prefilling || token < 0 || token >= model().vocab_size)
+    return false;
+  it->second->tokens.back() = token;
+  return true;
+}
+
 std::optional<std::vector<std::byte>> rank_engine::export_block(sequence_id id,
                                                                 int64_t index) const {
   auto it = seqs_.find(id);
