@@ -115,9 +115,12 @@ int main(int argc, char** argv) {
     prefill_request req;
     req.seq = sequence_id{next++};
     req.tokens = prompt;
+    const auto s0 = e.compute().stats();
     auto t0 = clock_type::now();
     auto p = e.prefill(req);
     double t_miss = seconds_since(t0);
+    const auto s1 = e.compute().stats();
+    const double gemm_gflops = (s1.flops - s0.flops) / (s1.seconds - s0.seconds) / 1e9;
     if (p.status != engine_status::ok) {
       std::fprintf(stderr, "prefill failed: %s\n", p.error.c_str());
       return 1;
@@ -146,10 +149,11 @@ int main(int argc, char** argv) {
     const double gemm = flops::prefill_gemm(c, len, std::min<int64_t>(len, c.window));
     std::printf("prefill L=%lld: no hit %.2f s = %.0f tok/s, %.1f GFLOP/s (%.0f %% of sgemm peak; "
                 "gemm share %.0f %%); 96%% hit (h=%lld, import+snapshot) %.3f s = %.0f prompt tok/s "
-                "(x%.1f)\n",
+                "(x%.1f)\n  prefill GEMMs: %.1f GFLOP/s = %.0f %% of sgemm peak, %.0f %% of prefill time\n",
                 static_cast<long long>(len), t_miss, len / t_miss, fl / t_miss / 1e9,
                 100 * fl / t_miss / 1e9 / peak, 100 * gemm / fl, static_cast<long long>(h), t_hit,
-                len / t_hit, t_miss / t_hit);
+                len / t_hit, t_miss / t_hit, gemm_gflops, 100 * gemm_gflops / peak,
+                100 * (s1.seconds - s0.seconds) / t_miss);
     std::fflush(stdout);
     e.free(req.seq);
     e.free(hit.seq);

@@ -32,6 +32,16 @@ public:
       fn(i);
   }
 
+  /// Totals of the matrix products run so far (for roofline figures).
+  struct matmul_stats {
+    uint64_t calls = 0;
+    double flops = 0; ///< 2*m*n*k of the rows asked for (padding not counted).
+    double seconds = 0;
+  };
+
+  /// **optional** (default: zeros) — matrix product totals since construction.
+  virtual matmul_stats stats() const { return {}; }
+
   /// **optional** (default: 1) — how many workers `parallel_for` uses, to size per-worker scratch.
   virtual int workers() const { return 1; }
 

@@ -11,6 +11,9 @@
 
 #include "engine/rank_engine.hpp"
 
+#include <spdlog/sinks/stdout_color_sinks.h>
+#include <spdlog/spdlog.h>
+
 using namespace deepinfer::engine;
 
 namespace {
@@ -34,6 +37,8 @@ int usage() {
 } // namespace
 
 int main(int argc, char** argv) {
+  // stdout carries the result; logs go to stderr.
+  spdlog::set_default_logger(spdlog::stderr_color_mt("stderr"));
   std::string model_dir, prompt_text;
   std::vector<int32_t> prompt;
   prefill_request req;

@@ -13,9 +13,14 @@
 #include "engine/cost_model.hpp"
 #include "engine/rank_engine.hpp"
 
+#include <spdlog/sinks/stdout_color_sinks.h>
+#include <spdlog/spdlog.h>
+
 using namespace deepinfer::engine;
 
 int main(int argc, char** argv) {
+  // stdout carries the result; logs go to stderr.
+  spdlog::set_default_logger(spdlog::stderr_color_mt("stderr"));
   std::string model_dir, out;
   int64_t max_context = 8192;
   int threads = 2;

@@ -3,6 +3,7 @@
 #include <cblas.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cstring>
 #include <vector>
 
@@ -33,6 +34,15 @@ void cpu_backend::matmul(const float* x, int64_t m, int64_t k, const float* w, i
                          float* y, bool accumulate) {
   if (m <= 0)
     return;
+  const auto t0 = std::chrono::steady_clock::now();
+  run_sgemm(x, m, k, w, n, y, accumulate);
+  stats_.calls += 1;
+  stats_.flops += 2.0 * static_cast<double>(m) * static_cast<double>(n) * static_cast<double>(k);
+  stats_.seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+
+void cpu_backend::run_sgemm(const float* x, int64_t m, int64_t k, const float* w, int64_t n,
+                            float* y, bool accumulate) {
   const int64_t least = min_rows(n, k);
   const int64_t full = m >= least ? m / row_multiple * row_multiple : 0;
   const float beta = accumulate ? 1.0f : 0.0f;

@@ -26,10 +26,14 @@ public:
   void parallel_for(int64_t n, const std::function<void(int64_t)>& fn) override;
   int workers() const override { return pool_.size(); }
   int worker_index() const override { return thread_pool::current_index(); }
+  matmul_stats stats() const override { return stats_; }
 
 private:
+  void run_sgemm(const float* x, int64_t m, int64_t k, const float* w, int64_t n, float* y,
+                 bool accumulate);
   config config_;
   thread_pool pool_;
+  matmul_stats stats_;
 };
 
 } // namespace deepinfer::engine
