@@ -56,7 +56,7 @@ void ced_moe_forward::self_attention(const attention_weights& a,
     for (int64_t j = lo; j <= row.pos; ++j) {
       const float* kj = j >= first_pos ? k.data() + (first[r] + j - first_pos) * kvd : ring.k(j);
       const float* vj = j >= first_pos ? v.data() + (first[r] + j - first_pos) * kvd : ring.v(j);
-      std::memcpy(tls.k.data() + (j - lo) * kvd, kj, sizeof(float) * kvd);
+      ops::put_column(tls.k.data(), nk, j - lo, kj, kvd);
       std::memcpy(tls.v.data() + (j - lo) * kvd, vj, sizeof(float) * kvd);
     }
     ops::attend(q.data() + r * qd, tls.k.data(), tls.v.data(), nk, c.heads, c.kv_heads,
@@ -139,7 +139,7 @@ void ced_moe_forward::cross_attention(const decoder_layer_weights& d,
     fit(tls.scores, nk);
     for (int64_t t = 0; t < nk; ++t) {
       const float* src = at(picks[static_cast<std::size_t>(t)]);
-      std::memcpy(tls.k.data() + t * kvd, src + (2 * group) * kvd, sizeof(float) * kvd);
+      ops::put_column(tls.k.data(), nk, t, src + (2 * group) * kvd, kvd);
       std::memcpy(tls.v.data() + t * kvd, src + (2 * group + 1) * kvd, sizeof(float) * kvd);
     }
     ops::attend(q.data() + r * qd, tls.k.data(), tls.v.data(), nk, c.heads, c.kv_heads,

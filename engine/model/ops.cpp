@@ -56,16 +56,24 @@ DEEPINFER_HOT float dot(const float* a, const float* b, int64_t n) {
   return s;
 }
 
-DEEPINFER_HOT void attend(const float* q, const float* k, const float* v, int64_t nk, int64_t heads,
-            int64_t kv_heads, int64_t d, float* scores, float* out) {
+DEEPINFER_HOT void attend(const float* q, const float* kt, const float* v, int64_t nk,
+                          int64_t heads, int64_t kv_heads, int64_t d, float* scores, float* out) {
   const int64_t group = heads / kv_heads, kvw = kv_heads * d;
   const float scale = 1.0f / std::sqrt(static_cast<float>(d));
   for (int64_t h = 0; h < heads; ++h) {
     const float* qh = q + h * d;
-    const int64_t off = (h / group) * d;
+    const int64_t g = h / group;
+    // Scores over keys: the inner loop runs over j, so it vectorizes without reordering sums.
+    std::fill(scores, scores + nk, 0.0f);
+    for (int64_t i = 0; i < d; ++i) {
+      const float qi = qh[i];
+      const float* col = kt + (g * d + i) * nk;
+      for (int64_t j = 0; j < nk; ++j)
+        scores[j] += qi * col[j];
+    }
     float mx = -INFINITY;
     for (int64_t j = 0; j < nk; ++j) {
-      scores[j] = dot(qh, k + j * kvw + off, d) * scale;
+      scores[j] *= scale;
       mx = std::max(mx, scores[j]);
     }
     float sum = 0.0f;
@@ -77,12 +85,17 @@ DEEPINFER_HOT void attend(const float* q, const float* k, const float* v, int64_
     std::fill(oh, oh + d, 0.0f);
     const float inv = 1.0f / sum;
     for (int64_t j = 0; j < nk; ++j) {
-      const float* vj = v + j * kvw + off;
+      const float* vj = v + j * kvw + g * d;
       const float p = scores[j] * inv;
       for (int64_t i = 0; i < d; ++i)
         oh[i] += p * vj[i];
     }
   }
+}
+
+void put_column(float* kt, int64_t nk, int64_t j, const float* src, int64_t width) {
+  for (int64_t i = 0; i < width; ++i)
+    kt[i * nk + j] = src[i];
 }
 
 // The loops run over keys, so vectorizing them changes no summation order.
