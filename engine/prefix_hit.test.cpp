@@ -83,6 +83,34 @@ BOOST_AUTO_TEST_CASE(replay_of_the_first_block_is_exact) {
   e.free(req.seq);
 }
 
+BOOST_AUTO_TEST_CASE(decode_snapshots_at_block_boundaries_serve_later_hits_exactly) {
+  // A conversation's next turn hits the blocks and the snapshot written during decode.
+  auto& e = tiny_engine();
+  auto [a, a_logits] = prefill_fresh(random_tokens(120, 27), decoder_mode::bounded);
+  BOOST_TEST(!e.export_snapshot(a).has_value()); // shorter than one block
+  std::vector<sequence_id> one{a};
+  for (int i = 0; i < 10; ++i)
+    e.decode_step(one); // crosses 128
+  auto snap = e.export_snapshot(a);
+  BOOST_REQUIRE(snap);
+  auto turn = e.tokens(a);
+  auto more = random_tokens(200, 28);
+  turn.insert(turn.end(), more.begin(), more.end());
+  auto [c, c_logits] = prefill_fresh(turn, decoder_mode::bounded);
+  prefill_request req;
+  req.seq = next_seq();
+  req.tokens = turn;
+  req.hit_length = 128;
+  req.snapshot = snap;
+  req.hit_blocks.push_back(*e.export_block(a, 0));
+  auto p = e.prefill(req);
+  BOOST_REQUIRE_MESSAGE(p.status == engine_status::ok, p.error);
+  BOOST_TEST(max_abs_diff(p.logits, c_logits) == 0.0f);
+  e.free(a);
+  e.free(c);
+  e.free(req.seq);
+}
+
 BOOST_AUTO_TEST_CASE(snapshot_miss_replays_the_last_block_and_reuses_its_kv) {
   auto& e = tiny_engine();
   auto prompt = random_tokens(1200, 22);

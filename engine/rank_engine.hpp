@@ -115,8 +115,8 @@ public:
 
   /// Block `index` (full, 128 tokens) of `seq`'s global KV as a buffer for the block store.
   std::optional<std::vector<std::byte>> export_block(sequence_id seq, int64_t index) const;
-  /// The encoder SWA snapshot taken at align_down(L-1, 128) during the prefill (nullopt when the
-  /// prompt is shorter than 129 tokens or the snapshot position was inside the hit).
+  /// The latest encoder SWA snapshot: taken at align_down(L-1, 128) during the prefill, then at
+  /// each 128 boundary decode crosses (nullopt when none was taken yet).
   std::optional<std::vector<std::byte>> export_snapshot(sequence_id seq) const;
   /// Everything decode needs to continue `seq` elsewhere: tokens, KV rows, both windows.
   std::optional<std::vector<std::byte>> export_sequence(sequence_id seq) const;

@@ -82,6 +82,10 @@ std::vector<decode_output> rank_engine::decode_step(std::span<const sequence_id>
   for (int64_t r = 0; r < n; ++r) {
     auto& s = *live[r];
     ++s.kv_len;
+    // Crossing a block boundary: keep the window there as the sequence's snapshot (DESIGN.md
+    // §4.2's copy area; this step is synchronous, so the copy is taken exactly at the boundary).
+    if (s.kv_len % 128 == 0)
+      s.snapshot = kv_codec::encode_window(s.windows.encoder, s.windows.encoder_lo, c.fingerprint);
     auto& o = out[slot[r]];
     o.finished = sample_and_append(s, lg.data() + r * c.vocab_size, o.token);
   }
