@@ -83,6 +83,31 @@ BOOST_AUTO_TEST_CASE(bf16_model_loads_as_the_rounded_f32_weights) {
   }
 }
 
+BOOST_AUTO_TEST_CASE(untied_model_has_its_own_lm_head) {
+  auto c = testing::micro_config();
+  c.tied_embeddings = false;
+  auto dir = testing::scratch_dir("untied");
+  BOOST_REQUIRE(random_model::write(c, 4, dir).empty());
+  auto r = model_weights::load(dir);
+  BOOST_REQUIRE_MESSAGE(r.weights, r.error);
+  BOOST_TEST(r.weights->lm_head != r.weights->embed);
+  BOOST_TEST(r.weights->lm_head[0] != r.weights->embed[0]);
+}
+
+BOOST_AUTO_TEST_CASE(config_json_round_trips_and_rejects_bad_shapes) {
+  auto c = model_config::small();
+  c.fingerprint = "0123456789abcdef";
+  auto back = config_from_json(to_json(c));
+  BOOST_REQUIRE_MESSAGE(back.config, back.error);
+  BOOST_TEST(to_json(*back.config) == to_json(c));
+  BOOST_TEST(back.config->kv_layout() == c.kv_layout());
+  auto bad = config_from_json(R"({"heads": 5, "kv_heads": 2})");
+  BOOST_TEST(!bad.config);
+  BOOST_TEST(bad.error.find("multiple of kv_heads") != std::string::npos, bad.error);
+  BOOST_TEST(!config_from_json(R"({"dtype": "f8"})").config);
+  BOOST_TEST(!config_from_json("{not json").config);
+}
+
 BOOST_AUTO_TEST_CASE(missing_tensor_is_named) {
   auto r = model_weights::load(write_damaged("missing", damage::drop_tensor, "dec.2.index.wq"));
   BOOST_TEST(!r.weights);
