@@ -44,23 +44,48 @@ void ced_moe_forward::self_attention(const attention_weights& a,
     first[r] = (r > 0 && rows[r - 1].seq == rows[r].seq) ? first[r - 1] : r;
   }
   const auto li = static_cast<std::size_t>(layer);
+  // One key span per sequence of the batch: consecutive rows share almost all of their window,
+  // so the span [window start of the first row, last row] is gathered (keys transposed) once and
+  // every row attends to its own slice of it.
+  struct span {
+    int64_t lo = 0, count = 0;
+    std::vector<float> kt, v;
+  };
+  std::vector<span> spans;
+  std::vector<int64_t> span_of(static_cast<std::size_t>(n));
+  for (int64_t r = 0; r < n; ++r) {
+    if (first[r] == r) {
+      const auto& w = *rows[r].windows;
+      spans.push_back({std::max(dec ? w.decoder_lo : w.encoder_lo, rows[r].pos - c.window + 1), 0,
+                       {}, {}});
+    }
+    span_of[r] = static_cast<int64_t>(spans.size()) - 1;
+    spans.back().count = rows[r].pos - spans.back().lo + 1;
+  }
+  b_.parallel_for(static_cast<int64_t>(spans.size()), [&](int64_t g) {
+    auto& sp = spans[static_cast<std::size_t>(g)];
+    const int64_t r0 = std::find(span_of.begin(), span_of.end(), g) - span_of.begin();
+    const swa_ring& ring = dec ? rows[r0].windows->decoder[li] : rows[r0].windows->encoder[li];
+    const int64_t first_pos = rows[r0].pos;
+    sp.kt.resize(static_cast<std::size_t>(sp.count * kvd));
+    sp.v.resize(sp.kt.size());
+    for (int64_t j = sp.lo; j < sp.lo + sp.count; ++j) {
+      const float* kj = j >= first_pos ? k.data() + (r0 + j - first_pos) * kvd : ring.k(j);
+      const float* vj = j >= first_pos ? v.data() + (r0 + j - first_pos) * kvd : ring.v(j);
+      ops::put_column(sp.kt.data(), sp.count, j - sp.lo, kj, kvd);
+      std::memcpy(sp.v.data() + (j - sp.lo) * kvd, vj, sizeof(float) * kvd);
+    }
+  });
   b_.parallel_for(n, [&](int64_t r) {
     const auto& row = rows[r];
-    const swa_ring& ring = dec ? row.windows->decoder[li] : row.windows->encoder[li];
+    const auto& sp = spans[static_cast<std::size_t>(span_of[r])];
     const int64_t lo = std::max(dec ? row.windows->decoder_lo : row.windows->encoder_lo,
                                 row.pos - c.window + 1);
-    const int64_t first_pos = rows[first[r]].pos, nk = row.pos - lo + 1;
-    fit(tls.k, nk * kvd);
-    fit(tls.v, nk * kvd);
+    const int64_t nk = row.pos - lo + 1;
     fit(tls.scores, nk);
-    for (int64_t j = lo; j <= row.pos; ++j) {
-      const float* kj = j >= first_pos ? k.data() + (first[r] + j - first_pos) * kvd : ring.k(j);
-      const float* vj = j >= first_pos ? v.data() + (first[r] + j - first_pos) * kvd : ring.v(j);
-      ops::put_column(tls.k.data(), nk, j - lo, kj, kvd);
-      std::memcpy(tls.v.data() + (j - lo) * kvd, vj, sizeof(float) * kvd);
-    }
-    ops::attend(q.data() + r * qd, tls.k.data(), tls.v.data(), nk, c.heads, c.kv_heads,
-                c.head_dim, tls.scores.data(), att.data() + r * qd);
+    ops::attend(q.data() + r * qd, sp.kt.data() + (lo - sp.lo), sp.count,
+                sp.v.data() + (lo - sp.lo) * kvd, nk, c.heads, c.kv_heads, c.head_dim,
+                tls.scores.data(), att.data() + r * qd);
   });
   b_.matmul(att.data(), n, qd, a.wo, h, x, true);
   for (int64_t r = 0; r < n; ++r) {
@@ -142,7 +167,7 @@ void ced_moe_forward::cross_attention(const decoder_layer_weights& d,
       ops::put_column(tls.k.data(), nk, t, src + (2 * group) * kvd, kvd);
       std::memcpy(tls.v.data() + t * kvd, src + (2 * group + 1) * kvd, sizeof(float) * kvd);
     }
-    ops::attend(q.data() + r * qd, tls.k.data(), tls.v.data(), nk, c.heads, c.kv_heads,
+    ops::attend(q.data() + r * qd, tls.k.data(), nk, tls.v.data(), nk, c.heads, c.kv_heads,
                 c.head_dim, tls.scores.data(), att.data() + r * qd);
   });
   b_.matmul(att.data(), n, qd, d.cross_wo, h, x, true);

@@ -18,11 +18,12 @@ void rope_angles(int64_t pos, int64_t head_dim, float theta, float* cs);
 float dot(const float* a, const float* b, int64_t n);
 
 /// Grouped-query attention of one query row over `nk` gathered keys (ascending positions):
-/// q [heads x d]; kt the keys transposed, [kv_heads x d x nk] (`kt[(g*d + i)*nk + j]`); v
-/// [nk x kv_heads x d]; out [heads x d]. Each score sums its d products in a fixed order, so a
-/// key's score never depends on nk. `scores` needs nk floats.
-void attend(const float* q, const float* kt, const float* v, int64_t nk, int64_t heads,
-            int64_t kv_heads, int64_t d, float* scores, float* out);
+/// q [heads x d]; kt the keys transposed, [kv_heads x d] rows of `stride` floats whose first nk
+/// entries are the keys (`kt[(g*d + i)*stride + j]`); v [nk x kv_heads x d]; out [heads x d].
+/// Each score sums its d products in a fixed order, so a key's score never depends on nk.
+/// `scores` needs nk floats.
+void attend(const float* q, const float* kt, int64_t stride, const float* v, int64_t nk,
+            int64_t heads, int64_t kv_heads, int64_t d, float* scores, float* out);
 
 /// Writes key row `src` [width] as column j of the transposed buffer `kt` [width x nk].
 void put_column(float* kt, int64_t nk, int64_t j, const float* src, int64_t width);
