@@ -1,10 +1,11 @@
-// bench_engine_roofline MODEL_DIR [--contexts 8192,32768] [--batches 1,8,64] [--threads 2]
+// bench_engine_roofline MODEL_DIR [--contexts 8192,32768] [--batches 1,8,64] [--threads 2] [--cpu-time 1]
 // This machine's roofline (sgemm GFLOP/s, memory bandwidth) and, in the same run, the engine's
 // prefill tokens/s (no hit vs a 96 % hit) and decode tokens/s, each as a fraction of it.
 #include <cblas.h>
 
 #include <algorithm>
 #include <chrono>
+#include <ctime>
 #include <cstdio>
 #include <cstring>
 #include <random>
@@ -16,12 +17,26 @@
 #include "engine/rank_engine.hpp"
 
 using namespace deepinfer::engine;
-using clock_type = std::chrono::steady_clock;
+// With --cpu-time the bench runs on one core (engine and OpenBLAS) and times with the
+// process CPU clock, which the other jobs of a shared machine do not inflate.
+bool use_cpu_time = false;
+
+struct clock_type {
+  using time_point = double;
+  static double now() {
+    if (use_cpu_time) {
+      timespec t{};
+      clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t);
+      return static_cast<double>(t.tv_sec) + static_cast<double>(t.tv_nsec) * 1e-9;
+    }
+    return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+  }
+};
 
 namespace {
 
-double seconds_since(clock_type::time_point t0) {
-  return std::chrono::duration<double>(clock_type::now() - t0).count();
+double seconds_since(double t0) {
+  return clock_type::now() - t0;
 }
 
 double sgemm_gflops(int m, int n, int k, int reps) {
@@ -78,7 +93,7 @@ std::vector<int32_t> random_prompt(int64_t n, uint64_t seed, int32_t vocab) {
 
 int main(int argc, char** argv) {
   if (argc < 2) {
-    std::fprintf(stderr, "usage: bench_engine_roofline MODEL_DIR [--contexts A,B] [--batches A,B] [--threads N]\n");
+    std::fprintf(stderr, "usage: bench_engine_roofline MODEL_DIR [--contexts A,B] [--batches A,B] [--threads N] [--cpu-time 1]\n");
     return 2;
   }
   std::string dir = argv[1];
@@ -92,7 +107,13 @@ int main(int argc, char** argv) {
       batches = parse_list(argv[i + 1]);
     else if (a == "--threads")
       threads = std::stoi(argv[i + 1]);
+    else if (a == "--cpu-time" && std::string{argv[i + 1]} == "1") {
+      use_cpu_time = true;
+      threads = 1;
+      openblas_set_num_threads(1);
+    }
   }
+  std::printf("clock: %s, engine threads %d\n", use_cpu_time ? "process CPU time, 1 core" : "wall", threads);
   int64_t max_ctx = *std::max_element(contexts.begin(), contexts.end());
   int64_t max_b = *std::max_element(batches.begin(), batches.end());
   auto loaded = rank_engine::load(dir, rank_engine::config{2 * (max_ctx / 128) + max_b * 10 + 16, threads});
