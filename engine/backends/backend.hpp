@@ -1,0 +1,52 @@
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <string>
+
+namespace deepinfer::engine {
+
+/// The compute primitives the `ced_moe` forward runs on. The forward keeps every activation in
+/// host-addressable f32 buffers and calls these for the heavy work; a CUDA backend implements the
+/// same methods over device memory with unified addressing.
+///
+/// Determinism contract (what the exactness tests rely on): a row's result may depend only on
+/// that row and the weights, never on how many other rows are in the call. Chunked prefill,
+/// batched decode and recompute-from-scratch are then bit-identical.
+class backend {
+public:
+  virtual ~backend() = default;
+
+  /// **required** — a short name for logs ("cpu-openblas").
+  virtual std::string name() const = 0;
+
+  /// **required** — `y[m x n] = x[m x k] * w[n x k]^T`, or `y += ...` when `accumulate`. Row-major,
+  /// rows contiguous (leading dimensions k, k, n).
+  virtual void matmul(const float* x, int64_t m, int64_t k, const float* w, int64_t n, float* y,
+                      bool accumulate = false) = 0;
+
+  /// **optional** (default: a serial loop) — runs `fn(i)` for every i in [0, n), possibly in
+  /// parallel; returns when all are done. `fn` must not call `parallel_for` again.
+  virtual void parallel_for(int64_t n, const std::function<void(int64_t)>& fn) {
+    for (int64_t i = 0; i < n; ++i)
+      fn(i);
+  }
+
+  /// Totals of the matrix products run so far (for roofline figures).
+  struct matmul_stats {
+    uint64_t calls = 0;
+    double flops = 0; ///< 2*m*n*k of the rows asked for (padding not counted).
+    double seconds = 0;
+  };
+
+  /// **optional** (default: zeros) — matrix product totals since construction.
+  virtual matmul_stats stats() const { return {}; }
+
+  /// **optional** (default: 1) — how many workers `parallel_for` uses, to size per-worker scratch.
+  virtual int workers() const { return 1; }
+
+  /// **optional** (default: 0) — index of the calling worker inside `parallel_for`, in [0, workers()).
+  virtual int worker_index() const { return 0; }
+};
+
+} // namespace deepinfer::engine

@@ -1,0 +1,57 @@
+#include "engine/backends/cpu/cpu_backend.hpp"
+
+#include <cstring>
+#include <random>
+#include <vector>
+
+#include <boost/test/unit_test.hpp>
+
+using namespace deepinfer::engine;
+
+BOOST_AUTO_TEST_SUITE(cpu_backend_suite)
+
+// The determinism contract: a row's product does not depend on the other rows of the call.
+BOOST_AUTO_TEST_CASE(matmul_rows_are_independent_of_the_batch) {
+  cpu_backend b(cpu_backend::config{2, 0});
+  std::mt19937 rng(1);
+  std::normal_distribution<float> d;
+  for (auto [k, n] : std::vector<std::pair<int64_t, int64_t>>{
+           {128, 128}, {128, 64}, {128, 16}, {128, 32}, {256, 128}, {128, 1000}, {96, 40}}) {
+    const int64_t big = 1024;
+    std::vector<float> w(static_cast<std::size_t>(n * k)), x(static_cast<std::size_t>(big * k));
+    for (auto& v : w)
+      v = d(rng);
+    for (auto& v : x)
+      v = d(rng);
+    std::vector<float> all(static_cast<std::size_t>(big * n));
+    b.matmul(x.data(), big, k, w.data(), n, all.data(), false);
+    int bad = 0;
+    for (int64_t m : {1, 3, 8, 13, 64, 129, 500})
+      for (int64_t row = 0; row + m <= big; row += 97) {
+        std::vector<float> y(static_cast<std::size_t>(m * n));
+        b.matmul(x.data() + row * k, m, k, w.data(), n, y.data(), false);
+        bad += std::memcmp(y.data(), all.data() + row * n, y.size() * sizeof(float)) != 0;
+      }
+    BOOST_TEST(bad == 0, "k=" << k << " n=" << n);
+  }
+}
+
+BOOST_AUTO_TEST_CASE(matmul_accumulates_when_asked) {
+  cpu_backend b(cpu_backend::config{1, 0});
+  std::vector<float> x{1, 2}, w{3, 4, 5, 6}, y{10, 20};
+  b.matmul(x.data(), 1, 2, w.data(), 2, y.data(), true);
+  BOOST_TEST(y[0] == 10 + 1 * 3 + 2 * 4);
+  BOOST_TEST(y[1] == 20 + 1 * 5 + 2 * 6);
+}
+
+BOOST_AUTO_TEST_CASE(parallel_for_runs_every_index_once) {
+  cpu_backend b(cpu_backend::config{3, 0});
+  for (int round = 0; round < 50; ++round) {
+    std::vector<std::atomic<int>> hits(1000);
+    b.parallel_for(1000, [&](int64_t i) { hits[static_cast<std::size_t>(i)]++; });
+    for (auto& h : hits)
+      BOOST_TEST(h.load() == 1);
+  }
+}
+
+BOOST_AUTO_TEST_SUITE_END()

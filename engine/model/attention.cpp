@@ -1,0 +1,176 @@
+// The two attention blocks of ced_moe_forward: sliding-window self-attention (encoder and
+// decoder) and the decoder's cross-attention over global KV with indexer top-k selection.
+#include <algorithm>
+#include <cstring>
+#include <numeric>
+
+#include "engine/model/forward.hpp"
+#include "engine/model/ops.hpp"
+
+namespace deepinfer::engine {
+
+namespace {
+
+// Per-worker gather buffers; sized on first use.
+struct scratch {
+  std::vector<float> k, v, scores, index_scores;
+  std::vector<int64_t> picks;
+};
+thread_local scratch tls;
+
+void fit(std::vector<float>& v, int64_t n) {
+  if (static_cast<int64_t>(v.size()) < n)
+    v.resize(static_cast<std::size_t>(n));
+}
+
+} // namespace
+
+void ced_moe_forward::self_attention(const attention_weights& a,
+                                     std::span<const forward_row> rows, bool dec, int layer,
+                                     float* x) {
+  const auto& c = config();
+  const int64_t n = static_cast<int64_t>(rows.size()), h = c.hidden;
+  const int64_t qd = int64_t{c.heads} * c.head_dim, kvd = int64_t{c.kv_heads} * c.head_dim;
+  std::vector<float> xn(static_cast<std::size_t>(n * h)), q(static_cast<std::size_t>(n * qd)),
+      k(static_cast<std::size_t>(n * kvd)), v(k.size()), att(q.size());
+  ops::rms_norm(x, n, h, a.norm, c.norm_eps, xn.data());
+  b_.matmul(xn.data(), n, h, a.wq, qd, q.data());
+  b_.matmul(xn.data(), n, h, a.wk, kvd, k.data());
+  b_.matmul(xn.data(), n, h, a.wv, kvd, v.data());
+  std::vector<int64_t> first(static_cast<std::size_t>(n));
+  for (int64_t r = 0; r < n; ++r) {
+    ops::rope(q.data() + r * qd, c.heads, c.head_dim, rope_at(rows[r].pos));
+    ops::rope(k.data() + r * kvd, c.kv_heads, c.head_dim, rope_at(rows[r].pos));
+    first[r] = (r > 0 && rows[r - 1].seq == rows[r].seq) ? first[r - 1] : r;
+  }
+  const auto li = static_cast<std::size_t>(layer);
+  // One key span per sequence of the batch: consecutive rows share almost all of their window,
+  // so the span [window start of the first row, last row] is gathered (keys transposed) once and
+  // every row attends to its own slice of it.
+  struct span {
+    int64_t lo = 0, count = 0;
+    std::vector<float> kt, v;
+  };
+  std::vector<span> spans;
+  std::vector<int64_t> span_of(static_cast<std::size_t>(n));
+  for (int64_t r = 0; r < n; ++r) {
+    if (first[r] == r) {
+      const auto& w = *rows[r].windows;
+      spans.push_back({std::max(dec ? w.decoder_lo : w.encoder_lo, rows[r].pos - c.window + 1), 0,
+                       {}, {}});
+    }
+    span_of[r] = static_cast<int64_t>(spans.size()) - 1;
+    spans.back().count = rows[r].pos - spans.back().lo + 1;
+  }
+  b_.parallel_for(static_cast<int64_t>(spans.size()), [&](int64_t g) {
+    auto& sp = spans[static_cast<std::size_t>(g)];
+    const int64_t r0 = std::find(span_of.begin(), span_of.end(), g) - span_of.begin();
+    const swa_ring& ring = dec ? rows[r0].windows->decoder[li] : rows[r0].windows->encoder[li];
+    const int64_t first_pos = rows[r0].pos;
+    sp.kt.resize(static_cast<std::size_t>(sp.count * kvd));
+    sp.v.resize(sp.kt.size());
+    for (int64_t j = sp.lo; j < sp.lo + sp.count; ++j) {
+      const float* kj = j >= first_pos ? k.data() + (r0 + j - first_pos) * kvd : ring.k(j);
+      const float* vj = j >= first_pos ? v.data() + (r0 + j - first_pos) * kvd : ring.v(j);
+      ops::put_column(sp.kt.data(), sp.count, j - sp.lo, kj, kvd);
+      std::memcpy(sp.v.data() + (j - sp.lo) * kvd, vj, sizeof(float) * kvd);
+    }
+  });
+  b_.parallel_for(n, [&](int64_t r) {
+    const auto& row = rows[r];
+    const auto& sp = spans[static_cast<std::size_t>(span_of[r])];
+    const int64_t lo = std::max(dec ? row.windows->decoder_lo : row.windows->encoder_lo,
+                                row.pos - c.window + 1);
+    const int64_t nk = row.pos - lo + 1;
+    fit(tls.scores, nk);
+    ops::attend(q.data() + r * qd, sp.kt.data() + (lo - sp.lo), sp.count,
+                sp.v.data() + (lo - sp.lo) * kvd, nk, c.heads, c.kv_heads, c.head_dim,
+                tls.scores.data(), att.data() + r * qd);
+  });
+  b_.matmul(att.data(), n, qd, a.wo, h, x, true);
+  for (int64_t r = 0; r < n; ++r) {
+    auto& ring = dec ? rows[r].windows->decoder[li] : rows[r].windows->encoder[li];
+    ring.push(rows[r].pos, k.data() + r * kvd, v.data() + r * kvd);
+  }
+}
+
+void ced_moe_forward::cross_attention(const decoder_layer_weights& d,
+                                      std::span<const forward_row> rows, int layer, float* x,
+                                      const kv_pool& pool) {
+  const auto& c = config();
+  const int64_t n = static_cast<int64_t>(rows.size()), h = c.hidden;
+  const int64_t qd = int64_t{c.heads} * c.head_dim, kvd = int64_t{c.kv_heads} * c.head_dim;
+  const int64_t iqd = int64_t{c.index_heads} * c.index_dim;
+  const int64_t group = layer % c.kv_groups, ik_off = 2 * int64_t{c.kv_groups} * kvd;
+  const int64_t fpt = pool.geometry().floats_per_token, tpb = pool.geometry().tokens_per_block;
+  std::vector<float> xn(static_cast<std::size_t>(n * h)), q(static_cast<std::size_t>(n * qd)),
+      iq(static_cast<std::size_t>(n * iqd)), att(q.size());
+  ops::rms_norm(x, n, h, d.cross_norm, c.norm_eps, xn.data());
+  b_.matmul(xn.data(), n, h, d.cross_wq, qd, q.data());
+  b_.matmul(xn.data(), n, h, d.index_wq, iqd, iq.data());
+  for (int64_t r = 0; r < n; ++r)
+    ops::rope(q.data() + r * qd, c.heads, c.head_dim, rope_at(rows[r].pos));
+  // The indexer keys of each sequence in the batch, transposed ([index_dim x ctx]) so scoring
+  // streams over keys.
+  std::vector<int64_t> group_of(static_cast<std::size_t>(n));
+  std::vector<std::pair<int64_t, std::vector<float>>> groups; // (ctx, keys)
+  for (int64_t r = 0; r < n; ++r) {
+    if (r == 0 || !(rows[r - 1].seq == rows[r].seq))
+      groups.emplace_back(0, std::vector<float>{});
+    group_of[r] = static_cast<int64_t>(groups.size()) - 1;
+    groups.back().first = std::max(groups.back().first, rows[r].pos + 1);
+  }
+  b_.parallel_for(static_cast<int64_t>(groups.size()), [&](int64_t g) {
+    auto& [ctx, kt] = groups[static_cast<std::size_t>(g)];
+    if (ctx <= c.index_topk)
+      return;
+    const auto& table = pool.table(rows[std::find(group_of.begin(), group_of.end(), g) -
+                                        group_of.begin()].seq);
+    kt.resize(static_cast<std::size_t>(ctx * c.index_dim));
+    for (int64_t j = 0; j < ctx; ++j) {
+      const float* src = pool.block_data(table[static_cast<std::size_t>(j / tpb)]) +
+                         (j % tpb) * fpt + ik_off;
+      for (int64_t i = 0; i < c.index_dim; ++i)
+        kt[static_cast<std::size_t>(i * ctx + j)] = src[i];
+    }
+  });
+  b_.parallel_for(n, [&](int64_t r) {
+    const auto& row = rows[r];
+    const auto& table = pool.table(row.seq);
+    auto at = [&](int64_t j) {
+      return pool.block_data(table[static_cast<std::size_t>(j / tpb)]) + (j % tpb) * fpt;
+    };
+    const int64_t ctx = row.pos + 1;
+    auto& picks = tls.picks;
+    picks.resize(static_cast<std::size_t>(ctx));
+    std::iota(picks.begin(), picks.end(), int64_t{0});
+    if (ctx > c.index_topk) {
+      // Indexer: score every earlier position by sum_h w_h * relu(q_h . k_j), keep the top k;
+      // ties go to the earlier position so the choice is a pure function of the scores.
+      fit(tls.index_scores, ctx);
+      fit(tls.scores, ctx);
+      const auto& [gctx, kt] = groups[static_cast<std::size_t>(group_of[r])];
+      ops::index_scores(iq.data() + r * iqd, d.index_w, c.index_heads, c.index_dim, kt.data(),
+                        gctx, ctx, tls.scores.data(), tls.index_scores.data());
+      const auto* sc = tls.index_scores.data();
+      std::nth_element(picks.begin(), picks.begin() + c.index_topk, picks.end(),
+                       [&](int64_t a, int64_t b) { return sc[a] > sc[b] || (sc[a] == sc[b] && a < b); });
+      picks.resize(static_cast<std::size_t>(c.index_topk));
+      std::sort(picks.begin(), picks.end());
+    }
+    const auto nk = static_cast<int64_t>(picks.size());
+    fit(tls.k, nk * kvd);
+    fit(tls.v, nk * kvd);
+    fit(tls.scores, nk);
+    for (int64_t t = 0; t < nk; ++t) {
+      const float* src = at(picks[static_cast<std::size_t>(t)]);
+      ops::put_column(tls.k.data(), nk, t, src + (2 * group) * kvd, kvd);
+      std::memcpy(tls.v.data() + t * kvd, src + (2 * group + 1) * kvd, sizeof(float) * kvd);
+    }
+    ops::attend(q.data() + r * qd, tls.k.data(), nk, tls.v.data(), nk, c.heads, c.kv_heads,
+                c.head_dim, tls.scores.data(), att.data() + r * qd);
+  });
+  b_.matmul(att.data(), n, qd, d.cross_wo, h, x, true);
+}
+
+} // namespace deepinfer::engine

@@ -1,0 +1,93 @@
+#include "engine/model/forward.hpp"
+
+#include <algorithm>
+#include <cstring>
+
+#include "engine/model/ops.hpp"
+
+namespace deepinfer::engine {
+
+sequence_windows sequence_windows::make(const model_config& c) {
+  sequence_windows w;
+  swa_ring::config rc{c.ring, int64_t{c.kv_heads} * c.head_dim};
+  w.encoder.assign(static_cast<std::size_t>(c.encoder_layers), swa_ring(rc));
+  w.decoder.assign(static_cast<std::size_t>(c.decoder_layers), swa_ring(rc));
+  return w;
+}
+
+ced_moe_forward::ced_moe_forward(const model_weights& w, backend& b) : w_(w), b_(b) {}
+
+void ced_moe_forward::ensure_rope(std::span<const forward_row> rows) {
+  const int64_t d = config().head_dim;
+  int64_t need = 0;
+  for (const auto& r : rows)
+    need = std::max(need, r.pos + 1);
+  // Grow geometrically so a long decode does not recompute the table every step.
+  const auto have = static_cast<int64_t>(rope_.size()) / d;
+  if (need <= have)
+    return;
+  need = std::max(need, 2 * have);
+  rope_.resize(static_cast<std::size_t>(need * d));
+  for (int64_t p = have; p < need; ++p)
+    ops::rope_angles(p, d, config().rope_theta, rope_.data() + p * d);
+}
+
+void ced_moe_forward::encoder(std::span<const forward_row> rows, const int32_t* tokens,
+                              float* out) {
+  const auto& c = config();
+  const int64_t n = static_cast<int64_t>(rows.size()), h = c.hidden;
+  ensure_rope(rows);
+  for (int64_t r = 0; r < n; ++r)
+    std::memcpy(out + r * h, w_.embed + int64_t{tokens[r]} * h, sizeof(float) * h);
+  for (int l = 0; l < c.encoder_layers; ++l) {
+    const auto& lw = w_.encoder[static_cast<std::size_t>(l)];
+    self_attention(lw.attn, rows, false, l, out);
+    moe(lw.moe, n, out);
+  }
+}
+
+void ced_moe_forward::global_kv(std::span<const forward_row> rows, const float* enc_out,
+                                kv_pool& pool) {
+  const auto& c = config();
+  const int64_t n = static_cast<int64_t>(rows.size()), h = c.hidden;
+  const int64_t kvd = int64_t{c.kv_heads} * c.head_dim, g = c.kv_groups;
+  std::vector<float> xn(static_cast<std::size_t>(n * h)), k(static_cast<std::size_t>(n * g * kvd)),
+      v(k.size()), ik(static_cast<std::size_t>(n * c.index_dim));
+  ensure_rope(rows);
+  ops::rms_norm(enc_out, n, h, w_.global.norm, c.norm_eps, xn.data());
+  b_.matmul(xn.data(), n, h, w_.global.wk, g * kvd, k.data());
+  b_.matmul(xn.data(), n, h, w_.global.wv, g * kvd, v.data());
+  b_.matmul(xn.data(), n, h, w_.global.wik, c.index_dim, ik.data());
+  for (int64_t r = 0; r < n; ++r) {
+    float* kr = k.data() + r * g * kvd;
+    ops::rope(kr, g * c.kv_heads, c.head_dim, rope_at(rows[r].pos));
+    // Row layout: [group][K | V][kv_heads x head_dim], then the indexer key.
+    float* dst = pool.row(rows[r].seq, rows[r].pos);
+    for (int64_t gi = 0; gi < g; ++gi) {
+      std::memcpy(dst + (2 * gi) * kvd, kr + gi * kvd, sizeof(float) * kvd);
+      std::memcpy(dst + (2 * gi + 1) * kvd, v.data() + (r * g + gi) * kvd, sizeof(float) * kvd);
+    }
+    std::memcpy(dst + 2 * g * kvd, ik.data() + r * c.index_dim, sizeof(float) * c.index_dim);
+  }
+}
+
+void ced_moe_forward::decoder(std::span<const forward_row> rows, float* x, const kv_pool& pool) {
+  const auto& c = config();
+  const int64_t n = static_cast<int64_t>(rows.size());
+  ensure_rope(rows);
+  for (int l = 0; l < c.decoder_layers; ++l) {
+    const auto& lw = w_.decoder[static_cast<std::size_t>(l)];
+    self_attention(lw.attn, rows, true, l, x);
+    cross_attention(lw, rows, l, x, pool);
+    moe(lw.moe, n, x);
+  }
+}
+
+void ced_moe_forward::logits(const float* x, int64_t n, float* out) {
+  const auto& c = config();
+  std::vector<float> xn(static_cast<std::size_t>(n * c.hidden));
+  ops::rms_norm(x, n, c.hidden, w_.final_norm, c.norm_eps, xn.data());
+  b_.matmul(xn.data(), n, c.hidden, w_.lm_head, c.vocab_size, out);
+}
+
+} // namespace deepinfer::engine

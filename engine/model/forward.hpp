@@ -1,0 +1,71 @@
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <vector>
+
+#include "engine/backends/backend.hpp"
+#include "engine/ids.hpp"
+#include "engine/kv_pool.hpp"
+#include "engine/model/weights.hpp"
+#include "engine/swa_ring.hpp"
+
+namespace deepinfer::engine {
+
+/// The SWA state of one sequence: a ring per encoder and per decoder layer, and the replay
+/// start of each stack (a query at i attends keys in [max(lo, i-127), i], DESIGN.md §5.2).
+struct sequence_windows {
+  std::vector<swa_ring> encoder;
+  std::vector<swa_ring> decoder;
+  int64_t encoder_lo = 0;
+  int64_t decoder_lo = 0;
+
+  /// Empty rings shaped for `c`.
+  static sequence_windows make(const model_config& c);
+};
+
+/// One token row of a forward batch: which sequence, which absolute position. Rows of one
+/// sequence are consecutive and ascending; their windows must end right before the first one.
+struct forward_row {
+  sequence_id seq;
+  int64_t pos = 0;
+  sequence_windows* windows = nullptr;
+};
+
+/// The `ced_moe` forward pass (DESIGN.md §5.1) over a batch of rows, split by stage so prefill,
+/// replay and decode compose them differently.
+class ced_moe_forward {
+public:
+  ced_moe_forward(const model_weights& w, backend& b);
+
+  /// Encoder layers: embeds `tokens` (one per row) and writes the encoder output to `out`
+  /// [rows x hidden]; pushes each layer's K/V into the rows' encoder rings.
+  void encoder(std::span<const forward_row> rows, const int32_t* tokens, float* out);
+  /// Projects the global KV + indexer key of each row from the encoder output into `pool`
+  /// (precondition: the rows' positions are allocated).
+  void global_kv(std::span<const forward_row> rows, const float* enc_out, kv_pool& pool);
+  /// Decoder layers in place over `x` (encoder output in, final hidden state out); cross-attention
+  /// reads global KV of positions <= each row's position from `pool`.
+  void decoder(std::span<const forward_row> rows, float* x, const kv_pool& pool);
+  /// logits[r] = lm_head(norm(x[r])) for `n` rows into `out` [n x vocab].
+  void logits(const float* x, int64_t n, float* out);
+
+  const model_config& config() const { return w_.config(); }
+
+private:
+  void self_attention(const attention_weights& a, std::span<const forward_row> rows, bool dec,
+                      int layer, float* x);
+  void cross_attention(const decoder_layer_weights& d, std::span<const forward_row> rows,
+                       int layer, float* x, const kv_pool& pool);
+  void moe(const moe_weights& m, int64_t n, float* x);
+
+  /// cos/sin of every pair at `pos` (grown on demand; call `ensure_rope` before parallel code).
+  const float* rope_at(int64_t pos) const { return rope_.data() + pos * config().head_dim; }
+  void ensure_rope(std::span<const forward_row> rows);
+
+  const model_weights& w_;
+  backend& b_;
+  std::vector<float> rope_;
+};
+
+} // namespace deepinfer::engine

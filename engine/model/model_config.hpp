@@ -1,0 +1,80 @@
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+
+namespace deepinfer::engine {
+
+/// Storage type of the weights in `model.safetensors`.
+enum class weight_dtype : uint8_t { f32, bf16 };
+
+/// Returns "f32" or "bf16".
+const char* to_string(weight_dtype x);
+
+/// Shape of one `ced_moe` model (DESIGN.md §5.1). Every size is a free parameter; `tiny()` and
+/// `small()` are the built-in presets.
+struct model_config {
+  std::string name = "tiny";
+  /// DeepSeek's tokenizer has 129,280 ids.
+  int32_t vocab_size = 129280;
+  int32_t hidden = 128;
+  int32_t encoder_layers = 4;
+  int32_t decoder_layers = 4;
+  int32_t heads = 4;
+  int32_t kv_heads = 2;
+  int32_t head_dim = 32;
+  /// Global KV groups projected from the encoder output; decoder layer l reads group l % G.
+  int32_t kv_groups = 2;
+  /// Sliding window (keys [i-window+1, i]) and ring size (window + speculative rollback).
+  int32_t window = 128;
+  int32_t ring = 134;
+  int32_t index_heads = 4;
+  int32_t index_dim = 32;
+  /// Cross-attention keeps the indexer's top k positions when the context is longer than k.
+  int32_t index_topk = 256;
+  int32_t routed_experts = 16;
+  int32_t experts_per_token = 2;
+  int32_t shared_experts = 1;
+  int32_t expert_ffn = 128;
+  float route_scale = 1.0f;
+  float rope_theta = 10000.0f;
+  float norm_eps = 1e-6f;
+  bool tied_embeddings = true;
+  weight_dtype dtype = weight_dtype::f32;
+  /// Chat template version the KV hash chain is tied to (recipe renders it).
+  std::string template_version = "v4.1";
+  /// Hex digest of weights + dtype + KV layout; written by mkmodel, checked by the loader.
+  std::string fingerprint;
+
+  /// The built-in tiny preset: runs on two CPU cores.
+  static model_config tiny();
+  /// The built-in small preset, for benchmarks.
+  static model_config small();
+  /// A preset by name ("tiny", "small"); nullopt for an unknown name.
+  static std::optional<model_config> preset(const std::string& name);
+
+  /// Floats of block KV per token: G x (K and V of kv_heads) + the indexer key.
+  int64_t kv_floats_per_token() const {
+    return int64_t{kv_groups} * 2 * kv_heads * head_dim + index_dim;
+  }
+  /// Text naming the KV layout; part of the fingerprint so differently shaped KV never mixes.
+  std::string kv_layout() const;
+  /// Empty when the shape is consistent; otherwise what is wrong.
+  std::string validate() const;
+};
+
+/// The result of reading a config: the config, or an error message.
+struct config_result {
+  std::optional<model_config> config;
+  std::string error;
+};
+
+/// Serializes to the `config.json` text.
+std::string to_json(const model_config& c);
+/// Parses `config.json` text; fields that are absent keep the tiny defaults.
+config_result config_from_json(const std::string& text);
+/// Reads and parses a `config.json` file.
+config_result load_config_file(const std::string& path);
+
+} // namespace deepinfer::engine

@@ -1,0 +1,128 @@
+#include "engine/model/ops.hpp"
+
+#include <algorithm>
+#include <cmath>
+
+namespace deepinfer::engine::ops {
+
+void rms_norm(const float* x, int64_t n, int64_t h, const float* w, float eps, float* out) {
+  for (int64_t r = 0; r < n; ++r) {
+    const float* xr = x + r * h;
+    float* o = out + r * h;
+    float ss = 0.0f;
+    for (int64_t i = 0; i < h; ++i)
+      ss += xr[i] * xr[i];
+    float inv = 1.0f / std::sqrt(ss / static_cast<float>(h) + eps);
+    for (int64_t i = 0; i < h; ++i)
+      o[i] = xr[i] * inv * w[i];
+  }
+}
+
+void rope_angles(int64_t pos, int64_t head_dim, float theta, float* cs) {
+  // Angles in double: positions reach 10^5+ and float angles would lose the low bits.
+  for (int64_t i = 0; i < head_dim / 2; ++i) {
+    double inv = std::pow(static_cast<double>(theta), -2.0 * static_cast<double>(i) /
+                                                          static_cast<double>(head_dim));
+    double a = static_cast<double>(pos) * inv;
+    cs[2 * i] = static_cast<float>(std::cos(a));
+    cs[2 * i + 1] = static_cast<float>(std::sin(a));
+  }
+}
+
+void rope(float* row, int64_t heads, int64_t head_dim, const float* cs) {
+  for (int64_t h = 0; h < heads; ++h) {
+    float* p = row + h * head_dim;
+    for (int64_t i = 0; i < head_dim; i += 2) {
+      const float c = cs[i], s = cs[i + 1], x0 = p[i], x1 = p[i + 1];
+      p[i] = x0 * c - x1 * s;
+      p[i + 1] = x0 * s + x1 * c;
+    }
+  }
+}
+
+// The hot loops are cloned for AVX2; a CPU always runs the same clone, so results stay
+// bit-identical between runs, batches and chunkings on one machine.
+#define DEEPINFER_HOT __attribute__((target_clones("avx2", "default")))
+
+namespace {
+// y[j] += a * x[j]; restrict lets the vectorizer skip the runtime alias checks.
+inline __attribute__((always_inline)) void axpy_into(float* __restrict y,
+                                                     const float* __restrict x, float a,
+                                                     int64_t n) {
+  for (int64_t j = 0; j < n; ++j)
+    y[j] += a * x[j];
+}
+} // namespace
+
+DEEPINFER_HOT float dot(const float* a, const float* b, int64_t n) {
+  float acc[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8)
+    for (int l = 0; l < 8; ++l)
+      acc[l] += a[i + l] * b[i + l];
+  float s = ((acc[0] + acc[1]) + (acc[2] + acc[3])) + ((acc[4] + acc[5]) + (acc[6] + acc[7]));
+  for (; i < n; ++i)
+    s += a[i] * b[i];
+  return s;
+}
+
+DEEPINFER_HOT void attend(const float* q, const float* kt, int64_t stride, const float* v,
+                          int64_t nk, int64_t heads, int64_t kv_heads, int64_t d, float* scores,
+                          float* out) {
+  const int64_t group = heads / kv_heads, kvw = kv_heads * d;
+  const float scale = 1.0f / std::sqrt(static_cast<float>(d));
+  for (int64_t h = 0; h < heads; ++h) {
+    const float* qh = q + h * d;
+    const int64_t g = h / group;
+    // Scores over keys: the inner loop runs over j, so it vectorizes without reordering sums.
+    std::fill(scores, scores + nk, 0.0f);
+    for (int64_t i = 0; i < d; ++i)
+      axpy_into(scores, kt + (g * d + i) * stride, qh[i], nk);
+    float mx = -INFINITY;
+    for (int64_t j = 0; j < nk; ++j) {
+      scores[j] *= scale;
+      mx = std::max(mx, scores[j]);
+    }
+    float sum = 0.0f;
+    for (int64_t j = 0; j < nk; ++j) {
+      scores[j] = std::exp(scores[j] - mx);
+      sum += scores[j];
+    }
+    float* oh = out + h * d;
+    std::fill(oh, oh + d, 0.0f);
+    const float inv = 1.0f / sum;
+    for (int64_t j = 0; j < nk; ++j)
+      axpy_into(oh, v + j * kvw + g * d, scores[j] * inv, d);
+  }
+}
+
+void put_column(float* kt, int64_t nk, int64_t j, const float* src, int64_t width) {
+  for (int64_t i = 0; i < width; ++i)
+    kt[i * nk + j] = src[i];
+}
+
+// The loops run over keys, so vectorizing them changes no summation order.
+DEEPINFER_HOT void index_scores(
+    const float* q, const float* w, int64_t heads, int64_t dim, const float* kt, int64_t stride,
+    int64_t ctx, float* acc, float* out) {
+  std::fill(out, out + ctx, 0.0f);
+  for (int64_t h = 0; h < heads; ++h) {
+    std::fill(acc, acc + ctx, 0.0f);
+    for (int64_t i = 0; i < dim; ++i)
+      axpy_into(acc, kt + i * stride, q[h * dim + i], ctx);
+    const float wh = w[h];
+    for (int64_t j = 0; j < ctx; ++j)
+      out[j] += wh * std::max(acc[j], 0.0f);
+  }
+}
+
+void silu_mul(float* a, const float* b, int64_t n) {
+  for (int64_t i = 0; i < n; ++i)
+    a[i] = a[i] / (1.0f + std::exp(-a[i])) * b[i];
+}
+
+DEEPINFER_HOT void axpy(float* x, const float* y, float s, int64_t n) {
+  axpy_into(x, y, s, n);
+}
+
+} // namespace deepinfer::engine::ops

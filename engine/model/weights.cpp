@@ -1,0 +1,210 @@
+#include "engine/model/weights.hpp"
+
+#include <cstring>
+#include <map>
+
+#include <fmt/format.h>
+
+#include "engine/model/safetensors.hpp"
+
+namespace deepinfer::engine {
+
+namespace {
+
+void add_attention(std::vector<tensor_spec>& v, const std::string& p, const model_config& c) {
+  int64_t h = c.hidden, q = int64_t{c.heads} * c.head_dim, kv = int64_t{c.kv_heads} * c.head_dim;
+  v.push_back({p + "attn_norm", {h}});
+  v.push_back({p + "attn.wq", {q, h}});
+  v.push_back({p + "attn.wk", {kv, h}});
+  v.push_back({p + "attn.wv", {kv, h}});
+  v.push_back({p + "attn.wo", {h, q}});
+}
+
+void add_moe(std::vector<tensor_spec>& v, const std::string& p, const model_config& c) {
+  int64_t h = c.hidden, e = c.routed_experts, f = c.expert_ffn, s = c.shared_experts;
+  v.push_back({p + "ffn_norm", {h}});
+  v.push_back({p + "moe.router", {e, h}});
+  v.push_back({p + "moe.router_bias", {e}});
+  v.push_back({p + "moe.w1", {e, f, h}});
+  v.push_back({p + "moe.w3", {e, f, h}});
+  v.push_back({p + "moe.w2", {e, h, f}});
+  if (s > 0) {
+    v.push_back({p + "moe.shared_w1", {s * f, h}});
+    v.push_back({p + "moe.shared_w3", {s * f, h}});
+    v.push_back({p + "moe.shared_w2", {h, s * f}});
+  }
+}
+
+std::string shape_text(const std::vector<int64_t>& s) {
+  return fmt::format("[{}]", fmt::join(s, ", "));
+}
+
+// bf16 is the top half of an f32.
+void widen_bf16(const std::byte* src, float* dst, std::size_t n) {
+  for (std::size_t i = 0; i < n; ++i) {
+    uint16_t b;
+    std::memcpy(&b, src + 2 * i, 2);
+    uint32_t u = uint32_t{b} << 16;
+    std::memcpy(dst + i, &u, 4);
+  }
+}
+
+} // namespace
+
+std::vector<tensor_spec> tensor_specs(const model_config& c) {
+  std::vector<tensor_spec> v;
+  int64_t h = c.hidden, q = int64_t{c.heads} * c.head_dim;
+  int64_t gkv = int64_t{c.kv_groups} * c.kv_heads * c.head_dim;
+  v.push_back({"embed", {c.vocab_size, h}});
+  for (int i = 0; i < c.encoder_layers; ++i) {
+    auto p = fmt::format("enc.{}.", i);
+    add_attention(v, p, c);
+    add_moe(v, p, c);
+  }
+  v.push_back({"global.norm", {h}});
+  v.push_back({"global.wk", {gkv, h}});
+  v.push_back({"global.wv", {gkv, h}});
+  v.push_back({"global.wik", {c.index_dim, h}});
+  for (int i = 0; i < c.decoder_layers; ++i) {
+    auto p = fmt::format("dec.{}.", i);
+    add_attention(v, p, c);
+    v.push_back({p + "cross_norm", {h}});
+    v.push_back({p + "cross.wq", {q, h}});
+    v.push_back({p + "cross.wo", {h, q}});
+    v.push_back({p + "index.wq", {int64_t{c.index_heads} * c.index_dim, h}});
+    v.push_back({p + "index.w", {c.index_heads}});
+    add_moe(v, p, c);
+  }
+  v.push_back({"final_norm", {h}});
+  if (!c.tied_embeddings)
+    v.push_back({"lm_head", {c.vocab_size, h}});
+  return v;
+}
+
+uint64_t hash_bytes(const void* data, std::size_t n, uint64_t seed) {
+  constexpr uint64_t k = 0x9E3779B97F4A7C15ull;
+  uint64_t h = seed ^ (n * k);
+  auto* p = static_cast<const unsigned char*>(data);
+  std::size_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    uint64_t w;
+    std::memcpy(&w, p + i, 8);
+    h = (h ^ w) * k;
+    h ^= h >> 31;
+  }
+  for (; i < n; ++i)
+    h = (h ^ p[i]) * k;
+  return h ^ (h >> 29);
+}
+
+std::string make_fingerprint(const std::vector<uint64_t>& tensor_hashes, const model_config& c) {
+  std::string tail = std::string{to_string(c.dtype)} + "|" + c.kv_layout();
+  uint64_t h = hash_bytes(tensor_hashes.data(), tensor_hashes.size() * 8, 1);
+  h = hash_bytes(tail.data(), tail.size(), h);
+  return fmt::format("{:016x}", h);
+}
+
+model_weights::~model_weights() = default;
+
+model_weights::load_result model_weights::load(const std::string& dir) {
+  load_result out;
+  auto cfg = load_config_file(dir + "/config.json");
+  if (!cfg.config) {
+    out.error = dir + ": " + cfg.error;
+    return out;
+  }
+  auto opened = safetensors_file::open(dir + "/model.safetensors");
+  if (!opened.file) {
+    out.error = opened.error;
+    return out;
+  }
+  std::unique_ptr<model_weights> w{new model_weights};
+  w->config_ = *cfg.config;
+  w->file_ = std::move(opened.file);
+  const auto& c = w->config_;
+  const std::string want_dtype = c.dtype == weight_dtype::f32 ? "F32" : "BF16";
+  auto specs = tensor_specs(c);
+  std::map<std::string, const float*> ptr;
+  std::vector<uint64_t> hashes;
+  for (auto& s : specs) {
+    auto* e = w->file_->find(s.name);
+    if (e == nullptr) {
+      out.error = fmt::format("{}: missing tensor '{}' (expected shape {})", dir, s.name,
+                              shape_text(s.shape));
+      return out;
+    }
+    if (!dtype_size(e->dtype)) {
+      out.error = fmt::format("{}: tensor '{}' has unknown dtype '{}'", dir, s.name, e->dtype);
+      return out;
+    }
+    if (e->dtype != want_dtype) {
+      out.error = fmt::format("{}: tensor '{}' has dtype {} but config.json says {}", dir, s.name,
+                              e->dtype, to_string(c.dtype));
+      return out;
+    }
+    if (e->shape != s.shape) {
+      out.error = fmt::format("{}: tensor '{}' has shape {}, expected {}", dir, s.name,
+                              shape_text(e->shape), shape_text(s.shape));
+      return out;
+    }
+    std::size_t n = 1;
+    for (auto d : s.shape)
+      n *= static_cast<std::size_t>(d);
+    if (e->end - e->begin != n * *dtype_size(e->dtype)) {
+      out.error = fmt::format("{}: tensor '{}' holds {} bytes, its shape needs {}", dir, s.name,
+                              e->end - e->begin, n * *dtype_size(e->dtype));
+      return out;
+    }
+    const std::byte* src = w->file_->data(*e);
+    hashes.push_back(hash_bytes(src, e->end - e->begin, 0));
+    if (c.dtype == weight_dtype::f32 && reinterpret_cast<uintptr_t>(src) % alignof(float) == 0) {
+      ptr[s.name] = reinterpret_cast<const float*>(src);
+    } else {
+      auto& buf = w->owned_.emplace_back(n);
+      if (c.dtype == weight_dtype::f32)
+        std::memcpy(buf.data(), src, n * 4);
+      else
+        widen_bf16(src, buf.data(), n);
+      ptr[s.name] = buf.data();
+    }
+  }
+  auto fp = make_fingerprint(hashes, c);
+  if (!c.fingerprint.empty() && c.fingerprint != fp) {
+    out.error = fmt::format("{}: weights fingerprint {} does not match config.json's {}", dir, fp,
+                            c.fingerprint);
+    return out;
+  }
+  w->config_.fingerprint = fp;
+  auto attn = [&](const std::string& p) {
+    return attention_weights{ptr[p + "attn_norm"], ptr[p + "attn.wq"], ptr[p + "attn.wk"],
+                             ptr[p + "attn.wv"], ptr[p + "attn.wo"]};
+  };
+  auto moe = [&](const std::string& p) {
+    moe_weights m{ptr[p + "ffn_norm"], ptr[p + "moe.router"], ptr[p + "moe.router_bias"],
+                  ptr[p + "moe.w1"], ptr[p + "moe.w3"], ptr[p + "moe.w2"], nullptr, nullptr,
+                  nullptr};
+    if (c.shared_experts > 0) {
+      m.shared_w1 = ptr[p + "moe.shared_w1"];
+      m.shared_w3 = ptr[p + "moe.shared_w3"];
+      m.shared_w2 = ptr[p + "moe.shared_w2"];
+    }
+    return m;
+  };
+  w->embed = ptr["embed"];
+  w->final_norm = ptr["final_norm"];
+  w->lm_head = c.tied_embeddings ? w->embed : ptr["lm_head"];
+  for (int i = 0; i < c.encoder_layers; ++i) {
+    auto p = fmt::format("enc.{}.", i);
+    w->encoder.push_back({attn(p), moe(p)});
+  }
+  w->global = {ptr["global.norm"], ptr["global.wk"], ptr["global.wv"], ptr["global.wik"]};
+  for (int i = 0; i < c.decoder_layers; ++i) {
+    auto p = fmt::format("dec.{}.", i);
+    w->decoder.push_back({attn(p), ptr[p + "cross_norm"], ptr[p + "cross.wq"],
+                          ptr[p + "cross.wo"], ptr[p + "index.wq"], ptr[p + "index.w"], moe(p)});
+  }
+  out.weights = std::move(w);
+  return out;
+}
+
+} // namespace deepinfer::engine

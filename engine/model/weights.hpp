@@ -1,0 +1,107 @@
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "engine/model/model_config.hpp"
+
+namespace deepinfer::engine {
+
+class safetensors_file;
+
+/// A tensor the config requires: its name and shape (row-major, out x in for matrices).
+struct tensor_spec {
+  std::string name;
+  std::vector<int64_t> shape;
+};
+
+/// Every tensor of a `ced_moe` model with `c`'s shape, in file order.
+std::vector<tensor_spec> tensor_specs(const model_config& c);
+
+/// Pre-attention norm and projections of one self-attention block.
+struct attention_weights {
+  const float* norm = nullptr;
+  const float* wq = nullptr; ///< [heads*head_dim, hidden]
+  const float* wk = nullptr; ///< [kv_heads*head_dim, hidden]
+  const float* wv = nullptr; ///< [kv_heads*head_dim, hidden]
+  const float* wo = nullptr; ///< [hidden, heads*head_dim]
+};
+
+/// Pre-FFN norm, router and experts of one MoE block. Experts are stacked per layer.
+struct moe_weights {
+  const float* norm = nullptr;
+  const float* router = nullptr;      ///< [experts, hidden]
+  const float* router_bias = nullptr; ///< [experts]
+  const float* w1 = nullptr;          ///< [experts, ffn, hidden] (gate)
+  const float* w3 = nullptr;          ///< [experts, ffn, hidden] (up)
+  const float* w2 = nullptr;          ///< [experts, hidden, ffn] (down)
+  const float* shared_w1 = nullptr;   ///< [shared*ffn, hidden]; null when there are none
+  const float* shared_w3 = nullptr;
+  const float* shared_w2 = nullptr;   ///< [hidden, shared*ffn]
+};
+
+/// One encoder layer.
+struct encoder_layer_weights {
+  attention_weights attn;
+  moe_weights moe;
+};
+
+/// One decoder layer: SWA, cross-attention over global KV (with the indexer query), MoE.
+struct decoder_layer_weights {
+  attention_weights attn;
+  const float* cross_norm = nullptr;
+  const float* cross_wq = nullptr; ///< [heads*head_dim, hidden]
+  const float* cross_wo = nullptr; ///< [hidden, heads*head_dim]
+  const float* index_wq = nullptr; ///< [index_heads*index_dim, hidden]
+  const float* index_w = nullptr;  ///< [index_heads]
+  moe_weights moe;
+};
+
+/// Projections of the global KV (the block KV) from the encoder output.
+struct global_kv_weights {
+  const float* norm = nullptr;
+  const float* wk = nullptr;  ///< [groups*kv_heads*head_dim, hidden]
+  const float* wv = nullptr;  ///< [groups*kv_heads*head_dim, hidden]
+  const float* wik = nullptr; ///< [index_dim, hidden]
+};
+
+/// Loaded, validated weights (f32 in memory; f32 files are used straight from the mapping, bf16
+/// is widened once at load).
+class model_weights {
+public:
+  /// Result of `load`: the weights, or a message naming the directory and the offending tensor.
+  struct load_result {
+    std::unique_ptr<model_weights> weights;
+    std::string error;
+  };
+
+  /// Loads `dir/config.json` + `dir/model.safetensors`, validating every tensor's presence, dtype,
+  /// shape and extent, and the fingerprint when the config carries one. Never throws.
+  static load_result load(const std::string& dir);
+
+  ~model_weights();
+  const model_config& config() const { return config_; }
+
+  const float* embed = nullptr;      ///< [vocab, hidden]
+  const float* final_norm = nullptr; ///< [hidden]
+  const float* lm_head = nullptr;    ///< [vocab, hidden] (== embed when tied)
+  std::vector<encoder_layer_weights> encoder;
+  global_kv_weights global;
+  std::vector<decoder_layer_weights> decoder;
+
+private:
+  model_weights() = default;
+  model_config config_;
+  std::unique_ptr<safetensors_file> file_;
+  std::vector<std::vector<float>> owned_;
+};
+
+/// 64-bit hash of bytes (the fingerprint's building block; not cryptographic).
+uint64_t hash_bytes(const void* data, std::size_t n, uint64_t seed);
+
+/// Fingerprint text from the per-tensor hashes (in spec order), dtype and KV layout.
+std::string make_fingerprint(const std::vector<uint64_t>& tensor_hashes, const model_config& c);
+
+} // namespace deepinfer::engine

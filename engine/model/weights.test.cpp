@@ -1,0 +1,161 @@
+#include "engine/model/weights.hpp"
+
+#include <filesystem>
+#include <fstream>
+
+#include <boost/test/unit_test.hpp>
+
+#include "engine/model/safetensors.hpp"
+#include "engine/testing/test_models.hpp"
+
+using namespace deepinfer::engine;
+namespace fs = std::filesystem;
+
+namespace {
+
+enum class damage { none, drop_tensor, wrong_shape, unknown_dtype };
+
+// Writes a model directory whose tensor `victim` is damaged as asked (zeros everywhere).
+std::string write_damaged(const std::string& name, damage d, const std::string& victim) {
+  auto dir = testing::scratch_dir(name);
+  auto c = testing::micro_config();
+  std::ofstream(dir + "/config.json") << to_json(c);
+  safetensors_writer w;
+  std::size_t bytes = 0;
+  for (auto s : tensor_specs(c)) {
+    if (s.name == victim && d == damage::drop_tensor)
+      continue;
+    if (s.name == victim && d == damage::wrong_shape)
+      s.shape.back() += 1;
+    std::size_t n = 4;
+    for (auto x : s.shape)
+      n *= static_cast<std::size_t>(x);
+    bytes += n;
+    // An unknown dtype is patched into the header text below: the writer knows only real ones.
+    w.add(s.name, "F32", s.shape);
+  }
+  BOOST_REQUIRE(w.begin(dir + "/model.safetensors"));
+  std::vector<char> zeros(bytes, 0);
+  w.write(zeros.data(), zeros.size());
+  BOOST_REQUIRE(w.finish());
+  if (d == damage::unknown_dtype) {
+    std::fstream f(dir + "/model.safetensors", std::ios::in | std::ios::out | std::ios::binary);
+    std::string all((std::istreambuf_iterator<char>(f)), {});
+    auto at = all.find("\"" + victim + "\":{\"dtype\":\"F32\"");
+    BOOST_REQUIRE(at != std::string::npos);
+    all.replace(at + victim.size() + 13, 3, "Q7X"); // same length keeps every offset valid
+    f.seekp(0);
+    f.write(all.data(), static_cast<std::streamsize>(all.size()));
+  }
+  return dir;
+}
+
+} // namespace
+
+BOOST_AUTO_TEST_SUITE(weights)
+
+BOOST_AUTO_TEST_CASE(tiny_model_loads_with_a_matching_fingerprint) {
+  auto r = model_weights::load(testing::tiny_model_dir());
+  BOOST_REQUIRE_MESSAGE(r.weights, r.error);
+  const auto& c = r.weights->config();
+  BOOST_TEST(c.vocab_size == 129280);
+  BOOST_TEST(c.fingerprint.size() == 16u);
+  BOOST_TEST(r.weights->encoder.size() == 4u);
+  BOOST_TEST(r.weights->decoder.size() == 4u);
+  BOOST_TEST(r.weights->lm_head == r.weights->embed);
+}
+
+BOOST_AUTO_TEST_CASE(bf16_model_loads_as_the_rounded_f32_weights) {
+  auto c = testing::micro_config();
+  auto f32_dir = testing::scratch_dir("micro_f32");
+  auto bf16_dir = testing::scratch_dir("micro_bf16");
+  BOOST_REQUIRE(random_model::write(c, 3, f32_dir).empty());
+  c.dtype = weight_dtype::bf16;
+  BOOST_REQUIRE(random_model::write(c, 3, bf16_dir).empty());
+  auto a = model_weights::load(f32_dir);
+  auto b = model_weights::load(bf16_dir);
+  BOOST_REQUIRE_MESSAGE(a.weights, a.error);
+  BOOST_REQUIRE_MESSAGE(b.weights, b.error);
+  BOOST_TEST(a.weights->config().fingerprint != b.weights->config().fingerprint);
+  for (int i = 0; i < 1000; ++i) {
+    float x = a.weights->embed[i], y = b.weights->embed[i];
+    BOOST_TEST(std::fabs(x - y) <= std::fabs(x) / 128.0f + 1e-30f);
+  }
+}
+
+BOOST_AUTO_TEST_CASE(untied_model_has_its_own_lm_head) {
+  auto c = testing::micro_config();
+  c.tied_embeddings = false;
+  auto dir = testing::scratch_dir("untied");
+  BOOST_REQUIRE(random_model::write(c, 4, dir).empty());
+  auto r = model_weights::load(dir);
+  BOOST_REQUIRE_MESSAGE(r.weights, r.error);
+  BOOST_TEST(r.weights->lm_head != r.weights->embed);
+  BOOST_TEST(r.weights->lm_head[0] != r.weights->embed[0]);
+}
+
+BOOST_AUTO_TEST_CASE(config_json_round_trips_and_rejects_bad_shapes) {
+  auto c = model_config::small();
+  c.fingerprint = "0123456789abcdef";
+  auto back = config_from_json(to_json(c));
+  BOOST_REQUIRE_MESSAGE(back.config, back.error);
+  BOOST_TEST(to_json(*back.config) == to_json(c));
+  BOOST_TEST(back.config->kv_layout() == c.kv_layout());
+  auto bad = config_from_json(R"({"heads": 5, "kv_heads": 2})");
+  BOOST_TEST(!bad.config);
+  BOOST_TEST(bad.error.find("multiple of kv_heads") != std::string::npos, bad.error);
+  BOOST_TEST(!config_from_json(R"({"dtype": "f8"})").config);
+  BOOST_TEST(!config_from_json("{not json").config);
+}
+
+BOOST_AUTO_TEST_CASE(missing_tensor_is_named) {
+  auto r = model_weights::load(write_damaged("missing", damage::drop_tensor, "dec.2.index.wq"));
+  BOOST_TEST(!r.weights);
+  BOOST_TEST(r.error.find("missing tensor 'dec.2.index.wq'") != std::string::npos, r.error);
+}
+
+BOOST_AUTO_TEST_CASE(wrong_shape_is_named_with_both_shapes) {
+  auto r = model_weights::load(write_damaged("shape", damage::wrong_shape, "enc.1.moe.w2"));
+  BOOST_TEST(!r.weights);
+  BOOST_TEST(r.error.find("tensor 'enc.1.moe.w2' has shape [16, 128, 129], expected [16, 128, 128]") !=
+                 std::string::npos,
+             r.error);
+}
+
+BOOST_AUTO_TEST_CASE(unknown_dtype_is_named) {
+  auto r = model_weights::load(write_damaged("dtype", damage::unknown_dtype, "global.wk"));
+  BOOST_TEST(!r.weights);
+  BOOST_TEST(r.error.find("tensor 'global.wk' has unknown dtype 'Q7X'") != std::string::npos, r.error);
+}
+
+BOOST_AUTO_TEST_CASE(truncated_file_names_the_first_tensor_past_the_end) {
+  auto dir = testing::scratch_dir("truncated");
+  BOOST_REQUIRE(random_model::write(testing::micro_config(), 5, dir).empty());
+  auto path = dir + "/model.safetensors";
+  fs::resize_file(path, fs::file_size(path) - 100);
+  auto r = model_weights::load(dir);
+  BOOST_TEST(!r.weights);
+  BOOST_TEST(r.error.find("truncated file") != std::string::npos, r.error);
+  BOOST_TEST(r.error.find("final_norm") != std::string::npos, r.error);
+}
+
+BOOST_AUTO_TEST_CASE(modified_weights_fail_the_fingerprint_check) {
+  auto dir = testing::scratch_dir("tampered");
+  BOOST_REQUIRE(random_model::write(testing::micro_config(), 5, dir).empty());
+  {
+    std::fstream f(dir + "/model.safetensors", std::ios::in | std::ios::out | std::ios::binary);
+    f.seekp(-3, std::ios::end);
+    f.put('\x7f');
+  }
+  auto r = model_weights::load(dir);
+  BOOST_TEST(!r.weights);
+  BOOST_TEST(r.error.find("fingerprint") != std::string::npos, r.error);
+}
+
+BOOST_AUTO_TEST_CASE(missing_directory_fails_cleanly) {
+  auto r = model_weights::load("/nonexistent/model");
+  BOOST_TEST(!r.weights);
+  BOOST_TEST(r.error.find("cannot open") != std::string::npos, r.error);
+}
+
+BOOST_AUTO_TEST_SUITE_END()

@@ -1,0 +1,203 @@
+#include "engine/rank_engine.hpp"
+
+#include <algorithm>
+#include <cstring>
+
+#include "engine/backends/cpu/cpu_backend.hpp"
+#include "engine/kv_codec.hpp"
+#include "engine/log.hpp"
+#include "engine/rank_engine_sequence.hpp"
+
+namespace deepinfer::engine {
+
+namespace {
+prefill_progress failure(engine_status st, std::string what) {
+  prefill_progress p;
+  p.status = st;
+  p.error = std::move(what);
+  return p;
+}
+} // namespace
+
+rank_engine::load_result rank_engine::load(const std::string& model_dir, const config& cfg) {
+  auto w = model_weights::load(model_dir);
+  if (!w.weights)
+    return {nullptr, w.error};
+  return {std::unique_ptr<rank_engine>(new rank_engine(std::move(w.weights), cfg)), {}};
+}
+
+rank_engine::rank_engine(std::unique_ptr<model_weights> w, const config& cfg)
+    : config_(cfg), weights_(std::move(w)),
+      backend_(std::make_unique<cpu_backend>(cpu_backend::config{cfg.threads, 0})),
+      forward_(*weights_, *backend_),
+      pool_(kv_pool::config{cfg.kv_blocks, weights_->config().kv_floats_per_token(), 128}) {
+  log().info("engine loaded model={} fingerprint={} backend={} kv_blocks={}",
+             weights_->config().name, weights_->config().fingerprint, backend_->name(),
+             cfg.kv_blocks);
+}
+
+rank_engine::~rank_engine() = default;
+
+prefill_progress rank_engine::begin_prefill(const prefill_request& req) {
+  const auto& c = model();
+  const auto n = static_cast<int64_t>(req.tokens.size());
+  const int64_t h = req.hit_length;
+  // 1. validate
+  if (seqs_.count(req.seq))
+    return failure(engine_status::invalid_request, "sequence already exists");
+  if (n == 0 || h < 0 || h % 128 != 0 || h >= n)
+    return failure(engine_status::invalid_request,
+                   "hit_length must be a multiple of 128 below the prompt length");
+  if (static_cast<int64_t>(req.shared_blocks.size() + req.hit_blocks.size()) != h / 128)
+    return failure(engine_status::invalid_request, "hit blocks do not cover hit_length");
+  for (auto t : req.tokens)
+    if (t < 0 || t >= c.vocab_size)
+      return failure(engine_status::invalid_request, "token id out of range");
+  // 2. KV: shared blocks by reference, imported blocks by copy, then room for the rest.
+  for (auto b : req.shared_blocks)
+    pool_.append_shared(req.seq, b);
+  const int64_t fpt = c.kv_floats_per_token();
+  for (std::size_t i = 0; i < req.hit_blocks.size(); ++i) {
+    auto blocks = static_cast<int64_t>(req.shared_blocks.size() + i + 1);
+    auto a = pool_.allocate(req.seq, blocks * 128);
+    if (!a) {
+      pool_.free(req.seq);
+      return failure(engine_status::does_not_fit, "kv pool full");
+    }
+    auto err = kv_codec::decode_block(req.hit_blocks[i], 128, fpt, c.fingerprint,
+                                      pool_.block_data(a->blocks.back()));
+    if (!err.empty()) {
+      pool_.free(req.seq);
+      return failure(engine_status::bad_kv, err);
+    }
+  }
+  if (!pool_.allocate(req.seq, n)) {
+    pool_.free(req.seq);
+    return failure(engine_status::does_not_fit, "kv pool full");
+  }
+  auto s = std::make_unique<sequence>();
+  s->id = req.seq;
+  s->tokens = req.tokens;
+  s->prompt_len = n;
+  s->mode = req.mode;
+  s->windows = sequence_windows::make(c);
+  s->sampling = req.sampling;
+  s->rng.seed(req.sampling.seed);
+  s->prefilling = true;
+  int64_t start = 0;
+  if (req.mode == decoder_mode::bounded)
+    start = n - c.window;
+  else if (req.mode == decoder_mode::exact)
+    start = n - c.ring - int64_t{c.window} * c.decoder_layers;
+  // Encoder outputs before the hit are not recomputed, so the decoder cannot start earlier.
+  s->decoder_start = std::max<int64_t>({0, start, h});
+  s->tail.resize(static_cast<std::size_t>((n - s->decoder_start) * c.hidden));
+  const int64_t snap = (n - 1) / 128 * 128;
+  s->snapshot_at = (snap >= 128 && snap > h) ? snap : -1;
+  s->kv_len = h;
+  // 3. the encoder window at h: from the snapshot, or bounded replay of [h-128, h).
+  if (h > 0) {
+    if (req.snapshot) {
+      kv_codec::window_info info;
+      auto err = kv_codec::decode_window(*req.snapshot, c.fingerprint, s->windows.encoder, info);
+      if (err.empty() && info.end != h)
+        err = "snapshot ends at " + std::to_string(info.end) + ", not at the hit length";
+      if (!err.empty()) {
+        pool_.free(req.seq);
+        return failure(engine_status::bad_kv, err);
+      }
+      s->windows.encoder_lo = info.lo;
+    } else {
+      for (auto& r : s->windows.encoder)
+        r.reset(h - c.window);
+      s->windows.encoder_lo = h - c.window;
+      run_encoder(*s, h - c.window, h, false);
+    }
+  }
+  log().debug("req={} prefill begin tokens={} hit={} replay={} decoder_start={}", req.seq.value,
+              n, h, h > 0 && !req.snapshot, s->decoder_start);
+  seqs_.emplace(req.seq, std::move(s));
+  return {};
+}
+
+void rank_engine::run_encoder(sequence& s, int64_t begin, int64_t end, bool write_kv) {
+  const auto& c = model();
+  // A snapshot must see the windows exactly at snapshot_at: split the run there.
+  if (s.snapshot_at > begin && s.snapshot_at < end) {
+    run_encoder(s, begin, s.snapshot_at, write_kv);
+    run_encoder(s, s.snapshot_at, end, write_kv);
+    return;
+  }
+  const int64_t n = end - begin;
+  if (n <= 0)
+    return;
+  std::vector<forward_row> rows(static_cast<std::size_t>(n));
+  for (int64_t i = 0; i < n; ++i)
+    rows[i] = {s.id, begin + i, &s.windows};
+  std::vector<float> out(static_cast<std::size_t>(n * c.hidden));
+  forward_.encoder(rows, s.tokens.data() + begin, out.data());
+  if (!write_kv)
+    return;
+  forward_.global_kv(rows, out.data(), pool_);
+  const int64_t from = std::max(begin, s.decoder_start);
+  if (from < end)
+    std::memcpy(s.tail.data() + (from - s.decoder_start) * c.hidden,
+                out.data() + (from - begin) * c.hidden,
+                sizeof(float) * static_cast<std::size_t>((end - from) * c.hidden));
+  if (end == s.snapshot_at)
+    s.snapshot = kv_codec::encode_window(s.windows.encoder, s.windows.encoder_lo, c.fingerprint);
+}
+
+prefill_progress rank_engine::prefill_step(sequence_id id, int64_t max_tokens) {
+  auto it = seqs_.find(id);
+  if (it == seqs_.end())
+    return failure(engine_status::unknown_sequence, "unknown sequence");
+  auto& s = *it->second;
+  if (!s.prefilling)
+    return failure(engine_status::invalid_request, "sequence is not prefilling");
+  prefill_progress out;
+  out.tokens = std::clamp<int64_t>(max_tokens, 0, s.prompt_len - s.kv_len);
+  run_encoder(s, s.kv_len, s.kv_len + out.tokens, true);
+  s.kv_len += out.tokens;
+  if (s.kv_len == s.prompt_len)
+    finish_prefill(s, out);
+  return out;
+}
+
+void rank_engine::finish_prefill(sequence& s, prefill_progress& out) {
+  const auto& c = model();
+  const int64_t n = s.prompt_len - s.decoder_start;
+  for (auto& r : s.windows.decoder)
+    r.reset(s.decoder_start);
+  s.windows.decoder_lo = s.decoder_start;
+  std::vector<forward_row> rows(static_cast<std::size_t>(n));
+  for (int64_t i = 0; i < n; ++i)
+    rows[i] = {s.id, s.decoder_start + i, &s.windows};
+  forward_.decoder(rows, s.tail.data(), pool_);
+  out.logits.resize(static_cast<std::size_t>(c.vocab_size));
+  forward_.logits(s.tail.data() + (n - 1) * c.hidden, 1, out.logits.data());
+  s.tail = {};
+  s.prefilling = false;
+  out.done = true;
+  sample_and_append(s, out.logits.data(), out.first);
+  log().debug("req={} prefill done tokens={} first={}", s.id.value, s.prompt_len, out.first.id);
+}
+
+bool rank_engine::sample_and_append(sequence& s, const float* logits, sampled_token& tok) {
+  tok = sampler::sample(logits, model().vocab_size, s.sampling, s.rng);
+  s.tokens.push_back(tok.id);
+  ++s.generated;
+  const auto& stops = s.sampling.stop_ids;
+  s.finished = s.generated >= s.sampling.max_tokens ||
+               std::find(stops.begin(), stops.end(), tok.id) != stops.end();
+  return s.finished;
+}
+
+prefill_progress rank_engine::prefill(const prefill_request& req) {
+  auto begun = begin_prefill(req);
+  if (begun.status != engine_status::ok)
+    return begun;
+  return prefill_step(req.seq, static_cast<int64_t>(req.tokens.size()));
+}
+
+} // namespace deepinfer::engine

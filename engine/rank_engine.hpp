@@ -1,0 +1,152 @@
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <random>
+#include <span>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "engine/backends/backend.hpp"
+#include "engine/ids.hpp"
+#include "engine/kv_pool.hpp"
+#include "engine/model/forward.hpp"
+#include "engine/model/weights.hpp"
+#include "engine/sampler.hpp"
+
+namespace deepinfer::engine {
+
+/// How the decoder layers run at the end of a prefill (DESIGN.md §5.2).
+enum class decoder_mode : uint8_t {
+  /// Over the last 128 prompt tokens only (serving default; approximate decoder window).
+  bounded,
+  /// Over the last ring + 128 x D tokens: the decoder windows come out exactly as a full run's.
+  exact,
+  /// Over every prompt token (reference for tests; cost grows with the prompt).
+  full,
+};
+
+/// A prefill to run on this rank.
+struct prefill_request {
+  sequence_id seq;
+  /// The whole prompt (at least hit_length + 1 tokens).
+  std::vector<int32_t> tokens;
+  /// Tokens [0, hit_length) have block KV already (a multiple of 128): taken from
+  /// `shared_blocks` (blocks already in this rank's pool, referenced, never copied) followed by
+  /// `hit_blocks` (buffers from `export_block` / the block store).
+  int64_t hit_length = 0;
+  std::vector<block_id> shared_blocks;
+  std::vector<std::vector<std::byte>> hit_blocks;
+  /// The encoder SWA window ending at hit_length (`export_snapshot`); without it the encoder
+  /// replays [hit_length - 128, hit_length) with bounded attention, reusing their block KV.
+  std::optional<std::vector<std::byte>> snapshot;
+  decoder_mode mode = decoder_mode::bounded;
+  sampling_params sampling;
+};
+
+/// Why a call did not do what was asked.
+enum class engine_status : uint8_t { ok, invalid_request, does_not_fit, unknown_sequence, bad_kv };
+
+/// What one prefill step did.
+struct prefill_progress {
+  engine_status status = engine_status::ok;
+  std::string error;
+  /// Prompt tokens the encoder processed in this step.
+  int64_t tokens = 0;
+  /// True once the whole prompt is done; `first` and `logits` are then set.
+  bool done = false;
+  sampled_token first;
+  /// Logits of the last prompt position (vocab floats).
+  std::vector<float> logits;
+};
+
+/// The next token of one sequence after a decode step.
+struct decode_output {
+  sequence_id seq;
+  engine_status status = engine_status::ok;
+  sampled_token token;
+  /// True when this token ends the request (stop id or max tokens).
+  bool finished = false;
+};
+
+/// One rank's engine: the model, its backend, the paged KV pool and the sequences it holds.
+/// Synchronous and single-threaded from the caller's side (an actor owns one); the backend
+/// parallelizes inside each call.
+class rank_engine {
+public:
+  /// Engine settings.
+  struct config {
+    /// Blocks of the KV pool (128 tokens each).
+    int64_t kv_blocks = 1024;
+    /// Threads of the CPU backend (counting the caller).
+    int threads = 2;
+  };
+
+  /// Result of `load`.
+  struct load_result {
+    std::unique_ptr<rank_engine> engine;
+    std::string error;
+  };
+
+  /// Loads the model directory and builds the pool. Never throws.
+  static load_result load(const std::string& model_dir, const config& cfg);
+  ~rank_engine();
+
+  /// Registers a prefill: imports hit blocks, restores or replays the encoder window and
+  /// reserves KV for the whole prompt. `does_not_fit` leaves nothing behind.
+  prefill_progress begin_prefill(const prefill_request& req);
+  /// Runs the encoder over up to `max_tokens` more prompt tokens; the step that finishes the
+  /// prompt also runs the decoder and samples the first token.
+  prefill_progress prefill_step(sequence_id seq, int64_t max_tokens);
+  /// begin_prefill + prefill_step over the whole prompt.
+  prefill_progress prefill(const prefill_request& req);
+
+  /// One batched decode step: feeds each sequence's last token and samples the next. Sequences
+  /// that are unknown, finished or out of KV get a non-ok status and do not advance.
+  std::vector<decode_output> decode_step(std::span<const sequence_id> seqs,
+                                         std::vector<float>* logits = nullptr);
+
+  /// Replaces the token the next decode step feeds (teacher forcing for measurements and
+  /// speculative verification). False when the sequence is unknown or still prefilling.
+  bool force_next_token(sequence_id seq, int32_t token);
+
+  /// Block `index` (full, 128 tokens) of `seq`'s global KV as a buffer for the block store.
+  std::optional<std::vector<std::byte>> export_block(sequence_id seq, int64_t index) const;
+  /// The latest encoder SWA snapshot: taken at align_down(L-1, 128) during the prefill, then at
+  /// each 128 boundary decode crosses (nullopt when none was taken yet).
+  std::optional<std::vector<std::byte>> export_snapshot(sequence_id seq) const;
+  /// Everything decode needs to continue `seq` elsewhere: tokens, KV rows, both windows.
+  std::optional<std::vector<std::byte>> export_sequence(sequence_id seq) const;
+  /// Recreates a sequence from `export_sequence` with its own sampling settings.
+  engine_status import_sequence(sequence_id seq, std::span<const std::byte> bytes,
+                                const sampling_params& sampling, std::string* error = nullptr);
+  /// Drops the sequence and its block references.
+  void free(sequence_id seq);
+
+  /// Positions of `seq` with block KV computed (prefill progress); nullopt when unknown.
+  std::optional<int64_t> computed(sequence_id seq) const;
+  /// Tokens of `seq` so far (prompt + generated); empty when unknown.
+  std::vector<int32_t> tokens(sequence_id seq) const;
+  const model_config& model() const { return weights_->config(); }
+  kv_pool& pool() { return pool_; }
+  backend& compute() { return *backend_; }
+
+private:
+  struct sequence;
+  rank_engine(std::unique_ptr<model_weights> w, const config& cfg);
+  void run_encoder(sequence& s, int64_t begin, int64_t end, bool write_kv);
+  void finish_prefill(sequence& s, prefill_progress& out);
+  bool sample_and_append(sequence& s, const float* logits, sampled_token& tok);
+
+  config config_;
+  std::unique_ptr<model_weights> weights_;
+  std::unique_ptr<backend> backend_;
+  ced_moe_forward forward_;
+  kv_pool pool_;
+  std::unordered_map<sequence_id, std::unique_ptr<sequence>> seqs_;
+};
+
+} // namespace deepinfer::engine

@@ -1,0 +1,221 @@
+// rank_engine: batched decode, KV export/import and sequence lifetime.
+#include <cstring>
+
+#include "engine/kv_codec.hpp"
+#include "engine/rank_engine.hpp"
+#include "engine/rank_engine_sequence.hpp"
+
+namespace deepinfer::engine {
+
+namespace {
+
+// Sequence buffer: this header, tokens (int32), then three length-prefixed sections: the KV
+// rows (a kv_codec block of kv_len rows), the encoder window and the decoder window.
+struct sequence_header {
+  char magic[4] = {'D', 'I', 'S', 'Q'};
+  uint32_t version = 1;
+  int64_t tokens = 0;
+  int64_t prompt_len = 0;
+  int64_t kv_len = 0;
+};
+
+void put(std::vector<std::byte>& out, const void* p, std::size_t n) {
+  auto* b = static_cast<const std::byte*>(p);
+  out.insert(out.end(), b, b + n);
+}
+
+void put_section(std::vector<std::byte>& out, const std::vector<std::byte>& s) {
+  uint64_t n = s.size();
+  put(out, &n, 8);
+  put(out, s.data(), s.size());
+}
+
+bool take_section(std::span<const std::byte>& in, std::span<const std::byte>& s) {
+  uint64_t n = 0;
+  if (in.size() < 8)
+    return false;
+  std::memcpy(&n, in.data(), 8);
+  if (in.size() - 8 < n)
+    return false;
+  s = in.subspan(8, n);
+  in = in.subspan(8 + n);
+  return true;
+}
+
+} // namespace
+
+std::vector<decode_output> rank_engine::decode_step(std::span<const sequence_id> ids,
+                                                    std::vector<float>* logits) {
+  const auto& c = model();
+  std::vector<decode_output> out(ids.size());
+  std::vector<sequence*> live;
+  std::vector<std::size_t> slot;
+  std::vector<forward_row> rows;
+  std::vector<int32_t> toks;
+  for (std::size_t i = 0; i < ids.size(); ++i) {
+    out[i].seq = ids[i];
+    auto it = seqs_.find(ids[i]);
+    if (it == seqs_.end() || it->second->prefilling || it->second->finished) {
+      out[i].status = it == seqs_.end() ? engine_status::unknown_sequence
+                                        : engine_status::invalid_request;
+      continue;
+    }
+    auto& s = *it->second;
+    if (!pool_.allocate(s.id, s.kv_len + 1)) {
+      out[i].status = engine_status::does_not_fit;
+      continue;
+    }
+    live.push_back(&s);
+    slot.push_back(i);
+    rows.push_back({s.id, s.kv_len, &s.windows});
+    toks.push_back(s.tokens[static_cast<std::size_t>(s.kv_len)]);
+  }
+  const auto n = static_cast<int64_t>(rows.size());
+  std::vector<float> x(static_cast<std::size_t>(n * c.hidden));
+  std::vector<float> lg(static_cast<std::size_t>(n * c.vocab_size));
+  if (n > 0) {
+    forward_.encoder(rows, toks.data(), x.data());
+    forward_.global_kv(rows, x.data(), pool_);
+    forward_.decoder(rows, x.data(), pool_);
+    forward_.logits(x.data(), n, lg.data());
+  }
+  for (int64_t r = 0; r < n; ++r) {
+    auto& s = *live[r];
+    ++s.kv_len;
+    // Crossing a block boundary: keep the window there as the sequence's snapshot (DESIGN.md
+    // §4.2's copy area; this step is synchronous, so the copy is taken exactly at the boundary).
+    if (s.kv_len % 128 == 0)
+      s.snapshot = kv_codec::encode_window(s.windows.encoder, s.windows.encoder_lo, c.fingerprint);
+    auto& o = out[slot[r]];
+    o.finished = sample_and_append(s, lg.data() + r * c.vocab_size, o.token);
+  }
+  if (logits != nullptr)
+    *logits = std::move(lg);
+  return out;
+}
+
+bool rank_engine::force_next_token(sequence_id id, int32_t token) {
+  auto it = seqs_.find(id);
+  if (it == seqs_.end() || it->second->prefilling || token < 0 || token >= model().vocab_size)
+    return false;
+  it->second->tokens.back() = token;
+  return true;
+}
+
+std::optional<std::vector<std::byte>> rank_engine::export_block(sequence_id id,
+                                                                int64_t index) const {
+  auto it = seqs_.find(id);
+  if (it == seqs_.end() || index < 0 || (index + 1) * 128 > it->second->kv_len)
+    return std::nullopt;
+  const auto& t = pool_.table(id);
+  return kv_codec::encode_block(pool_.block_data(t[static_cast<std::size_t>(index)]), 128,
+                                model().kv_floats_per_token(), model().fingerprint);
+}
+
+std::optional<std::vector<std::byte>> rank_engine::export_snapshot(sequence_id id) const {
+  auto it = seqs_.find(id);
+  if (it == seqs_.end())
+    return std::nullopt;
+  return it->second->snapshot;
+}
+
+std::optional<std::vector<std::byte>> rank_engine::export_sequence(sequence_id id) const {
+  auto it = seqs_.find(id);
+  if (it == seqs_.end() || it->second->prefilling)
+    return std::nullopt;
+  const auto& s = *it->second;
+  const auto& c = model();
+  const int64_t fpt = c.kv_floats_per_token();
+  sequence_header h;
+  h.tokens = static_cast<int64_t>(s.tokens.size());
+  h.prompt_len = s.prompt_len;
+  h.kv_len = s.kv_len;
+  std::vector<std::byte> out;
+  put(out, &h, sizeof(h));
+  put(out, s.tokens.data(), s.tokens.size() * sizeof(int32_t));
+  std::vector<float> rows(static_cast<std::size_t>(s.kv_len * fpt));
+  for (int64_t p = 0; p < s.kv_len; ++p)
+    std::memcpy(rows.data() + p * fpt, pool_.row(id, p), sizeof(float) * fpt);
+  put_section(out, kv_codec::encode_block(rows.data(), s.kv_len, fpt, c.fingerprint));
+  put_section(out, kv_codec::encode_window(s.windows.encoder, s.windows.encoder_lo, c.fingerprint));
+  put_section(out, kv_codec::encode_window(s.windows.decoder, s.windows.decoder_lo, c.fingerprint));
+  return out;
+}
+
+engine_status rank_engine::import_sequence(sequence_id id, std::span<const std::byte> in,
+                                           const sampling_params& sampling, std::string* error) {
+  const auto& c = model();
+  auto fail = [&](engine_status st, const std::string& what) {
+    if (error != nullptr)
+      *error = what;
+    pool_.free(id);
+    return st;
+  };
+  if (seqs_.count(id))
+    return fail(engine_status::invalid_request, "sequence already exists");
+  sequence_header h;
+  if (in.size() < sizeof(h))
+    return fail(engine_status::bad_kv, "sequence buffer too short");
+  std::memcpy(&h, in.data(), sizeof(h));
+  if (std::memcmp(h.magic, "DISQ", 4) != 0 || h.version != 1 || h.tokens <= h.kv_len ||
+      h.kv_len <= 0 || h.prompt_len > h.tokens ||
+      in.size() < sizeof(h) + static_cast<std::size_t>(h.tokens) * 4)
+    return fail(engine_status::bad_kv, "not a sequence buffer of this version");
+  auto s = std::make_unique<sequence>();
+  s->id = id;
+  s->tokens.resize(static_cast<std::size_t>(h.tokens));
+  std::memcpy(s->tokens.data(), in.data() + sizeof(h), s->tokens.size() * 4);
+  in = in.subspan(sizeof(h) + s->tokens.size() * 4);
+  s->prompt_len = h.prompt_len;
+  s->kv_len = h.kv_len;
+  s->windows = sequence_windows::make(c);
+  std::span<const std::byte> kv, enc, dec;
+  if (!take_section(in, kv) || !take_section(in, enc) || !take_section(in, dec))
+    return fail(engine_status::bad_kv, "sequence buffer truncated");
+  if (!pool_.allocate(id, h.kv_len + 1))
+    return fail(engine_status::does_not_fit, "kv pool full");
+  const int64_t fpt = c.kv_floats_per_token();
+  std::vector<float> rows(static_cast<std::size_t>(h.kv_len * fpt));
+  auto err = kv_codec::decode_block(kv, h.kv_len, fpt, c.fingerprint, rows.data());
+  kv_codec::window_info ei, di;
+  if (err.empty())
+    err = kv_codec::decode_window(enc, c.fingerprint, s->windows.encoder, ei);
+  if (err.empty())
+    err = kv_codec::decode_window(dec, c.fingerprint, s->windows.decoder, di);
+  if (err.empty() && (ei.end != h.kv_len || di.end != h.kv_len))
+    err = "windows do not end at the sequence's KV length";
+  if (!err.empty())
+    return fail(engine_status::bad_kv, err);
+  for (int64_t p = 0; p < h.kv_len; ++p)
+    std::memcpy(pool_.row(id, p), rows.data() + p * fpt, sizeof(float) * fpt);
+  s->windows.encoder_lo = ei.lo;
+  s->windows.decoder_lo = di.lo;
+  s->sampling = sampling;
+  s->generated = static_cast<int32_t>(h.tokens - h.prompt_len);
+  // The sampler draws once per sampled token when temperature > 0: skip the draws the
+  // producing rank made so a seed gives the same tokens wherever the request runs.
+  s->rng.seed(sampling.seed);
+  if (sampling.temperature > 0.0f)
+    s->rng.discard(static_cast<unsigned long long>(s->generated));
+  seqs_.emplace(id, std::move(s));
+  return engine_status::ok;
+}
+
+void rank_engine::free(sequence_id id) {
+  pool_.free(id);
+  seqs_.erase(id);
+}
+
+std::optional<int64_t> rank_engine::computed(sequence_id id) const {
+  auto it = seqs_.find(id);
+  if (it == seqs_.end())
+    return std::nullopt;
+  return it->second->kv_len;
+}
+
+std::vector<int32_t> rank_engine::tokens(sequence_id id) const {
+  auto it = seqs_.find(id);
+  return it == seqs_.end() ? std::vector<int32_t>{} : it->second->tokens;
+}
+
+} // namespace deepinfer::engine

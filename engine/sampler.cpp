@@ -1,0 +1,78 @@
+#include "engine/sampler.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <numeric>
+
+namespace deepinfer::engine {
+
+namespace {
+
+// log-sum-exp of logits / t.
+double log_normalizer(const float* logits, int64_t vocab, double t, float mx) {
+  double sum = 0.0;
+  for (int64_t i = 0; i < vocab; ++i)
+    sum += std::exp((logits[i] - mx) / t);
+  return std::log(sum) + mx / t;
+}
+
+} // namespace
+
+sampled_token sampler::sample(const float* logits, int64_t vocab, const sampling_params& p,
+                              std::mt19937_64& rng) {
+  sampled_token out;
+  const float mx = *std::max_element(logits, logits + vocab);
+  const double lz = log_normalizer(logits, vocab, 1.0, mx);
+  auto logprob = [&](int64_t i) { return static_cast<float>(logits[i] - lz); };
+  if (p.top_logprobs > 0) {
+    std::vector<int32_t> ids(static_cast<std::size_t>(vocab));
+    std::iota(ids.begin(), ids.end(), 0);
+    auto k = std::min<int64_t>(p.top_logprobs, vocab);
+    std::partial_sort(ids.begin(), ids.begin() + k, ids.end(), [&](int32_t a, int32_t b) {
+      return logits[a] > logits[b] || (logits[a] == logits[b] && a < b);
+    });
+    for (int64_t i = 0; i < k; ++i)
+      out.top.emplace_back(ids[i], logprob(ids[i]));
+  }
+  if (p.temperature <= 0.0f) {
+    out.id = static_cast<int32_t>(std::max_element(logits, logits + vocab) - logits);
+    out.logprob = logprob(out.id);
+    return out;
+  }
+  // Candidates sorted by logit (ties to the lower id), cut by top-k, then by top-p.
+  std::vector<int32_t> ids(static_cast<std::size_t>(vocab));
+  std::iota(ids.begin(), ids.end(), 0);
+  int64_t keep = p.top_k > 0 ? std::min<int64_t>(p.top_k, vocab) : vocab;
+  auto better = [&](int32_t a, int32_t b) {
+    return logits[a] > logits[b] || (logits[a] == logits[b] && a < b);
+  };
+  if (keep < vocab || p.top_p < 1.0f)
+    std::partial_sort(ids.begin(), ids.begin() + keep, ids.end(), better);
+  ids.resize(static_cast<std::size_t>(keep));
+  const double t = p.temperature;
+  std::vector<double> w(ids.size());
+  double total = 0.0;
+  for (std::size_t i = 0; i < ids.size(); ++i) {
+    w[i] = std::exp((logits[ids[i]] - mx) / t);
+    total += w[i];
+  }
+  if (p.top_p < 1.0f) {
+    double acc = 0.0;
+    std::size_t n = 0;
+    while (n < ids.size() && acc < p.top_p * total)
+      acc += w[n++];
+    ids.resize(std::max<std::size_t>(n, 1));
+    w.resize(ids.size());
+    total = std::accumulate(w.begin(), w.end(), 0.0);
+  }
+  // A uniform double from 53 random bits: identical on every platform for a given seed.
+  double u = static_cast<double>(rng() >> 11) * 0x1.0p-53 * total;
+  std::size_t pick = 0;
+  for (double acc = w[0]; acc <= u && pick + 1 < ids.size(); acc += w[++pick]) {
+  }
+  out.id = ids[pick];
+  out.logprob = logprob(out.id);
+  return out;
+}
+
+} // namespace deepinfer::engine

@@ -1,0 +1,71 @@
+#pragma once
+
+#include <cmath>
+#include <memory>
+#include <random>
+#include <vector>
+
+#include <boost/test/unit_test.hpp>
+
+#include "engine/rank_engine.hpp"
+#include "engine/testing/test_models.hpp"
+
+namespace deepinfer::engine::testing {
+
+/// One engine on the tiny model, shared by the tests of a process (loading costs ~0.5 s).
+inline rank_engine& tiny_engine() {
+  static std::unique_ptr<rank_engine> e = [] {
+    auto r = rank_engine::load(tiny_model_dir(), rank_engine::config{512, 2});
+    if (!r.engine)
+      BOOST_FAIL(r.error);
+    return std::move(r.engine);
+  }();
+  return *e;
+}
+
+/// `n` token ids drawn from `seed`, avoiding nothing: any id of the vocabulary is valid.
+inline std::vector<int32_t> random_tokens(int64_t n, uint64_t seed, int32_t vocab = 129280) {
+  std::mt19937_64 rng(seed);
+  std::vector<int32_t> t(static_cast<std::size_t>(n));
+  for (auto& x : t)
+    x = static_cast<int32_t>(rng() % static_cast<uint64_t>(vocab));
+  return t;
+}
+
+/// Largest |a - b| over two equally long vectors.
+inline float max_abs_diff(const std::vector<float>& a, const std::vector<float>& b) {
+  BOOST_REQUIRE_EQUAL(a.size(), b.size());
+  float m = 0.0f;
+  for (std::size_t i = 0; i < a.size(); ++i)
+    m = std::max(m, std::fabs(a[i] - b[i]));
+  return m;
+}
+
+/// A fresh sequence id per call.
+inline sequence_id next_seq() {
+  static uint64_t n = 1000;
+  return sequence_id{++n};
+}
+
+/// Prefills `tokens` from scratch in `mode` into a new sequence; returns its id and the logits
+/// of the last prompt position.
+inline std::pair<sequence_id, std::vector<float>> prefill_fresh(
+    const std::vector<int32_t>& tokens, decoder_mode mode, int64_t chunk = 0) {
+  auto& e = tiny_engine();
+  prefill_request req;
+  req.seq = next_seq();
+  req.tokens = tokens;
+  req.mode = mode;
+  req.sampling.max_tokens = 1 << 20;
+  if (chunk <= 0)
+    chunk = static_cast<int64_t>(tokens.size());
+  auto p = e.begin_prefill(req);
+  BOOST_REQUIRE_MESSAGE(p.status == engine_status::ok, p.error);
+  do {
+    p = e.prefill_step(req.seq, chunk);
+    BOOST_REQUIRE_MESSAGE(p.status == engine_status::ok, p.error);
+  } while (!p.done);
+  return {req.seq, p.logits};
+}
+
+} // namespace deepinfer::engine::testing

@@ -1,0 +1,78 @@
+// deepinfer-mkmodel --config tiny|small|FILE.json --seed N --out DIR [--dtype f32|bf16]
+// Writes a seeded random ced_moe model directory (config.json + model.safetensors).
+#include <cstdio>
+#include <cstring>
+#include <string>
+
+#include <unistd.h>
+
+#include "engine/model/random_model.hpp"
+
+using namespace deepinfer::engine;
+
+int main(int argc, char** argv) {
+  std::string config = "tiny", out, dtype;
+  uint64_t seed = 0;
+  for (int i = 1; i < argc; ++i) {
+    std::string a = argv[i];
+    auto next = [&]() -> std::string { return i + 1 < argc ? argv[++i] : ""; };
+    if (a == "--config")
+      config = next();
+    else if (a == "--seed")
+      seed = std::stoull(next());
+    else if (a == "--out")
+      out = next();
+    else if (a == "--dtype")
+      dtype = next();
+    else {
+      std::fprintf(stderr,
+                   "usage: deepinfer-mkmodel --config tiny|small|FILE.json --seed N --out DIR "
+                   "[--dtype f32|bf16]\n");
+      return 2;
+    }
+  }
+  if (out.empty()) {
+    std::fprintf(stderr, "deepinfer-mkmodel: --out DIR is required\n");
+    return 2;
+  }
+  model_config c;
+  if (auto p = model_config::preset(config)) {
+    c = *p;
+  } else {
+    auto r = load_config_file(config);
+    if (!r.config) {
+      std::fprintf(stderr, "deepinfer-mkmodel: %s\n", r.error.c_str());
+      return 1;
+    }
+    c = *r.config;
+  }
+  if (dtype == "bf16")
+    c.dtype = weight_dtype::bf16;
+  else if (dtype == "f32")
+    c.dtype = weight_dtype::f32;
+  else if (!dtype.empty()) {
+    std::fprintf(stderr, "deepinfer-mkmodel: unknown --dtype %s\n", dtype.c_str());
+    return 2;
+  }
+  const bool tty = isatty(fileno(stderr));
+  int last = -1;
+  auto err = random_model::write(c, seed, out, [&](uint64_t done, uint64_t total) {
+    int pct = static_cast<int>(100 * done / (total ? total : 1));
+    if (pct == last || (!tty && pct % 10 != 0))
+      return;
+    last = pct;
+    int bars = pct / 2;
+    std::fprintf(stderr, "%s[%.*s%*s] %3d%% %.1f/%.1f MiB%s", tty ? "\r" : "", bars,
+                 "##################################################", 50 - bars, "", pct,
+                 done / 1048576.0, total / 1048576.0, tty ? "" : "\n");
+  });
+  if (tty)
+    std::fprintf(stderr, "\n");
+  if (!err.empty()) {
+    std::fprintf(stderr, "deepinfer-mkmodel: %s\n", err.c_str());
+    return 1;
+  }
+  std::printf("wrote %s (config %s, seed %llu, %s)\n", out.c_str(), c.name.c_str(),
+              static_cast<unsigned long long>(seed), to_string(c.dtype));
+  return 0;
+}
