@@ -72,6 +72,11 @@ write_status block_store::write(const block_key& key, std::span<const std::byte>
   const auto now = cfg_.time->now_ms();
   struct stat st;
   if (::stat(path.c_str(), &st) == 0) {
+    // Writing a stored block again is a use of it: refresh the persisted last use too.
+    if (now - mtime_ms(st) >= cfg_.touch_interval_ms) {
+      const timespec times[2] = {{0, UTIME_OMIT}, to_timespec(now)};
+      ::utimensat(AT_FDCWD, path.c_str(), times, 0);
+    }
     catalog_.insert(block_meta{key, static_cast<uint64_t>(st.st_size), cls, now});
     return write_status::exists;
   }
