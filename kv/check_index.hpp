@@ -1,12 +1,12 @@
 #pragma once
 
 #include "kv/block_key.hpp"
+#include "kv/flat_key_set.hpp"
 
 #include <cstddef>
 #include <functional>
 #include <shared_mutex>
 #include <span>
-#include <unordered_set>
 
 namespace deepinfer::kv {
 
@@ -54,7 +54,7 @@ public:
 
 private:
   mutable std::shared_mutex mtx_;
-  std::unordered_set<block_key, block_key_hash> keys_;
+  flat_key_set keys_;
   probe probe_;
 };
 
