@@ -36,6 +36,21 @@ bool writer_alive(std::string_view name, const std::string& host) {
   return pid > 0 && (::kill(pid, 0) == 0 || errno != ESRCH);
 }
 
+/// Calls `fn(path, key)` for every block file under a fingerprint directory.
+template <class Fn>
+void for_each_block_file(const std::filesystem::path& dir, Fn&& fn) {
+  std::error_code ec;
+  for (const auto& sub : std::filesystem::directory_iterator(dir, ec)) {
+    if (!sub.is_directory() || sub.path().filename() == "tmp")
+      continue;
+    for (const auto& entry : std::filesystem::directory_iterator(sub.path(), ec)) {
+      const auto key = block_key::from_hex(entry.path().stem().string());
+      if (key && entry.path().extension() == ".kvb")
+        fn(entry.path(), *key);
+    }
+  }
+}
+
 } // namespace
 
 std::unique_ptr<block_store> block_store::open(const config& cfg) {
@@ -87,31 +102,24 @@ void block_store::rescan() {
   // 2. Block files: headers only. The catalog is filled oldest first so that LRU order follows
   // the persisted last use (mtime).
   std::vector<block_meta> found;
-  for (const auto& sub : std::filesystem::directory_iterator(dir_, ec)) {
-    if (!sub.is_directory() || sub.path().filename() == "tmp")
-      continue;
-    for (const auto& entry : std::filesystem::directory_iterator(sub.path(), ec)) {
-      const auto key = block_key::from_hex(entry.path().stem().string());
-      if (!key || entry.path().extension() != ".kvb")
-        continue;
-      const int fd = ::open(entry.path().c_str(), O_RDONLY | O_CLOEXEC);
-      if (fd < 0)
-        continue;
-      std::array<std::byte, block_header::size> header;
-      struct stat st;
-      const auto n = ::pread(fd, header.data(), header.size(), 0);
-      const bool stat_ok = ::fstat(fd, &st) == 0;
-      ::close(fd);
-      auto h = block_header::decode(std::span{header}.first(n > 0 ? static_cast<std::size_t>(n) : 0));
-      if (!stat_ok || !h || h->key != *key || h->fingerprint != cfg_.fingerprint
-          || static_cast<uint64_t>(st.st_size) != block_header::size + h->payload_length) {
-        if (::unlink(entry.path().c_str()) == 0)
-          ++scan_.bad_removed;
-        continue;
-      }
-      found.push_back(block_meta{*key, static_cast<uint64_t>(st.st_size), h->cls, mtime_ms(st)});
+  for_each_block_file(dir_, [&](const std::filesystem::path& path, const block_key& key) {
+    const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+      return;
+    std::array<std::byte, block_header::size> header;
+    struct stat st;
+    const auto n = ::pread(fd, header.data(), header.size(), 0);
+    const bool stat_ok = ::fstat(fd, &st) == 0;
+    ::close(fd);
+    auto h = block_header::decode(std::span{header}.first(n > 0 ? static_cast<std::size_t>(n) : 0));
+    if (!stat_ok || !h || h->key != key || h->fingerprint != cfg_.fingerprint
+        || static_cast<uint64_t>(st.st_size) != block_header::size + h->payload_length) {
+      if (::unlink(path.c_str()) == 0)
+        ++scan_.bad_removed;
+      return;
     }
-  }
+    found.push_back(block_meta{key, static_cast<uint64_t>(st.st_size), h->cls, mtime_ms(st)});
+  });
   std::sort(found.begin(), found.end(),
             [](const block_meta& a, const block_meta& b) { return a.last_use_ms < b.last_use_ms; });
   for (const auto& meta : found) {
@@ -125,34 +133,27 @@ void block_store::rescan() {
 verify_report block_store::verify(bool remove_corrupt) {
   verify_report report;
   std::vector<std::byte> buf;
-  std::error_code ec;
-  for (const auto& sub : std::filesystem::directory_iterator(dir_, ec)) {
-    if (!sub.is_directory() || sub.path().filename() == "tmp")
-      continue;
-    for (const auto& entry : std::filesystem::directory_iterator(sub.path(), ec)) {
-      const auto key = block_key::from_hex(entry.path().stem().string());
-      if (!key || entry.path().extension() != ".kvb")
-        continue;
-      const auto size = entry.file_size(ec);
-      if (ec)
-        continue;
-      buf.resize(size > block_header::size ? size - block_header::size : 0);
-      const int fd = ::open(entry.path().c_str(), O_RDONLY | O_CLOEXEC);
-      if (fd < 0)
-        continue;
-      std::optional<traffic_class> cls;
-      const auto result = read_open_file(fd, *key, buf, cls);
-      ::close(fd);
-      if (result.status == read_status::ok) {
-        ++report.ok;
-        continue;
-      }
-      ++report.corrupt;
-      log().warn("block={} corrupt: {}", key->to_hex(), entry.path().string());
-      if (remove_corrupt && (remove(*key) || unlink_block(*key)))
-        ++report.removed;
+  for_each_block_file(dir_, [&](const std::filesystem::path& path, const block_key& key) {
+    std::error_code ec;
+    const auto size = std::filesystem::file_size(path, ec);
+    if (ec)
+      return;
+    buf.resize(size > block_header::size ? size - block_header::size : 0);
+    const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+      return;
+    std::optional<traffic_class> cls;
+    const auto result = read_open_file(fd, key, buf, cls);
+    ::close(fd);
+    if (result.status == read_status::ok) {
+      ++report.ok;
+      return;
     }
-  }
+    ++report.corrupt;
+    log().warn("block={} corrupt: {}", key.to_hex(), path.string());
+    if (remove_corrupt && (remove(key) || unlink_block(key)))
+      ++report.removed;
+  });
   return report;
 }
 
