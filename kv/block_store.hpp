@@ -27,7 +27,9 @@ enum class fsync_policy : uint8_t {
   file_and_dir,  ///< and fsync the directory after it
 };
 
-/// Engine behind the asynchronous API.
+/// Engine behind the asynchronous API. With io_uring, reads (the prefill fetch path) are one
+/// readv per block on the ring; writes always run on the thread pool, because a write-once block
+/// is mostly blocking metadata work (create, fsync, rename).
 enum class io_backend : uint8_t {
   automatic,   ///< io_uring when built with liburing and the kernel allows it, else thread pool
   thread_pool, ///< blocking I/O on a pool of threads
@@ -105,7 +107,8 @@ public:
   /// Reads the payload of `key` into `out` and verifies it. `corrupt` blocks are removed.
   read_result read(const block_key& key, std::span<std::byte> out);
 
-  /// Queues a read; `out` must stay valid until `done` runs.
+  /// Queues a read; `out` must stay valid until `done` runs. `done` runs on an I/O thread, or
+  /// on the caller's thread when the block is missing before any I/O was queued.
   void read_async(const block_key& key, std::span<std::byte> out, read_callback done);
 
   /// Queues a write; `payload` must stay valid until `done` runs.
