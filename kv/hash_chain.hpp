@@ -1,0 +1,52 @@
+#pragma once
+
+#include "kv/block_key.hpp"
+
+#include <optional>
+#include <span>
+#include <string_view>
+#include <vector>
+
+namespace deepinfer::kv {
+
+/// Identifies everything that makes KV bytes incompatible: model, weights revision, dtype, KV layout.
+/// Two fingerprints that differ give disjoint hash chains, so one model can never hit another's blocks.
+struct model_fingerprint {
+  block_key value;
+
+  friend bool operator==(const model_fingerprint&, const model_fingerprint&) = default;
+
+  /// The fingerprint of a canonical description string (for example
+  /// `"ced_moe/v4.1-flash;rev=...;kv=fp8;layout=g4h1+idx"`); XXH3-128 of its bytes.
+  static model_fingerprint of(std::string_view description);
+};
+
+/// The block hash chain of DESIGN §4.1: `h0 = H(fp, tokens[0,128))`, `hi = H(h(i-1), tokens[128i, 128i+128))`
+/// with H = XXH3-128 seeded by the fingerprint. Stateless apart from the fingerprint; cheap to copy.
+class hash_chain {
+public:
+  /// Hashes for the model identified by `fingerprint`.
+  explicit hash_chain(model_fingerprint fingerprint) : fingerprint_(fingerprint) {
+    // nop
+  }
+
+  /// Keys of every full block of `tokens`, in order; a trailing partial block has no key.
+  std::vector<block_key> keys(std::span<const token_id> tokens) const;
+
+  /// Appends to `chain` the keys of the full blocks of `tokens` past the `chain.size()` blocks
+  /// it already holds (incremental hashing while a request decodes).
+  /// Precondition: `chain` holds keys of a prefix of `tokens` computed by this hash_chain.
+  void extend(std::vector<block_key>& chain, std::span<const token_id> tokens) const;
+
+  /// Key of the block holding `block` (exactly `block_tokens` ids) after the block keyed `prev`;
+  /// `prev == nullopt` for the first block.
+  block_key next(std::optional<block_key> prev, std::span<const token_id> block) const;
+
+  /// The fingerprint this chain is seeded with.
+  model_fingerprint fingerprint() const { return fingerprint_; }
+
+private:
+  model_fingerprint fingerprint_;
+};
+
+} // namespace deepinfer::kv

@@ -1,0 +1,46 @@
+#include "kv/thread_pool.hpp"
+
+namespace deepinfer::kv {
+
+thread_pool::thread_pool(std::size_t threads) {
+  if (threads == 0)
+    threads = 1;
+  workers_.reserve(threads);
+  for (std::size_t i = 0; i < threads; ++i)
+    workers_.emplace_back([this] { run(); });
+}
+
+thread_pool::~thread_pool() {
+  {
+    std::lock_guard guard{mtx_};
+    stopping_ = true;
+  }
+  cv_.notify_all();
+  for (auto& worker : workers_)
+    worker.join();
+}
+
+void thread_pool::submit(std::function<void()> job) {
+  {
+    std::lock_guard guard{mtx_};
+    jobs_.push_back(std::move(job));
+  }
+  cv_.notify_one();
+}
+
+void thread_pool::run() {
+  for (;;) {
+    std::function<void()> job;
+    {
+      std::unique_lock guard{mtx_};
+      cv_.wait(guard, [this] { return stopping_ || !jobs_.empty(); });
+      if (jobs_.empty())
+        return;
+      job = std::move(jobs_.front());
+      jobs_.pop_front();
+    }
+    job();
+  }
+}
+
+} // namespace deepinfer::kv
