@@ -15,12 +15,15 @@ prefix_cache::prefix_cache(const config& cfg) : cfg_(cfg), root_(std::make_uniqu
 
 prefix_cache::~prefix_cache() = default;
 
-void prefix_cache::touch(node* n, double now) {
-  if (n->children.empty()) {
-    leaves_.erase({n->last_use, n});
-    leaves_.insert({now, n});
+void prefix_cache::drop_subtree(node* n) {
+  std::vector<node*> stack{n};
+  while (!stack.empty()) {
+    node* x = stack.back();
+    stack.pop_back();
+    size_ -= static_cast<int64_t>(x->keys.size());
+    for (auto& [k, ch] : x->children)
+      stack.push_back(ch.get());
   }
-  n->last_use = now;
 }
 
 prefix_cache::node* prefix_cache::child(node* parent, uint64_t key, double now) {
@@ -30,19 +33,8 @@ prefix_cache::node* prefix_cache::child(node* parent, uint64_t key, double now) 
   node* c = it->second.get();
   if (c->last_use + cfg_.ttl_s < now) {
     // Expired: drop the whole subtree (descendants are never fresher than their parent).
-    std::vector<node*> stack{c};
-    while (!stack.empty()) {
-      node* x = stack.back();
-      stack.pop_back();
-      size_ -= static_cast<int64_t>(x->keys.size());
-      if (x->children.empty())
-        leaves_.erase({x->last_use, x});
-      for (auto& [k, ch] : x->children)
-        stack.push_back(ch.get());
-    }
+    drop_subtree(c);
     parent->children.erase(it);
-    if (parent != root_.get() && parent->children.empty())
-      leaves_.insert({parent->last_use, parent});
     return nullptr;
   }
   return c;
@@ -60,10 +52,6 @@ prefix_cache::node* prefix_cache::split(node* n, size_t at) {
   tail->parent = n;
   tail->last_use = n->last_use;
   node* t = tail.get();
-  if (t->children.empty()) {
-    leaves_.erase({n->last_use, n});
-    leaves_.insert({t->last_use, t});
-  }
   n->children.emplace(t->keys.front(), std::move(tail));
   return t;
 }
@@ -79,15 +67,17 @@ int64_t prefix_cache::match(std::span<const uint64_t> chain, double now) {
     size_t m = 1;
     while (m < room && c->keys[m] == chain[i + m])
       ++m;
-    if (m < c->keys.size())
-      split(c, m); // refresh exactly the matched part
-    touch(c, now);
+    // A mismatch inside a node splits it so exactly the matched part is refreshed; a chain that
+    // merely ends inside a node refreshes the whole node (no split: saves a node per lookup).
+    if (m < room)
+      split(c, m);
+    c->last_use = now;
     i += m;
     if (m < room || c->keys.size() > m)
       break;
     at = c;
   }
-  // Ancestors were touched on the way down: parents stay at least as fresh as children.
+  // Ancestors were refreshed on the way down: parents stay at least as fresh as children.
   return static_cast<int64_t>(i);
 }
 
@@ -96,14 +86,18 @@ void prefix_cache::insert(std::span<const uint64_t> chain, double now) {
   size_t i = 0;
   while (i < chain.size()) {
     node* c = child(at, chain[i], now);
+    if (!c && at != root_.get() && at->children.empty()) {
+      // Extend a fully matched leaf in place: an agent session stays one node however many turns
+      // it runs, which keeps lookups a few pointer hops deep.
+      at->keys.insert(at->keys.end(), chain.begin() + static_cast<std::ptrdiff_t>(i), chain.end());
+      size_ += static_cast<int64_t>(chain.size() - i);
+      break;
+    }
     if (!c) {
       auto fresh = std::make_unique<node>();
       fresh->keys.assign(chain.begin() + static_cast<std::ptrdiff_t>(i), chain.end());
       fresh->parent = at;
       fresh->last_use = now;
-      if (at != root_.get() && at->children.empty())
-        leaves_.erase({at->last_use, at});
-      leaves_.insert({now, fresh.get()});
       size_ += static_cast<int64_t>(fresh->keys.size());
       at->children.emplace(chain[i], std::move(fresh));
       break;
@@ -112,37 +106,50 @@ void prefix_cache::insert(std::span<const uint64_t> chain, double now) {
     size_t m = 1;
     while (m < room && c->keys[m] == chain[i + m])
       ++m;
-    if (m < c->keys.size())
+    if (m < c->keys.size() && m < chain.size() - i)
       split(c, m);
-    touch(c, now);
+    c->last_use = now;
     i += m;
     at = c;
   }
-  evict(now);
+  if (size_ > cfg_.capacity_blocks)
+    evict(now);
 }
 
 void prefix_cache::remove_leaf(node* n) {
-  leaves_.erase({n->last_use, n});
   size_ -= static_cast<int64_t>(n->keys.size());
-  node* parent = n->parent;
-  parent->children.erase(n->keys.front());
-  if (parent != root_.get() && parent->children.empty())
-    leaves_.insert({parent->last_use, parent});
+  n->parent->children.erase(n->keys.front());
 }
 
 void prefix_cache::evict(double now) {
-  // 1. expired leaves (TTL), oldest first
-  while (!leaves_.empty() && leaves_.begin()->first + cfg_.ttl_s < now)
-    remove_leaf(leaves_.begin()->second);
-  // 2. LRU down to the capacity; a leaf larger than the excess loses only its tail
-  while (size_ > cfg_.capacity_blocks && !leaves_.empty()) {
-    node* n = leaves_.begin()->second;
-    const int64_t excess = size_ - cfg_.capacity_blocks;
-    if (static_cast<int64_t>(n->keys.size()) > excess) {
-      n->keys.resize(n->keys.size() - static_cast<size_t>(excess));
-      size_ -= excess;
-    } else {
-      remove_leaf(n);
+  // Batch LRU: collect the leaves, drop the oldest (expired ones first by age) until 90 % of the
+  // capacity; a leaf larger than what is left to free loses only its tail. Repeats if removing
+  // leaves exposed new ones and the target is not reached yet.
+  const int64_t target = cfg_.capacity_blocks - cfg_.capacity_blocks / 10;
+  while (size_ > target) {
+    std::vector<node*> leaves;
+    std::vector<node*> stack{root_.get()};
+    while (!stack.empty()) {
+      node* x = stack.back();
+      stack.pop_back();
+      if (x != root_.get() && x->children.empty())
+        leaves.push_back(x);
+      for (auto& [k, ch] : x->children)
+        stack.push_back(ch.get());
+    }
+    if (leaves.empty())
+      return;
+    std::sort(leaves.begin(), leaves.end(), [](const node* a, const node* b) { return a->last_use < b->last_use; });
+    for (node* n : leaves) {
+      const int64_t excess = size_ - target;
+      if (excess <= 0 && n->last_use + cfg_.ttl_s >= now)
+        break;
+      if (static_cast<int64_t>(n->keys.size()) > excess && n->last_use + cfg_.ttl_s >= now) {
+        n->keys.resize(n->keys.size() - static_cast<size_t>(excess));
+        size_ -= excess;
+      } else {
+        remove_leaf(n);
+      }
     }
   }
 }

@@ -2,7 +2,6 @@
 
 #include <cstdint>
 #include <memory>
-#include <set>
 #include <span>
 #include <unordered_map>
 #include <vector>
@@ -13,8 +12,9 @@ namespace deepinfer::balancers::sim {
 /// a capacity in blocks evicted least-recently-used, and a TTL.
 ///
 /// Stored as a radix tree of runs of chained block ids, so a lookup of a 600-block prompt costs a
-/// few node visits and one linear compare instead of 600 hash-map probes. Leaves are evicted first
-/// (a block whose descendant is alive is always at least as recently used).
+/// few node visits and one linear compare instead of 600 hash-map probes. Eviction runs in batches
+/// when the capacity is exceeded: least-recently-used leaves first, down to 90 % of the capacity
+/// (a block whose descendant is alive is always at least as recently used, so leaves go first).
 ///
 /// NOTE: the simulator's stand-in for kv/'s check_index + GC (branch `kv`): swap `match` for
 /// `check_index::longest_prefix` and the eviction for kv's LRU/TTL strategy once they are merged.
@@ -42,14 +42,13 @@ public:
 private:
   struct node;
   node* child(node* parent, uint64_t key, double now);
-  void touch(node* n, double now);
   node* split(node* n, size_t at);
   void evict(double now);
   void remove_leaf(node* n);
+  void drop_subtree(node* n);
 
   config cfg_;
   std::unique_ptr<node> root_;
-  std::set<std::pair<double, node*>> leaves_; // (last use, leaf) of every non-root leaf
   int64_t size_ = 0;
 };
 

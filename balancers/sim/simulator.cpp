@@ -80,7 +80,11 @@ void simulator::sample() {
   s.decode_rank_kv.push_back(std::move(dk));
   win_input_ = win_hit_ = win_decode_tokens_ = 0;
   win_ttft_.clear();
-  swa_.collect(q_.now());
+  // Expired snapshots only cost memory: collect about twice per TTL.
+  if (q_.now() - swa_collected_ >= cfg_.swa.ttl_s / 2.0) {
+    swa_.collect(q_.now());
+    swa_collected_ = q_.now();
+  }
 }
 
 void simulator::autoscale() {

@@ -128,7 +128,7 @@ private:
   // window accumulators for the series and the autoscaler
   int64_t win_input_ = 0, win_hit_ = 0, win_decode_tokens_ = 0, scale_missed_ = 0;
   std::vector<float> win_ttft_, scale_wait_;
-  double decode_step_started_ = 0.0;
+  double swa_collected_ = 0.0;
 };
 
 } // namespace deepinfer::balancers::sim
