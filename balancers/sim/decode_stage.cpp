@@ -104,6 +104,7 @@ void simulator::decode_done(uint64_t id) {
     r.kv_tokens -= f.req.input_len + f.req.output_len - 1;
   }
   ++res_.completed;
+  res_.last_event = now;
   // Output blocks the source knows join the store; the last completed SWA copy is stored at
   // request end (a copy completes at most 5 tokens past its 128 boundary, §4.2).
   if (static_cast<int64_t>(f.req.chain.size()) > f.req.prompt_blocks)

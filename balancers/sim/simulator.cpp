@@ -148,7 +148,6 @@ sim_result simulator::run() {
   }
   if (cfg_.progress)
     std::fprintf(stderr, "\n");
-  res_.last_event = q_.now();
   return std::move(res_);
 }
 

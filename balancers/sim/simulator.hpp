@@ -44,7 +44,7 @@ struct sim_result {
   std::vector<float> ttft;    ///< seconds, one per prefilled request
   int64_t decode_tokens = 0;
   double first_arrival = 0.0;
-  double last_event = 0.0;
+  double last_event = 0.0;   ///< last completion
   double decode_active_s = 0.0; ///< time at least one decode step ran
   double prefill_busy = 0.0, prefill_ideal = 0.0; ///< rank-seconds: step time x ranks, and work
   double decode_busy = 0.0, decode_ideal = 0.0;
