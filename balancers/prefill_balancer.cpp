@@ -42,11 +42,9 @@ std::optional<int> prefill_balancer::best_engine(int bucket, bool stealing) cons
     if (own == stealing)
       continue;
     const double load = engine_load(e);
-    if (stealing) {
-      // Only an idle engine whose own bucket has nothing queued may lend itself out.
-      if (load > 0.0 || !queue_[static_cast<size_t>(engine_bucket_[static_cast<size_t>(e)])].empty())
-        continue;
-    }
+    // Only an engine whose own bucket has nothing queued lends itself out.
+    if (stealing && !queue_[static_cast<size_t>(engine_bucket_[static_cast<size_t>(e)])].empty())
+      continue;
     const double left = capacity - load;
     if (left > 0.0 && (!best || left > best_left)) {
       best = e;
@@ -67,7 +65,7 @@ int prefill_balancer::lowest_rank(int engine) const {
 std::vector<prefill_balancer::assignment> prefill_balancer::dispatch() {
   std::vector<assignment> out;
   for (const bool stealing : {false, true}) {
-    if (stealing && !cfg_.steal_when_idle)
+    if (stealing && !cfg_.lend_when_own_bucket_empty)
       break;
     // Longest buckets first, so stealing engines help where the backlog is.
     std::array<int, bucket_count> order{};

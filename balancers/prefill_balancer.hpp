@@ -23,9 +23,9 @@ public:
     double quota_per_rank_s = 1.0; ///< outstanding compute-quota a rank may hold before it stops pulling
     /// Upper bounds (exclusive) of the first three buckets in input tokens: <16K, 16-64K, 64-256K, >=256K.
     std::array<int64_t, bucket_count - 1> bounds{16 * 1024, 64 * 1024, 256 * 1024};
-    /// An engine whose own bucket is empty and which holds no work may serve another bucket, so a
-    /// bucket re-division lagging a burst never leaves engines idle while requests wait.
-    bool steal_when_idle = true;
+    /// An engine whose own bucket queue is empty may pull (by remaining quota, as usual) from other
+    /// buckets, so a bucket re-division lagging a burst never leaves quota unused while requests wait.
+    bool lend_when_own_bucket_empty = true;
   };
 
   /// A request as the balancer sees it: its total input length picks the bucket and `quota` is
@@ -54,7 +54,8 @@ public:
   /// Hands queued jobs to engines while any engine serving their bucket has remaining quota.
   std::vector<assignment> dispatch();
 
-  /// Releases the quota a job held on (engine, rank).
+  /// Releases quota a job held on (engine, rank): all of it at completion, or the part a computed
+  /// chunk used (the caller then releases only the rest at completion).
   void complete(int engine, int rank, double quota);
 
   /// Re-divides engines among buckets by last round's demand share and starts a new round.

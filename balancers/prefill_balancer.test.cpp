@@ -64,7 +64,7 @@ BOOST_AUTO_TEST_CASE(engines_pull_by_remaining_quota_and_ranks_by_lowest_load) {
     b.submit({id, 1000, q});
   const auto a = b.dispatch();
   // engine 0 (2.0 left): 1->r0 (.5), 2->r1 (.7), 3->r0 (.9), 4->r1 (1.3), quota exhausted;
-  // job 5 is taken by idle engine 1 whose own bucket is empty.
+  // job 5 is taken by engine 1, whose own bucket is empty.
   BOOST_TEST_REQUIRE(a.size() == 5u);
   BOOST_TEST((a[0].engine == 0 && a[0].rank == 0));
   BOOST_TEST((a[1].engine == 0 && a[1].rank == 1));
@@ -73,17 +73,33 @@ BOOST_AUTO_TEST_CASE(engines_pull_by_remaining_quota_and_ranks_by_lowest_load) {
   BOOST_TEST((a[4].id == 5u && a[4].engine == 1 && a[4].rank == 0));
   BOOST_TEST(b.rank_load(0, 0) == 0.9, boost::test_tools::tolerance(1e-12));
   BOOST_TEST(b.rank_load(0, 1) == 1.3, boost::test_tools::tolerance(1e-12));
-  // freeing quota lets engine 0 pull again
+  // engine 0 is over quota: engine 1 (own bucket empty) lends itself, lowest rank 1
   b.submit({6, 1000, 0.2});
-  BOOST_TEST(b.dispatch().empty());
+  const auto lent = b.dispatch();
+  BOOST_TEST_REQUIRE(lent.size() == 1u);
+  BOOST_TEST((lent[0].engine == 1 && lent[0].rank == 1));
+  // freeing quota lets engine 0 pull again: 2.0 - (0.9 + 0.6) = 0.5 left, rank 1 is lower
   b.complete(0, 1, 0.7);
+  b.submit({7, 1000, 0.1});
   const auto again = b.dispatch();
   BOOST_TEST_REQUIRE(again.size() == 1u);
-  BOOST_TEST((again[0].id == 6u && again[0].engine == 0 && again[0].rank == 1));
+  BOOST_TEST((again[0].id == 7u && again[0].engine == 0 && again[0].rank == 1));
+}
+
+BOOST_AUTO_TEST_CASE(a_busy_engine_with_an_empty_own_bucket_still_lends_its_remaining_quota) {
+  prefill_balancer b({.engines = 2, .ranks_per_engine = 1, .quota_per_rank_s = 1.0});
+  b.submit({1, 20000, 0.4}); // bucket 1 -> engine 1
+  BOOST_TEST(b.dispatch().size() == 1u);
+  b.submit({2, 1000, 1.5});  // engine 0 takes it and is over quota
+  b.submit({3, 1000, 0.2});  // engine 0 has no quota left: engine 1 (0.6 left) lends itself
+  const auto a = b.dispatch();
+  BOOST_TEST_REQUIRE(a.size() == 2u);
+  BOOST_TEST((a[0].id == 2u && a[0].engine == 0));
+  BOOST_TEST((a[1].id == 3u && a[1].engine == 1));
 }
 
 BOOST_AUTO_TEST_CASE(without_stealing_a_bucket_waits_for_its_own_engines) {
-  prefill_balancer b({.engines = 2, .ranks_per_engine = 1, .quota_per_rank_s = 1.0, .steal_when_idle = false});
+  prefill_balancer b({.engines = 2, .ranks_per_engine = 1, .quota_per_rank_s = 1.0, .lend_when_own_bucket_empty = false});
   b.submit({1, 1000, 1.5});
   b.submit({2, 1000, 0.1});
   const auto a = b.dispatch();

@@ -73,8 +73,15 @@ void simulator::start_prefill_step(int inst_index) {
         f.first_chunk = now;
         scale_wait_.push_back(static_cast<float>(now - f.req.arrival));
       }
-      used += cost_.marginal(static_cast<double>(chunk), static_cast<double>(f.done));
+      const double spent = cost_.marginal(static_cast<double>(chunk), static_cast<double>(f.done));
+      used += spent;
       f.done += chunk;
+      // Computed chunks give their quota back at once, so the balancer sees remaining work only.
+      const double give = std::min(spent, f.quota - f.released);
+      f.released += give;
+      r.quota_load = std::max(0.0, r.quota_load - give);
+      if (balancer_)
+        balancer_->complete(f.engine, f.rank, give);
       any = true;
       if (f.done < f.req.input_len)
         break;
@@ -120,9 +127,10 @@ void simulator::prefill_done(uint64_t id) {
   const double now = q_.now();
   auto& r = prefill_[static_cast<size_t>(f.engine)].ranks[static_cast<size_t>(f.rank)];
   --r.outstanding;
-  r.quota_load = std::max(0.0, r.quota_load - f.quota);
+  const double rest = f.quota - f.released;
+  r.quota_load = std::max(0.0, r.quota_load - rest);
   if (balancer_)
-    balancer_->complete(f.engine, f.rank, f.quota);
+    balancer_->complete(f.engine, f.rank, rest);
   const auto ttft = static_cast<float>(now - f.req.arrival);
   res_.ttft.push_back(ttft);
   win_ttft_.push_back(ttft);

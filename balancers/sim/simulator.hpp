@@ -68,6 +68,7 @@ private:
     int64_t hit = 0;
     int64_t done = 0;       ///< prompt tokens computed (starts at hit)
     double quota = 0.0;
+    double released = 0.0;  ///< quota already given back chunk by chunk
     int engine = 0, rank = 0;
     double first_chunk = -1.0;
     int decode_rank = -1;
