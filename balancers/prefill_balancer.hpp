@@ -1,0 +1,92 @@
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <deque>
+#include <optional>
+#include <vector>
+
+namespace deepinfer::balancers {
+
+/// Prefill load balancer of DESIGN §6.1: four length buckets, engines pull by remaining
+/// compute-quota, and inside an engine each request goes to the DP rank with the lowest quota load.
+///
+/// Synchronous and transport-free: the caller submits jobs, calls `dispatch()` whenever quota may
+/// have been freed, reports completions, and calls `new_round()` on its round timer.
+class prefill_balancer {
+public:
+  static constexpr int bucket_count = 4;
+
+  struct config {
+    int engines = 8;              ///< DP groups (prefill instances)
+    int ranks_per_engine = 8;     ///< DP ranks per engine
+    double quota_per_rank_s = 1.0; ///< outstanding compute-quota a rank may hold before it stops pulling
+    /// Upper bounds (exclusive) of the first three buckets in input tokens: <16K, 16-64K, 64-256K, >=256K.
+    std::array<int64_t, bucket_count - 1> bounds{16 * 1024, 64 * 1024, 256 * 1024};
+    /// An engine whose own bucket queue is empty may pull (by remaining quota, as usual) from other
+    /// buckets, so a bucket re-division lagging a burst never leaves quota unused while requests wait.
+    bool lend_when_own_bucket_empty = true;
+  };
+
+  /// A request as the balancer sees it: its total input length picks the bucket and `quota` is
+  /// `cost(q, c)` of the cost model.
+  struct job {
+    uint64_t id = 0;
+    int64_t input_len = 0;
+    double quota = 0.0;
+  };
+
+  /// Where `dispatch()` sent a job.
+  struct assignment {
+    uint64_t id = 0;
+    int engine = 0;
+    int rank = 0;
+  };
+
+  explicit prefill_balancer(const config& cfg);
+
+  /// The bucket (0..3) of a total input length.
+  int bucket_of(int64_t input_len) const;
+
+  /// Queues a job in its bucket and counts its quota as this round's demand.
+  void submit(const job& j);
+
+  /// Hands queued jobs to engines while any engine serving their bucket has remaining quota.
+  std::vector<assignment> dispatch();
+
+  /// Releases quota a job held on (engine, rank): all of it at completion, or the part a computed
+  /// chunk used (the caller then releases only the rest at completion).
+  void complete(int engine, int rank, double quota);
+
+  /// Re-divides engines among buckets by last round's demand share and starts a new round.
+  void new_round();
+
+  /// Pure rule behind `new_round()`: engine counts per bucket proportional to `demand` by largest
+  /// remainder, at least one for every bucket with demand (when there are enough engines).
+  /// All-zero demand gives an even split.
+  static std::array<int, bucket_count> divide(const std::array<double, bucket_count>& demand, int engines);
+
+  /// Bucket each engine serves now.
+  const std::vector<int>& engine_bucket() const { return engine_bucket_; }
+  /// Outstanding quota of (engine, rank).
+  double rank_load(int engine, int rank) const { return load_[index(engine, rank)]; }
+  /// Outstanding quota summed over an engine.
+  double engine_load(int engine) const;
+  /// Jobs waiting in a bucket.
+  size_t queued(int bucket) const { return queue_[static_cast<size_t>(bucket)].size(); }
+
+private:
+  size_t index(int engine, int rank) const {
+    return static_cast<size_t>(engine * cfg_.ranks_per_engine + rank);
+  }
+  std::optional<int> best_engine(int bucket, bool stealing) const;
+  int lowest_rank(int engine) const;
+
+  config cfg_;
+  std::array<std::deque<job>, bucket_count> queue_;
+  std::array<double, bucket_count> demand_{};
+  std::vector<int> engine_bucket_;
+  std::vector<double> load_;
+};
+
+} // namespace deepinfer::balancers

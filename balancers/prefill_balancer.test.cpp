@@ -1,0 +1,110 @@
+#include "balancers/prefill_balancer.hpp"
+
+#include <boost/test/unit_test.hpp>
+
+#include <algorithm>
+
+using deepinfer::balancers::prefill_balancer;
+
+BOOST_AUTO_TEST_SUITE(prefill_balancer_suite)
+
+BOOST_AUTO_TEST_CASE(buckets_follow_the_16k_64k_256k_bounds) {
+  const prefill_balancer b({});
+  BOOST_TEST(b.bucket_of(16383) == 0);
+  BOOST_TEST(b.bucket_of(16384) == 1);
+  BOOST_TEST(b.bucket_of(65535) == 1);
+  BOOST_TEST(b.bucket_of(65536) == 2);
+  BOOST_TEST(b.bucket_of(262143) == 2);
+  BOOST_TEST(b.bucket_of(262144) == 3);
+}
+
+BOOST_AUTO_TEST_CASE(divide_gives_one_engine_per_demanding_bucket_then_largest_remainder) {
+  // 8 engines, demand 10/30/60/0: floors 1,1,1,0 leave 5; exact shares 0.5, 1.5, 3.0 -> 0,1,3
+  // plus one left for the first of the two 0.5 remainders.
+  const auto c = prefill_balancer::divide({10, 30, 60, 0}, 8);
+  BOOST_TEST(c[0] == 2);
+  BOOST_TEST(c[1] == 2);
+  BOOST_TEST(c[2] == 4);
+  BOOST_TEST(c[3] == 0);
+  const auto even = prefill_balancer::divide({0, 0, 0, 0}, 8);
+  BOOST_TEST((even == std::array<int, 4>{2, 2, 2, 2}));
+  const auto one = prefill_balancer::divide({1, 0, 0, 0}, 8);
+  BOOST_TEST((one == std::array<int, 4>{8, 0, 0, 0}));
+  // fewer engines than demanding buckets: no floor, pure shares (0.3*2, 0.3*2, 0.4*2)
+  const auto few = prefill_balancer::divide({3, 3, 4, 0}, 2);
+  BOOST_TEST(few[0] + few[1] + few[2] + few[3] == 2);
+  BOOST_TEST(few[2] == 1);
+}
+
+BOOST_AUTO_TEST_CASE(new_round_redivides_engines_by_last_round_demand_share) {
+  prefill_balancer b({.engines = 8, .ranks_per_engine = 1, .quota_per_rank_s = 100.0});
+  auto count = [&](int bucket) {
+    return std::count(b.engine_bucket().begin(), b.engine_bucket().end(), bucket);
+  };
+  BOOST_TEST(count(0) == 2);
+  BOOST_TEST(count(3) == 2);
+  b.submit({1, 1000, 10.0});    // bucket 0
+  b.submit({2, 20000, 30.0});   // bucket 1
+  b.submit({3, 100000, 60.0});  // bucket 2
+  b.new_round();
+  BOOST_TEST(count(0) == 2);
+  BOOST_TEST(count(1) == 2);
+  BOOST_TEST(count(2) == 4);
+  BOOST_TEST(count(3) == 0);
+  // a round with no demand at all falls back to the even split
+  b.new_round();
+  BOOST_TEST(count(3) == 2);
+}
+
+BOOST_AUTO_TEST_CASE(engines_pull_by_remaining_quota_and_ranks_by_lowest_load) {
+  // 2 engines x 2 ranks, 1 s of quota per rank: engine 0 serves bucket 0, engine 1 bucket 1.
+  prefill_balancer b({.engines = 2, .ranks_per_engine = 2, .quota_per_rank_s = 1.0});
+  BOOST_TEST((b.engine_bucket() == std::vector<int>{0, 1}));
+  for (const auto& [id, q] : std::vector<std::pair<uint64_t, double>>{{1, 0.5}, {2, 0.7}, {3, 0.4}, {4, 0.6}, {5, 0.3}})
+    b.submit({id, 1000, q});
+  const auto a = b.dispatch();
+  // engine 0 (2.0 left): 1->r0 (.5), 2->r1 (.7), 3->r0 (.9), 4->r1 (1.3), quota exhausted;
+  // job 5 is taken by engine 1, whose own bucket is empty.
+  BOOST_TEST_REQUIRE(a.size() == 5u);
+  BOOST_TEST((a[0].engine == 0 && a[0].rank == 0));
+  BOOST_TEST((a[1].engine == 0 && a[1].rank == 1));
+  BOOST_TEST((a[2].engine == 0 && a[2].rank == 0));
+  BOOST_TEST((a[3].engine == 0 && a[3].rank == 1));
+  BOOST_TEST((a[4].id == 5u && a[4].engine == 1 && a[4].rank == 0));
+  BOOST_TEST(b.rank_load(0, 0) == 0.9, boost::test_tools::tolerance(1e-12));
+  BOOST_TEST(b.rank_load(0, 1) == 1.3, boost::test_tools::tolerance(1e-12));
+  // engine 0 is over quota: engine 1 (own bucket empty) lends itself, lowest rank 1
+  b.submit({6, 1000, 0.2});
+  const auto lent = b.dispatch();
+  BOOST_TEST_REQUIRE(lent.size() == 1u);
+  BOOST_TEST((lent[0].engine == 1 && lent[0].rank == 1));
+  // freeing quota lets engine 0 pull again: 2.0 - (0.9 + 0.6) = 0.5 left, rank 1 is lower
+  b.complete(0, 1, 0.7);
+  b.submit({7, 1000, 0.1});
+  const auto again = b.dispatch();
+  BOOST_TEST_REQUIRE(again.size() == 1u);
+  BOOST_TEST((again[0].id == 7u && again[0].engine == 0 && again[0].rank == 1));
+}
+
+BOOST_AUTO_TEST_CASE(a_busy_engine_with_an_empty_own_bucket_still_lends_its_remaining_quota) {
+  prefill_balancer b({.engines = 2, .ranks_per_engine = 1, .quota_per_rank_s = 1.0});
+  b.submit({1, 20000, 0.4}); // bucket 1 -> engine 1
+  BOOST_TEST(b.dispatch().size() == 1u);
+  b.submit({2, 1000, 1.5});  // engine 0 takes it and is over quota
+  b.submit({3, 1000, 0.2});  // engine 0 has no quota left: engine 1 (0.6 left) lends itself
+  const auto a = b.dispatch();
+  BOOST_TEST_REQUIRE(a.size() == 2u);
+  BOOST_TEST((a[0].id == 2u && a[0].engine == 0));
+  BOOST_TEST((a[1].id == 3u && a[1].engine == 1));
+}
+
+BOOST_AUTO_TEST_CASE(without_stealing_a_bucket_waits_for_its_own_engines) {
+  prefill_balancer b({.engines = 2, .ranks_per_engine = 1, .quota_per_rank_s = 1.0, .lend_when_own_bucket_empty = false});
+  b.submit({1, 1000, 1.5});
+  b.submit({2, 1000, 0.1});
+  const auto a = b.dispatch();
+  BOOST_TEST(a.size() == 1u);
+  BOOST_TEST(b.queued(0) == 1u);
+}
+
+BOOST_AUTO_TEST_SUITE_END()

@@ -1,0 +1,154 @@
+#include "balancers/sim/simulator.hpp"
+
+#include "balancers/sim/hit_policy.hpp"
+#include "balancers/sim/stats.hpp"
+
+#include <cstdio>
+#include <numeric>
+
+namespace deepinfer::balancers::sim {
+
+simulator::simulator(const sim_config& cfg, workload& wl)
+    : cfg_(cfg), wl_(wl), cost_(cost_model::calibrate(cfg.prefill_calibration)), cache_(cfg.cache),
+      swa_(cfg.swa), router_(cfg.decode_router), scaler_(cfg.scaling),
+      prefill_(static_cast<size_t>(cfg.prefill_instances)), decode_(static_cast<size_t>(cfg.decode_instances)),
+      dranks_(static_cast<size_t>(cfg.decode_instances * cfg.decode_dp)) {
+  for (auto& p : prefill_)
+    p.ranks.resize(static_cast<size_t>(cfg.prefill_dp));
+  if (cfg.policy == prefill_policy::quota_buckets)
+    balancer_.emplace(prefill_balancer::config{.engines = cfg.prefill_instances,
+                                               .ranks_per_engine = cfg.prefill_dp,
+                                               .quota_per_rank_s = cfg.quota_per_rank_s});
+  res_.workload = wl.name();
+}
+
+void simulator::pull_arrival() {
+  auto r = wl_.next();
+  if (!r) {
+    arrivals_done_ = true;
+    return;
+  }
+  const double at = r->arrival;
+  q_.push(at, [this, req = std::move(*r)]() mutable {
+    arrive(std::move(req));
+    pull_arrival();
+  });
+}
+
+void simulator::arrive(sim_request r) {
+  const double now = q_.now();
+  if (res_.requests == 0)
+    res_.first_arrival = now;
+  ++res_.requests;
+  // DESIGN §4.3 against the cache state at arrival.
+  const std::span<const uint64_t> prompt(r.chain.data(), static_cast<size_t>(r.prompt_blocks));
+  const int64_t stored = cache_.match(prompt, now);
+  const int64_t l1 = hit_policy::l1(r.input_len, stored);
+  const bool snap = l1 > 0 && swa_.has(r.chain[static_cast<size_t>(l1 / hit_policy::block_tokens - 1)], now);
+  const auto hit = hit_policy::resolve(l1, snap);
+  res_.input_tokens += r.input_len;
+  res_.hit_tokens += hit.hit;
+  res_.ideal_hit_tokens += r.ideal_hit;
+  res_.exact_hits += hit.exact ? 1 : 0;
+  res_.replay_hits += (hit.hit > 0 && !hit.exact) ? 1 : 0;
+  win_input_ += r.input_len;
+  win_hit_ += hit.hit;
+  scale_missed_ += r.input_len - hit.hit;
+  const uint64_t id = r.id;
+  auto& f = flights_[id];
+  f.hit = hit.hit;
+  f.done = hit.hit;
+  f.quota = cost_.cost(static_cast<double>(r.input_len - hit.hit), static_cast<double>(hit.hit));
+  f.req = std::move(r);
+  place_prefill(id);
+}
+
+void simulator::sample() {
+  sim_series& s = res_.series;
+  s.t.push_back(q_.now());
+  s.hit_ratio.push_back(win_input_ > 0 ? static_cast<double>(win_hit_) / static_cast<double>(win_input_) : 0.0);
+  s.ttft_p99.push_back(percentile(win_ttft_, 99.0));
+  s.decode_tok_s_rank.push_back(static_cast<double>(win_decode_tokens_) / cfg_.sample_s / static_cast<double>(dranks_.size()));
+  std::vector<float> pl;
+  for (const auto& inst : prefill_)
+    for (const auto& r : inst.ranks)
+      pl.push_back(static_cast<float>(r.quota_load));
+  s.prefill_rank_load.push_back(std::move(pl));
+  std::vector<float> dk;
+  for (const auto& r : dranks_)
+    dk.push_back(static_cast<float>(r.kv_tokens));
+  s.decode_rank_kv.push_back(std::move(dk));
+  win_input_ = win_hit_ = win_decode_tokens_ = 0;
+  win_ttft_.clear();
+  // Expired snapshots only cost memory: collect about twice per TTL.
+  if (q_.now() - swa_collected_ >= cfg_.swa.ttl_s / 2.0) {
+    swa_.collect(q_.now());
+    swa_collected_ = q_.now();
+  }
+}
+
+void simulator::autoscale() {
+  autoscaler::observation obs;
+  obs.now_s = q_.now();
+  obs.missed_tok_per_s = static_cast<double>(scale_missed_) / cfg_.autoscale_s;
+  double in_flight = 0.0;
+  for (const auto& r : dranks_)
+    in_flight += static_cast<double>(r.requests);
+  obs.requests_in_flight = in_flight + static_cast<double>(decode_waiting_.size());
+  double quota = 0.0;
+  for (const auto& inst : prefill_)
+    for (const auto& r : inst.ranks)
+      quota += r.quota_load;
+  obs.quota_use = quota / (cfg_.quota_per_rank_s * cfg_.prefill_instances * cfg_.prefill_dp);
+  obs.queue_time_s = percentile(scale_wait_, 90.0);
+  obs.prefill = cfg_.prefill_instances;
+  obs.decode = cfg_.decode_instances;
+  const auto d = scaler_.decide(obs);
+  auto& s = res_.series;
+  s.autoscale_t.push_back(obs.now_s);
+  s.prefill_now.push_back(obs.prefill);
+  s.decode_now.push_back(obs.decode);
+  s.prefill_target.push_back(d.prefill);
+  s.decode_target.push_back(d.decode);
+  scale_missed_ = 0;
+  scale_wait_.clear();
+}
+
+sim_result simulator::run() {
+  pull_arrival();
+  const bool rounds = balancer_.has_value();
+  const auto finished = [this] { return arrivals_done_ && flights_.empty() && pending_followups_ == 0; };
+  // Periodic timers re-arm themselves until everything drained.
+  std::function<void()> round_tick = [&] {
+    balancer_->new_round();
+    if (!finished())
+      q_.push(q_.now() + cfg_.round_s, round_tick);
+  };
+  std::function<void()> sample_tick = [&] {
+    sample();
+    if (!finished())
+      q_.push(q_.now() + cfg_.sample_s, sample_tick);
+  };
+  std::function<void()> scale_tick = [&] {
+    autoscale();
+    if (!finished())
+      q_.push(q_.now() + cfg_.autoscale_s, scale_tick);
+  };
+  if (rounds)
+    q_.push(cfg_.round_s, round_tick);
+  q_.push(cfg_.sample_s, sample_tick);
+  q_.push(cfg_.autoscale_s, scale_tick);
+  double next_report = 0.0;
+  while (q_.run_one(cfg_.horizon_s)) {
+    if (cfg_.progress && q_.now() >= next_report) {
+      std::fprintf(stderr, "\r[deepinfer-sim] t=%8.0fs arrived=%ld done=%ld in-flight=%zu   ",
+                   q_.now(), static_cast<long>(res_.requests), static_cast<long>(res_.completed), flights_.size());
+      next_report = q_.now() + 30.0;
+    }
+  }
+  if (cfg_.progress)
+    std::fprintf(stderr, "\n");
+  return std::move(res_);
+}
+
+} // namespace deepinfer::balancers::sim

@@ -1,0 +1,135 @@
+#pragma once
+
+#include "balancers/autoscaler.hpp"
+#include "balancers/cost_model.hpp"
+#include "balancers/decode_balancer.hpp"
+#include "balancers/prefill_balancer.hpp"
+#include "balancers/sim/event_queue.hpp"
+#include "balancers/sim/prefix_cache.hpp"
+#include "balancers/sim/sim_config.hpp"
+#include "balancers/sim/swa_store.hpp"
+#include "balancers/sim/workload.hpp"
+
+#include <deque>
+#include <optional>
+#include <queue>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+namespace deepinfer::balancers::sim {
+
+/// Time series sampled every `sample_s` of virtual time.
+struct sim_series {
+  std::vector<double> t;
+  std::vector<double> hit_ratio;          ///< token hit ratio of the window's arrivals
+  std::vector<double> ttft_p99;           ///< of the window's prefill completions
+  std::vector<double> decode_tok_s_rank;  ///< decode tokens/s per rank in the window
+  std::vector<std::vector<float>> prefill_rank_load; ///< outstanding quota (s) per prefill rank
+  std::vector<std::vector<float>> decode_rank_kv;    ///< KV tokens per decode rank
+  std::vector<double> autoscale_t;
+  std::vector<int> prefill_now, prefill_target, decode_now, decode_target;
+};
+
+/// What one run measured.
+struct sim_result {
+  std::string workload;
+  int64_t requests = 0;       ///< arrived
+  int64_t completed = 0;      ///< finished decode
+  int64_t input_tokens = 0;
+  int64_t hit_tokens = 0;
+  int64_t exact_hits = 0;     ///< hits with an SWA snapshot at L1
+  int64_t replay_hits = 0;    ///< hits at L1 - 128 with replay
+  int64_t ideal_hit_tokens = 0;
+  std::vector<float> ttft;    ///< seconds, one per prefilled request
+  int64_t decode_tokens = 0;
+  double first_arrival = 0.0;
+  double last_event = 0.0;   ///< last completion
+  double decode_active_s = 0.0; ///< time at least one decode step ran
+  double prefill_busy = 0.0, prefill_ideal = 0.0; ///< rank-seconds: step time x ranks, and work
+  double decode_busy = 0.0, decode_ideal = 0.0;
+  sim_series series;
+};
+
+/// The discrete-event simulator of DESIGN §8: arrivals from a workload, the §4.3 hit policy over a
+/// prefix cache with capacity and TTL, the prefill balancer (or a baseline), prefill instances
+/// stepping under a time budget with the fitted cost model, the decode router over every decode
+/// rank, decode instances stepping synchronously, and advisory autoscaling decisions.
+class simulator {
+public:
+  simulator(const sim_config& cfg, workload& wl);
+
+  /// Runs to the horizon or until every request drained.
+  sim_result run();
+
+private:
+  struct flight {
+    sim_request req;
+    int64_t hit = 0;
+    int64_t done = 0;       ///< prompt tokens computed (starts at hit)
+    double quota = 0.0;
+    double released = 0.0;  ///< quota already given back chunk by chunk
+    int engine = 0, rank = 0;
+    double first_chunk = -1.0;
+    int decode_rank = -1;
+    int64_t join_step = 0;
+    int64_t kv_at_join = 0;
+  };
+  struct prefill_rank {
+    std::deque<uint64_t> fifo;
+    int outstanding = 0;
+    double quota_load = 0.0;
+  };
+  struct prefill_inst {
+    std::vector<prefill_rank> ranks;
+    bool busy = false;
+    std::vector<uint64_t> finishing;
+  };
+  struct decode_inst {
+    bool busy = false;
+    int64_t steps = 0;
+    std::priority_queue<std::pair<int64_t, uint64_t>, std::vector<std::pair<int64_t, uint64_t>>, std::greater<>> finish;
+  };
+
+  // arrivals and metrics (simulator.cpp)
+  void pull_arrival();
+  void arrive(sim_request r);
+  void sample();
+  void autoscale();
+  // prefill (prefill_stage.cpp)
+  void place_prefill(uint64_t id);
+  void assign(uint64_t id, int engine, int rank);
+  void start_prefill_step(int inst);
+  void end_prefill_step(int inst);
+  void prefill_done(uint64_t id);
+  // decode (decode_stage.cpp)
+  void route_decode(uint64_t id);
+  void start_decode_step(int inst);
+  void end_decode_step(int inst);
+  void decode_done(uint64_t id);
+
+  sim_config cfg_;
+  workload& wl_;
+  cost_model cost_;
+  event_queue q_;
+  prefix_cache cache_;
+  swa_store swa_;
+  std::optional<prefill_balancer> balancer_;
+  decode_balancer router_;
+  autoscaler scaler_;
+  std::unordered_map<uint64_t, flight> flights_;
+  std::vector<prefill_inst> prefill_;
+  std::vector<decode_inst> decode_;
+  std::vector<decode_balancer::rank_state> dranks_;
+  std::deque<uint64_t> decode_waiting_;
+  uint64_t rr_next_ = 0;
+  bool arrivals_done_ = false;
+  int64_t pending_followups_ = 0; ///< closed-loop arrivals scheduled but not yet arrived
+  sim_result res_;
+  // window accumulators for the series and the autoscaler
+  int64_t win_input_ = 0, win_hit_ = 0, win_decode_tokens_ = 0, scale_missed_ = 0;
+  std::vector<float> win_ttft_, scale_wait_;
+  double swa_collected_ = 0.0;
+};
+
+} // namespace deepinfer::balancers::sim

@@ -1,0 +1,145 @@
+#include "balancers/sim/agent_workload.hpp"
+#include "balancers/sim/simulator.hpp"
+#include "balancers/sim/trace_workload.hpp"
+
+#include <boost/test/unit_test.hpp>
+
+#include <deque>
+
+using namespace deepinfer::balancers;
+using namespace deepinfer::balancers::sim;
+
+namespace {
+
+/// A fixed list of requests, open loop.
+class list_workload : public workload {
+public:
+  explicit list_workload(std::deque<sim_request> r) : reqs_(std::move(r)) {}
+  std::optional<sim_request> next() override {
+    if (reqs_.empty())
+      return std::nullopt;
+    auto r = std::move(reqs_.front());
+    reqs_.pop_front();
+    return r;
+  }
+  std::string name() const override { return "list"; }
+
+private:
+  std::deque<sim_request> reqs_;
+};
+
+sim_request make(uint64_t id, double at, int64_t len, int64_t out, uint64_t salt) {
+  sim_request r;
+  r.id = id;
+  r.arrival = at;
+  r.input_len = len;
+  r.output_len = out;
+  r.prompt_blocks = len / 128;
+  for (int64_t k = 0; k < r.prompt_blocks; ++k)
+    r.chain.push_back(mix64(salt * 1000 + static_cast<uint64_t>(k)));
+  return r;
+}
+
+} // namespace
+
+BOOST_AUTO_TEST_SUITE(simulator_suite)
+
+BOOST_AUTO_TEST_CASE(mooncake_rows_parse_and_share_chain_ids_by_512_block) {
+  const auto r = trace_workload::parse_mooncake(
+      R"({"timestamp": 27482, "input_length": 1100, "output_length": 7, "hash_ids": [5, 9, 11]})");
+  BOOST_TEST(r.t == 27.482);
+  BOOST_TEST(r.input_len == 1100);
+  BOOST_TEST(r.output_len == 7);
+  const auto c = trace_workload::chain_of(r, 0);
+  BOOST_TEST(c.size() == 8u); // floor(1100 / 128)
+  auto other = r;
+  other.hash_ids = {5, 10, 12};
+  const auto d = trace_workload::chain_of(other, 1);
+  for (size_t k = 0; k < 4; ++k)
+    BOOST_TEST(c[k] == d[k]);
+  BOOST_TEST(c[4] != d[4]);
+}
+
+BOOST_AUTO_TEST_CASE(azure_rows_parse_time_of_day_and_counts) {
+  const auto r = trace_workload::parse_azure("2023-11-16 18:17:03.9799600,4808,10");
+  BOOST_TEST(r.t == 18 * 3600 + 17 * 60 + 3.97996, boost::test_tools::tolerance(1e-9));
+  BOOST_TEST(r.input_len == 4808);
+  BOOST_TEST(r.output_len == 10);
+}
+
+BOOST_AUTO_TEST_CASE(agent_turns_extend_the_previous_prompt_and_output) {
+  agent_workload a({.session_rate = 1.0, .duration_s = 100.0, .turns_mean = 1000.0});
+  const auto first = a.next().value();
+  BOOST_TEST(first.input_len >= 6144);
+  BOOST_TEST(first.ideal_hit == 6144);
+  const auto second = a.follow_up(first, 10.0).value();
+  BOOST_TEST(second.arrival >= 10.0);
+  BOOST_TEST(second.input_len > first.input_len + first.output_len);
+  BOOST_TEST(second.ideal_hit == (first.input_len + first.output_len) / 128 * 128);
+  for (size_t k = 0; k < first.chain.size(); ++k)
+    BOOST_TEST_REQUIRE(first.chain[k] == second.chain[k]);
+  const auto other = a.next().value();
+  BOOST_TEST(other.session != first.session);
+  BOOST_TEST(other.chain[47] == first.chain[47]);  // shared system prompt (6144 / 128 = 48 blocks)
+  BOOST_TEST(other.chain[48] != first.chain[48]);
+}
+
+BOOST_AUTO_TEST_CASE(one_request_timing_matches_the_cost_models_by_hand) {
+  sim_config cfg;
+  cfg.prefill_instances = 1;
+  cfg.prefill_dp = 1;
+  cfg.decode_instances = 1;
+  cfg.decode_dp = 1;
+  list_workload wl({make(0, 1.0, 1000, 3, 1)});
+  simulator s(cfg, wl);
+  const auto r = s.run();
+  const cost_model m(cost_model::calibrate(cfg.prefill_calibration));
+  BOOST_TEST_REQUIRE(r.ttft.size() == 1u);
+  BOOST_TEST(r.ttft[0] == m.cost(1000, 0), boost::test_tools::tolerance(1e-5));
+  BOOST_TEST(r.completed == 1);
+  BOOST_TEST(r.decode_tokens == 2); // the first token came from prefill
+  const auto& d = cfg.decode;
+  const double step1 = d.t0 + d.moe_lb * d.gamma + d.alpha + d.beta * 1000;
+  const double step2 = d.t0 + d.moe_lb * d.gamma + d.alpha + d.beta * 1001;
+  BOOST_TEST(r.last_event == 1.0 + m.cost(1000, 0) + step1 + step2, boost::test_tools::tolerance(1e-6));
+  BOOST_TEST(r.hit_tokens == 0);
+}
+
+BOOST_AUTO_TEST_CASE(a_repeated_prompt_hits_through_the_snapshot_exactly) {
+  sim_config cfg;
+  cfg.prefill_instances = 1;
+  cfg.prefill_dp = 2;
+  cfg.decode_dp = 2;
+  // Same 1000-token prompt twice: the first stores 7 blocks and an SWA snapshot at 896; the second
+  // has L1 = 768 (cap 866), no snapshot there -> hit 640 with replay.
+  list_workload wl({make(0, 0.0, 1000, 2, 1), make(1, 5.0, 1000, 2, 1)});
+  simulator s(cfg, wl);
+  const auto r = s.run();
+  BOOST_TEST(r.completed == 2);
+  BOOST_TEST(r.hit_tokens == 640);
+  BOOST_TEST(r.replay_hits == 1);
+  BOOST_TEST(r.exact_hits == 0);
+}
+
+BOOST_AUTO_TEST_CASE(all_policies_drain_a_mixed_load_and_conserve_requests) {
+  for (const auto p : {prefill_policy::quota_buckets, prefill_policy::round_robin, prefill_policy::least_outstanding}) {
+    sim_config cfg;
+    cfg.prefill_instances = 2;
+    cfg.prefill_dp = 2;
+    cfg.decode_dp = 4;
+    cfg.policy = p;
+    std::deque<sim_request> reqs;
+    for (uint64_t i = 0; i < 200; ++i)
+      reqs.push_back(make(i, 0.01 * static_cast<double>(i), 500 + static_cast<int64_t>((i * 7919) % 90000), 20, i % 5));
+    list_workload wl(std::move(reqs));
+    simulator s(cfg, wl);
+    const auto r = s.run();
+    BOOST_TEST(r.requests == 200);
+    BOOST_TEST(r.completed == 200);
+    BOOST_TEST(r.ttft.size() == 200u);
+    BOOST_TEST(r.decode_tokens == 200 * 19);
+    BOOST_TEST(r.prefill_ideal <= r.prefill_busy + 1e-9);
+  }
+}
+
+BOOST_AUTO_TEST_SUITE_END()
