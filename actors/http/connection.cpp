@@ -105,6 +105,15 @@ void connection::reply_error(unsigned status, std::string_view message, std::str
   version_ = 11;
   route_ = "invalid";
   method_ = "";
+  if (parser_ && !parser_->get().target().empty()) {
+    // The request line was parsed (a 413 is detected once the whole header is in): label it
+    // like the request it is, e.g. 413 on /v1/chat/completions.
+    const auto& h = parser_->get();
+    method_ = h.method() == bhttp::verb::unknown ? "other" : to_string(h.method_string());
+    auto target = to_string(h.target());
+    auto m = ctx_->routes.find(method_, target.substr(0, target.find('?')));
+    route_ = m.result == router::outcome::found ? m.route : "unmatched";
+  }
   started_ = std::chrono::steady_clock::now();
   timer_.cancel();
   http_response r;

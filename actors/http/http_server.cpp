@@ -5,6 +5,7 @@
 
 #include <boost/asio/executor_work_guard.hpp>
 #include <boost/asio/post.hpp>
+#include <boost/asio/steady_timer.hpp>
 #include <boost/asio/strand.hpp>
 
 #include <atomic>
@@ -40,6 +41,7 @@ struct http_server::impl {
   std::shared_ptr<asio::io_context> ioc;
   std::optional<asio::executor_work_guard<asio::io_context::executor_type>> work;
   std::optional<tcp::acceptor> acceptor;
+  std::optional<asio::steady_timer> accept_backoff; // on the acceptor's strand
   std::vector<std::thread> threads;
   std::atomic<uint16_t> port{0};
   std::mutex stop_mutex;
@@ -55,9 +57,14 @@ void http_server::impl::accept() {
     if (ec == asio::error::operation_aborted || !acceptor->is_open())
       return;
     if (ec) {
-      // Typically EMFILE; the next accept may succeed once connections close.
-      log().warn("http accept failed: {}", ec.message());
-      return accept();
+      // Typically EMFILE: retrying at once would spin, so wait for connections to close.
+      log().warn("http accept failed: {}; retrying in 100 ms", ec.message());
+      accept_backoff->expires_after(std::chrono::milliseconds{100});
+      accept_backoff->async_wait([this](boost::system::error_code wait_ec) {
+        if (!wait_ec && acceptor->is_open())
+          accept();
+      });
+      return;
     }
     auto c = std::make_shared<connection>(std::move(socket), ctx);
     if (auto id = ctx->enroll(c))
@@ -132,6 +139,7 @@ std::error_code http_server::start() {
     return ec;
   }
   impl_->port = acc.local_endpoint(ec).port();
+  impl_->accept_backoff.emplace(acc.get_executor());
   impl_->work.emplace(impl_->ioc->get_executor());
   impl_->accept();
   for (unsigned i = 0; i < cfg.threads; ++i) {
@@ -175,6 +183,7 @@ void http_server::stop(std::chrono::milliseconds deadline) {
   asio::post(impl_->acceptor->get_executor(), [this] {
     boost::system::error_code ec;
     impl_->acceptor->close(ec);
+    impl_->accept_backoff->cancel();
   });
   // 2. Close idle connections; busy ones close after their response.
   for (auto& c : impl_->open_connections())

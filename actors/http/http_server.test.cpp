@@ -110,6 +110,9 @@ BOOST_FIXTURE_TEST_CASE(body_over_the_limit_gets_413_and_at_the_limit_passes, se
   BOOST_TEST(e["message"] == "request body exceeds 1024 bytes");
   BOOST_TEST(!res.keep_alive());
   BOOST_TEST(big.closed_by_server());
+  server->stop(1s);
+  BOOST_TEST(metrics->render().find(R"(deepinfer_http_requests_total{route="/echo",method="POST",status="413"} 1)") !=
+             std::string::npos);
 }
 
 BOOST_FIXTURE_TEST_CASE(expect_100_continue_gets_the_interim_answer_before_the_body, server_fixture) {
