@@ -105,3 +105,27 @@ BOOST_AUTO_TEST_CASE(added_tokens_stream_as_their_spelling) {
 }
 
 BOOST_AUTO_TEST_SUITE_END()
+
+BOOST_AUTO_TEST_SUITE(tokenizer_arbitrary_bytes)
+
+// Invalid UTF-8 is kept byte for byte by encode (the tokens' bytes concatenate to the input) and
+// decodes with U+FFFD exactly as the incremental detokenizer streams it.
+BOOST_AUTO_TEST_CASE(random_bytes_round_trip_through_token_bytes) {
+  auto tok = test::shared("tokenizer_v32.json");
+  test::rng r{99};
+  for (int n = 0; n < 300; ++n) {
+    std::string s;
+    for (auto k = r.between(0, 200); k > 0; --k)
+      s += static_cast<char>(r.between(0, 3) == 0 ? r.between(0x80, 0xFF) : r.between(0, 0x7F));
+    const auto ids = tok->encode(s);
+    std::string bytes;
+    for (const token_id id : ids)
+      bytes += tok->token_bytes(id);
+    BOOST_REQUIRE(bytes == s);
+    const std::string whole = tok->decode(ids);
+    BOOST_TEST(utf8::is_valid(whole));
+    BOOST_TEST(stream(tok, ids, true) == whole);
+  }
+}
+
+BOOST_AUTO_TEST_SUITE_END()
