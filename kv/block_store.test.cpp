@@ -164,6 +164,23 @@ BOOST_AUTO_TEST_CASE(async_reads_and_writes_on_both_backends) {
   }
 }
 
+BOOST_AUTO_TEST_CASE(an_attached_index_is_rebuilt_at_open_and_follows_writes_and_removals) {
+  {
+    auto store = block_store::open(cfg());
+    store->write(key_of(1), payload_for(key_of(1), 100), traffic_class::chatbot);
+    store->write(key_of(2), payload_for(key_of(2), 100), traffic_class::chatbot);
+  }
+  check_index index;
+  auto store = block_store::open(cfg(), &index);
+  std::vector<block_key> chain{key_of(1), key_of(2), key_of(3)};
+  BOOST_TEST(index.longest_prefix(chain).blocks == 2u);
+  store->write(key_of(3), payload_for(key_of(3), 100), traffic_class::chatbot);
+  BOOST_TEST(index.longest_prefix(chain).blocks == 3u);
+  BOOST_TEST(store->remove(key_of(2)));
+  BOOST_TEST(index.longest_prefix(chain).blocks == 1u);
+  BOOST_TEST(index.size() == 2u);
+}
+
 BOOST_AUTO_TEST_CASE(check_sees_blocks_written_by_another_process) {
   auto store = block_store::open(cfg());
   check_index index{store->probe()};

@@ -168,7 +168,7 @@ bool block_store::read_async_uring(const block_key& key, std::span<std::byte> ou
     const bool missing = errno == ENOENT;
     lease.reset();
     if (missing && known)
-      catalog_.forget(key);
+      forget_missing(key);
     done({missing ? read_status::not_found : read_status::io_error, 0});
     return true;
   }
