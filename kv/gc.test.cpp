@@ -74,6 +74,41 @@ BOOST_AUTO_TEST_CASE(never_evicts_a_block_a_reader_holds) {
   BOOST_TEST(catalog.size() == 0u);
 }
 
+BOOST_AUTO_TEST_CASE(write_read_evict_round_trip_on_a_file_store) {
+  auto time = std::make_shared<manual_clock>(0);
+  testing::temp_dir dir;
+  block_store::config cfg;
+  cfg.root = dir.path;
+  cfg.fingerprint = model_fingerprint::of("evict");
+  cfg.fsync = fsync_policy::none;
+  cfg.time = time;
+  check_index index;
+  auto store = block_store::open(cfg, &index);
+  std::vector<block_key> chain;
+  for (uint64_t i = 0; i < 8; ++i) {
+    chain.push_back(key_of(i));
+    store->write(key_of(i), content(i, 1000), traffic_class::chatbot);
+    time->advance(1);
+  }
+  std::vector<std::byte> out(1000);
+  for (uint64_t i : {0, 1}) // reads make 0 and 1 the most recently used
+    BOOST_TEST((store->read(key_of(i), out).status == read_status::ok));
+  const uint64_t block = store->catalog().bytes() / 8;
+  const lru_ttl_policy policy;
+  gc collector{gc::config{4 * block, 6 * block, time}, store->catalog(), policy, store->remover(), &index};
+  BOOST_TEST(collector.run_once().evicted == 4u);
+  for (uint64_t i = 0; i < 8; ++i) {
+    const bool kept = i < 2 || i >= 6;
+    BOOST_TEST(store->exists(key_of(i)) == kept);
+    BOOST_TEST(index.contains(key_of(i)) == kept);
+    const auto r = store->read(key_of(i), out);
+    BOOST_TEST((r.status == (kept ? read_status::ok : read_status::not_found)));
+    if (kept)
+      BOOST_TEST((out == content(i, 1000)));
+  }
+  BOOST_TEST(index.longest_prefix(chain).blocks == 2u);
+}
+
 BOOST_AUTO_TEST_CASE(ttl_expiry_per_traffic_class) {
   auto time = std::make_shared<manual_clock>(1'000 * day_ms);
   testing::temp_dir dir;
