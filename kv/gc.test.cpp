@@ -7,6 +7,7 @@
 #include <boost/test/unit_test.hpp>
 
 #include <atomic>
+#include <chrono>
 #include <random>
 #include <thread>
 
@@ -193,8 +194,13 @@ BOOST_AUTO_TEST_CASE(concurrent_readers_during_gc_never_read_a_removed_or_torn_b
       store->write(key_of(j), content(j, size), traffic_class::chatbot);
     }
   });
+  // Run until enough interleaving happened (threads may be starved on a loaded machine); the
+  // deadline only bounds a broken run.
   std::size_t evicted = 0;
-  for (int pass = 0; pass < 3000 || ok_reads < 200; ++pass)
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+  for (int pass = 0; (pass < 3000 || ok_reads < 200 || evicted < 100)
+                     && std::chrono::steady_clock::now() < deadline;
+       ++pass)
     evicted += collector.run_once().evicted;
   stop = true;
   writer.join();
