@@ -34,11 +34,7 @@ struct fixture {
   std::shared_ptr<manual_clock> time = std::make_shared<manual_clock>(1'700'000'000'000);
 
   block_store::config cfg(io_backend backend = io_backend::automatic) const {
-    block_store::config c;
-    c.root = dir.path;
-    c.fingerprint = model_fingerprint::of("store-test");
-    c.fsync = fsync_policy::none;
-    c.time = time;
+    auto c = testing::store_config(dir, "store-test", time);
     c.backend = backend;
     c.io_threads = 2;
     return c;

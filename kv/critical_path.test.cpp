@@ -20,11 +20,7 @@ BOOST_AUTO_TEST_SUITE(critical_path)
 BOOST_AUTO_TEST_CASE(a_second_request_hits_the_blocks_and_the_window_of_the_first) {
   testing::temp_dir dir;
   auto time = std::make_shared<manual_clock>(1'000'000);
-  block_store::config scfg;
-  scfg.root = dir.path;
-  scfg.fingerprint = model_fingerprint::of("ced_moe/tiny;kv=f32");
-  scfg.fsync = fsync_policy::none;
-  scfg.time = time;
+  const auto scfg = testing::store_config(dir, "ced_moe/tiny;kv=f32", time);
   check_index index;
   auto store = block_store::open(scfg, &index);
   swa_directory directory{swa_directory::config{4, {}, 180'000, time}};

@@ -78,11 +78,7 @@ BOOST_AUTO_TEST_CASE(never_evicts_a_block_a_reader_holds) {
 BOOST_AUTO_TEST_CASE(write_read_evict_round_trip_on_a_file_store) {
   auto time = std::make_shared<manual_clock>(0);
   testing::temp_dir dir;
-  block_store::config cfg;
-  cfg.root = dir.path;
-  cfg.fingerprint = model_fingerprint::of("evict");
-  cfg.fsync = fsync_policy::none;
-  cfg.time = time;
+  const auto cfg = testing::store_config(dir, "evict", time);
   check_index index;
   auto store = block_store::open(cfg, &index);
   std::vector<block_key> chain;
@@ -113,11 +109,7 @@ BOOST_AUTO_TEST_CASE(write_read_evict_round_trip_on_a_file_store) {
 BOOST_AUTO_TEST_CASE(ttl_expiry_per_traffic_class) {
   auto time = std::make_shared<manual_clock>(1'000 * day_ms);
   testing::temp_dir dir;
-  block_store::config cfg;
-  cfg.root = dir.path;
-  cfg.fingerprint = model_fingerprint::of("ttl");
-  cfg.fsync = fsync_policy::none;
-  cfg.time = time;
+  const auto cfg = testing::store_config(dir, "ttl", time);
   auto store = block_store::open(cfg);
   store->write(key_of(0), content(0, 100), traffic_class::agent);
   store->write(key_of(1), content(1, 100), traffic_class::chatbot);
@@ -145,10 +137,7 @@ BOOST_AUTO_TEST_CASE(ttl_expiry_per_traffic_class) {
 
 BOOST_AUTO_TEST_CASE(concurrent_readers_during_gc_never_read_a_removed_or_torn_block) {
   testing::temp_dir dir;
-  block_store::config cfg;
-  cfg.root = dir.path;
-  cfg.fingerprint = model_fingerprint::of("gc-race");
-  cfg.fsync = fsync_policy::none;
+  const auto cfg = testing::store_config(dir, "gc-race");
   auto store = block_store::open(cfg);
   constexpr uint64_t blocks = 48;
   constexpr std::size_t size = 16 * 1024;
