@@ -11,6 +11,9 @@
 #include <random>
 #include <thread>
 
+#include <sys/wait.h>
+#include <unistd.h>
+
 using namespace deepinfer::kv;
 
 namespace {
@@ -200,6 +203,50 @@ BOOST_AUTO_TEST_CASE(concurrent_readers_during_gc_never_read_a_removed_or_torn_b
   BOOST_TEST(ok_reads >= 200);
   BOOST_TEST(wrong == 0);
   BOOST_TEST(removed_while_held == 0);
+}
+
+BOOST_AUTO_TEST_CASE(a_reader_in_another_process_never_reads_a_removed_or_torn_block) {
+  testing::temp_dir dir;
+  const auto cfg = testing::store_config(dir, "gc-cross-process");
+  constexpr uint64_t blocks = 32;
+  constexpr std::size_t size = 64 * 1024;
+  {
+    auto store = block_store::open(cfg);
+    for (uint64_t i = 0; i < blocks; ++i)
+      store->write(key_of(i), content(i, size), traffic_class::chatbot);
+  }
+  const pid_t child = ::fork();
+  BOOST_REQUIRE(child >= 0);
+  if (child == 0) {
+    // Another node's GC and writer on the shared root: remove and rewrite blocks in a loop.
+    auto store = block_store::open(cfg);
+    for (uint64_t n = 0; n < 1000; ++n) {
+      const uint64_t i = n * 7 % blocks;
+      if (!store->remove(key_of(i)))
+        ::_exit(2);
+      if (store->write(key_of(i), content(i, size), traffic_class::chatbot) == write_status::io_error)
+        ::_exit(3);
+    }
+    ::_exit(0);
+  }
+  auto store = block_store::open(cfg);
+  std::vector<std::byte> out(size);
+  int ok = 0, missing = 0, wrong = 0, status = 0;
+  for (uint64_t n = 0; ::waitpid(child, &status, WNOHANG) == 0; ++n) {
+    const uint64_t i = n % blocks;
+    const auto r = store->read(key_of(i), out);
+    if (r.status == read_status::ok && out == content(i, size))
+      ++ok;
+    else if (r.status == read_status::not_found)
+      ++missing;
+    else
+      ++wrong;
+  }
+  BOOST_REQUIRE(WIFEXITED(status));
+  BOOST_TEST(WEXITSTATUS(status) == 0);
+  BOOST_TEST_MESSAGE("ok=" << ok << " missing=" << missing);
+  BOOST_TEST(wrong == 0);
+  BOOST_TEST(ok > 0);
 }
 
 BOOST_AUTO_TEST_SUITE_END()
