@@ -77,7 +77,7 @@ write_status block_store::write(const block_key& key, std::span<const std::byte>
       const timespec times[2] = {{0, UTIME_OMIT}, to_timespec(now)};
       ::utimensat(AT_FDCWD, path.c_str(), times, 0);
     }
-    catalog_.insert(block_meta{key, static_cast<uint64_t>(st.st_size), cls, now});
+    remember(block_meta{key, static_cast<uint64_t>(st.st_size), cls, now});
     return write_status::exists;
   }
   // 1. Write everything under a private temporary name: a crash here leaves only debris that
@@ -111,7 +111,7 @@ write_status block_store::write(const block_key& key, std::span<const std::byte>
       ::close(dfd);
     }
   }
-  catalog_.insert(block_meta{key, header.size() + payload.size(), cls, now});
+  remember(block_meta{key, header.size() + payload.size(), cls, now});
   return write_status::written;
 }
 
@@ -172,7 +172,7 @@ void block_store::after_read(int fd, const block_key& key, const read_result& re
       catalog_.touch(key, now);
     } else {
       // Written by another process: adopt it so GC and LRU see it.
-      catalog_.insert(block_meta{key, block_header::size + result.bytes, *cls, now});
+      remember(block_meta{key, block_header::size + result.bytes, *cls, now});
     }
     struct stat st;
     if (fd >= 0 && ::fstat(fd, &st) == 0 && now - mtime_ms(st) >= cfg_.touch_interval_ms) {
@@ -183,6 +183,8 @@ void block_store::after_read(int fd, const block_key& key, const read_result& re
     log().warn("block={} failed verification, removing it", key.to_hex());
     if (!remove(key))
       unlink_block(key);
+    if (index_ != nullptr)
+      index_->erase(key);
   }
 }
 
@@ -198,7 +200,7 @@ read_result block_store::read(const block_key& key, std::span<std::byte> out) {
     const bool missing = errno == ENOENT;
     lease.reset();
     if (missing && known)
-      catalog_.forget(key); // removed by another process
+      forget_missing(key); // removed by another process
     return {missing ? read_status::not_found : read_status::io_error, 0};
   }
   std::optional<traffic_class> cls;
@@ -231,9 +233,25 @@ bool block_store::unlink_block(const block_key& key) {
 bool block_store::remove(const block_key& key) {
   if (!catalog_.begin_remove(key))
     return false;
+  if (index_ != nullptr)
+    index_->erase(key);
   const bool gone = unlink_block(key);
+  if (!gone && index_ != nullptr)
+    index_->insert(key);
   catalog_.end_remove(key, gone);
   return gone;
+}
+
+bool block_store::remember(const block_meta& meta) {
+  if (index_ != nullptr)
+    index_->insert(meta.key);
+  return catalog_.insert(meta);
+}
+
+void block_store::forget_missing(const block_key& key) {
+  catalog_.forget(key);
+  if (index_ != nullptr)
+    index_->erase(key);
 }
 
 gc::remover block_store::remover() {

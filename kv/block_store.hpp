@@ -95,7 +95,9 @@ public:
   using write_callback = std::function<void(write_status)>;
 
   /// Opens (creating directories as needed) and scans the root; nullptr if the root is unusable.
-  static std::unique_ptr<block_store> open(const config& cfg);
+  /// `index`, when given (it must outlive the store), is filled from the scan and kept current:
+  /// local writes and blocks adopted from other processes are inserted, removals erased.
+  static std::unique_ptr<block_store> open(const config& cfg, check_index* index = nullptr);
 
   ~block_store();
   block_store(const block_store&) = delete;
@@ -157,6 +159,8 @@ private:
   void start_async();
   bool read_async_uring(const block_key& key, std::span<std::byte> out, read_callback& done);
   bool unlink_block(const block_key& key);
+  bool remember(const block_meta& meta);
+  void forget_missing(const block_key& key);
   std::filesystem::path tmp_path(const block_key& key);
   read_result read_open_file(int fd, const block_key& key, std::span<std::byte> out,
                              std::optional<traffic_class>& cls);
@@ -168,6 +172,7 @@ private:
   config cfg_;
   std::filesystem::path dir_;
   block_catalog catalog_;
+  check_index* index_ = nullptr;
   scan_report scan_;
   io_backend backend_ = io_backend::thread_pool;
   std::unique_ptr<async_engine> async_;

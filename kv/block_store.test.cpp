@@ -34,11 +34,7 @@ struct fixture {
   std::shared_ptr<manual_clock> time = std::make_shared<manual_clock>(1'700'000'000'000);
 
   block_store::config cfg(io_backend backend = io_backend::automatic) const {
-    block_store::config c;
-    c.root = dir.path;
-    c.fingerprint = model_fingerprint::of("store-test");
-    c.fsync = fsync_policy::none;
-    c.time = time;
+    auto c = testing::store_config(dir, "store-test", time);
     c.backend = backend;
     c.io_threads = 2;
     return c;
@@ -162,6 +158,23 @@ BOOST_AUTO_TEST_CASE(async_reads_and_writes_on_both_backends) {
     }
     BOOST_TEST((read[n].get_future().get().status == read_status::not_found));
   }
+}
+
+BOOST_AUTO_TEST_CASE(an_attached_index_is_rebuilt_at_open_and_follows_writes_and_removals) {
+  {
+    auto store = block_store::open(cfg());
+    store->write(key_of(1), payload_for(key_of(1), 100), traffic_class::chatbot);
+    store->write(key_of(2), payload_for(key_of(2), 100), traffic_class::chatbot);
+  }
+  check_index index;
+  auto store = block_store::open(cfg(), &index);
+  std::vector<block_key> chain{key_of(1), key_of(2), key_of(3)};
+  BOOST_TEST(index.longest_prefix(chain).blocks == 2u);
+  store->write(key_of(3), payload_for(key_of(3), 100), traffic_class::chatbot);
+  BOOST_TEST(index.longest_prefix(chain).blocks == 3u);
+  BOOST_TEST(store->remove(key_of(2)));
+  BOOST_TEST(index.longest_prefix(chain).blocks == 1u);
+  BOOST_TEST(index.size() == 2u);
 }
 
 BOOST_AUTO_TEST_CASE(check_sees_blocks_written_by_another_process) {

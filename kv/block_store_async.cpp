@@ -168,7 +168,7 @@ bool block_store::read_async_uring(const block_key& key, std::span<std::byte> ou
     const bool missing = errno == ENOENT;
     lease.reset();
     if (missing && known)
-      catalog_.forget(key);
+      forget_missing(key);
     done({missing ? read_status::not_found : read_status::io_error, 0});
     return true;
   }
@@ -184,7 +184,15 @@ bool block_store::read_async_uring(const block_key& key, std::span<std::byte> ou
   }
   io_uring_prep_readv(sqe, fd, op->iov, 2, 0);
   io_uring_sqe_set_data(sqe, op);
-  io_uring_submit(&async_->ring);
+  // A queued but unsubmitted entry would wait for the next submission, maybe forever: retry
+  // transient refusals (a full completion queue drains as the reaper runs).
+  int rc = 0;
+  while ((rc = io_uring_submit(&async_->ring)) == -EAGAIN || rc == -EBUSY || rc == -EINTR)
+    std::this_thread::yield();
+  if (rc < 0) {
+    log().critical("io_uring submit failed: {}", -rc);
+    std::abort();
+  }
   return true;
 #else
   (void) key;

@@ -53,8 +53,9 @@ void for_each_block_file(const std::filesystem::path& dir, Fn&& fn) {
 
 } // namespace
 
-std::unique_ptr<block_store> block_store::open(const config& cfg) {
+std::unique_ptr<block_store> block_store::open(const config& cfg, check_index* index) {
   std::unique_ptr<block_store> store{new block_store(cfg)};
+  store->index_ = index;
   if (!store->prepare())
     return nullptr;
   store->rescan();
@@ -123,7 +124,7 @@ void block_store::rescan() {
   std::sort(found.begin(), found.end(),
             [](const block_meta& a, const block_meta& b) { return a.last_use_ms < b.last_use_ms; });
   for (const auto& meta : found) {
-    if (catalog_.insert(meta)) {
+    if (remember(meta)) {
       ++scan_.blocks;
       scan_.bytes += meta.bytes;
     }

@@ -1,5 +1,7 @@
 #pragma once
 
+#include "kv/block_store.hpp"
+
 #include <cstdlib>
 #include <filesystem>
 #include <string>
@@ -21,5 +23,16 @@ struct temp_dir {
   temp_dir(const temp_dir&) = delete;
   temp_dir& operator=(const temp_dir&) = delete;
 };
+
+/// A store config for tests: root `dir`, fingerprint of `model`, no fsync, clock `time`.
+inline block_store::config store_config(const temp_dir& dir, std::string_view model,
+                                        std::shared_ptr<const clock> time = system_clock()) {
+  block_store::config cfg;
+  cfg.root = dir.path;
+  cfg.fingerprint = model_fingerprint::of(model);
+  cfg.fsync = fsync_policy::none;
+  cfg.time = std::move(time);
+  return cfg;
+}
 
 } // namespace deepinfer::kv::testing
