@@ -1,5 +1,6 @@
 #include "engine/sampler.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <set>
 
