@@ -28,7 +28,7 @@ rank_engine::load_result rank_engine::load(const std::string& model_dir, const c
 
 rank_engine::rank_engine(std::unique_ptr<model_weights> w, const config& cfg)
     : config_(cfg), weights_(std::move(w)),
-      backend_(std::make_unique<cpu_backend>(cpu_backend::config{cfg.threads, 0})),
+      backend_(std::make_unique<cpu_backend>(cpu_backend::config{cfg.threads, cfg.blas_threads})),
       forward_(*weights_, *backend_),
       pool_(kv_pool::config{cfg.kv_blocks, weights_->config().kv_floats_per_token(), 128}) {
   log().info("engine loaded model={} fingerprint={} backend={} kv_blocks={}",

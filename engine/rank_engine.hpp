@@ -83,6 +83,8 @@ public:
     int64_t kv_blocks = 1024;
     /// Threads of the CPU backend (counting the caller).
     int threads = 2;
+    /// OpenBLAS threads (process-wide); 0 keeps OpenBLAS's default.
+    int blas_threads = 0;
   };
 
   /// Result of `load`.

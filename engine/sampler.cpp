@@ -8,12 +8,12 @@ namespace deepinfer::engine {
 
 namespace {
 
-// log-sum-exp of logits / t.
-double log_normalizer(const float* logits, int64_t vocab, double t, float mx) {
+// log-sum-exp of the logits (float exponentials, summed in double).
+double log_normalizer(const float* logits, int64_t vocab, float mx) {
   double sum = 0.0;
   for (int64_t i = 0; i < vocab; ++i)
-    sum += std::exp((logits[i] - mx) / t);
-  return std::log(sum) + mx / t;
+    sum += static_cast<double>(std::exp(logits[i] - mx));
+  return std::log(sum) + mx;
 }
 
 } // namespace
@@ -22,8 +22,9 @@ sampled_token sampler::sample(const float* logits, int64_t vocab, const sampling
                               std::mt19937_64& rng) {
   sampled_token out;
   const float mx = *std::max_element(logits, logits + vocab);
-  const double lz = log_normalizer(logits, vocab, 1.0, mx);
-  auto logprob = [&](int64_t i) { return static_cast<float>(logits[i] - lz); };
+  const bool want = p.logprobs || p.top_logprobs > 0;
+  const double lz = want ? log_normalizer(logits, vocab, mx) : 0.0;
+  auto logprob = [&](int64_t i) { return want ? static_cast<float>(logits[i] - lz) : 0.0f; };
   if (p.top_logprobs > 0) {
     std::vector<int32_t> ids(static_cast<std::size_t>(vocab));
     std::iota(ids.begin(), ids.end(), 0);
@@ -35,7 +36,7 @@ sampled_token sampler::sample(const float* logits, int64_t vocab, const sampling
       out.top.emplace_back(ids[i], logprob(ids[i]));
   }
   if (p.temperature <= 0.0f) {
-    out.id = static_cast<int32_t>(std::max_element(logits, logits + vocab) - logits);
+    out.id = static_cast<int32_t>(std::find(logits, logits + vocab, mx) - logits);
     out.logprob = logprob(out.id);
     return out;
   }
@@ -53,7 +54,7 @@ sampled_token sampler::sample(const float* logits, int64_t vocab, const sampling
   std::vector<double> w(ids.size());
   double total = 0.0;
   for (std::size_t i = 0; i < ids.size(); ++i) {
-    w[i] = std::exp((logits[ids[i]] - mx) / t);
+    w[i] = static_cast<double>(std::exp(static_cast<float>((logits[ids[i]] - mx) / t)));
     total += w[i];
   }
   if (p.top_p < 1.0f) {

@@ -21,13 +21,16 @@ struct sampling_params {
   std::vector<int32_t> stop_ids;
   /// Generation stops after this many tokens (counting the prefill's first token).
   int32_t max_tokens = 16;
-  /// How many (id, logprob) pairs of the full distribution to report per token.
+  /// Report the sampled token's log-probability (costs a pass over the vocabulary).
+  bool logprobs = false;
+  /// How many (id, logprob) pairs of the full distribution to report per token (implies logprobs).
   int32_t top_logprobs = 0;
 };
 
 /// One sampled token with its log-probability under the temperature-1 distribution.
 struct sampled_token {
   int32_t id = 0;
+  /// Set when logprobs or top_logprobs was asked for; 0 otherwise.
   float logprob = 0.0f;
   /// The most likely ids with their logprobs, best first (top_logprobs of them).
   std::vector<std::pair<int32_t, float>> top;

@@ -1,5 +1,6 @@
 #include "engine/sampler.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <set>
 
@@ -19,6 +20,7 @@ BOOST_AUTO_TEST_CASE(greedy_takes_the_argmax_with_its_logprob) {
   auto l = logits();
   std::mt19937_64 rng(1);
   sampling_params p;
+  BOOST_TEST(sampler::sample(l.data(), 8, p, rng).logprob == 0.0f); // not asked for
   p.top_logprobs = 3;
   auto t = sampler::sample(l.data(), 8, p, rng);
   BOOST_TEST(t.id == 1);

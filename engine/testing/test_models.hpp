@@ -3,6 +3,9 @@
 #include <cstdlib>
 #include <filesystem>
 #include <string>
+#include <system_error>
+
+#include <unistd.h>
 
 #include <fmt/format.h>
 
@@ -11,14 +14,26 @@
 
 namespace deepinfer::engine::testing {
 
-/// A scratch directory under the build tree (or /tmp), unique per name and process.
-inline std::string scratch_dir(const std::string& name) {
+/// This process's scratch root under the build tree (or /tmp); removed when the process exits.
+inline const std::string& scratch_root() {
+  struct root {
+    std::string path;
+    ~root() {
+      std::error_code ec;
+      std::filesystem::remove_all(path, ec);
+    }
+  };
 #ifdef DEEPINFER_BINARY_DIR
-  std::string root = DEEPINFER_BINARY_DIR;
+  static const root r{fmt::format("{}/engine_test_data/{}", DEEPINFER_BINARY_DIR, ::getpid())};
 #else
-  std::string root = "/tmp";
+  static const root r{fmt::format("/tmp/engine_test_data/{}", ::getpid())};
 #endif
-  auto dir = fmt::format("{}/engine_test_data/{}-{}", root, name, ::getpid());
+  return r.path;
+}
+
+/// A fresh scratch directory named `name` under this process's scratch root.
+inline std::string scratch_dir(const std::string& name) {
+  auto dir = scratch_root() + "/" + name;
   std::filesystem::remove_all(dir);
   std::filesystem::create_directories(dir);
   return dir;

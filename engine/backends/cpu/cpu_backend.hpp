@@ -15,7 +15,8 @@ public:
   struct config {
     /// Threads of the pool, counting the caller.
     int threads = 2;
-    /// OpenBLAS threads; 0 leaves OpenBLAS's own default.
+    /// OpenBLAS threads (process-wide); 0 leaves OpenBLAS's own default. With 1, matmul stats
+    /// are timed with the calling thread's CPU clock.
     int blas_threads = 0;
   };
 
