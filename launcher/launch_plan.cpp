@@ -63,14 +63,18 @@ std::vector<node_launch> make_launch_plan(const cluster_manifest& m, const std::
       l.argv.insert(l.argv.end(), extra_args.begin(), extra_args.end());
     } else {
       // The remote side runs the same launcher on the same manifest (a shared mount or a copy at
-      // [remote] manifest); BatchMode makes a missing key an error instead of a password prompt.
+      // [remote] manifest); BatchMode makes a missing key an error instead of a password prompt;
+      // -tt gives the remote node a terminal, so it gets SIGHUP when the session drops and never
+      // outlives the launcher that started it.
       std::string remote = shell_quote(m.remote.command) + " --manifest " + shell_quote(m.remote.manifest)
                            + " --node " + shell_quote(n.name);
       for (auto& a : extra_args)
         remote += " " + shell_quote(a);
       auto target = n.ssh_user.empty() ? n.host : n.ssh_user + "@" + n.host;
-      l.argv = {"ssh", "-o", "BatchMode=yes", "-o", "ConnectTimeout=5", "-p",
-                std::to_string(n.ssh_port), target, "--", "exec " + remote};
+      l.argv = {"ssh", "-tt", "-o", "BatchMode=yes", "-o", "ConnectTimeout=5", "-p",
+                std::to_string(n.ssh_port)};
+      l.argv.insert(l.argv.end(), m.remote.ssh_options.begin(), m.remote.ssh_options.end());
+      l.argv.insert(l.argv.end(), {target, "--", "exec " + remote});
     }
     plan.push_back(std::move(l));
   }

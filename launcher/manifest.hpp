@@ -97,6 +97,7 @@ struct supervision_params {
 struct remote_params {
   std::string command = "caf-launch";   ///< the launcher binary on remote hosts
   std::string manifest;                 ///< this manifest's path there (default: same path)
+  std::vector<std::string> ssh_options; ///< extra ssh arguments, e.g. {"-i", "/etc/deepinfer/key"}
 };
 
 /// A whole, validated cluster manifest with every default resolved.

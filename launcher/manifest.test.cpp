@@ -147,12 +147,12 @@ BOOST_AUTO_TEST_CASE(remote_nodes_start_over_ssh_with_the_shown_command) {
   BOOST_REQUIRE(plan.size() == 3u);
   BOOST_TEST(plan[0].local);
   BOOST_TEST(!plan[2].local);
-  std::vector<std::string> want{"ssh", "-o", "BatchMode=yes", "-o", "ConnectTimeout=5", "-p", "22",
+  std::vector<std::string> want{"ssh", "-tt", "-o", "BatchMode=yes", "-o", "ConnectTimeout=5", "-p", "22",
                                 "svc@gpu-7.example", "--",
                                 "exec caf-launch --manifest /shared/c.toml --node d0 --log-level debug"};
   BOOST_TEST(plan[2].argv == want, boost::test_tools::per_element());
   auto text_plan = describe_plan(m, plan);
-  BOOST_TEST(text_plan.find("ssh: ssh -o BatchMode=yes") != std::string::npos);
+  BOOST_TEST(text_plan.find("ssh: ssh -tt -o BatchMode=yes") != std::string::npos);
 }
 
 BOOST_AUTO_TEST_CASE(shell_quote_protects_spaces_and_quotes) {

@@ -251,6 +251,8 @@ manifest_result parse_manifest(std::string_view text, const std::string& display
         m.remote.command = *v;
       if (auto v = t->string("manifest"))
         m.remote.manifest = *v;
+      if (auto v = t->strings("ssh_options"))
+        m.remote.ssh_options = *v;
       t->finish();
     }
     auto nodes = root.tables("nodes");
