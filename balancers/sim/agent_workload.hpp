@@ -44,7 +44,9 @@ private:
     int turns_left = 0;
   };
   double lognormal(double mean);
-  sim_request make(uint64_t session, int turn, double arrival, int64_t input_len, int64_t ideal_hit);
+  /// `base`: chain ids already known for this stream (the previous turn's), reused as a prefix.
+  sim_request make(uint64_t session, int turn, double arrival, int64_t input_len, int64_t ideal_hit,
+                   const std::vector<uint64_t>& base);
 
   config cfg_;
   std::mt19937_64 rng_;
