@@ -1,5 +1,6 @@
 #include "balancers/sim/agent_workload.hpp"
 
+#include <algorithm>
 #include <cmath>
 
 namespace deepinfer::balancers::sim {
@@ -20,7 +21,8 @@ uint64_t agent_workload::block_id(uint64_t session, int64_t k) const {
   return mix64((session << 24) ^ static_cast<uint64_t>(k) ^ 0xa6e17ULL << 56);
 }
 
-sim_request agent_workload::make(uint64_t session, int turn, double arrival, int64_t input_len, int64_t ideal_hit) {
+sim_request agent_workload::make(uint64_t session, int turn, double arrival, int64_t input_len, int64_t ideal_hit,
+                                 const std::vector<uint64_t>& base) {
   sim_request r;
   r.id = next_id_++;
   r.arrival = arrival;
@@ -31,7 +33,8 @@ sim_request agent_workload::make(uint64_t session, int turn, double arrival, int
   r.prompt_blocks = input_len / 128;
   const int64_t blocks = (input_len + r.output_len) / 128;
   r.chain.reserve(static_cast<size_t>(blocks));
-  for (int64_t k = 0; k < blocks; ++k)
+  r.chain.assign(base.begin(), base.begin() + std::min<std::ptrdiff_t>(static_cast<std::ptrdiff_t>(base.size()), blocks));
+  for (auto k = static_cast<int64_t>(r.chain.size()); k < blocks; ++k)
     r.chain.push_back(block_id(session, k));
   r.ideal_hit = ideal_hit;
   return r;
@@ -47,7 +50,7 @@ std::optional<sim_request> agent_workload::next() {
   const int turns = 1 + std::geometric_distribution<int>(1.0 / cfg_.turns_mean)(rng_);
   sessions_[s] = {turns - 1};
   const int64_t len = cfg_.system_tokens + std::llround(lognormal(cfg_.first_user_mean));
-  return make(s, 0, at, len, cfg_.system_tokens / 128 * 128);
+  return make(s, 0, at, len, cfg_.system_tokens / 128 * 128, {});
 }
 
 std::optional<sim_request> agent_workload::follow_up(const sim_request& done, double now) {
@@ -62,7 +65,7 @@ std::optional<sim_request> agent_workload::follow_up(const sim_request& done, do
   --it->second.turns_left;
   const int64_t len = prev + std::max<int64_t>(1, std::llround(lognormal(cfg_.tool_mean)));
   const double at = now + std::exponential_distribution<double>(1.0 / cfg_.tool_time_mean_s)(rng_);
-  return make(done.session, done.turn + 1, at, len, prev / 128 * 128);
+  return make(done.session, done.turn + 1, at, len, prev / 128 * 128, done.chain);
 }
 
 } // namespace deepinfer::balancers::sim

@@ -19,11 +19,11 @@ public:
   struct config {
     double session_rate = 35.0;     ///< sessions per second
     double duration_s = 3600.0;     ///< no session starts after this
-    double turns_mean = 18.0;       ///< geometric on {1, 2, ...}
+    double turns_mean = 20.0;       ///< geometric on {1, 2, ...}
     int64_t system_tokens = 6144;   ///< shared by every session
     double first_user_mean = 14000; ///< first prompt = system + this (lognormal)
     double output_mean = 700;       ///< per turn (lognormal)
-    double tool_mean = 2600;        ///< tool result tokens per turn (lognormal)
+    double tool_mean = 2400;        ///< tool result tokens per turn (lognormal)
     double sigma = 0.6;             ///< lognormal shape of the three lengths
     double tool_time_mean_s = 3.0;  ///< exponential delay between a finish and the next turn
     int64_t max_input = 1'000'000;  ///< a session stops growing past this
@@ -44,7 +44,9 @@ private:
     int turns_left = 0;
   };
   double lognormal(double mean);
-  sim_request make(uint64_t session, int turn, double arrival, int64_t input_len, int64_t ideal_hit);
+  /// `base`: chain ids already known for this stream (the previous turn's), reused as a prefix.
+  sim_request make(uint64_t session, int turn, double arrival, int64_t input_len, int64_t ideal_hit,
+                   const std::vector<uint64_t>& base);
 
   config cfg_;
   std::mt19937_64 rng_;

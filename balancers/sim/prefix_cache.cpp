@@ -1,6 +1,7 @@
 #include "balancers/sim/prefix_cache.hpp"
 
 #include <algorithm>
+#include <cstring>
 
 namespace deepinfer::balancers::sim {
 
@@ -10,6 +11,21 @@ struct prefix_cache::node {
   node* parent = nullptr;
   double last_use = 0.0;
 };
+
+namespace {
+
+// Length of the common prefix of a and b (n entries each, the first known equal). Runs of a whole
+// agent turn are equal, so one memcmp settles most calls.
+size_t common_prefix(const uint64_t* a, const uint64_t* b, size_t n) {
+  if (std::memcmp(a, b, n * sizeof(uint64_t)) == 0)
+    return n;
+  size_t m = 1;
+  while (m < n && a[m] == b[m])
+    ++m;
+  return m;
+}
+
+} // namespace
 
 prefix_cache::prefix_cache(const config& cfg) : cfg_(cfg), root_(std::make_unique<node>()) {}
 
@@ -64,9 +80,7 @@ int64_t prefix_cache::match(std::span<const uint64_t> chain, double now) {
     if (!c)
       break;
     const size_t room = std::min(c->keys.size(), chain.size() - i);
-    size_t m = 1;
-    while (m < room && c->keys[m] == chain[i + m])
-      ++m;
+    const size_t m = common_prefix(c->keys.data(), chain.data() + i, room);
     // A mismatch inside a node splits it so exactly the matched part is refreshed; a chain that
     // merely ends inside a node refreshes the whole node (no split: saves a node per lookup).
     if (m < room)
@@ -103,9 +117,7 @@ void prefix_cache::insert(std::span<const uint64_t> chain, double now) {
       break;
     }
     const size_t room = std::min(c->keys.size(), chain.size() - i);
-    size_t m = 1;
-    while (m < room && c->keys[m] == chain[i + m])
-      ++m;
+    const size_t m = common_prefix(c->keys.data(), chain.data() + i, room);
     if (m < c->keys.size() && m < chain.size() - i)
       split(c, m);
     c->last_use = now;

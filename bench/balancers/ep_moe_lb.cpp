@@ -102,7 +102,7 @@ outcome run(const scenario& sc, int redundant, bool dynamic, double zipf, double
 } // namespace
 
 int main(int argc, char** argv) {
-  double zipf = 0.6, sigma = 0.002, theta = 1e-4;
+  double zipf = 0.6, sigma = 0.001, theta = 1e-4;
   uint64_t seed = 1;
   for (int i = 1; i + 1 < argc; i += 2) {
     if (!std::strcmp(argv[i], "--zipf")) zipf = std::stod(argv[i + 1]);
