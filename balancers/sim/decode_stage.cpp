@@ -1,5 +1,5 @@
 // Decode half of the simulator: routing over every decode rank, synchronous steps, completion.
-#include "balancers/sim/hit_policy.hpp"
+#include "kv/block_key.hpp"
 #include "balancers/sim/simulator.hpp"
 
 #include <algorithm>
@@ -110,7 +110,7 @@ void simulator::decode_done(uint64_t id) {
   if (static_cast<int64_t>(f.req.chain.size()) > f.req.prompt_blocks)
     cache_.insert(f.req.chain, now);
   const int64_t total = f.req.input_len + f.req.output_len;
-  const int64_t p = (total - 5) / hit_policy::block_tokens;
+  const int64_t p = (total - 5) / static_cast<int64_t>(kv::block_tokens);
   if (p >= 1 && p <= static_cast<int64_t>(f.req.chain.size()))
     swa_.put(f.req.chain[static_cast<size_t>(p - 1)], now);
   if (auto next = wl_.follow_up(f.req, now)) {

@@ -1,5 +1,5 @@
 // Prefill half of the simulator: placement (balancer or baseline), budgeted steps, completion.
-#include "balancers/sim/hit_policy.hpp"
+#include "kv/block_key.hpp"
 #include "balancers/sim/simulator.hpp"
 
 #include <algorithm>
@@ -136,7 +136,7 @@ void simulator::prefill_done(uint64_t id) {
   win_ttft_.push_back(ttft);
   // Block KV of the prompt is stored; an SWA snapshot lands at align_down(L - 1, 128) (§4.2).
   cache_.insert(std::span<const uint64_t>(f.req.chain.data(), static_cast<size_t>(f.req.prompt_blocks)), now);
-  const int64_t p = (f.req.input_len - 1) / hit_policy::block_tokens;
+  const int64_t p = (f.req.input_len - 1) / static_cast<int64_t>(kv::block_tokens);
   if (p >= 1)
     swa_.put(f.req.chain[static_cast<size_t>(p - 1)], now);
   route_decode(id);

@@ -1,4 +1,3 @@
-#include "balancers/sim/hit_policy.hpp"
 #include "balancers/sim/prefix_cache.hpp"
 #include "balancers/sim/swa_store.hpp"
 
@@ -51,22 +50,6 @@ BOOST_AUTO_TEST_CASE(capacity_evicts_least_recently_used_leaf_tails_to_ninety_pe
   BOOST_TEST(c.match(chain{7, 8, 9, 10, 11, 12}, 2.0) == 6);
 }
 
-BOOST_AUTO_TEST_CASE(hit_policy_caps_at_l_minus_134_and_replays_without_a_snapshot) {
-  // L = 1000: cap 866 -> 6 whole blocks = 768 even though 10 are stored.
-  BOOST_TEST(hit_policy::l1(1000, 10) == 768);
-  BOOST_TEST(hit_policy::l1(1000, 3) == 384);
-  BOOST_TEST(hit_policy::l1(200, 5) == 0); // cap 66 < one block
-  BOOST_TEST(hit_policy::l1(262, 5) == 128);
-  const auto exact = hit_policy::resolve(768, true);
-  BOOST_TEST(exact.hit == 768);
-  BOOST_TEST(exact.replay == 0);
-  BOOST_TEST(exact.exact);
-  const auto replay = hit_policy::resolve(768, false);
-  BOOST_TEST(replay.hit == 640);
-  BOOST_TEST(replay.replay == 128);
-  BOOST_TEST(!replay.exact);
-  BOOST_TEST(hit_policy::resolve(0, true).hit == 0);
-}
 
 BOOST_AUTO_TEST_CASE(swa_snapshots_live_for_their_ttl) {
   swa_store s({.ttl_s = 180.0});

@@ -1,6 +1,6 @@
 #include "balancers/sim/simulator.hpp"
 
-#include "balancers/sim/hit_policy.hpp"
+#include "kv/hit_policy.hpp"
 #include "balancers/sim/stats.hpp"
 
 #include <cstdio>
@@ -43,9 +43,15 @@ void simulator::arrive(sim_request r) {
   // DESIGN §4.3 against the cache state at arrival.
   const std::span<const uint64_t> prompt(r.chain.data(), static_cast<size_t>(r.prompt_blocks));
   const int64_t stored = cache_.match(prompt, now);
-  const int64_t l1 = hit_policy::l1(r.input_len, stored);
-  const bool snap = l1 > 0 && swa_.has(r.chain[static_cast<size_t>(l1 / hit_policy::block_tokens - 1)], now);
-  const auto hit = hit_policy::resolve(l1, snap);
+  // The production policy (kv/), asked about an SWA snapshot only when there is an L1.
+  const auto decision = kv::hit_policy{}.decide(
+    static_cast<size_t>(r.input_len), static_cast<size_t>(stored), [&](size_t l1) {
+      return swa_.has(r.chain[l1 / kv::block_tokens - 1], now);
+    });
+  struct {
+    int64_t hit;
+    bool exact;
+  } hit{static_cast<int64_t>(decision.hit_length), decision.swa == kv::swa_mode::exact};
   res_.input_tokens += r.input_len;
   res_.hit_tokens += hit.hit;
   res_.ideal_hit_tokens += r.ideal_hit;
