@@ -15,30 +15,15 @@
 #include "engine/model/flops.hpp"
 #include "engine/rank_engine.hpp"
 
+#include "bench_clock.hpp"
+
 #include <cblas.h>
 
 using namespace deepinfer::engine;
-// With --cpu-time the bench runs on one core (engine and OpenBLAS) and times with the
-// process CPU clock, which the other jobs of a shared machine do not inflate.
-bool use_cpu_time = false;
-
-struct clock_type {
-  using time_point = double;
-  static double now() {
-    if (use_cpu_time) {
-      timespec t{};
-      clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t);
-      return static_cast<double>(t.tv_sec) + static_cast<double>(t.tv_nsec) * 1e-9;
-    }
-    return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
-  }
-};
+using deepinfer::bench::seconds_since;
+using deepinfer::bench::use_cpu_time;
 
 namespace {
-
-double seconds_since(double t0) {
-  return clock_type::now() - t0;
-}
 
 // KL(p || q) of the softmaxes of two logit rows, in nats.
 double kl(const float* p, const float* q, int64_t n) {
@@ -139,7 +124,7 @@ int main(int argc, char** argv) {
       auto r = base;
       r.seq = ids[m] = sequence_id{next++};
       r.mode = modes[m];
-      auto t0 = clock_type::now();
+      auto t0 = deepinfer::bench::clock_now();
       auto p = e.prefill(r);
       t[m] = seconds_since(t0);
       first[m] = p.logits;

@@ -16,35 +16,20 @@
 #include "engine/model/flops.hpp"
 #include "engine/rank_engine.hpp"
 
-using namespace deepinfer::engine;
-// With --cpu-time the bench runs on one core (engine and OpenBLAS) and times with the
-// process CPU clock, which the other jobs of a shared machine do not inflate.
-bool use_cpu_time = false;
+#include "bench_clock.hpp"
 
-struct clock_type {
-  using time_point = double;
-  static double now() {
-    if (use_cpu_time) {
-      timespec t{};
-      clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t);
-      return static_cast<double>(t.tv_sec) + static_cast<double>(t.tv_nsec) * 1e-9;
-    }
-    return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
-  }
-};
+using namespace deepinfer::engine;
+using deepinfer::bench::seconds_since;
+using deepinfer::bench::use_cpu_time;
 
 namespace {
-
-double seconds_since(double t0) {
-  return clock_type::now() - t0;
-}
 
 double sgemm_gflops(int m, int n, int k, int reps) {
   std::vector<float> a(static_cast<std::size_t>(m) * k, 0.5f), b(static_cast<std::size_t>(n) * k, 0.25f),
       c(static_cast<std::size_t>(m) * n);
   double best = 1e30;
   for (int r = 0; r < reps; ++r) {
-    auto t0 = clock_type::now();
+    auto t0 = deepinfer::bench::clock_now();
     cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, m, n, k, 1.0f, a.data(), k, b.data(), k,
                 0.0f, c.data(), n);
     best = std::min(best, seconds_since(t0));
@@ -58,7 +43,7 @@ double read_bandwidth_gbs() {
   double best = 1e30;
   volatile float sink = 0;
   for (int r = 0; r < 3; ++r) {
-    auto t0 = clock_type::now();
+    auto t0 = deepinfer::bench::clock_now();
     float s0 = 0, s1 = 0, s2 = 0, s3 = 0;
     for (std::size_t i = 0; i + 4 <= a.size(); i += 4) {
       s0 += a[i];
@@ -137,7 +122,7 @@ int main(int argc, char** argv) {
     req.seq = sequence_id{next++};
     req.tokens = prompt;
     const auto s0 = e.compute().stats();
-    auto t0 = clock_type::now();
+    auto t0 = deepinfer::bench::clock_now();
     auto p = e.prefill(req);
     double t_miss = seconds_since(t0);
     const auto s1 = e.compute().stats();
@@ -159,7 +144,7 @@ int main(int argc, char** argv) {
     for (int64_t b = 0; b < h / 128; ++b)
       hit.hit_blocks.push_back(*e.export_block(req.seq, b));
     e.free(prod.seq);
-    t0 = clock_type::now();
+    t0 = deepinfer::bench::clock_now();
     auto q = e.prefill(hit);
     double t_hit = seconds_since(t0);
     if (q.status != engine_status::ok) {
@@ -192,7 +177,7 @@ int main(int argc, char** argv) {
     }
     e.decode_step(ids); // warm
     const int steps = 8;
-    auto t0 = clock_type::now();
+    auto t0 = deepinfer::bench::clock_now();
     for (int s = 0; s < steps; ++s)
       e.decode_step(ids);
     double t = seconds_since(t0) / steps;
