@@ -224,6 +224,8 @@ void stream_parser::emit(stream_event::kind k, std::string_view s) {
 }
 
 void stream_parser::emit_event_text(stream_event::kind k, std::string_view s) {
+  if (s.empty())
+    return;
   if (count_ == 0 || events_[count_ - 1].type != k)
     push(k);
   events_[count_ - 1].text += s;

@@ -225,3 +225,20 @@ BOOST_AUTO_TEST_CASE(held_partial_stop_is_released_when_the_answer_ends) {
 }
 
 BOOST_AUTO_TEST_SUITE_END()
+
+BOOST_AUTO_TEST_SUITE(stop_sequences_edge)
+
+BOOST_AUTO_TEST_CASE(stop_at_the_start_of_the_answer_emits_no_empty_event) {
+  // Found by fuzz_stream_parser: a stop sequence matched with nothing before it.
+  const auto& t = test::real_table(template_version::dsv41);
+  message m;
+  m.content.push_back(content_part::text("\n\nSTOP rest"));
+  const auto ids = byte_ids(render_completion(m, t, false));
+  stream_parser p({false, "call_", {"STOP"}}, t, byte_token);
+  const auto evs = p.feed(ids);
+  BOOST_REQUIRE_EQUAL(evs.size(), 1u);
+  BOOST_TEST((evs[0].type == stream_event::kind::finish));
+  BOOST_TEST(evs[0].text == "STOP");
+}
+
+BOOST_AUTO_TEST_SUITE_END()
