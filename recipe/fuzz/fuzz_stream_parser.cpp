@@ -1,6 +1,7 @@
 // libFuzzer target: arbitrary token sequences, cut into arbitrary chunks, through the stream
 // parser of both template versions. Invariants: no crash or sanitizer report, emitted text is valid
-// UTF-8, tool events are well ordered, and exactly one finish event ends every stream.
+// UTF-8, tool events are well ordered, and exactly one finish event ends every stream (with or
+// without stop sequences).
 
 #include "recipe/fuzz/fuzz_support.hpp"
 #include "recipe/stream/stream_parser.hpp"
@@ -39,7 +40,10 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
       ids.push_back(byte_base + val);
     }
   }
-  stream_parser p({thinking, "call_"}, t, byte_token);
+  stream_parser::config cfg{thinking, "call_", {}};
+  if (data[0] & 4)
+    cfg.stop = {"ab", "\n\n", "\xE4\xB8\xAD"}; // ASCII, newlines, and a CJK character
+  stream_parser p(cfg, t, byte_token);
   std::size_t finishes = 0, at = 0;
   std::uint32_t started = 0, ended = 0;
   auto check = [&](std::span<const stream_event> evs) {

@@ -1,5 +1,7 @@
 #include "recipe/render/special_table.hpp"
 
+#include "recipe/tokenizer/tokenizer.hpp"
+
 #include <nlohmann/json.hpp>
 
 #include <fstream>
@@ -34,6 +36,10 @@ expected<special_table, std::string> special_table::build(template_version versi
   if (version == template_version::dsv41 && !t.id(spelling::image))
     t.entries_.emplace_back(std::string(spelling::image), token_id{129264});
   return t;
+}
+
+expected<special_table, std::string> special_table::from_tokenizer(template_version version, const tokenizer& tok) {
+  return build(version, [&](std::string_view s) { return tok.special_id(s); });
 }
 
 expected<special_table, std::string> special_table::from_tokenizer_json(template_version version,

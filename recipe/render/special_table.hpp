@@ -13,6 +13,8 @@
 
 namespace deepinfer::recipe {
 
+class tokenizer;
+
 /// The special tokens one template version places, with their ids looked up in the tokenizer (so
 /// no id is hard-coded here: V3.2 and V4.1 put `<think>` at different ids).
 class special_table {
@@ -24,6 +26,9 @@ public:
   /// needs is missing. The V4.1 image placeholder, absent from the published tokenizer files, falls
   /// back to the spec's id 129264.
   static expected<special_table, std::string> build(template_version version, const lookup& find);
+
+  /// Builds the table from a loaded tokenizer (`tokenizer::special_id`).
+  static expected<special_table, std::string> from_tokenizer(template_version version, const tokenizer& tok);
 
   /// Builds the table from a tokenizer.json file's `added_tokens` (reads only that array).
   static expected<special_table, std::string> from_tokenizer_json(template_version version, const std::string& path);

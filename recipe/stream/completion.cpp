@@ -24,6 +24,7 @@ void completion::apply(std::span<const stream_event> events) {
         break;
       case stream_event::kind::finish:
         reason = e.reason;
+        stop_sequence = e.text;
         finished = true;
         break;
     }

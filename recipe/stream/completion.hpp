@@ -21,6 +21,8 @@ struct completion {
   std::string content;
   std::vector<call> calls;
   finish_reason reason = finish_reason::stop;
+  /// The stop sequence that ended the answer; empty for EOS, length and tool calls.
+  std::string stop_sequence;
   bool finished = false;
 
   /// Folds events in.

@@ -107,8 +107,10 @@ std::string messages_encoder::encode(std::span<const stream_event> events, const
       case stream_event::kind::tool_call_end: out += close_block(); break;
       case stream_event::kind::finish:
         out += close_block();
-        out += sse("message_delta", {{"delta", {{"stop_reason", anthropic_stop_reason(e.reason)}, {"stop_sequence", nullptr}}},
-                                     {"usage", usage_json(usage, true)}});
+        out += sse("message_delta",
+                   {{"delta", {{"stop_reason", e.text.empty() ? anthropic_stop_reason(e.reason) : "stop_sequence"},
+                               {"stop_sequence", e.text.empty() ? ojson() : ojson(e.text)}}},
+                    {"usage", usage_json(usage, true)}});
         out += sse("message_stop", ojson::object());
         break;
     }
@@ -124,8 +126,12 @@ std::string messages_encoder::body(const usage_counts& usage) const {
     content.push_back({{"type", "text"}, {"text", result_.content}});
   for (const auto& c : result_.calls)
     content.push_back({{"type", "tool_use"}, {"id", c.id}, {"name", c.name}, {"input", tool_input(c.arguments)}});
-  return message_json(std::move(content), anthropic_stop_reason(result_.reason), usage_json(usage, true))
-      .dump(-1, ' ', false, ojson::error_handler_t::replace);
+  const bool by_sequence = !result_.stop_sequence.empty();
+  auto m = message_json(std::move(content), by_sequence ? "stop_sequence" : anthropic_stop_reason(result_.reason),
+                        usage_json(usage, true));
+  if (by_sequence)
+    m["stop_sequence"] = result_.stop_sequence;
+  return m.dump(-1, ' ', false, ojson::error_handler_t::replace);
 }
 
 } // namespace deepinfer::recipe

@@ -31,7 +31,7 @@ void write(const std::filesystem::path& p, const std::string& s) {
 template <class Encoder, class Start>
 std::string stream_through(Encoder& enc, Start start, const std::vector<token_id>& ids, const tokenizer& tok,
                            const special_table& t, std::size_t chunk, usage_counts usage) {
-  stream_parser p({true, "call_"}, t, [&](token_id id) { return tok.token_bytes(id); });
+  stream_parser p({true, "call_"}, t, tok);
   std::string out = start();
   for (std::size_t at = 0; at < ids.size(); at += chunk) {
     const auto n = std::min(chunk, ids.size() - at);

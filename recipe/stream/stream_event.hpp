@@ -17,7 +17,7 @@ struct stream_event {
     tool_call_start,     ///< `tool_index`, `tool_id`, `tool_name`: a call whose name is now known
     tool_call_arguments, ///< `tool_index`, `text`: the next fragment of the arguments JSON
     tool_call_end,       ///< `tool_index`: the arguments are complete
-    finish,              ///< `reason`: the last event of a stream
+    finish,              ///< `reason`: the last event of a stream; `text`: the stop sequence that ended it, if any
   };
   kind type = kind::content;
   std::string text;

@@ -1,6 +1,7 @@
 #include "recipe/stream/stream_parser.hpp"
 
 #include "recipe/json_text.hpp"
+#include "recipe/tokenizer/tokenizer.hpp"
 
 #include <algorithm>
 
@@ -33,10 +34,16 @@ stream_parser::stream_parser(const config& cfg, const special_table& specials, t
   param_close_ = kmp_matcher("</" + d + param + ">");
   tags_ = {"<" + d + invoke + " name=\"", "<" + d + param + " name=\"", "</" + d + invoke + ">",
            "</" + d + block + ">"};
+  for (const auto& st : cfg_.stop)
+    if (!st.empty())
+      stops_.emplace_back(st);
   for (const auto& [s, id] : specials.entries())
     if (id != eos_ && id != think_open_ && id != think_close_ && (!dsml_ || id != *dsml_))
       ignored_.push_back(id);
 }
+
+stream_parser::stream_parser(const config& cfg, const special_table& specials, const tokenizer& tok)
+    : stream_parser(cfg, specials, [&tok](token_id id) { return tok.token_bytes(id); }) {}
 
 stream_event& stream_parser::push(stream_event::kind k) {
   // Event objects (and their string buffers) are reused across calls: no allocation per token.
@@ -101,6 +108,9 @@ void stream_parser::do_finish(finish_reason why) {
     emit(text_kind(), std::string(pending_newlines_, '\n'));
     pending_newlines_ = 0;
   }
+  if (phase_ == phase::done)
+    return; // a stop sequence in the released text ended the stream
+  flush_stop_hold();
   if (why == finish_reason::stop && tool_calls() > 0)
     why = finish_reason::tool_calls;
   phase_ = phase::done;
@@ -171,6 +181,7 @@ void stream_parser::text_phase_byte(unsigned char c) {
     // Tool block: the newlines before it belong to the block (spec §4 step 2).
     pending_newlines_ = 0;
     tool_start_.reset();
+    flush_stop_hold();
     phase_ = phase::tools;
     ts_ = tool_state::between;
     return;
@@ -204,11 +215,53 @@ void stream_parser::emit_unmarked(stream_event::kind k, std::string_view s) {
 }
 
 void stream_parser::emit(stream_event::kind k, std::string_view s) {
+  if (s.empty() || phase_ == phase::done)
+    return;
+  if (k == stream_event::kind::content && !stops_.empty())
+    emit_content(s);
+  else
+    emit_event_text(k, s);
+}
+
+void stream_parser::emit_event_text(stream_event::kind k, std::string_view s) {
   if (s.empty())
     return;
   if (count_ == 0 || events_[count_ - 1].type != k)
     push(k);
   events_[count_ - 1].text += s;
+}
+
+void stream_parser::emit_content(std::string_view s) {
+  // Each content byte advances every stop matcher once; only the longest partial match is held.
+  for (const char c : s) {
+    stop_hold_ += c;
+    for (auto& m : stops_) {
+      m.step(static_cast<unsigned char>(c));
+      if (!m.matched())
+        continue;
+      stop_hold_.resize(stop_hold_.size() - m.pattern().size());
+      emit_event_text(stream_event::kind::content, stop_hold_);
+      stop_hold_.clear();
+      phase_ = phase::done;
+      auto& e = push(stream_event::kind::finish);
+      e.reason = finish_reason::stop;
+      e.text = m.pattern();
+      return;
+    }
+  }
+  std::size_t held = 0;
+  for (const auto& m : stops_)
+    held = std::max(held, m.state());
+  if (stop_hold_.size() > held) {
+    emit_event_text(stream_event::kind::content, std::string_view(stop_hold_).substr(0, stop_hold_.size() - held));
+    stop_hold_.erase(0, stop_hold_.size() - held);
+  }
+}
+
+void stream_parser::flush_stop_hold() {
+  if (!stop_hold_.empty())
+    emit_event_text(stream_event::kind::content, stop_hold_);
+  stop_hold_.clear();
 }
 
 } // namespace deepinfer::recipe

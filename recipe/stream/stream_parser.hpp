@@ -15,6 +15,8 @@
 
 namespace deepinfer::recipe {
 
+class tokenizer;
+
 /// Turns the engine's output tokens into reasoning / content / tool-call events (spec §4, §7).
 ///
 /// `</think>`, `<think>` and EOS are recognised by token id, and so is `｜DSML｜` in V4.1; the rest of
@@ -31,6 +33,9 @@ public:
     bool thinking = false;
     /// Tool call ids are this prefix plus the call's index; make it unique per request.
     std::string tool_id_prefix = "call_";
+    /// Stop sequences (the request's `stop` / `stop_sequences`): the answer ends before the first
+    /// one that appears in the content; it is not emitted and the finish event carries it.
+    std::vector<std::string> stop = {};
   };
 
   /// Raw bytes of one token (the tokenizer's `token_bytes`); the view must outlive the call.
@@ -38,6 +43,9 @@ public:
 
   /// `specials` gives the marker ids and the template version (tag names differ by version).
   stream_parser(const config& cfg, const special_table& specials, token_bytes_fn token_bytes);
+
+  /// The same with the token bytes of `tok`, which must outlive the parser.
+  stream_parser(const config& cfg, const special_table& specials, const tokenizer& tok);
 
   /// Consumes the next tokens; returns the events they complete (valid until the next call).
   /// Tokens after EOS are ignored; EOS itself produces the `finish` event.
@@ -66,6 +74,9 @@ private:
   void release_partial(stream_event::kind k);
   stream_event& push(stream_event::kind k);
   void emit(stream_event::kind k, std::string_view s);
+  void emit_content(std::string_view s);
+  void emit_event_text(stream_event::kind k, std::string_view s);
+  void flush_stop_hold();
   void emit_unmarked(stream_event::kind k, std::string_view s);
   void emit_args(std::string_view s);
   void emit_value(std::string_view s);
@@ -85,6 +96,10 @@ private:
   usage_counts counts_;
   utf8_assembler utf8_;
   std::string scratch_;
+
+  // Stop sequences over the content: matchers and the content held while it may start one.
+  std::vector<kmp_matcher> stops_;
+  std::string stop_hold_;
 
   // Reasoning / content phases.
   kmp_matcher tool_start_;

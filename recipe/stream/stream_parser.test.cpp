@@ -175,3 +175,70 @@ BOOST_AUTO_TEST_CASE(broken_utf8_becomes_replacement_characters) {
 }
 
 BOOST_AUTO_TEST_SUITE_END()
+
+BOOST_AUTO_TEST_SUITE(stop_sequences)
+
+BOOST_AUTO_TEST_CASE(content_ends_before_the_first_stop_sequence_in_every_chunking) {
+  const auto& t = test::real_table(template_version::dsv41);
+  message m;
+  m.reasoning = "think STOP here is reasoning, not content";
+  m.content.push_back(content_part::text("alpha beta 中文 END gamma ENDING"));
+  const auto ids = byte_ids(render_completion(m, t, true));
+  stream_parser::config cfg{true, "call_", {"ENDING", "文 EN", "xyz"}};
+  for (std::size_t cut = 0; cut < ids.size(); ++cut) {
+    stream_parser p(cfg, t, byte_token);
+    std::string reasoning, content, stop;
+    int finishes = 0;
+    auto take = [&](std::span<const stream_event> evs) {
+      for (const auto& e : evs) {
+        if (e.type == stream_event::kind::reasoning)
+          reasoning += e.text;
+        if (e.type == stream_event::kind::content)
+          content += e.text;
+        if (e.type == stream_event::kind::finish) {
+          ++finishes;
+          stop = e.text;
+          BOOST_TEST((e.reason == finish_reason::stop));
+        }
+      }
+    };
+    take(p.feed(std::span(ids).subspan(0, cut)));
+    take(p.feed(std::span(ids).subspan(cut)));
+    take(p.finish(finish_reason::length));
+    BOOST_TEST(reasoning == *m.reasoning); // stop sequences apply to the answer only
+    BOOST_TEST(content == "alpha beta 中"); // "文 EN" comes before "ENDING"
+    BOOST_TEST(stop == "文 EN");
+    BOOST_TEST(finishes == 1);
+  }
+}
+
+BOOST_AUTO_TEST_CASE(held_partial_stop_is_released_when_the_answer_ends) {
+  const auto& t = test::real_table(template_version::dsv32);
+  message m;
+  m.content.push_back(content_part::text("value EN"));
+  const auto ids = byte_ids(render_completion(m, t, false));
+  stream_parser p({false, "call_", {"ENDING"}}, t, byte_token);
+  rebuilt r;
+  apply(r, p.feed(ids));
+  BOOST_TEST(r.content == "value EN");
+  BOOST_TEST((r.finishes.at(0) == finish_reason::stop));
+}
+
+BOOST_AUTO_TEST_SUITE_END()
+
+BOOST_AUTO_TEST_SUITE(stop_sequences_edge)
+
+BOOST_AUTO_TEST_CASE(stop_at_the_start_of_the_answer_emits_no_empty_event) {
+  // Found by fuzz_stream_parser: a stop sequence matched with nothing before it.
+  const auto& t = test::real_table(template_version::dsv41);
+  message m;
+  m.content.push_back(content_part::text("\n\nSTOP rest"));
+  const auto ids = byte_ids(render_completion(m, t, false));
+  stream_parser p({false, "call_", {"STOP"}}, t, byte_token);
+  const auto evs = p.feed(ids);
+  BOOST_REQUIRE_EQUAL(evs.size(), 1u);
+  BOOST_TEST((evs[0].type == stream_event::kind::finish));
+  BOOST_TEST(evs[0].text == "STOP");
+}
+
+BOOST_AUTO_TEST_SUITE_END()

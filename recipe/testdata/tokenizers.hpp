@@ -20,10 +20,7 @@ inline const tokenizer& real_tokenizer(template_version v) {
 
 /// The special table of `v`, ids looked up in the real tokenizer.
 inline const special_table& real_table(template_version v) {
-  auto make = [](template_version ver) {
-    const auto& tok = real_tokenizer(ver);
-    return special_table::build(ver, [&](std::string_view s) { return tok.special_id(s); });
-  };
+  auto make = [](template_version ver) { return special_table::from_tokenizer(ver, real_tokenizer(ver)); };
   static auto t32 = make(template_version::dsv32);
   static auto t41 = make(template_version::dsv41);
   auto& t = v == template_version::dsv32 ? t32 : t41;

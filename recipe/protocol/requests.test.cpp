@@ -1,0 +1,107 @@
+#include "recipe/protocol/chat_request.hpp"
+#include "recipe/protocol/messages_request.hpp"
+#include "recipe/protocol/responses_request.hpp"
+
+#include <boost/test/unit_test.hpp>
+
+using namespace deepinfer::recipe;
+
+namespace {
+
+std::string error_of(const expected<conversation, api_error>& r) { return r.has_value() ? "" : r.error().body(); }
+
+} // namespace
+
+BOOST_AUTO_TEST_SUITE(requests)
+
+BOOST_AUTO_TEST_CASE(chat_thinking_follows_effort_and_thinking_switch) {
+  const std::string msgs = R"("model": "m", "messages": [{"role": "user", "content": "x"}])";
+  BOOST_TEST(!parse_chat_request("{" + msgs + "}")->thinking);
+  BOOST_TEST(!parse_chat_request("{" + msgs + R"(, "reasoning_effort": "none"})")->thinking);
+  auto low = parse_chat_request("{" + msgs + R"(, "reasoning_effort": "low"})");
+  BOOST_TEST(low->thinking);
+  BOOST_TEST(low->reasoning_effort == "low");
+  BOOST_TEST(parse_chat_request("{" + msgs + R"(, "thinking": {"type": "enabled"}})")->thinking);
+  BOOST_TEST(!parse_chat_request("{" + msgs + R"(, "thinking": {"type": "disabled"}})")->thinking);
+}
+
+BOOST_AUTO_TEST_CASE(chat_reads_sampling_and_ignores_unknown_fields) {
+  auto c = parse_chat_request(R"({"model": "m", "messages": [{"role": "user", "content": "x"}], "temperature": 0.5,
+      "top_p": 0.9, "max_completion_tokens": 77, "stop": ["a", "b"], "seed": 3, "stream": true,
+      "stream_options": {"include_usage": true}, "user": "u", "store": false, "some_future_field": {"x": 1}})");
+  BOOST_REQUIRE_MESSAGE(c.has_value(), error_of(c));
+  BOOST_TEST(*c->sampling.temperature == 0.5);
+  BOOST_TEST(*c->sampling.max_tokens == 77);
+  BOOST_TEST(c->sampling.stop == (std::vector<std::string>{"a", "b"}));
+  BOOST_TEST(c->stream);
+  BOOST_TEST(c->stream_include_usage);
+}
+
+BOOST_AUTO_TEST_CASE(chat_errors_name_the_field) {
+  auto e = parse_chat_request(R"({"model": "m", "messages": [{"role": "user", "content": "x"}], "temperature": 3})");
+  BOOST_REQUIRE(!e.has_value());
+  BOOST_TEST(e.error().param == "temperature");
+  e = parse_chat_request(R"({"model": "m", "messages": [{"role": "user", "content": "x"}], "stream_options": {}})");
+  BOOST_TEST(e.error().param == "stream_options");
+  e = parse_chat_request(R"({"model": "m", "messages": [{"role": "user", "content": [{"type": "image_url",
+      "image_url": {"url": "ftp://x"}}]}]})");
+  BOOST_TEST(e.error().param == "messages[0].content[0].image_url.url");
+  e = parse_chat_request(R"({"model": "m", "messages": [{"role": "user", "content": "x"}],
+      "tools": [{"type": "function", "function": {"name": "bad name"}}]})");
+  BOOST_TEST(e.error().param == "tools[0].function.name");
+}
+
+BOOST_AUTO_TEST_CASE(responses_items_fold_into_turns) {
+  auto c = parse_responses_request(R"({"model": "m", "instructions": "sys", "reasoning": {"effort": "high"}, "input": [
+      {"role": "user", "content": "q"},
+      {"type": "reasoning", "id": "r", "summary": [{"type": "summary_text", "text": "a"}, {"type": "summary_text", "text": "b"}]},
+      {"type": "message", "role": "assistant", "content": [{"type": "output_text", "text": "let me look"}]},
+      {"type": "function_call", "call_id": "c1", "name": "f", "arguments": "{\"x\": 1}"},
+      {"type": "function_call", "call_id": "c2", "name": "g", "arguments": "{}"},
+      {"type": "function_call_output", "call_id": "c1", "output": "one"},
+      {"type": "function_call_output", "call_id": "c2", "output": "two"}]})");
+  BOOST_REQUIRE_MESSAGE(c.has_value(), error_of(c));
+  BOOST_TEST(c->thinking);
+  BOOST_REQUIRE_EQUAL(c->messages.size(), 5u); // system, user, assistant, tool, tool
+  const auto& a = c->messages[2];
+  BOOST_TEST((a.role == role::assistant));
+  BOOST_TEST(*a.reasoning == "a\n\nb");
+  BOOST_TEST(a.content.at(0).value == "let me look");
+  BOOST_REQUIRE_EQUAL(a.tool_calls.size(), 2u);
+  BOOST_TEST(a.tool_calls[1].id == "c2");
+  BOOST_TEST(c->messages[4].tool_call_id == "c2");
+  auto off = parse_responses_request(R"({"model": "m", "input": "x", "reasoning": {"effort": "none"}})");
+  BOOST_TEST(!off->thinking);
+}
+
+BOOST_AUTO_TEST_CASE(messages_tool_results_come_before_the_rest_of_the_user_turn) {
+  auto c = parse_messages_request(R"({"model": "m", "max_tokens": 10, "system": [{"type": "text", "text": "s"}],
+      "messages": [{"role": "user", "content": "q"},
+      {"role": "assistant", "content": [{"type": "thinking", "thinking": "t", "signature": "x"},
+         {"type": "tool_use", "id": "tu", "name": "f", "input": {"b": [1, 2], "a": "z"}}]},
+      {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "tu", "content": [{"type": "text", "text": "r"}]},
+         {"type": "text", "text": "next"}]}]})");
+  BOOST_REQUIRE_MESSAGE(c.has_value(), error_of(c));
+  BOOST_REQUIRE_EQUAL(c->messages.size(), 5u); // system, user, assistant, tool, user
+  BOOST_TEST(*c->messages[2].reasoning == "t");
+  BOOST_TEST(c->messages[2].tool_calls.at(0).arguments == R"({"b":[1,2],"a":"z"})"); // key order kept
+  BOOST_TEST((c->messages[3].role == role::tool));
+  BOOST_TEST(c->messages[3].content.at(0).value == "r");
+  BOOST_TEST(c->messages[4].content.at(0).value == "next");
+}
+
+BOOST_AUTO_TEST_CASE(messages_thinking_budget_must_fit_max_tokens) {
+  auto e = parse_messages_request(R"({"model": "m", "max_tokens": 1000, "thinking": {"type": "enabled",
+      "budget_tokens": 2000}, "messages": [{"role": "user", "content": "q"}]})");
+  BOOST_REQUIRE(!e.has_value());
+  BOOST_TEST(e.error().param == "max_tokens");
+  e = parse_messages_request(R"({"model": "m", "max_tokens": 5000, "thinking": {"type": "enabled",
+      "budget_tokens": 10}, "messages": [{"role": "user", "content": "q"}]})");
+  BOOST_TEST(e.error().param == "thinking.budget_tokens");
+  auto ok = parse_messages_request(R"({"model": "m", "max_tokens": 5000, "thinking": {"type": "enabled",
+      "budget_tokens": 2048}, "messages": [{"role": "user", "content": "q"}]})");
+  BOOST_TEST(ok->thinking);
+  BOOST_TEST(*ok->thinking_budget == 2048);
+}
+
+BOOST_AUTO_TEST_SUITE_END()

@@ -1,0 +1,119 @@
+#include "recipe/stream/chat_encoder.hpp"
+#include "recipe/stream/messages_encoder.hpp"
+#include "recipe/stream/responses_encoder.hpp"
+
+#include <boost/test/unit_test.hpp>
+#include <nlohmann/json.hpp>
+
+#include <vector>
+
+using namespace deepinfer::recipe;
+
+namespace {
+
+std::vector<stream_event> answer_with_call() {
+  std::vector<stream_event> evs(6);
+  evs[0].type = stream_event::kind::reasoning;
+  evs[0].text = "hm";
+  evs[1].type = stream_event::kind::content;
+  evs[1].text = "A \"q\"";
+  evs[2].type = stream_event::kind::tool_call_start;
+  evs[2].tool_id = "call_0";
+  evs[2].tool_name = "f";
+  evs[3].type = stream_event::kind::tool_call_arguments;
+  evs[3].text = "{\"x\": 1}";
+  evs[4].type = stream_event::kind::tool_call_end;
+  evs[5].type = stream_event::kind::finish;
+  evs[5].reason = finish_reason::tool_calls;
+  return evs;
+}
+
+// The JSON payloads of an SSE text, in order.
+std::vector<nlohmann::json> payloads(const std::string& sse) {
+  std::vector<nlohmann::json> out;
+  std::size_t at = 0;
+  while ((at = sse.find("data: ", at)) != std::string::npos) {
+    const auto end = sse.find("\n\n", at);
+    const auto data = sse.substr(at + 6, end - at - 6);
+    if (data != "[DONE]")
+      out.push_back(nlohmann::json::parse(data));
+    at = end;
+  }
+  return out;
+}
+
+} // namespace
+
+BOOST_AUTO_TEST_SUITE(encoders)
+
+BOOST_AUTO_TEST_CASE(chat_chunks_carry_each_delta_and_end_with_usage_and_done) {
+  chat_encoder enc({"chatcmpl-1", "m", 7, true});
+  const auto evs = answer_with_call();
+  const usage_counts usage{10, 4, 6, 2};
+  std::string sse = enc.start(); // sequenced: the encoders are stateful
+  sse += enc.encode(evs, usage);
+  BOOST_TEST(sse.substr(sse.size() - 14) == "data: [DONE]\n\n");
+  const auto p = payloads(sse);
+  BOOST_REQUIRE_EQUAL(p.size(), 7u); // role, reasoning, content, call start, arguments, finish, usage
+  BOOST_TEST(p[0]["choices"][0]["delta"] == nlohmann::json::parse(R"({"role":"assistant","content":""})"));
+  BOOST_TEST(p[1]["choices"][0]["delta"]["reasoning_content"] == "hm");
+  BOOST_TEST(p[2]["choices"][0]["delta"]["content"] == "A \"q\"");
+  BOOST_TEST(p[3]["choices"][0]["delta"]["tool_calls"][0] ==
+             nlohmann::json::parse(R"({"index":0,"id":"call_0","type":"function","function":{"name":"f","arguments":""}})"));
+  BOOST_TEST(p[4]["choices"][0]["delta"]["tool_calls"][0]["function"]["arguments"] == "{\"x\": 1}");
+  BOOST_TEST(p[5]["choices"][0]["finish_reason"] == "tool_calls");
+  BOOST_TEST(p[5]["usage"].is_null());
+  BOOST_TEST(p[6]["choices"].empty());
+  BOOST_TEST(p[6]["usage"]["prompt_tokens_details"]["cached_tokens"] == 4);
+  BOOST_TEST(p[6]["usage"]["completion_tokens_details"]["reasoning_tokens"] == 2);
+  const auto body = nlohmann::json::parse(enc.body(usage));
+  BOOST_TEST(body["choices"][0]["message"]["reasoning_content"] == "hm");
+  BOOST_TEST(body["usage"]["total_tokens"] == 16);
+}
+
+BOOST_AUTO_TEST_CASE(responses_events_are_numbered_and_close_every_item) {
+  responses_encoder enc({"resp_1", "m", 7, nlohmann::ordered_json::object()});
+  std::string sse = enc.start();
+  sse += enc.encode(answer_with_call(), {10, 0, 6, 2});
+  const auto p = payloads(sse);
+  for (std::size_t i = 0; i < p.size(); ++i)
+    BOOST_TEST(p[i]["sequence_number"] == i);
+  std::vector<std::string> types;
+  for (const auto& e : p)
+    types.push_back(e["type"]);
+  const std::vector<std::string> want = {
+      "response.created", "response.in_progress",
+      "response.output_item.added", "response.content_part.added", "response.reasoning_text.delta",
+      "response.reasoning_text.done", "response.content_part.done", "response.output_item.done",
+      "response.output_item.added", "response.content_part.added", "response.output_text.delta",
+      "response.output_text.done", "response.content_part.done", "response.output_item.done",
+      "response.output_item.added", "response.function_call_arguments.delta",
+      "response.function_call_arguments.done", "response.output_item.done", "response.completed"};
+  BOOST_TEST(types == want, boost::test_tools::per_element());
+  BOOST_TEST(p.back()["response"]["output"].size() == 3u);
+  BOOST_TEST(p.back()["response"]["usage"]["output_tokens_details"]["reasoning_tokens"] == 2);
+}
+
+BOOST_AUTO_TEST_CASE(messages_report_the_stop_sequence_that_ended_the_answer) {
+  messages_encoder enc({"msg_1", "m"});
+  std::vector<stream_event> evs(2);
+  evs[0].type = stream_event::kind::content;
+  evs[0].text = "done";
+  evs[1].type = stream_event::kind::finish;
+  evs[1].text = "END";
+  const usage_counts usage{10, 4, 3, 0};
+  std::string sse = enc.start(usage);
+  sse += enc.encode(evs, usage);
+  const auto p = payloads(sse);
+  BOOST_TEST(p.front()["message"]["usage"]["input_tokens"] == 6); // uncached part only
+  BOOST_TEST(p.front()["message"]["usage"]["cache_read_input_tokens"] == 4);
+  const auto& delta = p[p.size() - 2];
+  BOOST_TEST(delta["type"] == "message_delta");
+  BOOST_TEST(delta["delta"]["stop_reason"] == "stop_sequence");
+  BOOST_TEST(delta["delta"]["stop_sequence"] == "END");
+  const auto body = nlohmann::json::parse(enc.body(usage));
+  BOOST_TEST(body["stop_reason"] == "stop_sequence");
+  BOOST_TEST(body["stop_sequence"] == "END");
+}
+
+BOOST_AUTO_TEST_SUITE_END()
