@@ -81,6 +81,27 @@ BOOST_AUTO_TEST_CASE(mkmodel_then_generate_prints_the_engines_greedy_tokens) {
   BOOST_TEST(s1.out == s2.out); // per-request seed: reproducible
 }
 
+BOOST_AUTO_TEST_CASE(text_prompt_is_the_tokenizers_ids_and_text_output_its_decoding) {
+  auto tokenize = std::string{DEEPINFER_BINARY_DIR} + "/recipe/deepinfer-tokenize";
+  if (!have_tools() || !std::filesystem::exists(tokenize))
+    return;
+  std::string text = "Hello, 世界! 1234 tokens";
+  auto ids = run("printf '%s' '" + text + "' | " + tokenize + " encode");
+  BOOST_REQUIRE_EQUAL(ids.status, 0);
+  while (!ids.out.empty() && ids.out.back() == '\n')
+    ids.out.pop_back();
+  auto model = " --model " + tiny_model_dir() + " --max-tokens 4";
+  auto by_text = run(tool("deepinfer-generate") + model + " --prompt '" + text + "' --text");
+  auto by_ids = run(tool("deepinfer-generate") + model + " --prompt-ids \"" + ids.out + "\"");
+  BOOST_REQUIRE_EQUAL(by_text.status, 0);
+  BOOST_REQUIRE_EQUAL(by_ids.status, 0);
+  auto nl = by_text.out.find('\n');
+  BOOST_REQUIRE(nl != std::string::npos);
+  BOOST_TEST(by_text.out.substr(0, nl + 1) == by_ids.out);
+  auto decoded = run("printf '%s' '" + by_ids.out.substr(0, by_ids.out.size() - 1) + "' | " + tokenize + " decode");
+  BOOST_TEST(by_text.out.substr(nl + 1) == decoded.out + "\n");
+}
+
 BOOST_AUTO_TEST_CASE(generate_fails_clearly_on_a_bad_model_directory) {
   if (!have_tools())
     return;

@@ -1,15 +1,20 @@
 // deepinfer-generate --model DIR (--prompt-ids "1 2 3" | --prompt TEXT) --max-tokens N
 //   [--temperature T --top-k K --top-p P --seed S --stop "ID ..."] [--mode bounded|exact]
-//   [--chunk Q] [--threads N] [--timing]
-// Prints the generated ids space-separated on one line.
+//   [--chunk Q] [--threads N] [--timing] [--text] [--tokenizer PATH]
+// Prints the generated ids space-separated on one line; with --text, their text on a second.
+// Text needs the DeepSeek tokenizer: --tokenizer PATH, else the one scripts/bootstrap.sh prepared
+// in ${DEEPINFER_CACHE:-~/.cache/deepinfer} for the model's template version.
 #include <algorithm>
 #include <chrono>
+#include <cstdlib>
+#include <filesystem>
 #include <cstdio>
 #include <sstream>
 #include <string>
 #include <vector>
 
 #include "engine/rank_engine.hpp"
+#include "recipe/tokenizer/tokenizer.hpp"
 
 #include <spdlog/sinks/stdout_color_sinks.h>
 #include <spdlog/spdlog.h>
@@ -30,8 +35,32 @@ int usage() {
   std::fprintf(stderr,
                "usage: deepinfer-generate --model DIR (--prompt-ids \"1 2 3\" | --prompt TEXT) "
                "--max-tokens N [--temperature T] [--top-k K] [--top-p P] [--seed S] "
-               "[--stop \"IDS\"] [--mode bounded|exact] [--chunk Q] [--threads N] [--timing]\n");
+               "[--stop \"IDS\"] [--mode bounded|exact] [--chunk Q] [--threads N] [--timing] "
+               "[--text] [--tokenizer PATH]\n");
   return 2;
+}
+
+/// The tokenizer for `template_version` ("v4.1" / "v3.2"): `path` when given, else the assets
+/// scripts/bootstrap.sh prepared. Null, with a message on stderr, when none loads.
+std::shared_ptr<const deepinfer::recipe::tokenizer> load_tokenizer(const std::string& path,
+                                                                   const std::string& template_version) {
+  std::filesystem::path file = path;
+  if (file.empty()) {
+    const char* cache = std::getenv("DEEPINFER_CACHE");
+    const char* home = std::getenv("HOME");
+    std::filesystem::path dir = cache ? cache : std::string{home ? home : "."} + "/.cache/deepinfer";
+    auto found = deepinfer::recipe::default_tokenizer_path(dir, template_version == "v3.2" ? "dsv32" : "dsv41");
+    if (!found) {
+      std::fprintf(stderr, "deepinfer-generate: no tokenizer in %s (run scripts/bootstrap.sh or pass --tokenizer PATH)\n",
+                   dir.c_str());
+      return nullptr;
+    }
+    file = *found;
+  }
+  auto loaded = deepinfer::recipe::tokenizer::load(file);
+  if (!loaded.value)
+    std::fprintf(stderr, "deepinfer-generate: %s: %s\n", file.c_str(), loaded.error.c_str());
+  return loaded.value;
 }
 
 } // namespace
@@ -39,13 +68,13 @@ int usage() {
 int main(int argc, char** argv) {
   // stdout carries the result; logs go to stderr.
   spdlog::set_default_logger(spdlog::stderr_color_mt("stderr"));
-  std::string model_dir, prompt_text;
+  std::string model_dir, prompt_text, tokenizer_path;
   std::vector<int32_t> prompt;
   prefill_request req;
   req.sampling.max_tokens = 16;
   int64_t chunk = 0;
   int threads = 2;
-  bool timing = false, have_text = false;
+  bool timing = false, have_text = false, print_text = false;
   try {
     for (int i = 1; i < argc; ++i) {
       std::string a = argv[i];
@@ -84,6 +113,10 @@ int main(int argc, char** argv) {
         threads = std::stoi(next());
       else if (a == "--timing")
         timing = true;
+      else if (a == "--text")
+        print_text = true;
+      else if (a == "--tokenizer")
+        tokenizer_path = next();
       else
         return usage();
     }
@@ -93,11 +126,19 @@ int main(int argc, char** argv) {
   }
   if (model_dir.empty() || (prompt.empty() && !have_text))
     return usage();
-  if (have_text) {
-    // NOTE: text prompts need recipe's tokenizer, which the engine library does not link.
-    std::fprintf(stderr, "deepinfer-generate: --prompt TEXT needs the recipe tokenizer, which "
-                         "this build does not include; pass --prompt-ids\n");
-    return 2;
+  // The model's template version picks the tokenizer, so read the config before the weights.
+  std::shared_ptr<const deepinfer::recipe::tokenizer> tok;
+  if (have_text || print_text) {
+    auto cfg = load_config_file(model_dir + "/config.json");
+    tok = load_tokenizer(tokenizer_path, cfg.config ? cfg.config->template_version : "v4.1");
+    if (!tok)
+      return 1;
+    if (have_text)
+      prompt = tok->encode(prompt_text);
+    if (prompt.empty()) {
+      std::fprintf(stderr, "deepinfer-generate: --prompt is empty\n");
+      return 2;
+    }
   }
   auto loaded = rank_engine::load(model_dir, rank_engine::config{
                                                  (static_cast<int64_t>(prompt.size()) +
@@ -140,6 +181,8 @@ int main(int argc, char** argv) {
   for (std::size_t i = 0; i < out.size(); ++i)
     std::printf("%s%d", i ? " " : "", out[i]);
   std::printf("\n");
+  if (print_text)
+    std::printf("%s\n", tok->decode(out).c_str());
   if (timing) {
     double pf = std::chrono::duration<double>(t1 - t0).count();
     double dc = std::chrono::duration<double>(t2 - t1).count();
