@@ -1,6 +1,7 @@
 #pragma once
 
 #include <chrono>
+#include <functional>
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -11,12 +12,18 @@
 
 namespace deepinfer::actors {
 
+namespace http {
+class router;
+}
+
 /// The HTTP face of a node with the entrypoint role: /health, /v1/models, /metrics (membership,
 /// instance states, HTTP counters and latencies), and an error in OpenAI's shape for everything
 /// else. Reads cluster state only from the node's snapshot, so no request waits on an actor.
 class node_http {
 public:
-  node_http(http_endpoint cfg, std::shared_ptr<cluster_snapshot> snapshot);
+  /// `extra_routes` adds more routes (the serving APIs) before the server starts.
+  node_http(http_endpoint cfg, std::shared_ptr<cluster_snapshot> snapshot,
+            std::function<void(http::router&)> extra_routes = {});
   ~node_http();
   node_http(const node_http&) = delete;
   node_http& operator=(const node_http&) = delete;
