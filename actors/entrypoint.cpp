@@ -66,8 +66,25 @@ entrypoint::~entrypoint() = default;
 
 std::unique_ptr<entrypoint> entrypoint::create(caf::actor_system& sys, const serving_config& cfg,
                                                instance_supervisor_actor prefill,
-                                               instance_supervisor_actor decode, std::string* error) {
+                                               instance_supervisor_actor decode,
+                                               std::shared_ptr<http::metrics_registry> metrics,
+                                               std::string* error) {
   auto ctx = std::make_shared<context>();
+  ctx->metrics = metrics;
+  auto token_buckets = std::vector<double>{0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5};
+  ctx->ttft = &metrics->add_histogram("deepinfer_time_to_first_token_seconds",
+                                      "Request arrival to its first token.", {},
+                                      http::metrics_registry::default_latency_buckets()).with({});
+  ctx->itl = &metrics->add_histogram("deepinfer_inter_token_latency_seconds",
+                                     "Time between consecutive tokens of a request.", {}, token_buckets)
+                .with({});
+  ctx->prompt_tokens = &metrics->add_counter("deepinfer_prompt_tokens_total", "Prompt tokens received.").with({});
+  ctx->cached_tokens = &metrics->add_counter("deepinfer_cached_tokens_total",
+                                             "Prompt tokens served from the prefix cache.").with({});
+  ctx->generated_tokens = &metrics->add_counter("deepinfer_generated_tokens_total", "Tokens generated.").with({});
+  ctx->in_flight = &metrics->add_gauge("deepinfer_requests_in_flight",
+                                       "Requests between parse and their last byte (the entrypoint queue).")
+                      .with({});
   ctx->sys = &sys;
   ctx->cfg = cfg;
   ctx->prefill = std::move(prefill);

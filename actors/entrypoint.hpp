@@ -8,6 +8,7 @@
 
 #include <caf/fwd.hpp>
 
+#include "actors/http/metrics_registry.hpp"
 #include "actors/http/router.hpp"
 #include "actors/interfaces.hpp"
 #include "actors/serving_config.hpp"
@@ -22,7 +23,9 @@ public:
   /// Loads the tokenizer and builds the special-token table; nullopt + `error` on failure.
   static std::unique_ptr<entrypoint> create(caf::actor_system& sys, const serving_config& cfg,
                                             instance_supervisor_actor prefill,
-                                            instance_supervisor_actor decode, std::string* error);
+                                            instance_supervisor_actor decode,
+                                            std::shared_ptr<http::metrics_registry> metrics,
+                                            std::string* error);
   ~entrypoint();
 
   /// Adds the three API routes.

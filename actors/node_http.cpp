@@ -85,8 +85,11 @@ struct node_http::impl {
 };
 
 node_http::node_http(http_endpoint cfg, std::shared_ptr<cluster_snapshot> snapshot,
-                     std::function<void(http::router&)> extra_routes)
+                     std::function<void(http::router&)> extra_routes,
+                     std::shared_ptr<http::metrics_registry> metrics)
   : impl_(std::make_unique<impl>()) {
+  if (metrics)
+    impl_->metrics = std::move(metrics);
   impl_->extra_routes = std::move(extra_routes);
   impl_->cfg = std::move(cfg);
   impl_->snap = std::move(snapshot);

@@ -14,6 +14,7 @@ namespace deepinfer::actors {
 
 namespace http {
 class router;
+class metrics_registry;
 }
 
 /// The HTTP face of a node with the entrypoint role: /health, /v1/models, /metrics (membership,
@@ -21,9 +22,11 @@ class router;
 /// else. Reads cluster state only from the node's snapshot, so no request waits on an actor.
 class node_http {
 public:
-  /// `extra_routes` adds more routes (the serving APIs) before the server starts.
+  /// `extra_routes` adds more routes (the serving APIs) before the server starts; `metrics` is
+  /// the registry /metrics renders (a fresh one when null), shared with the node's actors.
   node_http(http_endpoint cfg, std::shared_ptr<cluster_snapshot> snapshot,
-            std::function<void(http::router&)> extra_routes = {});
+            std::function<void(http::router&)> extra_routes = {},
+            std::shared_ptr<http::metrics_registry> metrics = nullptr);
   ~node_http();
   node_http(const node_http&) = delete;
   node_http& operator=(const node_http&) = delete;

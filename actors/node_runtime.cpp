@@ -18,6 +18,7 @@
 #include "actors/instance_supervisor.hpp"
 #include "actors/log.hpp"
 #include "actors/node_agent.hpp"
+#include "actors/http/metrics_registry.hpp"
 #include "actors/http/router.hpp"
 #include "actors/node_http.hpp"
 #include "actors/prefix_cache.hpp"
@@ -134,6 +135,7 @@ std::optional<std::string> node_runtime::start() {
 
   // 3. Instances; with a model, every rank shares the process's prefix cache.
   std::shared_ptr<prefix_cache> cache;
+  auto metrics = std::make_shared<http::metrics_registry>();
   if (cfg.serving && !cfg.serving->kv_root.empty()) {
     auto mc = engine::load_config_file(cfg.serving->model_dir + "/config.json");
     if (!mc.config)
@@ -155,6 +157,8 @@ std::optional<std::string> node_runtime::start() {
       sc.engine.threads = cfg.serving->threads_per_rank;
       sc.engine.kv_blocks = cfg.serving->kv_blocks_per_rank;
       sc.engine.cache = cache;
+      sc.engine.metrics = metrics;
+      sc.engine.instance = sc.instance;
     }
     d.supervisors[spec.role] = spawn_instance_supervisor(sys, sc, d.agent);
   }
@@ -167,13 +171,13 @@ std::optional<std::string> node_runtime::start() {
     if (p == d.supervisors.end() || dc == d.supervisors.end())
       return std::string{"serving needs a local prefill and decode instance"};
     std::string err;
-    d.serving = entrypoint::create(sys, *cfg.serving, p->second, dc->second, &err);
+    d.serving = entrypoint::create(sys, *cfg.serving, p->second, dc->second, metrics, &err);
     if (!d.serving)
       return err;
     extra_routes = [ep = d.serving.get()](http::router& r) { ep->add_routes(r); };
   }
   if (cfg.http) {
-    d.http = std::make_unique<node_http>(*cfg.http, d.snap, std::move(extra_routes));
+    d.http = std::make_unique<node_http>(*cfg.http, d.snap, std::move(extra_routes), metrics);
     if (auto err = d.http->start())
       return "cannot serve HTTP on " + cfg.http->host + ":" + std::to_string(cfg.http->port) + ": "
              + *err;

@@ -13,6 +13,7 @@
 #include <caf/typed_event_based_actor.hpp>
 
 #include "actors/errors.hpp"
+#include "actors/http/metrics_registry.hpp"
 #include "actors/log.hpp"
 #include "actors/prefix_cache.hpp"
 #include "engine/rank_engine.hpp"
@@ -35,6 +36,9 @@ struct rank_state {
   std::map<uint64_t, decoding> active;
   uint64_t next_seq = 1;
   bool stepping = false;
+  /// Pool use and batch size gauges (null without a registry).
+  http::metrics_registry::gauge* pool_used = nullptr;
+  http::metrics_registry::gauge* active_gauge = nullptr;
   static inline const char* name = "deepinfer.rank";
 };
 
@@ -112,6 +116,16 @@ void release(rank_pointer self, engine::sequence_id seq) {
   st.engine->free(seq);
 }
 
+/// Publishes pool use and batch size.
+void report(rank_pointer self) {
+  auto& st = self->state;
+  if (!st.pool_used || !st.engine)
+    return;
+  auto& pool = st.engine->pool();
+  st.pool_used->set(static_cast<double>(pool.geometry().blocks - pool.free_blocks()));
+  st.active_gauge->set(static_cast<double>(st.active.size()));
+}
+
 void start_decode(rank_pointer self, prefilled_sequence& ps, const sampling_spec& s,
                   const caf::strong_actor_ptr& sink_ptr) {
   auto& st = self->state;
@@ -135,6 +149,7 @@ void start_decode(rank_pointer self, prefilled_sequence& ps, const sampling_spec
     return;
   }
   st.active[ps.id] = decoding{seq, sink};
+  report(self);
   if (!st.stepping) {
     st.stepping = true;
     self->send(self, step_atom::value);
@@ -176,6 +191,7 @@ void decode_step(rank_pointer self) {
     }
     caf::anon_send(sink, tokens_atom::value, std::move(b));
   }
+  report(self);
   self->send(self, step_atom::value);
 }
 
@@ -192,6 +208,19 @@ rank_actor::behavior_type rank_behavior(rank_pointer self, rank_config cfg) {
       self->quit(make_error(errc::rank_failed, "cannot load model: " + loaded.error));
     } else
       self->state.engine = std::move(loaded.engine);
+    if (auto& m = cfg.engine.metrics; m && self->state.engine) {
+      std::vector<std::string> labels{cfg.engine.instance, std::to_string(cfg.rank)};
+      auto& st = self->state;
+      st.pool_used = &m->add_gauge("deepinfer_rank_kv_blocks_used", "KV pool blocks in use.",
+                                   {"instance", "rank"}).with(labels);
+      m->add_gauge("deepinfer_rank_kv_blocks_total", "KV pool blocks.", {"instance", "rank"})
+        .with(labels)
+        .set(static_cast<double>(st.engine->pool().geometry().blocks));
+      st.active_gauge = &m->add_gauge("deepinfer_rank_active_sequences",
+                                      "Sequences in the rank's decode batch.", {"instance", "rank"})
+                           .with(labels);
+      report(self);
+    }
   }
   return {
     [=](caf::ping_atom) -> rank_status {
@@ -221,6 +250,7 @@ rank_actor::behavior_type rank_behavior(rank_pointer self, rank_config cfg) {
         return;
       release(self, it->second.seq);
       self->state.active.erase(it);
+      report(self);
     },
     [=](step_atom) { decode_step(self); },
   };

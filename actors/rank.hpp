@@ -11,6 +11,9 @@
 namespace deepinfer::actors {
 
 class prefix_cache;
+namespace http {
+class metrics_registry;
+}
 
 /// The engine a rank owns; an empty `model_dir` makes an idle rank (no engine).
 struct rank_engine_config {
@@ -21,6 +24,9 @@ struct rank_engine_config {
   int64_t kv_blocks = 256;
   /// The process's prefix cache (null: no cache). Prefill reads hits, decode stores blocks.
   std::shared_ptr<prefix_cache> cache;
+  /// Where the rank reports pool use and batch size (null: nowhere), labelled by `instance`.
+  std::shared_ptr<http::metrics_registry> metrics;
+  std::string instance;
 };
 
 /// Identity of one rank within one generation of its instance.

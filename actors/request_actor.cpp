@@ -36,6 +36,8 @@ struct request_state {
   int attempts = 0;
   caf::actor decode_rank;
   bool done = false;
+  std::chrono::steady_clock::time_point arrived = std::chrono::steady_clock::now();
+  std::chrono::steady_clock::time_point last_token;
   static inline const char* name = "deepinfer.request";
 };
 
@@ -75,6 +77,16 @@ void fail(request_pointer self, int status, const std::string& message) {
 /// Feeds new tokens through the stream parser and out to the client.
 void on_tokens(request_pointer self, const std::vector<int32_t>& ids, bool finished) {
   auto& st = self->state;
+  auto now = std::chrono::steady_clock::now();
+  auto& ctx = *st.ctx;
+  if (!ids.empty()) {
+    if (st.generated.empty())
+      ctx.ttft->observe(std::chrono::duration<double>(now - st.arrived).count());
+    else
+      ctx.itl->observe(std::chrono::duration<double>(now - st.last_token).count() / static_cast<double>(ids.size()));
+    st.last_token = now;
+    ctx.generated_tokens->inc(static_cast<double>(ids.size()));
+  }
   st.generated.insert(st.generated.end(), ids.begin(), ids.end());
   auto emit = [&](std::span<const recipe::stream_event> events) {
     auto c = st.parser->counts();
@@ -144,8 +156,10 @@ void attempt(request_pointer self) {
                 fail(self, 500, "prefill failed: " + ps.error);
                 return;
               }
-              if (self->state.attempts == 1)
+              if (self->state.attempts == 1) {
                 self->state.usage.cached_tokens = ps.cached;
+                self->state.ctx->cached_tokens->inc(static_cast<double>(ps.cached));
+              }
               auto first = ps.first_token;
               bool finished = ps.finished;
               on_tokens(self, {first}, finished);
@@ -174,6 +188,9 @@ caf::behavior request_behavior(request_pointer self, std::shared_ptr<entrypoint:
   st.sampling.max_tokens = static_cast<int32_t>(smp.max_tokens.value_or(st.ctx->cfg.default_max_tokens));
   st.sampling.stop_ids = {st.ctx->eos};
   st.usage.prompt_tokens = static_cast<int64_t>(st.prompt.size());
+  st.ctx->prompt_tokens->inc(static_cast<double>(st.prompt.size()));
+  st.ctx->in_flight->inc(1);
+  self->attach_functor([ctx = st.ctx] { ctx->in_flight->dec(1); });
   recipe::stream_parser::config pc;
   pc.thinking = st.conv.thinking;
   pc.tool_id_prefix = "call_" + std::to_string(st.id) + "_";

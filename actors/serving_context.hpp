@@ -6,6 +6,7 @@
 #include <caf/actor_system.hpp>
 
 #include "actors/entrypoint.hpp"
+#include "actors/http/metrics_registry.hpp"
 #include "recipe/render/special_table.hpp"
 #include "recipe/tokenizer/tokenizer.hpp"
 
@@ -21,6 +22,14 @@ struct entrypoint::context {
   instance_supervisor_actor prefill;
   instance_supervisor_actor decode;
   std::atomic<uint64_t> next_id{1};
+  /// Request metrics (owned by `metrics`, which this keeps alive).
+  std::shared_ptr<http::metrics_registry> metrics;
+  http::metrics_registry::histogram* ttft = nullptr;
+  http::metrics_registry::histogram* itl = nullptr;
+  http::metrics_registry::counter* prompt_tokens = nullptr;
+  http::metrics_registry::counter* cached_tokens = nullptr;
+  http::metrics_registry::counter* generated_tokens = nullptr;
+  http::metrics_registry::gauge* in_flight = nullptr;
 };
 
 } // namespace deepinfer::actors

@@ -195,6 +195,25 @@ try {
     assert.ok(ok.choices.length === 1);
     console.log(`     next request answered ${Date.now() - t0} ms after the abort`);
   });
+  await check('/metrics: TTFT, inter-token latency, token counters; pool back to baseline', async () => {
+    const sum = (text, name) => text.split('\n').filter((l) => l.startsWith(name + '{') || l.startsWith(name + ' '))
+      .reduce((a, l) => a + Number(l.split(' ').pop()), 0);
+    let text = '';
+    const t0 = Date.now();
+    for (;;) {
+      text = await (await fetch(base + '/metrics')).text();
+      if (sum(text, 'deepinfer_rank_kv_blocks_used') === 0 && sum(text, 'deepinfer_rank_active_sequences') === 0) break;
+      if (Date.now() - t0 > 10000) throw new Error('pool not back to baseline:\n' + text.split('\n').filter((l) => l.startsWith('deepinfer_rank')).join('\n'));
+      await new Promise((r) => setTimeout(r, 50));
+    }
+    assert.ok(sum(text, 'deepinfer_rank_kv_blocks_total') > 0, 'pool size per rank exported');
+    assert.ok(sum(text, 'deepinfer_time_to_first_token_seconds_count') > 0);
+    assert.ok(sum(text, 'deepinfer_inter_token_latency_seconds_count') > 0);
+    assert.ok(sum(text, 'deepinfer_prompt_tokens_total') > 0);
+    assert.ok(sum(text, 'deepinfer_cached_tokens_total') > 0);
+    assert.ok(sum(text, 'deepinfer_generated_tokens_total') > 0);
+    assert.equal(sum(text, 'deepinfer_requests_in_flight'), 0);
+  });
   await check('still serving after the bad requests', async () => {
     const r = await openai.chat.completions.create({ model: MODEL, messages, max_tokens: 4, temperature: 0 });
     assert.ok(r.choices[0].message.content !== undefined);
