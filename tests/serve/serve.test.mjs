@@ -195,6 +195,34 @@ try {
     assert.ok(ok.choices.length === 1);
     console.log(`     next request answered ${Date.now() - t0} ms after the abort`);
   });
+  await check('200 concurrent streams complete; 50 cancelled mid-stream', async () => {
+    const one = async (i) => {
+      const ac = new AbortController();
+      const r = await fetch(base + '/v1/chat/completions', {
+        method: 'POST', headers: { 'content-type': 'application/json' }, signal: ac.signal,
+        body: JSON.stringify({ model: MODEL, messages: [{ role: 'user', content: `Stream ${i}, please.` }],
+                               max_tokens: i % 4 === 0 ? 500 : 12, temperature: 0, stream: true }) });
+      assert.equal(r.status, 200);
+      const reader = r.body.getReader();
+      const dec = new TextDecoder();
+      let text = '';
+      for (;;) {
+        const { value, done } = await reader.read();
+        if (done) break;
+        text += dec.decode(value);
+        if (i % 4 === 0 && text.includes('"content"')) { ac.abort(); return 'cancelled'; }
+      }
+      assert.ok(text.includes('data: [DONE]'), `stream ${i} ended with [DONE]`);
+      return 'done';
+    };
+    const t0 = Date.now();
+    const out = await Promise.all(Array.from({ length: 200 }, (_, i) => one(i).catch((e) => (e.name === 'AbortError' ? 'cancelled' : e))));
+    const errors = out.filter((x) => x instanceof Error);
+    assert.equal(errors.length, 0, String(errors[0]));
+    assert.equal(out.filter((x) => x === 'done').length, 150);
+    assert.equal(out.filter((x) => x === 'cancelled').length, 50);
+    console.log(`     200 streams (50 cancelled) in ${Date.now() - t0} ms`);
+  });
   await check('/metrics: TTFT, inter-token latency, token counters; pool back to baseline', async () => {
     const sum = (text, name) => text.split('\n').filter((l) => l.startsWith(name + '{') || l.startsWith(name + ' '))
       .reduce((a, l) => a + Number(l.split(' ').pop()), 0);
