@@ -21,7 +21,7 @@ struct serving_config {
   /// max_tokens when the request gives none.
   int32_t default_max_tokens = 256;
   /// Prompt + max_tokens must fit this many tokens.
-  int64_t context_limit = 8192;
+  int64_t context_limit = 40960;
   /// Engine threads and KV blocks per rank.
   int threads_per_rank = 1;
   int64_t kv_blocks_per_rank = 512;

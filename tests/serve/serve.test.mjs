@@ -151,7 +151,7 @@ try {
     assert.equal(JSON.parse(m.text).error.type, 'not_found_error');
   });
   await check('prompt over the context limit -> 400', async () => {
-    const long = 'word '.repeat(20000);
+    const long = 'word '.repeat(50000);
     const r = await post(base, '/v1/chat/completions', { model: MODEL, messages: [{ role: 'user', content: long }], max_tokens: 4 });
     assert.equal(r.status, 400);
     assert.match(JSON.parse(r.text).error.message, /context length/);
