@@ -181,6 +181,11 @@ try {
       else assert.ok(cached >= 0.9 * u.prompt_tokens, `turn ${turn}: ${cached} of ${u.prompt_tokens} cached`);
       conv.push({ role: 'assistant', content: r.choices[0].message.content ?? '' });
     }
+    // Turn 1 again: now a cache hit; greedy output must not change (bounded replay mode; the
+    // tiny random model's output is repetitive, so this is a weak check of exactness).
+    const again = await openai.chat.completions.create({ model: MODEL, messages: conv.slice(0, 2), max_tokens: 4, temperature: 0 });
+    assert.ok(again.usage.prompt_tokens_details.cached_tokens > 0, 'turn 1 repeated hits the cache');
+    assert.equal(again.choices[0].message.content ?? '', conv[2].content, 'same greedy output with and without a hit');
   });
   await check('client disconnect mid-stream cancels; the server keeps serving', async () => {
     const ac = new AbortController();
