@@ -10,6 +10,7 @@
 #include "actors/api_output.hpp"
 #include "actors/log.hpp"
 #include "actors/serving_context.hpp"
+#include "actors/stop_filter.hpp"
 #include "recipe/protocol/api_error.hpp"
 #include "recipe/stream/stream_parser.hpp"
 
@@ -28,6 +29,7 @@ struct request_state {
   std::vector<int32_t> generated;
   sampling_spec sampling;
   std::unique_ptr<recipe::stream_parser> parser;
+  std::unique_ptr<stop_filter> stops;
   std::unique_ptr<api_output> out;
   recipe::usage_counts usage;
   uint64_t id = 0;
@@ -88,7 +90,8 @@ void on_tokens(request_pointer self, const std::vector<int32_t>& ids, bool finis
     ctx.generated_tokens->inc(static_cast<double>(ids.size()));
   }
   st.generated.insert(st.generated.end(), ids.begin(), ids.end());
-  auto emit = [&](std::span<const recipe::stream_event> events) {
+  auto emit = [&](std::span<const recipe::stream_event> parsed) {
+    auto events = st.stops->apply(parsed);
     auto c = st.parser->counts();
     st.usage.completion_tokens = static_cast<int64_t>(st.generated.size());
     st.usage.reasoning_tokens = c.reasoning_tokens;
@@ -98,6 +101,13 @@ void on_tokens(request_pointer self, const std::vector<int32_t>& ids, bool finis
       st.out->apply(events);
   };
   emit(st.parser->feed(ids));
+  if (st.stops->stopped()) {
+    // A stop string ended the answer: the decode rank need not go on.
+    if (st.decode_rank)
+      self->send(caf::actor_cast<rank_actor>(st.decode_rank), cancel_atom::value, st.job);
+    finish_ok(self);
+    return;
+  }
   if (finished && !st.parser->finished())
     emit(st.parser->finish(static_cast<int32_t>(st.generated.size()) >= st.sampling.max_tokens
                              ? recipe::finish_reason::length
@@ -191,6 +201,7 @@ caf::behavior request_behavior(request_pointer self, std::shared_ptr<entrypoint:
   st.ctx->prompt_tokens->inc(static_cast<double>(st.prompt.size()));
   st.ctx->in_flight->inc(1);
   self->attach_functor([ctx = st.ctx] { ctx->in_flight->dec(1); });
+  st.stops = std::make_unique<stop_filter>(st.conv.sampling.stop);
   recipe::stream_parser::config pc;
   pc.thinking = st.conv.thinking;
   pc.tool_id_prefix = "call_" + std::to_string(st.id) + "_";

@@ -97,6 +97,18 @@ try {
     assert.ok(usage && usage.completion_tokens >= 1);
     assert.equal(text, chatText);
   });
+  await check('stop strings end the answer before them (streaming and not)', async () => {
+    assert.ok(chatText.length >= 4, `greedy text long enough: ${JSON.stringify(chatText)}`);
+    const stop = chatText.slice(2, 4);
+    const expected = chatText.slice(0, chatText.indexOf(stop));
+    const r = await openai.chat.completions.create({ model: MODEL, messages, max_tokens: 8, temperature: 0, stop: [stop] });
+    assert.equal(r.choices[0].message.content ?? '', expected);
+    assert.equal(r.choices[0].finish_reason, 'stop');
+    const s = await openai.chat.completions.create({ model: MODEL, messages, max_tokens: 8, temperature: 0, stop: [stop], stream: true });
+    let text = '';
+    for await (const c of s) for (const ch of c.choices) text += ch.delta?.content ?? '';
+    assert.equal(text, expected);
+  });
   await check('seed is honoured (same seed, same sampled text)', async () => {
     const ask = () => openai.chat.completions.create({ model: MODEL, messages, max_tokens: 8, temperature: 1, seed: 42 });
     const [a, b] = [await ask(), await ask()];
