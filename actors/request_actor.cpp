@@ -18,7 +18,9 @@ namespace deepinfer::actors {
 
 namespace {
 
-constexpr int max_attempts = 3;
+constexpr int max_attempts = 5;
+/// Pause before trying again when an instance has no rank (it is restarting).
+constexpr auto retry_delay = std::chrono::milliseconds(100);
 constexpr auto handle_timeout = std::chrono::seconds(5);
 
 struct request_state {
@@ -116,23 +118,36 @@ void on_tokens(request_pointer self, const std::vector<int32_t>& ids, bool finis
     finish_ok(self);
 }
 
-void start_decode(request_pointer self, prefilled_sequence ps, sampling_spec s) {
-  auto& st = self->state;
-  self->request(st.ctx->decode, handle_timeout, caf::get_atom::value,
-                static_cast<uint32_t>(st.id % 2))
+/// Asks `sup` for rank `preferred`, else rank 0 (the instance may have restarted smaller);
+/// calls `found` with the rank, or retries the whole attempt shortly when the instance has none.
+template <class F>
+void find_rank(request_pointer self, instance_supervisor_actor sup, uint32_t preferred, F found) {
+  self->request(sup, handle_timeout, caf::get_atom::value, preferred)
     .then(
       [=](caf::strong_actor_ptr& p) mutable {
-        auto& st = self->state;
-        if (!p) {
-          fail(self, 503, "no decode rank available");
+        if (p) {
+          found(p);
           return;
         }
-        st.decode_rank = caf::actor_cast<caf::actor>(p);
-        self->monitor(st.decode_rank);
-        self->send(caf::actor_cast<rank_actor>(p), decode_atom::value, std::move(ps), s,
-                   caf::actor_cast<caf::strong_actor_ptr>(self));
+        if (preferred != 0) {
+          find_rank(self, sup, 0, found);
+          return;
+        }
+        log().info("request={} instance has no rank now; retrying", self->state.id);
+        self->delayed_send(self, retry_delay, restart_atom::value);
       },
-      [=](caf::error& e) { fail(self, 503, "decode instance unreachable: " + self->system().render(e)); });
+      [=](caf::error& e) { fail(self, 503, "instance unreachable: " + self->system().render(e)); });
+}
+
+void start_decode(request_pointer self, prefilled_sequence ps, sampling_spec s) {
+  auto& st = self->state;
+  find_rank(self, st.ctx->decode, static_cast<uint32_t>(st.id % 2), [=](caf::strong_actor_ptr& p) mutable {
+    auto& st = self->state;
+    st.decode_rank = caf::actor_cast<caf::actor>(p);
+    self->monitor(st.decode_rank);
+    self->send(caf::actor_cast<rank_actor>(p), decode_atom::value, std::move(ps), s,
+               caf::actor_cast<caf::strong_actor_ptr>(self));
+  });
 }
 
 /// One attempt: prefill prompt + tokens generated so far, then decode the rest.
@@ -150,15 +165,8 @@ void attempt(request_pointer self) {
   job.sampling = st.sampling;
   job.sampling.max_tokens = st.sampling.max_tokens - static_cast<int32_t>(st.generated.size());
   auto rest = job.sampling;
-  self->request(st.ctx->prefill, handle_timeout, caf::get_atom::value,
-                static_cast<uint32_t>(st.id % 2))
-    .then(
-      [=](caf::strong_actor_ptr& p) mutable {
+  find_rank(self, st.ctx->prefill, static_cast<uint32_t>(st.id % 2), [=](caf::strong_actor_ptr& p) mutable {
         auto& st = self->state;
-        if (!p) {
-          fail(self, 503, "no prefill rank available");
-          return;
-        }
         self->request(caf::actor_cast<rank_actor>(p), st.ctx->cfg.prefill_timeout, prefill_atom::value, job)
           .then(
             [=](prefilled_sequence& ps) {
@@ -177,8 +185,7 @@ void attempt(request_pointer self) {
                 start_decode(self, std::move(ps), rest);
             },
             [=](caf::error&) { attempt(self); });  // rank died or timed out: try again
-      },
-      [=](caf::error& e) { fail(self, 503, "prefill instance unreachable: " + self->system().render(e)); });
+  });
 }
 
 caf::behavior request_behavior(request_pointer self, std::shared_ptr<entrypoint::context> ctx,
@@ -253,6 +260,10 @@ caf::behavior request_behavior(request_pointer self, std::shared_ptr<entrypoint:
       self->quit();
     },
     [=](fail_atom, const std::string& why) { fail(self, 504, "request " + why); },
+    [=](restart_atom) {
+      if (!self->state.done)
+        attempt(self);
+    },
   };
 }
 
