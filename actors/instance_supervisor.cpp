@@ -36,7 +36,7 @@ void start_generation(supervisor_pointer self, uint32_t n) {
   auto& st = self->state;
   st.ranks->clear();
   for (uint32_t i = 0; i < n; ++i) {
-    auto r = spawn_rank(self->system(), {i, n, st.status.generation});
+    auto r = spawn_rank(self->system(), {i, n, st.status.generation, st.cfg.engine});
     // Monitored, not linked: a DOWN arrives for every exit reason, including exit_reason::kill,
     // which a link would propagate to us untrappably.
     self->monitor(r);

@@ -7,6 +7,7 @@
 #include <caf/fwd.hpp>
 
 #include "actors/interfaces.hpp"
+#include "actors/rank.hpp"
 
 namespace deepinfer::actors {
 
@@ -18,6 +19,8 @@ struct instance_supervisor_config {
   uint32_t ranks = 1;    ///< ranks of the first generation (the EP size)
   /// Pause between taking a failed generation down and starting the next one.
   std::chrono::milliseconds restart_delay{50};
+  /// The engine every rank loads (empty model: idle ranks).
+  rank_engine_config engine;
 };
 
 /// Spawns the supervisor of one instance and its first generation of ranks. An instance is one

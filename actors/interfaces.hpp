@@ -14,11 +14,21 @@ namespace deepinfer::actors {
 /// - `(fail, std::string)`: fault injection; the rank fails with that reason (as a crash would).
 /// - `(echo, byte_payload) -> byte_payload`: returns the payload (transport benchmarks).
 /// - `(sink, byte_payload) -> uint64_t`: takes a payload, answers its size (KV push path).
+/// - `(prefill, prefill_job) -> prefilled_sequence`: prefills a prompt and hands the sequence
+///   over (it is freed here); needs a rank with an engine.
+/// - `(decode, prefilled_sequence, sampling_spec, strong_actor_ptr sink)`: imports the sequence
+///   into the continuous batch; `(tokens, token_batch)` messages go to `sink` until finished.
+/// - `(cancel, uint64_t id)`: drops a decoding sequence and frees its KV.
+/// - `(step)`: internal, the decode loop's self-message.
 using rank_actor = caf::typed_actor<
   caf::replies_to<caf::ping_atom>::with<rank_status>,
   caf::reacts_to<fail_atom, std::string>,
   caf::replies_to<echo_atom, byte_payload>::with<byte_payload>,
-  caf::replies_to<sink_atom, byte_payload>::with<uint64_t>>;
+  caf::replies_to<sink_atom, byte_payload>::with<uint64_t>,
+  caf::replies_to<prefill_atom, prefill_job>::with<prefilled_sequence>,
+  caf::reacts_to<decode_atom, prefilled_sequence, sampling_spec, caf::strong_actor_ptr>,
+  caf::reacts_to<cancel_atom, uint64_t>,
+  caf::reacts_to<step_atom>>;
 
 /// Owns the N ranks of one prefill or decode instance. Any rank failure fails the instance; it
 /// restarts with its healthy ranks (EP = healthy ranks) and reports to its node agent.

@@ -26,6 +26,11 @@ using ctl_up_atom = caf::atom_constant<caf::atom("ctlup")>;
 using echo_atom = caf::atom_constant<caf::atom("echo")>;
 using restart_atom = caf::atom_constant<caf::atom("restart")>;
 using sink_atom = caf::atom_constant<caf::atom("sink")>;
+using prefill_atom = caf::atom_constant<caf::atom("prefill")>;
+using decode_atom = caf::atom_constant<caf::atom("decode")>;
+using tokens_atom = caf::atom_constant<caf::atom("tokens")>;
+using cancel_atom = caf::atom_constant<caf::atom("cancel")>;
+using step_atom = caf::atom_constant<caf::atom("step")>;
 
 // -- cluster membership ------------------------------------------------------------------------
 
@@ -126,6 +131,68 @@ typename Inspector::result_type inspect(Inspector& f, byte_payload& x) {
   return f(caf::meta::type_name("byte_payload"), x.id, x.bytes);
 }
 
+// -- serving -----------------------------------------------------------------------------------
+
+/// Sampling settings of one request as they cross actors (engine::sampling_params on the wire).
+struct sampling_spec {
+  float temperature = 0.0f;
+  int32_t top_k = 0;
+  float top_p = 1.0f;
+  uint64_t seed = 0;
+  std::vector<int32_t> stop_ids;
+  int32_t max_tokens = 16;
+};
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, sampling_spec& x) {
+  return f(caf::meta::type_name("sampling_spec"), x.temperature, x.top_k, x.top_p, x.seed,
+           x.stop_ids, x.max_tokens);
+}
+
+/// A prompt for a prefill rank; `id` is unique per entrypoint attempt.
+struct prefill_job {
+  uint64_t id = 0;
+  std::vector<int32_t> tokens;
+  sampling_spec sampling;
+};
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, prefill_job& x) {
+  return f(caf::meta::type_name("prefill_job"), x.id, x.tokens, x.sampling);
+}
+
+/// A prefilled sequence: its first token and everything decode needs (`export_sequence` bytes),
+/// or `error` when the prefill failed.
+struct prefilled_sequence {
+  uint64_t id = 0;
+  int32_t first_token = 0;
+  bool finished = false;
+  std::string error;
+  std::vector<uint8_t> bytes;
+  /// Prompt tokens whose KV came from the prefix cache.
+  int64_t cached = 0;
+};
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, prefilled_sequence& x) {
+  return f(caf::meta::type_name("prefilled_sequence"), x.id, x.first_token, x.finished, x.error,
+           x.bytes, x.cached);
+}
+
+/// Tokens a decode rank produced for one sequence since its last batch.
+struct token_batch {
+  uint64_t id = 0;
+  std::vector<int32_t> tokens;
+  bool finished = false;
+  /// Set when the rank could not continue the sequence (it is freed).
+  std::string error;
+};
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, token_batch& x) {
+  return f(caf::meta::type_name("token_batch"), x.id, x.tokens, x.finished, x.error);
+}
+
 } // namespace deepinfer::actors
 
 CAF_BEGIN_TYPE_ID_BLOCK(deepinfer, caf::first_custom_type_id)
@@ -135,4 +202,8 @@ CAF_BEGIN_TYPE_ID_BLOCK(deepinfer, caf::first_custom_type_id)
   CAF_ADD_TYPE_ID(deepinfer, (deepinfer::actors::membership_view))
   CAF_ADD_TYPE_ID(deepinfer, (deepinfer::actors::rank_status))
   CAF_ADD_TYPE_ID(deepinfer, (deepinfer::actors::byte_payload))
+  CAF_ADD_TYPE_ID(deepinfer, (deepinfer::actors::sampling_spec))
+  CAF_ADD_TYPE_ID(deepinfer, (deepinfer::actors::prefill_job))
+  CAF_ADD_TYPE_ID(deepinfer, (deepinfer::actors::prefilled_sequence))
+  CAF_ADD_TYPE_ID(deepinfer, (deepinfer::actors::token_batch))
 CAF_END_TYPE_ID_BLOCK(deepinfer)

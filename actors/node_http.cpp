@@ -79,12 +79,18 @@ void add_cluster_collectors(metrics_registry& reg, std::shared_ptr<cluster_snaps
 struct node_http::impl {
   http_endpoint cfg;
   std::shared_ptr<cluster_snapshot> snap;
+  std::function<void(http::router&)> extra_routes;
   std::shared_ptr<metrics_registry> metrics = std::make_shared<metrics_registry>();
   std::unique_ptr<http::http_server> server;
 };
 
-node_http::node_http(http_endpoint cfg, std::shared_ptr<cluster_snapshot> snapshot)
+node_http::node_http(http_endpoint cfg, std::shared_ptr<cluster_snapshot> snapshot,
+                     std::function<void(http::router&)> extra_routes,
+                     std::shared_ptr<http::metrics_registry> metrics)
   : impl_(std::make_unique<impl>()) {
+  if (metrics)
+    impl_->metrics = std::move(metrics);
+  impl_->extra_routes = std::move(extra_routes);
   impl_->cfg = std::move(cfg);
   impl_->snap = std::move(snapshot);
 }
@@ -125,6 +131,8 @@ std::optional<std::string> node_http::start() {
     r.body = metrics->render();
     w->send(std::move(r));
   });
+  if (d.extra_routes)
+    d.extra_routes(routes);
   http::http_server::config sc;
   sc.host = d.cfg.host;
   sc.port = d.cfg.port;

@@ -1,6 +1,7 @@
 #pragma once
 
 #include <chrono>
+#include <functional>
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -11,12 +12,21 @@
 
 namespace deepinfer::actors {
 
+namespace http {
+class router;
+class metrics_registry;
+}
+
 /// The HTTP face of a node with the entrypoint role: /health, /v1/models, /metrics (membership,
 /// instance states, HTTP counters and latencies), and an error in OpenAI's shape for everything
 /// else. Reads cluster state only from the node's snapshot, so no request waits on an actor.
 class node_http {
 public:
-  node_http(http_endpoint cfg, std::shared_ptr<cluster_snapshot> snapshot);
+  /// `extra_routes` adds more routes (the serving APIs) before the server starts; `metrics` is
+  /// the registry /metrics renders (a fresh one when null), shared with the node's actors.
+  node_http(http_endpoint cfg, std::shared_ptr<cluster_snapshot> snapshot,
+            std::function<void(http::router&)> extra_routes = {},
+            std::shared_ptr<http::metrics_registry> metrics = nullptr);
   ~node_http();
   node_http(const node_http&) = delete;
   node_http& operator=(const node_http&) = delete;

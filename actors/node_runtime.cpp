@@ -13,11 +13,16 @@
 #include <caf/send.hpp>
 
 #include "actors/controller.hpp"
+#include "actors/entrypoint.hpp"
 #include "actors/errors.hpp"
 #include "actors/instance_supervisor.hpp"
 #include "actors/log.hpp"
 #include "actors/node_agent.hpp"
+#include "actors/http/metrics_registry.hpp"
+#include "actors/http/router.hpp"
 #include "actors/node_http.hpp"
+#include "actors/prefix_cache.hpp"
+#include "engine/model/model_config.hpp"
 #include "actors/system_config.hpp"
 
 namespace deepinfer::actors {
@@ -39,6 +44,7 @@ struct node_runtime::impl {
   node_agent_actor agent;
   controller_actor local_controller;
   std::map<std::string, instance_supervisor_actor> supervisors;
+  std::unique_ptr<entrypoint> serving;
   std::unique_ptr<node_http> http;
 
   // Bootstrap thread state: reaching the controller blocks (remote_actor), so it never runs on
@@ -127,7 +133,18 @@ std::optional<std::string> node_runtime::start() {
     d.bootstrap = std::thread([&d] { d.run_bootstrap(); });
   }
 
-  // 3. Instances.
+  // 3. Instances; with a model, every rank shares the process's prefix cache.
+  std::shared_ptr<prefix_cache> cache;
+  auto metrics = std::make_shared<http::metrics_registry>();
+  if (cfg.serving && !cfg.serving->kv_root.empty()) {
+    auto mc = engine::load_config_file(cfg.serving->model_dir + "/config.json");
+    if (!mc.config)
+      return "cannot read the model config: " + mc.error;
+    std::string err;
+    cache = prefix_cache::open({cfg.serving->kv_root, mc.config->fingerprint}, &err);
+    if (!cache)
+      return err;
+  }
   for (auto& spec : cfg.instances) {
     instance_supervisor_config sc;
     sc.instance = cfg.self.name + "/" + spec.role;
@@ -135,12 +152,32 @@ std::optional<std::string> node_runtime::start() {
     sc.role = spec.role;
     sc.ranks = spec.ranks;
     sc.restart_delay = cfg.instance_restart_delay;
+    if (cfg.serving && (spec.role == "prefill" || spec.role == "decode")) {
+      sc.engine.model_dir = cfg.serving->model_dir;
+      sc.engine.threads = cfg.serving->threads_per_rank;
+      sc.engine.kv_blocks = cfg.serving->kv_blocks_per_rank;
+      sc.engine.cache = cache;
+      sc.engine.metrics = metrics;
+      sc.engine.instance = sc.instance;
+    }
     d.supervisors[spec.role] = spawn_instance_supervisor(sys, sc, d.agent);
   }
 
   // 4. HTTP last: it answers only once the node can describe itself.
+  std::function<void(http::router&)> extra_routes;
+  if (cfg.http && cfg.serving) {
+    auto p = d.supervisors.find("prefill");
+    auto dc = d.supervisors.find("decode");
+    if (p == d.supervisors.end() || dc == d.supervisors.end())
+      return std::string{"serving needs a local prefill and decode instance"};
+    std::string err;
+    d.serving = entrypoint::create(sys, *cfg.serving, p->second, dc->second, metrics, &err);
+    if (!d.serving)
+      return err;
+    extra_routes = [ep = d.serving.get()](http::router& r) { ep->add_routes(r); };
+  }
   if (cfg.http) {
-    d.http = std::make_unique<node_http>(*cfg.http, d.snap);
+    d.http = std::make_unique<node_http>(*cfg.http, d.snap, std::move(extra_routes), metrics);
     if (auto err = d.http->start())
       return "cannot serve HTTP on " + cfg.http->host + ":" + std::to_string(cfg.http->port) + ": "
              + *err;
@@ -190,6 +227,7 @@ void node_runtime::stop(std::chrono::milliseconds deadline) {
   d.controller = nullptr;
   ctl = nullptr;
   d.http.reset();
+  d.serving.reset();
   d.sys.reset();
   log().info("node={} stopped", d.cfg.self.name);
 }

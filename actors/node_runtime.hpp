@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "actors/cluster_snapshot.hpp"
+#include "actors/serving_config.hpp"
 #include "actors/system_settings.hpp"
 
 namespace caf {
@@ -42,6 +43,8 @@ struct node_runtime_config {
   uint16_t controller_port = 0;
   std::vector<instance_spec> instances;
   std::optional<http_endpoint> http;
+  /// Set to serve the model: ranks load it, the HTTP entrypoint answers the three APIs.
+  std::optional<serving_config> serving;
   system_settings caf;
   /// Pause between attempts to reach the controller.
   std::chrono::milliseconds reconnect_interval{250};

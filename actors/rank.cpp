@@ -1,25 +1,227 @@
 #include "actors/rank.hpp"
 
+#include <algorithm>
+#include <cstring>
+#include <span>
+#include <map>
+#include <memory>
+
+#include <caf/actor_cast.hpp>
 #include <caf/actor_system.hpp>
+#include <caf/send.hpp>
 #include <caf/stateful_actor.hpp>
 #include <caf/typed_event_based_actor.hpp>
 
 #include "actors/errors.hpp"
+#include "actors/http/metrics_registry.hpp"
 #include "actors/log.hpp"
+#include "actors/prefix_cache.hpp"
+#include "engine/rank_engine.hpp"
 
 namespace deepinfer::actors {
 
 namespace {
 
+/// One sequence in the decode batch.
+struct decoding {
+  engine::sequence_id seq;
+  caf::actor sink;
+};
+
 struct rank_state {
   rank_config cfg;
   uint64_t steps = 0;
+  std::unique_ptr<engine::rank_engine> engine;
+  /// Request id -> decoding sequence; ordered so batches are deterministic.
+  std::map<uint64_t, decoding> active;
+  uint64_t next_seq = 1;
+  bool stepping = false;
+  /// Pool use and batch size gauges (null without a registry).
+  http::metrics_registry::gauge* pool_used = nullptr;
+  http::metrics_registry::gauge* active_gauge = nullptr;
   static inline const char* name = "deepinfer.rank";
 };
 
-rank_actor::behavior_type rank_behavior(rank_actor::stateful_pointer<rank_state> self,
-                                        rank_config cfg) {
+using rank_pointer = rank_actor::stateful_pointer<rank_state>;
+
+engine::sampling_params to_params(const sampling_spec& s) {
+  engine::sampling_params p;
+  p.temperature = s.temperature;
+  p.top_k = s.top_k;
+  p.top_p = s.top_p;
+  p.seed = s.seed;
+  p.stop_ids = s.stop_ids;
+  p.max_tokens = s.max_tokens;
+  return p;
+}
+
+prefilled_sequence run_prefill(rank_pointer self, const prefill_job& job) {
+  auto& st = self->state;
+  prefilled_sequence out;
+  out.id = job.id;
+  if (!st.engine) {
+    out.error = "rank has no engine";
+    return out;
+  }
+  engine::prefill_request req;
+  req.seq = engine::sequence_id{st.next_seq++};
+  req.tokens = job.tokens;
+  req.sampling = to_params(job.sampling);
+  if (auto& cache = st.cfg.engine.cache) {
+    auto hit = cache->lookup(job.tokens);
+    req.hit_length = hit.length;
+    req.hit_blocks = std::move(hit.blocks);
+  }
+  auto p = st.engine->prefill(req);
+  if (p.status == engine::engine_status::bad_kv && req.hit_length > 0) {
+    log().warn("rank={} cached KV rejected ({}); prefilling without it", st.cfg.rank, p.error);
+    st.engine->free(req.seq);
+    req.hit_length = 0;
+    req.hit_blocks.clear();
+    p = st.engine->prefill(req);
+  }
+  out.cached = req.hit_length;
+  ++st.steps;
+  if (p.status != engine::engine_status::ok || !p.done) {
+    out.error = p.error.empty() ? "prefill failed" : p.error;
+    st.engine->free(req.seq);
+    return out;
+  }
+  out.first_token = p.first.id;
+  auto& stops = job.sampling.stop_ids;
+  out.finished = job.sampling.max_tokens <= 1
+                 || std::find(stops.begin(), stops.end(), p.first.id) != stops.end();
+  if (!out.finished) {
+    auto bytes = st.engine->export_sequence(req.seq);
+    if (!bytes)
+      out.error = "cannot export the sequence";
+    else {
+      out.bytes.resize(bytes->size());
+      std::memcpy(out.bytes.data(), bytes->data(), bytes->size());
+    }
+  }
+  st.engine->free(req.seq);
+  return out;
+}
+
+/// Writes the full blocks of a sequence (prompt and output) to the prefix cache, then frees it.
+void release(rank_pointer self, engine::sequence_id seq) {
+  auto& st = self->state;
+  if (auto& cache = st.cfg.engine.cache) {
+    auto tokens = st.engine->tokens(seq);
+    // The last token has no KV yet: the next decode step would have fed it.
+    auto full = tokens.empty() ? 0 : static_cast<int64_t>(tokens.size() - 1) / 128;
+    cache->store(tokens, full, [&](int64_t i) { return st.engine->export_block(seq, i); });
+  }
+  st.engine->free(seq);
+}
+
+/// Publishes pool use and batch size.
+void report(rank_pointer self) {
+  auto& st = self->state;
+  if (!st.pool_used || !st.engine)
+    return;
+  auto& pool = st.engine->pool();
+  st.pool_used->set(static_cast<double>(pool.geometry().blocks - pool.free_blocks()));
+  st.active_gauge->set(static_cast<double>(st.active.size()));
+}
+
+void start_decode(rank_pointer self, prefilled_sequence& ps, const sampling_spec& s,
+                  const caf::strong_actor_ptr& sink_ptr) {
+  auto& st = self->state;
+  auto sink = caf::actor_cast<caf::actor>(sink_ptr);
+  if (!sink)
+    return;
+  token_batch fail;
+  fail.id = ps.id;
+  fail.finished = true;
+  if (!st.engine) {
+    fail.error = "rank has no engine";
+    caf::anon_send(sink, tokens_atom::value, std::move(fail));
+    return;
+  }
+  engine::sequence_id seq{st.next_seq++};
+  std::span<const std::byte> bytes{reinterpret_cast<const std::byte*>(ps.bytes.data()), ps.bytes.size()};
+  std::string err;
+  if (st.engine->import_sequence(seq, bytes, to_params(s), &err) != engine::engine_status::ok) {
+    fail.error = "cannot import the sequence: " + err;
+    caf::anon_send(sink, tokens_atom::value, std::move(fail));
+    return;
+  }
+  st.active[ps.id] = decoding{seq, sink};
+  report(self);
+  if (!st.stepping) {
+    st.stepping = true;
+    self->send(self, step_atom::value);
+  }
+}
+
+/// One decode step over every active sequence; re-arms itself while any remain, so new
+/// sequences join the batch at the next step (continuous batching).
+void decode_step(rank_pointer self) {
+  auto& st = self->state;
+  if (st.active.empty()) {
+    st.stepping = false;
+    return;
+  }
+  std::vector<engine::sequence_id> seqs;
+  std::vector<uint64_t> ids;
+  for (auto& [id, d] : st.active) {
+    seqs.push_back(d.seq);
+    ids.push_back(id);
+  }
+  auto outs = st.engine->decode_step(seqs);
+  ++st.steps;
+  for (size_t i = 0; i < outs.size() && i < ids.size(); ++i) {
+    auto it = st.active.find(ids[i]);
+    token_batch b;
+    b.id = ids[i];
+    if (outs[i].status != engine::engine_status::ok) {
+      b.finished = true;
+      b.error = "decode step failed";
+    } else {
+      b.tokens.push_back(outs[i].token.id);
+      b.finished = outs[i].finished;
+    }
+    auto sink = it->second.sink;
+    if (b.finished) {
+      // Store the blocks before the client hears of the end, so its next turn hits them.
+      release(self, it->second.seq);
+      st.active.erase(it);
+    }
+    caf::anon_send(sink, tokens_atom::value, std::move(b));
+  }
+  report(self);
+  self->send(self, step_atom::value);
+}
+
+rank_actor::behavior_type rank_behavior(rank_pointer self, rank_config cfg) {
   self->state.cfg = cfg;
+  if (!cfg.engine.model_dir.empty()) {
+    engine::rank_engine::config ec;
+    ec.threads = cfg.engine.threads;
+    ec.kv_blocks = cfg.engine.kv_blocks;
+    auto loaded = engine::rank_engine::load(cfg.engine.model_dir, ec);
+    if (!loaded.engine) {
+      log().error("rank={} cannot load model {}: {}", cfg.rank, cfg.engine.model_dir, loaded.error);
+      // Fails like a crashed rank; the behavior below never runs.
+      self->quit(make_error(errc::rank_failed, "cannot load model: " + loaded.error));
+    } else
+      self->state.engine = std::move(loaded.engine);
+    if (auto& m = cfg.engine.metrics; m && self->state.engine) {
+      std::vector<std::string> labels{cfg.engine.instance, std::to_string(cfg.rank)};
+      auto& st = self->state;
+      st.pool_used = &m->add_gauge("deepinfer_rank_kv_blocks_used", "KV pool blocks in use.",
+                                   {"instance", "rank"}).with(labels);
+      m->add_gauge("deepinfer_rank_kv_blocks_total", "KV pool blocks.", {"instance", "rank"})
+        .with(labels)
+        .set(static_cast<double>(st.engine->pool().geometry().blocks));
+      st.active_gauge = &m->add_gauge("deepinfer_rank_active_sequences",
+                                      "Sequences in the rank's decode batch.", {"instance", "rank"})
+                           .with(labels);
+      report(self);
+    }
+  }
   return {
     [=](caf::ping_atom) -> rank_status {
       auto& s = self->state;
@@ -38,6 +240,19 @@ rank_actor::behavior_type rank_behavior(rank_actor::stateful_pointer<rank_state>
       ++self->state.steps;
       return payload.bytes.size();
     },
+    [=](prefill_atom, const prefill_job& job) -> prefilled_sequence { return run_prefill(self, job); },
+    [=](decode_atom, prefilled_sequence& ps, const sampling_spec& s, const caf::strong_actor_ptr& sink) {
+      start_decode(self, ps, s, sink);
+    },
+    [=](cancel_atom, uint64_t id) {
+      auto it = self->state.active.find(id);
+      if (it == self->state.active.end())
+        return;
+      release(self, it->second.seq);
+      self->state.active.erase(it);
+      report(self);
+    },
+    [=](step_atom) { decode_step(self); },
   };
 }
 

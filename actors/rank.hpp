@@ -1,6 +1,8 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
+#include <string>
 
 #include <caf/fwd.hpp>
 
@@ -8,16 +10,38 @@
 
 namespace deepinfer::actors {
 
+class prefix_cache;
+namespace http {
+class metrics_registry;
+}
+
+/// The engine a rank owns; an empty `model_dir` makes an idle rank (no engine).
+struct rank_engine_config {
+  std::string model_dir;
+  /// Threads of the rank's CPU backend (counting the rank's own).
+  int threads = 1;
+  /// Blocks of 128 tokens in the rank's KV pool.
+  int64_t kv_blocks = 256;
+  /// The process's prefix cache (null: no cache). Prefill reads hits, decode stores blocks.
+  std::shared_ptr<prefix_cache> cache;
+  /// Where the rank reports pool use and batch size (null: nowhere), labelled by `instance`.
+  std::shared_ptr<http::metrics_registry> metrics;
+  std::string instance;
+};
+
 /// Identity of one rank within one generation of its instance.
 struct rank_config {
   uint32_t rank = 0;
   uint32_t ep_size = 1;
   uint32_t generation = 0;
+  rank_engine_config engine;
 };
 
-/// Spawns a rank actor. Until the engine is wired in, a rank is an idle worker that answers
-/// pings, echoes payloads, and fails on request (fault injection) exactly as a crashed rank would:
-/// it terminates with `errc::rank_failed`, which its supervisor observes through its monitor.
+/// Spawns a rank actor. With a model it owns a `rank_engine`: it prefills prompts and hands
+/// them over, and it decodes every sequence it holds in one continuous batch (a step loop driven
+/// by self-messages). Without a model it is an idle worker. Either way it answers pings, echoes
+/// payloads, and fails on request (fault injection) exactly as a crashed rank would: it
+/// terminates with `errc::rank_failed`, which its supervisor observes through its monitor.
 rank_actor spawn_rank(caf::actor_system& sys, const rank_config& cfg);
 
 } // namespace deepinfer::actors

@@ -2,6 +2,7 @@
 // process, HTTP on 127.0.0.1:8000). With --manifest: every node of a cluster (local children,
 // remote nodes over ssh), supervised; with --manifest and --node: one node in this process.
 #include <csignal>
+#include <cstdlib>
 #include <cstdio>
 #include <filesystem>
 #include <iostream>
@@ -13,6 +14,7 @@
 #include "launcher/log.hpp"
 #include "launcher/logging.hpp"
 #include "launcher/manifest.hpp"
+#include "launcher/model_cache.hpp"
 #include "launcher/process_supervisor.hpp"
 
 using namespace deepinfer;
@@ -31,7 +33,18 @@ struct options {
   int scheduler_threads = 0;
   int heartbeat_ms = 0;
   int connection_timeout_ms = 0;
+  std::string model_dir;
+  std::string kv_root;
+  bool no_serve = false;
 };
+
+/// ${DEEPINFER_CACHE:-$HOME/.cache/deepinfer}
+std::string cache_dir() {
+  if (const char* c = std::getenv("DEEPINFER_CACHE"); c && *c)
+    return c;
+  const char* home = std::getenv("HOME");
+  return std::string{home ? home : "."} + "/.cache/deepinfer";
+}
 
 /// Blocks SIGINT/SIGTERM in this thread before any other starts, so every thread inherits the
 /// mask and only `wait_for_stop_signal` (or the supervisor loop) receives them.
@@ -90,6 +103,11 @@ int main(int argc, char** argv) {
                                                    "(must be the same on every node)");
   app.add_option("--connection-timeout-ms", o.connection_timeout_ms,
                  "CAF middleman connection timeout in ms (must be the same on every node)");
+  app.add_option("--model", o.model_dir, "Model directory of the embedded default "
+                                         "(default: the tiny model, made on first run in the cache)");
+  app.add_option("--kv-root", o.kv_root, "KV block store root of the embedded default "
+                                       "(default: $DEEPINFER_CACHE/kv)");
+  app.add_flag("--no-serve", o.no_serve, "Embedded default without the model (membership and HTTP only)");
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -116,6 +134,22 @@ int main(int argc, char** argv) {
     auto cfg = make_embedded_config(http_override.value_or(host_port{"127.0.0.1", 8000}),
                                     "deepseek-v4.1-flash");
     apply_flag_overrides(o, cfg.caf);
+    if (!o.no_serve) {
+      actors::serving_config sc;
+      sc.model_name = "deepseek-v4.1-flash";
+      sc.model_dir = o.model_dir;
+      if (sc.model_dir.empty()) {
+        auto made = ensure_tiny_model(cache_dir());
+        if (!made.error.empty()) {
+          std::cerr << "caf-launch: " << made.error << "\n";
+          return 1;
+        }
+        sc.model_dir = made.dir;
+      }
+      sc.tokenizer_path = cache_dir() + "/tokenizer/tokenizer_v41.json";
+      sc.kv_root = o.kv_root.empty() ? cache_dir() + "/kv" : o.kv_root;
+      cfg.serving = sc;
+    }
     return run_node(std::move(cfg), stop_signals);
   }
 

@@ -1,0 +1,65 @@
+#include "actors/api_output.hpp"
+
+namespace deepinfer::actors {
+
+namespace {
+
+using encoder_variant = std::variant<recipe::chat_encoder, recipe::responses_encoder, recipe::messages_encoder>;
+
+encoder_variant make_encoder(const recipe::conversation& conv, const std::string& id, int64_t created) {
+  switch (conv.api) {
+    case recipe::api_kind::responses: {
+      recipe::responses_encoder::config c;
+      c.id = "resp_" + id;
+      c.model = conv.model;
+      c.created = created;
+      c.echo = recipe::responses_echo(conv);
+      return recipe::responses_encoder{std::move(c)};
+    }
+    case recipe::api_kind::messages: {
+      recipe::messages_encoder::config c;
+      c.id = "msg_" + id;
+      c.model = conv.model;
+      return recipe::messages_encoder{std::move(c)};
+    }
+    case recipe::api_kind::chat:
+      break;
+  }
+  recipe::chat_encoder::config c;
+  c.id = "chatcmpl-" + id;
+  c.model = conv.model;
+  c.created = created;
+  c.include_usage = conv.stream_include_usage;
+  return recipe::chat_encoder{std::move(c)};
+}
+
+} // namespace
+
+api_output::api_output(const recipe::conversation& conv, const std::string& id, int64_t created)
+  : enc_(make_encoder(conv, id, created)) {}
+
+std::string api_output::start(const recipe::usage_counts& usage) {
+  return std::visit(
+    [&](auto& e) -> std::string {
+      if constexpr (std::is_same_v<std::decay_t<decltype(e)>, recipe::messages_encoder>)
+        return e.start(usage);
+      else
+        return e.start();
+    },
+    enc_);
+}
+
+std::string api_output::encode(std::span<const recipe::stream_event> events,
+                               const recipe::usage_counts& usage) {
+  return std::visit([&](auto& e) { return e.encode(events, usage); }, enc_);
+}
+
+void api_output::apply(std::span<const recipe::stream_event> events) {
+  std::visit([&](auto& e) { e.apply(events); }, enc_);
+}
+
+std::string api_output::body(const recipe::usage_counts& usage) const {
+  return std::visit([&](const auto& e) { return e.body(usage); }, enc_);
+}
+
+} // namespace deepinfer::actors

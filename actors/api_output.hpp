@@ -1,0 +1,34 @@
+#pragma once
+
+#include <span>
+#include <string>
+#include <variant>
+
+#include "recipe/protocol/conversation.hpp"
+#include "recipe/stream/chat_encoder.hpp"
+#include "recipe/stream/messages_encoder.hpp"
+#include "recipe/stream/responses_encoder.hpp"
+
+namespace deepinfer::actors {
+
+/// The output side of one request in the API it arrived on: one of recipe's three encoders
+/// behind one interface, so the request actor does not care which API it serves.
+class api_output {
+public:
+  /// `id` is the request's id (`chatcmpl-…`, `resp_…`, `msg_…` are prefixed here).
+  api_output(const recipe::conversation& conv, const std::string& id, int64_t created);
+
+  /// The first SSE bytes of a stream.
+  std::string start(const recipe::usage_counts& usage);
+  /// SSE bytes for `events` (a stream); `usage` is read at the finish event.
+  std::string encode(std::span<const recipe::stream_event> events, const recipe::usage_counts& usage);
+  /// Records events without output (non-streaming requests).
+  void apply(std::span<const recipe::stream_event> events);
+  /// The non-streaming JSON body.
+  std::string body(const recipe::usage_counts& usage) const;
+
+private:
+  std::variant<recipe::chat_encoder, recipe::responses_encoder, recipe::messages_encoder> enc_;
+};
+
+} // namespace deepinfer::actors

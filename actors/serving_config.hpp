@@ -1,0 +1,34 @@
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <string>
+
+namespace deepinfer::actors {
+
+/// What the serving path needs besides the actors: model, tokenizer, limits.
+struct serving_config {
+  /// Model directory every engine rank loads (config.json + model.safetensors).
+  std::string model_dir;
+  /// Root of the KV block store (prefix cache); empty: no prefix cache.
+  std::string kv_root;
+  /// The tokenizer.json of the model's template.
+  std::string tokenizer_path;
+  /// `dsv41` or `dsv32`.
+  std::string template_version = "dsv41";
+  /// The model id clients must name.
+  std::string model_name;
+  /// max_tokens when the request gives none.
+  int32_t default_max_tokens = 256;
+  /// Prompt + max_tokens must fit this many tokens.
+  int64_t context_limit = 40960;
+  /// Engine threads and KV blocks per rank.
+  int threads_per_rank = 1;
+  int64_t kv_blocks_per_rank = 512;
+  /// Whole-request limit (then the request fails with 504 / the stream ends).
+  std::chrono::milliseconds request_timeout{120000};
+  /// Limit for one prefill round trip (a dead rank never answers: CAF 0.17 pitfall P7).
+  std::chrono::milliseconds prefill_timeout{60000};
+};
+
+} // namespace deepinfer::actors

@@ -1,0 +1,38 @@
+#include "launcher/model_cache.hpp"
+
+#include <filesystem>
+#include <unistd.h>
+
+#include "engine/model/model_config.hpp"
+#include "engine/model/random_model.hpp"
+#include "launcher/log.hpp"
+
+namespace deepinfer::launcher {
+
+model_cache_result ensure_tiny_model(const std::string& cache_dir, uint64_t seed) {
+  namespace fs = std::filesystem;
+  model_cache_result out;
+  fs::path dir = fs::path{cache_dir} / "models" / "tiny";
+  out.dir = dir.string();
+  std::error_code ec;
+  if (fs::exists(dir / "config.json", ec) && fs::exists(dir / "model.safetensors", ec))
+    return out;
+  fs::create_directories(dir.parent_path(), ec);
+  auto tmp = dir.parent_path() / (".tiny.tmp." + std::to_string(::getpid()));
+  fs::remove_all(tmp, ec);
+  log().info("writing the tiny model (seed {}) to {} (first run only)", seed, out.dir);
+  if (auto err = engine::random_model::write(engine::model_config::tiny(), seed, tmp.string()); !err.empty()) {
+    out.error = "cannot write the tiny model: " + err;
+    return out;
+  }
+  fs::rename(tmp, dir, ec);
+  if (ec) {
+    // Another process won the race: use its copy.
+    fs::remove_all(tmp, ec);
+    if (!fs::exists(dir / "model.safetensors"))
+      out.error = "cannot place the tiny model at " + out.dir;
+  }
+  return out;
+}
+
+} // namespace deepinfer::launcher
