@@ -116,7 +116,9 @@ system_settings settings_for(const options& o) {
   std::thread raw{[=] { raw_server(raw_listen_fd); }};
   auto cfg = make_actor_system_config(settings_for(o));
   caf::actor_system sys{*cfg};
-  auto rank = spawn_rank(sys, {0, 1, 1});
+  rank_config rc;  // no model: an idle rank that answers ping and sink
+  rc.generation = 1;
+  auto rank = spawn_rank(sys, rc);
   auto port = sys.middleman().publish(rank, caf_port, "127.0.0.1", true);
   char ok = port ? 1 : 0;
   write_full(ready_fd, &ok, 1);
