@@ -259,6 +259,10 @@ rank_actor::behavior_type rank_behavior(rank_pointer self, rank_config cfg) {
 } // namespace
 
 rank_actor spawn_rank(caf::actor_system& sys, const rank_config& cfg) {
+  // A rank with an engine computes for long stretches: on its own thread it never starves the
+  // scheduler that runs the entrypoint's request actors.
+  if (!cfg.engine.model_dir.empty())
+    return sys.spawn<caf::detached>(rank_behavior, cfg);
   return sys.spawn(rank_behavior, cfg);
 }
 

@@ -3,6 +3,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <utility>
 
 #include <caf/fwd.hpp>
 
@@ -31,6 +32,10 @@ struct rank_engine_config {
 
 /// Identity of one rank within one generation of its instance.
 struct rank_config {
+  rank_config() = default;
+  rank_config(uint32_t r, uint32_t ep, uint32_t gen, rank_engine_config e = {})
+    : rank(r), ep_size(ep), generation(gen), engine(std::move(e)) {}
+
   uint32_t rank = 0;
   uint32_t ep_size = 1;
   uint32_t generation = 0;
