@@ -66,7 +66,7 @@ entrypoint::~entrypoint() = default;
 
 std::unique_ptr<entrypoint> entrypoint::create(caf::actor_system& sys, const serving_config& cfg,
                                                instance_supervisor_actor prefill,
-                                               instance_supervisor_actor decode,
+                                               instance_supervisor_actor decode, uint32_t decode_ranks,
                                                std::shared_ptr<http::metrics_registry> metrics,
                                                std::string* error) {
   auto ctx = std::make_shared<context>();
@@ -89,6 +89,16 @@ std::unique_ptr<entrypoint> entrypoint::create(caf::actor_system& sys, const ser
   ctx->cfg = cfg;
   ctx->prefill = std::move(prefill);
   ctx->decode = std::move(decode);
+  ctx->decode_ranks = std::make_shared<decode_load>(decode_ranks, balancers::decode_balancer::config{});
+  metrics->add_collector("deepinfer_decode_router_requests",
+                         "Requests the decode router has placed on each decode rank and not yet released.",
+                         http::metrics_registry::kind::gauge, {"rank"}, [load = ctx->decode_ranks] {
+                           std::vector<http::metrics_registry::sample> out;
+                           auto ranks = load->snapshot();
+                           for (size_t i = 0; i < ranks.size(); ++i)
+                             out.push_back({{std::to_string(i)}, static_cast<double>(ranks[i].requests)});
+                           return out;
+                         });
   auto loaded = recipe::tokenizer::load(cfg.tokenizer_path);
   if (!loaded) {
     *error = "cannot load tokenizer " + cfg.tokenizer_path + ": " + loaded.error;

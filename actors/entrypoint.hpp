@@ -21,9 +21,10 @@ namespace deepinfer::actors {
 class entrypoint {
 public:
   /// Loads the tokenizer and builds the special-token table; nullopt + `error` on failure.
+  /// `decode_ranks` is the decode instance's configured rank count (the router's slots).
   static std::unique_ptr<entrypoint> create(caf::actor_system& sys, const serving_config& cfg,
                                             instance_supervisor_actor prefill,
-                                            instance_supervisor_actor decode,
+                                            instance_supervisor_actor decode, uint32_t decode_ranks,
                                             std::shared_ptr<http::metrics_registry> metrics,
                                             std::string* error);
   ~entrypoint();

@@ -171,7 +171,11 @@ std::optional<std::string> node_runtime::start() {
     if (p == d.supervisors.end() || dc == d.supervisors.end())
       return std::string{"serving needs a local prefill and decode instance"};
     std::string err;
-    d.serving = entrypoint::create(sys, *cfg.serving, p->second, dc->second, metrics, &err);
+    uint32_t decode_ranks = 1;
+    for (auto& spec : cfg.instances)
+      if (spec.role == "decode")
+        decode_ranks = spec.ranks;
+    d.serving = entrypoint::create(sys, *cfg.serving, p->second, dc->second, decode_ranks, metrics, &err);
     if (!d.serving)
       return err;
     extra_routes = [ep = d.serving.get()](http::router& r) { ep->add_routes(r); };

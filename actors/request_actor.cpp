@@ -39,6 +39,8 @@ struct request_state {
   uint64_t job = 0;
   int attempts = 0;
   caf::actor decode_rank;
+  /// This request counted on the decode rank the router chose; released when it ends.
+  std::unique_ptr<decode_load::lease> decode_lease;
   bool done = false;
   std::chrono::steady_clock::time_point arrived = std::chrono::steady_clock::now();
   std::chrono::steady_clock::time_point last_token;
@@ -141,7 +143,11 @@ void find_rank(request_pointer self, instance_supervisor_actor sup, uint32_t pre
 
 void start_decode(request_pointer self, prefilled_sequence ps, sampling_spec s) {
   auto& st = self->state;
-  find_rank(self, st.ctx->decode, static_cast<uint32_t>(st.id % 2), [=](caf::strong_actor_ptr& p) mutable {
+  // The decode router (DESIGN §6.2) balances request count and KV length over the ranks.
+  auto kv_tokens = static_cast<int64_t>(st.prompt.size() + st.generated.size());
+  st.decode_lease = decode_load::assign(st.ctx->decode_ranks, kv_tokens);
+  auto preferred = st.decode_lease ? st.decode_lease->rank() : 0u;
+  find_rank(self, st.ctx->decode, preferred, [=](caf::strong_actor_ptr& p) mutable {
     auto& st = self->state;
     st.decode_rank = caf::actor_cast<caf::actor>(p);
     self->monitor(st.decode_rank);
@@ -233,6 +239,7 @@ caf::behavior request_behavior(request_pointer self, std::shared_ptr<entrypoint:
       return;
     log().warn("request={} decode rank down: {}; resubmitting", st.id, self->system().render(dm.reason));
     st.decode_rank = nullptr;
+    st.decode_lease.reset();
     attempt(self);
   });
   self->delayed_send(self, st.ctx->cfg.request_timeout, fail_atom::value, std::string{"timeout"});

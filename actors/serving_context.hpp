@@ -5,6 +5,7 @@
 
 #include <caf/actor_system.hpp>
 
+#include "actors/decode_load.hpp"
 #include "actors/entrypoint.hpp"
 #include "actors/http/metrics_registry.hpp"
 #include "recipe/render/special_table.hpp"
@@ -21,6 +22,8 @@ struct entrypoint::context {
   int32_t eos = 0;
   instance_supervisor_actor prefill;
   instance_supervisor_actor decode;
+  /// Load of the decode ranks as this entrypoint placed requests (the decode router's input).
+  std::shared_ptr<decode_load> decode_ranks;
   std::atomic<uint64_t> next_id{1};
   /// Request metrics (owned by `metrics`, which this keeps alive).
   std::shared_ptr<http::metrics_registry> metrics;

@@ -247,11 +247,13 @@ try {
     const t0 = Date.now();
     for (;;) {
       text = await (await fetch(base + '/metrics')).text();
-      if (sum(text, 'deepinfer_rank_kv_blocks_used') === 0 && sum(text, 'deepinfer_rank_active_sequences') === 0) break;
-      if (Date.now() - t0 > 10000) throw new Error('pool not back to baseline:\n' + text.split('\n').filter((l) => l.startsWith('deepinfer_rank')).join('\n'));
+      if (sum(text, 'deepinfer_rank_kv_blocks_used') === 0 && sum(text, 'deepinfer_rank_active_sequences') === 0
+          && sum(text, 'deepinfer_decode_router_requests') === 0) break;
+      if (Date.now() - t0 > 10000) throw new Error('pool not back to baseline:\n' + text.split('\n').filter((l) => l.startsWith('deepinfer_rank') || l.startsWith('deepinfer_decode_router')).join('\n'));
       await new Promise((r) => setTimeout(r, 50));
     }
     assert.ok(sum(text, 'deepinfer_rank_kv_blocks_total') > 0, 'pool size per rank exported');
+    assert.ok(text.includes('deepinfer_decode_router_requests{rank="1"}'), 'the router spans both decode ranks');
     assert.ok(sum(text, 'deepinfer_time_to_first_token_seconds_count') > 0);
     assert.ok(sum(text, 'deepinfer_inter_token_latency_seconds_count') > 0);
     assert.ok(sum(text, 'deepinfer_prompt_tokens_total') > 0);
