@@ -102,11 +102,11 @@ std::string describe_plan(const cluster_manifest& m, const std::vector<node_laun
   out << "balancer.prefill: bucket_bounds=" << b.prefill_bucket_bounds[0] << ","
       << b.prefill_bucket_bounds[1] << "," << b.prefill_bucket_bounds[2]
       << " step_budget_ms=" << b.prefill_step_budget_ms << " redundant_experts_per_rank="
-      << b.prefill_redundant_experts_per_rank << " ep_window_steps=" << b.prefill_ep_window_steps
-      << " ep_replace_steps=" << b.prefill_ep_replace_steps << "\n"
+      << b.prefill_ep.redundant_experts_per_rank << " ep_window_steps=" << b.prefill_ep.window_steps
+      << " ep_replace_steps=" << b.prefill_ep.replace_steps << "\n"
       << "balancer.decode: kv_weight=" << b.decode_kv_weight << " redundant_experts_per_rank="
-      << b.decode_redundant_experts_per_rank << " ep_window_steps=" << b.decode_ep_window_steps
-      << " ep_replace_steps=" << b.decode_ep_replace_steps << "\n";
+      << b.decode_ep.redundant_experts_per_rank << " ep_window_steps=" << b.decode_ep.window_steps
+      << " ep_replace_steps=" << b.decode_ep.replace_steps << "\n";
   auto& a = m.autoscaler;
   out << "autoscaler: prefill=" << a.min_prefill_instances << ".." << a.max_prefill_instances
       << " decode=" << a.min_decode_instances << ".." << a.max_decode_instances

@@ -60,17 +60,20 @@ struct kv_params {
   bool fsync = false;
 };
 
-/// `[balancer.prefill]`, `[balancer.decode]`, `[balancer.expert_parallel]` (DESIGN §6).
+/// Expert-parallel re-placement of one instance kind (DESIGN §6.4).
+struct expert_parallel_params {
+  uint32_t redundant_experts_per_rank = 0;
+  uint32_t window_steps = 1;   ///< expert loads counted over this many steps
+  uint32_t replace_steps = 1;  ///< replicas re-placed every this many steps
+};
+
+/// `[balancer.prefill]` and `[balancer.decode]` (DESIGN §6).
 struct balancer_params {
   std::vector<uint64_t> prefill_bucket_bounds{16384, 65536, 262144};
   double prefill_step_budget_ms = 50;
   double decode_kv_weight = 1.0;          ///< weight of total KV length against request count
-  uint32_t prefill_redundant_experts_per_rank = 4;
-  uint32_t prefill_ep_window_steps = 100;
-  uint32_t prefill_ep_replace_steps = 1000;
-  uint32_t decode_redundant_experts_per_rank = 1;
-  uint32_t decode_ep_window_steps = 1000;
-  uint32_t decode_ep_replace_steps = 10000;
+  expert_parallel_params prefill_ep{4, 100, 1000};
+  expert_parallel_params decode_ep{1, 1000, 10000};
 };
 
 /// `[autoscaler]` (DESIGN §6.5).

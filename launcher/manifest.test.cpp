@@ -48,8 +48,8 @@ BOOST_AUTO_TEST_CASE(good_manifest_resolves_defaults_from_design) {
   BOOST_TEST(m.kv.ttl_agent_hours == 72.0);
   BOOST_TEST(m.kv.ttl_chatbot_hours == 168.0);
   BOOST_TEST(m.kv.swa_ttl_seconds == 180.0);
-  BOOST_TEST(m.balancer.prefill_redundant_experts_per_rank == 4u);
-  BOOST_TEST(m.balancer.decode_ep_replace_steps == 10000u);
+  BOOST_TEST(m.balancer.prefill_ep.redundant_experts_per_rank == 4u);
+  BOOST_TEST(m.balancer.decode_ep.replace_steps == 10000u);
   BOOST_TEST(m.autoscaler.quota_high_water == 0.8);
   BOOST_TEST(m.autoscaler.decode_grace_seconds == 60.0);
   BOOST_REQUIRE(m.nodes.size() == 2u);

@@ -83,6 +83,16 @@ void read_kv(toml_reader& r, kv_params& kv) {
   r.finish();
 }
 
+/// The expert-parallel keys both `[balancer.prefill]` and `[balancer.decode]` take.
+void read_expert_parallel(toml_reader& r, expert_parallel_params& ep) {
+  if (auto v = r.integer("redundant_experts_per_rank", 0, 1024))
+    ep.redundant_experts_per_rank = static_cast<uint32_t>(*v);
+  if (auto v = r.integer("ep_window_steps", 1, 1 << 30))
+    ep.window_steps = static_cast<uint32_t>(*v);
+  if (auto v = r.integer("ep_replace_steps", 1, 1 << 30))
+    ep.replace_steps = static_cast<uint32_t>(*v);
+}
+
 void read_balancer(toml_reader& r, balancer_params& b) {
   if (auto p = r.table("prefill")) {
     if (auto v = p->integers("bucket_bounds", 1, int64_t{1} << 40)) {
@@ -92,23 +102,13 @@ void read_balancer(toml_reader& r, balancer_params& b) {
     }
     if (auto v = p->number("step_budget_ms", 0.1, 1e5))
       b.prefill_step_budget_ms = *v;
-    if (auto v = p->integer("redundant_experts_per_rank", 0, 1024))
-      b.prefill_redundant_experts_per_rank = static_cast<uint32_t>(*v);
-    if (auto v = p->integer("ep_window_steps", 1, 1 << 30))
-      b.prefill_ep_window_steps = static_cast<uint32_t>(*v);
-    if (auto v = p->integer("ep_replace_steps", 1, 1 << 30))
-      b.prefill_ep_replace_steps = static_cast<uint32_t>(*v);
+    read_expert_parallel(*p, b.prefill_ep);
     p->finish();
   }
   if (auto d = r.table("decode")) {
     if (auto v = d->number("kv_weight", 0, 1e6))
       b.decode_kv_weight = *v;
-    if (auto v = d->integer("redundant_experts_per_rank", 0, 1024))
-      b.decode_redundant_experts_per_rank = static_cast<uint32_t>(*v);
-    if (auto v = d->integer("ep_window_steps", 1, 1 << 30))
-      b.decode_ep_window_steps = static_cast<uint32_t>(*v);
-    if (auto v = d->integer("ep_replace_steps", 1, 1 << 30))
-      b.decode_ep_replace_steps = static_cast<uint32_t>(*v);
+    read_expert_parallel(*d, b.decode_ep);
     d->finish();
   }
   r.finish();
