@@ -1,6 +1,7 @@
 #include "actors/entrypoint.hpp"
 
 #include "actors/log.hpp"
+#include "actors/prefix_cache.hpp"
 #include "actors/request_actor.hpp"
 #include "actors/serving_context.hpp"
 #include "recipe/protocol/api_error.hpp"
@@ -22,8 +23,8 @@ void send_api_error(http::response_writer& w, recipe::api_kind api, int status, 
   w.send_json(static_cast<unsigned>(status), e.body());
 }
 
-/// Parse -> model check -> render -> tokenize -> length check, then a request actor. Runs on an
-/// I/O thread; the work here is bounded by the body limit.
+/// Parse and model check on the I/O thread (bounded by the body limit); rendering and
+/// tokenizing, which grow with the prompt, run in the request actor on the CAF scheduler.
 void handle(const std::shared_ptr<entrypoint::context>& ctx, recipe::api_kind api,
             const http::http_request& req, std::shared_ptr<http::response_writer> w) {
   auto conv = recipe::parse_request(api, req.body);
@@ -39,23 +40,7 @@ void handle(const std::shared_ptr<entrypoint::context>& ctx, recipe::api_kind ap
                    "model");
     return;
   }
-  auto segments = recipe::render(*conv, *ctx->specials);
-  if (!segments) {
-    w->send_json(static_cast<unsigned>(segments.error().status), segments.error().body());
-    return;
-  }
-  auto prompt = ctx->tok->encode(*segments);
-  auto max_tokens = conv->sampling.max_tokens.value_or(ctx->cfg.default_max_tokens);
-  if (static_cast<int64_t>(prompt.size()) + max_tokens > ctx->cfg.context_limit) {
-    send_api_error(*w, api, 400, "invalid_request_error",
-                   "This model's maximum context length is " + std::to_string(ctx->cfg.context_limit)
-                     + " tokens. However, you requested " + std::to_string(prompt.size() + max_tokens)
-                     + " tokens (" + std::to_string(prompt.size()) + " in the messages, "
-                     + std::to_string(max_tokens) + " in the completion).",
-                   "messages");
-    return;
-  }
-  spawn_request_actor(ctx, std::move(*conv), std::move(prompt), std::move(w));
+  spawn_request_actor(ctx, std::move(*conv), std::move(w));
 }
 
 } // namespace
@@ -65,8 +50,8 @@ entrypoint::entrypoint(std::shared_ptr<context> ctx) : ctx_(std::move(ctx)) {}
 entrypoint::~entrypoint() = default;
 
 std::unique_ptr<entrypoint> entrypoint::create(caf::actor_system& sys, const serving_config& cfg,
-                                               instance_supervisor_actor prefill,
-                                               instance_supervisor_actor decode, uint32_t decode_ranks,
+                                               std::shared_ptr<cluster_snapshot> cluster,
+                                               std::shared_ptr<prefix_cache> cache,
                                                std::shared_ptr<http::metrics_registry> metrics,
                                                std::string* error) {
   auto ctx = std::make_shared<context>();
@@ -87,17 +72,56 @@ std::unique_ptr<entrypoint> entrypoint::create(caf::actor_system& sys, const ser
                       .with({});
   ctx->sys = &sys;
   ctx->cfg = cfg;
-  ctx->prefill = std::move(prefill);
-  ctx->decode = std::move(decode);
-  ctx->decode_ranks = std::make_shared<decode_load>(decode_ranks, balancers::decode_balancer::config{});
+  ctx->cluster = std::move(cluster);
+  ctx->cache = std::move(cache);
+  ctx->quota.emplace(balancers::cost_model::calibrate({}));
+  ctx->prefill_ranks = std::make_shared<prefill_load>();
+  ctx->decode_ranks = std::make_shared<decode_load>(balancers::decode_balancer::config{});
+  ctx->kv_transfers = &metrics->add_counter("deepinfer_kv_transfers_total",
+                                            "Prefilled sequences handed to a decode rank, by KV transport.",
+                                            {"transport"});
+  ctx->kv_transfer_bytes = &metrics->add_counter("deepinfer_kv_transfer_bytes_total",
+                                                 "KV bytes moved prefill -> decode, by transport.",
+                                                 {"transport"});
   metrics->add_collector("deepinfer_decode_router_requests",
                          "Requests the decode router has placed on each decode rank and not yet released.",
-                         http::metrics_registry::kind::gauge, {"rank"}, [load = ctx->decode_ranks] {
+                         http::metrics_registry::kind::gauge, {"instance", "rank"}, [load = ctx->decode_ranks] {
                            std::vector<http::metrics_registry::sample> out;
-                           auto ranks = load->snapshot();
-                           for (size_t i = 0; i < ranks.size(); ++i)
-                             out.push_back({{std::to_string(i)}, static_cast<double>(ranks[i].requests)});
+                           for (auto& s : load->snapshot())
+                             out.push_back({{s.instance, std::to_string(s.rank)}, static_cast<double>(s.load.requests)});
                            return out;
+                         });
+  metrics->add_collector("deepinfer_decode_router_kv_tokens",
+                         "KV tokens the decode router has placed on each decode rank.",
+                         http::metrics_registry::kind::gauge, {"instance", "rank"}, [load = ctx->decode_ranks] {
+                           std::vector<http::metrics_registry::sample> out;
+                           for (auto& s : load->snapshot())
+                             out.push_back({{s.instance, std::to_string(s.rank)}, static_cast<double>(s.load.kv_tokens)});
+                           return out;
+                         });
+  metrics->add_collector("deepinfer_prefill_queue_requests",
+                         "Prefills placed on each prefill rank and not yet answered (its queue).",
+                         http::metrics_registry::kind::gauge, {"instance", "rank"}, [load = ctx->prefill_ranks] {
+                           std::vector<http::metrics_registry::sample> out;
+                           for (auto& s : load->snapshot())
+                             out.push_back({{s.instance, std::to_string(s.rank)}, static_cast<double>(s.requests)});
+                           return out;
+                         });
+  metrics->add_collector("deepinfer_prefill_queue_quota_seconds",
+                         "Outstanding compute-quota (fitted seconds) on each prefill rank.",
+                         http::metrics_registry::kind::gauge, {"instance", "rank"}, [load = ctx->prefill_ranks] {
+                           std::vector<http::metrics_registry::sample> out;
+                           for (auto& s : load->snapshot())
+                             out.push_back({{s.instance, std::to_string(s.rank)}, s.quota_s});
+                           return out;
+                         });
+  metrics->add_collector("deepinfer_prefix_cache_hit_ratio",
+                         "Prompt tokens served from the prefix cache / prompt tokens, since start.",
+                         http::metrics_registry::kind::gauge, {},
+                         [c = ctx->cached_tokens, p = ctx->prompt_tokens] {
+                           auto prompt = p->value();
+                           return std::vector<http::metrics_registry::sample>{
+                             {{}, prompt > 0 ? c->value() / prompt : 0.0}};
                          });
   auto loaded = recipe::tokenizer::load(cfg.tokenizer_path);
   if (!loaded) {

@@ -15,16 +15,20 @@
 
 namespace deepinfer::actors {
 
+class cluster_snapshot;
+class prefix_cache;
+
 /// The serving entrypoint: routes POST /v1/chat/completions, /v1/responses and /v1/messages
-/// through parse -> render -> tokenize -> prefill rank -> decode rank -> stream parser ->
-/// encoder, one request actor per request.
+/// through parse -> render -> tokenize -> prefill router -> prefill rank -> (KV transport) ->
+/// decode rank -> stream parser -> encoder, one request actor per request. The prefill and
+/// decode instances are whatever the membership view shows running, in this process or not.
 class entrypoint {
 public:
   /// Loads the tokenizer and builds the special-token table; nullopt + `error` on failure.
-  /// `decode_ranks` is the decode instance's configured rank count (the router's slots).
+  /// `cluster` is this node's membership view; `cache` (may be null) answers CHECK.
   static std::unique_ptr<entrypoint> create(caf::actor_system& sys, const serving_config& cfg,
-                                            instance_supervisor_actor prefill,
-                                            instance_supervisor_actor decode, uint32_t decode_ranks,
+                                            std::shared_ptr<cluster_snapshot> cluster,
+                                            std::shared_ptr<prefix_cache> cache,
                                             std::shared_ptr<http::metrics_registry> metrics,
                                             std::string* error);
   ~entrypoint();

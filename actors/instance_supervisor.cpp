@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include <caf/actor_cast.hpp>
 #include <caf/actor_system.hpp>
 #include <caf/send.hpp>
 #include <caf/stateful_actor.hpp>
@@ -28,8 +29,12 @@ struct supervisor_state {
 using supervisor_pointer = instance_supervisor_actor::stateful_pointer<supervisor_state>;
 
 void publish(supervisor_pointer self) {
-  if (self->state.observer)
-    self->send(self->state.observer, report_atom::value, self->state.status);
+  if (!self->state.observer)
+    return;
+  // The handle travels only in reports: kept in our own state it would keep us alive.
+  auto status = self->state.status;
+  status.supervisor = caf::actor_cast<caf::strong_actor_ptr>(self);
+  self->send(self->state.observer, report_atom::value, std::move(status));
 }
 
 void start_generation(supervisor_pointer self, uint32_t n) {

@@ -14,19 +14,20 @@ namespace deepinfer::actors {
 /// - `(fail, std::string)`: fault injection; the rank fails with that reason (as a crash would).
 /// - `(echo, byte_payload) -> byte_payload`: returns the payload (transport benchmarks).
 /// - `(sink, byte_payload) -> uint64_t`: takes a payload, answers its size (KV push path).
-/// - `(prefill, prefill_job) -> prefilled_sequence`: prefills a prompt and hands the sequence
-///   over (it is freed here); needs a rank with an engine.
-/// - `(decode, prefilled_sequence, sampling_spec, strong_actor_ptr sink)`: imports the sequence
-///   into the continuous batch; `(tokens, token_batch)` messages go to `sink` until finished.
-/// - `(cancel, uint64_t id)`: drops a decoding sequence and frees its KV.
+/// - `(prefill, prefill_job) -> prefill_result`: prefills a prompt and hands its KV to the job's
+///   decode rank over the KV transport (it is freed here); needs a rank with an engine.
+/// - `(decode, kv_handoff, sampling_spec, strong_actor_ptr sink)`: imports the sequence into the
+///   continuous batch; `(tokens, token_batch)` messages go to `sink` until finished. The rank
+///   monitors `sink`: when it goes away its sequences are dropped.
+/// - `(cancel, uint64_t id)`: drops a decoding sequence and frees its KV (also one not arrived yet).
 /// - `(step)`: internal, the decode loop's self-message.
 using rank_actor = caf::typed_actor<
   caf::replies_to<caf::ping_atom>::with<rank_status>,
   caf::reacts_to<fail_atom, std::string>,
   caf::replies_to<echo_atom, byte_payload>::with<byte_payload>,
   caf::replies_to<sink_atom, byte_payload>::with<uint64_t>,
-  caf::replies_to<prefill_atom, prefill_job>::with<prefilled_sequence>,
-  caf::reacts_to<decode_atom, prefilled_sequence, sampling_spec, caf::strong_actor_ptr>,
+  caf::replies_to<prefill_atom, prefill_job>::with<prefill_result>,
+  caf::reacts_to<decode_atom, kv_handoff, sampling_spec, caf::strong_actor_ptr>,
   caf::reacts_to<cancel_atom, uint64_t>,
   caf::reacts_to<step_atom>>;
 

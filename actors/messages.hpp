@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include <caf/actor_control_block.hpp>
 #include <caf/atom.hpp>
 #include <caf/meta/type_name.hpp>
 #include <caf/type_id.hpp>
@@ -63,12 +64,15 @@ struct instance_status {
   uint32_t generation = 0;     ///< bumped at every restart
   instance_state state = instance_state::starting;
   std::string last_failure;
+  /// The instance's supervisor, which hands out its ranks (`get`); how entrypoints on other
+  /// nodes reach the instance.
+  caf::strong_actor_ptr supervisor;
 };
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, instance_status& x) {
   return f(caf::meta::type_name("instance_status"), x.instance, x.node, x.role, x.configured_ranks,
-           x.healthy_ranks, x.generation, x.state, x.last_failure);
+           x.healthy_ranks, x.generation, x.state, x.last_failure, x.supervisor);
 }
 
 /// Node liveness as the controller sees it.
@@ -149,34 +153,55 @@ typename Inspector::result_type inspect(Inspector& f, sampling_spec& x) {
            x.stop_ids, x.max_tokens);
 }
 
-/// A prompt for a prefill rank; `id` is unique per entrypoint attempt.
+/// A prompt for a prefill rank; `id` is unique per entrypoint attempt. Once prefilled, the rank
+/// hands the sequence's KV to `decode_rank` (chosen by the entrypoint's decode router), which
+/// streams tokens to `sink`.
 struct prefill_job {
   uint64_t id = 0;
   std::vector<int32_t> tokens;
   sampling_spec sampling;
+  caf::strong_actor_ptr decode_rank;
+  caf::strong_actor_ptr sink;
 };
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, prefill_job& x) {
-  return f(caf::meta::type_name("prefill_job"), x.id, x.tokens, x.sampling);
+  return f(caf::meta::type_name("prefill_job"), x.id, x.tokens, x.sampling, x.decode_rank, x.sink);
 }
 
-/// A prefilled sequence: its first token and everything decode needs (`export_sequence` bytes),
-/// or `error` when the prefill failed.
-struct prefilled_sequence {
+/// What a prefill rank answers: the first token, how the KV left for the decode rank, or `error`.
+struct prefill_result {
   uint64_t id = 0;
   int32_t first_token = 0;
+  /// The first token ended the request: nothing went to the decode rank.
   bool finished = false;
   std::string error;
-  std::vector<uint8_t> bytes;
   /// Prompt tokens whose KV came from the prefix cache.
   int64_t cached = 0;
+  /// The KV transport used (`in_process`, `caf_message`, `rdma`) and the bytes it moved.
+  std::string transport;
+  uint64_t kv_bytes = 0;
 };
 
 template <class Inspector>
-typename Inspector::result_type inspect(Inspector& f, prefilled_sequence& x) {
-  return f(caf::meta::type_name("prefilled_sequence"), x.id, x.first_token, x.finished, x.error,
-           x.bytes, x.cached);
+typename Inspector::result_type inspect(Inspector& f, prefill_result& x) {
+  return f(caf::meta::type_name("prefill_result"), x.id, x.first_token, x.finished, x.error,
+           x.cached, x.transport, x.kv_bytes);
+}
+
+/// A prefilled sequence on its way to a decode rank (DESIGN §1 step 5). Which fields are set
+/// depends on the transport (actors/kv_transport.hpp): `ticket` names a buffer parked in the
+/// process (in_process), `packed` carries the cereal-packed KV (caf_message).
+struct kv_handoff {
+  uint64_t id = 0;
+  std::string transport;
+  uint64_t ticket = 0;
+  std::vector<uint8_t> packed;
+};
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, kv_handoff& x) {
+  return f(caf::meta::type_name("kv_handoff"), x.id, x.transport, x.ticket, x.packed);
 }
 
 /// Tokens a decode rank produced for one sequence since its last batch.
@@ -204,6 +229,7 @@ CAF_BEGIN_TYPE_ID_BLOCK(deepinfer, caf::first_custom_type_id)
   CAF_ADD_TYPE_ID(deepinfer, (deepinfer::actors::byte_payload))
   CAF_ADD_TYPE_ID(deepinfer, (deepinfer::actors::sampling_spec))
   CAF_ADD_TYPE_ID(deepinfer, (deepinfer::actors::prefill_job))
-  CAF_ADD_TYPE_ID(deepinfer, (deepinfer::actors::prefilled_sequence))
+  CAF_ADD_TYPE_ID(deepinfer, (deepinfer::actors::prefill_result))
+  CAF_ADD_TYPE_ID(deepinfer, (deepinfer::actors::kv_handoff))
   CAF_ADD_TYPE_ID(deepinfer, (deepinfer::actors::token_batch))
 CAF_END_TYPE_ID_BLOCK(deepinfer)

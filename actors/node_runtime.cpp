@@ -20,6 +20,7 @@
 #include "actors/node_agent.hpp"
 #include "actors/http/metrics_registry.hpp"
 #include "actors/http/router.hpp"
+#include "actors/kv_transport.hpp"
 #include "actors/node_http.hpp"
 #include "actors/prefix_cache.hpp"
 #include "engine/model/model_config.hpp"
@@ -166,16 +167,10 @@ std::optional<std::string> node_runtime::start() {
   // 4. HTTP last: it answers only once the node can describe itself.
   std::function<void(http::router&)> extra_routes;
   if (cfg.http && cfg.serving) {
-    auto p = d.supervisors.find("prefill");
-    auto dc = d.supervisors.find("decode");
-    if (p == d.supervisors.end() || dc == d.supervisors.end())
-      return std::string{"serving needs a local prefill and decode instance"};
+    // The entrypoint serves through whatever prefill and decode instances the membership view
+    // shows running: this node's own (embedded default) or other nodes' (a manifest's split).
     std::string err;
-    uint32_t decode_ranks = 1;
-    for (auto& spec : cfg.instances)
-      if (spec.role == "decode")
-        decode_ranks = spec.ranks;
-    d.serving = entrypoint::create(sys, *cfg.serving, p->second, dc->second, decode_ranks, metrics, &err);
+    d.serving = entrypoint::create(sys, *cfg.serving, d.snap, cache, metrics, &err);
     if (!d.serving)
       return err;
     extra_routes = [ep = d.serving.get()](http::router& r) { ep->add_routes(r); };
@@ -186,6 +181,9 @@ std::optional<std::string> node_runtime::start() {
       return "cannot serve HTTP on " + cfg.http->host + ":" + std::to_string(cfg.http->port) + ": "
              + *err;
   }
+  if (auto n = rdma_device_count(); n > 0)
+    log().info("node={} sees {} RDMA device(s); KV still moves as CAF messages (no verbs data path yet)",
+               cfg.self.name, n);
   log().info("node={} started roles={} controller={}", cfg.self.name, cfg.self.roles.size(),
              cfg.hosts_controller ? "local" : cfg.controller_host + ":" + std::to_string(cfg.controller_port));
   return std::nullopt;

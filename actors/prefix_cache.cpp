@@ -59,6 +59,12 @@ prefix_cache::hit prefix_cache::lookup(std::span<const int32_t> prompt) {
   return out;
 }
 
+int64_t prefix_cache::check(std::span<const int32_t> prompt) {
+  auto keys = d_->chain->keys(prompt);
+  auto found = d_->index->longest_prefix(keys);
+  return static_cast<int64_t>(d_->policy.reusable_length(prompt.size(), found.blocks));
+}
+
 int64_t prefix_cache::store(std::span<const int32_t> tokens, int64_t full_blocks, const export_fn& export_block) {
   auto keys = d_->chain->keys(tokens);
   int64_t written = 0;

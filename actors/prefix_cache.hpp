@@ -38,6 +38,10 @@ public:
   /// blocks that fail to read shorten the hit.
   hit lookup(std::span<const int32_t> prompt);
 
+  /// CHECK only (metadata, no block read; DESIGN §1 step 3): the hit length `lookup` would
+  /// most likely give. The entrypoint's prefill router prices a request's quota with it.
+  int64_t check(std::span<const int32_t> prompt);
+
   /// Stores blocks [0, full_blocks) of `tokens`, asking `export_block(i)` only for blocks not
   /// yet stored. Returns how many were written.
   using export_fn = std::function<std::optional<std::vector<std::byte>>(int64_t)>;

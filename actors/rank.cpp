@@ -4,6 +4,7 @@
 #include <cstring>
 #include <span>
 #include <map>
+#include <set>
 #include <memory>
 
 #include <caf/actor_cast.hpp>
@@ -14,6 +15,7 @@
 
 #include "actors/errors.hpp"
 #include "actors/http/metrics_registry.hpp"
+#include "actors/kv_transport.hpp"
 #include "actors/log.hpp"
 #include "actors/prefix_cache.hpp"
 #include "engine/rank_engine.hpp"
@@ -36,6 +38,8 @@ struct rank_state {
   std::map<uint64_t, decoding> active;
   uint64_t next_seq = 1;
   bool stepping = false;
+  /// Ids cancelled before their KV arrived.
+  std::set<uint64_t> cancelled;
   /// Pool use and batch size gauges (null without a registry).
   http::metrics_registry::gauge* pool_used = nullptr;
   http::metrics_registry::gauge* active_gauge = nullptr;
@@ -55,9 +59,11 @@ engine::sampling_params to_params(const sampling_spec& s) {
   return p;
 }
 
-prefilled_sequence run_prefill(rank_pointer self, const prefill_job& job) {
+/// Prefills `job` and hands its KV to the job's decode rank over the transport that fits the
+/// pair (DESIGN §1 step 5). Answers the first token either way.
+prefill_result run_prefill(rank_pointer self, prefill_job& job) {
   auto& st = self->state;
-  prefilled_sequence out;
+  prefill_result out;
   out.id = job.id;
   if (!st.engine) {
     out.error = "rank has no engine";
@@ -93,11 +99,22 @@ prefilled_sequence run_prefill(rank_pointer self, const prefill_job& job) {
                  || std::find(stops.begin(), stops.end(), p.first.id) != stops.end();
   if (!out.finished) {
     auto bytes = st.engine->export_sequence(req.seq);
+    auto decode = caf::actor_cast<caf::actor>(job.decode_rank);
     if (!bytes)
       out.error = "cannot export the sequence";
+    else if (!decode)
+      out.error = "the job names no decode rank";
     else {
-      out.bytes.resize(bytes->size());
-      std::memcpy(out.bytes.data(), bytes->data(), bytes->size());
+      auto& transport = choose_kv_transport(decode.node() == self->node());
+      kv_handoff h;
+      out.kv_bytes = bytes->size();
+      if (!transport.send(job.id, std::move(*bytes), h, &out.error))
+        out.error = "KV transport " + std::string{transport.name()} + ": " + out.error;
+      else {
+        out.transport = transport.name();
+        self->send(caf::actor_cast<rank_actor>(decode), decode_atom::value, std::move(h), job.sampling,
+                   std::move(job.sink));
+      }
     }
   }
   st.engine->free(req.seq);
@@ -126,29 +143,47 @@ void report(rank_pointer self) {
   st.active_gauge->set(static_cast<double>(st.active.size()));
 }
 
-void start_decode(rank_pointer self, prefilled_sequence& ps, const sampling_spec& s,
+/// Drops a decoding sequence (cancelled, or its client is gone), keeping its full blocks.
+void drop(rank_pointer self, std::map<uint64_t, decoding>::iterator it) {
+  auto& st = self->state;
+  release(self, it->second.seq);
+  st.active.erase(it);
+  report(self);
+}
+
+void start_decode(rank_pointer self, kv_handoff& h, const sampling_spec& s,
                   const caf::strong_actor_ptr& sink_ptr) {
   auto& st = self->state;
   auto sink = caf::actor_cast<caf::actor>(sink_ptr);
+  auto* transport = kv_transport_named(h.transport);
+  std::string err;
+  auto bytes = transport ? transport->receive(h, &err) : std::nullopt;
+  if (!transport)
+    err = "unknown KV transport '" + h.transport + "'";
   if (!sink)
     return;
+  if (st.cancelled.erase(h.id) > 0)
+    return;  // cancelled while its KV was on the way
   token_batch fail;
-  fail.id = ps.id;
+  fail.id = h.id;
   fail.finished = true;
-  if (!st.engine) {
-    fail.error = "rank has no engine";
-    caf::anon_send(sink, tokens_atom::value, std::move(fail));
+  if (!st.engine)
+    err = "rank has no engine";
+  if (!bytes || !st.engine) {
+    fail.error = "cannot receive the sequence: " + err;
+    caf::send_as(caf::actor_cast<caf::actor>(self), sink, tokens_atom::value, std::move(fail));
     return;
   }
   engine::sequence_id seq{st.next_seq++};
-  std::span<const std::byte> bytes{reinterpret_cast<const std::byte*>(ps.bytes.data()), ps.bytes.size()};
-  std::string err;
-  if (st.engine->import_sequence(seq, bytes, to_params(s), &err) != engine::engine_status::ok) {
+  std::span<const std::byte> span{bytes->data(), bytes->size()};
+  if (st.engine->import_sequence(seq, span, to_params(s), &err) != engine::engine_status::ok) {
     fail.error = "cannot import the sequence: " + err;
-    caf::anon_send(sink, tokens_atom::value, std::move(fail));
+    caf::send_as(caf::actor_cast<caf::actor>(self), sink, tokens_atom::value, std::move(fail));
     return;
   }
-  st.active[ps.id] = decoding{seq, sink};
+  // A request actor that goes away (client gone, entrypoint node dead) takes its sequence along.
+  self->monitor(sink);
+  st.active[h.id] = decoding{seq, sink};
   report(self);
   if (!st.stepping) {
     st.stepping = true;
@@ -189,7 +224,7 @@ void decode_step(rank_pointer self) {
       release(self, it->second.seq);
       st.active.erase(it);
     }
-    caf::anon_send(sink, tokens_atom::value, std::move(b));
+    caf::send_as(caf::actor_cast<caf::actor>(self), sink, tokens_atom::value, std::move(b));
   }
   report(self);
   self->send(self, step_atom::value);
@@ -197,6 +232,15 @@ void decode_step(rank_pointer self) {
 
 rank_actor::behavior_type rank_behavior(rank_pointer self, rank_config cfg) {
   self->state.cfg = cfg;
+  self->set_down_handler([=](caf::down_msg& dm) {
+    auto& active = self->state.active;
+    for (auto it = active.begin(); it != active.end();)
+      if (it->second.sink.address() == dm.source) {
+        log().info("rank={} request {} went away; dropping its sequence", self->state.cfg.rank, it->first);
+        drop(self, it++);
+      } else
+        ++it;
+  });
   if (!cfg.engine.model_dir.empty()) {
     engine::rank_engine::config ec;
     ec.threads = cfg.engine.threads;
@@ -240,17 +284,21 @@ rank_actor::behavior_type rank_behavior(rank_pointer self, rank_config cfg) {
       ++self->state.steps;
       return payload.bytes.size();
     },
-    [=](prefill_atom, const prefill_job& job) -> prefilled_sequence { return run_prefill(self, job); },
-    [=](decode_atom, prefilled_sequence& ps, const sampling_spec& s, const caf::strong_actor_ptr& sink) {
-      start_decode(self, ps, s, sink);
+    [=](prefill_atom, prefill_job& job) -> prefill_result { return run_prefill(self, job); },
+    [=](decode_atom, kv_handoff& h, const sampling_spec& s, const caf::strong_actor_ptr& sink) {
+      start_decode(self, h, s, sink);
     },
     [=](cancel_atom, uint64_t id) {
-      auto it = self->state.active.find(id);
-      if (it == self->state.active.end())
+      auto& st = self->state;
+      auto it = st.active.find(id);
+      if (it != st.active.end()) {
+        drop(self, it);
         return;
-      release(self, it->second.seq);
-      self->state.active.erase(it);
-      report(self);
+      }
+      // Not here yet: its KV may still be on the way. Remember a bounded number of such ids.
+      if (st.cancelled.size() >= 4096)
+        st.cancelled.erase(st.cancelled.begin());
+      st.cancelled.insert(id);
     },
     [=](step_atom) { decode_step(self); },
   };

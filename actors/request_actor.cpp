@@ -8,10 +8,13 @@
 #include <caf/stateful_actor.hpp>
 
 #include "actors/api_output.hpp"
+#include "actors/live_instances.hpp"
 #include "actors/log.hpp"
+#include "actors/prefix_cache.hpp"
 #include "actors/serving_context.hpp"
 #include "actors/stop_filter.hpp"
 #include "recipe/protocol/api_error.hpp"
+#include "recipe/render/renderer.hpp"
 #include "recipe/stream/stream_parser.hpp"
 
 namespace deepinfer::actors {
@@ -19,8 +22,9 @@ namespace deepinfer::actors {
 namespace {
 
 constexpr int max_attempts = 5;
-/// Pause before trying again when an instance has no rank (it is restarting).
+/// Pause before placing again when no instance can take the request (restarting, all full).
 constexpr auto retry_delay = std::chrono::milliseconds(100);
+/// Limit for asking a (possibly remote) supervisor for a rank handle.
 constexpr auto handle_timeout = std::chrono::seconds(5);
 
 struct request_state {
@@ -39,8 +43,14 @@ struct request_state {
   uint64_t job = 0;
   int attempts = 0;
   caf::actor decode_rank;
-  /// This request counted on the decode rank the router chose; released when it ends.
+  /// This request counted on the prefill and decode ranks the routers chose; released when the
+  /// prefill answers / the request ends.
+  std::unique_ptr<prefill_load::lease> prefill_lease;
   std::unique_ptr<decode_load::lease> decode_lease;
+  /// The current attempt's prefill answered (its first token is out): token batches of the
+  /// decode rank that overtook that answer wait in `early` until then.
+  bool prefilled = false;
+  std::vector<token_batch> early;
   bool done = false;
   std::chrono::steady_clock::time_point arrived = std::chrono::steady_clock::now();
   std::chrono::steady_clock::time_point last_token;
@@ -120,89 +130,197 @@ void on_tokens(request_pointer self, const std::vector<int32_t>& ids, bool finis
     finish_ok(self);
 }
 
-/// Asks `sup` for rank `preferred`, else rank 0 (the instance may have restarted smaller);
-/// calls `found` with the rank, or retries the whole attempt shortly when the instance has none.
-template <class F>
-void find_rank(request_pointer self, instance_supervisor_actor sup, uint32_t preferred, F found) {
-  self->request(sup, handle_timeout, caf::get_atom::value, preferred)
-    .then(
-      [=](caf::strong_actor_ptr& p) mutable {
-        if (p) {
-          found(p);
-          return;
-        }
-        if (preferred != 0) {
-          find_rank(self, sup, 0, found);
-          return;
-        }
-        log().info("request={} instance has no rank now; retrying", self->state.id);
-        self->delayed_send(self, retry_delay, restart_atom::value);
-      },
-      [=](caf::error& e) { fail(self, 503, "instance unreachable: " + self->system().render(e)); });
+void attempt(request_pointer self);
+void place(request_pointer self);
+
+/// Nothing can take the request now: place it again shortly, within the configured wait.
+void wait_for_capacity(request_pointer self, const char* what) {
+  auto& st = self->state;
+  st.prefill_lease.reset();
+  st.decode_lease.reset();
+  if (std::chrono::steady_clock::now() - st.arrived > st.ctx->cfg.instance_wait) {
+    fail(self, 503, std::string{"no "} + what + " can take the request now; try again later");
+    return;
+  }
+  self->delayed_send(self, retry_delay, restart_atom::value);
 }
 
-void start_decode(request_pointer self, prefilled_sequence ps, sampling_spec s) {
+/// Asks the supervisor `sup` of a live instance for rank `rank`; calls `found` with it, or waits
+/// for capacity when the instance has no such rank any more (it restarted smaller).
+template <class F>
+void find_rank(request_pointer self, const caf::strong_actor_ptr& sup, uint32_t rank, uint64_t job, F found) {
+  self->request(caf::actor_cast<instance_supervisor_actor>(sup), handle_timeout, caf::get_atom::value, rank)
+    .then(
+      [=](caf::strong_actor_ptr& p) mutable {
+        if (self->state.done || self->state.job != job)
+          return;
+        if (!p)
+          wait_for_capacity(self, "rank");
+        else
+          found(p);
+      },
+      [=](caf::error& e) {
+        if (self->state.done || self->state.job != job)
+          return;
+        log().info("request={} instance unreachable: {}", self->state.id, self->system().render(e));
+        attempt(self);
+      });
+}
+
+const live_instance* named(const std::vector<live_instance>& v, const std::string& name) {
+  for (auto& i : v)
+    if (i.name == name)
+      return &i;
+  return nullptr;
+}
+
+void on_prefilled(request_pointer self, prefill_result& r) {
   auto& st = self->state;
-  // The decode router (DESIGN §6.2) balances request count and KV length over the ranks.
-  auto kv_tokens = static_cast<int64_t>(st.prompt.size() + st.generated.size());
-  st.decode_lease = decode_load::assign(st.ctx->decode_ranks, kv_tokens);
-  auto preferred = st.decode_lease ? st.decode_lease->rank() : 0u;
-  find_rank(self, st.ctx->decode, preferred, [=](caf::strong_actor_ptr& p) mutable {
+  st.prefill_lease.reset();
+  if (!r.error.empty()) {
+    fail(self, 500, "prefill failed: " + r.error);
+    return;
+  }
+  if (st.attempts == 1) {
+    st.usage.cached_tokens = r.cached;
+    st.ctx->cached_tokens->inc(static_cast<double>(r.cached));
+  }
+  if (!r.transport.empty()) {
+    st.ctx->kv_transfers->with({r.transport}).inc();
+    st.ctx->kv_transfer_bytes->with({r.transport}).inc(static_cast<double>(r.kv_bytes));
+  }
+  st.prefilled = true;
+  on_tokens(self, {r.first_token}, r.finished);
+  auto early = std::move(st.early);
+  for (auto& b : early)
+    if (!st.done)
+      on_tokens(self, b.tokens, b.finished);
+}
+
+/// Places the current attempt: the decode router picks a decode rank, the prefill router a
+/// prefill rank; the prefill rank hands the KV to the decode rank itself.
+void place(request_pointer self) {
+  auto& st = self->state;
+  auto view = st.ctx->cluster->get().view;
+  auto prefills = live_instances(view, "prefill");
+  auto decodes = live_instances(view, "decode");
+  if (prefills.empty() || decodes.empty()) {
+    wait_for_capacity(self, prefills.empty() ? "prefill instance" : "decode instance");
+    return;
+  }
+  auto tokens = st.prompt;
+  tokens.insert(tokens.end(), st.generated.begin(), st.generated.end());
+  auto length = static_cast<int64_t>(tokens.size());
+  st.decode_lease = decode_load::assign(st.ctx->decode_ranks, decodes, length);
+  auto hit = st.ctx->cache ? st.ctx->cache->check(tokens) : 0;
+  st.prefill_lease = prefill_load::assign(st.ctx->prefill_ranks, prefills,
+                                          st.ctx->quota->cost(static_cast<double>(length - hit),
+                                                              static_cast<double>(hit)));
+  if (!st.decode_lease || !st.prefill_lease) {
+    wait_for_capacity(self, "decode rank");
+    return;
+  }
+  auto* d = named(decodes, st.decode_lease->instance());
+  auto* p = named(prefills, st.prefill_lease->instance());
+  auto job = st.job;
+  auto prefill_sup = p->supervisor;
+  auto prefill_rank = st.prefill_lease->rank();
+  find_rank(self, d->supervisor, st.decode_lease->rank(), job, [=](caf::strong_actor_ptr& dp) {
     auto& st = self->state;
-    st.decode_rank = caf::actor_cast<caf::actor>(p);
+    st.decode_rank = caf::actor_cast<caf::actor>(dp);
     self->monitor(st.decode_rank);
-    self->send(caf::actor_cast<rank_actor>(p), decode_atom::value, std::move(ps), s,
-               caf::actor_cast<caf::strong_actor_ptr>(self));
+    find_rank(self, prefill_sup, prefill_rank, job, [=](caf::strong_actor_ptr& pp) {
+      auto& st = self->state;
+      prefill_job pj;
+      pj.id = job;
+      pj.tokens = tokens;
+      pj.sampling = st.sampling;
+      pj.sampling.max_tokens = st.sampling.max_tokens - static_cast<int32_t>(st.generated.size());
+      pj.decode_rank = dp;
+      pj.sink = caf::actor_cast<caf::strong_actor_ptr>(self);
+      self->request(caf::actor_cast<rank_actor>(pp), st.ctx->cfg.prefill_timeout, prefill_atom::value,
+                    std::move(pj))
+        .then(
+          [=](prefill_result& r) {
+            if (!self->state.done && self->state.job == job)
+              on_prefilled(self, r);
+          },
+          [=](caf::error& e) {
+            // The prefill rank died or timed out: try again (the cache makes it cheap).
+            if (self->state.done || self->state.job != job)
+              return;
+            log().info("request={} prefill lost: {}", self->state.id, self->system().render(e));
+            attempt(self);
+          });
+    });
   });
 }
 
 /// One attempt: prefill prompt + tokens generated so far, then decode the rest.
 void attempt(request_pointer self) {
   auto& st = self->state;
+  if (st.decode_rank) {
+    self->demonitor(st.decode_rank);
+    self->send(caf::actor_cast<rank_actor>(st.decode_rank), cancel_atom::value, st.job);
+    st.decode_rank = nullptr;
+  }
+  st.prefill_lease.reset();
+  st.decode_lease.reset();
   if (++st.attempts > max_attempts) {
     fail(self, 503, "request failed after " + std::to_string(max_attempts) + " attempts");
     return;
   }
-  prefill_job job;
-  job.id = st.id * 16 + static_cast<uint64_t>(st.attempts);
-  st.job = job.id;
-  job.tokens = st.prompt;
-  job.tokens.insert(job.tokens.end(), st.generated.begin(), st.generated.end());
-  job.sampling = st.sampling;
-  job.sampling.max_tokens = st.sampling.max_tokens - static_cast<int32_t>(st.generated.size());
-  auto rest = job.sampling;
-  find_rank(self, st.ctx->prefill, static_cast<uint32_t>(st.id % 2), [=](caf::strong_actor_ptr& p) mutable {
-        auto& st = self->state;
-        self->request(caf::actor_cast<rank_actor>(p), st.ctx->cfg.prefill_timeout, prefill_atom::value, job)
-          .then(
-            [=](prefilled_sequence& ps) {
-              if (!ps.error.empty()) {
-                fail(self, 500, "prefill failed: " + ps.error);
-                return;
-              }
-              if (self->state.attempts == 1) {
-                self->state.usage.cached_tokens = ps.cached;
-                self->state.ctx->cached_tokens->inc(static_cast<double>(ps.cached));
-              }
-              auto first = ps.first_token;
-              bool finished = ps.finished;
-              on_tokens(self, {first}, finished);
-              if (!self->state.done)
-                start_decode(self, std::move(ps), rest);
-            },
-            [=](caf::error&) { attempt(self); });  // rank died or timed out: try again
-  });
+  st.job = st.id * 16 + static_cast<uint64_t>(st.attempts);
+  st.prefilled = false;
+  st.early.clear();
+  place(self);
+}
+
+/// Render + tokenize + length check; false (the error answered) when the request cannot run.
+bool prepare(request_pointer self) {
+  auto& st = self->state;
+  auto& ctx = *st.ctx;
+  auto api = st.conv.api;
+  auto error = [&](int status, std::string message, std::string param) {
+    recipe::api_error e;
+    e.api = api;
+    e.status = status;
+    e.type = "invalid_request_error";
+    e.message = std::move(message);
+    e.param = std::move(param);
+    st.done = true;
+    st.writer->send_json(static_cast<unsigned>(status), e.body());
+    return false;
+  };
+  auto segments = recipe::render(st.conv, *ctx.specials);
+  if (!segments) {
+    st.done = true;
+    st.writer->send_json(static_cast<unsigned>(segments.error().status), segments.error().body());
+    return false;
+  }
+  st.prompt = ctx.tok->encode(*segments);
+  auto max_tokens = st.conv.sampling.max_tokens.value_or(ctx.cfg.default_max_tokens);
+  auto total = static_cast<int64_t>(st.prompt.size()) + max_tokens;
+  if (total > ctx.cfg.context_limit)
+    return error(400, "This model's maximum context length is " + std::to_string(ctx.cfg.context_limit)
+                        + " tokens. However, you requested " + std::to_string(total) + " tokens ("
+                        + std::to_string(st.prompt.size()) + " in the messages, "
+                        + std::to_string(max_tokens) + " in the completion).",
+                 "messages");
+  return true;
 }
 
 caf::behavior request_behavior(request_pointer self, std::shared_ptr<entrypoint::context> ctx,
-                               recipe::conversation conv, std::vector<int32_t> prompt,
-                               std::shared_ptr<http::response_writer> writer) {
+                               recipe::conversation conv, std::shared_ptr<http::response_writer> writer) {
   auto& st = self->state;
   st.ctx = std::move(ctx);
   st.writer = std::move(writer);
   st.conv = std::move(conv);
-  st.prompt = std::move(prompt);
   st.id = st.ctx->next_id++;
+  if (!prepare(self)) {
+    self->quit();
+    return {};
+  }
   auto& smp = st.conv.sampling;
   st.sampling.temperature = static_cast<float>(smp.temperature.value_or(0.0));
   st.sampling.top_p = static_cast<float>(smp.top_p.value_or(1.0));
@@ -239,7 +357,6 @@ caf::behavior request_behavior(request_pointer self, std::shared_ptr<entrypoint:
       return;
     log().warn("request={} decode rank down: {}; resubmitting", st.id, self->system().render(dm.reason));
     st.decode_rank = nullptr;
-    st.decode_lease.reset();
     attempt(self);
   });
   self->delayed_send(self, st.ctx->cfg.request_timeout, fail_atom::value, std::string{"timeout"});
@@ -247,11 +364,21 @@ caf::behavior request_behavior(request_pointer self, std::shared_ptr<entrypoint:
   return {
     [=](tokens_atom, token_batch& b) {
       auto& st = self->state;
-      if (st.done || b.id != st.job)
+      if (st.done)
         return;
+      if (b.id != st.job) {
+        // A sequence of an abandoned attempt still decoding somewhere: stop it.
+        if (auto sender = caf::actor_cast<rank_actor>(self->current_sender()); sender && !b.finished)
+          self->send(sender, cancel_atom::value, b.id);
+        return;
+      }
       if (!b.error.empty()) {
-        st.decode_rank = nullptr;
-        fail(self, 500, b.error);
+        log().warn("request={} decode rank: {}; resubmitting", st.id, b.error);
+        attempt(self);
+        return;
+      }
+      if (!st.prefilled) {
+        st.early.push_back(std::move(b));
         return;
       }
       on_tokens(self, b.tokens, b.finished);
@@ -269,7 +396,7 @@ caf::behavior request_behavior(request_pointer self, std::shared_ptr<entrypoint:
     [=](fail_atom, const std::string& why) { fail(self, 504, "request " + why); },
     [=](restart_atom) {
       if (!self->state.done)
-        attempt(self);
+        place(self);
     },
   };
 }
@@ -277,9 +404,9 @@ caf::behavior request_behavior(request_pointer self, std::shared_ptr<entrypoint:
 } // namespace
 
 void spawn_request_actor(std::shared_ptr<entrypoint::context> ctx, recipe::conversation conv,
-                         std::vector<int32_t> prompt, std::shared_ptr<http::response_writer> writer) {
+                         std::shared_ptr<http::response_writer> writer) {
   auto& sys = *ctx->sys;
-  sys.spawn(request_behavior, std::move(ctx), std::move(conv), std::move(prompt), std::move(writer));
+  sys.spawn(request_behavior, std::move(ctx), std::move(conv), std::move(writer));
 }
 
 } // namespace deepinfer::actors

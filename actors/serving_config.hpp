@@ -29,6 +29,9 @@ struct serving_config {
   std::chrono::milliseconds request_timeout{120000};
   /// Limit for one prefill round trip (a dead rank never answers: CAF 0.17 pitfall P7).
   std::chrono::milliseconds prefill_timeout{60000};
+  /// How long a request waits for a running prefill and decode instance (starting, restarting
+  /// after a failure, or every rank full) before it fails with 503.
+  std::chrono::milliseconds instance_wait{30000};
 };
 
 } // namespace deepinfer::actors

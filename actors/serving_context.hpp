@@ -2,12 +2,16 @@
 
 #include <atomic>
 #include <memory>
+#include <optional>
 
 #include <caf/actor_system.hpp>
 
+#include "actors/cluster_snapshot.hpp"
 #include "actors/decode_load.hpp"
 #include "actors/entrypoint.hpp"
 #include "actors/http/metrics_registry.hpp"
+#include "actors/prefill_load.hpp"
+#include "balancers/cost_model.hpp"
 #include "recipe/render/special_table.hpp"
 #include "recipe/tokenizer/tokenizer.hpp"
 
@@ -20,10 +24,16 @@ struct entrypoint::context {
   std::shared_ptr<const recipe::tokenizer> tok;
   std::optional<recipe::special_table> specials;
   int32_t eos = 0;
-  instance_supervisor_actor prefill;
-  instance_supervisor_actor decode;
-  /// Load of the decode ranks as this entrypoint placed requests (the decode router's input).
+  /// What this node knows of the cluster: the running prefill and decode instances come from
+  /// here, wherever they live (this process or other nodes).
+  std::shared_ptr<cluster_snapshot> cluster;
+  /// Load of the prefill and decode ranks as this entrypoint placed requests (the routers' input).
+  std::shared_ptr<prefill_load> prefill_ranks;
   std::shared_ptr<decode_load> decode_ranks;
+  /// Prices a prefill (compute-quota, DESIGN §6.1).
+  std::optional<balancers::cost_model> quota;
+  /// CHECK of the prefix cache (metadata only); null without a KV root.
+  std::shared_ptr<prefix_cache> cache;
   std::atomic<uint64_t> next_id{1};
   /// Request metrics (owned by `metrics`, which this keeps alive).
   std::shared_ptr<http::metrics_registry> metrics;
@@ -33,6 +43,8 @@ struct entrypoint::context {
   http::metrics_registry::counter* cached_tokens = nullptr;
   http::metrics_registry::counter* generated_tokens = nullptr;
   http::metrics_registry::gauge* in_flight = nullptr;
+  http::metrics_registry::family<http::metrics_registry::counter>* kv_transfers = nullptr;
+  http::metrics_registry::family<http::metrics_registry::counter>* kv_transfer_bytes = nullptr;
 };
 
 } // namespace deepinfer::actors

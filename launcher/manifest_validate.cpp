@@ -31,7 +31,7 @@ std::optional<host_port> parse_host_port(const std::string& text) {
 void validate_manifest(cluster_manifest& m, toml_reader& root, std::vector<toml_reader>& nodes) {
   if (m.model_path.empty())
     root.fail("model", "missing: set `model = \"/path/to/model-dir\"` (config.json + "
-                       "model.safetensors; deepinfer-mkmodel makes one)");
+                       "model.safetensors; deepinfer-mkmodel makes one) or `model = \"tiny\"`");
   if (m.kv.root.empty())
     root.fail("kv", "missing `[kv] root = \"/path/to/kv-store\"` (a local directory or a shared "
                     "mount every node can reach)");

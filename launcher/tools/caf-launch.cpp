@@ -105,8 +105,8 @@ int main(int argc, char** argv) {
                  "CAF middleman connection timeout in ms (must be the same on every node)");
   app.add_option("--model", o.model_dir, "Model directory of the embedded default "
                                          "(default: the tiny model, made on first run in the cache)");
-  app.add_option("--kv-root", o.kv_root, "KV block store root of the embedded default "
-                                       "(default: $DEEPINFER_CACHE/kv)");
+  app.add_option("--kv-root", o.kv_root, "KV block store root (default: $DEEPINFER_CACHE/kv for the "
+                                       "embedded default, the manifest's [kv] root for a node)");
   app.add_flag("--no-serve", o.no_serve, "Embedded default without the model (membership and HTTP only)");
   try {
     app.parse(argc, argv);
@@ -175,6 +175,25 @@ int main(int argc, char** argv) {
       return usage_error;
     }
     auto cfg = make_node_config(m, *node);
+    if (node->has(node_role::entrypoint) || node->has(node_role::prefill) || node->has(node_role::decode)) {
+      // Every serving node loads the same model; `model = "tiny"` is the seeded tiny model, made
+      // in the cache on first run (each node makes the identical bytes).
+      actors::serving_config sc;
+      sc.model_name = m.model_name;
+      sc.template_version = m.template_version;
+      sc.model_dir = m.model_path;
+      if (sc.model_dir == "tiny") {
+        auto made = ensure_tiny_model(cache_dir());
+        if (!made.error.empty()) {
+          std::cerr << "caf-launch: " << made.error << "\n";
+          return 1;
+        }
+        sc.model_dir = made.dir;
+      }
+      sc.tokenizer_path = cache_dir() + "/tokenizer/tokenizer_" + (m.template_version == "dsv32" ? "v32" : "v41") + ".json";
+      sc.kv_root = o.kv_root.empty() ? m.kv.root : o.kv_root;
+      cfg.serving = sc;
+    }
     if (http_override) {
       if (!cfg.http) {
         std::cerr << "caf-launch: --http: node '" << o.node << "' has no entrypoint role\n";

@@ -253,7 +253,7 @@ try {
       await new Promise((r) => setTimeout(r, 50));
     }
     assert.ok(sum(text, 'deepinfer_rank_kv_blocks_total') > 0, 'pool size per rank exported');
-    assert.ok(text.includes('deepinfer_decode_router_requests{rank="1"}'), 'the router spans both decode ranks');
+    assert.ok(text.includes('deepinfer_decode_router_requests{instance="local/decode",rank="1"}'), 'the router spans both decode ranks');
     assert.ok(sum(text, 'deepinfer_time_to_first_token_seconds_count') > 0);
     assert.ok(sum(text, 'deepinfer_inter_token_latency_seconds_count') > 0);
     assert.ok(sum(text, 'deepinfer_prompt_tokens_total') > 0);

@@ -1,0 +1,25 @@
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "actors/messages.hpp"
+
+namespace deepinfer::actors {
+
+/// An instance that can take requests now, as the membership view shows it.
+struct live_instance {
+  std::string name;
+  std::string node;
+  /// Its supervisor (hands out rank handles with `get`).
+  caf::strong_actor_ptr supervisor;
+  /// Healthy ranks of the current generation.
+  uint32_t ranks = 0;
+};
+
+/// The running instances of `role` on alive nodes, in view order (deterministic placement).
+std::vector<live_instance> live_instances(const membership_view& view, std::string_view role);
+
+} // namespace deepinfer::actors
