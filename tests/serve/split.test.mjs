@@ -1,0 +1,173 @@
+// The same model served two ways must answer the same: the embedded default (every role in one
+// process, KV moved in-process) and a three-process manifest (entrypoint, prefill and decode
+// nodes over loopback TCP, KV moved as cereal-packed CAF messages). Then the decode node is
+// SIGKILLed in the middle of a request: the request is resubmitted and still completes.
+// Usage: node split.test.mjs /path/to/caf-launch
+import { spawn, spawnSync } from 'node:child_process';
+import { createRequire } from 'node:module';
+import fs from 'node:fs';
+import net from 'node:net';
+import os from 'node:os';
+import path from 'node:path';
+import assert from 'node:assert/strict';
+
+const cache = process.env.DEEPINFER_CACHE || path.join(os.homedir(), '.cache', 'deepinfer');
+const clients = path.join(cache, 'api-clients', 'node_modules');
+if (!fs.existsSync(path.join(clients, 'openai'))) {
+  console.log(`SKIP: API clients missing in ${clients}; run scripts/prepare_api_clients.sh`);
+  process.exit(77);
+}
+const require = createRequire(path.join(clients, 'x.js'));
+const OpenAI = require('openai');
+const MODEL = 'deepseek-v4.1-flash';
+const exe = process.argv[2];
+
+function freePort() {
+  return new Promise((resolve) => {
+    const s = net.createServer();
+    s.listen(0, '127.0.0.1', () => { const p = s.address().port; s.close(() => resolve(p)); });
+  });
+}
+
+const results = [];
+async function check(name, fn) {
+  const t0 = Date.now();
+  try {
+    await fn();
+    results.push([name, true]);
+    console.log(`ok   ${name} (${Date.now() - t0} ms)`);
+  } catch (e) {
+    results.push([name, false]);
+    console.log(`FAIL ${name}: ${e.stack || e}`);
+  }
+}
+
+const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'deepinfer-split-'));
+const [nodePorts, splitHttp, oneHttp] = [[await freePort(), await freePort(), await freePort()], await freePort(), await freePort()];
+const manifest = path.join(dir, 'cluster.toml');
+fs.writeFileSync(manifest, `model = "tiny"
+log_level = "info"
+[caf]
+heartbeat_interval_ms = 250
+connection_timeout_ms = 1500
+[kv]
+root = "${path.join(dir, 'kv-split')}"
+[supervision]
+restart_delay_ms = 200
+[[nodes]]
+name = "n0"
+host = "127.0.0.1"
+port = ${nodePorts[0]}
+roles = ["controller", "entrypoint", "kvstore"]
+http = "127.0.0.1:${splitHttp}"
+[[nodes]]
+name = "p0"
+host = "127.0.0.1"
+port = ${nodePorts[1]}
+roles = ["prefill"]
+ranks = 2
+[[nodes]]
+name = "d0"
+host = "127.0.0.1"
+port = ${nodePorts[2]}
+roles = ["decode"]
+ranks = 2
+`);
+const logPath = path.join(dir, 'split.log');
+const procs = [
+  spawn(exe, ['--manifest', manifest], { stdio: ['ignore', fs.openSync(logPath, 'w'), fs.openSync(logPath, 'a')] }),
+  spawn(exe, ['--http', `127.0.0.1:${oneHttp}`, '--log-level', 'warn', '--kv-root', path.join(dir, 'kv-one')],
+        { stdio: ['ignore', 'ignore', 'ignore'] }),
+];
+const split = `http://127.0.0.1:${splitHttp}`;
+const one = `http://127.0.0.1:${oneHttp}`;
+
+async function chat(base, body) {
+  const r = await fetch(base + '/v1/chat/completions', {
+    method: 'POST', headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ model: MODEL, temperature: 0, ...body }) });
+  return { status: r.status, json: await r.json() };
+}
+
+async function ready(base) {
+  const t0 = Date.now();
+  for (;;) {
+    try {
+      // Up once a request goes through: membership, instances and model loads are done.
+      const r = await chat(base, { messages: [{ role: 'user', content: 'ping' }], max_tokens: 1 });
+      if (r.status === 200) return Date.now() - t0;
+    } catch { /* not up yet */ }
+    if (Date.now() - t0 > 90000) throw new Error(`${base} not serving within 90 s (log: ${logPath})`);
+    await new Promise((r) => setTimeout(r, 100));
+  }
+}
+
+const metric = async (base, line) => {
+  const text = await (await fetch(base + '/metrics')).text();
+  const l = text.split('\n').find((x) => x.startsWith(line + ' '));
+  return l ? Number(l.split(' ').pop()) : 0;
+};
+
+try {
+  console.log(`three-process manifest ready in ${await ready(split)} ms, embedded default in ${await ready(one)} ms`);
+  await check('greedy output: three-process manifest == one-process default', async () => {
+    const prompts = [
+      [{ role: 'user', content: 'Hello there, tell me a story.' }],
+      [{ role: 'system', content: 'You are terse.' }, { role: 'user', content: 'List three prime numbers.' }],
+      [{ role: 'user', content: 'Ünïcödé, emoji 🚀 and code: `for (;;) {}`' }],
+    ];
+    for (const messages of prompts) {
+      const [a, b] = await Promise.all([chat(split, { messages, max_tokens: 48 }), chat(one, { messages, max_tokens: 48 })]);
+      assert.equal(a.status, 200, JSON.stringify(a.json));
+      assert.equal(b.status, 200, JSON.stringify(b.json));
+      assert.equal(a.json.usage.completion_tokens, b.json.usage.completion_tokens);
+      assert.equal(a.json.choices[0].message.content, b.json.choices[0].message.content);
+    }
+  });
+  await check('streaming through the split equals non-streaming (official openai client)', async () => {
+    const openai = new OpenAI({ baseURL: split + '/v1', apiKey: 'none', maxRetries: 0, timeout: 60000 });
+    const messages = [{ role: 'user', content: 'Stream me something.' }];
+    const full = await openai.chat.completions.create({ model: MODEL, messages, max_tokens: 32, temperature: 0 });
+    let text = '';
+    for await (const c of await openai.chat.completions.create({ model: MODEL, messages, max_tokens: 32, temperature: 0, stream: true }))
+      text += c.choices[0]?.delta?.content ?? '';
+    assert.equal(text, full.choices[0].message.content);
+  });
+  await check('KV moved as CAF messages across processes, in-process in one', async () => {
+    assert.ok(await metric(split, 'deepinfer_kv_transfers_total{transport="caf_message"}') > 0);
+    assert.ok(await metric(split, 'deepinfer_kv_transfer_bytes_total{transport="caf_message"}') > 0);
+    assert.equal(await metric(split, 'deepinfer_kv_transfers_total{transport="in_process"}'), 0);
+    assert.ok(await metric(one, 'deepinfer_kv_transfers_total{transport="in_process"}') > 0);
+  });
+  await check('decode node SIGKILLed mid-request: the request is resubmitted and completes', async () => {
+    const long = chat(split, { messages: [{ role: 'user', content: 'Count to a thousand.' }], max_tokens: 400 });
+    await new Promise((r) => setTimeout(r, 1200));
+    const pids = spawnSync('pgrep', ['-f', `${manifest} --node d0`]).stdout.toString().trim().split('\n').filter(Boolean);
+    assert.equal(pids.length, 1, 'one decode node process');
+    process.kill(Number(pids[0]), 'SIGKILL');
+    const r = await long;
+    assert.equal(r.status, 200, JSON.stringify(r.json));
+    assert.equal(r.json.usage.completion_tokens, 400);
+    assert.equal(r.json.choices[0].finish_reason, 'length');
+    const log = fs.readFileSync(logPath, 'utf8');
+    assert.match(log, /node=d0 dead/);
+    assert.match(log, /resubmitting/);
+    // The restarted node serves again.
+    const after = await chat(split, { messages: [{ role: 'user', content: 'Still there?' }], max_tokens: 8 });
+    assert.equal(after.status, 200);
+  });
+} catch (e) {
+  results.push(['setup', false]);
+  console.log(`FAIL setup: ${e.stack || e}`);
+} finally {
+  for (const p of procs) p.kill('SIGINT');
+  await Promise.all(procs.map((p) => new Promise((r) => {
+    if (p.exitCode !== null) r();
+    else { p.on('exit', r); setTimeout(() => { p.kill('SIGKILL'); r(); }, 8000); }
+  })));
+}
+const failed = results.filter(([, ok]) => !ok).length;
+console.log(`${results.length - failed}/${results.length} passed`);
+if (failed) console.log(fs.readFileSync(logPath, 'utf8').split('\n').filter((l) => /warn|error|crit/.test(l)).slice(-30).join('\n'));
+fs.rmSync(dir, { recursive: true, force: true });
+process.exit(failed ? 1 : 0);
