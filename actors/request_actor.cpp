@@ -43,6 +43,9 @@ struct request_state {
   uint64_t job = 0;
   int attempts = 0;
   caf::actor decode_rank;
+  /// The prefill rank working on the current attempt (monitored: a request to a dead remote
+  /// actor never fails by itself in CAF 0.17); null once it answered.
+  caf::actor prefill_rank;
   /// This request counted on the prefill and decode ranks the routers chose; released when the
   /// prefill answers / the request ends.
   std::unique_ptr<prefill_load::lease> prefill_lease;
@@ -177,6 +180,10 @@ const live_instance* named(const std::vector<live_instance>& v, const std::strin
 void on_prefilled(request_pointer self, prefill_result& r) {
   auto& st = self->state;
   st.prefill_lease.reset();
+  if (st.prefill_rank) {
+    self->demonitor(st.prefill_rank);
+    st.prefill_rank = nullptr;
+  }
   if (!r.error.empty()) {
     fail(self, 500, "prefill failed: " + r.error);
     return;
@@ -231,6 +238,8 @@ void place(request_pointer self) {
     self->monitor(st.decode_rank);
     find_rank(self, prefill_sup, prefill_rank, job, [=](caf::strong_actor_ptr& pp) {
       auto& st = self->state;
+      st.prefill_rank = caf::actor_cast<caf::actor>(pp);
+      self->monitor(st.prefill_rank);
       prefill_job pj;
       pj.id = job;
       pj.tokens = tokens;
@@ -263,6 +272,10 @@ void attempt(request_pointer self) {
     self->demonitor(st.decode_rank);
     self->send(caf::actor_cast<rank_actor>(st.decode_rank), cancel_atom::value, st.job);
     st.decode_rank = nullptr;
+  }
+  if (st.prefill_rank) {
+    self->demonitor(st.prefill_rank);
+    st.prefill_rank = nullptr;
   }
   st.prefill_lease.reset();
   st.decode_lease.reset();
@@ -353,7 +366,15 @@ caf::behavior request_behavior(request_pointer self, std::shared_ptr<entrypoint:
   });
   self->set_down_handler([=](caf::down_msg& dm) {
     auto& st = self->state;
-    if (st.done || !st.decode_rank || dm.source != st.decode_rank.address())
+    if (st.done)
+      return;
+    if (st.prefill_rank && dm.source == st.prefill_rank.address()) {
+      log().warn("request={} prefill rank down: {}; resubmitting", st.id, self->system().render(dm.reason));
+      st.prefill_rank = nullptr;
+      attempt(self);
+      return;
+    }
+    if (!st.decode_rank || dm.source != st.decode_rank.address())
       return;
     log().warn("request={} decode rank down: {}; resubmitting", st.id, self->system().render(dm.reason));
     st.decode_rank = nullptr;

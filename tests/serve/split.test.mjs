@@ -1,7 +1,8 @@
 // The same model served two ways must answer the same: the embedded default (every role in one
 // process, KV moved in-process) and a three-process manifest (entrypoint, prefill and decode
 // nodes over loopback TCP, KV moved as cereal-packed CAF messages). Then the decode node is
-// SIGKILLed in the middle of a request: the request is resubmitted and still completes.
+// SIGKILLed in the middle of a request, then the prefill node in the middle of a prefill: each
+// time the request is resubmitted and still completes.
 // Usage: node split.test.mjs /path/to/caf-launch
 import { spawn, spawnSync } from 'node:child_process';
 import { createRequire } from 'node:module';
@@ -155,6 +156,19 @@ try {
     // The restarted node serves again.
     const after = await chat(split, { messages: [{ role: 'user', content: 'Still there?' }], max_tokens: 8 });
     assert.equal(after.status, 200);
+  });
+  await check('prefill node SIGKILLed mid-prefill: the request is resubmitted and completes', async () => {
+    // A prompt long enough that its prefill is still running when the node dies.
+    const words = Array.from({ length: 6000 }, (_, i) => `v${(i * 7919) % 4999}`).join(' ');
+    const long = chat(split, { messages: [{ role: 'user', content: words }], max_tokens: 8 });
+    await new Promise((r) => setTimeout(r, 300));
+    const pids = spawnSync('pgrep', ['-f', `${manifest} --node p0`]).stdout.toString().trim().split('\n').filter(Boolean);
+    assert.equal(pids.length, 1, 'one prefill node process');
+    process.kill(Number(pids[0]), 'SIGKILL');
+    const r = await long;
+    assert.equal(r.status, 200, JSON.stringify(r.json));
+    assert.equal(r.json.usage.completion_tokens, 8);
+    assert.match(fs.readFileSync(logPath, 'utf8'), /prefill rank down/);
   });
 } catch (e) {
   results.push(['setup', false]);
