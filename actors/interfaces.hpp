@@ -57,6 +57,19 @@ using node_agent_actor = caf::typed_actor<
   caf::replies_to<status_atom>::with<node_info>,
   caf::replies_to<echo_atom, byte_payload>::with<byte_payload>>;
 
+/// One shard of the SWA directory (DESIGN §4.2), on an entrypoint: which node's memory holds the
+/// snapshot ending at a block key. Owners are monitored; a dead owner's entries go.
+/// - `(swa_record, wire_key, strong_actor_ptr owner)`: `owner` (a snapshot server) now holds it.
+/// - `(swa_lookup, wire_key) -> strong_actor_ptr`: the owner, or null.
+using swa_shard_actor = caf::typed_actor<
+  caf::reacts_to<swa_record_atom, wire_key, caf::strong_actor_ptr>,
+  caf::replies_to<swa_lookup_atom, wire_key>::with<caf::strong_actor_ptr>>;
+
+/// Serves the SWA snapshots of its node's memory to prefill ranks on other nodes.
+/// - `(swa_fetch, wire_key) -> byte_payload`: the snapshot's bytes (empty when gone).
+using snapshot_server_actor = caf::typed_actor<
+  caf::replies_to<swa_fetch_atom, wire_key>::with<byte_payload>>;
+
 /// The controller: membership (monitors every node agent), instance states.
 /// - `(register, node_info, strong_actor_ptr agent) -> membership_view`: a node joins (again).
 /// - `(leave, std::string node) -> ok`: a node shuts down cleanly.

@@ -32,6 +32,9 @@ using decode_atom = caf::atom_constant<caf::atom("decode")>;
 using tokens_atom = caf::atom_constant<caf::atom("tokens")>;
 using cancel_atom = caf::atom_constant<caf::atom("cancel")>;
 using step_atom = caf::atom_constant<caf::atom("step")>;
+using swa_record_atom = caf::atom_constant<caf::atom("swarecord")>;
+using swa_lookup_atom = caf::atom_constant<caf::atom("swalookup")>;
+using swa_fetch_atom = caf::atom_constant<caf::atom("swafetch")>;
 
 // -- cluster membership ------------------------------------------------------------------------
 
@@ -44,11 +47,16 @@ struct node_info {
   int32_t pid = 0;
   /// Distinguishes restarts of the same node name; chosen by the node at start (wall-clock ns).
   uint64_t incarnation = 0;
+  /// This node's shard of the SWA directory (entrypoints only; DESIGN §4.2).
+  caf::strong_actor_ptr swa_shard;
+  /// Serves the SWA snapshots kept in this node's memory (serving nodes with a prefix cache).
+  caf::strong_actor_ptr snapshots;
 };
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, node_info& x) {
-  return f(caf::meta::type_name("node_info"), x.name, x.host, x.port, x.roles, x.pid, x.incarnation);
+  return f(caf::meta::type_name("node_info"), x.name, x.host, x.port, x.roles, x.pid, x.incarnation,
+           x.swa_shard, x.snapshots);
 }
 
 /// Lifecycle of an instance (one prefill or decode communication domain).
@@ -153,6 +161,17 @@ typename Inspector::result_type inspect(Inspector& f, sampling_spec& x) {
            x.stop_ids, x.max_tokens);
 }
 
+/// A block key (kv::block_key) on the wire.
+struct wire_key {
+  uint64_t lo = 0;
+  uint64_t hi = 0;
+};
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, wire_key& x) {
+  return f(caf::meta::type_name("wire_key"), x.lo, x.hi);
+}
+
 /// A prompt for a prefill rank; `id` is unique per entrypoint attempt. Once prefilled, the rank
 /// hands the sequence's KV to `decode_rank` (chosen by the entrypoint's decode router), which
 /// streams tokens to `sink`.
@@ -162,11 +181,16 @@ struct prefill_job {
   sampling_spec sampling;
   caf::strong_actor_ptr decode_rank;
   caf::strong_actor_ptr sink;
+  /// The SWA directory's answer for the window ending at `snapshot_end` (0: none): the snapshot
+  /// server of the node that holds it, asked when this rank's node lacks it.
+  int64_t snapshot_end = 0;
+  caf::strong_actor_ptr snapshot_owner;
 };
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, prefill_job& x) {
-  return f(caf::meta::type_name("prefill_job"), x.id, x.tokens, x.sampling, x.decode_rank, x.sink);
+  return f(caf::meta::type_name("prefill_job"), x.id, x.tokens, x.sampling, x.decode_rank, x.sink,
+           x.snapshot_end, x.snapshot_owner);
 }
 
 /// What a prefill rank answers: the first token, how the KV left for the decode rank, or `error`.
@@ -178,6 +202,10 @@ struct prefill_result {
   std::string error;
   /// Prompt tokens whose KV came from the prefix cache.
   int64_t cached = 0;
+  /// The hit came with its SWA snapshot (exact; else the window was replayed), and the snapshot
+  /// was fetched from another node.
+  bool snapshot_hit = false;
+  bool snapshot_remote = false;
   /// The KV transport used (`in_process`, `caf_message`, `rdma`) and the bytes it moved.
   std::string transport;
   uint64_t kv_bytes = 0;
@@ -186,7 +214,7 @@ struct prefill_result {
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, prefill_result& x) {
   return f(caf::meta::type_name("prefill_result"), x.id, x.first_token, x.finished, x.error,
-           x.cached, x.transport, x.kv_bytes);
+           x.cached, x.snapshot_hit, x.snapshot_remote, x.transport, x.kv_bytes);
 }
 
 /// A prefilled sequence on its way to a decode rank (DESIGN §1 step 5). Which fields are set
@@ -229,6 +257,7 @@ CAF_BEGIN_TYPE_ID_BLOCK(deepinfer, caf::first_custom_type_id)
   CAF_ADD_TYPE_ID(deepinfer, (deepinfer::actors::byte_payload))
   CAF_ADD_TYPE_ID(deepinfer, (deepinfer::actors::sampling_spec))
   CAF_ADD_TYPE_ID(deepinfer, (deepinfer::actors::prefill_job))
+  CAF_ADD_TYPE_ID(deepinfer, (deepinfer::actors::wire_key))
   CAF_ADD_TYPE_ID(deepinfer, (deepinfer::actors::prefill_result))
   CAF_ADD_TYPE_ID(deepinfer, (deepinfer::actors::kv_handoff))
   CAF_ADD_TYPE_ID(deepinfer, (deepinfer::actors::token_batch))

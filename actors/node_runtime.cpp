@@ -6,6 +6,7 @@
 
 #include <unistd.h>
 
+#include <caf/actor_cast.hpp>
 #include <caf/actor_system.hpp>
 #include <caf/actor_system_config.hpp>
 #include <caf/io/middleman.hpp>
@@ -22,6 +23,7 @@
 #include "actors/http/router.hpp"
 #include "actors/kv_transport.hpp"
 #include "actors/node_http.hpp"
+#include "actors/swa_shard.hpp"
 #include "actors/prefix_cache.hpp"
 #include "engine/model/model_config.hpp"
 #include "actors/system_config.hpp"
@@ -99,6 +101,12 @@ std::optional<std::string> node_runtime::start() {
   d.sys_cfg = make_actor_system_config(cfg.caf);
   d.sys = std::make_unique<caf::actor_system>(*d.sys_cfg);
   auto& sys = *d.sys;
+
+  // 0. This entrypoint's shard of the SWA directory; its handle travels in node_info, so every
+  // node finds the shards through the membership view.
+  if (cfg.http && cfg.serving)
+    cfg.self.swa_shard = caf::actor_cast<caf::strong_actor_ptr>(
+      spawn_swa_shard(sys, cfg.serving->snapshot_ttl.count()));
 
   // 1. The agent first: instance supervisors report to it.
   node_agent_config agent_cfg;
@@ -223,6 +231,11 @@ void node_runtime::stop(std::chrono::milliseconds deadline) {
   for (auto& [role, sup] : d.supervisors)
     caf::anon_send_exit(sup, caf::exit_reason::user_shutdown);
   caf::anon_send_exit(d.agent, caf::exit_reason::user_shutdown);
+  for (auto& a : {d.cfg.self.swa_shard, d.cfg.self.snapshots})
+    if (a)
+      caf::anon_send_exit(caf::actor_cast<caf::actor>(a), caf::exit_reason::user_shutdown);
+  d.cfg.self.swa_shard = nullptr;
+  d.cfg.self.snapshots = nullptr;
   d.supervisors.clear();
   d.agent = nullptr;
   d.local_controller = nullptr;

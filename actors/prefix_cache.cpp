@@ -65,6 +65,15 @@ int64_t prefix_cache::check(std::span<const int32_t> prompt) {
   return static_cast<int64_t>(d_->policy.reusable_length(prompt.size(), found.blocks));
 }
 
+std::optional<std::pair<uint64_t, uint64_t>> prefix_cache::key_at(std::span<const int32_t> tokens,
+                                                                  int64_t end) const {
+  if (end <= 0 || end % static_cast<int64_t>(kv::block_tokens) != 0 || end > static_cast<int64_t>(tokens.size()))
+    return std::nullopt;
+  auto keys = d_->chain->keys(tokens.first(static_cast<std::size_t>(end)));
+  auto& k = keys.back();
+  return std::pair{k.lo, k.hi};
+}
+
 int64_t prefix_cache::store(std::span<const int32_t> tokens, int64_t full_blocks, const export_fn& export_block) {
   auto keys = d_->chain->keys(tokens);
   int64_t written = 0;

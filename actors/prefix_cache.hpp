@@ -7,6 +7,7 @@
 #include <optional>
 #include <span>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace deepinfer::actors {
@@ -41,6 +42,10 @@ public:
   /// CHECK only (metadata, no block read; DESIGN §1 step 3): the hit length `lookup` would
   /// most likely give. The entrypoint's prefill router prices a request's quota with it.
   int64_t check(std::span<const int32_t> prompt);
+
+  /// The chain key of the block that ends at position `end` of `tokens` (a positive multiple of
+  /// 128 within them): how the SWA directory names the window ending there. nullopt otherwise.
+  std::optional<std::pair<uint64_t, uint64_t>> key_at(std::span<const int32_t> tokens, int64_t end) const;
 
   /// Stores blocks [0, full_blocks) of `tokens`, asking `export_block(i)` only for blocks not
   /// yet stored. Returns how many were written.

@@ -11,6 +11,7 @@
 #include "actors/live_instances.hpp"
 #include "actors/log.hpp"
 #include "actors/prefix_cache.hpp"
+#include "actors/swa_shard.hpp"
 #include "actors/serving_context.hpp"
 #include "actors/stop_filter.hpp"
 #include "recipe/protocol/api_error.hpp"
@@ -26,6 +27,8 @@ constexpr int max_attempts = 5;
 constexpr auto retry_delay = std::chrono::milliseconds(100);
 /// Limit for asking a (possibly remote) supervisor for a rank handle.
 constexpr auto handle_timeout = std::chrono::seconds(5);
+/// Limit for the SWA directory's answer; without one the prefill simply has no remote snapshot.
+constexpr auto swa_lookup_timeout = std::chrono::milliseconds(300);
 
 struct request_state {
   std::shared_ptr<entrypoint::context> ctx;
@@ -204,6 +207,32 @@ void on_prefilled(request_pointer self, prefill_result& r) {
       on_tokens(self, b.tokens, b.finished);
 }
 
+/// Asks the SWA directory (DESIGN §1 step 3) which node holds the window ending at the hit
+/// `hit`; calls `next(hit, owner)`, or `next(0, null)` when there is none or no answer in time
+/// (the prefill rank then uses its own memory or replays the window).
+template <class F>
+void with_snapshot_owner(request_pointer self, const membership_view& view, const std::vector<int32_t>& tokens,
+                         int64_t hit, uint64_t job, F next) {
+  auto& cache = self->state.ctx->cache;
+  auto key = hit > 0 && cache ? cache->key_at(tokens, hit) : std::nullopt;
+  auto shard = key ? swa_shard_for(view, wire_key{key->first, key->second}) : nullptr;
+  if (!shard) {
+    next(0, nullptr);
+    return;
+  }
+  self->request(caf::actor_cast<swa_shard_actor>(shard), swa_lookup_timeout, swa_lookup_atom::value,
+                wire_key{key->first, key->second})
+    .then(
+      [=](caf::strong_actor_ptr& owner) {
+        if (!self->state.done && self->state.job == job)
+          next(owner ? hit : 0, owner);
+      },
+      [=](caf::error&) {
+        if (!self->state.done && self->state.job == job)
+          next(0, nullptr);
+      });
+}
+
 /// Places the current attempt: the decode router picks a decode rank, the prefill router a
 /// prefill rank; the prefill rank hands the KV to the decode rank itself.
 void place(request_pointer self) {
@@ -230,9 +259,12 @@ void place(request_pointer self) {
   auto* d = named(decodes, st.decode_lease->instance());
   auto* p = named(prefills, st.prefill_lease->instance());
   auto job = st.job;
+  auto decode_sup = d->supervisor;
+  auto decode_rank = st.decode_lease->rank();
   auto prefill_sup = p->supervisor;
   auto prefill_rank = st.prefill_lease->rank();
-  find_rank(self, d->supervisor, st.decode_lease->rank(), job, [=](caf::strong_actor_ptr& dp) {
+  with_snapshot_owner(self, view, tokens, hit, job, [=](int64_t snap_end, caf::strong_actor_ptr owner) {
+  find_rank(self, decode_sup, decode_rank, job, [=](caf::strong_actor_ptr& dp) {
     auto& st = self->state;
     st.decode_rank = caf::actor_cast<caf::actor>(dp);
     self->monitor(st.decode_rank);
@@ -247,6 +279,8 @@ void place(request_pointer self) {
       pj.sampling.max_tokens = st.sampling.max_tokens - static_cast<int32_t>(st.generated.size());
       pj.decode_rank = dp;
       pj.sink = caf::actor_cast<caf::strong_actor_ptr>(self);
+      pj.snapshot_end = snap_end;
+      pj.snapshot_owner = owner;
       self->request(caf::actor_cast<rank_actor>(pp), st.ctx->cfg.prefill_timeout, prefill_atom::value,
                     std::move(pj))
         .then(
@@ -262,6 +296,7 @@ void place(request_pointer self) {
             attempt(self);
           });
     });
+  });
   });
 }
 

@@ -32,6 +32,8 @@ struct serving_config {
   /// How long a request waits for a running prefill and decode instance (starting, restarting
   /// after a failure, or every rank full) before it fails with 503.
   std::chrono::milliseconds instance_wait{30000};
+  /// Lifetime of SWA snapshots and of their directory entries (DESIGN §4.2: about 180 s).
+  std::chrono::milliseconds snapshot_ttl{180000};
 };
 
 } // namespace deepinfer::actors
