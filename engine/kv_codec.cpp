@@ -121,4 +121,15 @@ std::string kv_codec::decode_window(std::span<const std::byte> bytes,
   return {};
 }
 
+std::size_t kv_codec::window_bytes(std::span<const std::byte> bytes) {
+  header h;
+  if (bytes.size() < sizeof(header))
+    return 0;
+  std::memcpy(&h, bytes.data(), sizeof(header));
+  if (std::memcmp(h.magic, "DIKV", 4) != 0 || h.kind != kind_window || h.a < 0 || h.b < 0 ||
+      h.d < 0 || h.a > (1 << 16) || h.b > (1 << 24) || h.d > (1 << 24))
+    return 0;
+  return sizeof(header) + static_cast<std::size_t>(h.a * 2 * h.d * h.b) * sizeof(float);
+}
+
 } // namespace deepinfer::engine

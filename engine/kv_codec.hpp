@@ -41,6 +41,10 @@ public:
   static std::string decode_window(std::span<const std::byte> bytes,
                                    const std::string& fingerprint, std::span<swa_ring> rings,
                                    window_info& info);
+  /// Bytes of the window buffer that starts `bytes` (header included), as its header declares;
+  /// 0 when `bytes` does not start with a window header. Lets windows be concatenated (an exact
+  /// snapshot is the encoder window followed by the decoder window).
+  static std::size_t window_bytes(std::span<const std::byte> bytes);
 };
 
 } // namespace deepinfer::engine

@@ -13,10 +13,12 @@ namespace {
 // rows (a kv_codec block of kv_len rows), the encoder window and the decoder window.
 struct sequence_header {
   char magic[4] = {'D', 'I', 'S', 'Q'};
-  uint32_t version = 1;
+  uint32_t version = 2;
   int64_t tokens = 0;
   int64_t prompt_len = 0;
   int64_t kv_len = 0;
+  /// The decoder mode, and 1 << 8 when the decoder windows are exact (their snapshots carry them).
+  int64_t flags = 0;
 };
 
 void put(std::vector<std::byte>& out, const void* p, std::size_t n) {
@@ -85,7 +87,7 @@ std::vector<decode_output> rank_engine::decode_step(std::span<const sequence_id>
     // Crossing a block boundary: keep the window there as the sequence's snapshot (DESIGN.md
     // §4.2's copy area; this step is synchronous, so the copy is taken exactly at the boundary).
     if (s.kv_len % 128 == 0)
-      s.snapshot = kv_codec::encode_window(s.windows.encoder, s.windows.encoder_lo, c.fingerprint);
+      s.snapshots.assign(1, {s.kv_len, encode_snapshot(s, s.decoder_exact)});
     auto& o = out[slot[r]];
     o.finished = sample_and_append(s, lg.data() + r * c.vocab_size, o.token);
   }
@@ -114,9 +116,21 @@ std::optional<std::vector<std::byte>> rank_engine::export_block(sequence_id id,
 
 std::optional<std::vector<std::byte>> rank_engine::export_snapshot(sequence_id id) const {
   auto it = seqs_.find(id);
-  if (it == seqs_.end())
+  if (it == seqs_.end() || it->second->snapshots.empty())
     return std::nullopt;
-  return it->second->snapshot;
+  return it->second->snapshots.back().bytes;
+}
+
+std::optional<int64_t> rank_engine::snapshot_end(sequence_id id) const {
+  auto it = seqs_.find(id);
+  if (it == seqs_.end() || it->second->snapshots.empty())
+    return std::nullopt;
+  return it->second->snapshots.back().end;
+}
+
+std::vector<snapshot_copy> rank_engine::export_snapshots(sequence_id id) const {
+  auto it = seqs_.find(id);
+  return it == seqs_.end() ? std::vector<snapshot_copy>{} : it->second->snapshots;
 }
 
 std::optional<std::vector<std::byte>> rank_engine::export_sequence(sequence_id id) const {
@@ -130,6 +144,7 @@ std::optional<std::vector<std::byte>> rank_engine::export_sequence(sequence_id i
   h.tokens = static_cast<int64_t>(s.tokens.size());
   h.prompt_len = s.prompt_len;
   h.kv_len = s.kv_len;
+  h.flags = static_cast<int64_t>(s.mode) | (s.decoder_exact ? 1 << 8 : 0);
   std::vector<std::byte> out;
   put(out, &h, sizeof(h));
   put(out, s.tokens.data(), s.tokens.size() * sizeof(int32_t));
@@ -157,7 +172,7 @@ engine_status rank_engine::import_sequence(sequence_id id, std::span<const std::
   if (in.size() < sizeof(h))
     return fail(engine_status::bad_kv, "sequence buffer too short");
   std::memcpy(&h, in.data(), sizeof(h));
-  if (std::memcmp(h.magic, "DISQ", 4) != 0 || h.version != 1 || h.tokens <= h.kv_len ||
+  if (std::memcmp(h.magic, "DISQ", 4) != 0 || h.version != 2 || (h.flags & 0xff) > 2 || h.tokens <= h.kv_len ||
       h.kv_len <= 0 || h.prompt_len > h.tokens ||
       in.size() < sizeof(h) + static_cast<std::size_t>(h.tokens) * 4)
     return fail(engine_status::bad_kv, "not a sequence buffer of this version");
@@ -168,6 +183,8 @@ engine_status rank_engine::import_sequence(sequence_id id, std::span<const std::
   in = in.subspan(sizeof(h) + s->tokens.size() * 4);
   s->prompt_len = h.prompt_len;
   s->kv_len = h.kv_len;
+  s->mode = static_cast<decoder_mode>(h.flags & 0xff);
+  s->decoder_exact = (h.flags & (1 << 8)) != 0;
   s->windows = sequence_windows::make(c);
   std::span<const std::byte> kv, enc, dec;
   if (!take_section(in, kv) || !take_section(in, enc) || !take_section(in, dec))
