@@ -67,10 +67,14 @@ prefilled_sequence run_prefill(rank_pointer self, const prefill_job& job) {
   req.seq = engine::sequence_id{st.next_seq++};
   req.tokens = job.tokens;
   req.sampling = to_params(job.sampling);
-  if (auto& cache = st.cfg.engine.cache) {
+  req.mode = st.cfg.engine.decoder_mode;
+  auto& cache = st.cfg.engine.cache;
+  if (cache) {
     auto hit = cache->lookup(job.tokens);
     req.hit_length = hit.length;
     req.hit_blocks = std::move(hit.blocks);
+    if (hit.snapshot)
+      req.snapshot = *hit.snapshot;
   }
   auto p = st.engine->prefill(req);
   if (p.status == engine::engine_status::bad_kv && req.hit_length > 0) {
@@ -78,8 +82,14 @@ prefilled_sequence run_prefill(rank_pointer self, const prefill_job& job) {
     st.engine->free(req.seq);
     req.hit_length = 0;
     req.hit_blocks.clear();
+    req.snapshot.reset();
     p = st.engine->prefill(req);
   }
+  // The prefill's snapshots serve the same prompt sent again and the next turn, once decode
+  // has stored the blocks they end at.
+  if (cache && p.status == engine::engine_status::ok && p.done)
+    for (auto& snap : st.engine->export_snapshots(req.seq))
+      cache->store_snapshot(job.tokens, snap.end, std::move(snap.bytes));
   out.cached = req.hit_length;
   ++st.steps;
   if (p.status != engine::engine_status::ok || !p.done) {
@@ -112,6 +122,9 @@ void release(rank_pointer self, engine::sequence_id seq) {
     // The last token has no KV yet: the next decode step would have fed it.
     auto full = tokens.empty() ? 0 : static_cast<int64_t>(tokens.size() - 1) / 128;
     cache->store(tokens, full, [&](int64_t i) { return st.engine->export_block(seq, i); });
+    // The last window decode copied at a 128 boundary (DESIGN §4.2).
+    if (auto at = st.engine->snapshot_end(seq))
+      cache->store_snapshot(tokens, *at, *st.engine->export_snapshot(seq));
   }
   st.engine->free(seq);
 }

@@ -4,6 +4,8 @@
 #include <cstdint>
 #include <string>
 
+#include "engine/decoder_mode.hpp"
+
 namespace deepinfer::actors {
 
 /// What the serving path needs besides the actors: model, tokenizer, limits.
@@ -29,6 +31,9 @@ struct serving_config {
   std::chrono::milliseconds request_timeout{120000};
   /// Limit for one prefill round trip (a dead rank never answers: CAF 0.17 pitfall P7).
   std::chrono::milliseconds prefill_timeout{60000};
+  /// How prefills run the decoder (rank_engine_config::decoder_mode): exact keeps greedy output
+  /// identical whether a turn hits the prefix cache or not.
+  engine::decoder_mode decoder_mode = engine::decoder_mode::exact;
 };
 
 } // namespace deepinfer::actors

@@ -10,6 +10,7 @@
 #include <CLI/CLI.hpp>
 
 #include "actors/node_runtime.hpp"
+#include "engine/decoder_mode.hpp"
 #include "launcher/launch_plan.hpp"
 #include "launcher/log.hpp"
 #include "launcher/logging.hpp"
@@ -35,6 +36,7 @@ struct options {
   int connection_timeout_ms = 0;
   std::string model_dir;
   std::string kv_root;
+  std::string decoder_mode = "exact";
   bool no_serve = false;
 };
 
@@ -107,6 +109,10 @@ int main(int argc, char** argv) {
                                          "(default: the tiny model, made on first run in the cache)");
   app.add_option("--kv-root", o.kv_root, "KV block store root of the embedded default "
                                        "(default: $DEEPINFER_CACHE/kv)");
+  app.add_option("--decoder-mode", o.decoder_mode,
+                 "exact|bounded: how prefills run the decoder in the embedded default (default "
+                 "exact: greedy output is the same whether a prompt hits the prefix cache or not)")
+    ->check(CLI::IsMember({"exact", "bounded"}));
   app.add_flag("--no-serve", o.no_serve, "Embedded default without the model (membership and HTTP only)");
   try {
     app.parse(argc, argv);
@@ -148,6 +154,7 @@ int main(int argc, char** argv) {
       }
       sc.tokenizer_path = cache_dir() + "/tokenizer/tokenizer_v41.json";
       sc.kv_root = o.kv_root.empty() ? cache_dir() + "/kv" : o.kv_root;
+      sc.decoder_mode = *deepinfer::engine::parse_decoder_mode(o.decoder_mode);
       cfg.serving = sc;
     }
     return run_node(std::move(cfg), stop_signals);
