@@ -83,6 +83,10 @@ std::unique_ptr<entrypoint> entrypoint::create(caf::actor_system& sys, const ser
   ctx->kv_transfer_bytes = &metrics->add_counter("deepinfer_kv_transfer_bytes_total",
                                                  "KV bytes moved prefill -> decode, by transport.",
                                                  {"transport"});
+  ctx->snapshot_hits = &metrics->add_counter("deepinfer_prefix_cache_snapshot_hits_total",
+                                             "Prefix hits with their SWA snapshot (exact, no replay), by "
+                                             "where the snapshot was: this node (local) or another (remote).",
+                                             {"source"});
   metrics->add_collector("deepinfer_decode_router_requests",
                          "Requests the decode router has placed on each decode rank and not yet released.",
                          http::metrics_registry::kind::gauge, {"instance", "rank"}, [load = ctx->decode_ranks] {

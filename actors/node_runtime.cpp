@@ -23,6 +23,7 @@
 #include "actors/http/router.hpp"
 #include "actors/kv_transport.hpp"
 #include "actors/node_http.hpp"
+#include "actors/snapshot_server.hpp"
 #include "actors/swa_shard.hpp"
 #include "actors/prefix_cache.hpp"
 #include "engine/model/model_config.hpp"
@@ -102,7 +103,43 @@ std::optional<std::string> node_runtime::start() {
   d.sys = std::make_unique<caf::actor_system>(*d.sys_cfg);
   auto& sys = *d.sys;
 
-  // 0. This entrypoint's shard of the SWA directory; its handle travels in node_info, so every
+  // 0a. The process's prefix cache (block store + SWA snapshots) and the actor that serves its
+  // snapshots to other nodes.
+  std::shared_ptr<prefix_cache> cache;
+  auto metrics = std::make_shared<http::metrics_registry>();
+  if (cfg.serving && !cfg.serving->kv_root.empty()) {
+    auto mc = engine::load_config_file(cfg.serving->model_dir + "/config.json");
+    if (!mc.config)
+      return "cannot read the model config: " + mc.error;
+    std::string err;
+    prefix_cache::config pc;
+    pc.root = cfg.serving->kv_root;
+    pc.fingerprint = mc.config->fingerprint;
+    pc.snapshot_ttl_ms = cfg.serving->snapshot_ttl.count();
+    cache = prefix_cache::open(pc, &err);
+    if (!cache)
+      return err;
+    cfg.self.snapshots = caf::actor_cast<caf::strong_actor_ptr>(
+      spawn_snapshot_server(sys, [weak = std::weak_ptr<prefix_cache>{cache}](const wire_key& k)
+                                   -> std::optional<std::vector<std::byte>> {
+        auto c = weak.lock();
+        auto snap = c ? c->local_snapshot(kv::block_key{k.lo, k.hi}) : nullptr;
+        if (!snap)
+          return std::nullopt;
+        return *snap;
+      }));
+    // Every snapshot kept here is recorded in the directory shard responsible for its key.
+    cache->set_snapshot_listener([snap = d.snap, owner = caf::actor_cast<caf::actor_addr>(cfg.self.snapshots)](
+                                   const kv::block_key& key) {
+      auto server = caf::actor_cast<caf::strong_actor_ptr>(owner);
+      auto shard = server ? swa_shard_for(snap->get().view, wire_key{key.lo, key.hi}) : nullptr;
+      if (shard)
+        caf::anon_send(caf::actor_cast<swa_shard_actor>(shard), swa_record_atom::value,
+                       wire_key{key.lo, key.hi}, server);
+    });
+  }
+
+  // 0b. This entrypoint's shard of the SWA directory; its handle travels in node_info, so every
   // node finds the shards through the membership view.
   if (cfg.http && cfg.serving)
     cfg.self.swa_shard = caf::actor_cast<caf::strong_actor_ptr>(
@@ -143,17 +180,6 @@ std::optional<std::string> node_runtime::start() {
   }
 
   // 3. Instances; with a model, every rank shares the process's prefix cache.
-  std::shared_ptr<prefix_cache> cache;
-  auto metrics = std::make_shared<http::metrics_registry>();
-  if (cfg.serving && !cfg.serving->kv_root.empty()) {
-    auto mc = engine::load_config_file(cfg.serving->model_dir + "/config.json");
-    if (!mc.config)
-      return "cannot read the model config: " + mc.error;
-    std::string err;
-    cache = prefix_cache::open({cfg.serving->kv_root, mc.config->fingerprint}, &err);
-    if (!cache)
-      return err;
-  }
   for (auto& spec : cfg.instances) {
     instance_supervisor_config sc;
     sc.instance = cfg.self.name + "/" + spec.role;
@@ -166,6 +192,7 @@ std::optional<std::string> node_runtime::start() {
       sc.engine.threads = cfg.serving->threads_per_rank;
       sc.engine.kv_blocks = cfg.serving->kv_blocks_per_rank;
       sc.engine.cache = cache;
+      sc.engine.decoder_mode = cfg.serving->decoder_mode;
       sc.engine.metrics = metrics;
       sc.engine.instance = sc.instance;
     }

@@ -1,5 +1,8 @@
 #include "actors/prefix_cache.hpp"
 
+#include <condition_variable>
+#include <mutex>
+
 #include "kv/block_store.hpp"
 #include "kv/check_index.hpp"
 #include "kv/hash_chain.hpp"
@@ -12,6 +15,22 @@ struct prefix_cache::impl {
   std::unique_ptr<kv::check_index> index;
   std::optional<kv::hash_chain> chain;
   kv::hit_policy policy;
+  std::unique_ptr<kv::swa_store> snapshots;
+  std::mutex source_mtx;
+  snapshot_source remote;
+  snapshot_listener listener;
+
+  /// The snapshot ending at `key`: local memory first, then the remote source.
+  kv::swa_snapshot find_snapshot(const kv::block_key& key) {
+    if (auto s = snapshots->get(key))
+      return s;
+    snapshot_source src;
+    {
+      std::lock_guard guard{source_mtx};
+      src = remote;
+    }
+    return src ? src(key) : nullptr;
+  }
 };
 
 prefix_cache::prefix_cache(std::unique_ptr<impl> d) : d_(std::move(d)) {}
@@ -25,7 +44,7 @@ std::shared_ptr<prefix_cache> prefix_cache::open(const config& cfg, std::string*
   sc.root = cfg.root;
   sc.fingerprint = fp;
   sc.fsync = kv::fsync_policy::none;  // the cache is a cache: a power loss only costs hits
-  sc.io_threads = 1;
+  sc.io_threads = cfg.io_threads;
   d->store = kv::block_store::open(sc);
   if (!d->store) {
     *error = "cannot open the KV block store at " + cfg.root;
@@ -34,28 +53,67 @@ std::shared_ptr<prefix_cache> prefix_cache::open(const config& cfg, std::string*
   auto* store = d->store.get();
   d->index = std::make_unique<kv::check_index>([store](const kv::block_key& k) { return store->exists(k); });
   d->chain.emplace(fp);
+  kv::swa_store::config wc;
+  wc.ttl_ms = cfg.snapshot_ttl_ms;
+  wc.memory_cap_bytes = cfg.snapshot_memory_cap;
+  d->snapshots = std::make_unique<kv::swa_store>(wc);
   return std::shared_ptr<prefix_cache>(new prefix_cache(std::move(d)));
+}
+
+void prefix_cache::set_snapshot_source(snapshot_source source) {
+  std::lock_guard guard{d_->source_mtx};
+  d_->remote = std::move(source);
 }
 
 prefix_cache::hit prefix_cache::lookup(std::span<const int32_t> prompt) {
   hit out;
   auto keys = d_->chain->keys(prompt);
   auto found = d_->index->longest_prefix(keys);
-  auto l1 = d_->policy.reusable_length(prompt.size(), found.blocks);
-  auto n = l1 / kv::block_tokens;
+  kv::swa_snapshot snap;
+  auto decision = d_->policy.decide(prompt.size(), found.blocks, [&](std::size_t l1) {
+    snap = d_->find_snapshot(keys[l1 / kv::block_tokens - 1]);
+    return snap != nullptr;
+  });
+  // Replay reuses the last block's KV too: the engine gets every block up to L1 either way.
+  const auto wanted = decision.blocks_of(keys);
+  const std::size_t n = wanted.size();
+  // Every read in flight at once (the store's I/O threads or io_uring); the rank waits for all.
+  std::vector<std::vector<std::byte>> bufs(n);
+  std::vector<kv::read_status> status(n, kv::read_status::not_found);
+  std::mutex mtx;
+  std::condition_variable cv;
+  std::size_t pending = 0;
   for (std::size_t i = 0; i < n; ++i) {
-    auto size = d_->store->payload_size(keys[i]);
+    auto size = d_->store->payload_size(wanted[i]);
     if (!size)
       break;
-    std::vector<std::byte> buf(*size);
-    auto r = d_->store->read(keys[i], buf);
-    if (r.status != kv::read_status::ok) {
-      d_->index->erase(keys[i]);
+    bufs[i].resize(*size);
+    {
+      std::lock_guard guard{mtx};
+      ++pending;
+    }
+    d_->store->read_async(wanted[i], bufs[i], [&, i](kv::read_result r) {
+      std::lock_guard guard{mtx};
+      status[i] = r.status;
+      if (--pending == 0)
+        cv.notify_one();
+    });
+  }
+  {
+    std::unique_lock lock{mtx};
+    cv.wait(lock, [&] { return pending == 0; });
+  }
+  for (std::size_t i = 0; i < n; ++i) {
+    if (status[i] != kv::read_status::ok) {
+      if (!bufs[i].empty()) // read and failed: the index was stale
+        d_->index->erase(wanted[i]);
       break;
     }
-    out.blocks.push_back(std::move(buf));
+    out.blocks.push_back(std::move(bufs[i]));
   }
   out.length = static_cast<int64_t>(out.blocks.size() * kv::block_tokens);
+  if (out.blocks.size() == n && decision.swa == kv::swa_mode::exact)
+    out.snapshot = std::move(snap);
   return out;
 }
 
@@ -91,6 +149,37 @@ int64_t prefix_cache::store(std::span<const int32_t> tokens, int64_t full_blocks
     written += st == kv::write_status::written ? 1 : 0;
   }
   return written;
+}
+
+bool prefix_cache::store_snapshot(std::span<const int32_t> tokens, int64_t end,
+                                  std::vector<std::byte> snapshot) {
+  const auto block = static_cast<int64_t>(kv::block_tokens);
+  if (end <= 0 || end % block != 0 || end > static_cast<int64_t>(tokens.size()))
+    return false;
+  auto keys = d_->chain->keys(tokens.first(static_cast<std::size_t>(end)));
+  if (!d_->snapshots->put(keys.back(), std::move(snapshot)))
+    return false;
+  snapshot_listener listener;
+  {
+    std::lock_guard guard{d_->source_mtx};
+    listener = d_->listener;
+  }
+  if (listener)
+    listener(keys.back());
+  return true;
+}
+
+kv::swa_snapshot prefix_cache::local_snapshot(const kv::block_key& key) const {
+  return d_->snapshots->get(key);
+}
+
+void prefix_cache::set_snapshot_listener(snapshot_listener listener) {
+  std::lock_guard guard{d_->source_mtx};
+  d_->listener = std::move(listener);
+}
+
+std::size_t prefix_cache::snapshots() const {
+  return d_->snapshots->size();
 }
 
 } // namespace deepinfer::actors

@@ -10,12 +10,16 @@
 #include <utility>
 #include <vector>
 
+#include "kv/block_key.hpp"
+#include "kv/swa_store.hpp"
+
 namespace deepinfer::actors {
 
-/// The persistent block KV cache as the ranks use it (DESIGN §4.1): the hash chain, the CHECK
-/// index and the block store under one root, shared by every rank of a process (thread-safe; no
-/// CAF). Decode stores the full blocks of a finished sequence (prompt and output); prefill looks
-/// up the longest reusable prefix (the hit policy's L1) and reads its blocks.
+/// The prefix cache as the ranks use it (DESIGN §4): the persistent block KV (hash chain, CHECK
+/// index and block store under one root) and the process-local SWA snapshots, shared by every
+/// rank of a process (thread-safe; no CAF). Decode stores the full blocks of a finished sequence
+/// (prompt and output) and its last snapshot; prefill stores its snapshot; lookup applies the hit
+/// policy (§4.3) and reads the hit's blocks.
 class prefix_cache {
 public:
   struct config {
@@ -23,20 +27,34 @@ public:
     std::string root;
     /// The model's fingerprint (config.json); keys of different models never meet.
     std::string fingerprint;
+    /// Threads reading hit blocks in parallel.
+    std::size_t io_threads = 4;
+    /// SWA snapshots: lifetime and memory cap (DESIGN §4.2: about 180 s).
+    int64_t snapshot_ttl_ms = 180'000;
+    uint64_t snapshot_memory_cap = 1ULL << 30;
   };
 
   /// Opens (creating) the store; nullptr and `error` when the root is unusable.
   static std::shared_ptr<prefix_cache> open(const config& cfg, std::string* error);
   ~prefix_cache();
 
-  /// A hit: `length` tokens (a multiple of 128) and their block buffers, in order.
+  /// A hit: `length` tokens (a multiple of 128, the hit policy's L1) with their block buffers, in
+  /// order, and the SWA snapshot ending at `length` when one was found (the hit is then exact;
+  /// without it the engine replays the last block's window).
   struct hit {
     int64_t length = 0;
     std::vector<std::vector<std::byte>> blocks;
+    kv::swa_snapshot snapshot;
   };
 
-  /// The reusable stored prefix of a prompt (capped at L - 134 so the window can be rebuilt);
-  /// blocks that fail to read shorten the hit.
+  /// Where to look for a snapshot the local store lacks (another node's memory through the SWA
+  /// directory); returns nullptr on a miss. Runs on the calling rank's thread, during `lookup`.
+  using snapshot_source = std::function<kv::swa_snapshot(const kv::block_key& ends_at)>;
+  /// Installs (or, with an empty function, removes) the remote snapshot source.
+  void set_snapshot_source(snapshot_source source);
+
+  /// The reusable stored prefix of a prompt (capped at L - 134 so the window can be rebuilt),
+  /// its blocks read in parallel; blocks that fail to read shorten the hit (and drop the snapshot).
   hit lookup(std::span<const int32_t> prompt);
 
   /// CHECK only (metadata, no block read; DESIGN §1 step 3): the hit length `lookup` would
@@ -51,6 +69,21 @@ public:
   /// yet stored. Returns how many were written.
   using export_fn = std::function<std::optional<std::vector<std::byte>>(int64_t)>;
   int64_t store(std::span<const int32_t> tokens, int64_t full_blocks, const export_fn& export_block);
+
+  /// Keeps the SWA snapshot of `tokens` ending at position `end` (a positive multiple of 128 not
+  /// past the tokens), keyed by the key of block end / 128 - 1. False when refused.
+  bool store_snapshot(std::span<const int32_t> tokens, int64_t end, std::vector<std::byte> snapshot);
+
+  /// The snapshot ending at `key` in this process's memory (no remote source); null if absent.
+  kv::swa_snapshot local_snapshot(const kv::block_key& key) const;
+
+  /// Called with the key of every snapshot `store_snapshot` keeps (to record it in the SWA
+  /// directory). Runs on the storing rank's thread.
+  using snapshot_listener = std::function<void(const kv::block_key& ends_at)>;
+  void set_snapshot_listener(snapshot_listener listener);
+
+  /// Snapshots held in this process's memory.
+  std::size_t snapshots() const;
 
 private:
   struct impl;

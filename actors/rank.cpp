@@ -9,6 +9,7 @@
 
 #include <caf/actor_cast.hpp>
 #include <caf/actor_system.hpp>
+#include <caf/scoped_actor.hpp>
 #include <caf/send.hpp>
 #include <caf/stateful_actor.hpp>
 #include <caf/typed_event_based_actor.hpp>
@@ -23,6 +24,9 @@
 namespace deepinfer::actors {
 
 namespace {
+
+/// Limit for fetching an SWA snapshot from another node (a replay is the fallback).
+constexpr auto snapshot_fetch_timeout = std::chrono::milliseconds(500);
 
 /// One sequence in the decode batch.
 struct decoding {
@@ -59,6 +63,29 @@ engine::sampling_params to_params(const sampling_spec& s) {
   return p;
 }
 
+/// The SWA directory named another node's memory for the window ending at the job's hit: when
+/// this node lacks that snapshot, fetch it (bounded wait; this rank has its own thread) and keep
+/// it here. True when a snapshot arrived.
+bool fetch_snapshot(rank_pointer self, const prefill_job& job) {
+  auto& cache = *self->state.cfg.engine.cache;
+  auto key = cache.key_at(job.tokens, job.snapshot_end);
+  if (!key || cache.local_snapshot(kv::block_key{key->first, key->second}))
+    return false;
+  std::vector<std::byte> bytes;
+  caf::scoped_actor fetcher{self->system()};
+  fetcher->request(caf::actor_cast<snapshot_server_actor>(job.snapshot_owner), snapshot_fetch_timeout,
+                   swa_fetch_atom::value, wire_key{key->first, key->second})
+    .receive(
+      [&](byte_payload& p) {
+        bytes.resize(p.bytes.size());
+        std::memcpy(bytes.data(), p.bytes.data(), p.bytes.size());
+      },
+      [&](caf::error& e) {
+        log().info("rank={} remote SWA snapshot unavailable: {}", self->state.cfg.rank, self->system().render(e));
+      });
+  return !bytes.empty() && cache.store_snapshot(job.tokens, job.snapshot_end, std::move(bytes));
+}
+
 /// Prefills `job` and hands its KV to the job's decode rank over the transport that fits the
 /// pair (DESIGN §1 step 5). Answers the first token either way.
 prefill_result run_prefill(rank_pointer self, prefill_job& job) {
@@ -73,10 +100,17 @@ prefill_result run_prefill(rank_pointer self, prefill_job& job) {
   req.seq = engine::sequence_id{st.next_seq++};
   req.tokens = job.tokens;
   req.sampling = to_params(job.sampling);
-  if (auto& cache = st.cfg.engine.cache) {
+  req.mode = st.cfg.engine.decoder_mode;
+  auto& cache = st.cfg.engine.cache;
+  if (cache && job.snapshot_owner)
+    out.snapshot_remote = fetch_snapshot(self, job);
+  if (cache) {
     auto hit = cache->lookup(job.tokens);
+    out.snapshot_hit = hit.snapshot != nullptr;
     req.hit_length = hit.length;
     req.hit_blocks = std::move(hit.blocks);
+    if (hit.snapshot)
+      req.snapshot = *hit.snapshot;
   }
   auto p = st.engine->prefill(req);
   if (p.status == engine::engine_status::bad_kv && req.hit_length > 0) {
@@ -84,8 +118,14 @@ prefill_result run_prefill(rank_pointer self, prefill_job& job) {
     st.engine->free(req.seq);
     req.hit_length = 0;
     req.hit_blocks.clear();
+    req.snapshot.reset();
     p = st.engine->prefill(req);
   }
+  // The prefill's snapshots serve the same prompt sent again and the next turn, once decode
+  // has stored the blocks they end at.
+  if (cache && p.status == engine::engine_status::ok && p.done)
+    for (auto& snap : st.engine->export_snapshots(req.seq))
+      cache->store_snapshot(job.tokens, snap.end, std::move(snap.bytes));
   out.cached = req.hit_length;
   ++st.steps;
   if (p.status != engine::engine_status::ok || !p.done) {
@@ -129,6 +169,9 @@ void release(rank_pointer self, engine::sequence_id seq) {
     // The last token has no KV yet: the next decode step would have fed it.
     auto full = tokens.empty() ? 0 : static_cast<int64_t>(tokens.size() - 1) / 128;
     cache->store(tokens, full, [&](int64_t i) { return st.engine->export_block(seq, i); });
+    // The last window decode copied at a 128 boundary (DESIGN §4.2).
+    if (auto at = st.engine->snapshot_end(seq))
+      cache->store_snapshot(tokens, *at, *st.engine->export_snapshot(seq));
   }
   st.engine->free(seq);
 }

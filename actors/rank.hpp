@@ -8,6 +8,7 @@
 #include <caf/fwd.hpp>
 
 #include "actors/interfaces.hpp"
+#include "engine/decoder_mode.hpp"
 
 namespace deepinfer::actors {
 
@@ -28,6 +29,10 @@ struct rank_engine_config {
   /// Where the rank reports pool use and batch size (null: nowhere), labelled by `instance`.
   std::shared_ptr<http::metrics_registry> metrics;
   std::string instance;
+  /// How prefills run the decoder: exact (default) makes a prefix hit change no bit of the
+  /// output; bounded is cheaper on cold prompts (decoder over 128 tokens instead of 646 on the
+  /// tiny model) but approximate (DESIGN §5.2).
+  engine::decoder_mode decoder_mode = engine::decoder_mode::exact;
 };
 
 /// Identity of one rank within one generation of its instance.

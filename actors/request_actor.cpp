@@ -195,6 +195,8 @@ void on_prefilled(request_pointer self, prefill_result& r) {
     st.usage.cached_tokens = r.cached;
     st.ctx->cached_tokens->inc(static_cast<double>(r.cached));
   }
+  if (r.snapshot_hit)
+    st.ctx->snapshot_hits->with({r.snapshot_remote ? "remote" : "local"}).inc();
   if (!r.transport.empty()) {
     st.ctx->kv_transfers->with({r.transport}).inc();
     st.ctx->kv_transfer_bytes->with({r.transport}).inc(static_cast<double>(r.kv_bytes));

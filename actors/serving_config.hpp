@@ -4,6 +4,8 @@
 #include <cstdint>
 #include <string>
 
+#include "engine/decoder_mode.hpp"
+
 namespace deepinfer::actors {
 
 /// What the serving path needs besides the actors: model, tokenizer, limits.
@@ -34,6 +36,9 @@ struct serving_config {
   std::chrono::milliseconds instance_wait{30000};
   /// Lifetime of SWA snapshots and of their directory entries (DESIGN §4.2: about 180 s).
   std::chrono::milliseconds snapshot_ttl{180000};
+  /// How prefills run the decoder (rank_engine_config::decoder_mode): exact keeps greedy output
+  /// identical whether a turn hits the prefix cache or not.
+  engine::decoder_mode decoder_mode = engine::decoder_mode::exact;
 };
 
 } // namespace deepinfer::actors

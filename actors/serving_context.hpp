@@ -44,6 +44,8 @@ struct entrypoint::context {
   http::metrics_registry::counter* generated_tokens = nullptr;
   http::metrics_registry::gauge* in_flight = nullptr;
   http::metrics_registry::family<http::metrics_registry::counter>* kv_transfers = nullptr;
+  /// Prefix hits that came with their SWA snapshot (exact), by where it was: local / remote.
+  http::metrics_registry::family<http::metrics_registry::counter>* snapshot_hits = nullptr;
   http::metrics_registry::family<http::metrics_registry::counter>* kv_transfer_bytes = nullptr;
 };
 

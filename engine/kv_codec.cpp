@@ -57,6 +57,30 @@ std::vector<std::byte> kv_codec::encode_block(const float* rows, int64_t tokens,
   return out;
 }
 
+std::size_t kv_codec::block_bytes(int64_t tokens, int64_t floats_per_token) {
+  return sizeof(header) + static_cast<std::size_t>(tokens * floats_per_token) * sizeof(float);
+}
+
+void kv_codec::write_block_header(std::span<std::byte> out, int64_t tokens,
+                                  int64_t floats_per_token, const std::string& fingerprint) {
+  header h = make_header(kind_block, fingerprint);
+  h.a = tokens;
+  h.b = floats_per_token;
+  std::memcpy(out.data(), &h, sizeof(header));
+}
+
+std::string kv_codec::block_rows(std::span<const std::byte> bytes, int64_t tokens,
+                                 int64_t floats_per_token, const std::string& fingerprint,
+                                 std::span<const std::byte>& rows) {
+  header h;
+  if (auto err = check_header(bytes, kind_block, fingerprint, h); !err.empty())
+    return err;
+  if (h.a != tokens || h.b != floats_per_token || bytes.size() != block_bytes(tokens, floats_per_token))
+    return "kv block geometry does not match this model";
+  rows = bytes.subspan(sizeof(header));
+  return {};
+}
+
 std::string kv_codec::decode_block(std::span<const std::byte> bytes, int64_t tokens,
                                    int64_t floats_per_token, const std::string& fingerprint,
                                    float* rows) {
@@ -119,6 +143,17 @@ std::string kv_codec::decode_window(std::span<const std::byte> bytes,
       r.push(h.c - h.d + i, k.data() + i * width, v.data() + i * width);
   }
   return {};
+}
+
+std::size_t kv_codec::window_bytes(std::span<const std::byte> bytes) {
+  header h;
+  if (bytes.size() < sizeof(header))
+    return 0;
+  std::memcpy(&h, bytes.data(), sizeof(header));
+  if (std::memcmp(h.magic, "DIKV", 4) != 0 || h.kind != kind_window || h.a < 0 || h.b < 0 ||
+      h.d < 0 || h.a > (1 << 16) || h.b > (1 << 24) || h.d > (1 << 24))
+    return 0;
+  return sizeof(header) + static_cast<std::size_t>(h.a * 2 * h.d * h.b) * sizeof(float);
 }
 
 } // namespace deepinfer::engine

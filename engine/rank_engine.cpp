@@ -89,24 +89,37 @@ prefill_progress rank_engine::begin_prefill(const prefill_request& req) {
     start = n - c.window;
   else if (req.mode == decoder_mode::exact)
     start = n - c.ring - int64_t{c.window} * c.decoder_layers;
-  // Encoder outputs before the hit are not recomputed, so the decoder cannot start earlier.
-  s->decoder_start = std::max<int64_t>({0, start, h});
-  s->tail.resize(static_cast<std::size_t>((n - s->decoder_start) * c.hidden));
-  const int64_t snap = (n - 1) / 128 * 128;
-  s->snapshot_at = (snap >= 128 && snap > h) ? snap : -1;
+  start = std::max<int64_t>(0, start);
+  for (int64_t at : {(n - c.ring) / 128 * 128, (n - 1) / 128 * 128})
+    if (at >= 128 && at > h && (s->snapshot_at.empty() || s->snapshot_at.back() < at))
+      s->snapshot_at.push_back(at);
   s->kv_len = h;
-  // 3. the encoder window at h: from the snapshot, or bounded replay of [h-128, h).
+  // 3. the windows at h: from the snapshot (the decoder's too when it carries them and the
+  // mode wants them), or bounded replay of [h-128, h) for the encoder.
   if (h > 0) {
     if (req.snapshot) {
+      std::span<const std::byte> bytes{*req.snapshot};
+      const auto enc_size = std::min(kv_codec::window_bytes(bytes), bytes.size());
       kv_codec::window_info info;
-      auto err = kv_codec::decode_window(*req.snapshot, c.fingerprint, s->windows.encoder, info);
+      auto err = kv_codec::decode_window(bytes.first(enc_size), c.fingerprint,
+                                         s->windows.encoder, info);
       if (err.empty() && info.end != h)
         err = "snapshot ends at " + std::to_string(info.end) + ", not at the hit length";
+      s->windows.encoder_lo = info.lo;
+      if (err.empty() && enc_size < bytes.size() && req.mode != decoder_mode::bounded &&
+          start < h) {
+        kv_codec::window_info dinfo;
+        err = kv_codec::decode_window(bytes.subspan(enc_size), c.fingerprint,
+                                      s->windows.decoder, dinfo);
+        if (err.empty() && dinfo.end != h)
+          err = "snapshot's decoder window does not end at the hit length";
+        s->windows.decoder_lo = dinfo.lo;
+        s->decoder_restored = true;
+      }
       if (!err.empty()) {
         pool_.free(req.seq);
         return failure(engine_status::bad_kv, err);
       }
-      s->windows.encoder_lo = info.lo;
     } else {
       for (auto& r : s->windows.encoder)
         r.reset(h - c.window);
@@ -114,6 +127,12 @@ prefill_progress rank_engine::begin_prefill(const prefill_request& req) {
       run_encoder(*s, h - c.window, h, false);
     }
   }
+  // Encoder outputs before the hit are not recomputed, so without restored decoder windows the
+  // decoder cannot start earlier than the hit (then its windows are approximate).
+  s->decoder_start = s->decoder_restored ? h : std::max(start, h);
+  s->decoder_exact = req.mode == decoder_mode::full ||
+                     (req.mode == decoder_mode::exact && (s->decoder_restored || start >= h));
+  s->tail.resize(static_cast<std::size_t>((n - s->decoder_start) * c.hidden));
   log().debug("req={} prefill begin tokens={} hit={} replay={} decoder_start={}", req.seq.value,
               n, h, h > 0 && !req.snapshot, s->decoder_start);
   seqs_.emplace(req.seq, std::move(s));
@@ -122,12 +141,13 @@ prefill_progress rank_engine::begin_prefill(const prefill_request& req) {
 
 void rank_engine::run_encoder(sequence& s, int64_t begin, int64_t end, bool write_kv) {
   const auto& c = model();
-  // A snapshot must see the windows exactly at snapshot_at: split the run there.
-  if (s.snapshot_at > begin && s.snapshot_at < end) {
-    run_encoder(s, begin, s.snapshot_at, write_kv);
-    run_encoder(s, s.snapshot_at, end, write_kv);
-    return;
-  }
+  // A snapshot must see the windows exactly at its point: split the run there.
+  for (int64_t at : s.snapshot_at)
+    if (at > begin && at < end) {
+      run_encoder(s, begin, at, write_kv);
+      run_encoder(s, at, end, write_kv);
+      return;
+    }
   const int64_t n = end - begin;
   if (n <= 0)
     return;
@@ -144,8 +164,29 @@ void rank_engine::run_encoder(sequence& s, int64_t begin, int64_t end, bool writ
     std::memcpy(s.tail.data() + (from - s.decoder_start) * c.hidden,
                 out.data() + (from - begin) * c.hidden,
                 sizeof(float) * static_cast<std::size_t>((end - from) * c.hidden));
-  if (end == s.snapshot_at)
-    s.snapshot = kv_codec::encode_window(s.windows.encoder, s.windows.encoder_lo, c.fingerprint);
+  if (std::find(s.snapshot_at.begin(), s.snapshot_at.end(), end) != s.snapshot_at.end())
+    // The decoder part, if any, is appended when the decoder passes the same position.
+    s.snapshots.push_back({end, encode_snapshot(s, false)});
+}
+
+std::vector<std::byte> rank_engine::encode_snapshot(const sequence& s, bool with_decoder) const {
+  const auto& fp = model().fingerprint;
+  auto out = kv_codec::encode_window(s.windows.encoder, s.windows.encoder_lo, fp);
+  if (with_decoder) {
+    auto dec = kv_codec::encode_window(s.windows.decoder, s.windows.decoder_lo, fp);
+    out.insert(out.end(), dec.begin(), dec.end());
+  }
+  return out;
+}
+
+void rank_engine::run_decoder(sequence& s, int64_t begin, int64_t end) {
+  if (end <= begin)
+    return;
+  const auto& c = model();
+  std::vector<forward_row> rows(static_cast<std::size_t>(end - begin));
+  for (int64_t i = begin; i < end; ++i)
+    rows[static_cast<std::size_t>(i - begin)] = {s.id, i, &s.windows};
+  forward_.decoder(rows, s.tail.data() + (begin - s.decoder_start) * c.hidden, pool_);
 }
 
 prefill_progress rank_engine::prefill_step(sequence_id id, int64_t max_tokens) {
@@ -167,13 +208,23 @@ prefill_progress rank_engine::prefill_step(sequence_id id, int64_t max_tokens) {
 void rank_engine::finish_prefill(sequence& s, prefill_progress& out) {
   const auto& c = model();
   const int64_t n = s.prompt_len - s.decoder_start;
-  for (auto& r : s.windows.decoder)
-    r.reset(s.decoder_start);
-  s.windows.decoder_lo = s.decoder_start;
-  std::vector<forward_row> rows(static_cast<std::size_t>(n));
-  for (int64_t i = 0; i < n; ++i)
-    rows[i] = {s.id, s.decoder_start + i, &s.windows};
-  forward_.decoder(rows, s.tail.data(), pool_);
+  if (!s.decoder_restored) {
+    for (auto& r : s.windows.decoder)
+      r.reset(s.decoder_start);
+    s.windows.decoder_lo = s.decoder_start;
+  }
+  // With exact decoder windows the snapshots also carry them: split the run at each point
+  // (splitting changes no bit: every row's result is independent of its batch).
+  int64_t done = s.decoder_start;
+  for (auto& snap : s.snapshots) {
+    if (!s.decoder_exact || snap.end <= s.decoder_start)
+      continue;
+    run_decoder(s, done, snap.end);
+    done = snap.end;
+    auto dec = kv_codec::encode_window(s.windows.decoder, s.windows.decoder_lo, c.fingerprint);
+    snap.bytes.insert(snap.bytes.end(), dec.begin(), dec.end());
+  }
+  run_decoder(s, done, s.prompt_len);
   out.logits.resize(static_cast<std::size_t>(c.vocab_size));
   forward_.logits(s.tail.data() + (n - 1) * c.hidden, 1, out.logits.data());
   s.tail = {};

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "engine/backends/backend.hpp"
+#include "engine/decoder_mode.hpp"
 #include "engine/ids.hpp"
 #include "engine/kv_pool.hpp"
 #include "engine/model/forward.hpp"
@@ -18,16 +19,6 @@
 #include "engine/sampler.hpp"
 
 namespace deepinfer::engine {
-
-/// How the decoder layers run at the end of a prefill (DESIGN.md §5.2).
-enum class decoder_mode : uint8_t {
-  /// Over the last 128 prompt tokens only (serving default; approximate decoder window).
-  bounded,
-  /// Over the last ring + 128 x D tokens: the decoder windows come out exactly as a full run's.
-  exact,
-  /// Over every prompt token (reference for tests; cost grows with the prompt).
-  full,
-};
 
 /// A prefill to run on this rank.
 struct prefill_request {
@@ -40,11 +31,19 @@ struct prefill_request {
   int64_t hit_length = 0;
   std::vector<block_id> shared_blocks;
   std::vector<std::vector<std::byte>> hit_blocks;
-  /// The encoder SWA window ending at hit_length (`export_snapshot`); without it the encoder
-  /// replays [hit_length - 128, hit_length) with bounded attention, reusing their block KV.
+  /// The SWA snapshot ending at hit_length (`export_snapshot`): the encoder window, followed by
+  /// the decoder windows when the producer ran exactly. Without it the encoder replays
+  /// [hit_length - 128, hit_length) with bounded attention, reusing their block KV. In exact mode
+  /// the decoder windows let the decoder resume at hit_length, so a hit changes no bit.
   std::optional<std::vector<std::byte>> snapshot;
   decoder_mode mode = decoder_mode::bounded;
   sampling_params sampling;
+};
+
+/// One SWA snapshot and the position it ends at (a multiple of 128).
+struct snapshot_copy {
+  int64_t end = 0;
+  std::vector<std::byte> bytes;
 };
 
 /// Why a call did not do what was asked.
@@ -117,9 +116,16 @@ public:
 
   /// Block `index` (full, 128 tokens) of `seq`'s global KV as a buffer for the block store.
   std::optional<std::vector<std::byte>> export_block(sequence_id seq, int64_t index) const;
-  /// The latest encoder SWA snapshot: taken at align_down(L-1, 128) during the prefill, then at
-  /// each 128 boundary decode crosses (nullopt when none was taken yet).
+  /// The latest SWA snapshot (nullopt when none was taken yet). It holds the encoder window
+  /// and, when the sequence's decoder windows are exact (exact or full mode), the decoder's.
   std::optional<std::vector<std::byte>> export_snapshot(sequence_id seq) const;
+  /// The position the latest snapshot ends at (a multiple of 128); nullopt when none.
+  std::optional<int64_t> snapshot_end(sequence_id seq) const;
+  /// Every snapshot the sequence holds, oldest first. A prefill of L tokens takes them at
+  /// align_down(L - ring, 128), the hit of the same prompt sent again (a retry, a regenerate),
+  /// and at align_down(L - 1, 128) (DESIGN §4.2), the hit of a next turn; decode keeps the
+  /// window of the last 128 boundary it crossed.
+  std::vector<snapshot_copy> export_snapshots(sequence_id seq) const;
   /// Everything decode needs to continue `seq` elsewhere: tokens, KV rows, both windows.
   std::optional<std::vector<std::byte>> export_sequence(sequence_id seq) const;
   /// Recreates a sequence from `export_sequence` with its own sampling settings.
@@ -141,6 +147,8 @@ private:
   rank_engine(std::unique_ptr<model_weights> w, const config& cfg);
   void run_encoder(sequence& s, int64_t begin, int64_t end, bool write_kv);
   void finish_prefill(sequence& s, prefill_progress& out);
+  void run_decoder(sequence& s, int64_t begin, int64_t end);
+  std::vector<std::byte> encode_snapshot(const sequence& s, bool with_decoder) const;
   bool sample_and_append(sequence& s, const float* logits, sampled_token& tok);
 
   config config_;

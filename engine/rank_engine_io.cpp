@@ -13,10 +13,12 @@ namespace {
 // rows (a kv_codec block of kv_len rows), the encoder window and the decoder window.
 struct sequence_header {
   char magic[4] = {'D', 'I', 'S', 'Q'};
-  uint32_t version = 1;
+  uint32_t version = 2;
   int64_t tokens = 0;
   int64_t prompt_len = 0;
   int64_t kv_len = 0;
+  /// The decoder mode, and 1 << 8 when the decoder windows are exact (their snapshots carry them).
+  int64_t flags = 0;
 };
 
 void put(std::vector<std::byte>& out, const void* p, std::size_t n) {
@@ -85,7 +87,7 @@ std::vector<decode_output> rank_engine::decode_step(std::span<const sequence_id>
     // Crossing a block boundary: keep the window there as the sequence's snapshot (DESIGN.md
     // §4.2's copy area; this step is synchronous, so the copy is taken exactly at the boundary).
     if (s.kv_len % 128 == 0)
-      s.snapshot = kv_codec::encode_window(s.windows.encoder, s.windows.encoder_lo, c.fingerprint);
+      s.snapshots.assign(1, {s.kv_len, encode_snapshot(s, s.decoder_exact)});
     auto& o = out[slot[r]];
     o.finished = sample_and_append(s, lg.data() + r * c.vocab_size, o.token);
   }
@@ -114,9 +116,21 @@ std::optional<std::vector<std::byte>> rank_engine::export_block(sequence_id id,
 
 std::optional<std::vector<std::byte>> rank_engine::export_snapshot(sequence_id id) const {
   auto it = seqs_.find(id);
-  if (it == seqs_.end())
+  if (it == seqs_.end() || it->second->snapshots.empty())
     return std::nullopt;
-  return it->second->snapshot;
+  return it->second->snapshots.back().bytes;
+}
+
+std::optional<int64_t> rank_engine::snapshot_end(sequence_id id) const {
+  auto it = seqs_.find(id);
+  if (it == seqs_.end() || it->second->snapshots.empty())
+    return std::nullopt;
+  return it->second->snapshots.back().end;
+}
+
+std::vector<snapshot_copy> rank_engine::export_snapshots(sequence_id id) const {
+  auto it = seqs_.find(id);
+  return it == seqs_.end() ? std::vector<snapshot_copy>{} : it->second->snapshots;
 }
 
 std::optional<std::vector<std::byte>> rank_engine::export_sequence(sequence_id id) const {
@@ -130,15 +144,30 @@ std::optional<std::vector<std::byte>> rank_engine::export_sequence(sequence_id i
   h.tokens = static_cast<int64_t>(s.tokens.size());
   h.prompt_len = s.prompt_len;
   h.kv_len = s.kv_len;
+  h.flags = static_cast<int64_t>(s.mode) | (s.decoder_exact ? 1 << 8 : 0);
+  // One allocation, and the KV rows copied once, block by block, straight from the pool: the
+  // export of a long prompt is on its time to first token.
+  const auto enc = kv_codec::encode_window(s.windows.encoder, s.windows.encoder_lo, c.fingerprint);
+  const auto dec = kv_codec::encode_window(s.windows.decoder, s.windows.decoder_lo, c.fingerprint);
+  const auto kv_bytes = kv_codec::block_bytes(s.kv_len, fpt);
   std::vector<std::byte> out;
+  out.reserve(sizeof(h) + s.tokens.size() * sizeof(int32_t) + 24 + kv_bytes + enc.size() + dec.size());
   put(out, &h, sizeof(h));
   put(out, s.tokens.data(), s.tokens.size() * sizeof(int32_t));
-  std::vector<float> rows(static_cast<std::size_t>(s.kv_len * fpt));
-  for (int64_t p = 0; p < s.kv_len; ++p)
-    std::memcpy(rows.data() + p * fpt, pool_.row(id, p), sizeof(float) * fpt);
-  put_section(out, kv_codec::encode_block(rows.data(), s.kv_len, fpt, c.fingerprint));
-  put_section(out, kv_codec::encode_window(s.windows.encoder, s.windows.encoder_lo, c.fingerprint));
-  put_section(out, kv_codec::encode_window(s.windows.decoder, s.windows.decoder_lo, c.fingerprint));
+  const uint64_t kv_size = kv_bytes;
+  put(out, &kv_size, 8);
+  const auto kv_at = out.size();
+  out.resize(kv_at + kv_bytes);
+  kv_codec::write_block_header(std::span{out}.subspan(kv_at), s.kv_len, fpt, c.fingerprint);
+  auto* dst = out.data() + kv_at + kv_codec::block_bytes(0, fpt); // past the block header
+  const auto& table = pool_.table(id);
+  for (int64_t p = 0; p < s.kv_len; p += 128) {
+    const auto rows = static_cast<std::size_t>(std::min<int64_t>(128, s.kv_len - p) * fpt);
+    std::memcpy(dst + p * fpt * static_cast<int64_t>(sizeof(float)),
+                pool_.block_data(table[static_cast<std::size_t>(p / 128)]), rows * sizeof(float));
+  }
+  put_section(out, enc);
+  put_section(out, dec);
   return out;
 }
 
@@ -157,7 +186,7 @@ engine_status rank_engine::import_sequence(sequence_id id, std::span<const std::
   if (in.size() < sizeof(h))
     return fail(engine_status::bad_kv, "sequence buffer too short");
   std::memcpy(&h, in.data(), sizeof(h));
-  if (std::memcmp(h.magic, "DISQ", 4) != 0 || h.version != 1 || h.tokens <= h.kv_len ||
+  if (std::memcmp(h.magic, "DISQ", 4) != 0 || h.version != 2 || (h.flags & 0xff) > 2 || h.tokens <= h.kv_len ||
       h.kv_len <= 0 || h.prompt_len > h.tokens ||
       in.size() < sizeof(h) + static_cast<std::size_t>(h.tokens) * 4)
     return fail(engine_status::bad_kv, "not a sequence buffer of this version");
@@ -168,6 +197,8 @@ engine_status rank_engine::import_sequence(sequence_id id, std::span<const std::
   in = in.subspan(sizeof(h) + s->tokens.size() * 4);
   s->prompt_len = h.prompt_len;
   s->kv_len = h.kv_len;
+  s->mode = static_cast<decoder_mode>(h.flags & 0xff);
+  s->decoder_exact = (h.flags & (1 << 8)) != 0;
   s->windows = sequence_windows::make(c);
   std::span<const std::byte> kv, enc, dec;
   if (!take_section(in, kv) || !take_section(in, enc) || !take_section(in, dec))
@@ -175,8 +206,8 @@ engine_status rank_engine::import_sequence(sequence_id id, std::span<const std::
   if (!pool_.allocate(id, h.kv_len + 1))
     return fail(engine_status::does_not_fit, "kv pool full");
   const int64_t fpt = c.kv_floats_per_token();
-  std::vector<float> rows(static_cast<std::size_t>(h.kv_len * fpt));
-  auto err = kv_codec::decode_block(kv, h.kv_len, fpt, c.fingerprint, rows.data());
+  std::span<const std::byte> rows;
+  auto err = kv_codec::block_rows(kv, h.kv_len, fpt, c.fingerprint, rows);
   kv_codec::window_info ei, di;
   if (err.empty())
     err = kv_codec::decode_window(enc, c.fingerprint, s->windows.encoder, ei);
@@ -186,8 +217,12 @@ engine_status rank_engine::import_sequence(sequence_id id, std::span<const std::
     err = "windows do not end at the sequence's KV length";
   if (!err.empty())
     return fail(engine_status::bad_kv, err);
-  for (int64_t p = 0; p < h.kv_len; ++p)
-    std::memcpy(pool_.row(id, p), rows.data() + p * fpt, sizeof(float) * fpt);
+  const auto& table = pool_.table(id);
+  for (int64_t p = 0; p < h.kv_len; p += 128) {
+    const auto n = static_cast<std::size_t>(std::min<int64_t>(128, h.kv_len - p) * fpt);
+    std::memcpy(pool_.block_data(table[static_cast<std::size_t>(p / 128)]),
+                rows.data() + p * fpt * static_cast<int64_t>(sizeof(float)), n * sizeof(float));
+  }
   s->windows.encoder_lo = ei.lo;
   s->windows.decoder_lo = di.lo;
   s->sampling = sampling;

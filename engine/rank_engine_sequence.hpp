@@ -17,9 +17,15 @@ struct rank_engine::sequence {
   /// Prefill only: the decoder runs over [decoder_start, prompt_len) from these encoder outputs.
   int64_t decoder_start = 0;
   std::vector<float> tail;
-  /// Prefill only: where the encoder snapshot is taken (-1: none), and the snapshot once taken.
-  int64_t snapshot_at = -1;
-  std::optional<std::vector<std::byte>> snapshot;
+  /// Prefill only: where snapshots are taken, ascending.
+  std::vector<int64_t> snapshot_at;
+  /// Snapshots held, oldest first (prefill: one per point; decode: the last boundary crossed).
+  std::vector<snapshot_copy> snapshots;
+  /// True when the decoder windows equal a full run's (exact or full mode, and a hit that did
+  /// not cut the decoder's history short); only then do snapshots carry them.
+  bool decoder_exact = false;
+  /// Prefill only: the decoder windows at decoder_start came from the hit's snapshot.
+  bool decoder_restored = false;
   bool prefilling = false;
   sampling_params sampling;
   std::mt19937_64 rng;

@@ -18,6 +18,11 @@ struct scratch {
 };
 thread_local scratch tls;
 
+// Keys per indexer product: every score is one product of this fixed shape at an absolute key
+// offset, so it never depends on the batch or on the context length (the backend's contract
+// covers rows; this covers columns).
+constexpr int64_t index_tile = 1024;
+
 void fit(std::vector<float>& v, int64_t n) {
   if (static_cast<int64_t>(v.size()) < n)
     v.resize(static_cast<std::size_t>(n));
@@ -101,7 +106,7 @@ void ced_moe_forward::cross_attention(const decoder_layer_weights& d,
   const int64_t n = static_cast<int64_t>(rows.size()), h = c.hidden;
   const int64_t qd = int64_t{c.heads} * c.head_dim, kvd = int64_t{c.kv_heads} * c.head_dim;
   const int64_t iqd = int64_t{c.index_heads} * c.index_dim;
-  const int64_t group = layer % c.kv_groups, ik_off = 2 * int64_t{c.kv_groups} * kvd;
+  const int64_t group = layer % c.kv_groups;
   const int64_t fpt = pool.geometry().floats_per_token, tpb = pool.geometry().tokens_per_block;
   std::vector<float> xn(static_cast<std::size_t>(n * h)), q(static_cast<std::size_t>(n * qd)),
       iq(static_cast<std::size_t>(n * iqd)), att(q.size());
@@ -110,67 +115,100 @@ void ced_moe_forward::cross_attention(const decoder_layer_weights& d,
   b_.matmul(xn.data(), n, h, d.index_wq, iqd, iq.data());
   for (int64_t r = 0; r < n; ++r)
     ops::rope(q.data() + r * qd, c.heads, c.head_dim, rope_at(rows[r].pos));
-  // The indexer keys of each sequence in the batch, transposed ([index_dim x ctx]) so scoring
-  // streams over keys.
-  std::vector<int64_t> group_of(static_cast<std::size_t>(n));
-  std::vector<std::pair<int64_t, std::vector<float>>> groups; // (ctx, keys)
-  for (int64_t r = 0; r < n; ++r) {
-    if (r == 0 || !(rows[r - 1].seq == rows[r].seq))
-      groups.emplace_back(0, std::vector<float>{});
-    group_of[r] = static_cast<int64_t>(groups.size()) - 1;
-    groups.back().first = std::max(groups.back().first, rows[r].pos + 1);
+  const int64_t ih = c.index_heads, idim = c.index_dim;
+  // Rows go in blocks: one product per key tile scores every head of every row of the block
+  // (raw dot products [row x head][key], reduced over heads while the tile is in cache); then
+  // each row picks its top k and attends.
+  constexpr int64_t block_rows = 64;
+  auto& raw = raw_scores_;
+  auto& index = index_scores_;
+  for (const auto& gr : index_keys_) {
+    for (int64_t b0 = gr.first; b0 < gr.first + gr.rows; b0 += block_rows) {
+      const int64_t br = std::min(block_rows, gr.first + gr.rows - b0);
+      const bool scored = gr.ctx > c.index_topk;
+      const int64_t tiles = scored ? (gr.ctx + index_tile - 1) / index_tile : 0;
+      const int64_t stride = tiles * index_tile;
+      if (scored) {
+        fit(raw, br * ih * index_tile);
+        fit(index, br * stride);
+        for (int64_t t = 0; t < tiles; ++t) {
+          b_.matmul(iq.data() + b0 * iqd, br * ih, idim, gr.keys.data() + t * index_tile * idim,
+                    index_tile, raw.data());
+          for (int64_t i = 0; i < br; ++i)
+            ops::relu_weighted_sum(raw.data() + i * ih * index_tile, index_tile, d.index_w, ih,
+                                   index_tile, index.data() + i * stride + t * index_tile);
+        }
+      }
+      b_.parallel_for(br, [&](int64_t i) {
+        const int64_t r = b0 + i;
+        const auto& row = rows[r];
+        const auto& table = pool.table(row.seq);
+        auto at = [&](int64_t j) {
+          return pool.block_data(table[static_cast<std::size_t>(j / tpb)]) + (j % tpb) * fpt;
+        };
+        const int64_t ctx = row.pos + 1;
+        auto& picks = tls.picks;
+        if (ctx > c.index_topk) {
+          // Indexer: every earlier position scored by sum_h w_h * relu(q_h . k_j); keep the top k.
+          const float* sc = index.data() + i * stride;
+          picks.resize(static_cast<std::size_t>(c.index_topk));
+          fit(tls.index_scores, ctx);
+          ops::top_k_positions(sc, ctx, c.index_topk, picks.data(),
+                               reinterpret_cast<uint32_t*>(tls.index_scores.data()));
+        } else {
+          picks.resize(static_cast<std::size_t>(ctx));
+          std::iota(picks.begin(), picks.end(), int64_t{0});
+        }
+        const auto nk = static_cast<int64_t>(picks.size());
+        fit(tls.k, nk * kvd);
+        fit(tls.v, nk * kvd);
+        fit(tls.scores, nk);
+        for (int64_t t = 0; t < nk; ++t) {
+          const float* src = at(picks[static_cast<std::size_t>(t)]);
+          ops::put_column(tls.k.data(), nk, t, src + (2 * group) * kvd, kvd);
+          std::memcpy(tls.v.data() + t * kvd, src + (2 * group + 1) * kvd, sizeof(float) * kvd);
+        }
+        ops::attend(q.data() + r * qd, tls.k.data(), nk, tls.v.data(), nk, c.heads, c.kv_heads,
+                    c.head_dim, tls.scores.data(), att.data() + r * qd);
+      });
+    }
   }
-  b_.parallel_for(static_cast<int64_t>(groups.size()), [&](int64_t g) {
-    auto& [ctx, kt] = groups[static_cast<std::size_t>(g)];
-    if (ctx <= c.index_topk)
-      return;
-    const auto& table = pool.table(rows[std::find(group_of.begin(), group_of.end(), g) -
-                                        group_of.begin()].seq);
-    kt.resize(static_cast<std::size_t>(ctx * c.index_dim));
-    for (int64_t j = 0; j < ctx; ++j) {
-      const float* src = pool.block_data(table[static_cast<std::size_t>(j / tpb)]) +
-                         (j % tpb) * fpt + ik_off;
-      for (int64_t i = 0; i < c.index_dim; ++i)
-        kt[static_cast<std::size_t>(i * ctx + j)] = src[i];
-    }
-  });
-  b_.parallel_for(n, [&](int64_t r) {
-    const auto& row = rows[r];
-    const auto& table = pool.table(row.seq);
-    auto at = [&](int64_t j) {
-      return pool.block_data(table[static_cast<std::size_t>(j / tpb)]) + (j % tpb) * fpt;
-    };
-    const int64_t ctx = row.pos + 1;
-    auto& picks = tls.picks;
-    picks.resize(static_cast<std::size_t>(ctx));
-    std::iota(picks.begin(), picks.end(), int64_t{0});
-    if (ctx > c.index_topk) {
-      // Indexer: score every earlier position by sum_h w_h * relu(q_h . k_j), keep the top k;
-      // ties go to the earlier position so the choice is a pure function of the scores.
-      fit(tls.index_scores, ctx);
-      fit(tls.scores, ctx);
-      const auto& [gctx, kt] = groups[static_cast<std::size_t>(group_of[r])];
-      ops::index_scores(iq.data() + r * iqd, d.index_w, c.index_heads, c.index_dim, kt.data(),
-                        gctx, ctx, tls.scores.data(), tls.index_scores.data());
-      const auto* sc = tls.index_scores.data();
-      std::nth_element(picks.begin(), picks.begin() + c.index_topk, picks.end(),
-                       [&](int64_t a, int64_t b) { return sc[a] > sc[b] || (sc[a] == sc[b] && a < b); });
-      picks.resize(static_cast<std::size_t>(c.index_topk));
-      std::sort(picks.begin(), picks.end());
-    }
-    const auto nk = static_cast<int64_t>(picks.size());
-    fit(tls.k, nk * kvd);
-    fit(tls.v, nk * kvd);
-    fit(tls.scores, nk);
-    for (int64_t t = 0; t < nk; ++t) {
-      const float* src = at(picks[static_cast<std::size_t>(t)]);
-      ops::put_column(tls.k.data(), nk, t, src + (2 * group) * kvd, kvd);
-      std::memcpy(tls.v.data() + t * kvd, src + (2 * group + 1) * kvd, sizeof(float) * kvd);
-    }
-    ops::attend(q.data() + r * qd, tls.k.data(), nk, tls.v.data(), nk, c.heads, c.kv_heads,
-                c.head_dim, tls.scores.data(), att.data() + r * qd);
-  });
   b_.matmul(att.data(), n, qd, d.cross_wo, h, x, true);
+}
+
+void ced_moe_forward::gather_index_keys(std::span<const forward_row> rows, const kv_pool& pool) {
+  const auto& c = config();
+  const int64_t n = static_cast<int64_t>(rows.size()), idim = c.index_dim;
+  const int64_t kvd = int64_t{c.kv_heads} * c.head_dim, ik_off = 2 * int64_t{c.kv_groups} * kvd;
+  const int64_t fpt = pool.geometry().floats_per_token, tpb = pool.geometry().tokens_per_block;
+  std::size_t groups = 0;
+  for (int64_t r = 0; r < n; ++r) {
+    if (r == 0 || !(rows[r - 1].seq == rows[r].seq)) {
+      if (index_keys_.size() <= groups)
+        index_keys_.emplace_back();
+      auto& g = index_keys_[groups++];
+      g.first = r;
+      g.rows = 0;
+      g.ctx = 0;
+    }
+    auto& g = index_keys_[groups - 1];
+    ++g.rows;
+    g.ctx = std::max(g.ctx, rows[r].pos + 1);
+  }
+  index_keys_.resize(groups);
+  b_.parallel_for(static_cast<int64_t>(groups), [&](int64_t gi) {
+    auto& g = index_keys_[static_cast<std::size_t>(gi)];
+    if (g.ctx <= c.index_topk)
+      return;
+    const auto& table = pool.table(rows[g.first].seq);
+    const int64_t padded = (g.ctx + index_tile - 1) / index_tile * index_tile;
+    g.keys.resize(static_cast<std::size_t>(padded * idim));
+    for (int64_t j = 0; j < g.ctx; ++j)
+      std::memcpy(g.keys.data() + j * idim,
+                  pool.block_data(table[static_cast<std::size_t>(j / tpb)]) + (j % tpb) * fpt + ik_off,
+                  sizeof(float) * static_cast<std::size_t>(idim));
+    std::fill(g.keys.begin() + g.ctx * idim, g.keys.end(), 0.0f);
+  });
 }
 
 } // namespace deepinfer::engine

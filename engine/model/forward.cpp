@@ -75,6 +75,7 @@ void ced_moe_forward::decoder(std::span<const forward_row> rows, float* x, const
   const auto& c = config();
   const int64_t n = static_cast<int64_t>(rows.size());
   ensure_rope(rows);
+  gather_index_keys(rows, pool);
   for (int l = 0; l < c.decoder_layers; ++l) {
     const auto& lw = w_.decoder[static_cast<std::size_t>(l)];
     self_attention(lw.attn, rows, true, l, x);

@@ -1,7 +1,11 @@
 #include "engine/model/ops.hpp"
 
 #include <algorithm>
+#include <array>
 #include <cmath>
+#include <cstring>
+#include <functional>
+#include <vector>
 
 namespace deepinfer::engine::ops {
 
@@ -101,19 +105,61 @@ void put_column(float* kt, int64_t nk, int64_t j, const float* src, int64_t widt
     kt[i * nk + j] = src[i];
 }
 
-// The loops run over keys, so vectorizing them changes no summation order.
-DEEPINFER_HOT void index_scores(
-    const float* q, const float* w, int64_t heads, int64_t dim, const float* kt, int64_t stride,
-    int64_t ctx, float* acc, float* out) {
-  std::fill(out, out + ctx, 0.0f);
+// The loop runs over positions, so vectorizing it changes no summation order.
+DEEPINFER_HOT void relu_weighted_sum(const float* s, int64_t stride, const float* w, int64_t heads,
+                                     int64_t n, float* __restrict out) {
+  std::fill(out, out + n, 0.0f);
   for (int64_t h = 0; h < heads; ++h) {
-    std::fill(acc, acc + ctx, 0.0f);
-    for (int64_t i = 0; i < dim; ++i)
-      axpy_into(acc, kt + i * stride, q[h * dim + i], ctx);
+    const float* __restrict sh = s + h * stride;
     const float wh = w[h];
-    for (int64_t j = 0; j < ctx; ++j)
-      out[j] += wh * std::max(acc[j], 0.0f);
+    for (int64_t j = 0; j < n; ++j)
+      out[j] += wh * std::max(sh[j], 0.0f);
   }
+}
+
+namespace {
+// Order-preserving map of a float to an unsigned key (-0 counts as +0, as the comparison does).
+inline uint32_t order_key(float f) {
+  uint32_t u = 0;
+  f += 0.0f;
+  std::memcpy(&u, &f, sizeof(u));
+  return (u & 0x80000000u) != 0 ? ~u : (u | 0x80000000u);
+}
+} // namespace
+
+void top_k_positions(const float* scores, int64_t n, int64_t k, int64_t* out, uint32_t* keys) {
+  constexpr int shift = 20; // 4096 buckets on the top 12 bits of the key
+  std::array<int64_t, 4096> hist{};
+  for (int64_t j = 0; j < n; ++j) {
+    keys[j] = order_key(scores[j]);
+    ++hist[keys[j] >> shift];
+  }
+  // The bucket holding the k-th largest key, and how many keys lie above it.
+  int64_t above = 0;
+  uint32_t bucket = 4095;
+  for (;; --bucket) {
+    if (above + hist[bucket] >= k || bucket == 0)
+      break;
+    above += hist[bucket];
+  }
+  // The k-th largest key itself: a selection among that bucket only.
+  thread_local std::vector<uint32_t> cand;
+  cand.clear();
+  for (int64_t j = 0; j < n; ++j)
+    if ((keys[j] >> shift) == bucket)
+      cand.push_back(keys[j]);
+  const auto need = static_cast<std::size_t>(k - above); // in [1, cand.size()]
+  std::nth_element(cand.begin(), cand.begin() + static_cast<int64_t>(need - 1), cand.end(),
+                   std::greater<>());
+  const uint32_t threshold = cand[need - 1];
+  // Keys above the threshold all count; equal ones go to the earliest positions.
+  int64_t ties = k;
+  for (int64_t j = 0; j < n; ++j)
+    ties -= keys[j] > threshold ? 1 : 0;
+  int64_t m = 0;
+  for (int64_t j = 0; j < n && m < k; ++j)
+    if (keys[j] > threshold || (keys[j] == threshold && ties-- > 0))
+      out[m++] = j;
 }
 
 void silu_mul(float* a, const float* b, int64_t n) {

@@ -28,11 +28,16 @@ void attend(const float* q, const float* kt, int64_t stride, const float* v, int
 /// Writes key row `src` [width] as column j of the transposed buffer `kt` [width x nk].
 void put_column(float* kt, int64_t nk, int64_t j, const float* src, int64_t width);
 
-/// Indexer scores of one query against `ctx` keys stored transposed (`kt[i * stride + j]` is
-/// component i of key j): out[j] = sum_h w[h] * relu(q[h] . k_j). Each score is summed in a
-/// fixed order (components, then heads) whatever ctx is. `acc` needs ctx floats.
-void index_scores(const float* q, const float* w, int64_t heads, int64_t dim, const float* kt,
-                  int64_t stride, int64_t ctx, float* acc, float* out);
+/// The indexer's head reduction: out[j] = sum_h w[h] * relu(s[h * stride + j]) for j < n, heads
+/// summed in order (one query's per-head dot products `s` in, its position scores out).
+void relu_weighted_sum(const float* s, int64_t stride, const float* w, int64_t heads, int64_t n,
+                       float* out);
+
+/// The `k` positions of the highest `scores` (n > k), ties to the earlier position, written to
+/// `out` ascending: the same set as sorting by (score desc, position asc), in two linear passes
+/// (a radix histogram, then a small selection among the boundary bucket). `scratch` needs n
+/// uint32 values.
+void top_k_positions(const float* scores, int64_t n, int64_t k, int64_t* out, uint32_t* scratch);
 
 /// a[i] = silu(a[i]) * b[i].
 void silu_mul(float* a, const float* b, int64_t n);

@@ -10,6 +10,7 @@
 #include <CLI/CLI.hpp>
 
 #include "actors/node_runtime.hpp"
+#include "engine/decoder_mode.hpp"
 #include "launcher/launch_plan.hpp"
 #include "launcher/log.hpp"
 #include "launcher/logging.hpp"
@@ -35,6 +36,7 @@ struct options {
   int connection_timeout_ms = 0;
   std::string model_dir;
   std::string kv_root;
+  std::string decoder_mode = "exact";
   bool no_serve = false;
 };
 
@@ -107,7 +109,12 @@ int main(int argc, char** argv) {
                                          "(default: the tiny model, made on first run in the cache)");
   app.add_option("--kv-root", o.kv_root, "KV block store root (default: $DEEPINFER_CACHE/kv for the "
                                        "embedded default, the manifest's [kv] root for a node)");
-  app.add_flag("--no-serve", o.no_serve, "Embedded default without the model (membership and HTTP only)");
+  app.add_option("--decoder-mode", o.decoder_mode,
+                 "exact|bounded: how prefills run the decoder (default "
+                 "exact: greedy output is the same whether a prompt hits the prefix cache or not)")
+    ->check(CLI::IsMember({"exact", "bounded"}));
+  app.add_flag("--no-serve", o.no_serve, "Run without the model (membership, supervision and HTTP only), "
+                                         "for the embedded default or every node of a manifest");
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -148,6 +155,7 @@ int main(int argc, char** argv) {
       }
       sc.tokenizer_path = cache_dir() + "/tokenizer/tokenizer_v41.json";
       sc.kv_root = o.kv_root.empty() ? cache_dir() + "/kv" : o.kv_root;
+      sc.decoder_mode = *deepinfer::engine::parse_decoder_mode(o.decoder_mode);
       cfg.serving = sc;
     }
     return run_node(std::move(cfg), stop_signals);
@@ -175,7 +183,8 @@ int main(int argc, char** argv) {
       return usage_error;
     }
     auto cfg = make_node_config(m, *node);
-    if (node->has(node_role::entrypoint) || node->has(node_role::prefill) || node->has(node_role::decode)) {
+    if (!o.no_serve
+        && (node->has(node_role::entrypoint) || node->has(node_role::prefill) || node->has(node_role::decode))) {
       // Every serving node loads the same model; `model = "tiny"` is the seeded tiny model, made
       // in the cache on first run (each node makes the identical bytes).
       actors::serving_config sc;
@@ -192,6 +201,8 @@ int main(int argc, char** argv) {
       }
       sc.tokenizer_path = cache_dir() + "/tokenizer/tokenizer_" + (m.template_version == "dsv32" ? "v32" : "v41") + ".json";
       sc.kv_root = o.kv_root.empty() ? m.kv.root : o.kv_root;
+      sc.snapshot_ttl = std::chrono::milliseconds{static_cast<int64_t>(m.kv.swa_ttl_seconds * 1000)};
+      sc.decoder_mode = *deepinfer::engine::parse_decoder_mode(o.decoder_mode);
       cfg.serving = sc;
     }
     if (http_override) {
@@ -210,6 +221,8 @@ int main(int argc, char** argv) {
   std::vector<std::string> extra;
   if (!o.log_level.empty())
     extra = {"--log-level", o.log_level};
+  if (o.no_serve)
+    extra.push_back("--no-serve");
   for (auto [flag, value] : {std::pair{"--scheduler-threads", o.scheduler_threads},
                              std::pair{"--heartbeat-ms", o.heartbeat_ms},
                              std::pair{"--connection-timeout-ms", o.connection_timeout_ms}})

@@ -58,7 +58,7 @@ struct three_nodes {
 
   std::unique_ptr<node_process> start(const std::string& name) {
     return std::make_unique<node_process>(
-      std::vector<std::string>{CAF_LAUNCH_PATH, "--manifest", manifest, "--node", name},
+      std::vector<std::string>{CAF_LAUNCH_PATH, "--manifest", manifest, "--node", name, "--no-serve"},
       (dir / (name + ".log")).string());
   }
 

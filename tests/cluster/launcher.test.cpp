@@ -95,7 +95,7 @@ BOOST_AUTO_TEST_CASE(supervised_cluster_restarts_a_killed_node_which_rejoins) {
         << "[[nodes]]\nname = \"d0\"\nhost = \"127.0.0.1\"\nport = " << free_port()
         << "\nroles = [\"decode\"]\nranks = 2\n";
   }
-  node_process launcher{{CAF_LAUNCH_PATH, "--manifest", manifest}, (dir / "log").string()};
+  node_process launcher{{CAF_LAUNCH_PATH, "--manifest", manifest, "--no-serve"}, (dir / "log").string()};
   auto d0_up = [&](const char* joins) {
     auto m = http_get(http, "/metrics");
     return m && has_sample(m->body, "deepinfer_node_up{node=\"d0\"", "1")

@@ -61,7 +61,7 @@ BOOST_AUTO_TEST_CASE(remote_node_starts_over_ssh_joins_and_stops_with_the_launch
   BOOST_REQUIRE_MESSAGE(wait_until([&] { return run("ssh-keyscan -p " + std::to_string(ssh_port)
                                                     + " 127.0.0.1 >/dev/null 2>&1") == 0; }, 10s),
                         "sshd did not come up:\n" + sshd.log());
-  node_process launcher{{CAF_LAUNCH_PATH, "--manifest", manifest}, d + "/launcher.log"};
+  node_process launcher{{CAF_LAUNCH_PATH, "--manifest", manifest, "--no-serve"}, d + "/launcher.log"};
   auto r0_up = [&] {
     auto m = http_get(http, "/metrics");
     return m && has_sample(m->body, "deepinfer_node_up{node=\"r0\"", "1");

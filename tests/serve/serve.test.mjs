@@ -193,11 +193,23 @@ try {
       else assert.ok(cached >= 0.9 * u.prompt_tokens, `turn ${turn}: ${cached} of ${u.prompt_tokens} cached`);
       conv.push({ role: 'assistant', content: r.choices[0].message.content ?? '' });
     }
-    // Turn 1 again: now a cache hit; greedy output must not change (bounded replay mode; the
-    // tiny random model's output is repetitive, so this is a weak check of exactness).
-    const again = await openai.chat.completions.create({ model: MODEL, messages: conv.slice(0, 2), max_tokens: 4, temperature: 0 });
-    assert.ok(again.usage.prompt_tokens_details.cached_tokens > 0, 'turn 1 repeated hits the cache');
-    assert.equal(again.choices[0].message.content ?? '', conv[2].content, 'same greedy output with and without a hit');
+  });
+  await check('same greedy output with and without a hit (exact mode, 24 tokens)', async () => {
+    // A prompt no earlier check sent misses; sent again it hits every block up to
+    // align_down(L - 134, 128) plus the SWA snapshot (encoder and decoder windows) its first
+    // prefill kept there, so the hit must change no token.
+    const words = Array.from({ length: 1500 }, (_, i) => `v${(i * 104729) % 2003}`).join(' ');
+    const messages = [{ role: 'system', content: words }, { role: 'user', content: 'Tell me more.' }];
+    const ask = () => openai.chat.completions.create({ model: MODEL, messages, max_tokens: 24, temperature: 0 });
+    const miss = await ask();
+    const hit = await ask();
+    assert.equal(miss.usage.prompt_tokens_details?.cached_tokens ?? 0, 0, 'the first send misses');
+    const cached = hit.usage.prompt_tokens_details?.cached_tokens ?? 0;
+    assert.ok(cached >= 0.9 * hit.usage.prompt_tokens, `the second send hits: ${cached} of ${hit.usage.prompt_tokens}`);
+    assert.equal(miss.usage.completion_tokens, 24, 'the comparison covers 24 tokens');
+    assert.equal(hit.usage.completion_tokens, miss.usage.completion_tokens);
+    assert.equal(hit.choices[0].message.content ?? '', miss.choices[0].message.content ?? '', 'same greedy output with and without a hit');
+    console.log(`     ${cached} of ${hit.usage.prompt_tokens} cached; ${miss.usage.completion_tokens} tokens equal`);
   });
   await check('client disconnect mid-stream cancels; the server keeps serving', async () => {
     const ac = new AbortController();

@@ -125,6 +125,33 @@ try {
       assert.equal(a.json.choices[0].message.content, b.json.choices[0].message.content);
     }
   });
+  await check('multi-turn through the split: SWA snapshots fetched across nodes, output equal to a cold run', async () => {
+    // Each turn reuses the previous turn's blocks up into its answer; the window ending there
+    // was kept by the decode node (DESIGN §4.2), so the prefill node fetches it through the
+    // SWA directory shard on the entrypoint. In exact mode the hit changes no token.
+    const words = Array.from({ length: 1500 }, (_, i) => `w${(i * 7919) % 1009}`).join(' ');
+    const conv = [{ role: 'system', content: words }];
+    let last;
+    let previous = 0;
+    for (let turn = 1; turn <= 3; ++turn) {
+      conv.push({ role: 'user', content: `Turn ${turn}: ` + Array.from({ length: 200 }, (_, i) => `x${(i * 31 + turn) % 97}`).join(' ') });
+      last = await chat(split, { messages: conv, max_tokens: 150 });
+      assert.equal(last.status, 200);
+      const u = last.json.usage;
+      console.log(`     turn ${turn}: prompt ${u.prompt_tokens} cached ${u.prompt_tokens_details.cached_tokens}`);
+      // The hit reaches past the previous prompt: into the answer the decode node wrote.
+      if (turn > 1) assert.ok(u.prompt_tokens_details.cached_tokens > previous, `turn ${turn} hit stops before the answer`);
+      previous = u.prompt_tokens;
+      if (turn < 3) conv.push({ role: 'assistant', content: last.json.choices[0].message.content });
+    }
+    const remote = await metric(split, 'deepinfer_prefix_cache_snapshot_hits_total{source="remote"}');
+    console.log(`     remote snapshot hits: ${remote}`);
+    assert.ok(remote >= 1, 'at least one window came from the decode node');
+    // The embedded default has never seen this conversation: a cold prefill of the same prompt.
+    const cold = await chat(one, { messages: conv, max_tokens: 150 });
+    assert.equal(cold.json.usage.prompt_tokens_details.cached_tokens, 0);
+    assert.equal(last.json.choices[0].message.content, cold.json.choices[0].message.content);
+  });
   await check('streaming through the split equals non-streaming (official openai client)', async () => {
     const openai = new OpenAI({ baseURL: split + '/v1', apiKey: 'none', maxRetries: 0, timeout: 60000 });
     const messages = [{ role: 'user', content: 'Stream me something.' }];
