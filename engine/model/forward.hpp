@@ -59,17 +59,17 @@ private:
                        int layer, float* x, const kv_pool& pool);
   void moe(const moe_weights& m, int64_t n, float* x);
 
-  /// The indexer keys of one sequence of a decoder batch (rows [first, first + rows)), as rows
-  /// [ctx x index_dim] zero-padded to whole scoring tiles; gathered once for every layer (the
-  /// indexer key is per token, not per layer).
+  /// The indexer keys of one sequence of a decoder batch (rows [first, first + rows)), in tiles
+  /// of `ops::index_tile` keys stored transposed, zero past ctx; gathered once for every layer
+  /// (the indexer key is per token, not per layer).
   struct index_keys {
     int64_t first = 0, rows = 0, ctx = 0;
     std::vector<float> keys;
   };
   void gather_index_keys(std::span<const forward_row> rows, const kv_pool& pool);
   std::vector<index_keys> index_keys_;
-  /// Scratch of the indexer: one tile's raw head scores, the position scores of a row block.
-  std::vector<float> raw_scores_, index_scores_;
+  /// Scratch of the indexer: the position scores of a row block.
+  std::vector<float> index_scores_;
 
   /// cos/sin of every pair at `pos` (grown on demand; call `ensure_rope` before parallel code).
   const float* rope_at(int64_t pos) const { return rope_.data() + pos * config().head_dim; }
