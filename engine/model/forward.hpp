@@ -45,8 +45,11 @@ public:
   /// (precondition: the rows' positions are allocated).
   void global_kv(std::span<const forward_row> rows, const float* enc_out, kv_pool& pool);
   /// Decoder layers in place over `x` (encoder output in, final hidden state out); cross-attention
-  /// reads global KV of positions <= each row's position from `pool`.
-  void decoder(std::span<const forward_row> rows, float* x, const kv_pool& pool);
+  /// reads global KV of positions <= each row's position from `pool`. With `last_rows_only`, the
+  /// last layer finishes only the last row of each sequence (the one whose logits are taken):
+  /// the other rows still push that layer's window K/V, but their final state is left undefined.
+  void decoder(std::span<const forward_row> rows, float* x, const kv_pool& pool,
+               bool last_rows_only = false);
   /// logits[r] = lm_head(norm(x[r])) for `n` rows into `out` [n x vocab].
   void logits(const float* x, int64_t n, float* out);
 
