@@ -209,11 +209,18 @@ void ced_moe_forward::gather_index_keys(std::span<const forward_row> rows, const
     g.keys.resize(static_cast<std::size_t>(tiles * tile * idim));
     // Tile t holds keys [t * tile, (t + 1) * tile) transposed; keys past ctx are zero.
     std::fill(g.keys.begin() + (tiles - 1) * tile * idim, g.keys.end(), 0.0f);
-    for (int64_t j = 0; j < g.ctx; ++j) {
-      const float* src = pool.block_data(table[static_cast<std::size_t>(j / tpb)]) + (j % tpb) * fpt + ik_off;
-      float* dst = g.keys.data() + (j / tile) * tile * idim + j % tile;
+    // 16 keys at a time, so each write fills a whole cache line of the transposed tile.
+    const float* src[16];
+    for (int64_t j0 = 0; j0 < g.ctx; j0 += 16) {
+      const int64_t m = std::min<int64_t>(16, g.ctx - j0);
+      for (int64_t jj = 0; jj < m; ++jj) {
+        const int64_t j = j0 + jj;
+        src[jj] = pool.block_data(table[static_cast<std::size_t>(j / tpb)]) + (j % tpb) * fpt + ik_off;
+      }
+      float* dst = g.keys.data() + (j0 / tile) * tile * idim + j0 % tile;
       for (int64_t i = 0; i < idim; ++i)
-        dst[i * tile] = src[i];
+        for (int64_t jj = 0; jj < m; ++jj)
+          dst[i * tile + jj] = src[jj][i];
     }
   });
 }
