@@ -13,7 +13,7 @@ namespace {
 
 // Per-worker gather buffers; sized on first use.
 struct scratch {
-  std::vector<float> k, krows, v, scores, index_scores;
+  std::vector<float> krows, v, scores, index_scores;
   std::vector<int64_t> picks;
 };
 thread_local scratch tls;
@@ -152,12 +152,11 @@ void ced_moe_forward::cross_attention(const decoder_layer_weights& d,
           std::iota(picks.begin(), picks.end(), int64_t{0});
         }
         const auto nk = static_cast<int64_t>(picks.size());
-        fit(tls.k, nk * kvd);
         fit(tls.krows, nk * kvd);
         fit(tls.v, nk * kvd);
         fit(tls.scores, nk);
         // The picks are scattered over the whole context: prefetch every one's K and V (adjacent)
-        // first, then copy them to rows, then transpose K in cache.
+        // first, then copy them to rows.
         const auto kv_bytes = static_cast<int64_t>(sizeof(float)) * 2 * kvd;
         for (int64_t t = 0; t < nk; ++t) {
           const char* src = reinterpret_cast<const char*>(at(picks[static_cast<std::size_t>(t)]) + 2 * group * kvd);
@@ -169,10 +168,8 @@ void ced_moe_forward::cross_attention(const decoder_layer_weights& d,
           std::memcpy(tls.krows.data() + t * kvd, src, sizeof(float) * kvd);
           std::memcpy(tls.v.data() + t * kvd, src + kvd, sizeof(float) * kvd);
         }
-        for (int64_t t = 0; t < nk; ++t)
-          ops::put_column(tls.k.data(), nk, t, tls.krows.data() + t * kvd, kvd);
-        ops::attend(q.data() + r * qd, tls.k.data(), nk, tls.v.data(), nk, c.heads, c.kv_heads,
-                    c.head_dim, tls.scores.data(), att.data() + r * qd);
+        ops::attend_rows(q.data() + r * qd, tls.krows.data(), tls.v.data(), nk, c.heads,
+                         c.kv_heads, c.head_dim, tls.scores.data(), att.data() + r * qd);
       });
     }
   }

@@ -71,6 +71,25 @@ DEEPINFER_HOT float dot(const float* a, const float* b, int64_t n) {
   return s;
 }
 
+namespace {
+// Softmax of one head's `scores` (already scaled) and the weighted sum of the values into `oh`.
+inline void softmax_values(float* scores, int64_t nk, const float* v, int64_t kvw, int64_t g,
+                           int64_t d, float* oh) {
+  float mx = -INFINITY;
+  for (int64_t j = 0; j < nk; ++j)
+    mx = std::max(mx, scores[j]);
+  float sum = 0.0f;
+  for (int64_t j = 0; j < nk; ++j) {
+    scores[j] = std::exp(scores[j] - mx);
+    sum += scores[j];
+  }
+  std::fill(oh, oh + d, 0.0f);
+  const float inv = 1.0f / sum;
+  for (int64_t j = 0; j < nk; ++j)
+    axpy_into(oh, v + j * kvw + g * d, scores[j] * inv, d);
+}
+} // namespace
+
 DEEPINFER_HOT void attend(const float* q, const float* kt, int64_t stride, const float* v,
                           int64_t nk, int64_t heads, int64_t kv_heads, int64_t d, float* scores,
                           float* out) {
@@ -83,21 +102,23 @@ DEEPINFER_HOT void attend(const float* q, const float* kt, int64_t stride, const
     std::fill(scores, scores + nk, 0.0f);
     for (int64_t i = 0; i < d; ++i)
       axpy_into(scores, kt + (g * d + i) * stride, qh[i], nk);
-    float mx = -INFINITY;
-    for (int64_t j = 0; j < nk; ++j) {
-      scores[j] *= scale;
-      mx = std::max(mx, scores[j]);
-    }
-    float sum = 0.0f;
-    for (int64_t j = 0; j < nk; ++j) {
-      scores[j] = std::exp(scores[j] - mx);
-      sum += scores[j];
-    }
-    float* oh = out + h * d;
-    std::fill(oh, oh + d, 0.0f);
-    const float inv = 1.0f / sum;
     for (int64_t j = 0; j < nk; ++j)
-      axpy_into(oh, v + j * kvw + g * d, scores[j] * inv, d);
+      scores[j] *= scale;
+    softmax_values(scores, nk, v, kvw, g, d, out + h * d);
+  }
+}
+
+DEEPINFER_HOT void attend_rows(const float* q, const float* k, const float* v, int64_t nk,
+                               int64_t heads, int64_t kv_heads, int64_t d, float* scores,
+                               float* out) {
+  const int64_t group = heads / kv_heads, kvw = kv_heads * d;
+  const float scale = 1.0f / std::sqrt(static_cast<float>(d));
+  for (int64_t h = 0; h < heads; ++h) {
+    const float* qh = q + h * d;
+    const int64_t g = h / group;
+    for (int64_t j = 0; j < nk; ++j)
+      scores[j] = dot(qh, k + j * kvw + g * d, d) * scale;
+    softmax_values(scores, nk, v, kvw, g, d, out + h * d);
   }
 }
 

@@ -25,6 +25,12 @@ float dot(const float* a, const float* b, int64_t n);
 void attend(const float* q, const float* kt, int64_t stride, const float* v, int64_t nk,
             int64_t heads, int64_t kv_heads, int64_t d, float* scores, float* out);
 
+/// The same attention over keys stored as rows, k [nk x kv_heads x d] like v: for gathered keys
+/// (the cross-attention's top-k picks), which a transpose would only cost. Each score is one
+/// `dot`, so it never depends on nk either.
+void attend_rows(const float* q, const float* k, const float* v, int64_t nk, int64_t heads,
+                 int64_t kv_heads, int64_t d, float* scores, float* out);
+
 /// Writes key row `src` [width] as column j of the transposed buffer `kt` [width x nk].
 void put_column(float* kt, int64_t nk, int64_t j, const float* src, int64_t width);
 
