@@ -1,8 +1,10 @@
 #include "actors/prefix_cache.hpp"
 
+#include <chrono>
 #include <condition_variable>
 #include <mutex>
 
+#include "actors/log.hpp"
 #include "kv/block_store.hpp"
 #include "kv/check_index.hpp"
 #include "kv/hash_chain.hpp"
@@ -66,6 +68,7 @@ void prefix_cache::set_snapshot_source(snapshot_source source) {
 }
 
 prefix_cache::hit prefix_cache::lookup(std::span<const int32_t> prompt) {
+  const auto t0 = std::chrono::steady_clock::now();
   hit out;
   auto keys = d_->chain->keys(prompt);
   auto found = d_->index->longest_prefix(keys);
@@ -114,6 +117,9 @@ prefix_cache::hit prefix_cache::lookup(std::span<const int32_t> prompt) {
   out.length = static_cast<int64_t>(out.blocks.size() * kv::block_tokens);
   if (out.blocks.size() == n && decision.swa == kv::swa_mode::exact)
     out.snapshot = std::move(snap);
+  log().debug("prefix cache lookup tokens={} hit={} snapshot={} took={}us", prompt.size(),
+              out.length, out.snapshot != nullptr,
+              std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::steady_clock::now() - t0).count());
   return out;
 }
 

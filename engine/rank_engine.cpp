@@ -186,7 +186,8 @@ void rank_engine::run_decoder(sequence& s, int64_t begin, int64_t end) {
   std::vector<forward_row> rows(static_cast<std::size_t>(end - begin));
   for (int64_t i = begin; i < end; ++i)
     rows[static_cast<std::size_t>(i - begin)] = {s.id, i, &s.windows};
-  forward_.decoder(rows, s.tail.data() + (begin - s.decoder_start) * c.hidden, pool_);
+  // Only the prompt's last row needs the final state (its logits); the windows need every row.
+  forward_.decoder(rows, s.tail.data() + (begin - s.decoder_start) * c.hidden, pool_, true);
 }
 
 prefill_progress rank_engine::prefill_step(sequence_id id, int64_t max_tokens) {

@@ -13,15 +13,12 @@ namespace {
 
 // Per-worker gather buffers; sized on first use.
 struct scratch {
-  std::vector<float> k, v, scores, index_scores;
+  std::vector<float> krows, v, scores, index_scores;
   std::vector<int64_t> picks;
 };
 thread_local scratch tls;
 
-// Keys per indexer product: every score is one product of this fixed shape at an absolute key
-// offset, so it never depends on the batch or on the context length (the backend's contract
-// covers rows; this covers columns).
-constexpr int64_t index_tile = 1024;
+
 
 void fit(std::vector<float>& v, int64_t n) {
   if (static_cast<int64_t>(v.size()) < n)
@@ -116,28 +113,23 @@ void ced_moe_forward::cross_attention(const decoder_layer_weights& d,
   for (int64_t r = 0; r < n; ++r)
     ops::rope(q.data() + r * qd, c.heads, c.head_dim, rope_at(rows[r].pos));
   const int64_t ih = c.index_heads, idim = c.index_dim;
-  // Rows go in blocks: one product per key tile scores every head of every row of the block
-  // (raw dot products [row x head][key], reduced over heads while the tile is in cache); then
-  // each row picks its top k and attends.
+  // Rows go in blocks: the block's position scores, tile by tile (the keys of a tile stay in
+  // cache for every row); then each row picks its top k and attends.
   constexpr int64_t block_rows = 64;
-  auto& raw = raw_scores_;
   auto& index = index_scores_;
   for (const auto& gr : index_keys_) {
     for (int64_t b0 = gr.first; b0 < gr.first + gr.rows; b0 += block_rows) {
       const int64_t br = std::min(block_rows, gr.first + gr.rows - b0);
       const bool scored = gr.ctx > c.index_topk;
-      const int64_t tiles = scored ? (gr.ctx + index_tile - 1) / index_tile : 0;
-      const int64_t stride = tiles * index_tile;
+      const int64_t tiles = scored ? (gr.ctx + ops::index_tile - 1) / ops::index_tile : 0;
+      const int64_t stride = tiles * ops::index_tile;
       if (scored) {
-        fit(raw, br * ih * index_tile);
         fit(index, br * stride);
-        for (int64_t t = 0; t < tiles; ++t) {
-          b_.matmul(iq.data() + b0 * iqd, br * ih, idim, gr.keys.data() + t * index_tile * idim,
-                    index_tile, raw.data());
-          for (int64_t i = 0; i < br; ++i)
-            ops::relu_weighted_sum(raw.data() + i * ih * index_tile, index_tile, d.index_w, ih,
-                                   index_tile, index.data() + i * stride + t * index_tile);
-        }
+        b_.parallel_for(tiles, [&](int64_t t) {
+          ops::index_tile_scores(iq.data() + b0 * iqd, br, ih, idim, d.index_w,
+                                 gr.keys.data() + t * ops::index_tile * idim,
+                                 index.data() + t * ops::index_tile, stride);
+        });
       }
       b_.parallel_for(br, [&](int64_t i) {
         const int64_t r = b0 + i;
@@ -160,16 +152,24 @@ void ced_moe_forward::cross_attention(const decoder_layer_weights& d,
           std::iota(picks.begin(), picks.end(), int64_t{0});
         }
         const auto nk = static_cast<int64_t>(picks.size());
-        fit(tls.k, nk * kvd);
+        fit(tls.krows, nk * kvd);
         fit(tls.v, nk * kvd);
         fit(tls.scores, nk);
+        // The picks are scattered over the whole context: prefetch every one's K and V (adjacent)
+        // first, then copy them to rows.
+        const auto kv_bytes = static_cast<int64_t>(sizeof(float)) * 2 * kvd;
         for (int64_t t = 0; t < nk; ++t) {
-          const float* src = at(picks[static_cast<std::size_t>(t)]);
-          ops::put_column(tls.k.data(), nk, t, src + (2 * group) * kvd, kvd);
-          std::memcpy(tls.v.data() + t * kvd, src + (2 * group + 1) * kvd, sizeof(float) * kvd);
+          const char* src = reinterpret_cast<const char*>(at(picks[static_cast<std::size_t>(t)]) + 2 * group * kvd);
+          for (int64_t b = 0; b < kv_bytes; b += 64)
+            __builtin_prefetch(src + b);
         }
-        ops::attend(q.data() + r * qd, tls.k.data(), nk, tls.v.data(), nk, c.heads, c.kv_heads,
-                    c.head_dim, tls.scores.data(), att.data() + r * qd);
+        for (int64_t t = 0; t < nk; ++t) {
+          const float* src = at(picks[static_cast<std::size_t>(t)]) + 2 * group * kvd;
+          std::memcpy(tls.krows.data() + t * kvd, src, sizeof(float) * kvd);
+          std::memcpy(tls.v.data() + t * kvd, src + kvd, sizeof(float) * kvd);
+        }
+        ops::attend_rows(q.data() + r * qd, tls.krows.data(), tls.v.data(), nk, c.heads,
+                         c.kv_heads, c.head_dim, tls.scores.data(), att.data() + r * qd);
       });
     }
   }
@@ -201,13 +201,24 @@ void ced_moe_forward::gather_index_keys(std::span<const forward_row> rows, const
     if (g.ctx <= c.index_topk)
       return;
     const auto& table = pool.table(rows[g.first].seq);
-    const int64_t padded = (g.ctx + index_tile - 1) / index_tile * index_tile;
-    g.keys.resize(static_cast<std::size_t>(padded * idim));
-    for (int64_t j = 0; j < g.ctx; ++j)
-      std::memcpy(g.keys.data() + j * idim,
-                  pool.block_data(table[static_cast<std::size_t>(j / tpb)]) + (j % tpb) * fpt + ik_off,
-                  sizeof(float) * static_cast<std::size_t>(idim));
-    std::fill(g.keys.begin() + g.ctx * idim, g.keys.end(), 0.0f);
+    constexpr int64_t tile = ops::index_tile;
+    const int64_t tiles = (g.ctx + tile - 1) / tile;
+    g.keys.resize(static_cast<std::size_t>(tiles * tile * idim));
+    // Tile t holds keys [t * tile, (t + 1) * tile) transposed; keys past ctx are zero.
+    std::fill(g.keys.begin() + (tiles - 1) * tile * idim, g.keys.end(), 0.0f);
+    // 16 keys at a time, so each write fills a whole cache line of the transposed tile.
+    const float* src[16];
+    for (int64_t j0 = 0; j0 < g.ctx; j0 += 16) {
+      const int64_t m = std::min<int64_t>(16, g.ctx - j0);
+      for (int64_t jj = 0; jj < m; ++jj) {
+        const int64_t j = j0 + jj;
+        src[jj] = pool.block_data(table[static_cast<std::size_t>(j / tpb)]) + (j % tpb) * fpt + ik_off;
+      }
+      float* dst = g.keys.data() + (j0 / tile) * tile * idim + j0 % tile;
+      for (int64_t i = 0; i < idim; ++i)
+        for (int64_t jj = 0; jj < m; ++jj)
+          dst[i * tile + jj] = src[jj][i];
+    }
   });
 }
 

@@ -71,7 +71,8 @@ void ced_moe_forward::global_kv(std::span<const forward_row> rows, const float* 
   }
 }
 
-void ced_moe_forward::decoder(std::span<const forward_row> rows, float* x, const kv_pool& pool) {
+void ced_moe_forward::decoder(std::span<const forward_row> rows, float* x, const kv_pool& pool,
+                              bool last_rows_only) {
   const auto& c = config();
   const int64_t n = static_cast<int64_t>(rows.size());
   ensure_rope(rows);
@@ -79,8 +80,32 @@ void ced_moe_forward::decoder(std::span<const forward_row> rows, float* x, const
   for (int l = 0; l < c.decoder_layers; ++l) {
     const auto& lw = w_.decoder[static_cast<std::size_t>(l)];
     self_attention(lw.attn, rows, true, l, x);
-    cross_attention(lw, rows, l, x, pool);
-    moe(lw.moe, n, x);
+    if (!last_rows_only || l + 1 < c.decoder_layers) {
+      cross_attention(lw, rows, l, x, pool);
+      moe(lw.moe, n, x);
+      continue;
+    }
+    // The last layer's output feeds nothing but the logits: finish one row per sequence (each
+    // row's result is independent of the others in the call, so this changes no bit of it).
+    std::vector<forward_row> last;
+    std::vector<int64_t> at;
+    for (int64_t r = 0; r < n; ++r)
+      if (r + 1 == n || !(rows[r + 1].seq == rows[r].seq)) {
+        last.push_back(rows[r]);
+        at.push_back(r);
+      }
+    const auto m = static_cast<int64_t>(last.size());
+    std::vector<float> xs(static_cast<std::size_t>(m * c.hidden));
+    for (int64_t i = 0; i < m; ++i)
+      std::memcpy(xs.data() + i * c.hidden, x + at[i] * c.hidden, sizeof(float) * c.hidden);
+    for (int64_t g = 0; g < m; ++g) { // one row per key group now
+      index_keys_[static_cast<std::size_t>(g)].first = g;
+      index_keys_[static_cast<std::size_t>(g)].rows = 1;
+    }
+    cross_attention(lw, last, l, xs.data(), pool);
+    moe(lw.moe, m, xs.data());
+    for (int64_t i = 0; i < m; ++i)
+      std::memcpy(x + at[i] * c.hidden, xs.data() + i * c.hidden, sizeof(float) * c.hidden);
   }
 }
 

@@ -45,8 +45,11 @@ public:
   /// (precondition: the rows' positions are allocated).
   void global_kv(std::span<const forward_row> rows, const float* enc_out, kv_pool& pool);
   /// Decoder layers in place over `x` (encoder output in, final hidden state out); cross-attention
-  /// reads global KV of positions <= each row's position from `pool`.
-  void decoder(std::span<const forward_row> rows, float* x, const kv_pool& pool);
+  /// reads global KV of positions <= each row's position from `pool`. With `last_rows_only`, the
+  /// last layer finishes only the last row of each sequence (the one whose logits are taken):
+  /// the other rows still push that layer's window K/V, but their final state is left undefined.
+  void decoder(std::span<const forward_row> rows, float* x, const kv_pool& pool,
+               bool last_rows_only = false);
   /// logits[r] = lm_head(norm(x[r])) for `n` rows into `out` [n x vocab].
   void logits(const float* x, int64_t n, float* out);
 
@@ -59,17 +62,17 @@ private:
                        int layer, float* x, const kv_pool& pool);
   void moe(const moe_weights& m, int64_t n, float* x);
 
-  /// The indexer keys of one sequence of a decoder batch (rows [first, first + rows)), as rows
-  /// [ctx x index_dim] zero-padded to whole scoring tiles; gathered once for every layer (the
-  /// indexer key is per token, not per layer).
+  /// The indexer keys of one sequence of a decoder batch (rows [first, first + rows)), in tiles
+  /// of `ops::index_tile` keys stored transposed, zero past ctx; gathered once for every layer
+  /// (the indexer key is per token, not per layer).
   struct index_keys {
     int64_t first = 0, rows = 0, ctx = 0;
     std::vector<float> keys;
   };
   void gather_index_keys(std::span<const forward_row> rows, const kv_pool& pool);
   std::vector<index_keys> index_keys_;
-  /// Scratch of the indexer: one tile's raw head scores, the position scores of a row block.
-  std::vector<float> raw_scores_, index_scores_;
+  /// Scratch of the indexer: the position scores of a row block.
+  std::vector<float> index_scores_;
 
   /// cos/sin of every pair at `pos` (grown on demand; call `ensure_rope` before parallel code).
   const float* rope_at(int64_t pos) const { return rope_.data() + pos * config().head_dim; }

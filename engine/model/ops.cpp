@@ -5,6 +5,7 @@
 #include <cmath>
 #include <cstring>
 #include <functional>
+#include <immintrin.h>
 #include <vector>
 
 namespace deepinfer::engine::ops {
@@ -70,6 +71,25 @@ DEEPINFER_HOT float dot(const float* a, const float* b, int64_t n) {
   return s;
 }
 
+namespace {
+// Softmax of one head's `scores` (already scaled) and the weighted sum of the values into `oh`.
+inline void softmax_values(float* scores, int64_t nk, const float* v, int64_t kvw, int64_t g,
+                           int64_t d, float* oh) {
+  float mx = -INFINITY;
+  for (int64_t j = 0; j < nk; ++j)
+    mx = std::max(mx, scores[j]);
+  float sum = 0.0f;
+  for (int64_t j = 0; j < nk; ++j) {
+    scores[j] = std::exp(scores[j] - mx);
+    sum += scores[j];
+  }
+  std::fill(oh, oh + d, 0.0f);
+  const float inv = 1.0f / sum;
+  for (int64_t j = 0; j < nk; ++j)
+    axpy_into(oh, v + j * kvw + g * d, scores[j] * inv, d);
+}
+} // namespace
+
 DEEPINFER_HOT void attend(const float* q, const float* kt, int64_t stride, const float* v,
                           int64_t nk, int64_t heads, int64_t kv_heads, int64_t d, float* scores,
                           float* out) {
@@ -82,21 +102,23 @@ DEEPINFER_HOT void attend(const float* q, const float* kt, int64_t stride, const
     std::fill(scores, scores + nk, 0.0f);
     for (int64_t i = 0; i < d; ++i)
       axpy_into(scores, kt + (g * d + i) * stride, qh[i], nk);
-    float mx = -INFINITY;
-    for (int64_t j = 0; j < nk; ++j) {
-      scores[j] *= scale;
-      mx = std::max(mx, scores[j]);
-    }
-    float sum = 0.0f;
-    for (int64_t j = 0; j < nk; ++j) {
-      scores[j] = std::exp(scores[j] - mx);
-      sum += scores[j];
-    }
-    float* oh = out + h * d;
-    std::fill(oh, oh + d, 0.0f);
-    const float inv = 1.0f / sum;
     for (int64_t j = 0; j < nk; ++j)
-      axpy_into(oh, v + j * kvw + g * d, scores[j] * inv, d);
+      scores[j] *= scale;
+    softmax_values(scores, nk, v, kvw, g, d, out + h * d);
+  }
+}
+
+DEEPINFER_HOT void attend_rows(const float* q, const float* k, const float* v, int64_t nk,
+                               int64_t heads, int64_t kv_heads, int64_t d, float* scores,
+                               float* out) {
+  const int64_t group = heads / kv_heads, kvw = kv_heads * d;
+  const float scale = 1.0f / std::sqrt(static_cast<float>(d));
+  for (int64_t h = 0; h < heads; ++h) {
+    const float* qh = q + h * d;
+    const int64_t g = h / group;
+    for (int64_t j = 0; j < nk; ++j)
+      scores[j] = dot(qh, k + j * kvw + g * d, d) * scale;
+    softmax_values(scores, nk, v, kvw, g, d, out + h * d);
   }
 }
 
@@ -105,16 +127,72 @@ void put_column(float* kt, int64_t nk, int64_t j, const float* src, int64_t widt
     kt[i * nk + j] = src[i];
 }
 
-// The loop runs over positions, so vectorizing it changes no summation order.
-DEEPINFER_HOT void relu_weighted_sum(const float* s, int64_t stride, const float* w, int64_t heads,
-                                     int64_t n, float* __restrict out) {
-  std::fill(out, out + n, 0.0f);
-  for (int64_t h = 0; h < heads; ++h) {
-    const float* __restrict sh = s + h * stride;
-    const float wh = w[h];
-    for (int64_t j = 0; j < n; ++j)
-      out[j] += wh * std::max(sh[j], 0.0f);
+namespace {
+
+// The portable kernel: the same operations as the AVX-512 one, key by key.
+void index_tile_scores_portable(const float* q, int64_t rows, int64_t heads, int64_t dim,
+                                const float* w, const float* kt, float* out, int64_t stride) {
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t j = 0; j < index_tile; ++j) {
+      float s = 0.0f;
+      for (int64_t h = 0; h < heads; ++h) {
+        const float* qh = q + (r * heads + h) * dim;
+        float acc = 0.0f;
+        for (int64_t i = 0; i < dim; ++i)
+          acc = std::fma(qh[i], kt[i * index_tile + j], acc);
+        s = std::fma(w[h], std::max(acc, 0.0f), s);
+      }
+      out[r * stride + j] = s;
+    }
+}
+
+// 32 keys per step (two vectors), every head of one query accumulated at once: 2 x H
+// accumulators in registers, so the FMA units never wait on one chain.
+template <int H>
+__attribute__((target("avx512f"))) void index_tile_scores_avx512(
+    const float* q, int64_t rows, int64_t dim, const float* w, const float* kt, float* out,
+    int64_t stride) {
+  const __m512 zero = _mm512_setzero_ps();
+  for (int64_t r = 0; r < rows; ++r) {
+    const float* qr = q + r * H * dim;
+    for (int64_t j = 0; j < index_tile; j += 32) {
+      __m512 a[H], b[H];
+      for (int h = 0; h < H; ++h)
+        a[h] = b[h] = zero;
+      for (int64_t i = 0; i < dim; ++i) {
+        const __m512 ka = _mm512_loadu_ps(kt + i * index_tile + j);
+        const __m512 kb = _mm512_loadu_ps(kt + i * index_tile + j + 16);
+        for (int h = 0; h < H; ++h) {
+          const __m512 qh = _mm512_set1_ps(qr[h * dim + i]);
+          a[h] = _mm512_fmadd_ps(qh, ka, a[h]);
+          b[h] = _mm512_fmadd_ps(qh, kb, b[h]);
+        }
+      }
+      __m512 sa = zero, sb = zero;
+      for (int h = 0; h < H; ++h) {
+        const __m512 wh = _mm512_set1_ps(w[h]);
+        sa = _mm512_fmadd_ps(wh, _mm512_mask_max_ps(zero, 0xFFFF, a[h], zero), sa);
+        sb = _mm512_fmadd_ps(wh, _mm512_mask_max_ps(zero, 0xFFFF, b[h], zero), sb);
+      }
+      _mm512_storeu_ps(out + r * stride + j, sa);
+      _mm512_storeu_ps(out + r * stride + j + 16, sb);
+    }
   }
+}
+
+const bool has_avx512 = __builtin_cpu_supports("avx512f");
+
+} // namespace
+
+void index_tile_scores(const float* q, int64_t rows, int64_t heads, int64_t dim, const float* w,
+                       const float* kt, float* out, int64_t stride) {
+  // The common head counts get a kernel with the heads unrolled (tiny and small: 4).
+  if (has_avx512 && heads == 4)
+    index_tile_scores_avx512<4>(q, rows, dim, w, kt, out, stride);
+  else if (has_avx512 && heads == 8)
+    index_tile_scores_avx512<8>(q, rows, dim, w, kt, out, stride);
+  else
+    index_tile_scores_portable(q, rows, heads, dim, w, kt, out, stride);
 }
 
 namespace {
@@ -127,7 +205,75 @@ inline uint32_t order_key(float f) {
 }
 } // namespace
 
+namespace {
+
+// Positions with a score >= t (vectorizes: a compare and a sum).
+DEEPINFER_HOT int64_t count_at_least(const float* scores, int64_t n, float t) {
+  int64_t c = 0;
+  for (int64_t j = 0; j < n; ++j)
+    c += scores[j] >= t ? 1 : 0;
+  return c;
+}
+
+// Writes the positions with a score >= t to `out`, ascending; returns how many. Blocks with no
+// such score are skipped by a vectorized test.
+DEEPINFER_HOT int64_t collect_at_least(const float* scores, int64_t n, float t, int64_t* out) {
+  constexpr int64_t block = 64;
+  int64_t m = 0, j0 = 0;
+  for (; j0 + block <= n; j0 += block) {
+    int any = 0;
+    for (int64_t j = j0; j < j0 + block; ++j)
+      any |= scores[j] >= t ? 1 : 0;
+    if (any != 0)
+      for (int64_t j = j0; j < j0 + block; ++j)
+        if (scores[j] >= t)
+          out[m++] = j;
+  }
+  for (int64_t j = j0; j < n; ++j)
+    if (scores[j] >= t)
+      out[m++] = j;
+  return m;
+}
+
+// The radix path: exact whatever the distribution of the scores.
+void top_k_radix(const float* scores, int64_t n, int64_t k, int64_t* out, uint32_t* keys);
+
+} // namespace
+
 void top_k_positions(const float* scores, int64_t n, int64_t k, int64_t* out, uint32_t* keys) {
+  // A threshold from a strided sample, then a vectorized count: when at least k positions reach
+  // it, they hold the top k, and the selection runs among those few only. The result is the
+  // same set whatever threshold is tried; an unlucky one falls back to the radix path.
+  constexpr int64_t sample = 1024;
+  if (n >= 16 * k && n >= 4 * sample) {
+    thread_local std::vector<float> pool;
+    pool.resize(sample);
+    const int64_t step = n / sample;
+    for (int64_t i = 0; i < sample; ++i)
+      pool[static_cast<std::size_t>(i)] = scores[i * step];
+    // Twice the expected sample rank of the k-th largest score.
+    const int64_t rank = std::min<int64_t>(sample - 1, 2 * k * sample / n + 1);
+    std::nth_element(pool.begin(), pool.begin() + rank, pool.end(), std::greater<>());
+    const float t = pool[static_cast<std::size_t>(rank)];
+    if (const int64_t count = count_at_least(scores, n, t); count >= k) {
+      thread_local std::vector<int64_t> cand;
+      cand.resize(static_cast<std::size_t>(count));
+      collect_at_least(scores, n, t, cand.data());
+      auto better = [&](int64_t a, int64_t b) {
+        return scores[a] > scores[b] || (scores[a] == scores[b] && a < b);
+      };
+      std::nth_element(cand.begin(), cand.begin() + k, cand.end(), better);
+      std::sort(cand.begin(), cand.begin() + k);
+      std::copy(cand.begin(), cand.begin() + k, out);
+      return;
+    }
+  }
+  top_k_radix(scores, n, k, out, keys);
+}
+
+namespace {
+
+void top_k_radix(const float* scores, int64_t n, int64_t k, int64_t* out, uint32_t* keys) {
   constexpr int shift = 20; // 4096 buckets on the top 12 bits of the key
   std::array<int64_t, 4096> hist{};
   for (int64_t j = 0; j < n; ++j) {
@@ -161,6 +307,8 @@ void top_k_positions(const float* scores, int64_t n, int64_t k, int64_t* out, ui
     if (keys[j] > threshold || (keys[j] == threshold && ties-- > 0))
       out[m++] = j;
 }
+
+} // namespace
 
 void silu_mul(float* a, const float* b, int64_t n) {
   for (int64_t i = 0; i < n; ++i)

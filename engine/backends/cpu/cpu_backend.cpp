@@ -6,6 +6,7 @@
 #include <chrono>
 #include <ctime>
 #include <cstring>
+#include <immintrin.h>
 #include <vector>
 
 namespace deepinfer::engine {
@@ -19,6 +20,36 @@ namespace {
 // differed in up to 97 % of row windows, padded in none; cpu_backend.test.cpp checks it).
 constexpr int64_t row_multiple = 8;
 constexpr int64_t small_path_limit = 1000000;
+
+// Products with a very wide output (the lm_head: n = vocabulary) and few rows are one pass over
+// the weights; OpenBLAS would first pack all of them (66 MB for the tiny model's 129,280 x 128
+// lm_head, ~20 ms, the largest single cost of a hot prefill and of every decode step). They run
+// as dot products instead, for every m, so a row's result still never depends on m.
+constexpr int64_t wide_output = 32768;
+constexpr int64_t wide_chunk = 4096; // output columns per parallel task
+
+__attribute__((target("avx512f"))) void wide_dots_avx512(const float* x, int64_t m, int64_t k,
+                                                         const float* w, int64_t n, int64_t j0,
+                                                         int64_t j1, float* y, bool accumulate) {
+  for (int64_t j = j0; j < j1; ++j) {
+    const float* wj = w + j * k;
+    for (int64_t r = 0; r < m; ++r) {
+      const float* xr = x + r * k;
+      __m512 acc = _mm512_setzero_ps();
+      for (int64_t c = 0; c < k; c += 16)
+        acc = _mm512_fmadd_ps(_mm512_loadu_ps(xr + c), _mm512_loadu_ps(wj + c), acc);
+      alignas(64) float lane[16];
+      _mm512_store_ps(lane, acc);
+      for (int half = 8; half > 0; half /= 2) // a fixed reduction tree
+        for (int i = 0; i < half; ++i)
+          lane[i] += lane[i + half];
+      const float d = lane[0];
+      y[r * n + j] = accumulate ? y[r * n + j] + d : d;
+    }
+  }
+}
+
+const bool has_avx512 = __builtin_cpu_supports("avx512f");
 
 double wall_seconds() {
   return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
@@ -57,6 +88,13 @@ void cpu_backend::matmul(const float* x, int64_t m, int64_t k, const float* w, i
 
 void cpu_backend::run_sgemm(const float* x, int64_t m, int64_t k, const float* w, int64_t n,
                             float* y, bool accumulate) {
+  if (has_avx512 && n >= wide_output && k % 16 == 0) {
+    pool_.parallel_for((n + wide_chunk - 1) / wide_chunk, [&](int64_t c) {
+      wide_dots_avx512(x, m, k, w, n, c * wide_chunk, std::min(n, (c + 1) * wide_chunk), y,
+                       accumulate);
+    });
+    return;
+  }
   const int64_t least = min_rows(n, k);
   const int64_t full = m >= least ? m / row_multiple * row_multiple : 0;
   const float beta = accumulate ? 1.0f : 0.0f;
