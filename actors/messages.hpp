@@ -206,7 +206,8 @@ struct prefill_result {
   /// was fetched from another node.
   bool snapshot_hit = false;
   bool snapshot_remote = false;
-  /// The KV transport used (`in_process`, `caf_message`, `rdma`) and the bytes it moved.
+  /// The KV transport chosen (`in_process`, `caf_message`); the first token is answered before
+  /// the KV is exported, so `kv_bytes` stays 0 here and comes with the decode's first batch.
   std::string transport;
   uint64_t kv_bytes = 0;
 };
@@ -239,11 +240,13 @@ struct token_batch {
   bool finished = false;
   /// Set when the rank could not continue the sequence (it is freed).
   std::string error;
+  /// On the first batch after a handoff: the KV bytes that arrived (metrics).
+  uint64_t kv_bytes = 0;
 };
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, token_batch& x) {
-  return f(caf::meta::type_name("token_batch"), x.id, x.tokens, x.finished, x.error);
+  return f(caf::meta::type_name("token_batch"), x.id, x.tokens, x.finished, x.error, x.kv_bytes);
 }
 
 } // namespace deepinfer::actors

@@ -5,6 +5,7 @@
 #include <span>
 #include <map>
 #include <set>
+#include <utility>
 #include <memory>
 
 #include <caf/actor_cast.hpp>
@@ -32,6 +33,8 @@ constexpr auto snapshot_fetch_timeout = std::chrono::milliseconds(500);
 struct decoding {
   engine::sequence_id seq;
   caf::actor sink;
+  /// Bytes of the handoff, reported with the first batch.
+  uint64_t kv_bytes = 0;
 };
 
 struct rank_state {
@@ -88,13 +91,14 @@ bool fetch_snapshot(rank_pointer self, const prefill_job& job) {
 
 /// Prefills `job` and hands its KV to the job's decode rank over the transport that fits the
 /// pair (DESIGN §1 step 5). Answers the first token either way.
-prefill_result run_prefill(rank_pointer self, prefill_job& job) {
+void run_prefill(rank_pointer self, prefill_job& job, caf::typed_response_promise<prefill_result> promise) {
   auto& st = self->state;
   prefill_result out;
   out.id = job.id;
   if (!st.engine) {
     out.error = "rank has no engine";
-    return out;
+    promise.deliver(std::move(out));
+    return;
   }
   engine::prefill_request req;
   req.seq = engine::sequence_id{st.next_seq++};
@@ -131,34 +135,46 @@ prefill_result run_prefill(rank_pointer self, prefill_job& job) {
   if (p.status != engine::engine_status::ok || !p.done) {
     out.error = p.error.empty() ? "prefill failed" : p.error;
     st.engine->free(req.seq);
-    return out;
+    promise.deliver(std::move(out));
+    return;
   }
   out.first_token = p.first.id;
   auto& stops = job.sampling.stop_ids;
   out.finished = job.sampling.max_tokens <= 1
                  || std::find(stops.begin(), stops.end(), p.first.id) != stops.end();
-  if (!out.finished) {
-    auto bytes = st.engine->export_sequence(req.seq);
-    auto decode = caf::actor_cast<caf::actor>(job.decode_rank);
-    if (!bytes)
-      out.error = "cannot export the sequence";
-    else if (!decode)
-      out.error = "the job names no decode rank";
-    else {
-      auto& transport = choose_kv_transport(decode.node() == self->node());
-      kv_handoff h;
-      out.kv_bytes = bytes->size();
-      if (!transport.send(job.id, std::move(*bytes), h, &out.error))
-        out.error = "KV transport " + std::string{transport.name()} + ": " + out.error;
-      else {
-        out.transport = transport.name();
-        self->send(caf::actor_cast<rank_actor>(decode), decode_atom::value, std::move(h), job.sampling,
-                   std::move(job.sink));
-      }
-    }
+  auto decode = caf::actor_cast<caf::actor>(job.decode_rank);
+  if (!out.finished && !decode)
+    out.error = "the job names no decode rank";
+  if (out.finished || !out.error.empty()) {
+    st.engine->free(req.seq);
+    promise.deliver(std::move(out));
+    return;
   }
+  // The first token leaves before the KV is exported (tens of ms at 30K): TTFT does not wait
+  // for the handoff. A failure from here on reaches the request as a token batch error.
+  auto& transport = choose_kv_transport(decode.node() == self->node());
+  out.transport = transport.name();
+  out.kv_bytes = 0;
+  promise.deliver(out);
+  auto bytes = st.engine->export_sequence(req.seq);
   st.engine->free(req.seq);
-  return out;
+  std::string err;
+  kv_handoff h;
+  if (!bytes)
+    err = "cannot export the sequence";
+  else if (!transport.send(job.id, std::move(*bytes), h, &err))
+    err = "KV transport " + std::string{transport.name()} + ": " + err;
+  if (!err.empty()) {
+    token_batch fail;
+    fail.id = job.id;
+    fail.finished = true;
+    fail.error = err;
+    if (auto sink = caf::actor_cast<caf::actor>(job.sink))
+      caf::send_as(caf::actor_cast<caf::actor>(self), sink, tokens_atom::value, std::move(fail));
+    return;
+  }
+  self->send(caf::actor_cast<rank_actor>(decode), decode_atom::value, std::move(h), job.sampling,
+             std::move(job.sink));
 }
 
 /// Writes the full blocks of a sequence (prompt and output) to the prefix cache, then frees it.
@@ -226,7 +242,7 @@ void start_decode(rank_pointer self, kv_handoff& h, const sampling_spec& s,
   }
   // A request actor that goes away (client gone, entrypoint node dead) takes its sequence along.
   self->monitor(sink);
-  st.active[h.id] = decoding{seq, sink};
+  st.active[h.id] = decoding{seq, sink, span.size()};
   report(self);
   if (!st.stepping) {
     st.stepping = true;
@@ -261,6 +277,7 @@ void decode_step(rank_pointer self) {
       b.tokens.push_back(outs[i].token.id);
       b.finished = outs[i].finished;
     }
+    b.kv_bytes = std::exchange(it->second.kv_bytes, 0);
     auto sink = it->second.sink;
     if (b.finished) {
       // Store the blocks before the client hears of the end, so its next turn hits them.
@@ -327,7 +344,11 @@ rank_actor::behavior_type rank_behavior(rank_pointer self, rank_config cfg) {
       ++self->state.steps;
       return payload.bytes.size();
     },
-    [=](prefill_atom, prefill_job& job) -> prefill_result { return run_prefill(self, job); },
+    [=](prefill_atom, prefill_job& job) -> caf::typed_response_promise<prefill_result> {
+      auto promise = self->make_response_promise<prefill_result>();
+      run_prefill(self, job, promise);
+      return promise;
+    },
     [=](decode_atom, kv_handoff& h, const sampling_spec& s, const caf::strong_actor_ptr& sink) {
       start_decode(self, h, s, sink);
     },

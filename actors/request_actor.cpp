@@ -57,6 +57,8 @@ struct request_state {
   /// decode rank that overtook that answer wait in `early` until then.
   bool prefilled = false;
   std::vector<token_batch> early;
+  /// The KV transport of the current attempt (for the bytes the decode rank reports).
+  std::string transport;
   bool done = false;
   std::chrono::steady_clock::time_point arrived = std::chrono::steady_clock::now();
   std::chrono::steady_clock::time_point last_token;
@@ -180,6 +182,12 @@ const live_instance* named(const std::vector<live_instance>& v, const std::strin
   return nullptr;
 }
 
+void count_kv_bytes(request_pointer self, const token_batch& b) {
+  auto& st = self->state;
+  if (b.kv_bytes > 0 && !st.transport.empty())
+    st.ctx->kv_transfer_bytes->with({st.transport}).inc(static_cast<double>(b.kv_bytes));
+}
+
 void on_prefilled(request_pointer self, prefill_result& r) {
   auto& st = self->state;
   st.prefill_lease.reset();
@@ -198,15 +206,17 @@ void on_prefilled(request_pointer self, prefill_result& r) {
   if (r.snapshot_hit)
     st.ctx->snapshot_hits->with({r.snapshot_remote ? "remote" : "local"}).inc();
   if (!r.transport.empty()) {
+    st.transport = r.transport;
     st.ctx->kv_transfers->with({r.transport}).inc();
-    st.ctx->kv_transfer_bytes->with({r.transport}).inc(static_cast<double>(r.kv_bytes));
   }
   st.prefilled = true;
   on_tokens(self, {r.first_token}, r.finished);
   auto early = std::move(st.early);
-  for (auto& b : early)
+  for (auto& b : early) {
+    count_kv_bytes(self, b);
     if (!st.done)
       on_tokens(self, b.tokens, b.finished);
+  }
 }
 
 /// Asks the SWA directory (DESIGN §1 step 3) which node holds the window ending at the hit
@@ -323,6 +333,7 @@ void attempt(request_pointer self) {
   st.job = st.id * 16 + static_cast<uint64_t>(st.attempts);
   st.prefilled = false;
   st.early.clear();
+  st.transport.clear();
   place(self);
 }
 
@@ -439,6 +450,7 @@ caf::behavior request_behavior(request_pointer self, std::shared_ptr<entrypoint:
         st.early.push_back(std::move(b));
         return;
       }
+      count_kv_bytes(self, b);
       on_tokens(self, b.tokens, b.finished);
     },
     [=](cancel_atom, uint64_t) {
