@@ -25,11 +25,7 @@ std::unique_ptr<decode_load::lease> decode_load::assign(const std::shared_ptr<de
   std::vector<balancers::decode_balancer::rank_state> loads;
   for (auto& inst : live)
     for (uint32_t r = 0; r < inst.ranks; ++r) {
-      std::size_t i = 0;
-      while (i < slots.size() && !(slots[i].instance == inst.name && slots[i].rank == r))
-        ++i;
-      if (i == slots.size())
-        slots.push_back({inst.name, r, {}});
+      auto i = slot_index(slots, inst.name, r);
       index.push_back(i);
       loads.push_back(slots[i].load);
     }

@@ -43,6 +43,19 @@ void handle(const std::shared_ptr<entrypoint::context>& ctx, recipe::api_kind ap
   spawn_request_actor(ctx, std::move(*conv), std::move(w));
 }
 
+/// A gauge family labelled {instance, rank} read from a router's load table at scrape time.
+template <class Table, class Value>
+void add_rank_gauge(http::metrics_registry& m, std::string name, std::string help,
+                    std::shared_ptr<Table> table, Value value) {
+  m.add_collector(std::move(name), std::move(help), http::metrics_registry::kind::gauge,
+                  {"instance", "rank"}, [table, value] {
+                    std::vector<http::metrics_registry::sample> out;
+                    for (auto& s : table->snapshot())
+                      out.push_back({{s.instance, std::to_string(s.rank)}, value(s)});
+                    return out;
+                  });
+}
+
 } // namespace
 
 entrypoint::entrypoint(std::shared_ptr<context> ctx) : ctx_(std::move(ctx)) {}
@@ -87,38 +100,20 @@ std::unique_ptr<entrypoint> entrypoint::create(caf::actor_system& sys, const ser
                                              "Prefix hits with their SWA snapshot (exact, no replay), by "
                                              "where the snapshot was: this node (local) or another (remote).",
                                              {"source"});
-  metrics->add_collector("deepinfer_decode_router_requests",
-                         "Requests the decode router has placed on each decode rank and not yet released.",
-                         http::metrics_registry::kind::gauge, {"instance", "rank"}, [load = ctx->decode_ranks] {
-                           std::vector<http::metrics_registry::sample> out;
-                           for (auto& s : load->snapshot())
-                             out.push_back({{s.instance, std::to_string(s.rank)}, static_cast<double>(s.load.requests)});
-                           return out;
-                         });
-  metrics->add_collector("deepinfer_decode_router_kv_tokens",
-                         "KV tokens the decode router has placed on each decode rank.",
-                         http::metrics_registry::kind::gauge, {"instance", "rank"}, [load = ctx->decode_ranks] {
-                           std::vector<http::metrics_registry::sample> out;
-                           for (auto& s : load->snapshot())
-                             out.push_back({{s.instance, std::to_string(s.rank)}, static_cast<double>(s.load.kv_tokens)});
-                           return out;
-                         });
-  metrics->add_collector("deepinfer_prefill_queue_requests",
-                         "Prefills placed on each prefill rank and not yet answered (its queue).",
-                         http::metrics_registry::kind::gauge, {"instance", "rank"}, [load = ctx->prefill_ranks] {
-                           std::vector<http::metrics_registry::sample> out;
-                           for (auto& s : load->snapshot())
-                             out.push_back({{s.instance, std::to_string(s.rank)}, static_cast<double>(s.requests)});
-                           return out;
-                         });
-  metrics->add_collector("deepinfer_prefill_queue_quota_seconds",
-                         "Outstanding compute-quota (fitted seconds) on each prefill rank.",
-                         http::metrics_registry::kind::gauge, {"instance", "rank"}, [load = ctx->prefill_ranks] {
-                           std::vector<http::metrics_registry::sample> out;
-                           for (auto& s : load->snapshot())
-                             out.push_back({{s.instance, std::to_string(s.rank)}, s.quota_s});
-                           return out;
-                         });
+  using slot_decode = decode_load::slot_load;
+  using slot_prefill = prefill_load::slot_load;
+  add_rank_gauge(*metrics, "deepinfer_decode_router_requests",
+                 "Requests the decode router has placed on each decode rank and not yet released.",
+                 ctx->decode_ranks, [](const slot_decode& s) { return static_cast<double>(s.load.requests); });
+  add_rank_gauge(*metrics, "deepinfer_decode_router_kv_tokens",
+                 "KV tokens the decode router has placed on each decode rank.",
+                 ctx->decode_ranks, [](const slot_decode& s) { return static_cast<double>(s.load.kv_tokens); });
+  add_rank_gauge(*metrics, "deepinfer_prefill_queue_requests",
+                 "Prefills placed on each prefill rank and not yet answered (its queue).",
+                 ctx->prefill_ranks, [](const slot_prefill& s) { return static_cast<double>(s.requests); });
+  add_rank_gauge(*metrics, "deepinfer_prefill_queue_quota_seconds",
+                 "Outstanding compute-quota (fitted seconds) on each prefill rank.",
+                 ctx->prefill_ranks, [](const slot_prefill& s) { return s.quota_s; });
   metrics->add_collector("deepinfer_prefix_cache_hit_ratio",
                          "Prompt tokens served from the prefix cache / prompt tokens, since start.",
                          http::metrics_registry::kind::gauge, {},

@@ -207,15 +207,14 @@ struct prefill_result {
   bool snapshot_hit = false;
   bool snapshot_remote = false;
   /// The KV transport chosen (`in_process`, `caf_message`); the first token is answered before
-  /// the KV is exported, so `kv_bytes` stays 0 here and comes with the decode's first batch.
+  /// the KV is exported, so its size comes with the decode's first batch (token_batch::kv_bytes).
   std::string transport;
-  uint64_t kv_bytes = 0;
 };
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, prefill_result& x) {
   return f(caf::meta::type_name("prefill_result"), x.id, x.first_token, x.finished, x.error,
-           x.cached, x.snapshot_hit, x.snapshot_remote, x.transport, x.kv_bytes);
+           x.cached, x.snapshot_hit, x.snapshot_remote, x.transport);
 }
 
 /// A prefilled sequence on its way to a decode rank (DESIGN §1 step 5). Which fields are set

@@ -21,11 +21,7 @@ std::unique_ptr<prefill_load::lease> prefill_load::assign(const std::shared_ptr<
   bool found = false;
   for (auto& inst : live)
     for (uint32_t r = 0; r < inst.ranks; ++r) {
-      std::size_t i = 0;
-      while (i < slots.size() && !(slots[i].instance == inst.name && slots[i].rank == r))
-        ++i;
-      if (i == slots.size())
-        slots.push_back({inst.name, r, 0, 0.0});
+      auto i = slot_index(slots, inst.name, r);
       auto better = [&](const slot_load& a, const slot_load& b) {
         return a.quota_s < b.quota_s || (a.quota_s == b.quota_s && a.requests < b.requests);
       };

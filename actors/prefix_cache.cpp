@@ -123,10 +123,14 @@ prefix_cache::hit prefix_cache::lookup(std::span<const int32_t> prompt) {
   return out;
 }
 
-int64_t prefix_cache::check(std::span<const int32_t> prompt) {
+prefix_cache::check_result prefix_cache::check(std::span<const int32_t> prompt) {
   auto keys = d_->chain->keys(prompt);
   auto found = d_->index->longest_prefix(keys);
-  return static_cast<int64_t>(d_->policy.reusable_length(prompt.size(), found.blocks));
+  check_result out;
+  out.length = static_cast<int64_t>(d_->policy.reusable_length(prompt.size(), found.blocks));
+  if (auto n = static_cast<std::size_t>(out.length) / kv::block_tokens; n > 0)
+    out.key = std::pair{keys[n - 1].lo, keys[n - 1].hi};
+  return out;
 }
 
 std::optional<std::pair<uint64_t, uint64_t>> prefix_cache::key_at(std::span<const int32_t> tokens,

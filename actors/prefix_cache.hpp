@@ -57,9 +57,17 @@ public:
   /// its blocks read in parallel; blocks that fail to read shorten the hit (and drop the snapshot).
   hit lookup(std::span<const int32_t> prompt);
 
+  /// What CHECK found: the hit policy's L1 and the chain key of the block ending there (how the
+  /// SWA directory names the window ending at L1; nullopt when L1 is 0).
+  struct check_result {
+    int64_t length = 0;
+    std::optional<std::pair<uint64_t, uint64_t>> key;
+  };
+
   /// CHECK only (metadata, no block read; DESIGN §1 step 3): the hit length `lookup` would
-  /// most likely give. The entrypoint's prefill router prices a request's quota with it.
-  int64_t check(std::span<const int32_t> prompt);
+  /// most likely give. The entrypoint prices a request's quota with it and asks the SWA
+  /// directory for the key.
+  check_result check(std::span<const int32_t> prompt);
 
   /// The chain key of the block that ends at position `end` of `tokens` (a positive multiple of
   /// 128 within them): how the SWA directory names the window ending there. nullopt otherwise.

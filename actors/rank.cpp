@@ -154,7 +154,6 @@ void run_prefill(rank_pointer self, prefill_job& job, caf::typed_response_promis
   // for the handoff. A failure from here on reaches the request as a token batch error.
   auto& transport = choose_kv_transport(decode.node() == self->node());
   out.transport = transport.name();
-  out.kv_bytes = 0;
   promise.deliver(out);
   auto bytes = st.engine->export_sequence(req.seq);
   st.engine->free(req.seq);

@@ -219,29 +219,87 @@ void on_prefilled(request_pointer self, prefill_result& r) {
   }
 }
 
-/// Asks the SWA directory (DESIGN §1 step 3) which node holds the window ending at the hit
-/// `hit`; calls `next(hit, owner)`, or `next(0, null)` when there is none or no answer in time
-/// (the prefill rank then uses its own memory or replays the window).
-template <class F>
-void with_snapshot_owner(request_pointer self, const membership_view& view, const std::vector<int32_t>& tokens,
-                         int64_t hit, uint64_t job, F next) {
-  auto& cache = self->state.ctx->cache;
-  auto key = hit > 0 && cache ? cache->key_at(tokens, hit) : std::nullopt;
-  auto shard = key ? swa_shard_for(view, wire_key{key->first, key->second}) : nullptr;
+/// Where the routers put one attempt, and what the prefill job carries.
+struct placement {
+  uint64_t job = 0;
+  std::vector<int32_t> tokens;
+  caf::strong_actor_ptr decode_supervisor;
+  uint32_t decode_rank = 0;
+  caf::strong_actor_ptr prefill_supervisor;
+  uint32_t prefill_rank = 0;
+  /// The SWA directory's answer: the window ending at `snapshot_end` lives at `snapshot_owner`.
+  int64_t snapshot_end = 0;
+  caf::strong_actor_ptr snapshot_owner;
+};
+
+/// Sends the prefill job to the prefill rank `pp`; it hands the KV to the decode rank `dp`.
+void send_prefill(request_pointer self, const placement& at, const caf::strong_actor_ptr& dp,
+                  const caf::strong_actor_ptr& pp) {
+  auto& st = self->state;
+  st.prefill_rank = caf::actor_cast<caf::actor>(pp);
+  self->monitor(st.prefill_rank);
+  prefill_job pj;
+  pj.id = at.job;
+  pj.tokens = at.tokens;
+  pj.sampling = st.sampling;
+  pj.sampling.max_tokens = st.sampling.max_tokens - static_cast<int32_t>(st.generated.size());
+  pj.decode_rank = dp;
+  pj.sink = caf::actor_cast<caf::strong_actor_ptr>(self);
+  pj.snapshot_end = at.snapshot_end;
+  pj.snapshot_owner = at.snapshot_owner;
+  auto job = at.job;
+  self->request(caf::actor_cast<rank_actor>(pp), st.ctx->cfg.prefill_timeout, prefill_atom::value, std::move(pj))
+    .then(
+      [=](prefill_result& r) {
+        if (!self->state.done && self->state.job == job)
+          on_prefilled(self, r);
+      },
+      [=](caf::error& e) {
+        // The prefill rank died or timed out: try again (the cache makes it cheap).
+        if (self->state.done || self->state.job != job)
+          return;
+        log().info("request={} prefill lost: {}", self->state.id, self->system().render(e));
+        attempt(self);
+      });
+}
+
+/// Resolves the chosen decode and prefill ranks to handles (monitoring the decode rank), then
+/// sends the prefill.
+void reach_ranks(request_pointer self, const placement& at) {
+  find_rank(self, at.decode_supervisor, at.decode_rank, at.job, [=](caf::strong_actor_ptr& dp) {
+    auto& st = self->state;
+    st.decode_rank = caf::actor_cast<caf::actor>(dp);
+    self->monitor(st.decode_rank);
+    find_rank(self, at.prefill_supervisor, at.prefill_rank, at.job,
+              [=](caf::strong_actor_ptr& pp) { send_prefill(self, at, dp, pp); });
+  });
+}
+
+/// Asks the SWA directory (DESIGN §1 step 3) which node holds the window ending at the hit, whose
+/// block key CHECK gave; then reaches the ranks. Without an answer in time the prefill rank uses
+/// its own memory or replays the window.
+void ask_swa_directory(request_pointer self, const membership_view& view, placement at,
+                       const prefix_cache::check_result& hit) {
+  auto key = hit.key ? std::optional{wire_key{hit.key->first, hit.key->second}} : std::nullopt;
+  auto shard = key ? swa_shard_for(view, *key) : nullptr;
   if (!shard) {
-    next(0, nullptr);
+    reach_ranks(self, at);
     return;
   }
-  self->request(caf::actor_cast<swa_shard_actor>(shard), swa_lookup_timeout, swa_lookup_atom::value,
-                wire_key{key->first, key->second})
+  self->request(caf::actor_cast<swa_shard_actor>(shard), swa_lookup_timeout, swa_lookup_atom::value, *key)
     .then(
-      [=](caf::strong_actor_ptr& owner) {
-        if (!self->state.done && self->state.job == job)
-          next(owner ? hit : 0, owner);
+      [=](caf::strong_actor_ptr& owner) mutable {
+        if (self->state.done || self->state.job != at.job)
+          return;
+        if (owner) {
+          at.snapshot_end = hit.length;
+          at.snapshot_owner = owner;
+        }
+        reach_ranks(self, at);
       },
       [=](caf::error&) {
-        if (!self->state.done && self->state.job == job)
-          next(0, nullptr);
+        if (!self->state.done && self->state.job == at.job)
+          reach_ranks(self, at);
       });
 }
 
@@ -256,60 +314,25 @@ void place(request_pointer self) {
     wait_for_capacity(self, prefills.empty() ? "prefill instance" : "decode instance");
     return;
   }
-  auto tokens = st.prompt;
-  tokens.insert(tokens.end(), st.generated.begin(), st.generated.end());
-  auto length = static_cast<int64_t>(tokens.size());
+  placement at;
+  at.job = st.job;
+  at.tokens = st.prompt;
+  at.tokens.insert(at.tokens.end(), st.generated.begin(), st.generated.end());
+  auto length = static_cast<int64_t>(at.tokens.size());
+  auto hit = st.ctx->cache ? st.ctx->cache->check(at.tokens) : prefix_cache::check_result{};
   st.decode_lease = decode_load::assign(st.ctx->decode_ranks, decodes, length);
-  auto hit = st.ctx->cache ? st.ctx->cache->check(tokens) : 0;
   st.prefill_lease = prefill_load::assign(st.ctx->prefill_ranks, prefills,
-                                          st.ctx->quota->cost(static_cast<double>(length - hit),
-                                                              static_cast<double>(hit)));
+                                          st.ctx->quota->cost(static_cast<double>(length - hit.length),
+                                                              static_cast<double>(hit.length)));
   if (!st.decode_lease || !st.prefill_lease) {
     wait_for_capacity(self, "decode rank");
     return;
   }
-  auto* d = named(decodes, st.decode_lease->instance());
-  auto* p = named(prefills, st.prefill_lease->instance());
-  auto job = st.job;
-  auto decode_sup = d->supervisor;
-  auto decode_rank = st.decode_lease->rank();
-  auto prefill_sup = p->supervisor;
-  auto prefill_rank = st.prefill_lease->rank();
-  with_snapshot_owner(self, view, tokens, hit, job, [=](int64_t snap_end, caf::strong_actor_ptr owner) {
-  find_rank(self, decode_sup, decode_rank, job, [=](caf::strong_actor_ptr& dp) {
-    auto& st = self->state;
-    st.decode_rank = caf::actor_cast<caf::actor>(dp);
-    self->monitor(st.decode_rank);
-    find_rank(self, prefill_sup, prefill_rank, job, [=](caf::strong_actor_ptr& pp) {
-      auto& st = self->state;
-      st.prefill_rank = caf::actor_cast<caf::actor>(pp);
-      self->monitor(st.prefill_rank);
-      prefill_job pj;
-      pj.id = job;
-      pj.tokens = tokens;
-      pj.sampling = st.sampling;
-      pj.sampling.max_tokens = st.sampling.max_tokens - static_cast<int32_t>(st.generated.size());
-      pj.decode_rank = dp;
-      pj.sink = caf::actor_cast<caf::strong_actor_ptr>(self);
-      pj.snapshot_end = snap_end;
-      pj.snapshot_owner = owner;
-      self->request(caf::actor_cast<rank_actor>(pp), st.ctx->cfg.prefill_timeout, prefill_atom::value,
-                    std::move(pj))
-        .then(
-          [=](prefill_result& r) {
-            if (!self->state.done && self->state.job == job)
-              on_prefilled(self, r);
-          },
-          [=](caf::error& e) {
-            // The prefill rank died or timed out: try again (the cache makes it cheap).
-            if (self->state.done || self->state.job != job)
-              return;
-            log().info("request={} prefill lost: {}", self->state.id, self->system().render(e));
-            attempt(self);
-          });
-    });
-  });
-  });
+  at.decode_supervisor = named(decodes, st.decode_lease->instance())->supervisor;
+  at.decode_rank = st.decode_lease->rank();
+  at.prefill_supervisor = named(prefills, st.prefill_lease->instance())->supervisor;
+  at.prefill_rank = st.prefill_lease->rank();
+  ask_swa_directory(self, view, std::move(at), hit);
 }
 
 /// One attempt: prefill prompt + tokens generated so far, then decode the rest.

@@ -7,10 +7,10 @@
 import { spawn, spawnSync } from 'node:child_process';
 import { createRequire } from 'node:module';
 import fs from 'node:fs';
-import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import assert from 'node:assert/strict';
+import { check, freePort, results } from './harness.mjs';
 
 const cache = process.env.DEEPINFER_CACHE || path.join(os.homedir(), '.cache', 'deepinfer');
 const clients = path.join(cache, 'api-clients', 'node_modules');
@@ -23,25 +23,6 @@ const OpenAI = require('openai');
 const MODEL = 'deepseek-v4.1-flash';
 const exe = process.argv[2];
 
-function freePort() {
-  return new Promise((resolve) => {
-    const s = net.createServer();
-    s.listen(0, '127.0.0.1', () => { const p = s.address().port; s.close(() => resolve(p)); });
-  });
-}
-
-const results = [];
-async function check(name, fn) {
-  const t0 = Date.now();
-  try {
-    await fn();
-    results.push([name, true]);
-    console.log(`ok   ${name} (${Date.now() - t0} ms)`);
-  } catch (e) {
-    results.push([name, false]);
-    console.log(`FAIL ${name}: ${e.stack || e}`);
-  }
-}
 
 const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'deepinfer-split-'));
 const [nodePorts, splitHttp, oneHttp] = [[await freePort(), await freePort(), await freePort()], await freePort(), await freePort()];
