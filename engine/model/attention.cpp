@@ -5,6 +5,7 @@
 #include <numeric>
 
 #include "engine/model/forward.hpp"
+#include "engine/model/indexer.hpp"
 #include "engine/model/ops.hpp"
 
 namespace deepinfer::engine {
@@ -13,8 +14,9 @@ namespace {
 
 // Per-worker gather buffers; sized on first use.
 struct scratch {
-  std::vector<float> krows, v, scores, index_scores;
+  std::vector<float> scores, index_scores;
   std::vector<int64_t> picks;
+  std::vector<const float*> kv;
 };
 thread_local scratch tls;
 
@@ -113,22 +115,30 @@ void ced_moe_forward::cross_attention(const decoder_layer_weights& d,
   for (int64_t r = 0; r < n; ++r)
     ops::rope(q.data() + r * qd, c.heads, c.head_dim, rope_at(rows[r].pos));
   const int64_t ih = c.index_heads, idim = c.index_dim;
-  // Rows go in blocks: the block's position scores, tile by tile (the keys of a tile stay in
-  // cache for every row); then each row picks its top k and attends.
-  constexpr int64_t block_rows = 64;
+  // Rows go in blocks: the block's queries are quantized, its position scores computed tile by
+  // tile (a tile's key codes stay in cache for every row); then each row picks its top k and
+  // attends.
+  constexpr int64_t block_rows = 8;
   auto& index = index_scores_;
+  const int64_t qbytes = indexer::query_code_bytes(ih, idim);
+  std::vector<int8_t> qcodes(static_cast<std::size_t>(block_rows * qbytes));
+  std::vector<float> qcoef(static_cast<std::size_t>(block_rows * ih));
+  std::vector<int32_t> qoffset(qcoef.size());
+  const indexer::query_codes qc{qcodes.data(), qcoef.data(), qoffset.data()};
+  const int64_t tile_bytes = indexer::tile_code_bytes(idim);
   for (const auto& gr : index_keys_) {
     for (int64_t b0 = gr.first; b0 < gr.first + gr.rows; b0 += block_rows) {
       const int64_t br = std::min(block_rows, gr.first + gr.rows - b0);
       const bool scored = gr.ctx > c.index_topk;
-      const int64_t tiles = scored ? (gr.ctx + ops::index_tile - 1) / ops::index_tile : 0;
-      const int64_t stride = tiles * ops::index_tile;
+      const int64_t tiles = scored ? (gr.ctx + indexer::tile - 1) / indexer::tile : 0;
+      const int64_t stride = tiles * indexer::tile;
       if (scored) {
         fit(index, br * stride);
+        indexer::quantize_queries(iq.data() + b0 * iqd, br, ih, idim, d.index_w, qc);
         b_.parallel_for(tiles, [&](int64_t t) {
-          ops::index_tile_scores(iq.data() + b0 * iqd, br, ih, idim, d.index_w,
-                                 gr.keys.data() + t * ops::index_tile * idim,
-                                 index.data() + t * ops::index_tile, stride);
+          indexer::score_tile(qc, br, ih, idim, gr.codes.data() + t * tile_bytes,
+                              gr.scales.data() + t * indexer::tile,
+                              index.data() + t * indexer::tile, stride);
         });
       }
       b_.parallel_for(br, [&](int64_t i) {
@@ -152,24 +162,20 @@ void ced_moe_forward::cross_attention(const decoder_layer_weights& d,
           std::iota(picks.begin(), picks.end(), int64_t{0});
         }
         const auto nk = static_cast<int64_t>(picks.size());
-        fit(tls.krows, nk * kvd);
-        fit(tls.v, nk * kvd);
         fit(tls.scores, nk);
-        // The picks are scattered over the whole context: prefetch every one's K and V (adjacent)
-        // first, then copy them to rows.
+        // The picks are scattered over the whole context: prefetch every one's K and V
+        // (adjacent in a pool row) first, then attend through pointers.
         const auto kv_bytes = static_cast<int64_t>(sizeof(float)) * 2 * kvd;
+        auto& kv = tls.kv;
+        kv.resize(static_cast<std::size_t>(nk));
         for (int64_t t = 0; t < nk; ++t) {
-          const char* src = reinterpret_cast<const char*>(at(picks[static_cast<std::size_t>(t)]) + 2 * group * kvd);
+          kv[static_cast<std::size_t>(t)] = at(picks[static_cast<std::size_t>(t)]) + 2 * group * kvd;
+          const char* src = reinterpret_cast<const char*>(kv[static_cast<std::size_t>(t)]);
           for (int64_t b = 0; b < kv_bytes; b += 64)
             __builtin_prefetch(src + b);
         }
-        for (int64_t t = 0; t < nk; ++t) {
-          const float* src = at(picks[static_cast<std::size_t>(t)]) + 2 * group * kvd;
-          std::memcpy(tls.krows.data() + t * kvd, src, sizeof(float) * kvd);
-          std::memcpy(tls.v.data() + t * kvd, src + kvd, sizeof(float) * kvd);
-        }
-        ops::attend_rows(q.data() + r * qd, tls.krows.data(), tls.v.data(), nk, c.heads,
-                         c.kv_heads, c.head_dim, tls.scores.data(), att.data() + r * qd);
+        ops::attend_gathered(q.data() + r * qd, kv.data(), kvd, nk, c.heads, c.kv_heads,
+                             c.head_dim, tls.scores.data(), att.data() + r * qd);
       });
     }
   }
@@ -201,23 +207,19 @@ void ced_moe_forward::gather_index_keys(std::span<const forward_row> rows, const
     if (g.ctx <= c.index_topk)
       return;
     const auto& table = pool.table(rows[g.first].seq);
-    constexpr int64_t tile = ops::index_tile;
-    const int64_t tiles = (g.ctx + tile - 1) / tile;
-    g.keys.resize(static_cast<std::size_t>(tiles * tile * idim));
-    // Tile t holds keys [t * tile, (t + 1) * tile) transposed; keys past ctx are zero.
-    std::fill(g.keys.begin() + (tiles - 1) * tile * idim, g.keys.end(), 0.0f);
-    // 16 keys at a time, so each write fills a whole cache line of the transposed tile.
-    const float* src[16];
-    for (int64_t j0 = 0; j0 < g.ctx; j0 += 16) {
-      const int64_t m = std::min<int64_t>(16, g.ctx - j0);
-      for (int64_t jj = 0; jj < m; ++jj) {
-        const int64_t j = j0 + jj;
-        src[jj] = pool.block_data(table[static_cast<std::size_t>(j / tpb)]) + (j % tpb) * fpt + ik_off;
+    constexpr int64_t tile = indexer::tile;
+    const int64_t tiles = (g.ctx + tile - 1) / tile, tile_bytes = indexer::tile_code_bytes(idim);
+    g.codes.resize(static_cast<std::size_t>(tiles * tile_bytes));
+    g.scales.resize(static_cast<std::size_t>(tiles * tile));
+    for (int64_t j = 0; j < tiles * tile; ++j) {
+      uint8_t* codes = g.codes.data() + (j / tile) * tile_bytes;
+      float* scales = g.scales.data() + (j / tile) * tile;
+      if (j >= g.ctx) {
+        indexer::put_zero_key(idim, j % tile, codes, scales);
+        continue;
       }
-      float* dst = g.keys.data() + (j0 / tile) * tile * idim + j0 % tile;
-      for (int64_t i = 0; i < idim; ++i)
-        for (int64_t jj = 0; jj < m; ++jj)
-          dst[i * tile + jj] = src[jj][i];
+      const float* k = pool.block_data(table[static_cast<std::size_t>(j / tpb)]) + (j % tpb) * fpt + ik_off;
+      indexer::put_key(k, idim, j % tile, codes, scales);
     }
   });
 }

@@ -62,12 +62,13 @@ private:
                        int layer, float* x, const kv_pool& pool);
   void moe(const moe_weights& m, int64_t n, float* x);
 
-  /// The indexer keys of one sequence of a decoder batch (rows [first, first + rows)), in tiles
-  /// of `ops::index_tile` keys stored transposed, zero past ctx; gathered once for every layer
-  /// (the indexer key is per token, not per layer).
+  /// The indexer keys of one sequence of a decoder batch (rows [first, first + rows)), quantized
+  /// in tiles of `indexer::tile` keys (codes and scales, zero past ctx); gathered once for every
+  /// layer (the indexer key is per token, not per layer).
   struct index_keys {
     int64_t first = 0, rows = 0, ctx = 0;
-    std::vector<float> keys;
+    std::vector<uint8_t> codes;
+    std::vector<float> scales;
   };
   void gather_index_keys(std::span<const forward_row> rows, const kv_pool& pool);
   std::vector<index_keys> index_keys_;

@@ -88,6 +88,23 @@ inline void softmax_values(float* scores, int64_t nk, const float* v, int64_t kv
   for (int64_t j = 0; j < nk; ++j)
     axpy_into(oh, v + j * kvw + g * d, scores[j] * inv, d);
 }
+
+// The same over value rows found through pointers: value j is rows[j] + offset.
+inline void softmax_gathered_values(float* scores, int64_t nk, const float* const* rows,
+                                    int64_t offset, int64_t d, float* oh) {
+  float mx = -INFINITY;
+  for (int64_t j = 0; j < nk; ++j)
+    mx = std::max(mx, scores[j]);
+  float sum = 0.0f;
+  for (int64_t j = 0; j < nk; ++j) {
+    scores[j] = std::exp(scores[j] - mx);
+    sum += scores[j];
+  }
+  std::fill(oh, oh + d, 0.0f);
+  const float inv = 1.0f / sum;
+  for (int64_t j = 0; j < nk; ++j)
+    axpy_into(oh, rows[j] + offset, scores[j] * inv, d);
+}
 } // namespace
 
 DEEPINFER_HOT void attend(const float* q, const float* kt, int64_t stride, const float* v,
@@ -108,91 +125,23 @@ DEEPINFER_HOT void attend(const float* q, const float* kt, int64_t stride, const
   }
 }
 
-DEEPINFER_HOT void attend_rows(const float* q, const float* k, const float* v, int64_t nk,
-                               int64_t heads, int64_t kv_heads, int64_t d, float* scores,
-                               float* out) {
-  const int64_t group = heads / kv_heads, kvw = kv_heads * d;
+DEEPINFER_HOT void attend_gathered(const float* q, const float* const* kv, int64_t v_offset,
+                                   int64_t nk, int64_t heads, int64_t kv_heads, int64_t d,
+                                   float* scores, float* out) {
+  const int64_t group = heads / kv_heads;
   const float scale = 1.0f / std::sqrt(static_cast<float>(d));
   for (int64_t h = 0; h < heads; ++h) {
     const float* qh = q + h * d;
     const int64_t g = h / group;
     for (int64_t j = 0; j < nk; ++j)
-      scores[j] = dot(qh, k + j * kvw + g * d, d) * scale;
-    softmax_values(scores, nk, v, kvw, g, d, out + h * d);
+      scores[j] = dot(qh, kv[j] + g * d, d) * scale;
+    softmax_gathered_values(scores, nk, kv, v_offset + g * d, d, out + h * d);
   }
 }
 
 void put_column(float* kt, int64_t nk, int64_t j, const float* src, int64_t width) {
   for (int64_t i = 0; i < width; ++i)
     kt[i * nk + j] = src[i];
-}
-
-namespace {
-
-// The portable kernel: the same operations as the AVX-512 one, key by key.
-void index_tile_scores_portable(const float* q, int64_t rows, int64_t heads, int64_t dim,
-                                const float* w, const float* kt, float* out, int64_t stride) {
-  for (int64_t r = 0; r < rows; ++r)
-    for (int64_t j = 0; j < index_tile; ++j) {
-      float s = 0.0f;
-      for (int64_t h = 0; h < heads; ++h) {
-        const float* qh = q + (r * heads + h) * dim;
-        float acc = 0.0f;
-        for (int64_t i = 0; i < dim; ++i)
-          acc = std::fma(qh[i], kt[i * index_tile + j], acc);
-        s = std::fma(w[h], std::max(acc, 0.0f), s);
-      }
-      out[r * stride + j] = s;
-    }
-}
-
-// 32 keys per step (two vectors), every head of one query accumulated at once: 2 x H
-// accumulators in registers, so the FMA units never wait on one chain.
-template <int H>
-__attribute__((target("avx512f"))) void index_tile_scores_avx512(
-    const float* q, int64_t rows, int64_t dim, const float* w, const float* kt, float* out,
-    int64_t stride) {
-  const __m512 zero = _mm512_setzero_ps();
-  for (int64_t r = 0; r < rows; ++r) {
-    const float* qr = q + r * H * dim;
-    for (int64_t j = 0; j < index_tile; j += 32) {
-      __m512 a[H], b[H];
-      for (int h = 0; h < H; ++h)
-        a[h] = b[h] = zero;
-      for (int64_t i = 0; i < dim; ++i) {
-        const __m512 ka = _mm512_loadu_ps(kt + i * index_tile + j);
-        const __m512 kb = _mm512_loadu_ps(kt + i * index_tile + j + 16);
-        for (int h = 0; h < H; ++h) {
-          const __m512 qh = _mm512_set1_ps(qr[h * dim + i]);
-          a[h] = _mm512_fmadd_ps(qh, ka, a[h]);
-          b[h] = _mm512_fmadd_ps(qh, kb, b[h]);
-        }
-      }
-      __m512 sa = zero, sb = zero;
-      for (int h = 0; h < H; ++h) {
-        const __m512 wh = _mm512_set1_ps(w[h]);
-        sa = _mm512_fmadd_ps(wh, _mm512_mask_max_ps(zero, 0xFFFF, a[h], zero), sa);
-        sb = _mm512_fmadd_ps(wh, _mm512_mask_max_ps(zero, 0xFFFF, b[h], zero), sb);
-      }
-      _mm512_storeu_ps(out + r * stride + j, sa);
-      _mm512_storeu_ps(out + r * stride + j + 16, sb);
-    }
-  }
-}
-
-const bool has_avx512 = __builtin_cpu_supports("avx512f");
-
-} // namespace
-
-void index_tile_scores(const float* q, int64_t rows, int64_t heads, int64_t dim, const float* w,
-                       const float* kt, float* out, int64_t stride) {
-  // The common head counts get a kernel with the heads unrolled (tiny and small: 4).
-  if (has_avx512 && heads == 4)
-    index_tile_scores_avx512<4>(q, rows, dim, w, kt, out, stride);
-  else if (has_avx512 && heads == 8)
-    index_tile_scores_avx512<8>(q, rows, dim, w, kt, out, stride);
-  else
-    index_tile_scores_portable(q, rows, heads, dim, w, kt, out, stride);
 }
 
 namespace {
@@ -207,32 +156,37 @@ inline uint32_t order_key(float f) {
 
 namespace {
 
-// Positions with a score >= t (vectorizes: a compare and a sum).
-DEEPINFER_HOT int64_t count_at_least(const float* scores, int64_t n, float t) {
-  int64_t c = 0;
+// Writes the positions with a score >= t to `out`, ascending; returns how many.
+int64_t collect_at_least_portable(const float* scores, int64_t n, float t, int64_t* out) {
+  int64_t m = 0;
   for (int64_t j = 0; j < n; ++j)
-    c += scores[j] >= t ? 1 : 0;
-  return c;
-}
-
-// Writes the positions with a score >= t to `out`, ascending; returns how many. Blocks with no
-// such score are skipped by a vectorized test.
-DEEPINFER_HOT int64_t collect_at_least(const float* scores, int64_t n, float t, int64_t* out) {
-  constexpr int64_t block = 64;
-  int64_t m = 0, j0 = 0;
-  for (; j0 + block <= n; j0 += block) {
-    int any = 0;
-    for (int64_t j = j0; j < j0 + block; ++j)
-      any |= scores[j] >= t ? 1 : 0;
-    if (any != 0)
-      for (int64_t j = j0; j < j0 + block; ++j)
-        if (scores[j] >= t)
-          out[m++] = j;
-  }
-  for (int64_t j = j0; j < n; ++j)
     if (scores[j] >= t)
       out[m++] = j;
   return m;
+}
+
+// The same, 16 scores per compare: a mask, then its set bits.
+__attribute__((target("avx512f"))) int64_t collect_at_least_avx512(const float* scores,
+                                                                   int64_t n, float t,
+                                                                   int64_t* out) {
+  const __m512 tv = _mm512_set1_ps(t);
+  int64_t m = 0, j0 = 0;
+  for (; j0 + 16 <= n; j0 += 16) {
+    uint32_t mask = _mm512_cmp_ps_mask(_mm512_loadu_ps(scores + j0), tv, _CMP_GE_OQ);
+    for (; mask != 0; mask &= mask - 1)
+      out[m++] = j0 + __builtin_ctz(mask);
+  }
+  for (; j0 < n; ++j0)
+    if (scores[j0] >= t)
+      out[m++] = j0;
+  return m;
+}
+
+const bool has_avx512f = __builtin_cpu_supports("avx512f");
+
+int64_t collect_at_least(const float* scores, int64_t n, float t, int64_t* out) {
+  return has_avx512f ? collect_at_least_avx512(scores, n, t, out)
+                     : collect_at_least_portable(scores, n, t, out);
 }
 
 // The radix path: exact whatever the distribution of the scores.
@@ -241,9 +195,10 @@ void top_k_radix(const float* scores, int64_t n, int64_t k, int64_t* out, uint32
 } // namespace
 
 void top_k_positions(const float* scores, int64_t n, int64_t k, int64_t* out, uint32_t* keys) {
-  // A threshold from a strided sample, then a vectorized count: when at least k positions reach
-  // it, they hold the top k, and the selection runs among those few only. The result is the
-  // same set whatever threshold is tried; an unlucky one falls back to the radix path.
+  // A threshold from a strided sample, then one vectorized pass collects the positions that
+  // reach it: when there are at least k, they hold the top k, and the selection runs among
+  // those few only. The result is the same set whatever threshold is tried; an unlucky one
+  // falls back to the radix path.
   constexpr int64_t sample = 1024;
   if (n >= 16 * k && n >= 4 * sample) {
     thread_local std::vector<float> pool;
@@ -255,16 +210,26 @@ void top_k_positions(const float* scores, int64_t n, int64_t k, int64_t* out, ui
     const int64_t rank = std::min<int64_t>(sample - 1, 2 * k * sample / n + 1);
     std::nth_element(pool.begin(), pool.begin() + rank, pool.end(), std::greater<>());
     const float t = pool[static_cast<std::size_t>(rank)];
-    if (const int64_t count = count_at_least(scores, n, t); count >= k) {
-      thread_local std::vector<int64_t> cand;
-      cand.resize(static_cast<std::size_t>(count));
-      collect_at_least(scores, n, t, cand.data());
-      auto better = [&](int64_t a, int64_t b) {
-        return scores[a] > scores[b] || (scores[a] == scores[b] && a < b);
-      };
-      std::nth_element(cand.begin(), cand.begin() + k, cand.end(), better);
-      std::sort(cand.begin(), cand.begin() + k);
-      std::copy(cand.begin(), cand.begin() + k, out);
+    thread_local std::vector<int64_t> cand;
+    cand.resize(static_cast<std::size_t>(n));
+    if (const int64_t count = collect_at_least(scores, n, t, cand.data()); count >= k) {
+      // The k-th largest candidate score; those above it all count, equal ones go to the
+      // earliest positions (the candidates are in position order).
+      auto& vals = pool;
+      vals.resize(static_cast<std::size_t>(count));
+      for (int64_t i = 0; i < count; ++i)
+        vals[static_cast<std::size_t>(i)] = scores[cand[static_cast<std::size_t>(i)]];
+      std::nth_element(vals.begin(), vals.begin() + (k - 1), vals.end(), std::greater<>());
+      const float kth = vals[static_cast<std::size_t>(k - 1)];
+      int64_t ties = k;
+      for (int64_t i = 0; i < count; ++i)
+        ties -= scores[cand[static_cast<std::size_t>(i)]] > kth ? 1 : 0;
+      int64_t m = 0;
+      for (int64_t i = 0; i < count && m < k; ++i) {
+        const int64_t j = cand[static_cast<std::size_t>(i)];
+        if (scores[j] > kth || (scores[j] == kth && ties-- > 0))
+          out[m++] = j;
+      }
       return;
     }
   }

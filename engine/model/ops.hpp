@@ -25,25 +25,15 @@ float dot(const float* a, const float* b, int64_t n);
 void attend(const float* q, const float* kt, int64_t stride, const float* v, int64_t nk,
             int64_t heads, int64_t kv_heads, int64_t d, float* scores, float* out);
 
-/// The same attention over keys stored as rows, k [nk x kv_heads x d] like v: for gathered keys
-/// (the cross-attention's top-k picks), which a transpose would only cost. Each score is one
-/// `dot`, so it never depends on nk either.
-void attend_rows(const float* q, const float* k, const float* v, int64_t nk, int64_t heads,
-                 int64_t kv_heads, int64_t d, float* scores, float* out);
+/// The same attention over keys found through pointers (the cross-attention's top-k picks,
+/// scattered over the KV pool, which a copy or a transpose would only cost): key j is
+/// kv[j] [kv_heads x d] and its value kv[j] + v_offset. Each score is one `dot`, so it never
+/// depends on nk either.
+void attend_gathered(const float* q, const float* const* kv, int64_t v_offset, int64_t nk,
+                     int64_t heads, int64_t kv_heads, int64_t d, float* scores, float* out);
 
 /// Writes key row `src` [width] as column j of the transposed buffer `kt` [width x nk].
 void put_column(float* kt, int64_t nk, int64_t j, const float* src, int64_t width);
-
-/// Keys per indexer tile (`index_tile_scores`).
-inline constexpr int64_t index_tile = 1024;
-
-/// Indexer scores of `rows` queries (q [rows x heads x dim]) against one tile of `index_tile` keys
-/// stored transposed (kt[i * index_tile + j] is component i of key j): out[r * stride + j] =
-/// sum_h w[h] * relu(q[r,h] . k_j). Each score is computed the same way whatever the rows, the
-/// tile or the machine's vector width within one process (an FMA chain over components, then
-/// the heads in order), so a score never depends on the batch or the context.
-void index_tile_scores(const float* q, int64_t rows, int64_t heads, int64_t dim, const float* w,
-                       const float* kt, float* out, int64_t stride);
 
 /// The `k` positions of the highest `scores` (n > k), ties to the earlier position, written to
 /// `out` ascending: the same set as sorting by (score desc, position asc), in two linear passes
