@@ -1,5 +1,5 @@
 // bench_engine_prefix_hit MODEL_DIR [--tokens 30139] [--threads 1] [--mode exact|bounded]
-// [--repeat N]
+// [--repeat N] [--cpu-time 1]
 // The engine's share of a long prompt's TTFT, cold (no hit) against hot (the same prompt again
 // with every reusable block imported and the SWA snapshot at the hit), in one run: prefill, then
 // the export of the sequence that the prefill rank hands to decode. Also checks that the hot
@@ -38,6 +38,8 @@ int main(int argc, char** argv) {
       threads = std::stoi(v);
     else if (a == "--repeat")
       repeat = std::stoi(v);
+    else if (a == "--cpu-time") // 1: time on the process CPU clock (see bench_clock.hpp)
+      deepinfer::bench::use_cpu_time = v != "0";
     else if (a == "--mode")
       mode = v == "bounded" ? decoder_mode::bounded : decoder_mode::exact;
   }

@@ -211,6 +211,13 @@ void ced_moe_forward::gather_index_keys(std::span<const forward_row> rows, const
     const int64_t tiles = (g.ctx + tile - 1) / tile, tile_bytes = indexer::tile_code_bytes(idim);
     g.codes.resize(static_cast<std::size_t>(tiles * tile_bytes));
     g.scales.resize(static_cast<std::size_t>(tiles * tile));
+    auto key = [&](int64_t j) {
+      return pool.block_data(table[static_cast<std::size_t>(j / tpb)]) + (j % tpb) * fpt + ik_off;
+    };
+    // Keys lie a pool row apart (scattered over the blocks): fetch a few ahead, the hardware
+    // prefetcher does not follow that stride across pages.
+    constexpr int64_t ahead = 8;
+    const auto key_bytes = static_cast<int64_t>(sizeof(float)) * idim;
     for (int64_t j = 0; j < tiles * tile; ++j) {
       uint8_t* codes = g.codes.data() + (j / tile) * tile_bytes;
       float* scales = g.scales.data() + (j / tile) * tile;
@@ -218,8 +225,10 @@ void ced_moe_forward::gather_index_keys(std::span<const forward_row> rows, const
         indexer::put_zero_key(idim, j % tile, codes, scales);
         continue;
       }
-      const float* k = pool.block_data(table[static_cast<std::size_t>(j / tpb)]) + (j % tpb) * fpt + ik_off;
-      indexer::put_key(k, idim, j % tile, codes, scales);
+      if (j + ahead < g.ctx)
+        for (int64_t b = 0; b < key_bytes; b += 64)
+          __builtin_prefetch(reinterpret_cast<const char*>(key(j + ahead)) + b);
+      indexer::put_key(key(j), idim, j % tile, codes, scales);
     }
   });
 }

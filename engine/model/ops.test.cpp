@@ -14,9 +14,9 @@ BOOST_AUTO_TEST_SUITE(ops_top_k)
 
 BOOST_AUTO_TEST_CASE(top_k_positions_equals_a_full_sort_with_ties_to_the_earlier_position) {
   std::mt19937_64 rng(9);
-  // Sizes that take the sampled path and the radix path; scores with many ties, zeros of both
+  // Sizes that take the group-maxima path, the sampled path and the radix path; scores with many ties, zeros of both
   // signs, and one skewed distribution where the sample's threshold is too high.
-  for (int64_t n : {300, 5000, 30000}) {
+  for (int64_t n : {300, 5000, 16000, 30000}) {
     for (int kind = 0; kind < 3; ++kind) {
       std::vector<float> s(static_cast<std::size_t>(n));
       for (int64_t j = 0; j < n; ++j) {
