@@ -1,11 +1,12 @@
 // bench_engine_prefix_hit MODEL_DIR [--tokens 30139] [--threads 1] [--mode exact|bounded]
-// [--repeat N] [--cpu-time 1]
+// [--repeat N] [--cpu-time 1] [--fresh-hot 1]
 // The engine's share of a long prompt's TTFT, cold (no hit) against hot (the same prompt again
 // with every reusable block imported and the SWA snapshot at the hit), in one run: prefill, then
 // the export of the sequence that the prefill rank hands to decode. Also checks that the hot
 // first token and logits equal the cold ones bit for bit (exact mode).
 #include <cstdio>
 #include <cstring>
+#include <memory>
 #include <optional>
 #include <random>
 #include <string>
@@ -30,6 +31,7 @@ int main(int argc, char** argv) {
   int threads = 1;
   decoder_mode mode = decoder_mode::exact;
   int repeat = 1;
+  bool fresh_hot = false;
   for (int i = 2; i + 1 < argc; i += 2) {
     std::string a = argv[i], v = argv[i + 1];
     if (a == "--tokens")
@@ -38,6 +40,8 @@ int main(int argc, char** argv) {
       threads = std::stoi(v);
     else if (a == "--repeat")
       repeat = std::stoi(v);
+    else if (a == "--fresh-hot") // 1: the hot prefill runs on a second, freshly loaded engine
+      fresh_hot = v != "0";
     else if (a == "--cpu-time") // 1: time on the process CPU clock (see bench_clock.hpp)
       deepinfer::bench::use_cpu_time = v != "0";
     else if (a == "--mode")
@@ -91,14 +95,21 @@ int main(int argc, char** argv) {
     e.prefill(hot);
     e.free(hot.seq);
   }
+  std::unique_ptr<rank_engine> second;
+  if (fresh_hot) { // like a server whose hot request lands on another rank than the cold one
+    second = rank_engine::load(dir, cfg).engine;
+    if (!second)
+      return 1;
+  }
+  auto& he = fresh_hot ? *second : e;
   t0 = clock_now();
-  auto begun = e.begin_prefill(hot);
+  auto begun = he.begin_prefill(hot);
   const double begin_s = seconds_since(t0);
   t0 = clock_now();
-  auto ph = e.prefill_step(hot.seq, n);
+  auto ph = he.prefill_step(hot.seq, n);
   const double step_s = seconds_since(t0);
   t0 = clock_now();
-  auto hot_export = e.export_sequence(hot.seq);
+  auto hot_export = he.export_sequence(hot.seq);
   const double hot_export_s = seconds_since(t0);
   const bool same = begun.status == engine_status::ok && ph.done && pc.done &&
                     ph.first.id == pc.first.id && ph.logits == pc.logits;

@@ -18,18 +18,21 @@ sequence_windows sequence_windows::make(const model_config& c) {
 ced_moe_forward::ced_moe_forward(const model_weights& w, backend& b) : w_(w), b_(b) {}
 
 void ced_moe_forward::ensure_rope(std::span<const forward_row> rows) {
-  const int64_t d = config().head_dim;
   int64_t need = 0;
   for (const auto& r : rows)
     need = std::max(need, r.pos + 1);
+  reserve_positions(need);
+}
+
+void ced_moe_forward::reserve_positions(int64_t need) {
+  const int64_t d = config().head_dim;
   // Grow geometrically so a long decode does not recompute the table every step.
   const auto have = static_cast<int64_t>(rope_.size()) / d;
   if (need <= have)
     return;
   need = std::max(need, 2 * have);
   rope_.resize(static_cast<std::size_t>(need * d));
-  for (int64_t p = have; p < need; ++p)
-    ops::rope_angles(p, d, config().rope_theta, rope_.data() + p * d);
+  ops::rope_angles(have, need - have, d, config().rope_theta, rope_.data() + have * d);
 }
 
 void ced_moe_forward::encoder(std::span<const forward_row> rows, const int32_t* tokens,

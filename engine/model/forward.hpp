@@ -55,6 +55,10 @@ public:
 
   const model_config& config() const { return w_.config(); }
 
+  /// Computes the RoPE table up to `positions` now (a rank does it at load for its pool's
+  /// capacity: tens of ms at 64K positions that the first long prompt would otherwise pay).
+  void reserve_positions(int64_t positions);
+
 private:
   void self_attention(const attention_weights& a, std::span<const forward_row> rows, bool dec,
                       int layer, float* x);

@@ -28,15 +28,19 @@ void rms_norm(const float* x, int64_t n, int64_t h, const float* w, float eps, f
   }
 }
 
-void rope_angles(int64_t pos, int64_t head_dim, float theta, float* cs) {
-  // Angles in double: positions reach 10^5+ and float angles would lose the low bits.
-  for (int64_t i = 0; i < head_dim / 2; ++i) {
-    double inv = std::pow(static_cast<double>(theta), -2.0 * static_cast<double>(i) /
-                                                          static_cast<double>(head_dim));
-    double a = static_cast<double>(pos) * inv;
-    cs[2 * i] = static_cast<float>(std::cos(a));
-    cs[2 * i + 1] = static_cast<float>(std::sin(a));
-  }
+void rope_angles(int64_t first, int64_t count, int64_t head_dim, float theta, float* cs) {
+  // Angles in double: positions reach 10^5+ and float angles would lose the low bits. The
+  // frequencies are computed once per call, not once per position.
+  std::vector<double> inv(static_cast<std::size_t>(head_dim / 2));
+  for (int64_t i = 0; i < head_dim / 2; ++i)
+    inv[static_cast<std::size_t>(i)] = std::pow(static_cast<double>(theta), -2.0 * static_cast<double>(i) /
+                                                                            static_cast<double>(head_dim));
+  for (int64_t p = 0; p < count; ++p)
+    for (int64_t i = 0; i < head_dim / 2; ++i) {
+      const double a = static_cast<double>(first + p) * inv[static_cast<std::size_t>(i)];
+      cs[p * head_dim + 2 * i] = static_cast<float>(std::cos(a));
+      cs[p * head_dim + 2 * i + 1] = static_cast<float>(std::sin(a));
+    }
 }
 
 void rope(float* row, int64_t heads, int64_t head_dim, const float* cs) {

@@ -11,8 +11,9 @@ void rms_norm(const float* x, int64_t n, int64_t h, const float* w, float eps, f
 /// `cs` holds cos, sin of each pair's angle at `pos` (head_dim floats, see `rope_angles`).
 void rope(float* row, int64_t heads, int64_t head_dim, const float* cs);
 
-/// Fills `cs` [head_dim] with cos, sin of pos * theta^(-2i/head_dim) for each pair i.
-void rope_angles(int64_t pos, int64_t head_dim, float theta, float* cs);
+/// Fills `cs` [count x head_dim] with cos, sin of pos * theta^(-2i/head_dim) for each pair i of
+/// positions first .. first + count - 1.
+void rope_angles(int64_t first, int64_t count, int64_t head_dim, float theta, float* cs);
 
 /// Dot product with a fixed summation order (8 interleaved partial sums, so it vectorizes).
 float dot(const float* a, const float* b, int64_t n);
