@@ -32,6 +32,7 @@ rank_engine::rank_engine(std::unique_ptr<model_weights> w, const config& cfg)
       forward_(*weights_, *backend_),
       pool_(kv_pool::config{cfg.kv_blocks, weights_->config().kv_floats_per_token(), 128}) {
   // Every position the pool can hold (capped: a huge pool fills its table on demand).
+  forward_.prepare_weights();
   forward_.reserve_positions(std::min<int64_t>(cfg.kv_blocks * 128, int64_t{1} << 18));
   log().info("engine loaded model={} fingerprint={} backend={} kv_blocks={}",
              weights_->config().name, weights_->config().fingerprint, backend_->name(),

@@ -21,7 +21,9 @@ public:
   virtual std::string name() const = 0;
 
   /// **required** — `y[m x n] = x[m x k] * w[n x k]^T`, or `y += ...` when `accumulate`. Row-major,
-  /// rows contiguous (leading dimensions k, k, n).
+  /// rows contiguous (leading dimensions k, k, n). `w` is a weight: a backend may keep a repacked
+  /// copy keyed by its address and shape, so it must stay valid and unchanged while the backend
+  /// lives.
   virtual void matmul(const float* x, int64_t m, int64_t k, const float* w, int64_t n, float* y,
                       bool accumulate = false) = 0;
 
@@ -30,6 +32,12 @@ public:
   virtual void parallel_for(int64_t n, const std::function<void(int64_t)>& fn) {
     for (int64_t i = 0; i < n; ++i)
       fn(i);
+  }
+
+  /// **optional** (default: nothing) — `w` [n x k] will be multiplied by `matmul`: a backend
+  /// that repacks its weights does it now (at load) rather than in the first request.
+  virtual void prepare_weight(const float* w, int64_t n, int64_t k) {
+    (void)w, (void)n, (void)k;
   }
 
   /// Totals of the matrix products run so far (for roofline figures).

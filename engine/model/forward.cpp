@@ -35,6 +35,47 @@ void ced_moe_forward::reserve_positions(int64_t need) {
   ops::rope_angles(have, need - have, d, config().rope_theta, rope_.data() + have * d);
 }
 
+void ced_moe_forward::prepare_weights() {
+  const auto& c = config();
+  const int64_t h = c.hidden, qd = int64_t{c.heads} * c.head_dim;
+  const int64_t kvd = int64_t{c.kv_heads} * c.head_dim, f = c.expert_ffn;
+  // The shapes of the calls in attention.cpp, moe.cpp and global_kv below.
+  auto attention = [&](const attention_weights& a) {
+    b_.prepare_weight(a.wq, qd, h);
+    b_.prepare_weight(a.wk, kvd, h);
+    b_.prepare_weight(a.wv, kvd, h);
+    b_.prepare_weight(a.wo, h, qd);
+  };
+  auto moe = [&](const moe_weights& m) {
+    b_.prepare_weight(m.router, c.routed_experts, h);
+    for (int64_t ex = 0; ex < c.routed_experts; ++ex) {
+      b_.prepare_weight(m.w1 + ex * f * h, f, h);
+      b_.prepare_weight(m.w3 + ex * f * h, f, h);
+      b_.prepare_weight(m.w2 + ex * h * f, h, f);
+    }
+    if (c.shared_experts > 0) {
+      const int64_t sf = int64_t{c.shared_experts} * f;
+      b_.prepare_weight(m.shared_w1, sf, h);
+      b_.prepare_weight(m.shared_w3, sf, h);
+      b_.prepare_weight(m.shared_w2, h, sf);
+    }
+  };
+  for (const auto& l : w_.encoder) {
+    attention(l.attn);
+    moe(l.moe);
+  }
+  b_.prepare_weight(w_.global.wk, c.kv_groups * kvd, h);
+  b_.prepare_weight(w_.global.wv, c.kv_groups * kvd, h);
+  b_.prepare_weight(w_.global.wik, c.index_dim, h);
+  for (const auto& l : w_.decoder) {
+    attention(l.attn);
+    b_.prepare_weight(l.cross_wq, qd, h);
+    b_.prepare_weight(l.index_wq, int64_t{c.index_heads} * c.index_dim, h);
+    b_.prepare_weight(l.cross_wo, h, qd);
+    moe(l.moe);
+  }
+}
+
 void ced_moe_forward::encoder(std::span<const forward_row> rows, const int32_t* tokens,
                               float* out) {
   const auto& c = config();

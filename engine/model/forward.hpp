@@ -55,6 +55,10 @@ public:
 
   const model_config& config() const { return w_.config(); }
 
+  /// Hands every matrix the forward multiplies by to `backend::prepare_weight`, with the shape
+  /// it is multiplied with (a rank does it at load).
+  void prepare_weights();
+
   /// Computes the RoPE table up to `positions` now (a rank does it at load for its pool's
   /// capacity: tens of ms at 64K positions that the first long prompt would otherwise pay).
   void reserve_positions(int64_t positions);

@@ -1,4 +1,5 @@
 #include "engine/backends/cpu/cpu_backend.hpp"
+#include "engine/backends/cpu/packed_gemm.hpp"
 
 #include <cblas.h>
 
@@ -95,6 +96,22 @@ void cpu_backend::run_sgemm(const float* x, int64_t m, int64_t k, const float* w
     });
     return;
   }
+  if (packed_gemm::handles(n, k)) {
+    const float* wp = packed_.packed(w, n, k);
+    // Rows in parts of whole 8-row blocks over the pool when there are enough of them; any
+    // split gives the same bits.
+    const int64_t parts = m >= 64 ? std::min<int64_t>(pool_.size(), m / 32) : 1;
+    if (parts <= 1) {
+      packed_gemm::multiply(x, k, wp, n, y, accumulate, 0, m);
+      return;
+    }
+    const int64_t step = (m / parts + 7) / 8 * 8;
+    pool_.parallel_for(parts, [&](int64_t t) {
+      packed_gemm::multiply(x, k, wp, n, y, accumulate, std::min(m, t * step),
+                            t + 1 == parts ? m : std::min(m, (t + 1) * step));
+    });
+    return;
+  }
   const int64_t least = min_rows(n, k);
   const int64_t full = m >= least ? m / row_multiple * row_multiple : 0;
   const float beta = accumulate ? 1.0f : 0.0f;
@@ -116,6 +133,11 @@ void cpu_backend::run_sgemm(const float* x, int64_t m, int64_t k, const float* w
               static_cast<int>(n), static_cast<int>(k), 1.0f, xp.data(), static_cast<int>(k), w,
               static_cast<int>(k), beta, yp.data(), static_cast<int>(n));
   std::memcpy(y + full * n, yp.data(), static_cast<std::size_t>(rest * n) * sizeof(float));
+}
+
+void cpu_backend::prepare_weight(const float* w, int64_t n, int64_t k) {
+  if (packed_gemm::handles(n, k))
+    packed_.packed(w, n, k);
 }
 
 void cpu_backend::parallel_for(int64_t n, const std::function<void(int64_t)>& fn) {

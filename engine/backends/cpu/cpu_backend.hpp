@@ -3,12 +3,14 @@
 #include <memory>
 
 #include "engine/backends/backend.hpp"
+#include "engine/backends/cpu/packed_gemm.hpp"
 #include "engine/backends/cpu/thread_pool.hpp"
 
 namespace deepinfer::engine {
 
-/// The CPU backend: OpenBLAS `cblas_sgemm` for matrix products and a small thread pool for the
-/// rest (attention rows, expert groups).
+/// The CPU backend: matrix products by an AVX-512 kernel over repacked weights (`packed_gemm`)
+/// where the CPU and shape allow, else OpenBLAS `cblas_sgemm` (padded so rows stay independent),
+/// and a small thread pool for the rest (attention rows, expert groups).
 class cpu_backend final : public backend {
 public:
   /// Settings of the CPU backend.
@@ -25,6 +27,7 @@ public:
   void matmul(const float* x, int64_t m, int64_t k, const float* w, int64_t n, float* y,
               bool accumulate) override;
   void parallel_for(int64_t n, const std::function<void(int64_t)>& fn) override;
+  void prepare_weight(const float* w, int64_t n, int64_t k) override;
   int workers() const override { return pool_.size(); }
   int worker_index() const override { return thread_pool::current_index(); }
   matmul_stats stats() const override { return stats_; }
@@ -34,6 +37,7 @@ private:
                  bool accumulate);
   config config_;
   thread_pool pool_;
+  packed_gemm packed_;
   matmul_stats stats_;
 };
 
