@@ -1,6 +1,7 @@
 #include "actors/request_actor.hpp"
 
 #include <chrono>
+#include <set>
 
 #include <caf/actor_cast.hpp>
 #include <caf/event_based_actor.hpp>
@@ -59,6 +60,9 @@ struct request_state {
   std::vector<token_batch> early;
   /// The KV transport of the current attempt (for the bytes the decode rank reports).
   std::string transport;
+  /// Ranks this request saw die: their supervisor may still hand them out for a moment (it
+  /// learns of the death by its own monitor), and a resubmission must not pick them again.
+  std::set<caf::actor_addr> dead;
   bool done = false;
   std::chrono::steady_clock::time_point arrived = std::chrono::steady_clock::now();
   std::chrono::steady_clock::time_point last_token;
@@ -162,7 +166,7 @@ void find_rank(request_pointer self, const caf::strong_actor_ptr& sup, uint32_t 
       [=](caf::strong_actor_ptr& p) mutable {
         if (self->state.done || self->state.job != job)
           return;
-        if (!p)
+        if (!p || self->state.dead.count(caf::actor_cast<caf::actor_addr>(p)) > 0)
           wait_for_capacity(self, "rank");
         else
           found(p);
@@ -439,6 +443,7 @@ caf::behavior request_behavior(request_pointer self, std::shared_ptr<entrypoint:
     auto& st = self->state;
     if (st.done)
       return;
+    st.dead.insert(dm.source);
     if (st.prefill_rank && dm.source == st.prefill_rank.address()) {
       log().warn("request={} prefill rank down: {}; resubmitting", st.id, self->system().render(dm.reason));
       st.prefill_rank = nullptr;
