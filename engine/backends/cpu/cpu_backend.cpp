@@ -10,6 +10,11 @@
 #include <immintrin.h>
 #include <vector>
 
+// GCC 12's AVX-512 headers start many intrinsics from an "undefined" vector and then warn that it
+// is uninitialized (GCC bug 105593); the warning says nothing about this file's code.
+#pragma GCC diagnostic ignored "-Wuninitialized"
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+
 namespace deepinfer::engine {
 
 namespace {
@@ -29,25 +34,77 @@ constexpr int64_t small_path_limit = 1000000;
 constexpr int64_t wide_output = 32768;
 constexpr int64_t wide_chunk = 4096; // output columns per parallel task
 
+// One output: an FMA chain over k in 16-lane vectors, then a fixed tree over the lanes (lane i
+// += lane i + 8, + 4, + 2, + 1).
+__attribute__((target("avx512f"))) float wide_dot(const float* xr, const float* wj, int64_t k) {
+  __m512 acc = _mm512_setzero_ps();
+  for (int64_t c = 0; c < k; c += 16)
+    acc = _mm512_fmadd_ps(_mm512_loadu_ps(xr + c), _mm512_loadu_ps(wj + c), acc);
+  alignas(64) float lane[16];
+  _mm512_store_ps(lane, acc);
+  for (int half = 8; half > 0; half /= 2)
+    for (int i = 0; i < half; ++i)
+      lane[i] += lane[i + half];
+  return lane[0];
+}
+
+// Sixteen outputs (columns j .. j + 15 of one row) at once: the same chains and the same lane
+// tree, its four levels done for all sixteen accumulators together by shuffles, so every output
+// has the bits `wide_dot` gives it.
+__attribute__((target("avx512f"))) __m512 wide_dots16(const float* xr, const float* w, int64_t k) {
+  __m512 a[16];
+#pragma GCC unroll 16
+  for (int c = 0; c < 16; ++c)
+    a[c] = _mm512_setzero_ps();
+  for (int64_t t = 0; t < k; t += 16) {
+    const __m512 xv = _mm512_loadu_ps(xr + t);
+#pragma GCC unroll 16
+    for (int c = 0; c < 16; ++c)
+      a[c] = _mm512_fmadd_ps(xv, _mm512_loadu_ps(w + c * k + t), a[c]);
+  }
+  // lane i + lane i + 8: 128-bit blocks (0, 1) + (2, 3) of two accumulators at once.
+  __m512 s8[8];
+#pragma GCC unroll 8
+  for (int p = 0; p < 8; ++p)
+    s8[p] = _mm512_add_ps(_mm512_shuffle_f32x4(a[2 * p], a[2 * p + 1], 0x44),
+                          _mm512_shuffle_f32x4(a[2 * p], a[2 * p + 1], 0xEE));
+  // + 4: blocks (0, 2) + (1, 3); four accumulators per vector, one block each.
+  __m512 s4[4];
+#pragma GCC unroll 4
+  for (int q = 0; q < 4; ++q)
+    s4[q] = _mm512_add_ps(_mm512_shuffle_f32x4(s8[2 * q], s8[2 * q + 1], 0x88),
+                          _mm512_shuffle_f32x4(s8[2 * q], s8[2 * q + 1], 0xDD));
+  // + 2 and + 1 within each 128-bit block.
+  __m512 s2[2];
+#pragma GCC unroll 2
+  for (int u = 0; u < 2; ++u)
+    s2[u] = _mm512_add_ps(_mm512_shuffle_ps(s4[2 * u], s4[2 * u + 1], 0x44),
+                          _mm512_shuffle_ps(s4[2 * u], s4[2 * u + 1], 0xEE));
+  const __m512 s1 = _mm512_add_ps(_mm512_shuffle_ps(s2[0], s2[1], 0x88),
+                                  _mm512_shuffle_ps(s2[0], s2[1], 0xDD));
+  // Lane 4 * b + t of s1 holds column 4 * t + b.
+  const __m512i order = _mm512_setr_epi32(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15);
+  return _mm512_permutexvar_ps(order, s1);
+}
+
 __attribute__((target("avx512f"))) void wide_dots_avx512(const float* x, int64_t m, int64_t k,
                                                          const float* w, int64_t n, int64_t j0,
                                                          int64_t j1, float* y, bool accumulate) {
-  for (int64_t j = j0; j < j1; ++j) {
-    const float* wj = w + j * k;
+  int64_t j = j0;
+  // A few rows stream the weights faster one column at a time (sixteen rows of w read in step
+  // defeat the prefetcher); both ways give the same bits, so the choice may depend on m.
+  if (m >= 4)
+    for (; j + 16 <= j1; j += 16)
+      for (int64_t r = 0; r < m; ++r) {
+        const __m512 d = wide_dots16(x + r * k, w + j * k, k);
+        float* out = y + r * n + j;
+        _mm512_storeu_ps(out, accumulate ? _mm512_add_ps(_mm512_loadu_ps(out), d) : d);
+      }
+  for (; j < j1; ++j)
     for (int64_t r = 0; r < m; ++r) {
-      const float* xr = x + r * k;
-      __m512 acc = _mm512_setzero_ps();
-      for (int64_t c = 0; c < k; c += 16)
-        acc = _mm512_fmadd_ps(_mm512_loadu_ps(xr + c), _mm512_loadu_ps(wj + c), acc);
-      alignas(64) float lane[16];
-      _mm512_store_ps(lane, acc);
-      for (int half = 8; half > 0; half /= 2) // a fixed reduction tree
-        for (int i = 0; i < half; ++i)
-          lane[i] += lane[i + half];
-      const float d = lane[0];
+      const float d = wide_dot(x + r * k, w + j * k, k);
       y[r * n + j] = accumulate ? y[r * n + j] + d : d;
     }
-  }
 }
 
 const bool has_avx512 = __builtin_cpu_supports("avx512f");

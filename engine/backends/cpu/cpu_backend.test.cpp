@@ -1,5 +1,6 @@
 #include "engine/backends/cpu/cpu_backend.hpp"
 
+#include <algorithm>
 #include <array>
 #include <cmath>
 #include <cstring>
@@ -68,6 +69,42 @@ BOOST_AUTO_TEST_CASE(matmul_equals_a_reference_product) {
                                        << " threads=" << threads << " worst=" << worst);
       }
     }
+}
+
+// The wide-output path (the lm_head: n >= 32768) computes sixteen columns at once for 4+ rows
+// and one at a time otherwise: both must give the same bits, and the right product. Columns
+// 0..14 are repeated at the end of a second weight, where they fall into the one-at-a-time tail.
+BOOST_AUTO_TEST_CASE(wide_outputs_agree_bit_for_bit_between_block_and_column_paths) {
+  cpu_backend b(cpu_backend::config{1, 0});
+  std::mt19937 rng(3);
+  std::normal_distribution<float> d;
+  const int64_t k = 64, n = 32768, m = 5;
+  std::vector<float> w(static_cast<std::size_t>((n + 15) * k)), x(static_cast<std::size_t>(m * k));
+  for (auto& v : w)
+    v = d(rng);
+  for (auto& v : x)
+    v = d(rng);
+  std::copy(w.begin(), w.begin() + 15 * k, w.begin() + n * k);
+  std::vector<float> y(static_cast<std::size_t>(m * n)), y2(static_cast<std::size_t>(m * (n + 15)));
+  b.matmul(x.data(), m, k, w.data(), n, y.data(), false);
+  b.matmul(x.data(), m, k, w.data(), n + 15, y2.data(), false);
+  int bad = 0;
+  double worst = 0;
+  for (int64_t r = 0; r < m; ++r) {
+    for (int64_t j = 0; j < 15; ++j)
+      bad += std::memcmp(&y[r * n + j], &y2[r * (n + 15) + n + j], sizeof(float)) != 0;
+    std::vector<float> one(static_cast<std::size_t>(n));
+    b.matmul(x.data() + r * k, 1, k, w.data(), n, one.data(), false); // one row: column path
+    bad += std::memcmp(one.data(), &y[r * n], one.size() * sizeof(float)) != 0;
+    for (int64_t j = 0; j < n; j += 997) {
+      double ref = 0;
+      for (int64_t c = 0; c < k; ++c)
+        ref += double{x[r * k + c]} * w[j * k + c];
+      worst = std::max(worst, std::fabs(ref - y[r * n + j]));
+    }
+  }
+  BOOST_TEST(bad == 0);
+  BOOST_TEST(worst < 1e-3);
 }
 
 BOOST_AUTO_TEST_CASE(matmul_accumulates_when_asked) {
