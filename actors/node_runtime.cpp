@@ -144,7 +144,8 @@ std::optional<std::string> node_runtime::start() {
   if (cfg.serving) {
     if (auto err = configure_kv_transports(cfg.serving->kv_transport, cfg.self.host, cfg.serving->rdma_port))
       return *err;
-    cfg.self.rdma = local_rdma_endpoint();
+    if (cfg.serving->kv_transport != kv_transport_mode::caf_message)
+      cfg.self.rdma = local_rdma_endpoint();
   }
 
   // 0b. This entrypoint's shard of the SWA directory; its handle travels in node_info, so every
