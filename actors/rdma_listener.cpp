@@ -16,11 +16,8 @@ namespace deepinfer::actors {
 
 namespace {
 
-/// Receives posted per connection (release tickets in flight from one decode node).
-constexpr std::size_t recv_depth = 16;
-/// Completion queue shared by every connection: recv_depth entries each.
+/// Completion queue shared by every connection.
 constexpr int cq_depth = 4096;
-constexpr std::size_t max_connections = cq_depth / recv_depth;
 
 std::string errno_text(const char* what) {
   return std::string{what} + ": " + std::strerror(errno);
@@ -172,6 +169,8 @@ void rdma_listener::accept(rdma_cm_id* id, const rdma_conn_param& asked) {
   };
   if (id->verbs != verbs_)
     return refuse("it arrived on another RDMA device");
+  // Each connection can hold recv_depth receive completions plus one send in the shared CQ.
+  auto max_connections = static_cast<std::size_t>(std::min(cq_depth, device_.max_cqe)) / (recv_depth + 1);
   if (connections_.size() >= max_connections)
     return refuse("too many decode nodes connected (" + std::to_string(max_connections) + ")");
   auto c = std::make_unique<connection>();

@@ -49,11 +49,13 @@ public:
   ibv_mr* register_for_read(void* data, std::size_t size, std::string* error);
 
 private:
+  /// Receives posted per connection (release tickets in flight from one decode node).
+  static constexpr std::size_t recv_depth = 16;
   struct connection {
     uint64_t serial = 0;
     rdma_cm_id* id = nullptr;
     ibv_mr* mr = nullptr;
-    uint64_t slots[16] = {};
+    uint64_t slots[recv_depth] = {};
   };
 
   rdma_listener() = default;
