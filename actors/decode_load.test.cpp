@@ -12,7 +12,7 @@ namespace {
 std::vector<live_instance> instances(std::initializer_list<std::pair<const char*, uint32_t>> xs) {
   std::vector<live_instance> out;
   for (auto [name, ranks] : xs)
-    out.push_back({name, "node", nullptr, ranks});
+    out.push_back({name, "node", nullptr, ranks, {}});
   return out;
 }
 

@@ -1,13 +1,19 @@
 #include "actors/kv_transport.hpp"
 
+#include <algorithm>
 #include <cstring>
 #include <streambuf>
 
 #include <cereal/archives/binary.hpp>
 #include <xxhash.h>
 
+#include "actors/log.hpp"
+
 #ifdef DEEPINFER_HAVE_IBVERBS
 #include <infiniband/verbs.h>
+#endif
+#ifdef DEEPINFER_HAVE_RDMA
+#include "actors/rdma_kv_transport.hpp"
 #endif
 
 namespace deepinfer::actors {
@@ -171,12 +177,92 @@ caf_message_kv_transport& caf_message_instance() {
   return t;
 }
 
+/// How this process moves KV across processes, set once a node starts.
+struct process_choice {
+  std::mutex mtx;
+  kv_transport_mode mode = kv_transport_mode::automatic;
+  int devices = -1;  ///< counted on first use
+#ifdef DEEPINFER_HAVE_RDMA
+  /// Deliberately never destroyed: its listener thread may still run while statics go at exit.
+  rdma_kv_transport* rdma = new rdma_kv_transport(caf_message_instance());
+  bool listening = false;
+#endif
+};
+
+process_choice& choice() {
+  static process_choice c;
+  return c;
+}
+
 } // namespace
 
-kv_transport& choose_kv_transport(bool same_process) {
-  if (same_process)
-    return in_process_instance();
-  return caf_message_instance();
+std::optional<std::string> configure_kv_transports(kv_transport_mode mode, const std::string& host, uint16_t port) {
+  auto& c = choice();
+  std::lock_guard<std::mutex> guard{c.mtx};
+  c.mode = mode;
+  if (mode == kv_transport_mode::caf_message)
+    return std::nullopt;
+  const char* hint = "; use kv_transport = auto or caf_message on this node";
+#ifdef DEEPINFER_HAVE_RDMA
+  if (c.listening)
+    return std::nullopt;
+  if (rdma_device_count() == 0) {
+    if (mode == kv_transport_mode::rdma)
+      return std::string{"kv_transport = rdma, but this node has no RDMA device"} + hint;
+    return std::nullopt;
+  }
+  if (auto err = c.rdma->start(host, port)) {
+    if (mode == kv_transport_mode::rdma)
+      return "kv_transport = rdma: " + *err + hint;
+    log().info("KV moves as CAF messages across processes: {}", *err);
+    return std::nullopt;
+  }
+  c.listening = true;
+  return std::nullopt;
+#else
+  (void)host;
+  (void)port;
+  if (mode == kv_transport_mode::rdma)
+    return std::string{"kv_transport = rdma, but this build has no RDMA transport (install libibverbs-dev "
+                       "and librdmacm-dev and rebuild)"} + hint;
+  return std::nullopt;
+#endif
+}
+
+std::string local_rdma_endpoint() {
+#ifdef DEEPINFER_HAVE_RDMA
+  auto& c = choice();
+  std::lock_guard<std::mutex> guard{c.mtx};
+  return c.listening ? c.rdma->endpoint() : std::string{};
+#else
+  return {};
+#endif
+}
+
+kv_transport& choose_kv_transport(bool same_process, bool peer_rdma) {
+  auto& c = choice();
+  std::lock_guard<std::mutex> guard{c.mtx};
+  kv_transport_facts f;
+  f.same_process = same_process;
+  f.mode = c.mode;
+  f.peer_rdma = peer_rdma;
+#ifdef DEEPINFER_HAVE_RDMA
+  f.rdma_compiled = true;
+  f.rdma_listening = c.listening;
+  if (c.devices < 0 && (c.listening || peer_rdma))
+    c.devices = rdma_device_count();
+  f.rdma_devices = std::max(c.devices, 0);
+#endif
+  switch (decide_kv_transport(f)) {
+    case kv_transport_kind::in_process:
+      return in_process_instance();
+#ifdef DEEPINFER_HAVE_RDMA
+    case kv_transport_kind::rdma:
+      return *c.rdma;
+#endif
+    default:
+      return caf_message_instance();
+  }
 }
 
 kv_transport* kv_transport_named(const std::string& name) {
@@ -184,6 +270,12 @@ kv_transport* kv_transport_named(const std::string& name) {
     return &in_process_instance();
   if (name == caf_message_instance().name())
     return &caf_message_instance();
+#ifdef DEEPINFER_HAVE_RDMA
+  auto& c = choice();
+  std::lock_guard<std::mutex> guard{c.mtx};
+  if (name == c.rdma->name())
+    return c.rdma;
+#endif
   return nullptr;
 }
 

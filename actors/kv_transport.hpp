@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "actors/kv_transport_choice.hpp"
 #include "actors/messages.hpp"
 
 namespace deepinfer::actors {
@@ -68,10 +69,21 @@ public:
 /// RDMA devices this process sees (0 without libibverbs at build time or without a device).
 int rdma_device_count();
 
+/// Sets how this process moves KV (`mode`) and, when RDMA may be used, starts the process's RDMA
+/// listener on `host:port` (0: a free port). Under `automatic` a listener that cannot start only
+/// logs; under `rdma` it is an error message that says what to do. Idempotent: the first
+/// listener started stays (several nodes in one process share it).
+std::optional<std::string> configure_kv_transports(kv_transport_mode mode, const std::string& host, uint16_t port);
+
+/// `HOST:PORT` of this process's RDMA listener, which the node advertises in `node_info::rdma`;
+/// empty when it has none.
+std::string local_rdma_endpoint();
+
 /// The transport for a prefill rank sending to a decode rank: in_process when both live in this
-/// process, else caf_message. (RDMA is reported by `rdma_device_count`; the verbs data path is
-/// not implemented, so a device never changes this choice yet.)
-kv_transport& choose_kv_transport(bool same_process);
+/// process; rdma when `decide_kv_transport` allows it (built in, a device and a listener
+/// here, the decode node advertises RDMA (`peer_rdma`), the mode is not caf_message); else
+/// caf_message.
+kv_transport& choose_kv_transport(bool same_process, bool peer_rdma = false);
 
 /// The transport that produced `h` (by its name); nullptr for an unknown name.
 kv_transport* kv_transport_named(const std::string& name);

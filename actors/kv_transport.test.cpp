@@ -84,4 +84,29 @@ BOOST_AUTO_TEST_CASE(choice_follows_process_boundaries) {
   BOOST_TEST(kv_transport_named("carrier_pigeon") == nullptr);
 }
 
+BOOST_AUTO_TEST_CASE(without_a_device_rdma_is_refused_clearly_and_never_chosen,
+                     *boost::unit_test::precondition([](boost::unit_test::test_unit_id) {
+                       boost::test_tools::assertion_result r(rdma_device_count() == 0);
+                       r.message() << "skipped: this machine has an RDMA device";
+                       return r;
+                     })) {
+  // Forcing RDMA on a node without a device stops the node with what to do instead.
+  auto err = configure_kv_transports(kv_transport_mode::rdma, "127.0.0.1", 0);
+  BOOST_REQUIRE(err.has_value());
+  BOOST_TEST(err->find("kv_transport = rdma") != std::string::npos, *err);
+  BOOST_TEST(err->find("caf_message") != std::string::npos, *err);
+  BOOST_TEST(!configure_kv_transports(kv_transport_mode::caf_message, "127.0.0.1", 0).has_value());
+  BOOST_TEST(!configure_kv_transports(kv_transport_mode::automatic, "127.0.0.1", 0).has_value());
+  BOOST_TEST(local_rdma_endpoint().empty());
+  // A peer advertising RDMA changes nothing without a device (and a listener) here.
+  BOOST_TEST(std::string{choose_kv_transport(false, true).name()} == "caf_message");
+  BOOST_TEST(std::string{choose_kv_transport(true, true).name()} == "in_process");
+#ifdef DEEPINFER_HAVE_RDMA
+  // The decode side still knows the name: an RDMA handoff fails with a reason, not as unknown.
+  BOOST_TEST(kv_transport_named("rdma") != nullptr);
+#else
+  BOOST_TEST(kv_transport_named("rdma") == nullptr);
+#endif
+}
+
 BOOST_AUTO_TEST_SUITE_END()

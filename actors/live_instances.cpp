@@ -14,7 +14,7 @@ std::vector<live_instance> live_instances(const membership_view& view, std::stri
                              [&](const node_status& n) { return n.info.name == inst.node; });
     if (node == view.nodes.end() || node->state != node_state::alive)
       continue;
-    out.push_back({inst.instance, inst.node, inst.supervisor, inst.healthy_ranks});
+    out.push_back({inst.instance, inst.node, inst.supervisor, inst.healthy_ranks, node->info.rdma});
   }
   return out;
 }

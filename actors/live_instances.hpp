@@ -17,6 +17,8 @@ struct live_instance {
   caf::strong_actor_ptr supervisor;
   /// Healthy ranks of the current generation.
   uint32_t ranks = 0;
+  /// The node's RDMA KV endpoint (node_info::rdma); empty: none.
+  std::string rdma;
 };
 
 /// The running instances of `role` on alive nodes, in view order (deterministic placement).

@@ -51,12 +51,15 @@ struct node_info {
   caf::strong_actor_ptr swa_shard;
   /// Serves the SWA snapshots kept in this node's memory (serving nodes with a prefix cache).
   caf::strong_actor_ptr snapshots;
+  /// `HOST:PORT` of this node's RDMA KV listener; empty when it has none (no device, or
+  /// kv_transport = caf_message). A prefill rank uses RDMA only toward a node that advertises it.
+  std::string rdma;
 };
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, node_info& x) {
   return f(caf::meta::type_name("node_info"), x.name, x.host, x.port, x.roles, x.pid, x.incarnation,
-           x.swa_shard, x.snapshots);
+           x.swa_shard, x.snapshots, x.rdma);
 }
 
 /// Lifecycle of an instance (one prefill or decode communication domain).
@@ -185,12 +188,15 @@ struct prefill_job {
   /// server of the node that holds it, asked when this rank's node lacks it.
   int64_t snapshot_end = 0;
   caf::strong_actor_ptr snapshot_owner;
+  /// The decode rank's node advertises this RDMA endpoint (node_info::rdma); empty: none, or
+  /// RDMA failed for this request before (the retry goes as CAF messages).
+  std::string decode_rdma;
 };
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, prefill_job& x) {
   return f(caf::meta::type_name("prefill_job"), x.id, x.tokens, x.sampling, x.decode_rank, x.sink,
-           x.snapshot_end, x.snapshot_owner);
+           x.snapshot_end, x.snapshot_owner, x.decode_rdma);
 }
 
 /// What a prefill rank answers: the first token, how the KV left for the decode rank, or `error`.
@@ -206,7 +212,7 @@ struct prefill_result {
   /// was fetched from another node.
   bool snapshot_hit = false;
   bool snapshot_remote = false;
-  /// The KV transport chosen (`in_process`, `caf_message`); the first token is answered before
+  /// The KV transport chosen (`in_process`, `caf_message`, `rdma`); the first token is answered before
   /// the KV is exported, so its size comes with the decode's first batch (token_batch::kv_bytes).
   std::string transport;
 };
@@ -219,7 +225,8 @@ typename Inspector::result_type inspect(Inspector& f, prefill_result& x) {
 
 /// A prefilled sequence on its way to a decode rank (DESIGN §1 step 5). Which fields are set
 /// depends on the transport (actors/kv_transport.hpp): `ticket` names a buffer parked in the
-/// process (in_process), `packed` carries the cereal-packed KV (caf_message).
+/// process (in_process), `packed` carries the cereal-packed KV (caf_message) or an
+/// rdma_descriptor (rdma; `ticket` is then the parcel on the prefill node).
 struct kv_handoff {
   uint64_t id = 0;
   std::string transport;

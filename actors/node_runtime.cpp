@@ -139,6 +139,15 @@ std::optional<std::string> node_runtime::start() {
     });
   }
 
+  // 0a'. How KV crosses processes: with RDMA, this node's listener (the decode side reads from
+  // it) is advertised in node_info, so prefill ranks elsewhere know they may use RDMA toward it.
+  if (cfg.serving) {
+    if (auto err = configure_kv_transports(cfg.serving->kv_transport, cfg.self.host, cfg.serving->rdma_port))
+      return *err;
+    if (cfg.serving->kv_transport != kv_transport_mode::caf_message)
+      cfg.self.rdma = local_rdma_endpoint();
+  }
+
   // 0b. This entrypoint's shard of the SWA directory; its handle travels in node_info, so every
   // node finds the shards through the membership view.
   if (cfg.http && cfg.serving)
@@ -217,8 +226,8 @@ std::optional<std::string> node_runtime::start() {
              + *err;
   }
   if (auto n = rdma_device_count(); n > 0)
-    log().info("node={} sees {} RDMA device(s); KV still moves as CAF messages (no verbs data path yet)",
-               cfg.self.name, n);
+    log().info("node={} sees {} RDMA device(s); RDMA KV endpoint: {}", cfg.self.name, n,
+               cfg.self.rdma.empty() ? "none (KV crosses processes as CAF messages)" : cfg.self.rdma);
   log().info("node={} started roles={} controller={}", cfg.self.name, cfg.self.roles.size(),
              cfg.hosts_controller ? "local" : cfg.controller_host + ":" + std::to_string(cfg.controller_port));
   return std::nullopt;

@@ -152,7 +152,7 @@ void run_prefill(rank_pointer self, prefill_job& job, caf::typed_response_promis
   }
   // The first token leaves before the KV is exported (tens of ms at 30K): TTFT does not wait
   // for the handoff. A failure from here on reaches the request as a token batch error.
-  auto& transport = choose_kv_transport(decode.node() == self->node());
+  auto& transport = choose_kv_transport(decode.node() == self->node(), !job.decode_rdma.empty());
   out.transport = transport.name();
   promise.deliver(out);
   auto bytes = st.engine->export_sequence(req.seq);

@@ -63,6 +63,8 @@ struct request_state {
   /// Ranks this request saw die: their supervisor may still hand them out for a moment (it
   /// learns of the death by its own monitor), and a resubmission must not pick them again.
   std::set<caf::actor_addr> dead;
+  /// A decode rank could not receive this request's KV over RDMA: later attempts avoid RDMA.
+  bool rdma_failed = false;
   bool done = false;
   std::chrono::steady_clock::time_point arrived = std::chrono::steady_clock::now();
   std::chrono::steady_clock::time_point last_token;
@@ -234,6 +236,8 @@ struct placement {
   /// The SWA directory's answer: the window ending at `snapshot_end` lives at `snapshot_owner`.
   int64_t snapshot_end = 0;
   caf::strong_actor_ptr snapshot_owner;
+  /// The decode node's RDMA endpoint (empty: none, or RDMA is avoided for this request).
+  std::string decode_rdma;
 };
 
 /// Sends the prefill job to the prefill rank `pp`; it hands the KV to the decode rank `dp`.
@@ -251,6 +255,7 @@ void send_prefill(request_pointer self, const placement& at, const caf::strong_a
   pj.sink = caf::actor_cast<caf::strong_actor_ptr>(self);
   pj.snapshot_end = at.snapshot_end;
   pj.snapshot_owner = at.snapshot_owner;
+  pj.decode_rdma = at.decode_rdma;
   auto job = at.job;
   self->request(caf::actor_cast<rank_actor>(pp), st.ctx->cfg.prefill_timeout, prefill_atom::value, std::move(pj))
     .then(
@@ -334,6 +339,8 @@ void place(request_pointer self) {
   }
   at.decode_supervisor = named(decodes, st.decode_lease->instance())->supervisor;
   at.decode_rank = st.decode_lease->rank();
+  if (!st.rdma_failed)
+    at.decode_rdma = named(decodes, st.decode_lease->instance())->rdma;
   at.prefill_supervisor = named(prefills, st.prefill_lease->instance())->supervisor;
   at.prefill_rank = st.prefill_lease->rank();
   ask_swa_directory(self, view, std::move(at), hit);
@@ -471,6 +478,8 @@ caf::behavior request_behavior(request_pointer self, std::shared_ptr<entrypoint:
       }
       if (!b.error.empty()) {
         log().warn("request={} decode rank: {}; resubmitting", st.id, b.error);
+        // (The error can overtake the prefill's answer, which names the transport.)
+        st.rdma_failed = st.rdma_failed || st.transport == "rdma" || b.error.find("RDMA") != std::string::npos;
         attempt(self);
         return;
       }

@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <string>
 
+#include "actors/kv_transport_choice.hpp"
 #include "engine/decoder_mode.hpp"
 
 namespace deepinfer::actors {
@@ -39,6 +40,11 @@ struct serving_config {
   /// How prefills run the decoder (rank_engine_config::decoder_mode): exact keeps greedy output
   /// identical whether a turn hits the prefix cache or not.
   engine::decoder_mode decoder_mode = engine::decoder_mode::exact;
+  /// How KV crosses processes (manifest `kv_transport`): auto uses RDMA between nodes that both
+  /// have it, caf_message never does, rdma refuses to start without a working RDMA listener.
+  kv_transport_mode kv_transport = kv_transport_mode::automatic;
+  /// The RDMA listener's port on the node's host (manifest `rdma_port`); 0 picks a free one.
+  uint16_t rdma_port = 0;
 };
 
 } // namespace deepinfer::actors

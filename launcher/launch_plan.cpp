@@ -93,6 +93,7 @@ std::string describe_plan(const cluster_manifest& m, const std::vector<node_laun
       << " heartbeat_interval_ms=" << m.caf.heartbeat_interval.count()
       << " connection_timeout_ms=" << m.caf.connection_timeout.count() << "\n"
       << "http: body_limit_bytes=" << m.http_body_limit_bytes << " threads=" << m.http_threads << "\n"
+      << "kv_transport: " << actors::to_string(m.kv_transport) << " rdma_port=" << m.rdma_port << "\n"
       << "kv: root=" << m.kv.root << " block_tokens=" << m.kv.block_tokens
       << " ttl_agent_hours=" << m.kv.ttl_agent_hours << " ttl_chatbot_hours=" << m.kv.ttl_chatbot_hours
       << " gc_watermarks=" << m.kv.gc_low_watermark << ".." << m.kv.gc_high_watermark

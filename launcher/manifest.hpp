@@ -6,6 +6,7 @@
 #include <variant>
 #include <vector>
 
+#include "actors/kv_transport_choice.hpp"
 #include "actors/system_settings.hpp"
 
 namespace deepinfer::launcher {
@@ -113,6 +114,10 @@ struct cluster_manifest {
   uint64_t http_body_limit_bytes = 8u << 20;
   unsigned http_threads = 1;
   actors::system_settings caf;
+  /// `kv_transport`: how KV crosses processes (auto | caf_message | rdma; actors/kv_transport_choice.hpp).
+  actors::kv_transport_mode kv_transport = actors::kv_transport_mode::automatic;
+  /// `rdma_port`: the port of each node's RDMA KV listener on its `host` (0: a free one).
+  uint16_t rdma_port = 0;
   kv_params kv;
   balancer_params balancer;
   autoscaler_params autoscaler;

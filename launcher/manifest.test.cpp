@@ -124,6 +124,21 @@ BOOST_AUTO_TEST_CASE(heartbeat_must_be_shorter_than_connection_timeout) {
   BOOST_TEST(e.key == "caf.connection_timeout_ms");
 }
 
+BOOST_AUTO_TEST_CASE(kv_transport_defaults_to_auto_and_is_checked) {
+  auto r = parse_manifest(good, "test.toml");
+  BOOST_REQUIRE(std::holds_alternative<cluster_manifest>(r));
+  BOOST_TEST((std::get<cluster_manifest>(r).kv_transport == deepinfer::actors::kv_transport_mode::automatic));
+  BOOST_TEST(std::get<cluster_manifest>(r).rdma_port == 0u);
+  auto forced = parse_manifest("kv_transport = \"rdma\"\nrdma_port = 7200\n" + good, "test.toml");
+  BOOST_REQUIRE(std::holds_alternative<cluster_manifest>(forced));
+  BOOST_TEST((std::get<cluster_manifest>(forced).kv_transport == deepinfer::actors::kv_transport_mode::rdma));
+  BOOST_TEST(std::get<cluster_manifest>(forced).rdma_port == 7200u);
+  auto e = expect_error("kv_transport = \"carrier_pigeon\"\n" + good);
+  BOOST_TEST(e.key == "kv_transport");
+  BOOST_TEST(e.message.find("caf_message") != std::string::npos);
+  BOOST_TEST(expect_error("rdma_port = 70000\n" + good).key == "rdma_port");
+}
+
 BOOST_AUTO_TEST_CASE(missing_file_is_reported) {
   auto r = load_manifest("/nonexistent/cluster.toml");
   BOOST_REQUIRE(std::holds_alternative<manifest_error>(r));

@@ -221,6 +221,14 @@ manifest_result parse_manifest(std::string_view text, const std::string& display
         root.fail("log_level", "unknown level '" + *v + "' (trace, debug, info, warn, error, critical, off)");
       m.log_level = *v;
     }
+    if (auto v = root.string("kv_transport")) {
+      auto mode = actors::parse_kv_transport_mode(*v);
+      if (!mode)
+        root.fail("kv_transport", "unknown transport '" + *v + "' (expected auto, caf_message or rdma)");
+      m.kv_transport = *mode;
+    }
+    if (auto v = root.integer("rdma_port", 0, 65535))
+      m.rdma_port = static_cast<uint16_t>(*v);
     if (auto t = root.table("caf"))
       read_caf(*t, m.caf);
     if (auto t = root.table("http")) {

@@ -37,6 +37,7 @@ struct options {
   std::string model_dir;
   std::string kv_root;
   std::string decoder_mode = "exact";
+  std::string kv_transport;
   bool no_serve = false;
 };
 
@@ -113,6 +114,10 @@ int main(int argc, char** argv) {
                  "exact|bounded: how prefills run the decoder (default "
                  "exact: greedy output is the same whether a prompt hits the prefix cache or not)")
     ->check(CLI::IsMember({"exact", "bounded"}));
+  app.add_option("--kv-transport", o.kv_transport,
+                 "auto|caf_message|rdma: how KV crosses processes (overrides the manifest's "
+                 "kv_transport; auto uses RDMA between nodes that both have an RDMA device)")
+    ->check(CLI::IsMember({"auto", "caf_message", "rdma"}));
   app.add_flag("--no-serve", o.no_serve, "Run without the model (membership, supervision and HTTP only), "
                                          "for the embedded default or every node of a manifest");
   try {
@@ -156,6 +161,8 @@ int main(int argc, char** argv) {
       sc.tokenizer_path = cache_dir() + "/tokenizer/tokenizer_v41.json";
       sc.kv_root = o.kv_root.empty() ? cache_dir() + "/kv" : o.kv_root;
       sc.decoder_mode = *deepinfer::engine::parse_decoder_mode(o.decoder_mode);
+      if (!o.kv_transport.empty())
+        sc.kv_transport = *actors::parse_kv_transport_mode(o.kv_transport);
       cfg.serving = sc;
     }
     return run_node(std::move(cfg), stop_signals);
@@ -203,6 +210,8 @@ int main(int argc, char** argv) {
       sc.kv_root = o.kv_root.empty() ? m.kv.root : o.kv_root;
       sc.snapshot_ttl = std::chrono::milliseconds{static_cast<int64_t>(m.kv.swa_ttl_seconds * 1000)};
       sc.decoder_mode = *deepinfer::engine::parse_decoder_mode(o.decoder_mode);
+      sc.kv_transport = o.kv_transport.empty() ? m.kv_transport : *actors::parse_kv_transport_mode(o.kv_transport);
+      sc.rdma_port = m.rdma_port;
       cfg.serving = sc;
     }
     if (http_override) {
@@ -223,6 +232,8 @@ int main(int argc, char** argv) {
     extra = {"--log-level", o.log_level};
   if (o.no_serve)
     extra.push_back("--no-serve");
+  if (!o.kv_transport.empty())
+    extra.insert(extra.end(), {"--kv-transport", o.kv_transport});
   for (auto [flag, value] : {std::pair{"--scheduler-threads", o.scheduler_threads},
                              std::pair{"--heartbeat-ms", o.heartbeat_ms},
                              std::pair{"--connection-timeout-ms", o.connection_timeout_ms}})
