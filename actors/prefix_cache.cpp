@@ -21,6 +21,23 @@ struct prefix_cache::impl {
   std::mutex source_mtx;
   snapshot_source remote;
   snapshot_listener listener;
+  std::mutex spare_mtx;
+  std::vector<std::vector<std::byte>> spare;
+
+  /// A buffer of `size` bytes: a recycled one when there is (no zero-fill), else a new one.
+  std::vector<std::byte> buffer(std::size_t size) {
+    std::vector<std::byte> b;
+    {
+      std::lock_guard guard{spare_mtx};
+      if (!spare.empty()) {
+        b = std::move(spare.back());
+        spare.pop_back();
+      }
+    }
+    if (b.size() != size)
+      b.resize(size);
+    return b;
+  }
 
   /// The snapshot ending at `key`: local memory first, then the remote source.
   kv::swa_snapshot find_snapshot(const kv::block_key& key) {
@@ -90,7 +107,7 @@ prefix_cache::hit prefix_cache::lookup(std::span<const int32_t> prompt) {
     auto size = d_->store->payload_size(wanted[i]);
     if (!size)
       break;
-    bufs[i].resize(*size);
+    bufs[i] = d_->buffer(*size);
     {
       std::lock_guard guard{mtx};
       ++pending;
@@ -121,6 +138,13 @@ prefix_cache::hit prefix_cache::lookup(std::span<const int32_t> prompt) {
               out.length, out.snapshot != nullptr,
               std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::steady_clock::now() - t0).count());
   return out;
+}
+
+void prefix_cache::recycle(std::vector<std::vector<std::byte>> blocks) {
+  std::lock_guard guard{d_->spare_mtx};
+  for (auto& b : blocks)
+    if (d_->spare.size() < spare_limit && !b.empty())
+      d_->spare.push_back(std::move(b));
 }
 
 prefix_cache::check_result prefix_cache::check(std::span<const int32_t> prompt) {

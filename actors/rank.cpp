@@ -125,6 +125,8 @@ void run_prefill(rank_pointer self, prefill_job& job, caf::typed_response_promis
     req.snapshot.reset();
     p = st.engine->prefill(req);
   }
+  if (cache)
+    cache->recycle(std::move(req.hit_blocks)); // imported into the pool by now
   // The prefill's snapshots serve the same prompt sent again and the next turn, once decode
   // has stored the blocks they end at.
   if (cache && p.status == engine::engine_status::ok && p.done)
