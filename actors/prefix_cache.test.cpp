@@ -2,6 +2,7 @@
 // is kept (locally, or from the pluggable remote source), none otherwise.
 #include <boost/test/unit_test.hpp>
 
+#include <algorithm>
 #include <cstdlib>
 #include <filesystem>
 #include <random>
@@ -42,6 +43,24 @@ std::optional<std::vector<std::byte>> payload(int64_t i) {
 } // namespace
 
 BOOST_AUTO_TEST_SUITE(prefix_cache_hits)
+
+// Recycled buffers (of other sizes, holding other blocks' bytes) are filled exactly again.
+BOOST_AUTO_TEST_CASE(lookups_into_recycled_buffers_return_the_same_blocks) {
+  temp_root root;
+  std::string err;
+  auto cache = prefix_cache::open({root.path.string(), "model-a"}, &err);
+  BOOST_REQUIRE_MESSAGE(cache, err);
+  auto prompt = tokens(1000, 2);
+  BOOST_TEST(cache->store(prompt, 7, payload) == 7);
+  for (int round = 0; round < 3; ++round) {
+    auto hit = cache->lookup(prompt);
+    BOOST_REQUIRE(hit.blocks.size() == 6u);
+    for (int64_t i = 0; i < 6; ++i)
+      BOOST_TEST((hit.blocks[static_cast<std::size_t>(i)] == *payload(i)), "round " << round << " block " << i);
+    std::reverse(hit.blocks.begin(), hit.blocks.end()); // hand them out to other blocks next time
+    cache->recycle(std::move(hit.blocks));
+  }
+}
 
 BOOST_AUTO_TEST_CASE(hit_carries_the_snapshot_ending_at_l1_from_memory_or_the_remote_source) {
   temp_root root;
