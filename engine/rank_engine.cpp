@@ -188,7 +188,7 @@ void rank_engine::run_decoder(sequence& s, int64_t begin, int64_t end) {
   const auto& c = model();
   std::vector<forward_row> rows(static_cast<std::size_t>(end - begin));
   for (int64_t i = begin; i < end; ++i)
-    rows[static_cast<std::size_t>(i - begin)] = {s.id, i, &s.windows};
+    rows[static_cast<std::size_t>(i - begin)] = {s.id, i, &s.windows, &s.index_keys};
   // Only the prompt's last row needs the final state (its logits); the windows need every row.
   forward_.decoder(rows, s.tail.data() + (begin - s.decoder_start) * c.hidden, pool_, true);
 }

@@ -70,7 +70,7 @@ std::vector<decode_output> rank_engine::decode_step(std::span<const sequence_id>
     }
     live.push_back(&s);
     slot.push_back(i);
-    rows.push_back({s.id, s.kv_len, &s.windows});
+    rows.push_back({s.id, s.kv_len, &s.windows, &s.index_keys});
     toks.push_back(s.tokens[static_cast<std::size_t>(s.kv_len)]);
   }
   const auto n = static_cast<int64_t>(rows.size());

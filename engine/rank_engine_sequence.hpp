@@ -14,6 +14,8 @@ struct rank_engine::sequence {
   int64_t kv_len = 0;
   decoder_mode mode = decoder_mode::bounded;
   sequence_windows windows;
+  /// The decoder's quantized indexer keys so far (each decode step adds one).
+  index_key_cache index_keys;
   /// Prefill only: the decoder runs over [decoder_start, prompt_len) from these encoder outputs.
   int64_t decoder_start = 0;
   std::vector<float> tail;

@@ -136,8 +136,8 @@ void ced_moe_forward::cross_attention(const decoder_layer_weights& d,
         fit(index, br * stride);
         indexer::quantize_queries(iq.data() + b0 * iqd, br, ih, idim, d.index_w, qc);
         b_.parallel_for(tiles, [&](int64_t t) {
-          indexer::score_tile(qc, br, ih, idim, gr.codes.data() + t * tile_bytes,
-                              gr.scales.data() + t * indexer::tile,
+          indexer::score_tile(qc, br, ih, idim, gr.cache->codes.data() + t * tile_bytes,
+                              gr.cache->scales.data() + t * indexer::tile,
                               index.data() + t * indexer::tile, stride);
         });
       }
@@ -207,10 +207,22 @@ void ced_moe_forward::gather_index_keys(std::span<const forward_row> rows, const
     if (g.ctx <= c.index_topk)
       return;
     const auto& table = pool.table(rows[g.first].seq);
+    g.cache = rows[g.first].index ? rows[g.first].index : &g.own;
+    if (g.cache == &g.own)
+      g.own.count = 0;
+    auto& cache = *g.cache;
     constexpr int64_t tile = indexer::tile;
     const int64_t tiles = (g.ctx + tile - 1) / tile, tile_bytes = indexer::tile_code_bytes(idim);
-    g.codes.resize(static_cast<std::size_t>(tiles * tile_bytes));
-    g.scales.resize(static_cast<std::size_t>(tiles * tile));
+    // New tiles start as zero keys, so the slots past the context score 0.
+    const auto have = static_cast<int64_t>(cache.scales.size()) / tile;
+    if (have < tiles || cache.count == 0) {
+      const int64_t from = cache.count == 0 ? 0 : have;
+      cache.codes.resize(static_cast<std::size_t>(tiles * tile_bytes));
+      cache.scales.resize(static_cast<std::size_t>(tiles * tile));
+      for (int64_t j = from * tile; j < tiles * tile; ++j)
+        indexer::put_zero_key(idim, j % tile, cache.codes.data() + (j / tile) * tile_bytes,
+                              cache.scales.data() + (j / tile) * tile);
+    }
     auto key = [&](int64_t j) {
       return pool.block_data(table[static_cast<std::size_t>(j / tpb)]) + (j % tpb) * fpt + ik_off;
     };
@@ -218,18 +230,14 @@ void ced_moe_forward::gather_index_keys(std::span<const forward_row> rows, const
     // prefetcher does not follow that stride across pages.
     constexpr int64_t ahead = 8;
     const auto key_bytes = static_cast<int64_t>(sizeof(float)) * idim;
-    for (int64_t j = 0; j < tiles * tile; ++j) {
-      uint8_t* codes = g.codes.data() + (j / tile) * tile_bytes;
-      float* scales = g.scales.data() + (j / tile) * tile;
-      if (j >= g.ctx) {
-        indexer::put_zero_key(idim, j % tile, codes, scales);
-        continue;
-      }
+    for (int64_t j = cache.count; j < g.ctx; ++j) {
       if (j + ahead < g.ctx)
         for (int64_t b = 0; b < key_bytes; b += 64)
           __builtin_prefetch(reinterpret_cast<const char*>(key(j + ahead)) + b);
-      indexer::put_key(key(j), idim, j % tile, codes, scales);
+      indexer::put_key(key(j), idim, j % tile, cache.codes.data() + (j / tile) * tile_bytes,
+                       cache.scales.data() + (j / tile) * tile);
     }
+    cache.count = std::max(cache.count, g.ctx);
   });
 }
 

@@ -24,12 +24,24 @@ struct sequence_windows {
   static sequence_windows make(const model_config& c);
 };
 
+/// The quantized indexer keys of one sequence's positions [0, count), in tiles of
+/// `indexer::tile` keys (slots from count on hold zero keys). A sequence keeps one across its
+/// forward calls, so a decode step quantizes only its new position instead of the whole context.
+/// Valid while the block KV of those positions does not change (it is written once).
+struct index_key_cache {
+  int64_t count = 0;
+  std::vector<uint8_t> codes;
+  std::vector<float> scales;
+};
+
 /// One token row of a forward batch: which sequence, which absolute position. Rows of one
 /// sequence are consecutive and ascending; their windows must end right before the first one.
+/// `index` (optional) is the sequence's indexer key cache.
 struct forward_row {
   sequence_id seq;
   int64_t pos = 0;
   sequence_windows* windows = nullptr;
+  index_key_cache* index = nullptr;
 };
 
 /// The `ced_moe` forward pass (DESIGN.md §5.1) over a batch of rows, split by stage so prefill,
@@ -75,8 +87,9 @@ private:
   /// layer (the indexer key is per token, not per layer).
   struct index_keys {
     int64_t first = 0, rows = 0, ctx = 0;
-    std::vector<uint8_t> codes;
-    std::vector<float> scales;
+    /// The sequence's cache, or `own` for rows that bring none.
+    index_key_cache* cache = nullptr;
+    index_key_cache own;
   };
   void gather_index_keys(std::span<const forward_row> rows, const kv_pool& pool);
   std::vector<index_keys> index_keys_;
