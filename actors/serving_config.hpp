@@ -39,6 +39,9 @@ struct serving_config {
   /// How prefills run the decoder (rank_engine_config::decoder_mode): exact keeps greedy output
   /// identical whether a turn hits the prefix cache or not.
   engine::decoder_mode decoder_mode = engine::decoder_mode::exact;
+  /// Time budget of one chunked-prefill step on a prefill rank (rank_engine_config::
+  /// prefill_step_ns): how long a new prompt, a cancel or a ping waits behind a long prompt.
+  std::chrono::microseconds prefill_step{50000};
 };
 
 } // namespace deepinfer::actors

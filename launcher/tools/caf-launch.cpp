@@ -37,6 +37,7 @@ struct options {
   std::string model_dir;
   std::string kv_root;
   std::string decoder_mode = "exact";
+  int prefill_step_ms = 50;
   bool no_serve = false;
 };
 
@@ -113,6 +114,10 @@ int main(int argc, char** argv) {
                  "exact|bounded: how prefills run the decoder (default "
                  "exact: greedy output is the same whether a prompt hits the prefix cache or not)")
     ->check(CLI::IsMember({"exact", "bounded"}));
+  app.add_option("--prefill-step-ms", o.prefill_step_ms,
+                 "Time budget of one chunked-prefill step (default 50): a new prompt waits about "
+                 "this long behind a long one")
+    ->check(CLI::Range(1, 60000));
   app.add_flag("--no-serve", o.no_serve, "Run without the model (membership, supervision and HTTP only), "
                                          "for the embedded default or every node of a manifest");
   try {
@@ -156,6 +161,7 @@ int main(int argc, char** argv) {
       sc.tokenizer_path = cache_dir() + "/tokenizer/tokenizer_v41.json";
       sc.kv_root = o.kv_root.empty() ? cache_dir() + "/kv" : o.kv_root;
       sc.decoder_mode = *deepinfer::engine::parse_decoder_mode(o.decoder_mode);
+      sc.prefill_step = std::chrono::milliseconds{o.prefill_step_ms};
       cfg.serving = sc;
     }
     return run_node(std::move(cfg), stop_signals);
@@ -203,6 +209,7 @@ int main(int argc, char** argv) {
       sc.kv_root = o.kv_root.empty() ? m.kv.root : o.kv_root;
       sc.snapshot_ttl = std::chrono::milliseconds{static_cast<int64_t>(m.kv.swa_ttl_seconds * 1000)};
       sc.decoder_mode = *deepinfer::engine::parse_decoder_mode(o.decoder_mode);
+      sc.prefill_step = std::chrono::milliseconds{o.prefill_step_ms};
       cfg.serving = sc;
     }
     if (http_override) {
