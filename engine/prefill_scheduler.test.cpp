@@ -54,7 +54,7 @@ BOOST_AUTO_TEST_CASE(a_short_prompt_leads_every_other_step_behind_a_long_one) {
   m.a1 = 1e4;
   m.f0 = 2e6;
   prefill_scheduler::config cfg{4e6, 16};
-  cfg.long_prompt_steps = 2; // more than 8 ms of predicted work is long
+  cfg.long_prompt_steps = 1; // more than 4 ms of predicted work is long
   prefill_scheduler s(cfg, e, m);
   prefill_request r1, r2, r3;
   r1.seq = next_seq();
