@@ -44,6 +44,8 @@ engine::prefill_scheduler& scheduler(rank_pointer self) {
     sc.long_prompt_steps = ec.prefill_long_steps;
     // On a CPU the finishing decoder pass alone can outlast a step: never split it off.
     sc.finish_over_budget = true;
+    log().info("rank={} prefill steps of {:.1f} ms; chunk cost model {}", st.cfg.rank,
+               ec.prefill_step_ns / 1e6, model ? "fitted (cost_model.json)" : "tiny CPU default");
     st.scheduler = std::make_unique<engine::prefill_scheduler>(sc, *st.engine,
                                                                model.value_or(tiny_cpu_fit()));
   }

@@ -142,6 +142,16 @@ BOOST_AUTO_TEST_CASE(a_short_prompt_behind_a_long_one_is_answered_first) {
   BOOST_TEST(second.id == 1u);
   BOOST_TEST(first.finished);  // max_tokens 1: nothing went to a decode rank
   BOOST_TEST(steps(r) >= 5u);  // the long one ran in chunks
+  // Cancelled at once (fetching its blocks or queued): answered, and the rank goes on.
+  self->send(r, prefill_atom::value, job(3, tokens(4000, 7), 1));
+  self->send(r, cancel_atom::value, uint64_t{3});
+  auto cancelled = result();
+  BOOST_TEST(cancelled.id == 3u);
+  BOOST_TEST(cancelled.error == "cancelled");
+  self->send(r, prefill_atom::value, job(4, tokens(100, 2), 1));
+  auto again = result();
+  BOOST_TEST(again.error.empty());
+  BOOST_TEST(again.first_token == first.first_token);  // the same short prompt
   stop(r);
 }
 
