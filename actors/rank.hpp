@@ -36,8 +36,10 @@ struct rank_engine_config {
   /// Chunked prefill (DESIGN §5.3, engine::prefill_scheduler): the time budget of one prefill
   /// step, ns. Between steps the rank takes new jobs, cancels and pings, so a step bounds how
   /// long they wait. Chunk sizes come from the cost model in MODEL_DIR/cost_model.json
-  /// (`deepinfer-profile`), else from the tiny model's CPU fit (bench/RESULTS.md).
-  double prefill_step_ns = 50e6;
+  /// (`deepinfer-profile`), else from the tiny model's CPU fit (bench/RESULTS.md). 100 ms: on
+  /// the tiny CPU model, 50 ms chunks (~330 tokens) made a 12K-token prompt ~20 % slower than
+  /// one chunk, 100 ms ones ~5 %; a short prompt behind it then waits ~180 ms instead of ~1.9 s.
+  double prefill_step_ns = 100e6;
   /// A prompt predicted to need more than this many steps is long: shorter prompts behind it
   /// lead every other step (prefill_scheduler::config::long_prompt_steps; 0: plain FIFO).
   double prefill_long_steps = 4;

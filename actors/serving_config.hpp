@@ -41,7 +41,7 @@ struct serving_config {
   engine::decoder_mode decoder_mode = engine::decoder_mode::exact;
   /// Time budget of one chunked-prefill step on a prefill rank (rank_engine_config::
   /// prefill_step_ns): how long a new prompt, a cancel or a ping waits behind a long prompt.
-  std::chrono::microseconds prefill_step{50000};
+  std::chrono::microseconds prefill_step{100000};
 };
 
 } // namespace deepinfer::actors

@@ -37,7 +37,7 @@ struct options {
   std::string model_dir;
   std::string kv_root;
   std::string decoder_mode = "exact";
-  int prefill_step_ms = 50;
+  int prefill_step_ms = 100;
   bool no_serve = false;
 };
 
@@ -115,8 +115,8 @@ int main(int argc, char** argv) {
                  "exact: greedy output is the same whether a prompt hits the prefix cache or not)")
     ->check(CLI::IsMember({"exact", "bounded"}));
   app.add_option("--prefill-step-ms", o.prefill_step_ms,
-                 "Time budget of one chunked-prefill step (default 50): a new prompt waits about "
-                 "this long behind a long one")
+                 "Time budget of one chunked-prefill step in ms (default 100): a new prompt waits "
+                 "about this long behind a long one")
     ->check(CLI::Range(1, 60000));
   app.add_flag("--no-serve", o.no_serve, "Run without the model (membership, supervision and HTTP only), "
                                          "for the embedded default or every node of a manifest");
