@@ -6,6 +6,7 @@
 
 #include <cstdlib>
 #include <filesystem>
+#include <map>
 #include <random>
 
 #include <caf/actor_system.hpp>
@@ -40,10 +41,10 @@ struct fixture {
 
   /// A rank with the tiny model whose prefill steps have `step_ms` of budget.
   rank_actor spawn(double step_ms, std::shared_ptr<http::metrics_registry> metrics = nullptr,
-                   std::shared_ptr<prefix_cache> cache = nullptr) {
+                   std::shared_ptr<prefix_cache> cache = nullptr, int64_t kv_blocks = 128) {
     rank_engine_config e;
     e.model_dir = engine::testing::tiny_model_dir();
-    e.kv_blocks = 128;
+    e.kv_blocks = kv_blocks;
     e.prefill_step_ns = step_ms * 1e6;
     e.metrics = std::move(metrics);
     e.instance = "t/prefill";
@@ -225,6 +226,42 @@ BOOST_AUTO_TEST_CASE(a_job_dropped_mid_prefill_gives_its_pool_blocks_back) {
   self->send(r, prefill_atom::value, job(22, tokens(200, 6), 1));
   BOOST_TEST(result().error.empty());
   stop(r);
+}
+
+BOOST_AUTO_TEST_CASE(jobs_wait_for_pool_room_instead_of_failing) {
+  // 40 blocks: each 3000-token prompt reserves 24, so the second waits for the first.
+  auto r = spawn(50, nullptr, nullptr, 40);
+  self->send(r, prefill_atom::value, job(30, tokens(3000, 8), 1));
+  self->send(r, prefill_atom::value, job(31, tokens(3000, 9), 1));
+  self->send(r, prefill_atom::value, job(32, tokens(6000, 10), 1));  // 47 blocks: never fits
+  std::map<uint64_t, prefill_result> got;
+  for (int i = 0; i < 3; ++i) {
+    auto x = result();
+    got[x.id] = x;
+  }
+  BOOST_TEST(got[30].error.empty());
+  BOOST_TEST(got[31].error.empty());
+  BOOST_TEST(got[32].error == "kv pool full");
+  stop(r);
+}
+
+BOOST_AUTO_TEST_CASE(a_rank_failing_mid_prefill_is_seen_by_its_monitor) {
+  auto r = spawn(30);
+  self->monitor(r);
+  auto s0 = steps(r);
+  self->send(r, prefill_atom::value, job(40, tokens(4000, 11), 1));
+  while (steps(r) <= s0) {
+  }
+  // Handled between two steps, long before the prompt is done.
+  self->send(r, fail_atom::value, std::string{"test"});
+  bool down = false;
+  self->receive(
+    [&](caf::down_msg& dm) {
+      down = dm.source == r.address() && dm.reason.category() == caf::atom("deepinfer")
+             && dm.reason.code() == static_cast<uint8_t>(errc::rank_failed);
+    },
+    caf::after(30s) >> [] {});
+  BOOST_TEST(down);
 }
 
 BOOST_AUTO_TEST_SUITE_END()
