@@ -179,6 +179,18 @@ void admit_waiting(rank_pointer self) {
   report(self);
 }
 
+/// Queues a job whose blocks are in host memory for the scheduler; one larger than the whole
+/// pool fails at once instead of holding up the queue.
+void queue_for_pool(rank_pointer self, uint64_t id) {
+  auto& st = self->state;
+  const auto blocks = static_cast<int64_t>((st.prefills.at(id).req.tokens.size() + 127) / 128);
+  if (blocks > st.engine->pool().geometry().blocks)
+    fail_prefill(self, id, "kv pool full");
+  else
+    st.admitting.push_back(id);
+  admit_waiting(self);
+}
+
 } // namespace
 
 engine::sampling_params to_params(const sampling_spec& s) {
@@ -216,8 +228,7 @@ void start_prefill(rank_pointer self, prefill_job& job,
     self->monitor(sink);
   auto cache = st.cfg.engine.cache;
   if (!cache) {
-    st.admitting.push_back(id);
-    admit_waiting(self);
+    queue_for_pool(self, id);
     return;
   }
   // The hit's blocks (and a remote snapshot) load on the fetcher's thread; this rank keeps
@@ -257,8 +268,7 @@ void on_blocks_loaded(rank_pointer self, uint64_t id) {
   t.req.hit_blocks = std::move(hit.blocks);
   if (hit.snapshot)
     t.req.snapshot = *hit.snapshot;
-  st.admitting.push_back(id);
-  admit_waiting(self);
+  queue_for_pool(self, id);
 }
 
 void prefill_chunk(rank_pointer self) {

@@ -234,11 +234,14 @@ BOOST_AUTO_TEST_CASE(jobs_wait_for_pool_room_instead_of_failing) {
   self->send(r, prefill_atom::value, job(30, tokens(3000, 8), 1));
   self->send(r, prefill_atom::value, job(31, tokens(3000, 9), 1));
   self->send(r, prefill_atom::value, job(32, tokens(6000, 10), 1));  // 47 blocks: never fits
+  std::vector<uint64_t> order;
   std::map<uint64_t, prefill_result> got;
   for (int i = 0; i < 3; ++i) {
     auto x = result();
+    order.push_back(x.id);
     got[x.id] = x;
   }
+  BOOST_TEST(order.front() == 32u);  // failed at once, not after the others
   BOOST_TEST(got[30].error.empty());
   BOOST_TEST(got[31].error.empty());
   BOOST_TEST(got[32].error == "kv pool full");
