@@ -13,6 +13,7 @@
 #include <caf/actor_system_config.hpp>
 #include <caf/event_based_actor.hpp>
 #include <caf/scoped_actor.hpp>
+#include <caf/stateful_actor.hpp>
 
 #include "actors/errors.hpp"
 #include "actors/http/metrics_registry.hpp"
@@ -265,6 +266,57 @@ BOOST_AUTO_TEST_CASE(a_rank_failing_mid_prefill_is_seen_by_its_monitor) {
     },
     caf::after(30s) >> [] {});
   BOOST_TEST(down);
+}
+
+BOOST_AUTO_TEST_CASE(the_rank_computes_while_a_job_fetches_its_blocks) {
+  temp_root root;
+  std::string err;
+  auto cache = prefix_cache::open({root.path.string(), "rank-prefill-test"}, &err);
+  BOOST_REQUIRE_MESSAGE(cache, err);
+  // Another node's snapshot server that answers only when this test says so.
+  struct owner_state {
+    caf::response_promise pending;
+  };
+  auto test = caf::actor_cast<caf::actor>(self);
+  auto owner = sys.spawn([test](caf::stateful_actor<owner_state>* o) -> caf::behavior {
+    return {
+      [=](swa_fetch_atom, wire_key) {
+        o->state.pending = o->make_response_promise();
+        o->send(test, caf::ok_atom::value);
+        return o->state.pending;
+      },
+      [=](caf::ok_atom) {
+        byte_payload p;
+        p.bytes.assign(64, 1);
+        o->state.pending.deliver(std::move(p));
+      },
+    };
+  });
+  auto r = spawn(30, nullptr, cache);
+  auto s0 = steps(r);
+  self->send(r, prefill_atom::value, job(50, tokens(4000, 12), 1));
+  while (steps(r) <= s0) {
+  }
+  auto b = job(51, tokens(300, 13), 1);
+  b.snapshot_end = 256;
+  b.snapshot_owner = caf::actor_cast<caf::strong_actor_ptr>(owner);
+  self->send(r, prefill_atom::value, std::move(b));
+  self->receive([](caf::ok_atom) {}, caf::after(30s) >> [] { BOOST_FAIL("no snapshot fetch"); });
+  // Job 51's fetch is pending (the server holds it): the rank answers and computes job 50.
+  auto s1 = steps(r);
+  BOOST_TEST(steps(r) > s1);
+  self->send(owner, caf::ok_atom::value);
+  std::map<uint64_t, prefill_result> got;
+  for (int i = 0; i < 2; ++i) {
+    auto x = result();
+    got[x.id] = x;
+  }
+  BOOST_TEST(got[50].error.empty());
+  BOOST_TEST(got[51].error.empty());
+  // It arrived within the fetch's 500 ms limit: nothing waited for the rank's thread.
+  BOOST_TEST(got[51].snapshot_remote);
+  self->send_exit(owner, caf::exit_reason::kill);
+  stop(r);
 }
 
 BOOST_AUTO_TEST_SUITE_END()
