@@ -15,12 +15,18 @@ namespace deepinfer::actors {
 /// - `(echo, byte_payload) -> byte_payload`: returns the payload (transport benchmarks).
 /// - `(sink, byte_payload) -> uint64_t`: takes a payload, answers its size (KV push path).
 /// - `(prefill, prefill_job) -> prefill_result`: prefills a prompt and hands its KV to the job's
-///   decode rank over the KV transport (it is freed here); needs a rank with an engine.
+///   decode rank over the KV transport (it is freed here); needs a rank with an engine. Jobs
+///   queue (FIFO) and run in budgeted chunks, so a short prompt need not wait for a long one;
+///   the answer (the first token) leaves before the KV is exported.
 /// - `(decode, kv_handoff, sampling_spec, strong_actor_ptr sink)`: imports the sequence into the
 ///   continuous batch; `(tokens, token_batch)` messages go to `sink` until finished. The rank
 ///   monitors `sink`: when it goes away its sequences are dropped.
-/// - `(cancel, uint64_t id)`: drops a decoding sequence and frees its KV (also one not arrived yet).
+/// - `(cancel, uint64_t id)`: drops a prefill job (queued or mid-prefill; it is answered with an
+///   error) or a decoding sequence (also one not arrived yet) and frees its KV. A prefill job
+///   whose `sink` goes away is dropped the same way.
 /// - `(step)`: internal, the decode loop's self-message.
+/// - `(chunk)`: internal, the prefill loop's self-message (one budgeted step).
+/// - `(loaded, uint64_t id)`: internal, job `id`'s blocks are in host memory.
 using rank_actor = caf::typed_actor<
   caf::replies_to<caf::ping_atom>::with<rank_status>,
   caf::reacts_to<fail_atom, std::string>,
@@ -29,7 +35,9 @@ using rank_actor = caf::typed_actor<
   caf::replies_to<prefill_atom, prefill_job>::with<prefill_result>,
   caf::reacts_to<decode_atom, kv_handoff, sampling_spec, caf::strong_actor_ptr>,
   caf::reacts_to<cancel_atom, uint64_t>,
-  caf::reacts_to<step_atom>>;
+  caf::reacts_to<step_atom>,
+  caf::reacts_to<chunk_atom>,
+  caf::reacts_to<loaded_atom, uint64_t>>;
 
 /// Owns the N ranks of one prefill or decode instance. Any rank failure fails the instance; it
 /// restarts with its healthy ranks (EP = healthy ranks) and reports to its node agent.

@@ -1,182 +1,21 @@
 #include "actors/rank.hpp"
 
-#include <algorithm>
-#include <cstring>
 #include <span>
-#include <map>
-#include <set>
 #include <utility>
-#include <memory>
 
 #include <caf/actor_cast.hpp>
 #include <caf/actor_system.hpp>
-#include <caf/scoped_actor.hpp>
 #include <caf/send.hpp>
-#include <caf/stateful_actor.hpp>
-#include <caf/typed_event_based_actor.hpp>
 
 #include "actors/errors.hpp"
-#include "actors/http/metrics_registry.hpp"
 #include "actors/kv_transport.hpp"
 #include "actors/log.hpp"
-#include "actors/prefix_cache.hpp"
-#include "engine/rank_engine.hpp"
+#include "actors/rank_prefill.hpp"
+#include "actors/rank_state.hpp"
 
 namespace deepinfer::actors {
 
 namespace {
-
-/// Limit for fetching an SWA snapshot from another node (a replay is the fallback).
-constexpr auto snapshot_fetch_timeout = std::chrono::milliseconds(500);
-
-/// One sequence in the decode batch.
-struct decoding {
-  engine::sequence_id seq;
-  caf::actor sink;
-  /// Bytes of the handoff, reported with the first batch.
-  uint64_t kv_bytes = 0;
-};
-
-struct rank_state {
-  rank_config cfg;
-  uint64_t steps = 0;
-  std::unique_ptr<engine::rank_engine> engine;
-  /// Request id -> decoding sequence; ordered so batches are deterministic.
-  std::map<uint64_t, decoding> active;
-  uint64_t next_seq = 1;
-  bool stepping = false;
-  /// Ids cancelled before their KV arrived.
-  std::set<uint64_t> cancelled;
-  /// Pool use and batch size gauges (null without a registry).
-  http::metrics_registry::gauge* pool_used = nullptr;
-  http::metrics_registry::gauge* active_gauge = nullptr;
-  static inline const char* name = "deepinfer.rank";
-};
-
-using rank_pointer = rank_actor::stateful_pointer<rank_state>;
-
-engine::sampling_params to_params(const sampling_spec& s) {
-  engine::sampling_params p;
-  p.temperature = s.temperature;
-  p.top_k = s.top_k;
-  p.top_p = s.top_p;
-  p.seed = s.seed;
-  p.stop_ids = s.stop_ids;
-  p.max_tokens = s.max_tokens;
-  return p;
-}
-
-/// The SWA directory named another node's memory for the window ending at the job's hit: when
-/// this node lacks that snapshot, fetch it (bounded wait; this rank has its own thread) and keep
-/// it here. True when a snapshot arrived.
-bool fetch_snapshot(rank_pointer self, const prefill_job& job) {
-  auto& cache = *self->state.cfg.engine.cache;
-  auto key = cache.key_at(job.tokens, job.snapshot_end);
-  if (!key || cache.local_snapshot(kv::block_key{key->first, key->second}))
-    return false;
-  std::vector<std::byte> bytes;
-  caf::scoped_actor fetcher{self->system()};
-  fetcher->request(caf::actor_cast<snapshot_server_actor>(job.snapshot_owner), snapshot_fetch_timeout,
-                   swa_fetch_atom::value, wire_key{key->first, key->second})
-    .receive(
-      [&](byte_payload& p) {
-        bytes.resize(p.bytes.size());
-        std::memcpy(bytes.data(), p.bytes.data(), p.bytes.size());
-      },
-      [&](caf::error& e) {
-        log().info("rank={} remote SWA snapshot unavailable: {}", self->state.cfg.rank, self->system().render(e));
-      });
-  return !bytes.empty() && cache.store_snapshot(job.tokens, job.snapshot_end, std::move(bytes));
-}
-
-/// Prefills `job` and hands its KV to the job's decode rank over the transport that fits the
-/// pair (DESIGN §1 step 5). Answers the first token either way.
-void run_prefill(rank_pointer self, prefill_job& job, caf::typed_response_promise<prefill_result> promise) {
-  auto& st = self->state;
-  prefill_result out;
-  out.id = job.id;
-  if (!st.engine) {
-    out.error = "rank has no engine";
-    promise.deliver(std::move(out));
-    return;
-  }
-  engine::prefill_request req;
-  req.seq = engine::sequence_id{st.next_seq++};
-  req.tokens = job.tokens;
-  req.sampling = to_params(job.sampling);
-  req.mode = st.cfg.engine.decoder_mode;
-  auto& cache = st.cfg.engine.cache;
-  if (cache && job.snapshot_owner)
-    out.snapshot_remote = fetch_snapshot(self, job);
-  if (cache) {
-    auto hit = cache->lookup(job.tokens);
-    out.snapshot_hit = hit.snapshot != nullptr;
-    req.hit_length = hit.length;
-    req.hit_blocks = std::move(hit.blocks);
-    if (hit.snapshot)
-      req.snapshot = *hit.snapshot;
-  }
-  auto p = st.engine->prefill(req);
-  if (p.status == engine::engine_status::bad_kv && req.hit_length > 0) {
-    log().warn("rank={} cached KV rejected ({}); prefilling without it", st.cfg.rank, p.error);
-    st.engine->free(req.seq);
-    req.hit_length = 0;
-    req.hit_blocks.clear();
-    req.snapshot.reset();
-    p = st.engine->prefill(req);
-  }
-  if (cache)
-    cache->recycle(std::move(req.hit_blocks)); // imported into the pool by now
-  // The prefill's snapshots serve the same prompt sent again and the next turn, once decode
-  // has stored the blocks they end at.
-  if (cache && p.status == engine::engine_status::ok && p.done)
-    for (auto& snap : st.engine->export_snapshots(req.seq))
-      cache->store_snapshot(job.tokens, snap.end, std::move(snap.bytes));
-  out.cached = req.hit_length;
-  ++st.steps;
-  if (p.status != engine::engine_status::ok || !p.done) {
-    out.error = p.error.empty() ? "prefill failed" : p.error;
-    st.engine->free(req.seq);
-    promise.deliver(std::move(out));
-    return;
-  }
-  out.first_token = p.first.id;
-  auto& stops = job.sampling.stop_ids;
-  out.finished = job.sampling.max_tokens <= 1
-                 || std::find(stops.begin(), stops.end(), p.first.id) != stops.end();
-  auto decode = caf::actor_cast<caf::actor>(job.decode_rank);
-  if (!out.finished && !decode)
-    out.error = "the job names no decode rank";
-  if (out.finished || !out.error.empty()) {
-    st.engine->free(req.seq);
-    promise.deliver(std::move(out));
-    return;
-  }
-  // The first token leaves before the KV is exported (tens of ms at 30K): TTFT does not wait
-  // for the handoff. A failure from here on reaches the request as a token batch error.
-  auto& transport = choose_kv_transport(decode.node() == self->node(), !job.decode_rdma.empty());
-  out.transport = transport.name();
-  promise.deliver(out);
-  auto bytes = st.engine->export_sequence(req.seq);
-  st.engine->free(req.seq);
-  std::string err;
-  kv_handoff h;
-  if (!bytes)
-    err = "cannot export the sequence";
-  else if (!transport.send(job.id, std::move(*bytes), h, &err))
-    err = "KV transport " + std::string{transport.name()} + ": " + err;
-  if (!err.empty()) {
-    token_batch fail;
-    fail.id = job.id;
-    fail.finished = true;
-    fail.error = err;
-    if (auto sink = caf::actor_cast<caf::actor>(job.sink))
-      caf::send_as(caf::actor_cast<caf::actor>(self), sink, tokens_atom::value, std::move(fail));
-    return;
-  }
-  self->send(caf::actor_cast<rank_actor>(decode), decode_atom::value, std::move(h), job.sampling,
-             std::move(job.sink));
-}
 
 /// Writes the full blocks of a sequence (prompt and output) to the prefix cache, then frees it.
 void release(rank_pointer self, engine::sequence_id seq) {
@@ -193,7 +32,8 @@ void release(rank_pointer self, engine::sequence_id seq) {
   st.engine->free(seq);
 }
 
-/// Publishes pool use and batch size.
+} // namespace
+
 void report(rank_pointer self) {
   auto& st = self->state;
   if (!st.pool_used || !st.engine)
@@ -201,7 +41,10 @@ void report(rank_pointer self) {
   auto& pool = st.engine->pool();
   st.pool_used->set(static_cast<double>(pool.geometry().blocks - pool.free_blocks()));
   st.active_gauge->set(static_cast<double>(st.active.size()));
+  st.queue_gauge->set(static_cast<double>(st.prefills.size()));
 }
+
+namespace {
 
 /// Drops a decoding sequence (cancelled, or its client is gone), keeping its full blocks.
 void drop(rank_pointer self, std::map<uint64_t, decoding>::iterator it) {
@@ -294,6 +137,7 @@ void decode_step(rank_pointer self) {
 rank_actor::behavior_type rank_behavior(rank_pointer self, rank_config cfg) {
   self->state.cfg = cfg;
   self->set_down_handler([=](caf::down_msg& dm) {
+    drop_prefills_of(self, dm.source);
     auto& active = self->state.active;
     for (auto it = active.begin(); it != active.end();)
       if (it->second.sink.address() == dm.source) {
@@ -324,6 +168,10 @@ rank_actor::behavior_type rank_behavior(rank_pointer self, rank_config cfg) {
       st.active_gauge = &m->add_gauge("deepinfer_rank_active_sequences",
                                       "Sequences in the rank's decode batch.", {"instance", "rank"})
                            .with(labels);
+      st.queue_gauge = &m->add_gauge("deepinfer_prefill_rank_queue",
+                                     "Prefill jobs on the rank: fetching blocks, waiting for pool "
+                                     "room or being prefilled.", {"instance", "rank"})
+                          .with(labels);
       report(self);
     }
   }
@@ -347,7 +195,7 @@ rank_actor::behavior_type rank_behavior(rank_pointer self, rank_config cfg) {
     },
     [=](prefill_atom, prefill_job& job) -> caf::typed_response_promise<prefill_result> {
       auto promise = self->make_response_promise<prefill_result>();
-      run_prefill(self, job, promise);
+      start_prefill(self, job, promise);
       return promise;
     },
     [=](decode_atom, kv_handoff& h, const sampling_spec& s, const caf::strong_actor_ptr& sink) {
@@ -355,6 +203,8 @@ rank_actor::behavior_type rank_behavior(rank_pointer self, rank_config cfg) {
     },
     [=](cancel_atom, uint64_t id) {
       auto& st = self->state;
+      if (cancel_prefill(self, id, "cancelled"))
+        return;
       auto it = st.active.find(id);
       if (it != st.active.end()) {
         drop(self, it);
@@ -366,6 +216,8 @@ rank_actor::behavior_type rank_behavior(rank_pointer self, rank_config cfg) {
       st.cancelled.insert(id);
     },
     [=](step_atom) { decode_step(self); },
+    [=](chunk_atom) { prefill_chunk(self); },
+    [=](loaded_atom, uint64_t id) { on_blocks_loaded(self, id); },
   };
 }
 

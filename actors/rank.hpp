@@ -33,6 +33,16 @@ struct rank_engine_config {
   /// output; bounded is cheaper on cold prompts (decoder over 128 tokens instead of 646 on the
   /// tiny model) but approximate (DESIGN §5.2).
   engine::decoder_mode decoder_mode = engine::decoder_mode::exact;
+  /// Chunked prefill (DESIGN §5.3, engine::prefill_scheduler): the time budget of one prefill
+  /// step, ns. Between steps the rank takes new jobs, cancels and pings, so a step bounds how
+  /// long they wait. Chunk sizes come from the cost model in MODEL_DIR/cost_model.json
+  /// (`deepinfer-profile`), else from the tiny model's CPU fit (bench/RESULTS.md). 100 ms: on
+  /// the tiny CPU model, 50 ms chunks (~330 tokens) made a 12K-token prompt ~20 % slower than
+  /// one chunk, 100 ms ones ~5 %; a short prompt behind it then waits ~180 ms instead of ~1.9 s.
+  double prefill_step_ns = 100e6;
+  /// A prompt predicted to need more than this many steps is long: shorter prompts behind it
+  /// lead every other step (prefill_scheduler::config::long_prompt_steps; 0: plain FIFO).
+  double prefill_long_steps = 4;
 };
 
 /// Identity of one rank within one generation of its instance.
@@ -47,8 +57,9 @@ struct rank_config {
   rank_engine_config engine;
 };
 
-/// Spawns a rank actor. With a model it owns a `rank_engine`: it prefills prompts and hands
-/// them over, and it decodes every sequence it holds in one continuous batch (a step loop driven
+/// Spawns a rank actor. With a model it owns a `rank_engine`: it prefills prompts in budgeted
+/// chunks (reading their cached blocks on an I/O thread meanwhile) and hands them over, and it
+/// decodes every sequence it holds in one continuous batch (a step loop driven
 /// by self-messages). Without a model it is an idle worker. Either way it answers pings, echoes
 /// payloads, and fails on request (fault injection) exactly as a crashed rank would: it
 /// terminates with `errc::rank_failed`, which its supervisor observes through its monitor.

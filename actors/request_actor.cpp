@@ -91,6 +91,8 @@ void fail(request_pointer self, int status, const std::string& message) {
   log().warn("request={} failed status={} {}", st.id, status, message);
   if (st.decode_rank)
     self->send(caf::actor_cast<rank_actor>(st.decode_rank), cancel_atom::value, st.job);
+  if (st.prefill_rank)  // still queued or prefilling there: free its blocks
+    self->send(caf::actor_cast<rank_actor>(st.prefill_rank), cancel_atom::value, st.job);
   if (st.conv.stream)
     st.writer->finish();  // headers are out; the client sees the stream end early
   else {
@@ -355,6 +357,8 @@ void attempt(request_pointer self) {
     st.decode_rank = nullptr;
   }
   if (st.prefill_rank) {
+    // The last attempt's prefill (timed out) would only hold blocks there.
+    self->send(caf::actor_cast<rank_actor>(st.prefill_rank), cancel_atom::value, st.job);
     self->demonitor(st.prefill_rank);
     st.prefill_rank = nullptr;
   }

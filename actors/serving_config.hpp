@@ -45,6 +45,9 @@ struct serving_config {
   kv_transport_mode kv_transport = kv_transport_mode::automatic;
   /// The RDMA listener's port on the node's host (manifest `rdma_port`); 0 picks a free one.
   uint16_t rdma_port = 0;
+  /// Time budget of one chunked-prefill step on a prefill rank (rank_engine_config::
+  /// prefill_step_ns): how long a new prompt, a cancel or a ping waits behind a long prompt.
+  std::chrono::microseconds prefill_step{100000};
 };
 
 } // namespace deepinfer::actors

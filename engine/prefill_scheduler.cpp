@@ -17,14 +17,52 @@ prefill_progress prefill_scheduler::submit(const prefill_request& req) {
   return p;
 }
 
+bool prefill_scheduler::cancel(sequence_id seq) {
+  auto it = std::find_if(queue_.begin(), queue_.end(),
+                         [&](const entry& e) { return e.seq.value == seq.value; });
+  if (it == queue_.end())
+    return false;
+  queue_.erase(it);
+  return true;
+}
+
+bool prefill_scheduler::is_long(const entry& e) const {
+  const int64_t c = engine_.computed(e.seq).value_or(e.length);
+  return model_.predict(e.length - c, c, true) >
+         config_.long_prompt_steps * config_.step_budget_ns;
+}
+
+std::vector<std::size_t> prefill_scheduler::step_order() {
+  std::vector<std::size_t> order(queue_.size());
+  for (std::size_t i = 0; i < order.size(); ++i)
+    order[i] = i;
+  if (config_.long_prompt_steps <= 0 || order.empty())
+    return order;
+  std::vector<std::size_t> shorter, longer;
+  for (auto i : order)
+    (is_long(queue_[i]) ? longer : shorter).push_back(i);
+  if (long_led_ && !shorter.empty()) {
+    // The last step went to a long prompt: the shorter ones lead this one.
+    order = shorter;
+    order.insert(order.end(), longer.begin(), longer.end());
+  }
+  long_led_ = !longer.empty() && order.front() == longer.front();
+  return order;
+}
+
 prefill_scheduler::step_result prefill_scheduler::step() {
   step_result out;
   double left = config_.step_budget_ns;
-  while (!queue_.empty()) {
-    auto& head = queue_.front();
-    const int64_t c = engine_.computed(head.seq).value_or(head.length);
-    const int64_t rest = head.length - c;
+  std::vector<sequence_id> done;
+  for (auto i : step_order()) {
+    auto& e = queue_[i];
+    const int64_t c = engine_.computed(e.seq).value_or(e.length);
+    const int64_t rest = e.length - c;
     int64_t q = model_.max_tokens(c, left, rest);
+    if (q < rest && config_.finish_over_budget &&
+        model_.predict(0, c, true) - model_.predict(0, c) > config_.step_budget_ns &&
+        model_.predict(rest, c) <= left)
+      q = rest; // the finishing pass never fits a step: do not split it off
     if (q < std::min(config_.min_chunk, rest)) {
       if (!out.chunks.empty())
         break; // the budget is spent; the next step continues
@@ -33,16 +71,18 @@ prefill_scheduler::step_result prefill_scheduler::step() {
     const bool last = q == rest;
     out.predicted_ns += model_.predict(q, c, last);
     left -= model_.predict(q, c, last);
-    auto p = engine_.prefill_step(head.seq, q);
-    out.chunks.emplace_back(head.seq, q);
-    log().debug("req={} scheduled prefill chunk={} context={} last={}", head.seq.value, q, c, last);
-    if (p.done || p.status != engine_status::ok) {
-      out.finished.emplace_back(head.seq, std::move(p));
-      queue_.pop_front();
-    }
+    auto p = engine_.prefill_step(e.seq, q);
+    out.chunks.emplace_back(e.seq, q);
+    log().debug("req={} scheduled prefill chunk={} context={} last={}", e.seq.value, q, c, last);
+    if (!p.done && p.status == engine_status::ok)
+      break; // a partial chunk took what the budget allowed
+    out.finished.emplace_back(e.seq, std::move(p));
+    done.push_back(e.seq);
     if (left <= 0)
       break;
   }
+  for (auto seq : done)
+    cancel(seq);
   return out;
 }
 

@@ -12,7 +12,8 @@ namespace deepinfer::engine {
 
 /// Chunked prefill under a per-step time budget (DESIGN.md §5.3): requests run FIFO; each step
 /// gives the head request the largest chunk the fitted cost model says fits the remaining
-/// budget, then the next request, until the budget is spent.
+/// budget, then the next request, until the budget is spent. Optionally (`long_prompt_steps`)
+/// long prompts do not hold up short ones: see `config`.
 class prefill_scheduler {
 public:
   /// Scheduler settings.
@@ -21,6 +22,16 @@ public:
     double step_budget_ns = 50e6;
     /// A step always makes at least this much progress (so a tiny budget cannot stall).
     int64_t min_chunk = 16;
+    /// A prompt whose remaining prefill is predicted to take more than this many step budgets
+    /// is long. While a long prompt leads and shorter ones wait, steps alternate: one led by
+    /// the oldest long prompt, the next by the shorter ones (FIFO within each group), so a short
+    /// prompt behind a 30K-token one starts within about one step and the long one still gets
+    /// at least every other step. 0: plain FIFO.
+    double long_prompt_steps = 0;
+    /// When the finishing pass alone costs more than a step budget (a small budget, a CPU
+    /// model), a prompt whose rest fits the budget without that pass finishes in this step
+    /// rather than leaving a few tokens to a later step that overruns the budget anyway.
+    bool finish_over_budget = false;
   };
 
   /// What one step did.
@@ -39,6 +50,9 @@ public:
   prefill_progress submit(const prefill_request& req);
   /// Runs one step.
   step_result step();
+  /// Takes a queued prefill out of the queue (the caller frees the sequence); false when it is
+  /// not queued.
+  bool cancel(sequence_id seq);
   /// Queued (unfinished) prefills.
   std::size_t pending() const { return queue_.size(); }
 
@@ -47,10 +61,15 @@ private:
     sequence_id seq;
     int64_t length = 0;
   };
+  /// Queue positions in the order this step serves them.
+  std::vector<std::size_t> step_order();
+  bool is_long(const entry& e) const;
   config config_;
   rank_engine& engine_;
   cost_model model_;
   std::deque<entry> queue_;
+  /// The last step was led by a long prompt (the next one lets shorter ones lead).
+  bool long_led_ = false;
 };
 
 } // namespace deepinfer::engine

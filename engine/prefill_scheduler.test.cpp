@@ -47,4 +47,44 @@ BOOST_AUTO_TEST_CASE(budgeted_chunks_follow_the_cost_model_and_change_no_result)
   e.free(r2.seq);
 }
 
+BOOST_AUTO_TEST_CASE(a_short_prompt_leads_every_other_step_behind_a_long_one) {
+  auto& e = tiny_engine();
+  cost_model m;
+  m.a0 = 1e6;
+  m.a1 = 1e4;
+  m.f0 = 2e6;
+  prefill_scheduler::config cfg{4e6, 16};
+  cfg.long_prompt_steps = 1; // more than 4 ms of predicted work is long
+  prefill_scheduler s(cfg, e, m);
+  prefill_request r1, r2, r3;
+  r1.seq = next_seq();
+  r1.tokens = random_tokens(700, 41); // 10 ms: long
+  r2.seq = next_seq();
+  r2.tokens = random_tokens(100, 42); // 4 ms: short
+  r3.seq = next_seq();
+  r3.tokens = random_tokens(300, 43);
+  BOOST_REQUIRE(s.submit(r1).status == engine_status::ok);
+  BOOST_REQUIRE(s.submit(r2).status == engine_status::ok);
+  BOOST_REQUIRE(s.submit(r3).status == engine_status::ok);
+  BOOST_TEST(s.cancel(r3.seq));
+  BOOST_TEST(!s.cancel(r3.seq));
+  e.free(r3.seq);
+  BOOST_TEST(s.pending() == 2u);
+  auto first = s.step(); // FIFO: the long one leads
+  BOOST_REQUIRE(first.chunks.size() == 1u);
+  BOOST_TEST(first.chunks[0].first.value == r1.seq.value);
+  BOOST_TEST(first.finished.empty());
+  auto second = s.step(); // then the short one, which finishes
+  BOOST_REQUIRE(second.finished.size() == 1u);
+  BOOST_TEST(second.finished[0].first.value == r2.seq.value);
+  auto [a, a_logits] = prefill_fresh(r2.tokens, decoder_mode::bounded);
+  BOOST_TEST(max_abs_diff(second.finished[0].second.logits, a_logits) == 0.0f);
+  e.free(a);
+  while (s.pending() > 0)
+    s.step();
+  BOOST_TEST(e.computed(r1.seq).value_or(0) == 700);
+  e.free(r1.seq);
+  e.free(r2.seq);
+}
+
 BOOST_AUTO_TEST_SUITE_END()

@@ -38,6 +38,7 @@ struct options {
   std::string kv_root;
   std::string decoder_mode = "exact";
   std::string kv_transport;
+  int prefill_step_ms = 100;
   bool no_serve = false;
 };
 
@@ -118,6 +119,10 @@ int main(int argc, char** argv) {
                  "auto|caf_message|rdma: how KV crosses processes (overrides the manifest's "
                  "kv_transport; auto uses RDMA between nodes that both have an RDMA device)")
     ->check(CLI::IsMember({"auto", "caf_message", "rdma"}));
+  app.add_option("--prefill-step-ms", o.prefill_step_ms,
+                 "Time budget of one chunked-prefill step in ms (default 100): a new prompt waits "
+                 "about this long behind a long one")
+    ->check(CLI::Range(1, 60000));
   app.add_flag("--no-serve", o.no_serve, "Run without the model (membership, supervision and HTTP only), "
                                          "for the embedded default or every node of a manifest");
   try {
@@ -163,6 +168,7 @@ int main(int argc, char** argv) {
       sc.decoder_mode = *deepinfer::engine::parse_decoder_mode(o.decoder_mode);
       if (!o.kv_transport.empty())
         sc.kv_transport = *actors::parse_kv_transport_mode(o.kv_transport);
+      sc.prefill_step = std::chrono::milliseconds{o.prefill_step_ms};
       cfg.serving = sc;
     }
     return run_node(std::move(cfg), stop_signals);
@@ -212,6 +218,7 @@ int main(int argc, char** argv) {
       sc.decoder_mode = *deepinfer::engine::parse_decoder_mode(o.decoder_mode);
       sc.kv_transport = o.kv_transport.empty() ? m.kv_transport : *actors::parse_kv_transport_mode(o.kv_transport);
       sc.rdma_port = m.rdma_port;
+      sc.prefill_step = std::chrono::milliseconds{o.prefill_step_ms};
       cfg.serving = sc;
     }
     if (http_override) {

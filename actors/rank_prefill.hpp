@@ -1,0 +1,37 @@
+#pragma once
+
+// Internal to the rank actor: its prefill side. Jobs queue FIFO; the block fetcher reads each
+// job's cached blocks into host memory on its own thread; a job whose blocks are in host memory
+// enters the engine's chunk scheduler (begin_prefill imports them into the pool) and advances
+// one budgeted step per `chunk` self-message, so new jobs, cancels and pings are handled
+// between steps.
+
+#include <cstdint>
+
+#include <caf/actor_addr.hpp>
+
+#include "actors/rank_state.hpp"
+
+namespace deepinfer::actors {
+
+/// Takes a prefill job; `promise` gets the first token (or the error).
+void start_prefill(rank_pointer self, prefill_job& job,
+                   caf::typed_response_promise<prefill_result> promise);
+
+/// The block fetcher has job `id`'s blocks in host memory.
+void on_blocks_loaded(rank_pointer self, uint64_t id);
+
+/// One budgeted prefill step over the scheduler's jobs; re-arms itself while any remain.
+void prefill_chunk(rank_pointer self);
+
+/// Drops prefill job `id` wherever it is (answering `why` as its error) and frees its pool
+/// blocks. False when no such job is here.
+bool cancel_prefill(rank_pointer self, uint64_t id, const std::string& why);
+
+/// Drops the prefill jobs whose requester (`sink`) is `gone`.
+void drop_prefills_of(rank_pointer self, const caf::actor_addr& gone);
+
+/// Turns a sampling_spec into the engine's parameters.
+engine::sampling_params to_params(const sampling_spec& s);
+
+} // namespace deepinfer::actors

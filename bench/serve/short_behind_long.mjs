@@ -1,0 +1,57 @@
+// bench/serve/short_behind_long.mjs: TTFT of a short prompt sent while a long one is being
+// prefilled (one prefill rank takes both: the embedded default has 2, so two longs go first to
+// fill both), for each caf-launch binary given, side by side in one run.
+// Usage: node bench/serve/short_behind_long.mjs EXE [EXE...] [--long-words=6000] [--rounds=3]
+import { spawn } from 'node:child_process';
+import fs from 'node:fs';
+import net from 'node:net';
+import os from 'node:os';
+import path from 'node:path';
+
+const opts = Object.fromEntries(process.argv.slice(2).filter((a) => a.startsWith('--')).map((a) => a.slice(2).split('=')));
+const exes = process.argv.slice(2).filter((a) => !a.startsWith('--'));
+const longWords = Number(opts['long-words'] ?? 6000);
+const rounds = Number(opts.rounds ?? 3);
+const MODEL = 'deepseek-v4.1-flash';
+
+async function ttft(base, content) {
+  const t0 = performance.now();
+  const r = await fetch(base + '/v1/chat/completions', { method: 'POST', headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ model: MODEL, messages: [{ role: 'user', content }], max_tokens: 2, temperature: 0, stream: true }) });
+  const reader = r.body.getReader(); const dec = new TextDecoder();
+  let text = ''; let first = null;
+  for (;;) {
+    const { value, done } = await reader.read();
+    if (done) break;
+    text += dec.decode(value);
+    if (first === null && (text.match(/^data: /gm) || []).length >= 2) first = performance.now() - t0;
+  }
+  if (!r.ok) throw new Error(`HTTP ${r.status}: ${text}`);
+  return first ?? performance.now() - t0;
+}
+const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
+const words = (n, seed) => Array.from({ length: n }, (_, i) => `w${(i * 7919 + seed * 104729) % 1009}`).join(' ');
+
+console.log(`| binary | long TTFT ms (median of ${rounds}) | short TTFT behind it ms | short alone ms |`);
+console.log('|---|---|---|---|');
+for (const exe of exes) {
+  const port = await new Promise((r) => { const s = net.createServer(); s.listen(0, '127.0.0.1', () => { const p = s.address().port; s.close(() => r(p)); }); });
+  const base = `http://127.0.0.1:${port}`;
+  const kvRoot = fs.mkdtempSync(path.join(os.tmpdir(), 'deepinfer-bench-kv-'));
+  const server = spawn(exe, ['--http', `127.0.0.1:${port}`, '--log-level', 'warn', '--kv-root', kvRoot], { stdio: 'ignore' });
+  for (;;) { try { if ((await fetch(base + '/health')).ok) break; } catch {} await new Promise((r) => setTimeout(r, 50)); }
+  await ttft(base, 'Warm up.');
+  const longs = []; const shorts = []; const alone = [];
+  for (let i = 0; i < rounds; ++i) {
+    alone.push(await ttft(base, `Short question ${i}a.`));
+    // Fresh words each round: no prefix hit.
+    const l = [ttft(base, words(longWords, 2 * i + 1)), ttft(base, words(longWords, 2 * i + 2))];
+    await new Promise((r) => setTimeout(r, 300));
+    shorts.push(await ttft(base, `Short question ${i}b.`));
+    longs.push(...await Promise.all(l));
+  }
+  console.log(`| ${exe} | ${median(longs).toFixed(0)} | ${median(shorts).toFixed(0)} | ${median(alone).toFixed(0)} |`);
+  server.kill('SIGINT');
+  await new Promise((r) => server.on('exit', r));
+  fs.rmSync(kvRoot, { recursive: true, force: true });
+}
