@@ -1,5 +1,7 @@
 #include "actors/prefix_cache.hpp"
 
+#include <algorithm>
+
 #include <chrono>
 #include <condition_variable>
 #include <mutex>
@@ -145,6 +147,12 @@ void prefix_cache::recycle(std::vector<std::vector<std::byte>> blocks) {
   for (auto& b : blocks)
     if (d_->spare.size() < spare_limit && !b.empty())
       d_->spare.push_back(std::move(b));
+}
+
+void prefix_cache::reserve(std::size_t count, std::size_t bytes) {
+  std::lock_guard guard{d_->spare_mtx};
+  while (d_->spare.size() < std::min(count, spare_limit))
+    d_->spare.emplace_back(bytes); // value-initialized: every page touched now
 }
 
 prefix_cache::check_result prefix_cache::check(std::span<const int32_t> prompt) {

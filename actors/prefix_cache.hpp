@@ -62,6 +62,10 @@ public:
   /// Keeps at most `spare_limit` buffers. Thread-safe.
   void recycle(std::vector<std::vector<std::byte>> blocks);
   static constexpr std::size_t spare_limit = 256;
+  /// Allocates (and touches) spare buffers of `bytes` until there are `count` (at most
+  /// `spare_limit`): the host staging area a hit's blocks are read into, ready before the first
+  /// hit (a fresh 30K-token hit otherwise faults in 34 MB on its way). Thread-safe.
+  void reserve(std::size_t count, std::size_t bytes);
 
   /// What CHECK found: the hit policy's L1 and the chain key of the block ending there (how the
   /// SWA directory names the window ending at L1; nullopt when L1 is 0).

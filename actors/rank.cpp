@@ -12,6 +12,7 @@
 #include "actors/log.hpp"
 #include "actors/rank_prefill.hpp"
 #include "actors/rank_state.hpp"
+#include "engine/kv_codec.hpp"
 
 namespace deepinfer::actors {
 
@@ -157,6 +158,10 @@ rank_actor::behavior_type rank_behavior(rank_pointer self, rank_config cfg) {
       self->quit(make_error(errc::rank_failed, "cannot load model: " + loaded.error));
     } else
       self->state.engine = std::move(loaded.engine);
+    // The staging buffers a hit's blocks are read into (shared by the process's ranks).
+    if (auto& cache = cfg.engine.cache; cache && self->state.engine)
+      cache->reserve(prefix_cache::spare_limit,
+                     engine::kv_codec::block_bytes(128, self->state.engine->pool().geometry().floats_per_token));
     if (auto& m = cfg.engine.metrics; m && self->state.engine) {
       std::vector<std::string> labels{cfg.engine.instance, std::to_string(cfg.rank)};
       auto& st = self->state;
