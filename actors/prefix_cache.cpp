@@ -66,6 +66,7 @@ std::shared_ptr<prefix_cache> prefix_cache::open(const config& cfg, std::string*
   sc.fingerprint = fp;
   sc.fsync = kv::fsync_policy::none;  // the cache is a cache: a power loss only costs hits
   sc.io_threads = cfg.io_threads;
+  sc.backend = cfg.use_io_uring ? kv::io_backend::uring : kv::io_backend::thread_pool;
   d->store = kv::block_store::open(sc);
   if (!d->store) {
     *error = "cannot open the KV block store at " + cfg.root;
