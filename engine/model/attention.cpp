@@ -14,9 +14,11 @@ namespace {
 
 // Per-worker gather buffers; sized on first use.
 struct scratch {
-  std::vector<float> scores, index_scores;
+  std::vector<float> scores, index_scores, block_scores, qcoef;
   std::vector<int64_t> picks;
   std::vector<const float*> kv;
+  std::vector<int8_t> qcodes;
+  std::vector<int32_t> qoffset;
 };
 thread_local scratch tls;
 
@@ -115,70 +117,77 @@ void ced_moe_forward::cross_attention(const decoder_layer_weights& d,
   for (int64_t r = 0; r < n; ++r)
     ops::rope(q.data() + r * qd, c.heads, c.head_dim, rope_at(rows[r].pos));
   const int64_t ih = c.index_heads, idim = c.index_dim;
-  // Rows go in blocks: the block's queries are quantized, its position scores computed tile by
-  // tile (a tile's key codes stay in cache for every row); then each row picks its top k and
-  // attends.
+  // Rows go in blocks of a few rows of one sequence, each block a task on its own: its queries
+  // quantized, its position scores computed tile by tile (a tile's key codes stay in cache for
+  // every row of the block, the block's scores in this thread's cache), then each row picks its
+  // top k and attends. Whole blocks as tasks keep both threads busy (a parallel loop per tile
+  // was too short to wake the second one), and a row's result never depends on its block.
   constexpr int64_t block_rows = 8;
-  auto& index = index_scores_;
-  const int64_t qbytes = indexer::query_code_bytes(ih, idim);
-  std::vector<int8_t> qcodes(static_cast<std::size_t>(block_rows * qbytes));
-  std::vector<float> qcoef(static_cast<std::size_t>(block_rows * ih));
-  std::vector<int32_t> qoffset(qcoef.size());
-  const indexer::query_codes qc{qcodes.data(), qcoef.data(), qoffset.data()};
+  struct row_block {
+    const index_keys* keys;
+    int64_t b0, rows;
+  };
+  std::vector<row_block> blocks;
+  for (const auto& gr : index_keys_)
+    for (int64_t b0 = gr.first; b0 < gr.first + gr.rows; b0 += block_rows)
+      blocks.push_back({&gr, b0, std::min(block_rows, gr.first + gr.rows - b0)});
   const int64_t tile_bytes = indexer::tile_code_bytes(idim);
-  for (const auto& gr : index_keys_) {
-    for (int64_t b0 = gr.first; b0 < gr.first + gr.rows; b0 += block_rows) {
-      const int64_t br = std::min(block_rows, gr.first + gr.rows - b0);
-      const bool scored = gr.ctx > c.index_topk;
-      const int64_t tiles = scored ? (gr.ctx + indexer::tile - 1) / indexer::tile : 0;
-      const int64_t stride = tiles * indexer::tile;
-      if (scored) {
-        fit(index, br * stride);
-        indexer::quantize_queries(iq.data() + b0 * iqd, br, ih, idim, d.index_w, qc);
-        b_.parallel_for(tiles, [&](int64_t t) {
-          indexer::score_tile(qc, br, ih, idim, gr.cache->codes.data() + t * tile_bytes,
-                              gr.cache->scales.data() + t * indexer::tile,
-                              index.data() + t * indexer::tile, stride);
-        });
-      }
-      b_.parallel_for(br, [&](int64_t i) {
-        const int64_t r = b0 + i;
-        const auto& row = rows[r];
-        const auto& table = pool.table(row.seq);
-        auto at = [&](int64_t j) {
-          return pool.block_data(table[static_cast<std::size_t>(j / tpb)]) + (j % tpb) * fpt;
-        };
-        const int64_t ctx = row.pos + 1;
-        auto& picks = tls.picks;
-        if (ctx > c.index_topk) {
-          // Indexer: every earlier position scored by sum_h w_h * relu(q_h . k_j); keep the top k.
-          const float* sc = index.data() + i * stride;
-          picks.resize(static_cast<std::size_t>(c.index_topk));
-          fit(tls.index_scores, ctx);
-          ops::top_k_positions(sc, ctx, c.index_topk, picks.data(),
-                               reinterpret_cast<uint32_t*>(tls.index_scores.data()));
-        } else {
-          picks.resize(static_cast<std::size_t>(ctx));
-          std::iota(picks.begin(), picks.end(), int64_t{0});
-        }
-        const auto nk = static_cast<int64_t>(picks.size());
-        fit(tls.scores, nk);
-        // The picks are scattered over the whole context: prefetch every one's K and V
-        // (adjacent in a pool row) first, then attend through pointers.
-        const auto kv_bytes = static_cast<int64_t>(sizeof(float)) * 2 * kvd;
-        auto& kv = tls.kv;
-        kv.resize(static_cast<std::size_t>(nk));
-        for (int64_t t = 0; t < nk; ++t) {
-          kv[static_cast<std::size_t>(t)] = at(picks[static_cast<std::size_t>(t)]) + 2 * group * kvd;
-          const char* src = reinterpret_cast<const char*>(kv[static_cast<std::size_t>(t)]);
-          for (int64_t b = 0; b < kv_bytes; b += 64)
-            __builtin_prefetch(src + b);
-        }
-        ops::attend_gathered(q.data() + r * qd, kv.data(), kvd, nk, c.heads, c.kv_heads,
-                             c.head_dim, tls.scores.data(), att.data() + r * qd);
-      });
+  const int64_t qbytes = indexer::query_code_bytes(ih, idim);
+  b_.parallel_for(static_cast<int64_t>(blocks.size()), [&](int64_t bi) {
+    const auto& blk = blocks[static_cast<std::size_t>(bi)];
+    const auto& gr = *blk.keys;
+    const bool scored = gr.ctx > c.index_topk;
+    const int64_t tiles = scored ? (gr.ctx + indexer::tile - 1) / indexer::tile : 0;
+    const int64_t stride = tiles * indexer::tile;
+    if (scored) {
+      fit(tls.block_scores, blk.rows * stride);
+      tls.qcodes.resize(static_cast<std::size_t>(blk.rows * qbytes));
+      tls.qcoef.resize(static_cast<std::size_t>(blk.rows * ih));
+      tls.qoffset.resize(tls.qcoef.size());
+      const indexer::query_codes qc{tls.qcodes.data(), tls.qcoef.data(), tls.qoffset.data()};
+      indexer::quantize_queries(iq.data() + blk.b0 * iqd, blk.rows, ih, idim, d.index_w, qc);
+      for (int64_t t = 0; t < tiles; ++t)
+        indexer::score_tile(qc, blk.rows, ih, idim, gr.cache->codes.data() + t * tile_bytes,
+                            gr.cache->scales.data() + t * indexer::tile,
+                            tls.block_scores.data() + t * indexer::tile, stride);
     }
-  }
+    for (int64_t i = 0; i < blk.rows; ++i) {
+      const int64_t r = blk.b0 + i;
+      const auto& row = rows[r];
+      const auto& table = pool.table(row.seq);
+      auto at = [&](int64_t j) {
+        return pool.block_data(table[static_cast<std::size_t>(j / tpb)]) + (j % tpb) * fpt;
+      };
+      const int64_t ctx = row.pos + 1;
+      auto& picks = tls.picks;
+      if (ctx > c.index_topk) {
+        // Indexer: every earlier position scored by sum_h w_h * relu(q_h . k_j); keep the top k.
+        const float* sc = tls.block_scores.data() + i * stride;
+        picks.resize(static_cast<std::size_t>(c.index_topk));
+        fit(tls.index_scores, ctx);
+        ops::top_k_positions(sc, ctx, c.index_topk, picks.data(),
+                             reinterpret_cast<uint32_t*>(tls.index_scores.data()));
+      } else {
+        picks.resize(static_cast<std::size_t>(ctx));
+        std::iota(picks.begin(), picks.end(), int64_t{0});
+      }
+      const auto nk = static_cast<int64_t>(picks.size());
+      fit(tls.scores, nk);
+      // The picks are scattered over the whole context: prefetch every one's K and V
+      // (adjacent in a pool row) first, then attend through pointers.
+      const auto kv_bytes = static_cast<int64_t>(sizeof(float)) * 2 * kvd;
+      auto& kv = tls.kv;
+      kv.resize(static_cast<std::size_t>(nk));
+      for (int64_t t = 0; t < nk; ++t) {
+        kv[static_cast<std::size_t>(t)] = at(picks[static_cast<std::size_t>(t)]) + 2 * group * kvd;
+        const char* src = reinterpret_cast<const char*>(kv[static_cast<std::size_t>(t)]);
+        for (int64_t b = 0; b < kv_bytes; b += 64)
+          __builtin_prefetch(src + b);
+      }
+      ops::attend_gathered(q.data() + r * qd, kv.data(), kvd, nk, c.heads, c.kv_heads,
+                           c.head_dim, tls.scores.data(), att.data() + r * qd);
+    }
+  });
   b_.matmul(att.data(), n, qd, d.cross_wo, h, x, true);
 }
 
@@ -202,18 +211,23 @@ void ced_moe_forward::gather_index_keys(std::span<const forward_row> rows, const
     g.ctx = std::max(g.ctx, rows[r].pos + 1);
   }
   index_keys_.resize(groups);
-  b_.parallel_for(static_cast<int64_t>(groups), [&](int64_t gi) {
-    auto& g = index_keys_[static_cast<std::size_t>(gi)];
+  // Each sequence's cache grows to its context (new tiles start as zero keys, so the slots past
+  // the context score 0); then the new keys are quantized in spans of a tile, every span a task.
+  constexpr int64_t tile = indexer::tile;
+  const int64_t tile_bytes = indexer::tile_code_bytes(idim);
+  struct key_span {
+    index_keys* g;
+    int64_t begin, end;
+  };
+  std::vector<key_span> spans;
+  for (auto& g : index_keys_) {
     if (g.ctx <= c.index_topk)
-      return;
-    const auto& table = pool.table(rows[g.first].seq);
+      continue;
     g.cache = rows[g.first].index ? rows[g.first].index : &g.own;
     if (g.cache == &g.own)
       g.own.count = 0;
     auto& cache = *g.cache;
-    constexpr int64_t tile = indexer::tile;
-    const int64_t tiles = (g.ctx + tile - 1) / tile, tile_bytes = indexer::tile_code_bytes(idim);
-    // New tiles start as zero keys, so the slots past the context score 0.
+    const int64_t tiles = (g.ctx + tile - 1) / tile;
     const auto have = static_cast<int64_t>(cache.scales.size()) / tile;
     if (have < tiles || cache.count == 0) {
       const int64_t from = cache.count == 0 ? 0 : have;
@@ -223,6 +237,13 @@ void ced_moe_forward::gather_index_keys(std::span<const forward_row> rows, const
         indexer::put_zero_key(idim, j % tile, cache.codes.data() + (j / tile) * tile_bytes,
                               cache.scales.data() + (j / tile) * tile);
     }
+    for (int64_t j = cache.count; j < g.ctx; j = (j / tile + 1) * tile)
+      spans.push_back({&g, j, std::min(g.ctx, (j / tile + 1) * tile)});
+  }
+  b_.parallel_for(static_cast<int64_t>(spans.size()), [&](int64_t si) {
+    const auto& sp = spans[static_cast<std::size_t>(si)];
+    auto& cache = *sp.g->cache;
+    const auto& table = pool.table(rows[sp.g->first].seq);
     auto key = [&](int64_t j) {
       return pool.block_data(table[static_cast<std::size_t>(j / tpb)]) + (j % tpb) * fpt + ik_off;
     };
@@ -230,15 +251,17 @@ void ced_moe_forward::gather_index_keys(std::span<const forward_row> rows, const
     // prefetcher does not follow that stride across pages.
     constexpr int64_t ahead = 8;
     const auto key_bytes = static_cast<int64_t>(sizeof(float)) * idim;
-    for (int64_t j = cache.count; j < g.ctx; ++j) {
-      if (j + ahead < g.ctx)
+    for (int64_t j = sp.begin; j < sp.end; ++j) {
+      if (j + ahead < sp.end)
         for (int64_t b = 0; b < key_bytes; b += 64)
           __builtin_prefetch(reinterpret_cast<const char*>(key(j + ahead)) + b);
       indexer::put_key(key(j), idim, j % tile, cache.codes.data() + (j / tile) * tile_bytes,
                        cache.scales.data() + (j / tile) * tile);
     }
-    cache.count = std::max(cache.count, g.ctx);
   });
+  for (auto& g : index_keys_)
+    if (g.ctx > c.index_topk)
+      g.cache->count = std::max(g.cache->count, g.ctx);
 }
 
 } // namespace deepinfer::engine

@@ -93,8 +93,6 @@ private:
   };
   void gather_index_keys(std::span<const forward_row> rows, const kv_pool& pool);
   std::vector<index_keys> index_keys_;
-  /// Scratch of the indexer: the position scores of a row block.
-  std::vector<float> index_scores_;
 
   /// cos/sin of every pair at `pos` (grown on demand; call `ensure_rope` before parallel code).
   const float* rope_at(int64_t pos) const { return rope_.data() + pos * config().head_dim; }

@@ -1,9 +1,13 @@
 #include "engine/backends/cpu/thread_pool.hpp"
 
+#include <chrono>
+
 namespace deepinfer::engine {
 
 namespace {
 thread_local int tls_index = 0;
+/// How long an idle worker watches for the next loop before it sleeps.
+constexpr auto spin = std::chrono::microseconds(100);
 }
 
 thread_pool::thread_pool(int threads) {
@@ -34,6 +38,15 @@ void thread_pool::work(int index) {
   tls_index = index;
   uint64_t seen = 0;
   for (;;) {
+    // A forward pass runs parallel loops a few tens of microseconds apart: a worker asleep on
+    // the condition variable woke too late to take any part of the short ones, so it watches
+    // for the next one a little while first.
+    const auto spin_until = std::chrono::steady_clock::now() + spin;
+    for (int i = 0; generation_.load(std::memory_order_acquire) == seen; ++i) {
+      if ((i & 63) == 0 && std::chrono::steady_clock::now() > spin_until)
+        break;
+      __builtin_ia32_pause();
+    }
     {
       std::unique_lock lock(mutex_);
       wake_.wait(lock, [&] { return stop_ || generation_ != seen; });

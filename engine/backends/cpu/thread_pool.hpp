@@ -36,7 +36,8 @@ private:
   int64_t n_ = 0;
   std::atomic<int64_t> next_{0};
   int busy_ = 0;
-  uint64_t generation_ = 0;
+  /// Bumped (under mutex_) for every parallel_for; atomic so idle workers can watch it spinning.
+  std::atomic<uint64_t> generation_{0};
   bool stop_ = false;
 };
 
