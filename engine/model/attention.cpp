@@ -172,7 +172,7 @@ void ced_moe_forward::cross_attention(const decoder_layer_weights& d,
         std::iota(picks.begin(), picks.end(), int64_t{0});
       }
       const auto nk = static_cast<int64_t>(picks.size());
-      fit(tls.scores, nk);
+      fit(tls.scores, nk * c.heads);
       // The picks are scattered over the whole context: prefetch every one's K and V
       // (adjacent in a pool row) first, then attend through pointers.
       const auto kv_bytes = static_cast<int64_t>(sizeof(float)) * 2 * kvd;

@@ -189,40 +189,65 @@ DEEPINFER_HOT void attend(const float* q, const float* kt, int64_t stride, const
 namespace {
 
 // attend_gathered for heads of width 32 (two vectors): each score is two FMAs and a fixed
-// reduction of one vector; the values accumulate in registers.
+// reduction of one vector; the values accumulate in registers. The heads of one KV group go
+// together, so each pick's K and V are loaded once for all of them.
 __attribute__((target("avx512f"))) void attend_gathered_d32(const float* q, const float* const* kv,
                                                            int64_t v_offset, int64_t nk,
                                                            int64_t heads, int64_t kv_heads,
                                                            float* scores, float* out) {
-  constexpr int64_t d = 32;
+  constexpr int64_t d = 32, max_group = 8;
   const int64_t group = heads / kv_heads;
+  if (group > max_group) { // not a shape of ours: one head at a time
+    for (int64_t h = 0; h < heads; ++h)
+      attend_gathered_d32(q + h * d, kv, v_offset, nk, 1, 1, scores, out + h * d);
+    return;
+  }
   const float scale = 1.0f / std::sqrt(static_cast<float>(d));
-  for (int64_t h = 0; h < heads; ++h) {
-    const int64_t g = h / group;
-    const __m512 q0 = _mm512_loadu_ps(q + h * d), q1 = _mm512_loadu_ps(q + h * d + 16);
-    float mx = -INFINITY;
+  for (int64_t g = 0; g < kv_heads; ++g) {
+    __m512 q0[max_group], q1[max_group];
+    float mx[max_group];
+    for (int64_t e = 0; e < group; ++e) {
+      q0[e] = _mm512_loadu_ps(q + (g * group + e) * d);
+      q1[e] = _mm512_loadu_ps(q + (g * group + e) * d + 16);
+      mx[e] = -INFINITY;
+    }
+    // scores[e * nk + j]: head g * group + e against pick j.
     for (int64_t j = 0; j < nk; ++j) {
       const float* k = kv[j] + g * d;
-      const __m512 p = _mm512_fmadd_ps(q1, _mm512_loadu_ps(k + 16),
-                                       _mm512_mul_ps(q0, _mm512_loadu_ps(k)));
-      scores[j] = _mm512_reduce_add_ps(p) * scale;
-      mx = std::max(mx, scores[j]);
+      const __m512 k0 = _mm512_loadu_ps(k), k1 = _mm512_loadu_ps(k + 16);
+      for (int64_t e = 0; e < group; ++e) {
+        const __m512 p = _mm512_fmadd_ps(q1[e], k1, _mm512_mul_ps(q0[e], k0));
+        const float sc = _mm512_reduce_add_ps(p) * scale;
+        scores[e * nk + j] = sc;
+        mx[e] = std::max(mx[e], sc);
+      }
     }
-    float sum = 0.0f;
-    for (int64_t j = 0; j < nk; ++j) {
-      scores[j] = std::exp(scores[j] - mx);
-      sum += scores[j];
+    __m512 a0[max_group], a1[max_group];
+    for (int64_t e = 0; e < group; ++e) {
+      float* se = scores + e * nk;
+      float sum = 0.0f;
+      for (int64_t j = 0; j < nk; ++j) {
+        se[j] = std::exp(se[j] - mx[e]);
+        sum += se[j];
+      }
+      const float inv = 1.0f / sum;
+      for (int64_t j = 0; j < nk; ++j)
+        se[j] *= inv;
+      a0[e] = a1[e] = _mm512_setzero_ps();
     }
-    const float inv = 1.0f / sum;
-    __m512 a0 = _mm512_setzero_ps(), a1 = _mm512_setzero_ps();
     for (int64_t j = 0; j < nk; ++j) {
       const float* v = kv[j] + v_offset + g * d;
-      const __m512 wj = _mm512_set1_ps(scores[j] * inv);
-      a0 = _mm512_fmadd_ps(wj, _mm512_loadu_ps(v), a0);
-      a1 = _mm512_fmadd_ps(wj, _mm512_loadu_ps(v + 16), a1);
+      const __m512 v0 = _mm512_loadu_ps(v), v1 = _mm512_loadu_ps(v + 16);
+      for (int64_t e = 0; e < group; ++e) {
+        const __m512 wj = _mm512_set1_ps(scores[e * nk + j]);
+        a0[e] = _mm512_fmadd_ps(wj, v0, a0[e]);
+        a1[e] = _mm512_fmadd_ps(wj, v1, a1[e]);
+      }
     }
-    _mm512_storeu_ps(out + h * d, a0);
-    _mm512_storeu_ps(out + h * d + 16, a1);
+    for (int64_t e = 0; e < group; ++e) {
+      _mm512_storeu_ps(out + (g * group + e) * d, a0[e]);
+      _mm512_storeu_ps(out + (g * group + e) * d + 16, a1[e]);
+    }
   }
 }
 

@@ -30,6 +30,7 @@ void attend(const float* q, const float* kt, int64_t stride, const float* v, int
 /// scattered over the KV pool, which a copy or a transpose would only cost): key j is
 /// kv[j] [kv_heads x d] and its value kv[j] + v_offset. Each score is one `dot`, so it never
 /// depends on nk either.
+/// `scores` needs heads * nk floats.
 void attend_gathered(const float* q, const float* const* kv, int64_t v_offset, int64_t nk,
                      int64_t heads, int64_t kv_heads, int64_t d, float* scores, float* out);
 
