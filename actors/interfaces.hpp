@@ -37,6 +37,7 @@ using rank_actor = caf::typed_actor<
   caf::reacts_to<cancel_atom, uint64_t>,
   caf::reacts_to<step_atom>,
   caf::reacts_to<chunk_atom>,
+  caf::reacts_to<planned_atom, uint64_t>,
   caf::reacts_to<loaded_atom, uint64_t>>;
 
 /// Owns the N ranks of one prefill or decode instance. Any rank failure fails the instance; it

@@ -34,6 +34,7 @@ using cancel_atom = caf::atom_constant<caf::atom("cancel")>;
 using step_atom = caf::atom_constant<caf::atom("step")>;
 using chunk_atom = caf::atom_constant<caf::atom("chunk")>;
 using loaded_atom = caf::atom_constant<caf::atom("loaded")>;
+using planned_atom = caf::atom_constant<caf::atom("planned")>;
 using swa_record_atom = caf::atom_constant<caf::atom("swarecord")>;
 using swa_lookup_atom = caf::atom_constant<caf::atom("swalookup")>;
 using swa_fetch_atom = caf::atom_constant<caf::atom("swafetch")>;

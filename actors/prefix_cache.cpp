@@ -87,9 +87,8 @@ void prefix_cache::set_snapshot_source(snapshot_source source) {
   d_->remote = std::move(source);
 }
 
-prefix_cache::hit prefix_cache::lookup(std::span<const int32_t> prompt) {
-  const auto t0 = std::chrono::steady_clock::now();
-  hit out;
+prefix_cache::hit_plan prefix_cache::plan(std::span<const int32_t> prompt) {
+  hit_plan out;
   auto keys = d_->chain->keys(prompt);
   auto found = d_->index->longest_prefix(keys);
   kv::swa_snapshot snap;
@@ -98,9 +97,18 @@ prefix_cache::hit prefix_cache::lookup(std::span<const int32_t> prompt) {
     return snap != nullptr;
   });
   // Replay reuses the last block's KV too: the engine gets every block up to L1 either way.
-  const auto wanted = decision.blocks_of(keys);
+  auto wanted = decision.blocks_of(keys);
+  out.keys.assign(wanted.begin(), wanted.end());
+  out.length = static_cast<int64_t>(out.keys.size() * kv::block_tokens);
+  if (decision.swa == kv::swa_mode::exact)
+    out.snapshot = std::move(snap);
+  return out;
+}
+
+std::vector<std::vector<std::byte>> prefix_cache::read(const hit_plan& plan) {
+  const auto& wanted = plan.keys;
   const std::size_t n = wanted.size();
-  // Every read in flight at once (the store's I/O threads or io_uring); the rank waits for all.
+  // Every read in flight at once (the store's I/O threads or io_uring); the caller waits for all.
   std::vector<std::vector<std::byte>> bufs(n);
   std::vector<kv::read_status> status(n, kv::read_status::not_found);
   std::mutex mtx;
@@ -126,17 +134,26 @@ prefix_cache::hit prefix_cache::lookup(std::span<const int32_t> prompt) {
     std::unique_lock lock{mtx};
     cv.wait(lock, [&] { return pending == 0; });
   }
+  std::vector<std::vector<std::byte>> out;
   for (std::size_t i = 0; i < n; ++i) {
     if (status[i] != kv::read_status::ok) {
       if (!bufs[i].empty()) // read and failed: the index was stale
         d_->index->erase(wanted[i]);
       break;
     }
-    out.blocks.push_back(std::move(bufs[i]));
+    out.push_back(std::move(bufs[i]));
   }
+  return out;
+}
+
+prefix_cache::hit prefix_cache::lookup(std::span<const int32_t> prompt) {
+  const auto t0 = std::chrono::steady_clock::now();
+  auto p = plan(prompt);
+  hit out;
+  out.blocks = read(p);
   out.length = static_cast<int64_t>(out.blocks.size() * kv::block_tokens);
-  if (out.blocks.size() == n && decision.swa == kv::swa_mode::exact)
-    out.snapshot = std::move(snap);
+  if (out.length == p.length)
+    out.snapshot = std::move(p.snapshot);
   log().debug("prefix cache lookup tokens={} hit={} snapshot={} took={}us", prompt.size(),
               out.length, out.snapshot != nullptr,
               std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::steady_clock::now() - t0).count());

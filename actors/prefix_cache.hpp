@@ -62,6 +62,18 @@ public:
   /// its blocks read in parallel; blocks that fail to read shorten the hit (and drop the snapshot).
   hit lookup(std::span<const int32_t> prompt);
 
+  /// `lookup` in two halves, so a prefill can start on the window while its blocks load: what
+  /// the hit will be (CHECK, the hit policy, the SWA snapshot: metadata and memory only) ...
+  struct hit_plan {
+    int64_t length = 0;
+    std::vector<kv::block_key> keys; ///< the blocks to read, in order
+    kv::swa_snapshot snapshot;       ///< set when the hit is exact
+  };
+  hit_plan plan(std::span<const int32_t> prompt);
+  /// ... then its blocks, read in parallel; fewer than planned when one fails to read (the index
+  /// was stale: the plan no longer holds).
+  std::vector<std::vector<std::byte>> read(const hit_plan& plan);
+
   /// Gives a hit's block buffers back once the engine has imported them: later lookups read
   /// into them instead of zero-filling fresh ones (34 MB for a 30K-token hit, a few ms of TTFT).
   /// Keeps at most `spare_limit` buffers. Thread-safe.

@@ -62,6 +62,32 @@ BOOST_AUTO_TEST_CASE(lookups_into_recycled_buffers_return_the_same_blocks) {
   }
 }
 
+// The two halves a prefill rank overlaps with compute: the plan (metadata only) names the blocks;
+// the read brings them, or fewer when one vanished in between (the plan then no longer holds).
+BOOST_AUTO_TEST_CASE(plan_then_read_and_a_block_gone_in_between) {
+  temp_root root;
+  std::string err;
+  auto cache = prefix_cache::open({root.path.string(), "model-a"}, &err);
+  BOOST_REQUIRE_MESSAGE(cache, err);
+  auto prompt = tokens(1000, 3);
+  BOOST_TEST(cache->store(prompt, 7, payload) == 7);
+  auto plan = cache->plan(prompt);
+  BOOST_TEST(plan.length == 768);
+  BOOST_REQUIRE(plan.keys.size() == 6u);
+  auto blocks = cache->read(plan);
+  BOOST_REQUIRE(blocks.size() == 6u);
+  for (int64_t i = 0; i < 6; ++i)
+    BOOST_TEST((blocks[static_cast<std::size_t>(i)] == *payload(i)));
+  // Block 3's file goes (GC, another node) after the plan: the read stops before it.
+  int removed = 0;
+  for (auto& e : std::filesystem::recursive_directory_iterator(root.path))
+    if (e.is_regular_file() && e.path().filename().string().find(plan.keys[3].to_hex()) != std::string::npos)
+      removed += std::filesystem::remove(e.path()) ? 1 : 0;
+  BOOST_REQUIRE(removed == 1);
+  BOOST_TEST(cache->read(plan).size() == 3u);
+  BOOST_TEST(cache->plan(prompt).length == 384); // and CHECK forgot it
+}
+
 BOOST_AUTO_TEST_CASE(hit_carries_the_snapshot_ending_at_l1_from_memory_or_the_remote_source) {
   temp_root root;
   std::string err;

@@ -222,6 +222,7 @@ rank_actor::behavior_type rank_behavior(rank_pointer self, rank_config cfg) {
     },
     [=](step_atom) { decode_step(self); },
     [=](chunk_atom) { prefill_chunk(self); },
+    [=](planned_atom, uint64_t id) { on_hit_planned(self, id); },
     [=](loaded_atom, uint64_t id) { on_blocks_loaded(self, id); },
   };
 }

@@ -1,6 +1,7 @@
 #include "actors/rank_prefill.hpp"
 
 #include <algorithm>
+#include <chrono>
 #include <cstring>
 #include <span>
 #include <utility>
@@ -158,6 +159,7 @@ void admit_waiting(rank_pointer self) {
       t.req.hit_length = 0;
       t.req.hit_blocks.clear();
       t.req.snapshot.reset();
+      t.req.blocks_later = false; // blocks still on their way are dropped when they land
       p = sched.submit(t.req);
     }
     // Prefills in flight give their blocks back when they end: wait for them.
@@ -244,13 +246,73 @@ void start_prefill(rank_pointer self, prefill_job& job,
                     rank = st.cfg.rank] {
     if (owner)
       slot->snapshot_remote = fetch_snapshot(*sys, *cache, tokens, end, owner, rank);
-    slot->hit = cache->lookup(tokens);
+    const auto t0 = std::chrono::steady_clock::now();
+    auto plan = cache->plan(tokens);
+    slot->plan = plan;
     // A rank that is gone meanwhile does not hear of it.
+    if (auto r = caf::actor_cast<caf::strong_actor_ptr>(me))
+      caf::anon_send(caf::actor_cast<rank_actor>(r), planned_atom::value, id);
+    if (plan.length == 0)
+      return;
+    slot->blocks = cache->read(plan);
+    log().debug("rank={} job={} hit={} blocks read={} took={}us", rank, id, plan.length,
+                slot->blocks.size(),
+                std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::steady_clock::now() - t0).count());
     if (auto r = caf::actor_cast<caf::strong_actor_ptr>(me))
       caf::anon_send(caf::actor_cast<rank_actor>(r), loaded_atom::value, id);
   });
   report(self);
 }
+
+void on_hit_planned(rank_pointer self, uint64_t id) {
+  auto& st = self->state;
+  auto it = st.prefills.find(id);
+  if (it == st.prefills.end() || !it->second.fetching)
+    return;
+  auto& t = it->second;
+  auto& plan = t.fetching->plan;
+  if (t.dropped) { // cancelled while planning: without blocks to wait for it goes now
+    if (plan.length == 0) {
+      st.prefills.erase(it);
+      report(self);
+    }
+    return;
+  }
+  t.out.snapshot_remote = t.fetching->snapshot_remote;
+  t.out.snapshot_hit = plan.snapshot != nullptr;
+  t.req.hit_length = plan.length;
+  if (plan.snapshot)
+    t.req.snapshot = *plan.snapshot;
+  t.req.blocks_later = plan.length > 0;
+  if (!t.req.blocks_later)
+    t.fetching.reset(); // nothing more comes
+  queue_for_pool(self, id);
+}
+
+namespace {
+
+/// Job `id`'s planned hit fell through (a block could not be read or was refused): it starts
+/// again without one (slower, never wrong).
+void restart_without_hit(rank_pointer self, uint64_t id, const std::string& why) {
+  auto& st = self->state;
+  auto& t = st.prefills.at(id);
+  log().warn("rank={} job={} cached KV unusable ({}); prefilling without it", st.cfg.rank, id, why);
+  if (t.running) {
+    st.scheduler->cancel(t.req.seq);
+    st.engine->free(t.req.seq);
+    st.running.erase(t.req.seq.value);
+    t.running = false;
+  }
+  std::erase(st.admitting, id);
+  t.req.hit_length = 0;
+  t.req.snapshot.reset();
+  t.req.hit_blocks.clear();
+  t.req.blocks_later = false;
+  t.out.snapshot_hit = false;
+  queue_for_pool(self, id);
+}
+
+} // namespace
 
 void on_blocks_loaded(rank_pointer self, uint64_t id) {
   auto& st = self->state;
@@ -264,14 +326,33 @@ void on_blocks_loaded(rank_pointer self, uint64_t id) {
     report(self);
     return;
   }
-  auto& hit = slot->hit;
-  t.out.snapshot_remote = slot->snapshot_remote;
-  t.out.snapshot_hit = hit.snapshot != nullptr;
-  t.req.hit_length = hit.length;
-  t.req.hit_blocks = std::move(hit.blocks);
-  if (hit.snapshot)
-    t.req.snapshot = *hit.snapshot;
-  queue_for_pool(self, id);
+  auto& blocks = slot->blocks;
+  auto& cache = st.cfg.engine.cache;
+  if (!t.req.blocks_later) { // the job went on without them
+    cache->recycle(std::move(blocks));
+    return;
+  }
+  if (static_cast<int64_t>(blocks.size() * 128) != t.req.hit_length) {
+    restart_without_hit(self, id, "a cached block could not be read");
+    return;
+  }
+  if (!t.running) { // still waiting for pool room: the blocks go in with it
+    t.req.hit_blocks = std::move(blocks);
+    t.req.blocks_later = false;
+    return;
+  }
+  std::string err;
+  const auto status = st.engine->import_hit_blocks(t.req.seq, blocks, &err);
+  cache->recycle(std::move(blocks));
+  if (status != engine::engine_status::ok) {
+    restart_without_hit(self, id, err);
+    return;
+  }
+  // Its decoder may be all that is left: step it.
+  if (!st.chunking) {
+    st.chunking = true;
+    self->send(self, chunk_atom::value);
+  }
 }
 
 void prefill_chunk(rank_pointer self) {
@@ -290,7 +371,13 @@ void prefill_chunk(rank_pointer self) {
     st.running.erase(it);
     finish_prefill(self, id, p);
   }
-  admit_waiting(self);
+  // Nothing ran: every job in the scheduler waits for its blocks, whose arrival re-arms the loop.
+  if (done.chunks.empty())
+    st.chunking = false;
+  const bool stepping = st.chunking;
+  admit_waiting(self); // re-arms the loop itself when it was stopped and admits a job
+  if (!stepping)
+    return;
   if (st.running.empty())
     st.chunking = false;
   else

@@ -31,10 +31,12 @@ struct decoding {
   uint64_t kv_bytes = 0;
 };
 
-/// What the block fetcher brings back for one job (written on its thread before `loaded`).
+/// What the block fetcher brings back for one job: the plan and remote-window flag (written on
+/// its thread before `planned`), then the blocks (before `loaded`).
 struct fetched_blocks {
-  prefix_cache::hit hit;
+  prefix_cache::hit_plan plan;
   bool snapshot_remote = false;
+  std::vector<std::vector<std::byte>> blocks;
 };
 
 /// One prefill job on its way through the rank: fetching its blocks, waiting for pool room,

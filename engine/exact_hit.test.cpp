@@ -3,6 +3,7 @@
 // sequence moved to another rank).
 #include <boost/test/unit_test.hpp>
 
+#include "engine/prefill_scheduler.hpp"
 #include "engine/testing/engine_fixture.hpp"
 
 using namespace deepinfer::engine;
@@ -143,6 +144,62 @@ BOOST_AUTO_TEST_CASE(bounded_snapshots_carry_no_decoder_window_and_bounded_hits_
   }
   for (auto s : {b, x, cold})
     e.free(s);
+}
+
+// The hit's blocks arriving after the encoder ran (a block fetch overlapped with the prompt's own
+// compute, through the chunk scheduler): the decoder waits for them, then the result is the
+// same bits as with the blocks up front. Wrong blocks are refused and leave it waiting.
+BOOST_AUTO_TEST_CASE(blocks_imported_after_the_encoder_give_the_same_result) {
+  auto& e = tiny_engine();
+  auto prompt = random_tokens(1500, 41);
+  auto [a, a_logits] = prefill_fresh({prompt.begin(), prompt.begin() + 1100}, decoder_mode::exact);
+  auto snap = *e.export_snapshot(a);
+  auto [up_front, p] = prefill_hit(e, prompt, a, 1024, snap);
+  std::vector<std::vector<std::byte>> blocks;
+  for (int64_t b = 0; b < 8; ++b)
+    blocks.push_back(*e.export_block(a, b));
+  cost_model m; // 1 ms per step + 10 us per token: several chunks of the 476 new tokens
+  m.a0 = 1e6;
+  m.a1 = 1e4;
+  prefill_scheduler s(prefill_scheduler::config{2e6, 16}, e, m);
+  prefill_request req;
+  req.seq = next_seq();
+  req.tokens = prompt;
+  req.mode = decoder_mode::exact;
+  req.sampling.max_tokens = 1 << 20;
+  req.hit_length = 1024;
+  req.snapshot = snap;
+  req.blocks_later = true;
+  BOOST_REQUIRE(s.submit(req).status == engine_status::ok);
+  BOOST_TEST(e.awaiting_blocks(req.seq));
+  int steps = 0;
+  for (; steps < 100; ++steps) { // the encoder runs to the end of the prompt, then it all waits
+    auto st = s.step();
+    BOOST_REQUIRE(st.finished.empty());
+    if (st.chunks.empty())
+      break;
+  }
+  BOOST_TEST(steps >= 2);
+  BOOST_TEST(e.computed(req.seq).value_or(0) == 1500);
+  std::string err;
+  auto wrong = blocks;
+  wrong.pop_back();
+  BOOST_TEST((e.import_hit_blocks(req.seq, wrong, &err) == engine_status::invalid_request));
+  wrong = blocks;
+  wrong[3][70] = std::byte{0x5a}; // a header byte: not a block of this model any more
+  wrong[3][0] = std::byte{0};
+  BOOST_TEST((e.import_hit_blocks(req.seq, wrong, &err) == engine_status::bad_kv));
+  BOOST_TEST(e.awaiting_blocks(req.seq));
+  BOOST_REQUIRE(e.import_hit_blocks(req.seq, blocks, &err) == engine_status::ok);
+  auto st = s.step();
+  BOOST_REQUIRE(st.finished.size() == 1u);
+  BOOST_TEST(max_abs_diff(st.finished[0].second.logits, p.logits) == 0.0f);
+  auto [ids_a, steps_a] = greedy(e, up_front, 8);
+  auto [ids_b, steps_b] = greedy(e, req.seq, 8);
+  BOOST_TEST(ids_a == ids_b, boost::test_tools::per_element());
+  BOOST_TEST(max_abs_diff(steps_a, steps_b) == 0.0f);
+  for (auto seq : {a, up_front, req.seq})
+    e.free(seq);
 }
 
 BOOST_AUTO_TEST_SUITE_END()

@@ -58,6 +58,8 @@ prefill_scheduler::step_result prefill_scheduler::step() {
     auto& e = queue_[i];
     const int64_t c = engine_.computed(e.seq).value_or(e.length);
     const int64_t rest = e.length - c;
+    if (rest == 0 && engine_.awaiting_blocks(e.seq))
+      continue; // its encoder is done; its decoder waits for the hit's blocks
     int64_t q = model_.max_tokens(c, left, rest);
     if (q < rest && config_.finish_over_budget &&
         model_.predict(0, c, true) - model_.predict(0, c) > config_.step_budget_ns &&

@@ -36,7 +36,8 @@ public:
 
   /// What one step did.
   struct step_result {
-    /// (sequence, chunk size) in run order.
+    /// (sequence, chunk size) in run order; empty when every queued prefill waits for its
+    /// blocks (`prefill_request::blocks_later`).
     std::vector<std::pair<sequence_id, int64_t>> chunks;
     /// Prefills that finished in this step, with their first token and logits.
     std::vector<std::pair<sequence_id, prefill_progress>> finished;

@@ -51,7 +51,8 @@ prefill_progress rank_engine::begin_prefill(const prefill_request& req) {
   if (n == 0 || h < 0 || h % 128 != 0 || h >= n)
     return failure(engine_status::invalid_request,
                    "hit_length must be a multiple of 128 below the prompt length");
-  if (static_cast<int64_t>(req.shared_blocks.size() + req.hit_blocks.size()) != h / 128)
+  if (req.blocks_later ? !req.shared_blocks.empty() || !req.hit_blocks.empty()
+                       : static_cast<int64_t>(req.shared_blocks.size() + req.hit_blocks.size()) != h / 128)
     return failure(engine_status::invalid_request, "hit blocks do not cover hit_length");
   for (auto t : req.tokens)
     if (t < 0 || t >= c.vocab_size)
@@ -87,6 +88,7 @@ prefill_progress rank_engine::begin_prefill(const prefill_request& req) {
   s->sampling = req.sampling;
   s->rng.seed(req.sampling.seed);
   s->prefilling = true;
+  s->awaited_blocks = req.blocks_later ? h / 128 : 0;
   int64_t start = 0;
   if (req.mode == decoder_mode::bounded)
     start = n - c.window;
@@ -204,9 +206,43 @@ prefill_progress rank_engine::prefill_step(sequence_id id, int64_t max_tokens) {
   out.tokens = std::clamp<int64_t>(max_tokens, 0, s.prompt_len - s.kv_len);
   run_encoder(s, s.kv_len, s.kv_len + out.tokens, true);
   s.kv_len += out.tokens;
-  if (s.kv_len == s.prompt_len)
+  // The decoder reads every position's block KV: it waits for blocks still on their way.
+  if (s.kv_len == s.prompt_len && s.awaited_blocks == 0)
     finish_prefill(s, out);
   return out;
+}
+
+engine_status rank_engine::import_hit_blocks(sequence_id id,
+                                             const std::vector<std::vector<std::byte>>& blocks,
+                                             std::string* error) {
+  auto it = seqs_.find(id);
+  if (it == seqs_.end())
+    return engine_status::unknown_sequence;
+  auto& s = *it->second;
+  if (!s.prefilling || s.awaited_blocks == 0 ||
+      static_cast<int64_t>(blocks.size()) != s.awaited_blocks) {
+    if (error)
+      *error = "no such blocks awaited";
+    return engine_status::invalid_request;
+  }
+  const auto& c = model();
+  const auto& table = pool_.table(id);
+  for (std::size_t i = 0; i < blocks.size(); ++i) {
+    auto err = kv_codec::decode_block(blocks[i], 128, c.kv_floats_per_token(), c.fingerprint,
+                                      pool_.block_data(table[i]));
+    if (!err.empty()) {
+      if (error)
+        *error = err;
+      return engine_status::bad_kv;
+    }
+  }
+  s.awaited_blocks = 0;
+  return engine_status::ok;
+}
+
+bool rank_engine::awaiting_blocks(sequence_id id) const {
+  auto it = seqs_.find(id);
+  return it != seqs_.end() && it->second->awaited_blocks > 0;
 }
 
 void rank_engine::finish_prefill(sequence& s, prefill_progress& out) {

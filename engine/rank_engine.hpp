@@ -31,6 +31,10 @@ struct prefill_request {
   int64_t hit_length = 0;
   std::vector<block_id> shared_blocks;
   std::vector<std::vector<std::byte>> hit_blocks;
+  /// The hit's blocks arrive later, through `import_hit_blocks` (hit_blocks and shared_blocks
+  /// empty): the encoder runs meanwhile (it needs the snapshot, not the blocks), the decoder,
+  /// which reads them, waits. How a block fetch overlaps the prompt's own compute.
+  bool blocks_later = false;
   /// The SWA snapshot ending at hit_length (`export_snapshot`): the encoder window, followed by
   /// the decoder windows when the producer ran exactly. Without it the encoder replays
   /// [hit_length - 128, hit_length) with bounded attention, reusing their block KV. In exact mode
@@ -133,6 +137,14 @@ public:
                                 const sampling_params& sampling, std::string* error = nullptr);
   /// Drops the sequence and its block references.
   void free(sequence_id seq);
+
+  /// Copies the hit's blocks of a `blocks_later` prefill into their pool blocks, in order (one
+  /// per 128 hit tokens); the prefill can then finish. bad_kv (the sequence unchanged) when a
+  /// buffer is not a block of this model; invalid_request when none are awaited.
+  engine_status import_hit_blocks(sequence_id seq, const std::vector<std::vector<std::byte>>& blocks,
+                                  std::string* error);
+  /// True while a `blocks_later` prefill waits for its blocks.
+  bool awaiting_blocks(sequence_id seq) const;
 
   /// Positions of `seq` with block KV computed (prefill progress); nullopt when unknown.
   std::optional<int64_t> computed(sequence_id seq) const;

@@ -29,6 +29,8 @@ struct rank_engine::sequence {
   /// Prefill only: the decoder windows at decoder_start came from the hit's snapshot.
   bool decoder_restored = false;
   bool prefilling = false;
+  /// A `blocks_later` prefill: the hit's blocks (positions [0, kv_len at begin)) not in yet.
+  int64_t awaited_blocks = 0;
   sampling_params sampling;
   std::mt19937_64 rng;
   int32_t generated = 0;

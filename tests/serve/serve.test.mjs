@@ -244,9 +244,10 @@ try {
     const t0 = Date.now();
     for (;;) {
       text = await (await fetch(base + '/metrics')).text();
+      // Every request actor gone too (the gauge drops when one ends, a moment after its cancel).
       if (sum(text, 'deepinfer_rank_kv_blocks_used') === 0 && sum(text, 'deepinfer_rank_active_sequences') === 0
-          && sum(text, 'deepinfer_decode_router_requests') === 0) break;
-      if (Date.now() - t0 > 10000) throw new Error('pool not back to baseline:\n' + text.split('\n').filter((l) => l.startsWith('deepinfer_rank') || l.startsWith('deepinfer_decode_router')).join('\n'));
+          && sum(text, 'deepinfer_decode_router_requests') === 0 && sum(text, 'deepinfer_requests_in_flight') === 0) break;
+      if (Date.now() - t0 > 10000) throw new Error('pool not back to baseline:\n' + text.split('\n').filter((l) => l.startsWith('deepinfer_rank') || l.startsWith('deepinfer_decode_router') || l.startsWith('deepinfer_requests_in_flight') || l.startsWith('deepinfer_prefill')).join('\n'));
       await new Promise((r) => setTimeout(r, 50));
     }
     assert.ok(sum(text, 'deepinfer_rank_kv_blocks_total') > 0, 'pool size per rank exported');
