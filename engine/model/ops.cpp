@@ -83,19 +83,29 @@ DEEPINFER_HOT float dot(const float* a, const float* b, int64_t n) {
 }
 
 namespace {
-// Softmax of one head's `scores` (already scaled) and the weighted sum of the values into `oh`.
-inline void softmax_values(float* scores, int64_t nk, const float* v, int64_t kvw, int64_t g,
-                           int64_t d, float* oh) {
+// scores[j] = exp(scores[j] - top) for the `nk` scores whose maximum is `top`; returns the
+// inverse of their sum (the softmax's normalizer). Every attention kernel's softmax.
+inline float exp_shifted(float* scores, int64_t nk, float top) {
+  float sum = 0.0f;
+  for (int64_t j = 0; j < nk; ++j) {
+    scores[j] = std::exp(scores[j] - top);
+    sum += scores[j];
+  }
+  return 1.0f / sum;
+}
+
+inline float max_of(const float* scores, int64_t nk) {
   float mx = -INFINITY;
   for (int64_t j = 0; j < nk; ++j)
     mx = std::max(mx, scores[j]);
-  float sum = 0.0f;
-  for (int64_t j = 0; j < nk; ++j) {
-    scores[j] = std::exp(scores[j] - mx);
-    sum += scores[j];
-  }
+  return mx;
+}
+
+// Softmax of one head's `scores` (already scaled) and the weighted sum of the values into `oh`.
+inline void softmax_values(float* scores, int64_t nk, const float* v, int64_t kvw, int64_t g,
+                           int64_t d, float* oh) {
+  const float inv = exp_shifted(scores, nk, max_of(scores, nk));
   std::fill(oh, oh + d, 0.0f);
-  const float inv = 1.0f / sum;
   for (int64_t j = 0; j < nk; ++j)
     axpy_into(oh, v + j * kvw + g * d, scores[j] * inv, d);
 }
@@ -103,16 +113,8 @@ inline void softmax_values(float* scores, int64_t nk, const float* v, int64_t kv
 // The same over value rows found through pointers: value j is rows[j] + offset.
 inline void softmax_gathered_values(float* scores, int64_t nk, const float* const* rows,
                                     int64_t offset, int64_t d, float* oh) {
-  float mx = -INFINITY;
-  for (int64_t j = 0; j < nk; ++j)
-    mx = std::max(mx, scores[j]);
-  float sum = 0.0f;
-  for (int64_t j = 0; j < nk; ++j) {
-    scores[j] = std::exp(scores[j] - mx);
-    sum += scores[j];
-  }
+  const float inv = exp_shifted(scores, nk, max_of(scores, nk));
   std::fill(oh, oh + d, 0.0f);
-  const float inv = 1.0f / sum;
   for (int64_t j = 0; j < nk; ++j)
     axpy_into(oh, rows[j] + offset, scores[j] * inv, d);
 }
@@ -143,13 +145,7 @@ __attribute__((target("avx512f"))) void attend_d32(const float* q, const float* 
       _mm512_mask_storeu_ps(scores + j, m, acc);
       mx = _mm512_mask_max_ps(mx, m, mx, acc);
     }
-    const float top = _mm512_reduce_max_ps(mx);
-    float sum = 0.0f;
-    for (int64_t j = 0; j < nk; ++j) {
-      scores[j] = std::exp(scores[j] - top);
-      sum += scores[j];
-    }
-    const float inv = 1.0f / sum;
+    const float inv = exp_shifted(scores, nk, _mm512_reduce_max_ps(mx));
     __m512 a0 = _mm512_setzero_ps(), a1 = _mm512_setzero_ps();
     for (int64_t j = 0; j < nk; ++j) {
       const float* vj = v + j * kvw + g * d;
@@ -225,12 +221,7 @@ __attribute__((target("avx512f"))) void attend_gathered_d32(const float* q, cons
     __m512 a0[max_group], a1[max_group];
     for (int64_t e = 0; e < group; ++e) {
       float* se = scores + e * nk;
-      float sum = 0.0f;
-      for (int64_t j = 0; j < nk; ++j) {
-        se[j] = std::exp(se[j] - mx[e]);
-        sum += se[j];
-      }
-      const float inv = 1.0f / sum;
+      const float inv = exp_shifted(se, nk, mx[e]);
       for (int64_t j = 0; j < nk; ++j)
         se[j] *= inv;
       a0[e] = a1[e] = _mm512_setzero_ps();
