@@ -28,6 +28,11 @@ void thread_pool::submit(std::function<void()> job) {
   cv_.notify_one();
 }
 
+void thread_pool::discard_queued() {
+  std::lock_guard guard{mtx_};
+  jobs_.clear();
+}
+
 void thread_pool::run() {
   for (;;) {
     std::function<void()> job;

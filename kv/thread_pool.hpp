@@ -22,6 +22,9 @@ public:
 
   /// Queues `job`.
   void submit(std::function<void()> job);
+  /// Drops the queued jobs that have not started (the destructor then only waits for the
+  /// running ones).
+  void discard_queued();
 
 private:
   void run();
