@@ -201,6 +201,7 @@ std::optional<std::string> node_runtime::start() {
       sc.engine.threads = cfg.serving->threads_per_rank;
       sc.engine.kv_blocks = cfg.serving->kv_blocks_per_rank;
       sc.engine.cache = cache;
+      sc.engine.reads_hits = spec.role == "prefill";
       sc.engine.decoder_mode = cfg.serving->decoder_mode;
       sc.engine.prefill_step_ns = std::chrono::duration<double, std::nano>(cfg.serving->prefill_step).count();
       sc.engine.metrics = metrics;

@@ -158,8 +158,8 @@ rank_actor::behavior_type rank_behavior(rank_pointer self, rank_config cfg) {
       self->quit(make_error(errc::rank_failed, "cannot load model: " + loaded.error));
     } else
       self->state.engine = std::move(loaded.engine);
-    // The staging buffers a hit's blocks are read into (shared by the process's ranks).
-    if (auto& cache = cfg.engine.cache; cache && self->state.engine)
+    // The staging buffers a hit's blocks are read into (shared by the process's prefill ranks).
+    if (auto& cache = cfg.engine.cache; cache && cfg.engine.reads_hits && self->state.engine)
       cache->reserve(prefix_cache::spare_limit,
                      engine::kv_codec::block_bytes(128, self->state.engine->pool().geometry().floats_per_token));
     if (auto& m = cfg.engine.metrics; m && self->state.engine) {

@@ -26,6 +26,9 @@ struct rank_engine_config {
   int64_t kv_blocks = 256;
   /// The process's prefix cache (null: no cache). Prefill reads hits, decode stores blocks.
   std::shared_ptr<prefix_cache> cache;
+  /// A prefill rank: it reads hits, so at load it reserves the process's host staging buffers
+  /// for them (decode ranks never read a hit).
+  bool reads_hits = false;
   /// Where the rank reports pool use and batch size (null: nowhere), labelled by `instance`.
   std::shared_ptr<http::metrics_registry> metrics;
   std::string instance;
