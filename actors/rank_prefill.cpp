@@ -146,6 +146,15 @@ void finish_prefill(rank_pointer self, uint64_t id, engine::prefill_progress& p)
   hand_off(self, t, decode);
 }
 
+/// The job goes on without its cached prefix (its KV was refused or could not be read).
+void forget_hit(prefill_task& t) {
+  t.req.hit_length = 0;
+  t.req.hit_blocks.clear();
+  t.req.snapshot.reset();
+  t.req.blocks_later = false;
+  t.out.snapshot_hit = false;
+}
+
 /// Moves fetched jobs into the scheduler, oldest first, while the pool has room for them.
 void admit_waiting(rank_pointer self) {
   auto& st = self->state;
@@ -156,10 +165,7 @@ void admit_waiting(rank_pointer self) {
     auto p = sched.submit(t.req);
     if (p.status == engine::engine_status::bad_kv && t.req.hit_length > 0) {
       log().warn("rank={} cached KV rejected ({}); prefilling without it", st.cfg.rank, p.error);
-      t.req.hit_length = 0;
-      t.req.hit_blocks.clear();
-      t.req.snapshot.reset();
-      t.req.blocks_later = false; // blocks still on their way are dropped when they land
+      forget_hit(t); // blocks still on their way are dropped when they land
       p = sched.submit(t.req);
     }
     // Prefills in flight give their blocks back when they end: wait for them.
@@ -304,11 +310,7 @@ void restart_without_hit(rank_pointer self, uint64_t id, const std::string& why)
     t.running = false;
   }
   std::erase(st.admitting, id);
-  t.req.hit_length = 0;
-  t.req.snapshot.reset();
-  t.req.hit_blocks.clear();
-  t.req.blocks_later = false;
-  t.out.snapshot_hit = false;
+  forget_hit(t);
   queue_for_pool(self, id);
 }
 
