@@ -28,7 +28,7 @@ rank_engine::load_result rank_engine::load(const std::string& model_dir, const c
 
 rank_engine::rank_engine(std::unique_ptr<model_weights> w, const config& cfg)
     : config_(cfg), weights_(std::move(w)),
-      backend_(std::make_unique<cpu_backend>(cpu_backend::config{cfg.threads, cfg.blas_threads})),
+      backend_(std::make_unique<cpu_backend>(cpu_backend::config{cfg.threads, cfg.isa})),
       forward_(*weights_, *backend_),
       pool_(kv_pool::config{cfg.kv_blocks, weights_->config().kv_floats_per_token(), 128}) {
   // Every position the pool can hold (capped: a huge pool fills its table on demand).
@@ -57,6 +57,8 @@ prefill_progress rank_engine::begin_prefill(const prefill_request& req) {
   for (auto t : req.tokens)
     if (t < 0 || t >= c.vocab_size)
       return failure(engine_status::invalid_request, "token id out of range");
+  if (req.decoder_from >= n)
+    return failure(engine_status::invalid_request, "decoder_from must be below the prompt length");
   // 2. KV: shared blocks by reference, imported blocks by copy, then room for the rest.
   for (auto b : req.shared_blocks)
     pool_.append_shared(req.seq, b);
@@ -91,7 +93,7 @@ prefill_progress rank_engine::begin_prefill(const prefill_request& req) {
   s->awaited_blocks = req.blocks_later ? h / 128 : 0;
   int64_t start = 0;
   if (req.mode == decoder_mode::bounded)
-    start = n - c.window;
+    start = req.decoder_from >= 0 ? req.decoder_from : n - c.window;
   else if (req.mode == decoder_mode::exact)
     start = n - c.ring - int64_t{c.window} * c.decoder_layers;
   start = std::max<int64_t>(0, start);

@@ -12,6 +12,7 @@
 
 #include "engine/backends/backend.hpp"
 #include "engine/decoder_mode.hpp"
+#include "engine/kernels/isa.hpp"
 #include "engine/ids.hpp"
 #include "engine/kv_pool.hpp"
 #include "engine/model/forward.hpp"
@@ -41,6 +42,11 @@ struct prefill_request {
   /// the decoder windows let the decoder resume at hit_length, so a hit changes no bit.
   std::optional<std::vector<std::byte>> snapshot;
   decoder_mode mode = decoder_mode::bounded;
+  /// Bounded mode: the decoder runs over [decoder_from, L) (-1: over the last 128 tokens). A
+  /// resubmitted request (prompt + what it generated) passes its first prompt's L - 128, so the
+  /// decoder rebuilds the windows the first prefill and its decode steps built and the output
+  /// continues unchanged; the hit must then end at or before decoder_from (the caller caps it).
+  int64_t decoder_from = -1;
   sampling_params sampling;
 };
 
@@ -86,8 +92,9 @@ public:
     int64_t kv_blocks = 1024;
     /// Threads of the CPU backend (counting the caller).
     int threads = 2;
-    /// OpenBLAS threads (process-wide); 0 keeps OpenBLAS's default.
-    int blas_threads = 0;
+    /// CPU kernels to run; nullopt: the best this CPU runs. Precondition: this CPU supports it
+    /// (launcher/ checks `--cpu-isa` with `kernels::choose_cpu_isa`).
+    std::optional<kernels::cpu_isa> isa;
   };
 
   /// Result of `load`.

@@ -4,15 +4,18 @@
 #include <cmath>
 #include <numeric>
 
+#include "engine/kernels/canonical.hpp"
+
 namespace deepinfer::engine {
 
 namespace {
 
-// log-sum-exp of the logits (float exponentials, summed in double).
+// log-sum-exp of the logits (float exponentials, summed in double; the kernels' exp, so a token
+// drawn on one ISA is the token drawn on any other).
 double log_normalizer(const float* logits, int64_t vocab, float mx) {
   double sum = 0.0;
   for (int64_t i = 0; i < vocab; ++i)
-    sum += static_cast<double>(std::exp(logits[i] - mx));
+    sum += static_cast<double>(kernels::canonical::exp(logits[i] - mx));
   return std::log(sum) + mx;
 }
 
@@ -54,7 +57,7 @@ sampled_token sampler::sample(const float* logits, int64_t vocab, const sampling
   std::vector<double> w(ids.size());
   double total = 0.0;
   for (std::size_t i = 0; i < ids.size(); ++i) {
-    w[i] = static_cast<double>(std::exp(static_cast<float>((logits[ids[i]] - mx) / t)));
+    w[i] = static_cast<double>(kernels::canonical::exp(static_cast<float>((logits[ids[i]] - mx) / t)));
     total += w[i];
   }
   if (p.top_p < 1.0f) {

@@ -99,7 +99,7 @@ int main(int argc, char** argv) {
                   flops::prefill(c, len, 128), flops::prefill(c, len, len));
   std::fflush(stdout);
   int64_t max_ctx = *std::max_element(contexts.begin(), contexts.end());
-  auto loaded = rank_engine::load(argv[1], rank_engine::config{3 * ((max_ctx + steps) / 128 + 2), use_cpu_time ? 1 : 2});
+  auto loaded = rank_engine::load(argv[1], rank_engine::config{3 * ((max_ctx + steps) / 128 + 2), use_cpu_time ? 1 : 2, {}});
   if (!loaded.engine) {
     std::fprintf(stderr, "%s\n", loaded.error.c_str());
     return 1;

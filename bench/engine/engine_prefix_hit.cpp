@@ -29,6 +29,7 @@ int main(int argc, char** argv) {
   std::string dir = argv[1];
   int64_t n = 30139;
   int threads = 1;
+  std::optional<kernels::cpu_isa> isa;
   decoder_mode mode = decoder_mode::exact;
   int repeat = 1;
   bool fresh_hot = false;
@@ -44,13 +45,20 @@ int main(int argc, char** argv) {
       fresh_hot = v != "0";
     else if (a == "--cpu-time") // 1: time on the process CPU clock (see bench_clock.hpp)
       deepinfer::bench::use_cpu_time = v != "0";
-    else if (a == "--mode")
+    else if (a == "--cpu-isa") {
+      const auto c = kernels::choose_cpu_isa(v);
+      if (!c.isa) {
+        std::fprintf(stderr, "--cpu-isa: %s\n", c.error.c_str());
+        return 2;
+      }
+      isa = c.isa;
+    } else if (a == "--mode")
       mode = v == "bounded" ? decoder_mode::bounded : decoder_mode::exact;
   }
   rank_engine::config cfg;
   cfg.kv_blocks = 3 * (n / 128 + 2);
   cfg.threads = threads;
-  cfg.blas_threads = 1;
+  cfg.isa = isa;
   auto loaded = rank_engine::load(dir, cfg);
   if (!loaded.engine) {
     std::fprintf(stderr, "%s\n", loaded.error.c_str());

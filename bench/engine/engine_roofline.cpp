@@ -101,7 +101,7 @@ int main(int argc, char** argv) {
   std::printf("clock: %s, engine threads %d\n", use_cpu_time ? "process CPU time, 1 core" : "wall", threads);
   int64_t max_ctx = *std::max_element(contexts.begin(), contexts.end());
   int64_t max_b = *std::max_element(batches.begin(), batches.end());
-  auto loaded = rank_engine::load(dir, rank_engine::config{2 * (max_ctx / 128) + max_b * 10 + 16, threads, use_cpu_time ? 1 : 0});
+  auto loaded = rank_engine::load(dir, rank_engine::config{2 * (max_ctx / 128) + max_b * 10 + 16, threads, {}});
   if (!loaded.engine) {
     std::fprintf(stderr, "%s\n", loaded.error.c_str());
     return 1;

@@ -4,6 +4,8 @@
 #include <functional>
 #include <string>
 
+#include "engine/kernels/kernel_table.hpp"
+
 namespace deepinfer::engine {
 
 /// The compute primitives the `ced_moe` forward runs on. The forward keeps every activation in
@@ -11,14 +13,19 @@ namespace deepinfer::engine {
 /// same methods over device memory with unified addressing.
 ///
 /// Determinism contract (what the exactness tests rely on): a row's result may depend only on
-/// that row and the weights, never on how many other rows are in the call. Chunked prefill,
-/// batched decode and recompute-from-scratch are then bit-identical.
+/// that row and the weights, never on how many other rows are in the call, on the thread count
+/// or on the CPU's ISA (every reduction has the order of engine/kernels/canonical.hpp). Chunked
+/// prefill, batched decode, recompute-from-scratch and a rerouted request are then bit-identical.
 class backend {
 public:
   virtual ~backend() = default;
 
-  /// **required** — a short name for logs ("cpu-openblas").
+  /// **required** — a short name for logs ("cpu-avx512").
   virtual std::string name() const = 0;
+
+  /// **required** — the kernels the forward runs on its host buffers (norms, attention, the
+  /// indexer, top-k); all ISAs give the same bits.
+  virtual const kernels::kernel_table& kernels() const = 0;
 
   /// **required** — `y[m x n] = x[m x k] * w[n x k]^T`, or `y += ...` when `accumulate`. Row-major,
   /// rows contiguous (leading dimensions k, k, n). `w` is a weight: a backend may keep a repacked

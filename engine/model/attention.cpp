@@ -39,7 +39,7 @@ void ced_moe_forward::self_attention(const attention_weights& a,
   const int64_t qd = int64_t{c.heads} * c.head_dim, kvd = int64_t{c.kv_heads} * c.head_dim;
   std::vector<float> xn(static_cast<std::size_t>(n * h)), q(static_cast<std::size_t>(n * qd)),
       k(static_cast<std::size_t>(n * kvd)), v(k.size()), att(q.size());
-  ops::rms_norm(x, n, h, a.norm, c.norm_eps, xn.data());
+  k_.rms_norm(x, n, h, a.norm, c.norm_eps, xn.data());
   b_.matmul(xn.data(), n, h, a.wq, qd, q.data());
   b_.matmul(xn.data(), n, h, a.wk, kvd, k.data());
   b_.matmul(xn.data(), n, h, a.wv, kvd, v.data());
@@ -89,7 +89,7 @@ void ced_moe_forward::self_attention(const attention_weights& a,
                                 row.pos - c.window + 1);
     const int64_t nk = row.pos - lo + 1;
     fit(tls.scores, nk);
-    ops::attend(q.data() + r * qd, sp.kt.data() + (lo - sp.lo), sp.count,
+    k_.attend(q.data() + r * qd, sp.kt.data() + (lo - sp.lo), sp.count,
                 sp.v.data() + (lo - sp.lo) * kvd, nk, c.heads, c.kv_heads, c.head_dim,
                 tls.scores.data(), att.data() + r * qd);
   });
@@ -111,7 +111,7 @@ void ced_moe_forward::cross_attention(const decoder_layer_weights& d,
   const int64_t fpt = pool.geometry().floats_per_token, tpb = pool.geometry().tokens_per_block;
   std::vector<float> xn(static_cast<std::size_t>(n * h)), q(static_cast<std::size_t>(n * qd)),
       iq(static_cast<std::size_t>(n * iqd)), att(q.size());
-  ops::rms_norm(x, n, h, d.cross_norm, c.norm_eps, xn.data());
+  k_.rms_norm(x, n, h, d.cross_norm, c.norm_eps, xn.data());
   b_.matmul(xn.data(), n, h, d.cross_wq, qd, q.data());
   b_.matmul(xn.data(), n, h, d.index_wq, iqd, iq.data());
   for (int64_t r = 0; r < n; ++r)
@@ -147,7 +147,7 @@ void ced_moe_forward::cross_attention(const decoder_layer_weights& d,
       const indexer::query_codes qc{tls.qcodes.data(), tls.qcoef.data(), tls.qoffset.data()};
       indexer::quantize_queries(iq.data() + blk.b0 * iqd, blk.rows, ih, idim, d.index_w, qc);
       for (int64_t t = 0; t < tiles; ++t)
-        indexer::score_tile(qc, blk.rows, ih, idim, gr.cache->codes.data() + t * tile_bytes,
+        k_.index_score_tile(qc, blk.rows, ih, idim, gr.cache->codes.data() + t * tile_bytes,
                             gr.cache->scales.data() + t * indexer::tile,
                             tls.block_scores.data() + t * indexer::tile, stride);
     }
@@ -165,7 +165,7 @@ void ced_moe_forward::cross_attention(const decoder_layer_weights& d,
         const float* sc = tls.block_scores.data() + i * stride;
         picks.resize(static_cast<std::size_t>(c.index_topk));
         fit(tls.index_scores, ctx);
-        ops::top_k_positions(sc, ctx, c.index_topk, picks.data(),
+        ops::top_k_positions(k_, sc, ctx, c.index_topk, picks.data(),
                              reinterpret_cast<uint32_t*>(tls.index_scores.data()));
       } else {
         picks.resize(static_cast<std::size_t>(ctx));
@@ -184,7 +184,7 @@ void ced_moe_forward::cross_attention(const decoder_layer_weights& d,
         for (int64_t b = 0; b < kv_bytes; b += 64)
           __builtin_prefetch(src + b);
       }
-      ops::attend_gathered(q.data() + r * qd, kv.data(), kvd, nk, c.heads, c.kv_heads,
+      k_.attend_gathered(q.data() + r * qd, kv.data(), kvd, nk, c.heads, c.kv_heads,
                            c.head_dim, tls.scores.data(), att.data() + r * qd);
     }
   });
@@ -255,7 +255,7 @@ void ced_moe_forward::gather_index_keys(std::span<const forward_row> rows, const
       if (j + ahead < sp.end)
         for (int64_t b = 0; b < key_bytes; b += 64)
           __builtin_prefetch(reinterpret_cast<const char*>(key(j + ahead)) + b);
-      indexer::put_key(key(j), idim, j % tile, cache.codes.data() + (j / tile) * tile_bytes,
+      k_.index_put_key(key(j), idim, j % tile, cache.codes.data() + (j / tile) * tile_bytes,
                        cache.scales.data() + (j / tile) * tile);
     }
   });

@@ -15,7 +15,8 @@ sequence_windows sequence_windows::make(const model_config& c) {
   return w;
 }
 
-ced_moe_forward::ced_moe_forward(const model_weights& w, backend& b) : w_(w), b_(b) {}
+ced_moe_forward::ced_moe_forward(const model_weights& w, backend& b)
+    : w_(w), b_(b), k_(b.kernels()) {}
 
 void ced_moe_forward::ensure_rope(std::span<const forward_row> rows) {
   int64_t need = 0;
@@ -98,7 +99,7 @@ void ced_moe_forward::global_kv(std::span<const forward_row> rows, const float* 
   std::vector<float> xn(static_cast<std::size_t>(n * h)), k(static_cast<std::size_t>(n * g * kvd)),
       v(k.size()), ik(static_cast<std::size_t>(n * c.index_dim));
   ensure_rope(rows);
-  ops::rms_norm(enc_out, n, h, w_.global.norm, c.norm_eps, xn.data());
+  k_.rms_norm(enc_out, n, h, w_.global.norm, c.norm_eps, xn.data());
   b_.matmul(xn.data(), n, h, w_.global.wk, g * kvd, k.data());
   b_.matmul(xn.data(), n, h, w_.global.wv, g * kvd, v.data());
   b_.matmul(xn.data(), n, h, w_.global.wik, c.index_dim, ik.data());
@@ -156,7 +157,7 @@ void ced_moe_forward::decoder(std::span<const forward_row> rows, float* x, const
 void ced_moe_forward::logits(const float* x, int64_t n, float* out) {
   const auto& c = config();
   std::vector<float> xn(static_cast<std::size_t>(n * c.hidden));
-  ops::rms_norm(x, n, c.hidden, w_.final_norm, c.norm_eps, xn.data());
+  k_.rms_norm(x, n, c.hidden, w_.final_norm, c.norm_eps, xn.data());
   b_.matmul(xn.data(), n, c.hidden, w_.lm_head, c.vocab_size, out);
 }
 

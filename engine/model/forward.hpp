@@ -100,6 +100,8 @@ private:
 
   const model_weights& w_;
   backend& b_;
+  /// The backend's kernels (norms, attention, indexer, top-k).
+  const kernels::kernel_table& k_;
   std::vector<float> rope_;
 };
 

@@ -13,17 +13,16 @@ void ced_moe_forward::moe(const moe_weights& m, int64_t n, float* x) {
   const auto& c = config();
   const int64_t h = c.hidden, e = c.routed_experts, f = c.expert_ffn, top = c.experts_per_token;
   std::vector<float> xn(static_cast<std::size_t>(n * h)), logits(static_cast<std::size_t>(n * e));
-  ops::rms_norm(x, n, h, m.norm, c.norm_eps, xn.data());
+  k_.rms_norm(x, n, h, m.norm, c.norm_eps, xn.data());
   b_.matmul(xn.data(), n, h, m.router, e, logits.data());
   // 1. route: select by score + bias, weight by the score normalised over the selection.
   std::vector<std::vector<std::pair<int64_t, float>>> by_expert(static_cast<std::size_t>(e));
   std::vector<int64_t> order(static_cast<std::size_t>(e));
   std::vector<float> score(static_cast<std::size_t>(e));
   for (int64_t r = 0; r < n; ++r) {
-    for (int64_t i = 0; i < e; ++i) {
-      score[i] = 1.0f / (1.0f + std::exp(-logits[r * e + i]));
+    k_.sigmoid(logits.data() + r * e, e, score.data());
+    for (int64_t i = 0; i < e; ++i)
       order[i] = i;
-    }
     std::partial_sort(order.begin(), order.begin() + top, order.end(), [&](int64_t a, int64_t b) {
       float sa = score[a] + m.router_bias[a], sb = score[b] + m.router_bias[b];
       return sa > sb || (sa == sb && a < b);
@@ -49,10 +48,10 @@ void ced_moe_forward::moe(const moe_weights& m, int64_t n, float* x) {
       std::memcpy(xe.data() + i * h, xn.data() + rows[i].first * h, sizeof(float) * h);
     b_.matmul(xe.data(), ne, h, m.w1 + ex * f * h, f, g.data());
     b_.matmul(xe.data(), ne, h, m.w3 + ex * f * h, f, u.data());
-    ops::silu_mul(g.data(), u.data(), ne * f);
+    k_.silu_mul(g.data(), u.data(), ne * f);
     b_.matmul(g.data(), ne, f, m.w2 + ex * h * f, h, o.data());
     for (int64_t i = 0; i < ne; ++i)
-      ops::axpy(out.data() + rows[i].first * h, o.data() + i * h, rows[i].second, h);
+      k_.axpy(out.data() + rows[i].first * h, o.data() + i * h, rows[i].second, h);
   }
   // 3. shared experts (stacked into one wider MLP), then the residual.
   if (c.shared_experts > 0) {
@@ -61,10 +60,10 @@ void ced_moe_forward::moe(const moe_weights& m, int64_t n, float* x) {
     u.resize(g.size());
     b_.matmul(xn.data(), n, h, m.shared_w1, sf, g.data());
     b_.matmul(xn.data(), n, h, m.shared_w3, sf, u.data());
-    ops::silu_mul(g.data(), u.data(), n * sf);
+    k_.silu_mul(g.data(), u.data(), n * sf);
     b_.matmul(g.data(), n, sf, m.shared_w2, h, out.data(), true);
   }
-  ops::axpy(x, out.data(), 1.0f, n * h);
+  k_.axpy(x, out.data(), 1.0f, n * h);
 }
 
 } // namespace deepinfer::engine

@@ -1,8 +1,11 @@
 #pragma once
 
 #include <cmath>
+#include <cstdio>
+#include <cstdlib>
 #include <memory>
 #include <random>
+#include <string>
 #include <vector>
 
 #include <boost/test/unit_test.hpp>
@@ -12,10 +15,33 @@
 
 namespace deepinfer::engine::testing {
 
+/// The ISA the shared engine runs: `-- --cpu-isa NAME` on the test binary's command line (CTest
+/// runs the model-level suites a second time with avx2), else the best this CPU runs. A CPU that
+/// cannot run the one asked for ends the process with CTest's skip code and says why.
+inline kernels::cpu_isa fixture_isa() {
+  static const kernels::cpu_isa isa = [] {
+    const auto& m = boost::unit_test::framework::master_test_suite();
+    std::string name = "auto";
+    for (int i = 1; i + 1 < m.argc; ++i)
+      if (std::string{m.argv[i]} == "--cpu-isa")
+        name = m.argv[i + 1];
+    const auto c = kernels::choose_cpu_isa(name);
+    if (!c.isa) {
+      std::printf("SKIPPED: the engine tests were asked for --cpu-isa %s: %s\n", name.c_str(), c.error.c_str());
+      std::fflush(stdout);
+      std::_Exit(77);
+    }
+    BOOST_TEST_MESSAGE("engine tests run the " << kernels::to_string(*c.isa) << " kernels (CPU: "
+                                               << kernels::cpu_feature_summary() << ")");
+    return *c.isa;
+  }();
+  return isa;
+}
+
 /// One engine on the tiny model, shared by the tests of a process (loading costs ~0.5 s).
 inline rank_engine& tiny_engine() {
   static std::unique_ptr<rank_engine> e = [] {
-    auto r = rank_engine::load(tiny_model_dir(), rank_engine::config{512, 2});
+    auto r = rank_engine::load(tiny_model_dir(), rank_engine::config{512, 2, fixture_isa()});
     if (!r.engine)
       BOOST_FAIL(r.error);
     return std::move(r.engine);

@@ -1,7 +1,10 @@
 // deepinfer-generate --model DIR (--prompt-ids "1 2 3" | --prompt TEXT) --max-tokens N
 //   [--temperature T --top-k K --top-p P --seed S --stop "ID ..."] [--mode bounded|exact]
-//   [--chunk Q] [--threads N] [--timing] [--text] [--tokenizer PATH]
-// Prints the generated ids space-separated on one line; with --text, their text on a second.
+//   [--chunk Q] [--threads N] [--cpu-isa auto|portable|avx2|avx512] [--timing] [--text]
+//   [--tokenizer PATH] [--print-logits-digest]
+// Prints the generated ids space-separated on one line; with --text, their text on a second; with
+// --print-logits-digest, the XXH3-64 of the last step's logits (vocab floats) in hex on the last
+// line: the same string on every ISA and machine (the determinism contract).
 // Text needs the DeepSeek tokenizer: --tokenizer PATH, else the one scripts/bootstrap.sh prepared
 // in ${DEEPINFER_CACHE:-~/.cache/deepinfer} for the model's template version.
 #include <algorithm>
@@ -13,11 +16,13 @@
 #include <string>
 #include <vector>
 
+#include "engine/kernels/isa.hpp"
 #include "engine/rank_engine.hpp"
 #include "recipe/tokenizer/tokenizer.hpp"
 
 #include <spdlog/sinks/stdout_color_sinks.h>
 #include <spdlog/spdlog.h>
+#include <xxhash.h>
 
 using namespace deepinfer::engine;
 
@@ -35,8 +40,9 @@ int usage() {
   std::fprintf(stderr,
                "usage: deepinfer-generate --model DIR (--prompt-ids \"1 2 3\" | --prompt TEXT) "
                "--max-tokens N [--temperature T] [--top-k K] [--top-p P] [--seed S] "
-               "[--stop \"IDS\"] [--mode bounded|exact] [--chunk Q] [--threads N] [--timing] "
-               "[--text] [--tokenizer PATH]\n");
+               "[--stop \"IDS\"] [--mode bounded|exact] [--chunk Q] [--threads N] "
+               "[--cpu-isa auto|portable|avx2|avx512] [--timing] [--text] [--tokenizer PATH] "
+               "[--print-logits-digest]\n");
   return 2;
 }
 
@@ -74,7 +80,8 @@ int main(int argc, char** argv) {
   req.sampling.max_tokens = 16;
   int64_t chunk = 0;
   int threads = 2;
-  bool timing = false, have_text = false, print_text = false;
+  bool timing = false, have_text = false, print_text = false, print_digest = false;
+  std::string isa_name = "auto";
   try {
     for (int i = 1; i < argc; ++i) {
       std::string a = argv[i];
@@ -111,6 +118,10 @@ int main(int argc, char** argv) {
         chunk = std::stoll(next());
       else if (a == "--threads")
         threads = std::stoi(next());
+      else if (a == "--cpu-isa")
+        isa_name = next();
+      else if (a == "--print-logits-digest")
+        print_digest = true;
       else if (a == "--timing")
         timing = true;
       else if (a == "--text")
@@ -126,6 +137,11 @@ int main(int argc, char** argv) {
   }
   if (model_dir.empty() || (prompt.empty() && !have_text))
     return usage();
+  const auto isa = kernels::choose_cpu_isa(isa_name);
+  if (!isa.isa) {
+    std::fprintf(stderr, "deepinfer-generate: --cpu-isa: %s\n", isa.error.c_str());
+    return 2;
+  }
   // The model's template version picks the tokenizer, so read the config before the weights.
   std::shared_ptr<const deepinfer::recipe::tokenizer> tok;
   if (have_text || print_text) {
@@ -143,7 +159,7 @@ int main(int argc, char** argv) {
   auto loaded = rank_engine::load(model_dir, rank_engine::config{
                                                  (static_cast<int64_t>(prompt.size()) +
                                                   req.sampling.max_tokens) / 128 + 4,
-                                                 threads});
+                                                 threads, isa.isa});
   if (!loaded.engine) {
     std::fprintf(stderr, "deepinfer-generate: %s\n", loaded.error.c_str());
     return 1;
@@ -167,9 +183,10 @@ int main(int argc, char** argv) {
   bool finished = req.sampling.max_tokens <= 1 ||
                   std::find(req.sampling.stop_ids.begin(), req.sampling.stop_ids.end(),
                             p.first.id) != req.sampling.stop_ids.end();
+  std::vector<float> last_logits = std::move(p.logits);
   std::vector<sequence_id> ids{req.seq};
   while (!finished) {
-    auto d = e.decode_step(ids);
+    auto d = e.decode_step(ids, print_digest ? &last_logits : nullptr);
     if (d[0].status != engine_status::ok) {
       std::fprintf(stderr, "deepinfer-generate: decode failed\n");
       return 1;
@@ -183,6 +200,9 @@ int main(int argc, char** argv) {
   std::printf("\n");
   if (print_text)
     std::printf("%s\n", tok->decode(out).c_str());
+  if (print_digest)
+    std::printf("%016llx\n", static_cast<unsigned long long>(
+                                  XXH3_64bits(last_logits.data(), last_logits.size() * sizeof(float))));
   if (timing) {
     double pf = std::chrono::duration<double>(t1 - t0).count();
     double dc = std::chrono::duration<double>(t2 - t1).count();

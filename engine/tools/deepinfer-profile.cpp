@@ -47,7 +47,7 @@ int main(int argc, char** argv) {
   for (auto q : qs)
     chunk_total += q;
   auto loaded = rank_engine::load(
-      model_dir, rank_engine::config{(max_context + chunk_total) / 128 + 8, threads});
+      model_dir, rank_engine::config{(max_context + chunk_total) / 128 + 8, threads, {}});
   if (!loaded.engine) {
     std::fprintf(stderr, "deepinfer-profile: %s\n", loaded.error.c_str());
     return 1;

@@ -1,29 +1,33 @@
 #pragma once
 
 #include <memory>
+#include <optional>
 
 #include "engine/backends/backend.hpp"
 #include "engine/backends/cpu/packed_gemm.hpp"
 #include "engine/backends/cpu/thread_pool.hpp"
+#include "engine/kernels/isa.hpp"
 
 namespace deepinfer::engine {
 
-/// The CPU backend: matrix products by an AVX-512 kernel over repacked weights (`packed_gemm`)
-/// where the CPU and shape allow, else OpenBLAS `cblas_sgemm` (padded so rows stay independent),
-/// and a small thread pool for the rest (attention rows, expert groups).
+/// The CPU backend: matrix products by the kernels of one ISA over weights repacked into panels
+/// at load (`packed_gemm`; products with a very wide output, the lm_head, as dot products over
+/// the weights as they are), and a small thread pool for the rest (attention rows, expert
+/// groups). Every ISA gives the same bits, and a row's result never depends on its batch.
 class cpu_backend final : public backend {
 public:
   /// Settings of the CPU backend.
   struct config {
-    /// Threads of the pool, counting the caller.
+    /// Threads of the pool, counting the caller. With 1, matmul stats are timed with the
+    /// calling thread's CPU clock (the whole product runs on it).
     int threads = 2;
-    /// OpenBLAS threads (process-wide); 0 leaves OpenBLAS's own default. With 1, matmul stats
-    /// are timed with the calling thread's CPU clock.
-    int blas_threads = 0;
+    /// Kernels to run; nullopt: the best this CPU runs (cpuid). Precondition: supported.
+    std::optional<kernels::cpu_isa> isa;
   };
 
   explicit cpu_backend(const config& cfg);
-  std::string name() const override { return "cpu-openblas"; }
+  std::string name() const override;
+  const kernels::kernel_table& kernels() const override { return kernels_; }
   void matmul(const float* x, int64_t m, int64_t k, const float* w, int64_t n, float* y,
               bool accumulate) override;
   void parallel_for(int64_t n, const std::function<void(int64_t)>& fn) override;
@@ -33,9 +37,10 @@ public:
   matmul_stats stats() const override { return stats_; }
 
 private:
-  void run_sgemm(const float* x, int64_t m, int64_t k, const float* w, int64_t n, float* y,
-                 bool accumulate);
+  void multiply(const float* x, int64_t m, int64_t k, const float* w, int64_t n, float* y,
+                bool accumulate);
   config config_;
+  const kernels::kernel_table& kernels_;
   thread_pool pool_;
   packed_gemm packed_;
   matmul_stats stats_;

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <array>
+#include <atomic>
 #include <cmath>
 #include <cstring>
 #include <random>
@@ -10,50 +11,57 @@
 #include <boost/test/unit_test.hpp>
 
 using namespace deepinfer::engine;
+using kernels::cpu_isa;
+
+namespace {
+
+std::vector<float> normal(std::size_t n, std::mt19937& rng) {
+  std::normal_distribution<float> d;
+  std::vector<float> v(n);
+  for (auto& x : v)
+    x = d(rng);
+  return v;
+}
+
+} // namespace
 
 BOOST_AUTO_TEST_SUITE(cpu_backend_suite)
 
-// The determinism contract: a row's product does not depend on the other rows of the call.
-BOOST_AUTO_TEST_CASE(matmul_rows_are_independent_of_the_batch) {
-  cpu_backend b(cpu_backend::config{2, 0});
+// The determinism contract: a row's product does not depend on the other rows of the call, on
+// the thread count, nor on the ISA.
+BOOST_AUTO_TEST_CASE(matmul_rows_are_independent_of_the_batch_threads_and_isa) {
   std::mt19937 rng(1);
-  std::normal_distribution<float> d;
   for (auto [k, n] : std::vector<std::pair<int64_t, int64_t>>{
-           {128, 128}, {128, 64}, {128, 16}, {128, 32}, {256, 128}, {128, 1000}, {96, 40}}) {
+           {128, 128}, {128, 64}, {128, 16}, {128, 32}, {256, 128}, {128, 1000}, {96, 40}, {20, 37}}) {
     const int64_t big = 1024;
-    std::vector<float> w(static_cast<std::size_t>(n * k)), x(static_cast<std::size_t>(big * k));
-    for (auto& v : w)
-      v = d(rng);
-    for (auto& v : x)
-      v = d(rng);
+    const auto w = normal(static_cast<std::size_t>(n * k), rng), x = normal(static_cast<std::size_t>(big * k), rng);
     std::vector<float> all(static_cast<std::size_t>(big * n));
-    b.matmul(x.data(), big, k, w.data(), n, all.data(), false);
-    int bad = 0;
-    for (int64_t m : {1, 3, 8, 13, 64, 129, 500})
-      for (int64_t row = 0; row + m <= big; row += 97) {
-        std::vector<float> y(static_cast<std::size_t>(m * n));
-        b.matmul(x.data() + row * k, m, k, w.data(), n, y.data(), false);
-        bad += std::memcmp(y.data(), all.data() + row * n, y.size() * sizeof(float)) != 0;
+    cpu_backend(cpu_backend::config{2, cpu_isa::portable}).matmul(x.data(), big, k, w.data(), n, all.data(), false);
+    for (auto isa : kernels::supported_cpu_isas())
+      for (int threads : {1, 3}) {
+        cpu_backend b(cpu_backend::config{threads, isa});
+        int bad = 0;
+        for (int64_t m : {1, 3, 8, 13, 64, 129, 500})
+          for (int64_t row = 0; row + m <= big; row += 197) {
+            std::vector<float> y(static_cast<std::size_t>(m * n));
+            b.matmul(x.data() + row * k, m, k, w.data(), n, y.data(), false);
+            bad += std::memcmp(y.data(), all.data() + row * n, y.size() * sizeof(float)) != 0;
+          }
+        BOOST_TEST(bad == 0, kernels::to_string(isa) << " threads=" << threads << " k=" << k << " n=" << n);
       }
-    BOOST_TEST(bad == 0, "k=" << k << " n=" << n);
   }
 }
 
-// Both paths (the packed AVX-512 kernel for n a multiple of 16, OpenBLAS otherwise) against a
-// product in double, for row counts that leave partial 8-row blocks, with and without
-// accumulation, on one thread and on three.
+// Against a product in double, for row counts that leave partial row blocks and widths that
+// leave partial panels, with and without accumulation.
 BOOST_AUTO_TEST_CASE(matmul_equals_a_reference_product) {
   std::mt19937 rng(2);
-  std::normal_distribution<float> d;
-  for (int threads : {1, 3})
+  for (auto isa : kernels::supported_cpu_isas())
     for (auto [m, k, n] : std::vector<std::array<int64_t, 3>>{
-             {1, 128, 128}, {7, 128, 64}, {13, 32, 16}, {300, 128, 256}, {5, 96, 40}, {70, 20, 48}}) {
-      cpu_backend b(cpu_backend::config{threads, 0});
-      std::vector<float> w(static_cast<std::size_t>(n * k)), x(static_cast<std::size_t>(m * k)),
-          y0(static_cast<std::size_t>(m * n));
-      for (auto* v : {&w, &x, &y0})
-        for (auto& e : *v)
-          e = d(rng);
+             {1, 128, 128}, {7, 128, 64}, {13, 32, 16}, {300, 128, 256}, {5, 96, 40}, {70, 20, 48}, {9, 5, 3}}) {
+      cpu_backend b(cpu_backend::config{2, isa});
+      const auto w = normal(static_cast<std::size_t>(n * k), rng), x = normal(static_cast<std::size_t>(m * k), rng),
+                 y0 = normal(static_cast<std::size_t>(m * n), rng);
       for (bool acc : {false, true}) {
         auto y = y0;
         b.matmul(x.data(), m, k, w.data(), n, y.data(), acc);
@@ -65,58 +73,63 @@ BOOST_AUTO_TEST_CASE(matmul_equals_a_reference_product) {
               ref += double{x[r * k + c]} * w[j * k + c];
             worst = std::max(worst, std::fabs(ref - y[r * n + j]));
           }
-        BOOST_TEST(worst < 1e-3, "m=" << m << " k=" << k << " n=" << n << " acc=" << acc
-                                       << " threads=" << threads << " worst=" << worst);
+        BOOST_TEST(worst < 1e-3, kernels::to_string(isa) << " m=" << m << " k=" << k << " n=" << n
+                                                          << " acc=" << acc << " worst=" << worst);
       }
     }
 }
 
 // The wide-output path (the lm_head: n >= 32768) computes sixteen columns at once for 4+ rows
-// and one at a time otherwise: both must give the same bits, and the right product. Columns
-// 0..14 are repeated at the end of a second weight, where they fall into the one-at-a-time tail.
-BOOST_AUTO_TEST_CASE(wide_outputs_agree_bit_for_bit_between_block_and_column_paths) {
-  cpu_backend b(cpu_backend::config{1, 0});
+// and one at a time otherwise: both must give the same bits, the same on every ISA, and the right
+// product. Columns 0..14 are repeated at the end of a second weight, where they fall into the
+// one-at-a-time tail.
+BOOST_AUTO_TEST_CASE(wide_outputs_agree_bit_for_bit_between_block_column_and_isa_paths) {
   std::mt19937 rng(3);
-  std::normal_distribution<float> d;
   const int64_t k = 64, n = 32768, m = 5;
-  std::vector<float> w(static_cast<std::size_t>((n + 15) * k)), x(static_cast<std::size_t>(m * k));
-  for (auto& v : w)
-    v = d(rng);
-  for (auto& v : x)
-    v = d(rng);
+  auto w = normal(static_cast<std::size_t>((n + 15) * k), rng);
+  const auto x = normal(static_cast<std::size_t>(m * k), rng);
   std::copy(w.begin(), w.begin() + 15 * k, w.begin() + n * k);
-  std::vector<float> y(static_cast<std::size_t>(m * n)), y2(static_cast<std::size_t>(m * (n + 15)));
-  b.matmul(x.data(), m, k, w.data(), n, y.data(), false);
-  b.matmul(x.data(), m, k, w.data(), n + 15, y2.data(), false);
-  int bad = 0;
-  double worst = 0;
-  for (int64_t r = 0; r < m; ++r) {
-    for (int64_t j = 0; j < 15; ++j)
-      bad += std::memcmp(&y[r * n + j], &y2[r * (n + 15) + n + j], sizeof(float)) != 0;
-    std::vector<float> one(static_cast<std::size_t>(n));
-    b.matmul(x.data() + r * k, 1, k, w.data(), n, one.data(), false); // one row: column path
-    bad += std::memcmp(one.data(), &y[r * n], one.size() * sizeof(float)) != 0;
-    for (int64_t j = 0; j < n; j += 997) {
-      double ref = 0;
-      for (int64_t c = 0; c < k; ++c)
-        ref += double{x[r * k + c]} * w[j * k + c];
-      worst = std::max(worst, std::fabs(ref - y[r * n + j]));
+  std::vector<float> first;
+  for (auto isa : kernels::supported_cpu_isas()) {
+    cpu_backend b(cpu_backend::config{1, isa});
+    std::vector<float> y(static_cast<std::size_t>(m * n)), y2(static_cast<std::size_t>(m * (n + 15)));
+    b.matmul(x.data(), m, k, w.data(), n, y.data(), false);
+    b.matmul(x.data(), m, k, w.data(), n + 15, y2.data(), false);
+    int bad = 0;
+    double worst = 0;
+    for (int64_t r = 0; r < m; ++r) {
+      for (int64_t j = 0; j < 15; ++j)
+        bad += std::memcmp(&y[r * n + j], &y2[r * (n + 15) + n + j], sizeof(float)) != 0;
+      std::vector<float> one(static_cast<std::size_t>(n));
+      b.matmul(x.data() + r * k, 1, k, w.data(), n, one.data(), false); // one row: column path
+      bad += std::memcmp(one.data(), &y[r * n], one.size() * sizeof(float)) != 0;
+      for (int64_t j = 0; j < n; j += 997) {
+        double ref = 0;
+        for (int64_t c = 0; c < k; ++c)
+          ref += double{x[r * k + c]} * w[j * k + c];
+        worst = std::max(worst, std::fabs(ref - y[r * n + j]));
+      }
     }
+    if (first.empty())
+      first = y;
+    BOOST_TEST(bad == 0, kernels::to_string(isa));
+    BOOST_TEST(worst < 1e-3, kernels::to_string(isa));
+    BOOST_TEST(std::memcmp(first.data(), y.data(), y.size() * sizeof(float)) == 0, kernels::to_string(isa) << " vs portable");
   }
-  BOOST_TEST(bad == 0);
-  BOOST_TEST(worst < 1e-3);
 }
 
 BOOST_AUTO_TEST_CASE(matmul_accumulates_when_asked) {
-  cpu_backend b(cpu_backend::config{1, 0});
-  std::vector<float> x{1, 2}, w{3, 4, 5, 6}, y{10, 20};
-  b.matmul(x.data(), 1, 2, w.data(), 2, y.data(), true);
-  BOOST_TEST(y[0] == 10 + 1 * 3 + 2 * 4);
-  BOOST_TEST(y[1] == 20 + 1 * 5 + 2 * 6);
+  for (auto isa : kernels::supported_cpu_isas()) {
+    cpu_backend b(cpu_backend::config{1, isa});
+    std::vector<float> x{1, 2}, w{3, 4, 5, 6}, y{10, 20};
+    b.matmul(x.data(), 1, 2, w.data(), 2, y.data(), true);
+    BOOST_TEST(y[0] == 10 + 1 * 3 + 2 * 4);
+    BOOST_TEST(y[1] == 20 + 1 * 5 + 2 * 6);
+  }
 }
 
 BOOST_AUTO_TEST_CASE(parallel_for_runs_every_index_once) {
-  cpu_backend b(cpu_backend::config{3, 0});
+  cpu_backend b(cpu_backend::config{3, {}});
   for (int round = 0; round < 50; ++round) {
     std::vector<std::atomic<int>> hits(1000);
     b.parallel_for(1000, [&](int64_t i) { hits[static_cast<std::size_t>(i)]++; });

@@ -1,0 +1,124 @@
+// AVX2 matrix products in the canonical orders: a 16-wide panel is two 8-lane vectors.
+#include <algorithm>
+#include <immintrin.h>
+
+#include "engine/kernels/canonical.hpp"
+#include "engine/kernels/kernel_functions.hpp"
+
+#include "engine/kernels/target_avx2.hpp"
+#include "engine/kernels/avx2/vec.hpp"
+
+namespace deepinfer::engine::kernels::avx2 {
+
+namespace {
+
+constexpr int64_t block_rows = 6; // 6 rows x 2 vectors: 12 accumulators of the 16 registers
+
+// Stores one row's 16 outputs (the first `cols` of them) of a panel.
+inline void store_panel(float* out, __m256 a0, __m256 a1, int64_t cols, bool accumulate) {
+  if (cols == panel_width) {
+    if (accumulate) {
+      a0 = _mm256_add_ps(_mm256_loadu_ps(out), a0);
+      a1 = _mm256_add_ps(_mm256_loadu_ps(out + 8), a1);
+    }
+    _mm256_storeu_ps(out, a0);
+    _mm256_storeu_ps(out + 8, a1);
+    return;
+  }
+  const __m256i m0 = lane_mask(std::min<int64_t>(8, cols));
+  const __m256i m1 = lane_mask(std::max<int64_t>(0, cols - 8));
+  if (accumulate) {
+    a0 = _mm256_add_ps(_mm256_maskload_ps(out, m0), a0);
+    a1 = _mm256_add_ps(_mm256_maskload_ps(out + 8, m1), a1);
+  }
+  _mm256_maskstore_ps(out, m0, a0);
+  _mm256_maskstore_ps(out + 8, m1, a1);
+}
+
+// R rows against one panel: 2R accumulators, each a chain over k.
+template <int R>
+void panel_rows(const float* x, int64_t k, const float* wp, float* y, int64_t n, int64_t cols,
+                bool accumulate) {
+  __m256 a0[R], a1[R];
+#pragma GCC unroll 6
+  for (int r = 0; r < R; ++r)
+    a0[r] = a1[r] = _mm256_setzero_ps();
+  for (int64_t c = 0; c < k; ++c) {
+    const __m256 w0 = _mm256_loadu_ps(wp + c * panel_width);
+    const __m256 w1 = _mm256_loadu_ps(wp + c * panel_width + 8);
+#pragma GCC unroll 6
+    for (int r = 0; r < R; ++r) {
+      const __m256 xv = _mm256_broadcast_ss(x + r * k + c);
+      a0[r] = _mm256_fmadd_ps(xv, w0, a0[r]);
+      a1[r] = _mm256_fmadd_ps(xv, w1, a1[r]);
+    }
+  }
+#pragma GCC unroll 6
+  for (int r = 0; r < R; ++r)
+    store_panel(y + r * n, a0[r], a1[r], cols, accumulate);
+}
+
+using panel_fn = void (*)(const float*, int64_t, const float*, float*, int64_t, int64_t, bool);
+constexpr panel_fn by_rows[block_rows + 1] = {nullptr,        panel_rows<1>, panel_rows<2>,
+                                              panel_rows<3>, panel_rows<4>, panel_rows<5>,
+                                              panel_rows<6>};
+
+// Four outputs of one row (columns j .. j + 3): eight chains, then one fold16 each.
+inline void dots4(const float* xr, const float* w, int64_t k, float* out, bool accumulate) {
+  __m256 lo[4], hi[4];
+#pragma GCC unroll 4
+  for (int c = 0; c < 4; ++c)
+    lo[c] = hi[c] = _mm256_setzero_ps();
+  int64_t t = 0;
+  for (; t + 16 <= k; t += 16) {
+    const __m256 x0 = _mm256_loadu_ps(xr + t), x1 = _mm256_loadu_ps(xr + t + 8);
+#pragma GCC unroll 4
+    for (int c = 0; c < 4; ++c) {
+      lo[c] = _mm256_fmadd_ps(x0, _mm256_loadu_ps(w + c * k + t), lo[c]);
+      hi[c] = _mm256_fmadd_ps(x1, _mm256_loadu_ps(w + c * k + t + 8), hi[c]);
+    }
+  }
+  if (t < k) {
+    const __m256i m0 = lane_mask(std::min<int64_t>(8, k - t));
+    const __m256i m1 = lane_mask(std::max<int64_t>(0, k - t - 8));
+    const __m256 x0 = _mm256_maskload_ps(xr + t, m0), x1 = _mm256_maskload_ps(xr + t + 8, m1);
+    for (int c = 0; c < 4; ++c) {
+      lo[c] = _mm256_fmadd_ps(x0, _mm256_maskload_ps(w + c * k + t, m0), lo[c]);
+      hi[c] = _mm256_fmadd_ps(x1, _mm256_maskload_ps(w + c * k + t + 8, m1), hi[c]);
+    }
+  }
+  for (int c = 0; c < 4; ++c) {
+    const float d = fold16(lo[c], hi[c]);
+    out[c] = accumulate ? out[c] + d : d;
+  }
+}
+
+} // namespace
+
+void gemm_packed(const float* x, int64_t rows, int64_t k, const float* wp, int64_t n, float* y,
+                 bool accumulate) {
+  const int64_t panels = (n + panel_width - 1) / panel_width;
+  for (int64_t r = 0; r < rows; r += block_rows) {
+    const auto fn = by_rows[std::min(block_rows, rows - r)];
+    for (int64_t p = 0; p < panels; ++p)
+      fn(x + r * k, k, wp + p * k * panel_width, y + r * n + p * panel_width, n,
+         std::min(panel_width, n - p * panel_width), accumulate);
+  }
+}
+
+void gemm_dots(const float* x, int64_t m, int64_t k, const float* w, int64_t n, int64_t j0,
+               int64_t j1, float* y, bool accumulate) {
+  int64_t j = j0;
+  for (; j + 4 <= j1; j += 4)
+    for (int64_t r = 0; r < m; ++r)
+      dots4(x + r * k, w + j * k, k, y + r * n + j, accumulate);
+  for (; j < j1; ++j)
+    for (int64_t r = 0; r < m; ++r) {
+      const float d = dot16(x + r * k, w + j * k, k);
+      y[r * n + j] = accumulate ? y[r * n + j] + d : d;
+    }
+}
+
+} // namespace deepinfer::engine::kernels::avx2
+
+#include "engine/kernels/target_end.hpp"

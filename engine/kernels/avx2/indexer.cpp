@@ -1,0 +1,102 @@
+// AVX2 8-bit indexer kernels. The dot products are exact integer sums, as on VNNI: a key code c
+// (the signed code + 128) is turned back into the signed code s = c - 128, and
+// vpmaddubsw(|s|, sign(q, s)) multiplies pairs without saturation (|s|, |q| <= 127, so a pair sums
+// to at most 32,258), vpmaddwd sums each key's four into 32 bits. That is VNNI's sum minus the
+// query's offset, exactly.
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <immintrin.h>
+
+#include "engine/kernels/canonical.hpp"
+#include "engine/kernels/kernel_functions.hpp"
+
+#include "engine/kernels/target_avx2.hpp"
+#include "engine/kernels/avx2/vec.hpp"
+
+namespace deepinfer::engine::kernels::avx2 {
+
+namespace {
+
+// 8 keys per step, every head of one row at once.
+template <int H>
+void score_tile_heads(const index_query_codes& q, int64_t rows, int64_t dim, const uint8_t* codes,
+                      const float* scales, float* out, int64_t stride) {
+  const int64_t p = index_padded(dim), groups = p / index_group;
+  const __m256i flip = _mm256_set1_epi8(static_cast<char>(0x80)), ones = _mm256_set1_epi16(1);
+  const __m256i zero = _mm256_setzero_si256();
+  for (int64_t r = 0; r < rows; ++r) {
+    const int8_t* qr = q.codes + r * H * p;
+    __m256 coef[H];
+#pragma GCC unroll 8
+    for (int h = 0; h < H; ++h)
+      coef[h] = _mm256_set1_ps(q.coef[r * H + h]);
+    for (int64_t j = 0; j < index_tile; j += 8) {
+      __m256i acc[H];
+#pragma GCC unroll 8
+      for (int h = 0; h < H; ++h)
+        acc[h] = zero;
+      for (int64_t g = 0; g < groups; ++g) {
+        const __m256i c = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(codes + (g * index_tile + j) * index_group));
+        const __m256i s = _mm256_xor_si256(c, flip);
+        const __m256i a = _mm256_abs_epi8(s);
+#pragma GCC unroll 8
+        for (int h = 0; h < H; ++h) {
+          int32_t lane = 0;
+          std::memcpy(&lane, qr + h * p + g * index_group, sizeof(lane));
+          const __m256i pairs = _mm256_maddubs_epi16(a, _mm256_sign_epi8(_mm256_set1_epi32(lane), s));
+          acc[h] = _mm256_add_epi32(acc[h], _mm256_madd_epi16(pairs, ones));
+        }
+      }
+      __m256 sum = _mm256_setzero_ps();
+#pragma GCC unroll 8
+      for (int h = 0; h < H; ++h)
+        sum = _mm256_fmadd_ps(coef[h], _mm256_cvtepi32_ps(_mm256_max_epi32(acc[h], zero)), sum);
+      _mm256_storeu_ps(out + r * stride + j, _mm256_mul_ps(sum, _mm256_loadu_ps(scales + j)));
+    }
+  }
+}
+
+} // namespace
+
+void index_put_key(const float* k, int64_t dim, int64_t j, uint8_t* codes, float* scales) {
+  if (dim % 8 != 0) {
+    portable::index_put_key(k, dim, j, codes, scales);
+    return;
+  }
+  const __m256 abs_mask = _mm256_castsi256_ps(_mm256_set1_epi32(0x7FFFFFFF));
+  __m256 amax = _mm256_setzero_ps();
+  for (int64_t i = 0; i < dim; i += 8)
+    amax = _mm256_max_ps(amax, _mm256_and_ps(_mm256_loadu_ps(k + i), abs_mask));
+  const float m = hmax(amax);
+  if (!(m > 0.0f)) {
+    portable::index_put_key(k, dim, j, codes, scales);
+    return;
+  }
+  const __m256 inv = _mm256_set1_ps(127.0f / m);
+  const __m256i lo = _mm256_set1_epi32(-127), hi = _mm256_set1_epi32(127);
+  alignas(32) int32_t qv[8];
+  for (int64_t i = 0; i < dim; i += 8) {
+    // cvtps rounds to nearest even (the default MXCSR), as nearbyint does.
+    const __m256i v = _mm256_cvtps_epi32(_mm256_mul_ps(_mm256_loadu_ps(k + i), inv));
+    _mm256_store_si256(reinterpret_cast<__m256i*>(qv), _mm256_min_epi32(_mm256_max_epi32(v, lo), hi));
+    for (int64_t t = 0; t < 8; ++t)
+      codes[index_code_at(i + t, j)] = static_cast<uint8_t>(qv[t] + 128);
+  }
+  scales[j] = m / 127.0f;
+}
+
+void index_score_tile(const index_query_codes& q, int64_t rows, int64_t heads, int64_t dim,
+                      const uint8_t* codes, const float* scales, float* out, int64_t stride) {
+  // The common head counts get the heads unrolled (tiny and small: 4).
+  if (heads == 4)
+    score_tile_heads<4>(q, rows, dim, codes, scales, out, stride);
+  else if (heads == 8)
+    score_tile_heads<8>(q, rows, dim, codes, scales, out, stride);
+  else
+    portable::index_score_tile(q, rows, heads, dim, codes, scales, out, stride);
+}
+
+} // namespace deepinfer::engine::kernels::avx2
+
+#include "engine/kernels/target_end.hpp"

@@ -1,0 +1,39 @@
+#pragma once
+
+// The layout of the 8-bit indexer's codes (engine/model/indexer.hpp quantizes; the kernels score).
+
+#include <cstdint>
+
+namespace deepinfer::engine::kernels {
+
+/// Keys per tile: a tile's codes (index_dim bytes per key) stay in the L1 cache for a block of rows.
+inline constexpr int64_t index_tile = 1024;
+
+/// Components per packed group (one 32-bit lane of a VNNI dot product).
+inline constexpr int64_t index_group = 4;
+
+/// `dim` rounded up to whole groups.
+inline int64_t index_padded(int64_t dim) {
+  return (dim + index_group - 1) / index_group * index_group;
+}
+
+/// Bytes of one tile's key codes for keys of width `dim`.
+inline int64_t index_tile_bytes(int64_t dim) {
+  return index_padded(dim) * index_tile;
+}
+
+/// Byte of component i of slot j in a tile's code block, laid out [dim/4][tile][4] as the signed
+/// code + 128 (what `vpdpbusd` multiplies as unsigned bytes).
+inline int64_t index_code_at(int64_t i, int64_t j) {
+  return ((i / index_group) * index_tile + j) * index_group + i % index_group;
+}
+
+/// The quantized queries of a row block: per row and head, `dim` rounded up to a whole group of
+/// signed codes, the head's weight times its scale, and the correction for the keys' +128 offset.
+struct index_query_codes {
+  int8_t* codes = nullptr;   ///< [rows x heads x padded dim]
+  float* coef = nullptr;     ///< [rows x heads] w_h * scale
+  int32_t* offset = nullptr; ///< [rows x heads] 128 * sum of the codes
+};
+
+} // namespace deepinfer::engine::kernels

@@ -1,0 +1,52 @@
+#include "engine/kernels/kernel_table.hpp"
+
+#include <algorithm>
+
+#include "engine/kernels/kernel_functions.hpp"
+
+namespace deepinfer::engine::kernels {
+
+namespace {
+
+#define DEEPINFER_KERNEL_TABLE(ns)                                                                 \
+  kernel_table {                                                                                   \
+    cpu_isa::ns, ns::gemm_packed, ns::gemm_dots, ns::dot, ns::rms_norm, ns::silu_mul, ns::sigmoid, \
+        ns::axpy, ns::attend, ns::attend_gathered, ns::index_put_key, ns::index_score_tile,        \
+        ns::group_max_keys, ns::count_keys_at_least, ns::collect_at_least                          \
+  }
+
+const kernel_table portable_table = DEEPINFER_KERNEL_TABLE(portable);
+const kernel_table avx2_table = DEEPINFER_KERNEL_TABLE(avx2);
+// The element-wise functions gain nothing measurable from 512-bit vectors: AVX2's.
+const kernel_table avx512_table{cpu_isa::avx512,        avx512::gemm_packed,
+                                avx512::gemm_dots,      avx2::dot,
+                                avx2::rms_norm,         avx2::silu_mul,
+                                avx2::sigmoid,          avx2::axpy,
+                                avx512::attend,         avx512::attend_gathered,
+                                avx512::index_put_key,  avx512::index_score_tile,
+                                avx512::group_max_keys, avx512::count_keys_at_least,
+                                avx512::collect_at_least};
+
+} // namespace
+
+const kernel_table& kernels_for(cpu_isa isa) {
+  switch (isa) {
+  case cpu_isa::avx2:
+    return avx2_table;
+  case cpu_isa::avx512:
+    return avx512_table;
+  case cpu_isa::portable:
+    break;
+  }
+  return portable_table;
+}
+
+void pack_panels(const float* w, int64_t n, int64_t k, float* out) {
+  const int64_t panels = (n + panel_width - 1) / panel_width;
+  std::fill(out, out + panels * panel_width * k, 0.0f);
+  for (int64_t j = 0; j < n; ++j)
+    for (int64_t c = 0; c < k; ++c)
+      out[((j / panel_width) * k + c) * panel_width + j % panel_width] = w[j * k + c];
+}
+
+} // namespace deepinfer::engine::kernels

@@ -1,0 +1,75 @@
+#pragma once
+
+#include <cstdint>
+
+#include "engine/kernels/index_codes.hpp"
+#include "engine/kernels/isa.hpp"
+
+namespace deepinfer::engine::kernels {
+
+/// Output columns per packed weight panel: `pack_panels` lays a weight [n x k] out as
+/// [ceil(n / 16)][k][16], zero past n.
+inline constexpr int64_t panel_width = 16;
+
+/// The CPU kernels of one ISA. Every entry gives the same bits on every ISA (canonical.hpp names
+/// each order); preconditions are the same for all. Obtain one with `kernels_for`.
+struct kernel_table {
+  cpu_isa isa = cpu_isa::portable;
+
+  /// Rows [0, rows) of y [rows x n] (+)= x [rows x k] . w^T, with `wp` the panels of w
+  /// (`panel_width`); each output is one chain over k, added to y when `accumulate`.
+  void (*gemm_packed)(const float* x, int64_t rows, int64_t k, const float* wp, int64_t n,
+                      float* y, bool accumulate);
+  /// Columns [j0, j1) of y [m x n] (+)= x [m x k] . w^T for w row-major [n x k]: each output is
+  /// dot16(x_r, w_j) (what a product with a very wide output and few rows runs: one pass over w).
+  void (*gemm_dots)(const float* x, int64_t m, int64_t k, const float* w, int64_t n, int64_t j0,
+                    int64_t j1, float* y, bool accumulate);
+
+  /// dot16 of a[0..n) and b[0..n).
+  float (*dot)(const float* a, const float* b, int64_t n);
+  /// out[r] = x[r] * (1 / sqrt(dot16(x[r], x[r]) / h + eps)) * w for n rows of width h (out may
+  /// alias x).
+  void (*rms_norm)(const float* x, int64_t n, int64_t h, const float* w, float eps, float* out);
+  /// a[i] = a[i] / (1 + exp(-a[i])) * b[i].
+  void (*silu_mul)(float* a, const float* b, int64_t n);
+  /// out[i] = 1 / (1 + exp(-x[i])).
+  void (*sigmoid)(const float* x, int64_t n, float* out);
+  /// x[i] += s * y[i] (a product, then a sum: not fused).
+  void (*axpy)(float* x, const float* y, float s, int64_t n);
+
+  /// Grouped-query attention of one query row over `nk` keys: q [heads x d]; kt the keys
+  /// transposed, [kv_heads x d] rows of `stride` floats whose first nk entries are the keys;
+  /// v [nk x kv_heads x d]; out [heads x d]. Scores are chains over d times 1/sqrt(d); softmax
+  /// with `exp` and sum16; each output a chain over the keys of weight x value. `scores` needs nk
+  /// floats.
+  void (*attend)(const float* q, const float* kt, int64_t stride, const float* v, int64_t nk,
+                 int64_t heads, int64_t kv_heads, int64_t d, float* scores, float* out);
+  /// The same over keys found through pointers (the cross-attention's top-k picks): key j is
+  /// kv[j] [kv_heads x d], its value kv[j] + v_offset; scores are dot16. `scores` needs
+  /// heads * nk floats.
+  void (*attend_gathered)(const float* q, const float* const* kv, int64_t v_offset, int64_t nk,
+                          int64_t heads, int64_t kv_heads, int64_t d, float* scores, float* out);
+
+  /// Quantizes key k [dim] into slot j of a tile (`index_code_at`): symmetric 8-bit codes
+  /// round(k * 127 / max|k|) + 128 and the scale max|k| / 127 (0 for a zero key).
+  void (*index_put_key)(const float* k, int64_t dim, int64_t j, uint8_t* codes, float* scales);
+  /// Scores of `rows` quantized queries against one tile: out[r * stride + j] =
+  /// (chain over heads of coef[r,h] x max(q[r,h] . k_j, 0)) x scale_j, the dot products exact.
+  void (*index_score_tile)(const index_query_codes& q, int64_t rows, int64_t heads, int64_t dim,
+                           const uint8_t* codes, const float* scales, float* out, int64_t stride);
+
+  /// out[g] = order_key(max of scores[32g .. 32g + 32)) for g < groups.
+  void (*group_max_keys)(const float* scores, int64_t groups, uint32_t* out);
+  /// How many of keys[0..n) are >= t.
+  int64_t (*count_keys_at_least)(const uint32_t* keys, int64_t n, uint32_t t);
+  /// Writes base + j for each j < n with scores[j] >= t to `out`, ascending; returns how many.
+  int64_t (*collect_at_least)(const float* scores, int64_t n, float t, int64_t base, int64_t* out);
+};
+
+/// The kernels of `isa` (precondition: `cpu_supports(isa)`).
+const kernel_table& kernels_for(cpu_isa isa);
+
+/// Lays w [n x k] out as `panel_width` panels for `gemm_packed` (ceil(n / 16) * 16 * k floats).
+void pack_panels(const float* w, int64_t n, int64_t k, float* out);
+
+} // namespace deepinfer::engine::kernels

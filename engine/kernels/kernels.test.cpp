@@ -1,0 +1,282 @@
+// Every ISA's kernels give the bits of the portable ones (the canonical orders), on shapes that
+// leave every kind of tail; the portable ones are accurate against double references. An ISA this
+// CPU cannot run is named in the log as not tested here.
+#include <boost/test/unit_test.hpp>
+
+#include <cmath>
+#include <cstring>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "engine/kernels/canonical.hpp"
+#include "engine/kernels/kernel_table.hpp"
+
+using namespace deepinfer::engine::kernels;
+
+namespace {
+
+std::vector<float> normal(std::size_t n, uint64_t seed, float scale = 1.0f) {
+  std::mt19937_64 rng(seed);
+  std::normal_distribution<float> d(0.0f, scale);
+  std::vector<float> v(n);
+  for (auto& x : v)
+    x = d(rng);
+  return v;
+}
+
+bool same_bits(const std::vector<float>& a, const std::vector<float>& b) {
+  return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0;
+}
+
+/// The ISAs besides portable that this CPU runs; logs the ones it cannot.
+std::vector<cpu_isa> fast_isas() {
+  std::vector<cpu_isa> out;
+  for (auto isa : {cpu_isa::avx2, cpu_isa::avx512}) {
+    if (cpu_supports(isa))
+      out.push_back(isa);
+    else
+      BOOST_TEST_MESSAGE("not tested on this CPU (" << cpu_feature_summary() << "): " << to_string(isa));
+  }
+  return out;
+}
+
+const kernel_table& ref() {
+  return kernels_for(cpu_isa::portable);
+}
+
+} // namespace
+
+BOOST_AUTO_TEST_SUITE(kernel_tables)
+
+BOOST_AUTO_TEST_CASE(matrix_products_have_the_portable_bits_on_every_isa) {
+  for (auto isa : fast_isas()) {
+    const auto& k = kernels_for(isa);
+    for (int64_t kk : {1, 7, 16, 33, 128})
+      for (int64_t n : {1, 5, 16, 17, 40, 128}) {
+        const int64_t rows = 13;
+        auto w = normal(static_cast<std::size_t>(n * kk), static_cast<uint64_t>(n * 1000 + kk));
+        auto x = normal(static_cast<std::size_t>(rows * kk), 7);
+        std::vector<float> wp(static_cast<std::size_t>((n + 15) / 16 * 16 * kk));
+        pack_panels(w.data(), n, kk, wp.data());
+        for (bool acc : {false, true})
+          for (int64_t m : {1, 2, 5, 6, 7, 8, 9, 13}) {
+            auto y0 = normal(static_cast<std::size_t>(m * n), 3);
+            auto y1 = y0;
+            ref().gemm_packed(x.data(), m, kk, wp.data(), n, y0.data(), acc);
+            k.gemm_packed(x.data(), m, kk, wp.data(), n, y1.data(), acc);
+            BOOST_TEST(same_bits(y0, y1), to_string(isa) << " gemm_packed m=" << m << " k=" << kk << " n=" << n << " acc=" << acc);
+          }
+        for (int64_t m : {1, 3, 4, 7}) {
+          auto y0 = normal(static_cast<std::size_t>(m * n), 4);
+          auto y1 = y0;
+          ref().gemm_dots(x.data(), m, kk, w.data(), n, 0, n, y0.data(), true);
+          k.gemm_dots(x.data(), m, kk, w.data(), n, 0, n, y1.data(), true);
+          BOOST_TEST(same_bits(y0, y1), to_string(isa) << " gemm_dots m=" << m << " k=" << kk << " n=" << n);
+        }
+      }
+  }
+}
+
+BOOST_AUTO_TEST_CASE(norms_and_element_wise_functions_have_the_portable_bits_on_every_isa) {
+  auto a = normal(1000, 11, 3.0f), b = normal(1000, 12, 3.0f);
+  // Arguments past exp's bounds, zeros of both signs, large magnitudes.
+  for (float special : {-200.0f, -88.0f, -87.5f, -87.0f, -0.0f, 0.0f, 87.9f, 88.0f, 88.5f, 300.0f})
+    a.push_back(special), b.push_back(-special);
+  const auto n = static_cast<int64_t>(a.size());
+  for (auto isa : fast_isas()) {
+    const auto& k = kernels_for(isa);
+    for (int64_t len = 0; len <= 70; ++len)
+      BOOST_TEST(ref().dot(a.data(), b.data(), len) == k.dot(a.data(), b.data(), len), to_string(isa) << " dot n=" << len);
+    for (int64_t h : {7, 16, 100, 128}) {
+      std::vector<float> o0(static_cast<std::size_t>(3 * h)), o1(o0.size());
+      ref().rms_norm(a.data(), 3, h, b.data(), 1e-6f, o0.data());
+      k.rms_norm(a.data(), 3, h, b.data(), 1e-6f, o1.data());
+      BOOST_TEST(same_bits(o0, o1), to_string(isa) << " rms_norm h=" << h);
+    }
+    std::vector<float> s0(a.size()), s1(a.size());
+    ref().sigmoid(a.data(), n, s0.data());
+    k.sigmoid(a.data(), n, s1.data());
+    BOOST_TEST(same_bits(s0, s1), to_string(isa) << " sigmoid");
+    auto u0 = a, u1 = a;
+    ref().silu_mul(u0.data(), b.data(), n);
+    k.silu_mul(u1.data(), b.data(), n);
+    BOOST_TEST(same_bits(u0, u1), to_string(isa) << " silu_mul");
+    auto x0 = a, x1 = a;
+    ref().axpy(x0.data(), b.data(), 0.37f, n - 3);
+    k.axpy(x1.data(), b.data(), 0.37f, n - 3);
+    BOOST_TEST(same_bits(x0, x1), to_string(isa) << " axpy");
+  }
+}
+
+BOOST_AUTO_TEST_CASE(attention_has_the_portable_bits_on_every_isa) {
+  struct shape {
+    int64_t heads, kv_heads, d;
+  };
+  for (auto isa : fast_isas()) {
+    const auto& k = kernels_for(isa);
+    for (auto s : {shape{4, 2, 32}, shape{8, 2, 32}, shape{2, 2, 16}, shape{4, 1, 64}, shape{2, 1, 8}, shape{2, 2, 12}})
+      for (int64_t nk : {1, 5, 8, 15, 16, 17, 100, 134}) {
+        const int64_t kvw = s.kv_heads * s.d, stride = nk + 3;
+        auto q = normal(static_cast<std::size_t>(s.heads * s.d), 21);
+        auto kt = normal(static_cast<std::size_t>(kvw * stride), 22, 2.0f);
+        auto v = normal(static_cast<std::size_t>(nk * kvw), 23);
+        std::vector<float> sc0(static_cast<std::size_t>(nk * s.heads)), sc1(sc0.size());
+        std::vector<float> o0(q.size()), o1(q.size());
+        ref().attend(q.data(), kt.data(), stride, v.data(), nk, s.heads, s.kv_heads, s.d, sc0.data(), o0.data());
+        k.attend(q.data(), kt.data(), stride, v.data(), nk, s.heads, s.kv_heads, s.d, sc1.data(), o1.data());
+        BOOST_TEST(same_bits(o0, o1), to_string(isa) << " attend nk=" << nk << " d=" << s.d << " heads=" << s.heads);
+        // Gathered: each key row [kv_heads x d] followed by its value row.
+        auto rows = normal(static_cast<std::size_t>(nk * 2 * kvw), 24, 2.0f);
+        std::vector<const float*> kv(static_cast<std::size_t>(nk));
+        for (int64_t j = 0; j < nk; ++j)
+          kv[static_cast<std::size_t>(j)] = rows.data() + (nk - 1 - j) * 2 * kvw; // scattered order
+        ref().attend_gathered(q.data(), kv.data(), kvw, nk, s.heads, s.kv_heads, s.d, sc0.data(), o0.data());
+        k.attend_gathered(q.data(), kv.data(), kvw, nk, s.heads, s.kv_heads, s.d, sc1.data(), o1.data());
+        BOOST_TEST(same_bits(o0, o1), to_string(isa) << " attend_gathered nk=" << nk << " d=" << s.d << " heads=" << s.heads);
+      }
+  }
+}
+
+BOOST_AUTO_TEST_CASE(indexer_codes_and_scores_have_the_portable_bits_on_every_isa) {
+  for (auto isa : fast_isas()) {
+    const auto& k = kernels_for(isa);
+    for (auto [heads, dim] : {std::pair<int64_t, int64_t>{4, 32}, {8, 64}, {3, 32}, {4, 20}, {4, 16}}) {
+      auto keys = normal(static_cast<std::size_t>(index_tile * dim), static_cast<uint64_t>(heads * 100 + dim));
+      std::fill(keys.begin() + 5 * dim, keys.begin() + 6 * dim, 0.0f); // a zero key
+      std::vector<uint8_t> c0(static_cast<std::size_t>(index_tile_bytes(dim))), c1(c0.size());
+      std::vector<float> s0(index_tile), s1(index_tile);
+      for (int64_t j = 0; j < index_tile; ++j) {
+        ref().index_put_key(keys.data() + j * dim, dim, j, c0.data(), s0.data());
+        k.index_put_key(keys.data() + j * dim, dim, j, c1.data(), s1.data());
+      }
+      BOOST_TEST((c0 == c1), to_string(isa) << " index_put_key codes dim=" << dim);
+      BOOST_TEST(same_bits(s0, s1), to_string(isa) << " index_put_key scales dim=" << dim);
+      // Queries: random codes in [-127, 127] with their offsets.
+      const int64_t rows = 5, p = index_padded(dim);
+      std::mt19937_64 rng(static_cast<uint64_t>(dim));
+      std::vector<int8_t> qc(static_cast<std::size_t>(rows * heads * p), 0);
+      std::vector<float> coef(static_cast<std::size_t>(rows * heads));
+      std::vector<int32_t> offset(coef.size());
+      for (int64_t rh = 0; rh < rows * heads; ++rh) {
+        int32_t sum = 0;
+        for (int64_t i = 0; i < dim; ++i) {
+          const auto c = static_cast<int8_t>(static_cast<int>(rng() % 255) - 127);
+          qc[static_cast<std::size_t>(rh * p + i)] = c;
+          sum += c;
+        }
+        coef[static_cast<std::size_t>(rh)] = (rh % 3 == 2 ? -0.5f : 1.0f) / static_cast<float>(rh + 1);
+        offset[static_cast<std::size_t>(rh)] = 128 * sum;
+      }
+      const index_query_codes q{qc.data(), coef.data(), offset.data()};
+      const int64_t stride = index_tile + 16;
+      std::vector<float> o0(static_cast<std::size_t>(rows * stride), -1.0f), o1(o0);
+      ref().index_score_tile(q, rows, heads, dim, c0.data(), s0.data(), o0.data(), stride);
+      k.index_score_tile(q, rows, heads, dim, c0.data(), s0.data(), o1.data(), stride);
+      BOOST_TEST(same_bits(o0, o1), to_string(isa) << " index_score_tile heads=" << heads << " dim=" << dim);
+      BOOST_TEST(o1[5] == 0.0f);          // the zero key scores 0
+      BOOST_TEST(o1[index_tile] == -1.0f); // nothing written past the tile
+    }
+  }
+}
+
+BOOST_AUTO_TEST_CASE(top_k_helpers_give_the_portable_answers_on_every_isa) {
+  std::mt19937_64 rng(5);
+  std::vector<float> s(32 * 40 + 13);
+  for (auto& x : s)
+    x = static_cast<float>(rng() % 64) * 0.25f - 8.0f; // many ties
+  s[3] = -0.0f, s[4] = 0.0f;
+  std::vector<uint32_t> keys(s.size());
+  for (std::size_t i = 0; i < s.size(); ++i)
+    keys[i] = canonical::order_key(s[i]);
+  for (auto isa : fast_isas()) {
+    const auto& k = kernels_for(isa);
+    std::vector<uint32_t> g0(40), g1(40);
+    ref().group_max_keys(s.data(), 40, g0.data());
+    k.group_max_keys(s.data(), 40, g1.data());
+    BOOST_TEST((g0 == g1), to_string(isa) << " group_max_keys");
+    for (float t : {-8.0f, -0.0f, 0.0f, 3.5f, 100.0f}) {
+      const auto n = static_cast<int64_t>(s.size());
+      std::vector<int64_t> a(s.size()), b(s.size());
+      const int64_t ca = ref().collect_at_least(s.data(), n, t, 7, a.data());
+      const int64_t cb = k.collect_at_least(s.data(), n, t, 7, b.data());
+      a.resize(static_cast<std::size_t>(ca)), b.resize(static_cast<std::size_t>(cb));
+      BOOST_TEST((a == b), to_string(isa) << " collect_at_least t=" << t);
+      const uint32_t kt = canonical::order_key(t);
+      BOOST_TEST(ref().count_keys_at_least(keys.data(), n, kt) == k.count_keys_at_least(keys.data(), n, kt), to_string(isa) << " count t=" << t);
+    }
+  }
+}
+
+BOOST_AUTO_TEST_CASE(the_canonical_exp_is_accurate_and_bounded) {
+  double worst = 0;
+  for (float x = -87.0f; x <= 88.0f; x += 0.0137f) {
+    const double want = std::exp(static_cast<double>(x));
+    worst = std::max(worst, std::fabs(canonical::exp(x) - want) / want);
+  }
+  BOOST_TEST_MESSAGE("canonical exp: worst relative error " << worst);
+  BOOST_TEST(worst < 3e-7);
+  BOOST_TEST(canonical::exp(0.0f) == 1.0f);
+  BOOST_TEST(canonical::exp(-0.0f) == 1.0f);
+  BOOST_TEST(canonical::exp(-87.5f) == 0.0f);
+  BOOST_TEST(canonical::exp(-INFINITY) == 0.0f);
+  BOOST_TEST(std::isfinite(canonical::exp(1000.0f)));
+}
+
+BOOST_AUTO_TEST_CASE(portable_products_and_attention_match_double_references) {
+  const int64_t m = 3, kk = 37, n = 21;
+  auto w = normal(static_cast<std::size_t>(n * kk), 31), x = normal(static_cast<std::size_t>(m * kk), 32);
+  std::vector<float> wp(static_cast<std::size_t>(32 * kk)), y(static_cast<std::size_t>(m * n)), yd(y.size());
+  pack_panels(w.data(), n, kk, wp.data());
+  ref().gemm_packed(x.data(), m, kk, wp.data(), n, y.data(), false);
+  ref().gemm_dots(x.data(), m, kk, w.data(), n, 0, n, yd.data(), false);
+  double worst = 0;
+  for (int64_t r = 0; r < m; ++r)
+    for (int64_t j = 0; j < n; ++j) {
+      double want = 0;
+      for (int64_t c = 0; c < kk; ++c)
+        want += double{x[r * kk + c]} * w[j * kk + c];
+      worst = std::max({worst, std::fabs(want - y[r * n + j]), std::fabs(want - yd[r * n + j])});
+    }
+  BOOST_TEST(worst < 1e-4);
+  // One head over 50 keys.
+  const int64_t d = 32, nk = 50;
+  auto q = normal(d, 33), kt = normal(static_cast<std::size_t>(d * nk), 34), v = normal(static_cast<std::size_t>(nk * d), 35);
+  std::vector<float> sc(nk), out(d);
+  ref().attend(q.data(), kt.data(), nk, v.data(), nk, 1, 1, d, sc.data(), out.data());
+  std::vector<double> p(nk);
+  double mx = -1e300, sum = 0;
+  for (int64_t j = 0; j < nk; ++j) {
+    double s = 0;
+    for (int64_t i = 0; i < d; ++i)
+      s += double{q[i]} * kt[i * nk + j];
+    p[j] = s / std::sqrt(double(d));
+    mx = std::max(mx, p[j]);
+  }
+  for (auto& e : p)
+    sum += (e = std::exp(e - mx));
+  worst = 0;
+  for (int64_t i = 0; i < d; ++i) {
+    double want = 0;
+    for (int64_t j = 0; j < nk; ++j)
+      want += p[j] / sum * v[j * d + i];
+    worst = std::max(worst, std::fabs(want - out[i]));
+  }
+  BOOST_TEST(worst < 1e-5);
+}
+
+BOOST_AUTO_TEST_CASE(isa_choice_names_what_is_missing) {
+  BOOST_TEST((choose_cpu_isa("auto").isa == best_cpu_isa()));
+  BOOST_TEST((choose_cpu_isa("portable").isa == cpu_isa::portable));
+  auto bad = choose_cpu_isa("sse9");
+  BOOST_TEST(!bad.isa);
+  BOOST_TEST(bad.error.find("expected one of auto, portable, avx2, avx512") != std::string::npos);
+  for (auto isa : {cpu_isa::avx2, cpu_isa::avx512}) {
+    auto c = choose_cpu_isa(to_string(isa));
+    BOOST_TEST(c.isa.has_value() == cpu_supports(isa));
+    if (!c.isa)
+      BOOST_TEST(c.error.find("cannot run") != std::string::npos);
+  }
+}
+
+BOOST_AUTO_TEST_SUITE_END()
