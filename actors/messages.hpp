@@ -194,12 +194,16 @@ struct prefill_job {
   /// The decode rank's node advertises this RDMA endpoint (node_info::rdma); empty: none, or
   /// RDMA failed for this request before (the retry goes as CAF messages).
   std::string decode_rdma;
+  /// The length of the request's own prompt when `tokens` also holds tokens it generated before
+  /// it was resubmitted (0: tokens is the prompt). The hit is capped and the bounded decoder
+  /// anchored as for the prompt alone, so the resubmission continues the same output.
+  int64_t prompt_length = 0;
 };
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, prefill_job& x) {
   return f(caf::meta::type_name("prefill_job"), x.id, x.tokens, x.sampling, x.decode_rank, x.sink,
-           x.snapshot_end, x.snapshot_owner, x.decode_rdma);
+           x.snapshot_end, x.snapshot_owner, x.decode_rdma, x.prompt_length);
 }
 
 /// What a prefill rank answers: the first token, how the KV left for the decode rank, or `error`.

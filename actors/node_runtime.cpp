@@ -203,6 +203,7 @@ std::optional<std::string> node_runtime::start() {
       sc.engine.cache = cache;
       sc.engine.reads_hits = spec.role == "prefill";
       sc.engine.decoder_mode = cfg.serving->decoder_mode;
+      sc.engine.cpu_isa = cfg.serving->cpu_isa;
       sc.engine.prefill_step_ns = std::chrono::duration<double, std::nano>(cfg.serving->prefill_step).count();
       sc.engine.metrics = metrics;
       sc.engine.instance = sc.instance;

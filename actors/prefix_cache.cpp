@@ -87,12 +87,13 @@ void prefix_cache::set_snapshot_source(snapshot_source source) {
   d_->remote = std::move(source);
 }
 
-prefix_cache::hit_plan prefix_cache::plan(std::span<const int32_t> prompt) {
+prefix_cache::hit_plan prefix_cache::plan(std::span<const int32_t> prompt, int64_t cap_length) {
   hit_plan out;
   auto keys = d_->chain->keys(prompt);
   auto found = d_->index->longest_prefix(keys);
   kv::swa_snapshot snap;
-  auto decision = d_->policy.decide(prompt.size(), found.blocks, [&](std::size_t l1) {
+  const auto length = cap_length > 0 ? std::min(static_cast<std::size_t>(cap_length), prompt.size()) : prompt.size();
+  auto decision = d_->policy.decide(length, found.blocks, [&](std::size_t l1) {
     snap = d_->find_snapshot(keys[l1 / kv::block_tokens - 1]);
     return snap != nullptr;
   });
@@ -173,11 +174,12 @@ void prefix_cache::reserve(std::size_t count, std::size_t bytes) {
     d_->spare.emplace_back(bytes); // value-initialized: every page touched now
 }
 
-prefix_cache::check_result prefix_cache::check(std::span<const int32_t> prompt) {
+prefix_cache::check_result prefix_cache::check(std::span<const int32_t> prompt, int64_t cap_length) {
   auto keys = d_->chain->keys(prompt);
   auto found = d_->index->longest_prefix(keys);
   check_result out;
-  out.length = static_cast<int64_t>(d_->policy.reusable_length(prompt.size(), found.blocks));
+  const auto length = cap_length > 0 ? std::min(static_cast<std::size_t>(cap_length), prompt.size()) : prompt.size();
+  out.length = static_cast<int64_t>(d_->policy.reusable_length(length, found.blocks));
   if (auto n = static_cast<std::size_t>(out.length) / kv::block_tokens; n > 0)
     out.key = std::pair{keys[n - 1].lo, keys[n - 1].hi};
   return out;

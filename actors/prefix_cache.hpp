@@ -69,7 +69,9 @@ public:
     std::vector<kv::block_key> keys; ///< the blocks to read, in order
     kv::swa_snapshot snapshot;       ///< set when the hit is exact
   };
-  hit_plan plan(std::span<const int32_t> prompt);
+  /// With `cap_length` > 0 the hit policy caps the hit as for a prompt of that many tokens (a
+  /// resubmission: its own prompt's length, prompt + generated tokens being `prompt`).
+  hit_plan plan(std::span<const int32_t> prompt, int64_t cap_length = 0);
   /// ... then its blocks, read in parallel; fewer than planned when one fails to read (the index
   /// was stale: the plan no longer holds).
   std::vector<std::vector<std::byte>> read(const hit_plan& plan);
@@ -94,7 +96,7 @@ public:
   /// CHECK only (metadata, no block read; DESIGN §1 step 3): the hit length `lookup` would
   /// most likely give. The entrypoint prices a request's quota with it and asks the SWA
   /// directory for the key.
-  check_result check(std::span<const int32_t> prompt);
+  check_result check(std::span<const int32_t> prompt, int64_t cap_length = 0);
 
   /// The chain key of the block that ends at position `end` of `tokens` (a positive multiple of
   /// 128 within them): how the SWA directory names the window ending there. nullopt otherwise.

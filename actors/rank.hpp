@@ -9,6 +9,7 @@
 
 #include "actors/interfaces.hpp"
 #include "engine/decoder_mode.hpp"
+#include "engine/kernels/isa.hpp"
 
 namespace deepinfer::actors {
 
@@ -32,10 +33,14 @@ struct rank_engine_config {
   /// Where the rank reports pool use and batch size (null: nowhere), labelled by `instance`.
   std::shared_ptr<http::metrics_registry> metrics;
   std::string instance;
-  /// How prefills run the decoder: exact (default) makes a prefix hit change no bit of the
-  /// output; bounded is cheaper on cold prompts (decoder over 128 tokens instead of 646 on the
-  /// tiny model) but approximate (DESIGN §5.2).
-  engine::decoder_mode decoder_mode = engine::decoder_mode::exact;
+  /// How prefills run the decoder (DESIGN §5.2): bounded (default, the seeds' production mode)
+  /// runs it over the prompt's last 128 tokens only; a hit with its SWA snapshot still changes no
+  /// bit, and a resubmitted request anchors the replay at its original prompt, so a reroute
+  /// changes no token either. exact (for measurement) runs it over the last ring + 128 x D tokens
+  /// (646 on the tiny model), so its windows equal a full run's.
+  engine::decoder_mode decoder_mode = engine::decoder_mode::bounded;
+  /// CPU kernels (nullopt: the best the CPU runs; every ISA gives the same bits).
+  std::optional<engine::kernels::cpu_isa> cpu_isa;
   /// Chunked prefill (DESIGN §5.3, engine::prefill_scheduler): the time budget of one prefill
   /// step, ns. Between steps the rank takes new jobs, cancels and pings, so a step bounds how
   /// long they wait. Chunk sizes come from the cost model in MODEL_DIR/cost_model.json

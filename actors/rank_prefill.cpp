@@ -233,6 +233,10 @@ void start_prefill(rank_pointer self, prefill_job& job,
   t.req.tokens = std::move(job.tokens);
   t.req.sampling = to_params(job.sampling);
   t.req.mode = st.cfg.engine.decoder_mode;
+  const auto prompt_length = job.prompt_length > 0 ? std::min<int64_t>(job.prompt_length, static_cast<int64_t>(t.req.tokens.size()))
+                                                    : static_cast<int64_t>(t.req.tokens.size());
+  if (prompt_length < static_cast<int64_t>(t.req.tokens.size()))
+    t.req.decoder_from = std::max<int64_t>(0, prompt_length - 128);
   t.job = std::move(job);
   // A requester that goes away (client gone, entrypoint node dead) takes its job along.
   if (auto sink = caf::actor_cast<caf::actor>(t.job.sink))
@@ -247,13 +251,13 @@ void start_prefill(rank_pointer self, prefill_job& job,
   if (!st.fetcher)
     st.fetcher = std::make_unique<block_fetcher>();
   t.fetching = std::make_shared<fetched_blocks>();
-  st.fetcher->post([slot = t.fetching, tokens = t.req.tokens, cache, end = t.job.snapshot_end,
+  st.fetcher->post([slot = t.fetching, tokens = t.req.tokens, prompt_length, cache, end = t.job.snapshot_end,
                     owner = t.job.snapshot_owner, sys = &self->system(), me = self->address(), id,
                     rank = st.cfg.rank] {
     if (owner)
       slot->snapshot_remote = fetch_snapshot(*sys, *cache, tokens, end, owner, rank);
     const auto t0 = std::chrono::steady_clock::now();
-    auto plan = cache->plan(tokens);
+    auto plan = cache->plan(tokens, prompt_length);
     slot->plan = plan;
     // A rank that is gone meanwhile does not hear of it.
     if (auto r = caf::actor_cast<caf::strong_actor_ptr>(me))

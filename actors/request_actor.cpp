@@ -258,6 +258,7 @@ void send_prefill(request_pointer self, const placement& at, const caf::strong_a
   pj.snapshot_end = at.snapshot_end;
   pj.snapshot_owner = at.snapshot_owner;
   pj.decode_rdma = at.decode_rdma;
+  pj.prompt_length = static_cast<int64_t>(st.prompt.size());
   auto job = at.job;
   self->request(caf::actor_cast<rank_actor>(pp), st.ctx->cfg.prefill_timeout, prefill_atom::value, std::move(pj))
     .then(
@@ -330,7 +331,8 @@ void place(request_pointer self) {
   at.tokens = st.prompt;
   at.tokens.insert(at.tokens.end(), st.generated.begin(), st.generated.end());
   auto length = static_cast<int64_t>(at.tokens.size());
-  auto hit = st.ctx->cache ? st.ctx->cache->check(at.tokens) : prefix_cache::check_result{};
+  const auto prompt_length = static_cast<int64_t>(st.prompt.size());
+  auto hit = st.ctx->cache ? st.ctx->cache->check(at.tokens, prompt_length) : prefix_cache::check_result{};
   st.decode_lease = decode_load::assign(st.ctx->decode_ranks, decodes, length);
   st.prefill_lease = prefill_load::assign(st.ctx->prefill_ranks, prefills,
                                           st.ctx->quota->cost(static_cast<double>(length - hit.length),

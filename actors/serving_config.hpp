@@ -6,6 +6,7 @@
 
 #include "actors/kv_transport_choice.hpp"
 #include "engine/decoder_mode.hpp"
+#include "engine/kernels/isa.hpp"
 
 namespace deepinfer::actors {
 
@@ -37,9 +38,12 @@ struct serving_config {
   std::chrono::milliseconds instance_wait{30000};
   /// Lifetime of SWA snapshots and of their directory entries (DESIGN §4.2: about 180 s).
   std::chrono::milliseconds snapshot_ttl{180000};
-  /// How prefills run the decoder (rank_engine_config::decoder_mode): exact keeps greedy output
-  /// identical whether a turn hits the prefix cache or not.
-  engine::decoder_mode decoder_mode = engine::decoder_mode::exact;
+  /// How prefills run the decoder (rank_engine_config::decoder_mode): bounded, the seeds'
+  /// production mode, by default; exact for measurement.
+  engine::decoder_mode decoder_mode = engine::decoder_mode::bounded;
+  /// CPU kernels of this node's ranks (nullopt: the best the CPU runs); every ISA gives the same
+  /// bits, so nodes of a cluster may differ.
+  std::optional<engine::kernels::cpu_isa> cpu_isa;
   /// How KV crosses processes (manifest `kv_transport`): auto uses RDMA between nodes that both
   /// have it, caf_message never does, rdma refuses to start without a working RDMA listener.
   kv_transport_mode kv_transport = kv_transport_mode::automatic;

@@ -123,7 +123,7 @@ std::string describe_plan(const cluster_manifest& m, const std::vector<node_laun
     out << "- " << n.name << " " << n.host << ":" << n.port << " roles=";
     for (size_t i = 0; i < n.roles.size(); ++i)
       out << (i ? "," : "") << to_string(n.roles[i]);
-    out << " ranks=" << n.ranks << " backend=" << to_string(n.backend);
+    out << " ranks=" << n.ranks << " backend=" << to_string(n.backend) << " cpu_isa=" << n.cpu_isa;
     if (n.http)
       out << " http=" << n.http->host << ":" << n.http->port;
     out << "\n  " << (l.local ? "local child: " : "ssh: ");

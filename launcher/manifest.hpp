@@ -38,6 +38,9 @@ struct node_spec {
   std::vector<node_role> roles;
   uint32_t ranks = 1;             ///< ranks per prefill/decode instance on this node (EP size)
   backend_kind backend = backend_kind::cpu;
+  /// CPU kernels of the node's ranks: auto (the best its CPU runs), portable, avx2 or avx512;
+  /// every choice gives the same bits. Checked against the CPU when the node starts.
+  std::string cpu_isa = "auto";
   std::optional<host_port> http;  ///< entrypoints: where HTTP listens (default host:8000)
   launch_method launch = launch_method::automatic;
   std::string ssh_user;           ///< empty: ssh's default

@@ -6,6 +6,7 @@
 #include <set>
 #include <sstream>
 
+#include "engine/kernels/isa.hpp"
 #include "launcher/manifest.hpp"
 #include "launcher/toml_reader.hpp"
 
@@ -176,6 +177,11 @@ node_spec read_node(toml_reader& r) {
   }
   if (auto v = r.string("backend"))
     n.backend = parse_enum(r, "backend", *v, std::array{backend_kind::cpu, backend_kind::cuda});
+  if (auto v = r.string("cpu_isa")) {
+    if (*v != "auto" && !engine::kernels::parse_cpu_isa(*v))
+      r.fail("cpu_isa", "unknown value '" + *v + "' (expected one of auto, portable, avx2, avx512)");
+    n.cpu_isa = *v;
+  }
   if (auto v = r.string("http")) {
     n.http = parse_host_port(*v);
     if (!n.http)

@@ -11,6 +11,7 @@
 
 #include "actors/node_runtime.hpp"
 #include "engine/decoder_mode.hpp"
+#include "engine/kernels/isa.hpp"
 #include "launcher/launch_plan.hpp"
 #include "launcher/log.hpp"
 #include "launcher/logging.hpp"
@@ -36,9 +37,10 @@ struct options {
   int connection_timeout_ms = 0;
   std::string model_dir;
   std::string kv_root;
-  std::string decoder_mode = "exact";
+  std::string decoder_mode; // empty: bounded
+  std::string cpu_isa;      // empty: the manifest node's cpu_isa, else auto
   std::string kv_transport;
-  int prefill_step_ms = 100;
+  int prefill_step_ms = 0;  // 0: 100
   bool no_serve = false;
 };
 
@@ -77,6 +79,25 @@ int run_node(actors::node_runtime_config cfg, const sigset_t& stop_signals) {
   return 0;
 }
 
+/// The CPU kernels for `name` ("auto" or an ISA), logged once; nullopt (with the reason on stderr)
+/// when this CPU cannot run them.
+std::optional<engine::kernels::cpu_isa> choose_isa(const std::string& name) {
+  const auto c = engine::kernels::choose_cpu_isa(name);
+  if (!c.isa) {
+    std::cerr << "caf-launch: --cpu-isa / cpu_isa: " << c.error << "\n";
+    return std::nullopt;
+  }
+  log().info("cpu kernels: {} (asked: {}; cpu has: {})", engine::kernels::to_string(*c.isa), name,
+             engine::kernels::cpu_feature_summary());
+  return c.isa;
+}
+
+/// The settings of every serving node that come from flags (the same in each mode).
+void apply_serving_flags(const options& o, actors::serving_config& sc) {
+  sc.decoder_mode = *engine::parse_decoder_mode(o.decoder_mode.empty() ? "bounded" : o.decoder_mode);
+  sc.prefill_step = std::chrono::milliseconds{o.prefill_step_ms > 0 ? o.prefill_step_ms : 100};
+}
+
 void apply_flag_overrides(const options& o, actors::system_settings& s) {
   if (o.scheduler_threads > 0)
     s.scheduler_threads = static_cast<unsigned>(o.scheduler_threads);
@@ -112,9 +133,14 @@ int main(int argc, char** argv) {
   app.add_option("--kv-root", o.kv_root, "KV block store root (default: $DEEPINFER_CACHE/kv for the "
                                        "embedded default, the manifest's [kv] root for a node)");
   app.add_option("--decoder-mode", o.decoder_mode,
-                 "exact|bounded: how prefills run the decoder (default "
-                 "exact: greedy output is the same whether a prompt hits the prefix cache or not)")
+                 "bounded|exact: how prefills run the decoder (default bounded, the seeds' production "
+                 "mode: over the prompt's last 128 tokens; exact, for measurement: its windows equal a "
+                 "full run's)")
     ->check(CLI::IsMember({"exact", "bounded"}));
+  app.add_option("--cpu-isa", o.cpu_isa,
+                 "auto|portable|avx2|avx512: the CPU kernels (overrides the manifest node's cpu_isa; "
+                 "default auto, the best this CPU runs; every choice computes the same bits)")
+    ->check(CLI::IsMember({"auto", "portable", "avx2", "avx512"}));
   app.add_option("--kv-transport", o.kv_transport,
                  "auto|caf_message|rdma: how KV crosses processes (overrides the manifest's "
                  "kv_transport; auto uses RDMA between nodes that both have an RDMA device)")
@@ -165,10 +191,12 @@ int main(int argc, char** argv) {
       }
       sc.tokenizer_path = cache_dir() + "/tokenizer/tokenizer_v41.json";
       sc.kv_root = o.kv_root.empty() ? cache_dir() + "/kv" : o.kv_root;
-      sc.decoder_mode = *deepinfer::engine::parse_decoder_mode(o.decoder_mode);
+      apply_serving_flags(o, sc);
+      sc.cpu_isa = choose_isa(o.cpu_isa.empty() ? "auto" : o.cpu_isa);
+      if (!sc.cpu_isa)
+        return usage_error;
       if (!o.kv_transport.empty())
         sc.kv_transport = *actors::parse_kv_transport_mode(o.kv_transport);
-      sc.prefill_step = std::chrono::milliseconds{o.prefill_step_ms};
       cfg.serving = sc;
     }
     return run_node(std::move(cfg), stop_signals);
@@ -215,10 +243,12 @@ int main(int argc, char** argv) {
       sc.tokenizer_path = cache_dir() + "/tokenizer/tokenizer_" + (m.template_version == "dsv32" ? "v32" : "v41") + ".json";
       sc.kv_root = o.kv_root.empty() ? m.kv.root : o.kv_root;
       sc.snapshot_ttl = std::chrono::milliseconds{static_cast<int64_t>(m.kv.swa_ttl_seconds * 1000)};
-      sc.decoder_mode = *deepinfer::engine::parse_decoder_mode(o.decoder_mode);
+      apply_serving_flags(o, sc);
+      sc.cpu_isa = choose_isa(o.cpu_isa.empty() ? node->cpu_isa : o.cpu_isa);
+      if (!sc.cpu_isa)
+        return usage_error;
       sc.kv_transport = o.kv_transport.empty() ? m.kv_transport : *actors::parse_kv_transport_mode(o.kv_transport);
       sc.rdma_port = m.rdma_port;
-      sc.prefill_step = std::chrono::milliseconds{o.prefill_step_ms};
       cfg.serving = sc;
     }
     if (http_override) {
@@ -239,8 +269,14 @@ int main(int argc, char** argv) {
     extra = {"--log-level", o.log_level};
   if (o.no_serve)
     extra.push_back("--no-serve");
-  if (!o.kv_transport.empty())
-    extra.insert(extra.end(), {"--kv-transport", o.kv_transport});
+  // Every flag that changes a node's behaviour reaches the children; each node resolves
+  // --cpu-isa against its own CPU.
+  for (auto [flag, value] : {std::pair{"--kv-transport", &o.kv_transport}, std::pair{"--decoder-mode", &o.decoder_mode},
+                             std::pair{"--kv-root", &o.kv_root}, std::pair{"--cpu-isa", &o.cpu_isa}})
+    if (!value->empty())
+      extra.insert(extra.end(), {flag, *value});
+  if (o.prefill_step_ms > 0)
+    extra.insert(extra.end(), {"--prefill-step-ms", std::to_string(o.prefill_step_ms)});
   for (auto [flag, value] : {std::pair{"--scheduler-threads", o.scheduler_threads},
                              std::pair{"--heartbeat-ms", o.heartbeat_ms},
                              std::pair{"--connection-timeout-ms", o.connection_timeout_ms}})

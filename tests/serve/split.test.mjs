@@ -148,8 +148,11 @@ try {
     assert.equal(await metric(split, 'deepinfer_kv_transfers_total{transport="in_process"}'), 0);
     assert.ok(await metric(one, 'deepinfer_kv_transfers_total{transport="in_process"}') > 0);
   });
-  await check('decode node SIGKILLed mid-request: the request is resubmitted and completes', async () => {
-    const long = chat(split, { messages: [{ role: 'user', content: 'Count to a thousand.' }], max_tokens: 400 });
+  await check('decode node SIGKILLed mid-request: the request is resubmitted and completes with the same text', async () => {
+    const request = { messages: [{ role: 'user', content: 'Count to a thousand.' }], max_tokens: 400 };
+    const undisturbed = await chat(split, request);
+    assert.equal(undisturbed.status, 200, JSON.stringify(undisturbed.json));
+    const long = chat(split, request);
     await new Promise((r) => setTimeout(r, 1200));
     const pids = spawnSync('pgrep', ['-f', `${manifest} --node d0`]).stdout.toString().trim().split('\n').filter(Boolean);
     assert.equal(pids.length, 1, 'one decode node process');
@@ -158,6 +161,9 @@ try {
     assert.equal(r.status, 200, JSON.stringify(r.json));
     assert.equal(r.json.usage.completion_tokens, 400);
     assert.equal(r.json.choices[0].finish_reason, 'length');
+    // The resubmission (prompt + what it had generated, decoder anchored at the prompt) continues
+    // the very same greedy output.
+    assert.equal(r.json.choices[0].message.content, undisturbed.json.choices[0].message.content);
     const log = fs.readFileSync(logPath, 'utf8');
     assert.match(log, /node=d0 dead/);
     assert.match(log, /resubmitting/);
@@ -165,9 +171,11 @@ try {
     const after = await chat(split, { messages: [{ role: 'user', content: 'Still there?' }], max_tokens: 8 });
     assert.equal(after.status, 200);
   });
-  await check('prefill node SIGKILLed mid-prefill: the request is resubmitted and completes', async () => {
+  await check('prefill node SIGKILLed mid-prefill: the request is resubmitted and completes with the same text', async () => {
     // A prompt long enough that its prefill is still running when the node dies.
     const words = Array.from({ length: 6000 }, (_, i) => `v${(i * 7919) % 4999}`).join(' ');
+    const reference = await chat(one, { messages: [{ role: 'user', content: words }], max_tokens: 8 });
+    assert.equal(reference.status, 200, JSON.stringify(reference.json));
     const long = chat(split, { messages: [{ role: 'user', content: words }], max_tokens: 8 });
     await new Promise((r) => setTimeout(r, 300));
     const pids = spawnSync('pgrep', ['-f', `${manifest} --node p0`]).stdout.toString().trim().split('\n').filter(Boolean);
@@ -176,6 +184,7 @@ try {
     const r = await long;
     assert.equal(r.status, 200, JSON.stringify(r.json));
     assert.equal(r.json.usage.completion_tokens, 8);
+    assert.equal(r.json.choices[0].message.content, reference.json.choices[0].message.content);
     assert.match(fs.readFileSync(logPath, 'utf8'), /prefill rank down/);
   });
 } catch (e) {
