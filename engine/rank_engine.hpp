@@ -158,6 +158,8 @@ public:
   /// Tokens of `seq` so far (prompt + generated); empty when unknown.
   std::vector<int32_t> tokens(sequence_id seq) const;
   const model_config& model() const { return weights_->config(); }
+  /// Time per forward stage since load (benchmarks' breakdowns).
+  const ced_moe_forward::stage_ns& forward_stages() const { return forward_.stages(); }
   kv_pool& pool() { return pool_; }
   backend& compute() { return *backend_; }
 

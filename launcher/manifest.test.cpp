@@ -139,6 +139,22 @@ BOOST_AUTO_TEST_CASE(kv_transport_defaults_to_auto_and_is_checked) {
   BOOST_TEST(expect_error("rdma_port = 70000\n" + good).key == "rdma_port");
 }
 
+BOOST_AUTO_TEST_CASE(cpu_isa_defaults_to_auto_and_is_checked) {
+  auto r = parse_manifest(good, "test.toml");
+  BOOST_REQUIRE(std::holds_alternative<cluster_manifest>(r));
+  BOOST_TEST(std::get<cluster_manifest>(r).nodes[1].cpu_isa == "auto");
+  std::string forced = good;
+  forced.replace(forced.find("ranks = 2"), 9, "ranks = 2\ncpu_isa = \"avx2\"");
+  auto f = parse_manifest(forced, "test.toml");
+  BOOST_REQUIRE(std::holds_alternative<cluster_manifest>(f));
+  BOOST_TEST(std::get<cluster_manifest>(f).nodes[1].cpu_isa == "avx2");
+  std::string bad = good;
+  bad.replace(bad.find("ranks = 2"), 9, "ranks = 2\ncpu_isa = \"sse2\"");
+  auto e = expect_error(bad);
+  BOOST_TEST(e.key == "nodes[1].cpu_isa");
+  BOOST_TEST(e.message.find("auto, portable, avx2, avx512") != std::string::npos);
+}
+
 BOOST_AUTO_TEST_CASE(missing_file_is_reported) {
   auto r = load_manifest("/nonexistent/cluster.toml");
   BOOST_REQUIRE(std::holds_alternative<manifest_error>(r));

@@ -6,6 +6,12 @@
 
 namespace deepinfer::engine::kernels {
 
+/// Largest magnitude of a query code. Keys are 8-bit (±127, stored + 128 as unsigned bytes);
+/// queries 7-bit (±63), so that AVX2's vpmaddubsw, which adds two unsigned x signed byte products
+/// into 16 bits with saturation, never saturates (2 x 255 x 63 = 32,130 < 32,767): its sums are
+/// then exact, as VNNI's and the portable kernel's are.
+inline constexpr int32_t index_query_limit = 63;
+
 /// Keys per tile: a tile's codes (index_dim bytes per key) stay in the L1 cache for a block of rows.
 inline constexpr int64_t index_tile = 1024;
 
@@ -29,7 +35,8 @@ inline int64_t index_code_at(int64_t i, int64_t j) {
 }
 
 /// The quantized queries of a row block: per row and head, `dim` rounded up to a whole group of
-/// signed codes, the head's weight times its scale, and the correction for the keys' +128 offset.
+/// signed codes in [-index_query_limit, index_query_limit], the head's weight times its scale,
+/// and the correction for the keys' +128 offset.
 struct index_query_codes {
   int8_t* codes = nullptr;   ///< [rows x heads x padded dim]
   float* coef = nullptr;     ///< [rows x heads] w_h * scale

@@ -15,8 +15,9 @@
   void silu_mul(float* a, const float* b, int64_t n);                                              \
   void sigmoid(const float* x, int64_t n, float* out);                                             \
   void axpy(float* x, const float* y, float s, int64_t n);                                         \
-  void attend(const float* q, const float* kt, int64_t stride, const float* v, int64_t nk,         \
-              int64_t heads, int64_t kv_heads, int64_t d, float* scores, float* out);              \
+  void attend_rows(const float* q, int64_t rows, int64_t qstride, const int64_t* first,            \
+                   const int64_t* count, const float* kt, int64_t stride, const float* v,          \
+                   int64_t heads, int64_t kv_heads, int64_t d, float* scores, float* out);         \
   void attend_gathered(const float* q, const float* const* kv, int64_t v_offset, int64_t nk,       \
                        int64_t heads, int64_t kv_heads, int64_t d, float* scores, float* out);     \
   void index_put_key(const float* k, int64_t dim, int64_t j, uint8_t* codes, float* scales);      \

@@ -37,13 +37,17 @@ struct kernel_table {
   /// x[i] += s * y[i] (a product, then a sum: not fused).
   void (*axpy)(float* x, const float* y, float s, int64_t n);
 
-  /// Grouped-query attention of one query row over `nk` keys: q [heads x d]; kt the keys
-  /// transposed, [kv_heads x d] rows of `stride` floats whose first nk entries are the keys;
-  /// v [nk x kv_heads x d]; out [heads x d]. Scores are chains over d times 1/sqrt(d); softmax
-  /// with `exp` and sum16; each output a chain over the keys of weight x value. `scores` needs nk
-  /// floats.
-  void (*attend)(const float* q, const float* kt, int64_t stride, const float* v, int64_t nk,
-                 int64_t heads, int64_t kv_heads, int64_t d, float* scores, float* out);
+  /// Grouped-query attention of `rows` query rows that share one span of keys (consecutive rows
+  /// of one sequence's sliding windows): row r attends to span keys [first[r], first[r] +
+  /// count[r]), first and the window ends nondecreasing in r. q [rows x heads x d] and out, rows
+  /// `qstride` floats apart; kt the span's keys transposed, [kv_heads x d] rows of `stride`
+  /// floats (key j in column j); v [span x kv_heads x d]. Per row: scores are chains over d
+  /// times 1/sqrt(d), softmax with `exp` and sum16 over its own keys, each output a chain over
+  /// its keys of weight x value; so a row's result does not depend on the other rows. `scores`
+  /// needs rows * (window of the block + 32) floats.
+  void (*attend_rows)(const float* q, int64_t rows, int64_t qstride, const int64_t* first,
+                      const int64_t* count, const float* kt, int64_t stride, const float* v,
+                      int64_t heads, int64_t kv_heads, int64_t d, float* scores, float* out);
   /// The same over keys found through pointers (the cross-attention's top-k picks): key j is
   /// kv[j] [kv_heads x d], its value kv[j] + v_offset; scores are dot16. `scores` needs
   /// heads * nk floats.

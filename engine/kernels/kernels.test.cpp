@@ -117,23 +117,38 @@ BOOST_AUTO_TEST_CASE(attention_has_the_portable_bits_on_every_isa) {
     const auto& k = kernels_for(isa);
     for (auto s : {shape{4, 2, 32}, shape{8, 2, 32}, shape{2, 2, 16}, shape{4, 1, 64}, shape{2, 1, 8}, shape{2, 2, 12}})
       for (int64_t nk : {1, 5, 8, 15, 16, 17, 100, 134}) {
-        const int64_t kvw = s.kv_heads * s.d, stride = nk + 3;
-        auto q = normal(static_cast<std::size_t>(s.heads * s.d), 21);
+        const int64_t kvw = s.kv_heads * s.d, qd = s.heads * s.d;
+        // A block of up to 11 consecutive rows of one sequence whose windows (at most nk keys)
+        // slide over a span: the first rows' windows start at the span's start and grow.
+        const int64_t rows = std::min<int64_t>(11, nk), span = nk + rows - 1, stride = span + 3;
+        std::vector<int64_t> first(static_cast<std::size_t>(rows)), count(first.size());
+        for (int64_t r = 0; r < rows; ++r) {
+          const int64_t end = nk + r; // the row's last key + 1
+          first[static_cast<std::size_t>(r)] = std::max<int64_t>(0, end - (nk > 8 ? nk - 3 : nk));
+          count[static_cast<std::size_t>(r)] = end - first[static_cast<std::size_t>(r)];
+        }
+        auto q = normal(static_cast<std::size_t>(rows * qd), 21);
         auto kt = normal(static_cast<std::size_t>(kvw * stride), 22, 2.0f);
-        auto v = normal(static_cast<std::size_t>(nk * kvw), 23);
-        std::vector<float> sc0(static_cast<std::size_t>(nk * s.heads)), sc1(sc0.size());
+        auto v = normal(static_cast<std::size_t>(span * kvw), 23);
+        std::vector<float> sc0(static_cast<std::size_t>(rows * (span + 32) + s.heads * span)), sc1(sc0.size());
         std::vector<float> o0(q.size()), o1(q.size());
-        ref().attend(q.data(), kt.data(), stride, v.data(), nk, s.heads, s.kv_heads, s.d, sc0.data(), o0.data());
-        k.attend(q.data(), kt.data(), stride, v.data(), nk, s.heads, s.kv_heads, s.d, sc1.data(), o1.data());
-        BOOST_TEST(same_bits(o0, o1), to_string(isa) << " attend nk=" << nk << " d=" << s.d << " heads=" << s.heads);
+        ref().attend_rows(q.data(), rows, qd, first.data(), count.data(), kt.data(), stride, v.data(), s.heads, s.kv_heads, s.d, sc0.data(), o0.data());
+        k.attend_rows(q.data(), rows, qd, first.data(), count.data(), kt.data(), stride, v.data(), s.heads, s.kv_heads, s.d, sc1.data(), o1.data());
+        BOOST_TEST(same_bits(o0, o1), to_string(isa) << " attend_rows nk=" << nk << " d=" << s.d << " heads=" << s.heads);
+        // Any row alone gives its bits in the block.
+        const int64_t r = rows / 2;
+        std::vector<float> one(static_cast<std::size_t>(qd));
+        k.attend_rows(q.data() + r * qd, 1, qd, &first[static_cast<std::size_t>(r)], &count[static_cast<std::size_t>(r)], kt.data(), stride, v.data(), s.heads, s.kv_heads, s.d, sc1.data(), one.data());
+        BOOST_TEST(std::memcmp(one.data(), o1.data() + r * qd, one.size() * sizeof(float)) == 0, to_string(isa) << " row alone nk=" << nk);
         // Gathered: each key row [kv_heads x d] followed by its value row.
-        auto rows = normal(static_cast<std::size_t>(nk * 2 * kvw), 24, 2.0f);
+        auto rows_kv = normal(static_cast<std::size_t>(nk * 2 * kvw), 24, 2.0f);
         std::vector<const float*> kv(static_cast<std::size_t>(nk));
         for (int64_t j = 0; j < nk; ++j)
-          kv[static_cast<std::size_t>(j)] = rows.data() + (nk - 1 - j) * 2 * kvw; // scattered order
-        ref().attend_gathered(q.data(), kv.data(), kvw, nk, s.heads, s.kv_heads, s.d, sc0.data(), o0.data());
-        k.attend_gathered(q.data(), kv.data(), kvw, nk, s.heads, s.kv_heads, s.d, sc1.data(), o1.data());
-        BOOST_TEST(same_bits(o0, o1), to_string(isa) << " attend_gathered nk=" << nk << " d=" << s.d << " heads=" << s.heads);
+          kv[static_cast<std::size_t>(j)] = rows_kv.data() + (nk - 1 - j) * 2 * kvw; // scattered order
+        std::vector<float> g0(static_cast<std::size_t>(qd)), g1(g0.size());
+        ref().attend_gathered(q.data(), kv.data(), kvw, nk, s.heads, s.kv_heads, s.d, sc0.data(), g0.data());
+        k.attend_gathered(q.data(), kv.data(), kvw, nk, s.heads, s.kv_heads, s.d, sc1.data(), g1.data());
+        BOOST_TEST(same_bits(g0, g1), to_string(isa) << " attend_gathered nk=" << nk << " d=" << s.d << " heads=" << s.heads);
       }
   }
 }
@@ -152,7 +167,7 @@ BOOST_AUTO_TEST_CASE(indexer_codes_and_scores_have_the_portable_bits_on_every_is
       }
       BOOST_TEST((c0 == c1), to_string(isa) << " index_put_key codes dim=" << dim);
       BOOST_TEST(same_bits(s0, s1), to_string(isa) << " index_put_key scales dim=" << dim);
-      // Queries: random codes in [-127, 127] with their offsets.
+      // Queries: random codes in [-63, 63] (index_query_limit) with their offsets.
       const int64_t rows = 5, p = index_padded(dim);
       std::mt19937_64 rng(static_cast<uint64_t>(dim));
       std::vector<int8_t> qc(static_cast<std::size_t>(rows * heads * p), 0);
@@ -161,7 +176,7 @@ BOOST_AUTO_TEST_CASE(indexer_codes_and_scores_have_the_portable_bits_on_every_is
       for (int64_t rh = 0; rh < rows * heads; ++rh) {
         int32_t sum = 0;
         for (int64_t i = 0; i < dim; ++i) {
-          const auto c = static_cast<int8_t>(static_cast<int>(rng() % 255) - 127);
+          const auto c = static_cast<int8_t>(static_cast<int>(rng() % (2 * index_query_limit + 1)) - index_query_limit);
           qc[static_cast<std::size_t>(rh * p + i)] = c;
           sum += c;
         }
@@ -243,7 +258,8 @@ BOOST_AUTO_TEST_CASE(portable_products_and_attention_match_double_references) {
   const int64_t d = 32, nk = 50;
   auto q = normal(d, 33), kt = normal(static_cast<std::size_t>(d * nk), 34), v = normal(static_cast<std::size_t>(nk * d), 35);
   std::vector<float> sc(nk), out(d);
-  ref().attend(q.data(), kt.data(), nk, v.data(), nk, 1, 1, d, sc.data(), out.data());
+  const int64_t first = 0;
+  ref().attend_rows(q.data(), 1, d, &first, &nk, kt.data(), nk, v.data(), 1, 1, d, sc.data(), out.data());
   std::vector<double> p(nk);
   double mx = -1e300, sum = 0;
   for (int64_t j = 0; j < nk; ++j) {

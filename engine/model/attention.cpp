@@ -7,6 +7,7 @@
 #include "engine/model/forward.hpp"
 #include "engine/model/indexer.hpp"
 #include "engine/model/ops.hpp"
+#include "engine/model/stage_timer.hpp"
 
 namespace deepinfer::engine {
 
@@ -16,7 +17,7 @@ namespace {
 struct scratch {
   std::vector<float> scores, index_scores, block_scores, qcoef;
   std::vector<int64_t> picks;
-  std::vector<const float*> kv;
+  std::vector<const float*> kv[2]; // the picks of two rows: one attending, the next prefetching
   std::vector<int8_t> qcodes;
   std::vector<int32_t> qoffset;
 };
@@ -37,66 +38,92 @@ void ced_moe_forward::self_attention(const attention_weights& a,
   const auto& c = config();
   const int64_t n = static_cast<int64_t>(rows.size()), h = c.hidden;
   const int64_t qd = int64_t{c.heads} * c.head_dim, kvd = int64_t{c.kv_heads} * c.head_dim;
-  std::vector<float> xn(static_cast<std::size_t>(n * h)), q(static_cast<std::size_t>(n * qd)),
-      k(static_cast<std::size_t>(n * kvd)), v(k.size()), att(q.size());
-  k_.rms_norm(x, n, h, a.norm, c.norm_eps, xn.data());
-  b_.matmul(xn.data(), n, h, a.wq, qd, q.data());
-  b_.matmul(xn.data(), n, h, a.wk, kvd, k.data());
-  b_.matmul(xn.data(), n, h, a.wv, kvd, v.data());
+  float* xn = buffer(work::sa_xn, n * h);
+  float* q = buffer(work::sa_q, n * qd);
+  float* k = buffer(work::sa_k, n * kvd);
+  float* v = buffer(work::sa_v, n * kvd);
+  float* att = buffer(work::sa_att, n * qd);
+  k_.rms_norm(x, n, h, a.norm, c.norm_eps, xn);
+  b_.matmul(xn, n, h, a.wq, qd, q);
+  b_.matmul(xn, n, h, a.wk, kvd, k);
+  b_.matmul(xn, n, h, a.wv, kvd, v);
   std::vector<int64_t> first(static_cast<std::size_t>(n));
   for (int64_t r = 0; r < n; ++r) {
-    ops::rope(q.data() + r * qd, c.heads, c.head_dim, rope_at(rows[r].pos));
-    ops::rope(k.data() + r * kvd, c.kv_heads, c.head_dim, rope_at(rows[r].pos));
+    ops::rope(q + r * qd, c.heads, c.head_dim, rope_at(rows[r].pos));
+    ops::rope(k + r * kvd, c.kv_heads, c.head_dim, rope_at(rows[r].pos));
     first[r] = (r > 0 && rows[r - 1].seq == rows[r].seq) ? first[r - 1] : r;
   }
   const auto li = static_cast<std::size_t>(layer);
   // One key span per sequence of the batch: consecutive rows share almost all of their window,
   // so the span [window start of the first row, last row] is gathered (keys transposed) once and
   // every row attends to its own slice of it.
-  struct span {
-    int64_t lo = 0, count = 0;
-    std::vector<float> kt, v;
-  };
-  std::vector<span> spans;
-  std::vector<int64_t> span_of(static_cast<std::size_t>(n));
+  std::vector<int64_t> span_of(static_cast<std::size_t>(n)), span_first;
   for (int64_t r = 0; r < n; ++r) {
     if (first[r] == r) {
       const auto& w = *rows[r].windows;
-      spans.push_back({std::max(dec ? w.decoder_lo : w.encoder_lo, rows[r].pos - c.window + 1), 0,
-                       {}, {}});
+      if (spans_.size() <= span_first.size())
+        spans_.emplace_back();
+      spans_[span_first.size()].lo = std::max(dec ? w.decoder_lo : w.encoder_lo, rows[r].pos - c.window + 1);
+      span_first.push_back(r);
     }
-    span_of[r] = static_cast<int64_t>(spans.size()) - 1;
-    spans.back().count = rows[r].pos - spans.back().lo + 1;
+    span_of[r] = static_cast<int64_t>(span_first.size()) - 1;
+    spans_[span_first.size() - 1].count = rows[r].pos - spans_[span_first.size() - 1].lo + 1;
   }
-  b_.parallel_for(static_cast<int64_t>(spans.size()), [&](int64_t g) {
+  auto& spans = spans_;
+  b_.parallel_for(static_cast<int64_t>(span_first.size()), [&](int64_t g) {
     auto& sp = spans[static_cast<std::size_t>(g)];
-    const int64_t r0 = std::find(span_of.begin(), span_of.end(), g) - span_of.begin();
+    const int64_t r0 = span_first[static_cast<std::size_t>(g)];
     const swa_ring& ring = dec ? rows[r0].windows->decoder[li] : rows[r0].windows->encoder[li];
     const int64_t first_pos = rows[r0].pos;
-    sp.kt.resize(static_cast<std::size_t>(sp.count * kvd));
-    sp.v.resize(sp.kt.size());
-    for (int64_t j = sp.lo; j < sp.lo + sp.count; ++j) {
-      const float* kj = j >= first_pos ? k.data() + (r0 + j - first_pos) * kvd : ring.k(j);
-      const float* vj = j >= first_pos ? v.data() + (r0 + j - first_pos) * kvd : ring.v(j);
-      ops::put_column(sp.kt.data(), sp.count, j - sp.lo, kj, kvd);
-      std::memcpy(sp.v.data() + (j - sp.lo) * kvd, vj, sizeof(float) * kvd);
+    if (static_cast<int64_t>(sp.kt.size()) < sp.count * kvd) {
+      sp.kt.resize(static_cast<std::size_t>(sp.count * kvd));
+      sp.v.resize(sp.kt.size());
+    }
+    // Keys transposed 16 at a time: each component's 16 keys are one contiguous write (a key
+    // per column would touch kvd cache lines per key).
+    constexpr int64_t tb = 16;
+    const float* kj[tb];
+    for (int64_t j0 = sp.lo; j0 < sp.lo + sp.count; j0 += tb) {
+      const int64_t m = std::min(tb, sp.lo + sp.count - j0);
+      for (int64_t t = 0; t < m; ++t) {
+        const int64_t j = j0 + t;
+        kj[t] = j >= first_pos ? k + (r0 + j - first_pos) * kvd : ring.k(j);
+        const float* vj = j >= first_pos ? v + (r0 + j - first_pos) * kvd : ring.v(j);
+        std::memcpy(sp.v.data() + (j - sp.lo) * kvd, vj, sizeof(float) * kvd);
+      }
+      ops::put_columns(sp.kt.data(), sp.count, j0 - sp.lo, kj, m, kvd);
     }
   });
-  b_.parallel_for(n, [&](int64_t r) {
-    const auto& row = rows[r];
-    const auto& sp = spans[static_cast<std::size_t>(span_of[r])];
-    const int64_t lo = std::max(dec ? row.windows->decoder_lo : row.windows->encoder_lo,
-                                row.pos - c.window + 1);
-    const int64_t nk = row.pos - lo + 1;
-    fit(tls.scores, nk);
-    k_.attend(q.data() + r * qd, sp.kt.data() + (lo - sp.lo), sp.count,
-                sp.v.data() + (lo - sp.lo) * kvd, nk, c.heads, c.kv_heads, c.head_dim,
-                tls.scores.data(), att.data() + r * qd);
+  // Blocks of up to 8 consecutive rows of one sequence: their windows share most keys, which the
+  // kernel scores as one tile (each row's result is still its own, whatever its block).
+  constexpr int64_t block_rows = 8;
+  std::vector<std::pair<int64_t, int64_t>> blocks; // first row, rows
+  for (int64_t r = 0; r < n;) {
+    int64_t e = r + 1;
+    while (e < n && e - r < block_rows && span_of[e] == span_of[r])
+      ++e;
+    blocks.emplace_back(r, e - r);
+    r = e;
+  }
+  b_.parallel_for(static_cast<int64_t>(blocks.size()), [&](int64_t bi) {
+    const auto [r0, count_rows] = blocks[static_cast<std::size_t>(bi)];
+    const auto& sp = spans[static_cast<std::size_t>(span_of[r0])];
+    int64_t first_key[block_rows], keys[block_rows];
+    for (int64_t i = 0; i < count_rows; ++i) {
+      const auto& row = rows[r0 + i];
+      const int64_t lo = std::max(dec ? row.windows->decoder_lo : row.windows->encoder_lo,
+                                  row.pos - c.window + 1);
+      first_key[i] = lo - sp.lo;
+      keys[i] = row.pos - lo + 1;
+    }
+    fit(tls.scores, std::max<int64_t>(block_rows * (c.window + block_rows + 32), int64_t{c.heads} * c.window));
+    k_.attend_rows(q + r0 * qd, count_rows, qd, first_key, keys, sp.kt.data(), sp.count, sp.v.data(),
+                   c.heads, c.kv_heads, c.head_dim, tls.scores.data(), att + r0 * qd);
   });
-  b_.matmul(att.data(), n, qd, a.wo, h, x, true);
+  b_.matmul(att, n, qd, a.wo, h, x, true);
   for (int64_t r = 0; r < n; ++r) {
     auto& ring = dec ? rows[r].windows->decoder[li] : rows[r].windows->encoder[li];
-    ring.push(rows[r].pos, k.data() + r * kvd, v.data() + r * kvd);
+    ring.push(rows[r].pos, k + r * kvd, v + r * kvd);
   }
 }
 
@@ -109,13 +136,15 @@ void ced_moe_forward::cross_attention(const decoder_layer_weights& d,
   const int64_t iqd = int64_t{c.index_heads} * c.index_dim;
   const int64_t group = layer % c.kv_groups;
   const int64_t fpt = pool.geometry().floats_per_token, tpb = pool.geometry().tokens_per_block;
-  std::vector<float> xn(static_cast<std::size_t>(n * h)), q(static_cast<std::size_t>(n * qd)),
-      iq(static_cast<std::size_t>(n * iqd)), att(q.size());
-  k_.rms_norm(x, n, h, d.cross_norm, c.norm_eps, xn.data());
-  b_.matmul(xn.data(), n, h, d.cross_wq, qd, q.data());
-  b_.matmul(xn.data(), n, h, d.index_wq, iqd, iq.data());
+  float* xn = buffer(work::ca_xn, n * h);
+  float* q = buffer(work::ca_q, n * qd);
+  float* iq = buffer(work::ca_iq, n * iqd);
+  float* att = buffer(work::ca_att, n * qd);
+  k_.rms_norm(x, n, h, d.cross_norm, c.norm_eps, xn);
+  b_.matmul(xn, n, h, d.cross_wq, qd, q);
+  b_.matmul(xn, n, h, d.index_wq, iqd, iq);
   for (int64_t r = 0; r < n; ++r)
-    ops::rope(q.data() + r * qd, c.heads, c.head_dim, rope_at(rows[r].pos));
+    ops::rope(q + r * qd, c.heads, c.head_dim, rope_at(rows[r].pos));
   const int64_t ih = c.index_heads, idim = c.index_dim;
   // Rows go in blocks of a few rows of one sequence, each block a task on its own: its queries
   // quantized, its position scores computed tile by tile (a tile's key codes stay in cache for
@@ -140,17 +169,30 @@ void ced_moe_forward::cross_attention(const decoder_layer_weights& d,
     const int64_t tiles = scored ? (gr.ctx + indexer::tile - 1) / indexer::tile : 0;
     const int64_t stride = tiles * indexer::tile;
     if (scored) {
+      stage_timer timer{stages_.index_scores};
       fit(tls.block_scores, blk.rows * stride);
       tls.qcodes.resize(static_cast<std::size_t>(blk.rows * qbytes));
       tls.qcoef.resize(static_cast<std::size_t>(blk.rows * ih));
       tls.qoffset.resize(tls.qcoef.size());
       const indexer::query_codes qc{tls.qcodes.data(), tls.qcoef.data(), tls.qoffset.data()};
-      indexer::quantize_queries(iq.data() + blk.b0 * iqd, blk.rows, ih, idim, d.index_w, qc);
+      indexer::quantize_queries(iq + blk.b0 * iqd, blk.rows, ih, idim, d.index_w, qc);
       for (int64_t t = 0; t < tiles; ++t)
         k_.index_score_tile(qc, blk.rows, ih, idim, gr.cache->codes.data() + t * tile_bytes,
                             gr.cache->scales.data() + t * indexer::tile,
                             tls.block_scores.data() + t * indexer::tile, stride);
     }
+    // Each row picks its top k, then attends to them. The picks are scattered over the whole
+    // context (pool rows), so their K and V are prefetched as soon as they are known and the row
+    // attends one step later, while the next row's top-k runs: the loads have that long to land.
+    const auto kv_bytes = static_cast<int64_t>(sizeof(float)) * 2 * kvd;
+    auto attend_row = [&](int64_t i) {
+      stage_timer gathered{stages_.gathered_attention};
+      auto& kv = tls.kv[i % 2];
+      const auto nk = static_cast<int64_t>(kv.size());
+      fit(tls.scores, nk * c.heads);
+      k_.attend_gathered(q + (blk.b0 + i) * qd, kv.data(), kvd, nk, c.heads, c.kv_heads, c.head_dim,
+                         tls.scores.data(), att + (blk.b0 + i) * qd);
+    };
     for (int64_t i = 0; i < blk.rows; ++i) {
       const int64_t r = blk.b0 + i;
       const auto& row = rows[r];
@@ -165,30 +207,27 @@ void ced_moe_forward::cross_attention(const decoder_layer_weights& d,
         const float* sc = tls.block_scores.data() + i * stride;
         picks.resize(static_cast<std::size_t>(c.index_topk));
         fit(tls.index_scores, ctx);
+        stage_timer timer{stages_.top_k};
         ops::top_k_positions(k_, sc, ctx, c.index_topk, picks.data(),
                              reinterpret_cast<uint32_t*>(tls.index_scores.data()));
       } else {
         picks.resize(static_cast<std::size_t>(ctx));
         std::iota(picks.begin(), picks.end(), int64_t{0});
       }
-      const auto nk = static_cast<int64_t>(picks.size());
-      fit(tls.scores, nk * c.heads);
-      // The picks are scattered over the whole context: prefetch every one's K and V
-      // (adjacent in a pool row) first, then attend through pointers.
-      const auto kv_bytes = static_cast<int64_t>(sizeof(float)) * 2 * kvd;
-      auto& kv = tls.kv;
-      kv.resize(static_cast<std::size_t>(nk));
-      for (int64_t t = 0; t < nk; ++t) {
-        kv[static_cast<std::size_t>(t)] = at(picks[static_cast<std::size_t>(t)]) + 2 * group * kvd;
-        const char* src = reinterpret_cast<const char*>(kv[static_cast<std::size_t>(t)]);
+      auto& kv = tls.kv[i % 2];
+      kv.resize(picks.size());
+      for (std::size_t t = 0; t < picks.size(); ++t) {
+        kv[t] = at(picks[t]) + 2 * group * kvd;
+        const char* src = reinterpret_cast<const char*>(kv[t]);
         for (int64_t b = 0; b < kv_bytes; b += 64)
           __builtin_prefetch(src + b);
       }
-      k_.attend_gathered(q.data() + r * qd, kv.data(), kvd, nk, c.heads, c.kv_heads,
-                           c.head_dim, tls.scores.data(), att.data() + r * qd);
+      if (i > 0)
+        attend_row(i - 1);
     }
+    attend_row(blk.rows - 1);
   });
-  b_.matmul(att.data(), n, qd, d.cross_wo, h, x, true);
+  b_.matmul(att, n, qd, d.cross_wo, h, x, true);
 }
 
 void ced_moe_forward::gather_index_keys(std::span<const forward_row> rows, const kv_pool& pool) {
@@ -249,7 +288,7 @@ void ced_moe_forward::gather_index_keys(std::span<const forward_row> rows, const
     };
     // Keys lie a pool row apart (scattered over the blocks): fetch a few ahead, the hardware
     // prefetcher does not follow that stride across pages.
-    constexpr int64_t ahead = 8;
+    constexpr int64_t ahead = 32;
     const auto key_bytes = static_cast<int64_t>(sizeof(float)) * idim;
     for (int64_t j = sp.begin; j < sp.end; ++j) {
       if (j + ahead < sp.end)

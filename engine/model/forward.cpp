@@ -4,6 +4,7 @@
 #include <cstring>
 
 #include "engine/model/ops.hpp"
+#include "engine/model/stage_timer.hpp"
 
 namespace deepinfer::engine {
 
@@ -17,6 +18,13 @@ sequence_windows sequence_windows::make(const model_config& c) {
 
 ced_moe_forward::ced_moe_forward(const model_weights& w, backend& b)
     : w_(w), b_(b), k_(b.kernels()) {}
+
+float* ced_moe_forward::buffer(work w, int64_t floats) {
+  auto& v = work_[static_cast<std::size_t>(w)];
+  if (static_cast<int64_t>(v.size()) < floats)
+    v.resize(static_cast<std::size_t>(floats));
+  return v.data();
+}
 
 void ced_moe_forward::ensure_rope(std::span<const forward_row> rows) {
   int64_t need = 0;
@@ -86,7 +94,11 @@ void ced_moe_forward::encoder(std::span<const forward_row> rows, const int32_t* 
     std::memcpy(out + r * h, w_.embed + int64_t{tokens[r]} * h, sizeof(float) * h);
   for (int l = 0; l < c.encoder_layers; ++l) {
     const auto& lw = w_.encoder[static_cast<std::size_t>(l)];
-    self_attention(lw.attn, rows, false, l, out);
+    {
+      stage_timer t{stages_.encoder_attention};
+      self_attention(lw.attn, rows, false, l, out);
+    }
+    stage_timer t{stages_.encoder_moe};
     moe(lw.moe, n, out);
   }
 }
@@ -96,23 +108,26 @@ void ced_moe_forward::global_kv(std::span<const forward_row> rows, const float* 
   const auto& c = config();
   const int64_t n = static_cast<int64_t>(rows.size()), h = c.hidden;
   const int64_t kvd = int64_t{c.kv_heads} * c.head_dim, g = c.kv_groups;
-  std::vector<float> xn(static_cast<std::size_t>(n * h)), k(static_cast<std::size_t>(n * g * kvd)),
-      v(k.size()), ik(static_cast<std::size_t>(n * c.index_dim));
+  stage_timer timer{stages_.global_kv};
+  float* xn = buffer(work::kv_xn, n * h);
+  float* k = buffer(work::kv_k, n * g * kvd);
+  float* v = buffer(work::kv_v, n * g * kvd);
+  float* ik = buffer(work::kv_ik, n * c.index_dim);
   ensure_rope(rows);
-  k_.rms_norm(enc_out, n, h, w_.global.norm, c.norm_eps, xn.data());
-  b_.matmul(xn.data(), n, h, w_.global.wk, g * kvd, k.data());
-  b_.matmul(xn.data(), n, h, w_.global.wv, g * kvd, v.data());
-  b_.matmul(xn.data(), n, h, w_.global.wik, c.index_dim, ik.data());
+  k_.rms_norm(enc_out, n, h, w_.global.norm, c.norm_eps, xn);
+  b_.matmul(xn, n, h, w_.global.wk, g * kvd, k);
+  b_.matmul(xn, n, h, w_.global.wv, g * kvd, v);
+  b_.matmul(xn, n, h, w_.global.wik, c.index_dim, ik);
   for (int64_t r = 0; r < n; ++r) {
-    float* kr = k.data() + r * g * kvd;
+    float* kr = k + r * g * kvd;
     ops::rope(kr, g * c.kv_heads, c.head_dim, rope_at(rows[r].pos));
     // Row layout: [group][K | V][kv_heads x head_dim], then the indexer key.
     float* dst = pool.row(rows[r].seq, rows[r].pos);
     for (int64_t gi = 0; gi < g; ++gi) {
       std::memcpy(dst + (2 * gi) * kvd, kr + gi * kvd, sizeof(float) * kvd);
-      std::memcpy(dst + (2 * gi + 1) * kvd, v.data() + (r * g + gi) * kvd, sizeof(float) * kvd);
+      std::memcpy(dst + (2 * gi + 1) * kvd, v + (r * g + gi) * kvd, sizeof(float) * kvd);
     }
-    std::memcpy(dst + 2 * g * kvd, ik.data() + r * c.index_dim, sizeof(float) * c.index_dim);
+    std::memcpy(dst + 2 * g * kvd, ik + r * c.index_dim, sizeof(float) * c.index_dim);
   }
 }
 
@@ -121,12 +136,22 @@ void ced_moe_forward::decoder(std::span<const forward_row> rows, float* x, const
   const auto& c = config();
   const int64_t n = static_cast<int64_t>(rows.size());
   ensure_rope(rows);
-  gather_index_keys(rows, pool);
+  {
+    stage_timer t{stages_.index_keys};
+    gather_index_keys(rows, pool);
+  }
   for (int l = 0; l < c.decoder_layers; ++l) {
     const auto& lw = w_.decoder[static_cast<std::size_t>(l)];
-    self_attention(lw.attn, rows, true, l, x);
+    {
+      stage_timer t{stages_.decoder_attention};
+      self_attention(lw.attn, rows, true, l, x);
+    }
     if (!last_rows_only || l + 1 < c.decoder_layers) {
-      cross_attention(lw, rows, l, x, pool);
+      {
+        stage_timer t{stages_.cross_attention};
+        cross_attention(lw, rows, l, x, pool);
+      }
+      stage_timer t{stages_.decoder_moe};
       moe(lw.moe, n, x);
       continue;
     }
@@ -147,8 +172,14 @@ void ced_moe_forward::decoder(std::span<const forward_row> rows, float* x, const
       index_keys_[static_cast<std::size_t>(g)].first = g;
       index_keys_[static_cast<std::size_t>(g)].rows = 1;
     }
-    cross_attention(lw, last, l, xs.data(), pool);
-    moe(lw.moe, m, xs.data());
+    {
+      stage_timer t{stages_.cross_attention};
+      cross_attention(lw, last, l, xs.data(), pool);
+    }
+    {
+      stage_timer t{stages_.decoder_moe};
+      moe(lw.moe, m, xs.data());
+    }
     for (int64_t i = 0; i < m; ++i)
       std::memcpy(x + at[i] * c.hidden, xs.data() + i * c.hidden, sizeof(float) * c.hidden);
   }
@@ -156,9 +187,10 @@ void ced_moe_forward::decoder(std::span<const forward_row> rows, float* x, const
 
 void ced_moe_forward::logits(const float* x, int64_t n, float* out) {
   const auto& c = config();
-  std::vector<float> xn(static_cast<std::size_t>(n * c.hidden));
-  k_.rms_norm(x, n, c.hidden, w_.final_norm, c.norm_eps, xn.data());
-  b_.matmul(xn.data(), n, c.hidden, w_.lm_head, c.vocab_size, out);
+  stage_timer timer{stages_.logits};
+  float* xn = buffer(work::lm_xn, n * c.hidden);
+  k_.rms_norm(x, n, c.hidden, w_.final_norm, c.norm_eps, xn);
+  b_.matmul(xn, n, c.hidden, w_.lm_head, c.vocab_size, out);
 }
 
 } // namespace deepinfer::engine

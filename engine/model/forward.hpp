@@ -1,5 +1,7 @@
 #pragma once
 
+#include <array>
+#include <atomic>
 #include <cstdint>
 #include <span>
 #include <vector>
@@ -71,6 +73,15 @@ public:
   /// it is multiplied with (a rank does it at load).
   void prepare_weights();
 
+  /// CPU time spent per stage since construction, ns (of the thread that runs each part; with
+  /// one backend thread, all of it), for benchmarks' breakdowns of a forward.
+  struct stage_ns {
+    std::atomic<int64_t> encoder_attention{0}, encoder_moe{0}, global_kv{0}, index_keys{0},
+        decoder_attention{0}, index_scores{0}, top_k{0}, gathered_attention{0}, cross_attention{0},
+        decoder_moe{0}, logits{0};
+  };
+  const stage_ns& stages() const { return stages_; }
+
   /// Computes the RoPE table up to `positions` now (a rank does it at load for its pool's
   /// capacity: tens of ms at 64K positions that the first long prompt would otherwise pay).
   void reserve_positions(int64_t positions);
@@ -97,6 +108,30 @@ private:
   /// cos/sin of every pair at `pos` (grown on demand; call `ensure_rope` before parallel code).
   const float* rope_at(int64_t pos) const { return rope_.data() + pos * config().head_dim; }
   void ensure_rope(std::span<const forward_row> rows);
+
+  /// Work buffers reused from call to call (grow-only): a prefill's activations are hundreds of
+  /// KB to MB per layer, and fresh vectors would be fresh pages each time (page faults and the
+  /// kernel zeroing them cost ~10 % of a hot prefill). Each stage has its own, so stages never
+  /// share one; none is zeroed (callers write before they read).
+  enum class work : uint8_t {
+    sa_xn, sa_q, sa_k, sa_v, sa_att,
+    ca_xn, ca_q, ca_iq, ca_att,
+    moe_xn, moe_logits, moe_out, moe_xe, moe_g, moe_u, moe_o,
+    kv_xn, kv_k, kv_v, kv_ik, lm_xn,
+    count
+  };
+  float* buffer(work w, int64_t floats);
+  std::array<std::vector<float>, static_cast<std::size_t>(work::count)> work_;
+  /// The key spans of `self_attention` (one per sequence of a batch), kept for their capacity.
+  struct key_span {
+    int64_t lo = 0, count = 0;
+    std::vector<float> kt, v;
+  };
+  std::vector<key_span> spans_;
+  /// The routed rows of each expert in `moe`, kept for their capacity.
+  std::vector<std::vector<std::pair<int64_t, float>>> by_expert_;
+
+  stage_ns stages_;
 
   const model_weights& w_;
   backend& b_;

@@ -7,8 +7,8 @@ namespace deepinfer::engine::indexer {
 
 namespace {
 
-/// Symmetric 8-bit codes of v [n] in [-127, 127]; returns the scale (0 for a zero vector).
-float quantize(const float* v, int64_t n, int8_t* out) {
+/// Symmetric codes of v [n] in [-limit, limit]; returns the scale (0 for a zero vector).
+float quantize(const float* v, int64_t n, float limit, int8_t* out) {
   float amax = 0.0f;
   for (int64_t i = 0; i < n; ++i)
     amax = std::max(amax, std::fabs(v[i]));
@@ -16,10 +16,10 @@ float quantize(const float* v, int64_t n, int8_t* out) {
     std::fill(out, out + n, int8_t{0});
     return 0.0f;
   }
-  const float inv = 127.0f / amax;
+  const float inv = limit / amax;
   for (int64_t i = 0; i < n; ++i)
-    out[i] = static_cast<int8_t>(std::clamp(std::nearbyint(v[i] * inv), -127.0f, 127.0f));
-  return amax / 127.0f;
+    out[i] = static_cast<int8_t>(std::clamp(std::nearbyint(v[i] * inv), -limit, limit));
+  return amax / limit;
 }
 
 } // namespace
@@ -38,7 +38,7 @@ void quantize_queries(const float* q, int64_t rows, int64_t heads, int64_t dim, 
       const int64_t rh = r * heads + h;
       int8_t* c = out.codes + rh * p;
       std::fill(c, c + p, int8_t{0});
-      const float s = quantize(q + rh * dim, dim, c);
+      const float s = quantize(q + rh * dim, dim, static_cast<float>(kernels::index_query_limit), c);
       int32_t sum = 0;
       for (int64_t i = 0; i < p; ++i)
         sum += c[i];

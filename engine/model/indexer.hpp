@@ -8,10 +8,10 @@ namespace deepinfer::engine::indexer {
 
 // The decoder's indexer scores every earlier position of a long context for every query row of
 // every decoder layer, which makes it the largest cost of a prefill that hits the cache. Like
-// DeepSeek's FP8 lightning indexer it runs at low precision: keys and queries are quantized to
-// 8 bits with one scale per key and one per query head, and the dot products are exact integer
-// sums (the kernel tables' `index_put_key` / `index_score_tile`: VNNI, AVX2's vpmaddubsw or plain
-// C++). Integer sums do not depend on their order, so a score is the same on every ISA, for every
+// DeepSeek's FP8 lightning indexer it runs at low precision: keys are quantized to 8 bits and
+// queries to 7 (kernels::index_query_limit), with one scale per key and one per query head, and
+// the dot products are exact integer sums (the kernel tables' `index_put_key` /
+// `index_score_tile`: VNNI, AVX2's vpmaddubsw or plain C++). Integer sums do not depend on their order, so a score is the same on every ISA, for every
 // batch and every context: prefill, chunked prefill and decode agree bit for bit.
 
 /// Keys per tile.

@@ -12,15 +12,19 @@ namespace deepinfer::engine {
 void ced_moe_forward::moe(const moe_weights& m, int64_t n, float* x) {
   const auto& c = config();
   const int64_t h = c.hidden, e = c.routed_experts, f = c.expert_ffn, top = c.experts_per_token;
-  std::vector<float> xn(static_cast<std::size_t>(n * h)), logits(static_cast<std::size_t>(n * e));
-  k_.rms_norm(x, n, h, m.norm, c.norm_eps, xn.data());
-  b_.matmul(xn.data(), n, h, m.router, e, logits.data());
+  float* xn = buffer(work::moe_xn, n * h);
+  float* logits = buffer(work::moe_logits, n * e);
+  k_.rms_norm(x, n, h, m.norm, c.norm_eps, xn);
+  b_.matmul(xn, n, h, m.router, e, logits);
   // 1. route: select by score + bias, weight by the score normalised over the selection.
-  std::vector<std::vector<std::pair<int64_t, float>>> by_expert(static_cast<std::size_t>(e));
+  auto& by_expert = by_expert_;
+  by_expert.resize(static_cast<std::size_t>(e));
+  for (auto& rows : by_expert)
+    rows.clear();
   std::vector<int64_t> order(static_cast<std::size_t>(e));
   std::vector<float> score(static_cast<std::size_t>(e));
   for (int64_t r = 0; r < n; ++r) {
-    k_.sigmoid(logits.data() + r * e, e, score.data());
+    k_.sigmoid(logits + r * e, e, score.data());
     for (int64_t i = 0; i < e; ++i)
       order[i] = i;
     std::partial_sort(order.begin(), order.begin() + top, order.end(), [&](int64_t a, int64_t b) {
@@ -34,36 +38,36 @@ void ced_moe_forward::moe(const moe_weights& m, int64_t n, float* x) {
       by_expert[order[t]].emplace_back(r, score[order[t]] / sum * c.route_scale);
   }
   // 2. routed experts, in expert order (so each row's sum has a fixed order).
-  std::vector<float> out(static_cast<std::size_t>(n * h), 0.0f), xe, g, u, o;
+  float* out = buffer(work::moe_out, n * h);
+  std::fill(out, out + n * h, 0.0f);
+  const int64_t sf = int64_t{c.shared_experts} * f;
+  // Room for the largest expert group (every row) and for the shared experts' n x sf.
+  float* xe = buffer(work::moe_xe, n * h);
+  float* g = buffer(work::moe_g, n * std::max(f, sf));
+  float* u = buffer(work::moe_u, n * std::max(f, sf));
+  float* o = buffer(work::moe_o, n * h);
   for (int64_t ex = 0; ex < e; ++ex) {
     const auto& rows = by_expert[ex];
     const auto ne = static_cast<int64_t>(rows.size());
     if (ne == 0)
       continue;
-    xe.resize(static_cast<std::size_t>(ne * h));
-    g.resize(static_cast<std::size_t>(ne * f));
-    u.resize(g.size());
-    o.resize(xe.size());
     for (int64_t i = 0; i < ne; ++i)
-      std::memcpy(xe.data() + i * h, xn.data() + rows[i].first * h, sizeof(float) * h);
-    b_.matmul(xe.data(), ne, h, m.w1 + ex * f * h, f, g.data());
-    b_.matmul(xe.data(), ne, h, m.w3 + ex * f * h, f, u.data());
-    k_.silu_mul(g.data(), u.data(), ne * f);
-    b_.matmul(g.data(), ne, f, m.w2 + ex * h * f, h, o.data());
+      std::memcpy(xe + i * h, xn + rows[i].first * h, sizeof(float) * h);
+    b_.matmul(xe, ne, h, m.w1 + ex * f * h, f, g);
+    b_.matmul(xe, ne, h, m.w3 + ex * f * h, f, u);
+    k_.silu_mul(g, u, ne * f);
+    b_.matmul(g, ne, f, m.w2 + ex * h * f, h, o);
     for (int64_t i = 0; i < ne; ++i)
-      k_.axpy(out.data() + rows[i].first * h, o.data() + i * h, rows[i].second, h);
+      k_.axpy(out + rows[i].first * h, o + i * h, rows[i].second, h);
   }
   // 3. shared experts (stacked into one wider MLP), then the residual.
   if (c.shared_experts > 0) {
-    const int64_t sf = int64_t{c.shared_experts} * f;
-    g.resize(static_cast<std::size_t>(n * sf));
-    u.resize(g.size());
-    b_.matmul(xn.data(), n, h, m.shared_w1, sf, g.data());
-    b_.matmul(xn.data(), n, h, m.shared_w3, sf, u.data());
-    k_.silu_mul(g.data(), u.data(), n * sf);
-    b_.matmul(g.data(), n, sf, m.shared_w2, h, out.data(), true);
+    b_.matmul(xn, n, h, m.shared_w1, sf, g);
+    b_.matmul(xn, n, h, m.shared_w3, sf, u);
+    k_.silu_mul(g, u, n * sf);
+    b_.matmul(g, n, sf, m.shared_w2, h, out, true);
   }
-  k_.axpy(x, out.data(), 1.0f, n * h);
+  k_.axpy(x, out, 1.0f, n * h);
 }
 
 } // namespace deepinfer::engine

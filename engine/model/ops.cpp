@@ -35,9 +35,12 @@ void rope(float* row, int64_t heads, int64_t head_dim, const float* cs) {
   }
 }
 
-void put_column(float* kt, int64_t nk, int64_t j, const float* src, int64_t width) {
-  for (int64_t i = 0; i < width; ++i)
-    kt[i * nk + j] = src[i];
+void put_columns(float* kt, int64_t nk, int64_t j, const float* const* src, int64_t m, int64_t width) {
+  for (int64_t i = 0; i < width; ++i) {
+    float* out = kt + i * nk + j;
+    for (int64_t t = 0; t < m; ++t)
+      out[t] = src[t][i];
+  }
 }
 
 } // namespace deepinfer::engine::ops

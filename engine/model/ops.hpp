@@ -17,8 +17,9 @@ void rope(float* row, int64_t heads, int64_t head_dim, const float* cs);
 /// positions first .. first + count - 1.
 void rope_angles(int64_t first, int64_t count, int64_t head_dim, float theta, float* cs);
 
-/// Writes key row `src` [width] as column j of the transposed buffer `kt` [width x nk].
-void put_column(float* kt, int64_t nk, int64_t j, const float* src, int64_t width);
+/// Writes key rows src[0..m) [width] as columns j .. j + m - 1 of the transposed buffer `kt`
+/// [width x nk] (a component's m keys in one contiguous write).
+void put_columns(float* kt, int64_t nk, int64_t j, const float* const* src, int64_t m, int64_t width);
 
 /// The `k` positions of the highest `scores` (n > k), ties to the earlier position, written to
 /// `out` ascending: the same set as sorting by (score desc, position asc), whatever the ISA of

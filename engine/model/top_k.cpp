@@ -34,6 +34,24 @@ uint32_t kth_largest_key(const kernels::kernel_table& kern, const uint32_t* keys
   return lo;
 }
 
+// A key t that at least k and (most of the time) at most 1.5 k of the n group maxima reach: any
+// t up to the k-th largest maximum works (the groups reaching it hold the top k), a lower one
+// only brings more candidates. The bisection of kth_largest_key, stopped early.
+uint32_t group_threshold(const kernels::kernel_table& kern, const uint32_t* keys, int64_t n, int64_t k) {
+  uint32_t lo = 0, hi = 0xFFFFFFFFu; // the k-th largest lies in [lo, hi]
+  while (lo < hi) {
+    const uint32_t mid = lo + (hi - lo) / 2 + 1;
+    const int64_t c = kern.count_keys_at_least(keys, n, mid);
+    if (c >= k && c <= k + k / 2)
+      return mid;
+    if (c >= k)
+      lo = mid;
+    else
+      hi = mid - 1;
+  }
+  return lo;
+}
+
 // The top k among `count` candidate positions (ascending, count >= k) that hold all of them:
 // the k-th largest candidate key; those above it all count, equal ones go to the earliest
 // positions.
@@ -68,7 +86,7 @@ void top_k_positions(const kernels::kernel_table& kern, const float* scores, int
     thread_local std::vector<uint32_t> gkeys;
     gkeys.resize(static_cast<std::size_t>(groups));
     kern.group_max_keys(scores, groups, gkeys.data());
-    const uint32_t tk = kth_largest_key(kern, gkeys.data(), groups, k);
+    const uint32_t tk = group_threshold(kern, gkeys.data(), groups, k);
     // Float comparisons agree with key comparisons (-0 and +0 share a key and compare equal).
     const float t = from_order_key(tk);
     cand.resize(static_cast<std::size_t>(n));

@@ -1,4 +1,5 @@
-// deepinfer-profile --model DIR [--max-context N] [--threads N] [--out FILE]
+// deepinfer-profile --model DIR [--max-context N] [--threads N] [--cpu-isa auto|portable|avx2|avx512]
+//   [--out FILE]
 // Measures prefill chunks of several sizes at several contexts, fits the cost model
 // cost(q, c) by least squares and writes it next to the model (DIR/cost_model.json).
 #include <algorithm>
@@ -11,6 +12,7 @@
 #include <vector>
 
 #include "engine/cost_model.hpp"
+#include "engine/kernels/isa.hpp"
 #include "engine/rank_engine.hpp"
 
 #include <spdlog/sinks/stdout_color_sinks.h>
@@ -24,6 +26,7 @@ int main(int argc, char** argv) {
   std::string model_dir, out;
   int64_t max_context = 8192;
   int threads = 2;
+  std::string isa_name = "auto";
   for (int i = 1; i + 1 < argc; i += 2) {
     std::string a = argv[i], v = argv[i + 1];
     if (a == "--model")
@@ -34,10 +37,17 @@ int main(int argc, char** argv) {
       threads = std::stoi(v);
     else if (a == "--out")
       out = v;
+    else if (a == "--cpu-isa")
+      isa_name = v;
+  }
+  const auto isa = kernels::choose_cpu_isa(isa_name);
+  if (!isa.isa) {
+    std::fprintf(stderr, "deepinfer-profile: --cpu-isa: %s\n", isa.error.c_str());
+    return 2;
   }
   if (model_dir.empty()) {
     std::fprintf(stderr, "usage: deepinfer-profile --model DIR [--max-context N] [--threads N] "
-                         "[--out FILE]\n");
+                         "[--cpu-isa auto|portable|avx2|avx512] [--out FILE]\n");
     return 2;
   }
   if (out.empty())
@@ -47,7 +57,7 @@ int main(int argc, char** argv) {
   for (auto q : qs)
     chunk_total += q;
   auto loaded = rank_engine::load(
-      model_dir, rank_engine::config{(max_context + chunk_total) / 128 + 8, threads, {}});
+      model_dir, rank_engine::config{(max_context + chunk_total) / 128 + 8, threads, isa.isa});
   if (!loaded.engine) {
     std::fprintf(stderr, "deepinfer-profile: %s\n", loaded.error.c_str());
     return 1;

@@ -146,4 +146,32 @@ BOOST_AUTO_TEST_CASE(dry_run_prints_the_resolved_plan) {
   BOOST_TEST(log.find("heartbeat_interval_ms=250") != std::string::npos);
 }
 
+// The flags that change a node's behaviour reach every child the launcher starts.
+BOOST_AUTO_TEST_CASE(supervised_mode_forwards_the_serving_flags_to_its_children) {
+  auto dir = temp_dir("forward");
+  node_process p{{CAF_LAUNCH_PATH, "--manifest", std::string{DEEPINFER_SOURCE_DIR} + "/examples/cluster.toml",
+                  "--dry-run", "--decoder-mode", "exact", "--prefill-step-ms", "40", "--kv-root", "/tmp/kv-x",
+                  "--cpu-isa", "portable"},
+                 (dir / "log").string()};
+  auto status = p.wait(5000ms);
+  BOOST_REQUIRE(status);
+  BOOST_TEST(WEXITSTATUS(*status) == 0);
+  auto log = p.log();
+  for (const char* flag : {"--decoder-mode exact", "--prefill-step-ms 40", "--kv-root /tmp/kv-x", "--cpu-isa portable"}) {
+    std::size_t at = 0, children = 0;
+    while ((at = log.find(flag, at)) != std::string::npos)
+      ++children, ++at;
+    BOOST_TEST(children == 3u, flag << " reaches " << children << " of 3 children:\n" << log);
+  }
+}
+
+BOOST_AUTO_TEST_CASE(an_isa_the_cpu_lacks_or_an_unknown_one_is_a_clear_error) {
+  auto dir = temp_dir("isa");
+  node_process p{{CAF_LAUNCH_PATH, "--no-serve", "--cpu-isa", "avx9"}, (dir / "log").string()};
+  auto status = p.wait(5000ms);
+  BOOST_REQUIRE(status);
+  BOOST_TEST(WEXITSTATUS(*status) == 2);
+  BOOST_TEST(p.log().find("--cpu-isa") != std::string::npos, p.log());
+}
+
 BOOST_AUTO_TEST_SUITE_END()

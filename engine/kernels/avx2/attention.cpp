@@ -39,41 +39,129 @@ inline void weighted_values(const float* scores, float inv, int64_t nk, int64_t 
 
 } // namespace
 
-void attend(const float* q, const float* kt, int64_t stride, const float* v, int64_t nk,
-            int64_t heads, int64_t kv_heads, int64_t d, float* scores, float* out) {
+namespace {
+
+constexpr int64_t max_rows = 8; // rows per block sharing one key union
+
+// One head's scores of R rows (R <= 4) over keys [u0, u0 + nu) into sc (rows `su` floats apart):
+// a tile of R rows x 16 keys, each score a chain over the d components, then the scale.
+template <int R>
+void union_scores(const float* q, int64_t qstride, const float* kg, int64_t stride, int64_t u0,
+                  int64_t nu, int64_t d, float* sc, int64_t su) {
+  const __m256 scale = _mm256_set1_ps(1.0f / std::sqrt(static_cast<float>(d)));
+  for (int64_t j = 0; j < nu; j += 16) {
+    const bool full = nu - j >= 16;
+    const __m256i m0 = lane_mask(nu - j), m1 = lane_mask(nu - j - 8);
+    __m256 a0[R], a1[R];
+#pragma GCC unroll 4
+    for (int r = 0; r < R; ++r)
+      a0[r] = a1[r] = _mm256_setzero_ps();
+    const float* k = kg + u0 + j;
+    for (int64_t i = 0; i < d; ++i) {
+      const float* ki = k + i * stride;
+      const __m256 k0 = full ? _mm256_loadu_ps(ki) : _mm256_maskload_ps(ki, m0);
+      const __m256 k1 = full ? _mm256_loadu_ps(ki + 8) : _mm256_maskload_ps(ki + 8, m1);
+#pragma GCC unroll 4
+      for (int r = 0; r < R; ++r) {
+        const __m256 qv = _mm256_broadcast_ss(q + r * qstride + i);
+        a0[r] = _mm256_fmadd_ps(qv, k0, a0[r]);
+        a1[r] = _mm256_fmadd_ps(qv, k1, a1[r]);
+      }
+    }
+#pragma GCC unroll 4
+    for (int r = 0; r < R; ++r) {
+      _mm256_maskstore_ps(sc + r * su + j, m0, _mm256_mul_ps(a0[r], scale));
+      _mm256_maskstore_ps(sc + r * su + j + 8, m1, _mm256_mul_ps(a1[r], scale));
+    }
+  }
+}
+
+// One head's outputs of R rows (R <= 3), C vectors of 8 components (C <= 4): out_r = chain over
+// the union's keys of w_r[j] x v_j, w_r exactly 0 outside the row's window (which adds a signed
+// zero to a sum that is never -0: the chain over the union is the chain over the row's keys).
+template <int R, int C>
+void union_values(const float* sc, int64_t su, const float* inv, const float* vg, int64_t kvw,
+                  int64_t u0, int64_t nu, float* out, int64_t qstride) {
+  __m256 a[R][C];
+#pragma GCC unroll 3
+  for (int r = 0; r < R; ++r)
+#pragma GCC unroll 4
+    for (int c = 0; c < C; ++c)
+      a[r][c] = _mm256_setzero_ps();
+  for (int64_t j = 0; j < nu; ++j) {
+    const float* vj = vg + (u0 + j) * kvw;
+    __m256 vv[C];
+#pragma GCC unroll 4
+    for (int c = 0; c < C; ++c)
+      vv[c] = _mm256_loadu_ps(vj + c * 8);
+#pragma GCC unroll 3
+    for (int r = 0; r < R; ++r) {
+      const __m256 w = _mm256_set1_ps(sc[r * su + j] * inv[r]);
+#pragma GCC unroll 4
+      for (int c = 0; c < C; ++c)
+        a[r][c] = _mm256_fmadd_ps(w, vv[c], a[r][c]);
+    }
+  }
+#pragma GCC unroll 3
+  for (int r = 0; r < R; ++r)
+#pragma GCC unroll 4
+    for (int c = 0; c < C; ++c)
+      _mm256_storeu_ps(out + r * qstride + c * 8, a[r][c]);
+}
+
+using scores_fn = void (*)(const float*, int64_t, const float*, int64_t, int64_t, int64_t, int64_t, float*, int64_t);
+constexpr scores_fn scores_by_rows[5] = {nullptr, union_scores<1>, union_scores<2>, union_scores<3>, union_scores<4>};
+
+using values_fn = void (*)(const float*, int64_t, const float*, const float*, int64_t, int64_t, int64_t, float*, int64_t);
+constexpr values_fn values_by_shape[4][5] = {
+    {nullptr, nullptr, nullptr, nullptr, nullptr},
+    {nullptr, union_values<1, 1>, union_values<1, 2>, union_values<1, 3>, union_values<1, 4>},
+    {nullptr, union_values<2, 1>, union_values<2, 2>, union_values<2, 3>, union_values<2, 4>},
+    {nullptr, union_values<3, 1>, union_values<3, 2>, union_values<3, 3>, union_values<3, 4>}};
+
+// Rows [0, rows) of a block (rows <= max_rows), every head.
+void attend_block(const float* q, int64_t rows, int64_t qstride, const int64_t* first,
+                  const int64_t* count, const float* kt, int64_t stride, const float* v,
+                  int64_t heads, int64_t kv_heads, int64_t d, float* scores, float* out) {
+  const int64_t group = heads / kv_heads, kvw = kv_heads * d, chunks = d / 8;
+  const int64_t u0 = first[0], nu = first[rows - 1] + count[rows - 1] - u0;
+  const int64_t su = (nu + 15) / 16 * 16;
+  for (int64_t h = 0; h < heads; ++h) {
+    const int64_t g = h / group;
+    for (int64_t r = 0; r < rows; r += 4)
+      scores_by_rows[std::min<int64_t>(4, rows - r)](q + r * qstride + h * d, qstride, kt + g * d * stride,
+                                                     stride, u0, nu, d, scores + r * su, su);
+    float inv[max_rows];
+    for (int64_t r = 0; r < rows; ++r) {
+      // The row's softmax over its own keys, then zero weights around them.
+      float* row = scores + r * su;
+      const int64_t lo = first[r] - u0, n = count[r];
+      float top = -INFINITY;
+      for (int64_t j = lo; j < lo + n; ++j)
+        top = row[j] > top ? row[j] : top;
+      inv[r] = exp_shifted(row + lo, n, top);
+      std::fill(row, row + lo, 0.0f);
+      std::fill(row + lo + n, row + nu, 0.0f);
+    }
+    for (int64_t r = 0; r < rows; r += 3)
+      for (int64_t c = 0; c < chunks; c += 4)
+        values_by_shape[std::min<int64_t>(3, rows - r)][std::min<int64_t>(4, chunks - c)](
+            scores + r * su, su, inv + r, v + g * d + c * 8, kvw, u0, nu, out + r * qstride + h * d + c * 8, qstride);
+  }
+}
+
+} // namespace
+
+void attend_rows(const float* q, int64_t rows, int64_t qstride, const int64_t* first,
+                 const int64_t* count, const float* kt, int64_t stride, const float* v,
+                 int64_t heads, int64_t kv_heads, int64_t d, float* scores, float* out) {
   if (d % 8 != 0) {
-    portable::attend(q, kt, stride, v, nk, heads, kv_heads, d, scores, out);
+    portable::attend_rows(q, rows, qstride, first, count, kt, stride, v, heads, kv_heads, d, scores, out);
     return;
   }
-  const int64_t group = heads / kv_heads, kvw = kv_heads * d;
-  const __m256 scale = _mm256_set1_ps(1.0f / std::sqrt(static_cast<float>(d)));
-  for (int64_t h = 0; h < heads; ++h) {
-    const float* qh = q + h * d;
-    const int64_t g = h / group;
-    const float* kg = kt + g * d * stride;
-    __m256 mx = _mm256_set1_ps(-INFINITY);
-    int64_t j = 0;
-    for (; j + 8 <= nk; j += 8) {
-      __m256 acc = _mm256_setzero_ps();
-      for (int64_t i = 0; i < d; ++i)
-        acc = _mm256_fmadd_ps(_mm256_set1_ps(qh[i]), _mm256_loadu_ps(kg + i * stride + j), acc);
-      acc = _mm256_mul_ps(acc, scale);
-      _mm256_storeu_ps(scores + j, acc);
-      mx = _mm256_max_ps(mx, acc);
-    }
-    if (j < nk) {
-      const __m256i m = lane_mask(nk - j);
-      __m256 acc = _mm256_setzero_ps();
-      for (int64_t i = 0; i < d; ++i)
-        acc = _mm256_fmadd_ps(_mm256_set1_ps(qh[i]), _mm256_maskload_ps(kg + i * stride + j, m), acc);
-      acc = _mm256_mul_ps(acc, scale);
-      _mm256_maskstore_ps(scores + j, m, acc);
-      mx = _mm256_max_ps(mx, _mm256_blendv_ps(_mm256_set1_ps(-INFINITY), acc, _mm256_castsi256_ps(m)));
-    }
-    const float inv = exp_shifted(scores, nk, hmax(mx));
-    weighted_values(scores, inv, nk, d / 8, [&](int64_t jj) { return v + jj * kvw + g * d; },
-                    out + h * d);
-  }
+  for (int64_t r = 0; r < rows; r += max_rows)
+    attend_block(q + r * qstride, std::min(max_rows, rows - r), qstride, first + r, count + r, kt, stride, v,
+                 heads, kv_heads, d, scores, out + r * qstride);
 }
 
 void attend_gathered(const float* q, const float* const* kv, int64_t v_offset, int64_t nk,

@@ -1,8 +1,7 @@
-// AVX2 8-bit indexer kernels. The dot products are exact integer sums, as on VNNI: a key code c
-// (the signed code + 128) is turned back into the signed code s = c - 128, and
-// vpmaddubsw(|s|, sign(q, s)) multiplies pairs without saturation (|s|, |q| <= 127, so a pair sums
-// to at most 32,258), vpmaddwd sums each key's four into 32 bits. That is VNNI's sum minus the
-// query's offset, exactly.
+// AVX2 8-bit indexer kernels. The dot products are exact integer sums, as on VNNI: vpmaddubsw
+// multiplies a key's unsigned codes (signed code + 128) by the query's 7-bit codes pairwise
+// without saturating (index_query_limit), vpmaddwd sums each key's four into 32 bits, and the
+// accumulators start at minus the query's offset: VNNI's integers, exactly.
 #include <algorithm>
 #include <cmath>
 #include <cstring>
@@ -23,28 +22,28 @@ template <int H>
 void score_tile_heads(const index_query_codes& q, int64_t rows, int64_t dim, const uint8_t* codes,
                       const float* scales, float* out, int64_t stride) {
   const int64_t p = index_padded(dim), groups = p / index_group;
-  const __m256i flip = _mm256_set1_epi8(static_cast<char>(0x80)), ones = _mm256_set1_epi16(1);
-  const __m256i zero = _mm256_setzero_si256();
+  const __m256i ones = _mm256_set1_epi16(1), zero = _mm256_setzero_si256();
   for (int64_t r = 0; r < rows; ++r) {
     const int8_t* qr = q.codes + r * H * p;
     __m256 coef[H];
+    __m256i start[H];
 #pragma GCC unroll 8
-    for (int h = 0; h < H; ++h)
+    for (int h = 0; h < H; ++h) {
       coef[h] = _mm256_set1_ps(q.coef[r * H + h]);
+      start[h] = _mm256_set1_epi32(-q.offset[r * H + h]);
+    }
     for (int64_t j = 0; j < index_tile; j += 8) {
       __m256i acc[H];
 #pragma GCC unroll 8
       for (int h = 0; h < H; ++h)
-        acc[h] = zero;
+        acc[h] = start[h];
       for (int64_t g = 0; g < groups; ++g) {
         const __m256i c = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(codes + (g * index_tile + j) * index_group));
-        const __m256i s = _mm256_xor_si256(c, flip);
-        const __m256i a = _mm256_abs_epi8(s);
 #pragma GCC unroll 8
         for (int h = 0; h < H; ++h) {
           int32_t lane = 0;
           std::memcpy(&lane, qr + h * p + g * index_group, sizeof(lane));
-          const __m256i pairs = _mm256_maddubs_epi16(a, _mm256_sign_epi8(_mm256_set1_epi32(lane), s));
+          const __m256i pairs = _mm256_maddubs_epi16(c, _mm256_set1_epi32(lane));
           acc[h] = _mm256_add_epi32(acc[h], _mm256_madd_epi16(pairs, ones));
         }
       }

@@ -17,41 +17,118 @@
 
 namespace deepinfer::engine::kernels::avx512 {
 
-// 16 keys' scores per vector (a chain over the 32 components, masked loads past nk), the values
-// accumulated in two registers.
-void attend(const float* q, const float* kt, int64_t stride, const float* v, int64_t nk,
-            int64_t heads, int64_t kv_heads, int64_t d, float* scores, float* out) {
+namespace {
+
+constexpr int64_t max_rows = 8; // rows of one tile: 2 x 8 score / value accumulators
+
+// One head's scores of R rows over the block's union of keys [u0, u0 + nu), into sc (R rows of
+// `su` floats): a tile of R rows x 32 keys, each score a chain over the 32 components, then the
+// scale. Rows score keys outside their window too (at most R - 1 of them: wasted, never used).
+template <int R>
+void union_scores(const float* q, int64_t qstride, const float* kg, int64_t stride, int64_t u0,
+                  int64_t nu, float* sc, int64_t su) {
+  constexpr int64_t d = 32;
+  const __m512 scale = _mm512_set1_ps(1.0f / std::sqrt(static_cast<float>(d)));
+  for (int64_t j = 0; j < nu; j += 32) {
+    const __mmask16 m0 = lane_mask(nu - j), m1 = lane_mask(nu - j - 16);
+    __m512 a0[R], a1[R];
+#pragma GCC unroll 8
+    for (int r = 0; r < R; ++r)
+      a0[r] = a1[r] = _mm512_setzero_ps();
+    const float* k = kg + u0 + j;
+    for (int64_t i = 0; i < d; ++i) {
+      const __m512 k0 = _mm512_maskz_loadu_ps(m0, k + i * stride);
+      const __m512 k1 = _mm512_maskz_loadu_ps(m1, k + i * stride + 16);
+#pragma GCC unroll 8
+      for (int r = 0; r < R; ++r) {
+        const __m512 qv = _mm512_set1_ps(q[r * qstride + i]);
+        a0[r] = _mm512_fmadd_ps(qv, k0, a0[r]);
+        a1[r] = _mm512_fmadd_ps(qv, k1, a1[r]);
+      }
+    }
+#pragma GCC unroll 8
+    for (int r = 0; r < R; ++r) {
+      _mm512_mask_storeu_ps(sc + r * su + j, m0, _mm512_mul_ps(a0[r], scale));
+      _mm512_mask_storeu_ps(sc + r * su + j + 16, m1, _mm512_mul_ps(a1[r], scale));
+    }
+  }
+}
+
+// One head's outputs of R rows: out_r = chain over the union's keys of w_r[j] x v_j, where w_r is
+// the row's softmax weight (scores x inv) inside its window and exactly 0 outside. A zero weight
+// adds a signed zero to a sum that is never -0 (it starts at +0 and +0 + -0 = +0), so the chain
+// over the union equals the chain over the row's own keys, bit for bit.
+template <int R>
+void union_values(const float* sc, int64_t su, const float* inv, const float* vg, int64_t kvw,
+                  int64_t u0, int64_t nu, float* out, int64_t qstride) {
+  __m512 a0[R], a1[R];
+#pragma GCC unroll 8
+  for (int r = 0; r < R; ++r)
+    a0[r] = a1[r] = _mm512_setzero_ps();
+  for (int64_t j = 0; j < nu; ++j) {
+    const float* vj = vg + (u0 + j) * kvw;
+    const __m512 v0 = _mm512_loadu_ps(vj), v1 = _mm512_loadu_ps(vj + 16);
+#pragma GCC unroll 8
+    for (int r = 0; r < R; ++r) {
+      const __m512 w = _mm512_set1_ps(sc[r * su + j] * inv[r]);
+      a0[r] = _mm512_fmadd_ps(w, v0, a0[r]);
+      a1[r] = _mm512_fmadd_ps(w, v1, a1[r]);
+    }
+  }
+#pragma GCC unroll 8
+  for (int r = 0; r < R; ++r) {
+    _mm512_storeu_ps(out + r * qstride, a0[r]);
+    _mm512_storeu_ps(out + r * qstride + 16, a1[r]);
+  }
+}
+
+// Rows [0, R) of a block (R <= max_rows), every head.
+template <int R>
+void attend_block(const float* q, int64_t qstride, const int64_t* first, const int64_t* count,
+                  const float* kt, int64_t stride, const float* v, int64_t heads, int64_t kv_heads,
+                  float* scores, float* out) {
+  constexpr int64_t d = 32;
+  const int64_t group = heads / kv_heads, kvw = kv_heads * d;
+  const int64_t u0 = first[0], nu = first[R - 1] + count[R - 1] - u0;
+  const int64_t su = (nu + 31) / 32 * 32;
+  for (int64_t h = 0; h < heads; ++h) {
+    const int64_t g = h / group;
+    union_scores<R>(q + h * d, qstride, kt + g * d * stride, stride, u0, nu, scores, su);
+    float inv[R];
+    for (int r = 0; r < R; ++r) {
+      // The row's softmax over its own keys (the canonical lanes start at its first key), then
+      // zero weights around them.
+      float* row = scores + r * su;
+      const int64_t lo = first[r] - u0, n = count[r];
+      __m512 mx = _mm512_set1_ps(-INFINITY);
+      for (int64_t j = 0; j < n; j += 16)
+        mx = _mm512_mask_max_ps(mx, lane_mask(n - j), mx, _mm512_maskz_loadu_ps(lane_mask(n - j), row + lo + j));
+      inv[r] = exp_shifted(row + lo, n, hmax(mx));
+      std::fill(row, row + lo, 0.0f);
+      std::fill(row + lo + n, row + nu, 0.0f);
+    }
+    union_values<R>(scores, su, inv, v + g * d, kvw, u0, nu, out + h * d, qstride);
+  }
+}
+
+using block_fn = void (*)(const float*, int64_t, const int64_t*, const int64_t*, const float*, int64_t,
+                          const float*, int64_t, int64_t, float*, float*);
+constexpr block_fn by_rows[max_rows + 1] = {nullptr,           attend_block<1>, attend_block<2>,
+                                            attend_block<3>, attend_block<4>, attend_block<5>,
+                                            attend_block<6>, attend_block<7>, attend_block<8>};
+
+} // namespace
+
+void attend_rows(const float* q, int64_t rows, int64_t qstride, const int64_t* first,
+                 const int64_t* count, const float* kt, int64_t stride, const float* v,
+                 int64_t heads, int64_t kv_heads, int64_t d, float* scores, float* out) {
   if (d != 32) {
-    avx2::attend(q, kt, stride, v, nk, heads, kv_heads, d, scores, out);
+    avx2::attend_rows(q, rows, qstride, first, count, kt, stride, v, heads, kv_heads, d, scores, out);
     return;
   }
-  const int64_t group = heads / kv_heads, kvw = kv_heads * d;
-  const __m512 scale = _mm512_set1_ps(1.0f / std::sqrt(static_cast<float>(d)));
-  for (int64_t h = 0; h < heads; ++h) {
-    const float* qh = q + h * d;
-    const int64_t g = h / group;
-    const float* kg = kt + g * d * stride;
-    __m512 mx = _mm512_set1_ps(-INFINITY);
-    for (int64_t j = 0; j < nk; j += 16) {
-      const __mmask16 m = lane_mask(nk - j);
-      __m512 acc = _mm512_setzero_ps();
-      for (int64_t i = 0; i < d; ++i)
-        acc = _mm512_fmadd_ps(_mm512_set1_ps(qh[i]), _mm512_maskz_loadu_ps(m, kg + i * stride + j), acc);
-      acc = _mm512_mul_ps(acc, scale);
-      _mm512_mask_storeu_ps(scores + j, m, acc);
-      mx = _mm512_mask_max_ps(mx, m, mx, acc);
-    }
-    const float inv = exp_shifted(scores, nk, hmax(mx));
-    __m512 a0 = _mm512_setzero_ps(), a1 = _mm512_setzero_ps();
-    for (int64_t j = 0; j < nk; ++j) {
-      const float* vj = v + j * kvw + g * d;
-      const __m512 wj = _mm512_set1_ps(scores[j] * inv);
-      a0 = _mm512_fmadd_ps(wj, _mm512_loadu_ps(vj), a0);
-      a1 = _mm512_fmadd_ps(wj, _mm512_loadu_ps(vj + 16), a1);
-    }
-    _mm512_storeu_ps(out + h * d, a0);
-    _mm512_storeu_ps(out + h * d + 16, a1);
-  }
+  for (int64_t r = 0; r < rows; r += max_rows)
+    by_rows[std::min(max_rows, rows - r)](q + r * qstride, qstride, first + r, count + r, kt, stride, v,
+                                          heads, kv_heads, scores, out + r * qstride);
 }
 
 // Each score is dot16 of two vectors (two chained FMAs, then fold16); the heads of one KV group go

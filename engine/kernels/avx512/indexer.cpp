@@ -78,17 +78,17 @@ void score_tile_vnni(const index_query_codes& q, int64_t rows, int64_t dim, cons
   for (int64_t r = 0; r < rows; ++r) {
     const int8_t* qr = q.codes + r * H * p;
     __m512 coef[H];
-    __m512i off[H];
+    __m512i start[H]; // the accumulators start at minus the keys' +128 correction
 #pragma GCC unroll 16
     for (int h = 0; h < H; ++h) {
       coef[h] = _mm512_set1_ps(q.coef[r * H + h]);
-      off[h] = _mm512_set1_epi32(q.offset[r * H + h]);
+      start[h] = _mm512_set1_epi32(-q.offset[r * H + h]);
     }
     for (int64_t j = 0; j < index_tile; j += 32) {
       __m512i a[H], b[H];
 #pragma GCC unroll 16
       for (int h = 0; h < H; ++h)
-        a[h] = b[h] = zero;
+        a[h] = b[h] = start[h];
       for (int64_t g = 0; g < groups; ++g) {
         const uint8_t* cg = codes + (g * index_tile + j) * index_group;
         const __m512i ka = _mm512_loadu_si512(cg);
@@ -108,8 +108,8 @@ void score_tile_vnni(const index_query_codes& q, int64_t rows, int64_t dim, cons
       __m512 sa = fzero, sb = fzero;
 #pragma GCC unroll 16
       for (int h = 0; h < H; ++h) {
-        const __m512i da = _mm512_mask_max_epi32(zero, 0xFFFF, _mm512_sub_epi32(a[h], off[h]), zero);
-        const __m512i db = _mm512_mask_max_epi32(zero, 0xFFFF, _mm512_sub_epi32(b[h], off[h]), zero);
+        const __m512i da = _mm512_mask_max_epi32(zero, 0xFFFF, a[h], zero);
+        const __m512i db = _mm512_mask_max_epi32(zero, 0xFFFF, b[h], zero);
         sa = _mm512_fmadd_ps(coef[h], _mm512_mask_cvtepi32_ps(fzero, 0xFFFF, da), sa);
         sb = _mm512_fmadd_ps(coef[h], _mm512_mask_cvtepi32_ps(fzero, 0xFFFF, db), sb);
       }

@@ -24,9 +24,9 @@ inline float hmax(__m512 v) {
   return _mm_cvtss_f32(_mm_max_ss(m, _mm_movehdup_ps(m)));
 }
 
-/// Lanes [0, count) set, count in [0, 16].
+/// Lanes [0, count) set (none for count <= 0, all for count >= 16).
 inline __mmask16 lane_mask(int64_t count) {
-  return count >= 16 ? __mmask16{0xFFFF} : static_cast<__mmask16>((1u << count) - 1);
+  return count >= 16 ? __mmask16{0xFFFF} : count <= 0 ? __mmask16{0} : static_cast<__mmask16>((1u << count) - 1);
 }
 
 /// canonical::exp on 16 lanes.

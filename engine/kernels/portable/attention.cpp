@@ -34,6 +34,9 @@ void weighted_values(const float* scores, float inv, int64_t nk, const float* v,
 
 } // namespace
 
+namespace {
+
+// One row over its `nk` keys (kt's first nk columns, v's first nk rows).
 void attend(const float* q, const float* kt, int64_t stride, const float* v, int64_t nk,
             int64_t heads, int64_t kv_heads, int64_t d, float* scores, float* out) {
   const int64_t group = heads / kv_heads, kvw = kv_heads * d;
@@ -50,6 +53,16 @@ void attend(const float* q, const float* kt, int64_t stride, const float* v, int
     const float inv = exp_shifted(scores, nk);
     weighted_values(scores, inv, nk, v, kvw, nullptr, g * d, d, out + h * d);
   }
+}
+
+} // namespace
+
+void attend_rows(const float* q, int64_t rows, int64_t qstride, const int64_t* first,
+                 const int64_t* count, const float* kt, int64_t stride, const float* v,
+                 int64_t heads, int64_t kv_heads, int64_t d, float* scores, float* out) {
+  for (int64_t r = 0; r < rows; ++r)
+    attend(q + r * qstride, kt + first[r], stride, v + first[r] * kv_heads * d, count[r], heads,
+           kv_heads, d, scores, out + r * qstride);
 }
 
 void attend_gathered(const float* q, const float* const* kv, int64_t v_offset, int64_t nk,
