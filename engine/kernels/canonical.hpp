@@ -8,11 +8,12 @@
 //
 // The orders:
 // - chain: one fused multiply-add per term, in index order, from +0 (`acc = fma(a_i, b_i, acc)`).
-//   Matrix products (each output over k), attention scores over keys laid out transposed (each
-//   score over the head's components) and attention values (each output component over the keys).
+//   Matrix products, the lm_head too (each output over k), attention scores over keys laid out
+//   transposed (each score over the head's components) and attention values (each output
+//   component over the keys).
 // - dot16: 16 chains, lane l over the terms i = l (mod 16), the input padded with zeros to a
-//   multiple of 16; then `fold16`. Dot products of contiguous rows: the lm_head, the cross-
-//   attention's gathered scores, RMSNorm's sum of squares; `sum16` is the same with adds.
+//   multiple of 16; then `fold16`. Dot products of contiguous rows: the cross-attention's gathered
+//   scores, RMSNorm's sum of squares; `sum16` is the same with adds (the softmax's sum).
 // - exp: `exp` below, one polynomial, in every softmax, sigmoid and SiLU.
 // - integer dot products (the 8-bit indexer) are exact and so have no order.
 

@@ -10,7 +10,7 @@ namespace {
 
 #define DEEPINFER_KERNEL_TABLE(ns)                                                                 \
   kernel_table {                                                                                   \
-    cpu_isa::ns, ns::gemm_packed, ns::gemm_dots, ns::dot, ns::rms_norm, ns::silu_mul, ns::sigmoid, \
+    cpu_isa::ns, ns::gemm_packed, ns::dot, ns::rms_norm, ns::silu_mul, ns::sigmoid, \
         ns::axpy, ns::attend_rows, ns::attend_gathered, ns::index_put_key, ns::index_score_tile,        \
         ns::group_max_keys, ns::count_keys_at_least, ns::collect_at_least                          \
   }
@@ -21,7 +21,7 @@ const kernel_table avx2_table = DEEPINFER_KERNEL_TABLE(avx2);
 // are faster (one 32-score group is four 8-lane vectors; a 16-lane horizontal max costs more):
 // AVX2's.
 const kernel_table avx512_table{cpu_isa::avx512,        avx512::gemm_packed,
-                                avx512::gemm_dots,      avx2::dot,
+                                avx2::dot,
                                 avx2::rms_norm,         avx2::silu_mul,
                                 avx2::sigmoid,          avx2::axpy,
                                 avx512::attend_rows,    avx512::attend_gathered,

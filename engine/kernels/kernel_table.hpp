@@ -16,14 +16,12 @@ inline constexpr int64_t panel_width = 16;
 struct kernel_table {
   cpu_isa isa = cpu_isa::portable;
 
-  /// Rows [0, rows) of y [rows x n] (+)= x [rows x k] . w^T, with `wp` the panels of w
-  /// (`panel_width`); each output is one chain over k, added to y when `accumulate`.
+  /// y [rows x n] (+)= x [rows x k] . w^T, y's rows `ldy` floats apart, with `wp` the panels of w
+  /// (`panel_width`; a column range of a wider product starts at its first panel); each output is
+  /// one chain over k, added to y when `accumulate`. Every product of the forward, the lm_head
+  /// too, runs this.
   void (*gemm_packed)(const float* x, int64_t rows, int64_t k, const float* wp, int64_t n,
-                      float* y, bool accumulate);
-  /// Columns [j0, j1) of y [m x n] (+)= x [m x k] . w^T for w row-major [n x k]: each output is
-  /// dot16(x_r, w_j) (what a product with a very wide output and few rows runs: one pass over w).
-  void (*gemm_dots)(const float* x, int64_t m, int64_t k, const float* w, int64_t n, int64_t j0,
-                    int64_t j1, float* y, bool accumulate);
+                      float* y, int64_t ldy, bool accumulate);
 
   /// dot16 of a[0..n) and b[0..n).
   float (*dot)(const float* a, const float* b, int64_t n);

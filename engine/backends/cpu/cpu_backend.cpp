@@ -9,11 +9,10 @@ namespace deepinfer::engine {
 namespace {
 
 // Products with a very wide output (the lm_head: n = vocabulary) and few rows are one pass over
-// the weights: they run as dot products over w as it is, for every m and every ISA (the choice
-// depends on the shape only, so a row's result still never depends on m), instead of keeping a
-// second, packed copy of the largest matrix.
+// the weights: the pool splits their columns (whole panels), not their rows. Either split gives
+// the same bits: every output is its own chain.
 constexpr int64_t wide_output = 32768;
-constexpr int64_t wide_chunk = 4096; // output columns per parallel task
+constexpr int64_t wide_chunk = 4096; // output columns per parallel task, a multiple of 16
 
 double wall_seconds() {
   return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
@@ -49,31 +48,30 @@ void cpu_backend::matmul(const float* x, int64_t m, int64_t k, const float* w, i
 
 void cpu_backend::multiply(const float* x, int64_t m, int64_t k, const float* w, int64_t n,
                            float* y, bool accumulate) {
-  if (n >= wide_output) {
+  const float* wp = packed_.packed(w, n, k);
+  if (n >= wide_output && m < 64) {
     pool_.parallel_for((n + wide_chunk - 1) / wide_chunk, [&](int64_t c) {
-      kernels_.gemm_dots(x, m, k, w, n, c * wide_chunk, std::min(n, (c + 1) * wide_chunk), y,
-                         accumulate);
+      const int64_t j0 = c * wide_chunk;
+      kernels_.gemm_packed(x, m, k, wp + j0 * k, std::min(n, j0 + wide_chunk) - j0, y + j0, n, accumulate);
     });
     return;
   }
-  const float* wp = packed_.packed(w, n, k);
   // Rows in parts of whole 8-row blocks over the pool when there are enough of them; any split
   // gives the same bits (every output is its own chain).
   const int64_t parts = m >= 64 ? std::min<int64_t>(pool_.size(), m / 32) : 1;
   if (parts <= 1) {
-    kernels_.gemm_packed(x, m, k, wp, n, y, accumulate);
+    kernels_.gemm_packed(x, m, k, wp, n, y, n, accumulate);
     return;
   }
   const int64_t step = (m / parts + 7) / 8 * 8;
   pool_.parallel_for(parts, [&](int64_t t) {
     const int64_t r0 = std::min(m, t * step), r1 = t + 1 == parts ? m : std::min(m, (t + 1) * step);
-    kernels_.gemm_packed(x + r0 * k, r1 - r0, k, wp, n, y + r0 * n, accumulate);
+    kernels_.gemm_packed(x + r0 * k, r1 - r0, k, wp, n, y + r0 * n, n, accumulate);
   });
 }
 
 void cpu_backend::prepare_weight(const float* w, int64_t n, int64_t k) {
-  if (n < wide_output)
-    packed_.packed(w, n, k);
+  packed_.packed(w, n, k);
 }
 
 void cpu_backend::parallel_for(int64_t n, const std::function<void(int64_t)>& fn) {

@@ -79,19 +79,18 @@ BOOST_AUTO_TEST_CASE(matmul_equals_a_reference_product) {
     }
 }
 
-// The wide-output path (the lm_head: n >= 32768) computes sixteen columns at once for 4+ rows
-// and one at a time otherwise: both must give the same bits, the same on every ISA, and the right
-// product. Columns 0..14 are repeated at the end of a second weight, where they fall into the
-// one-at-a-time tail.
-BOOST_AUTO_TEST_CASE(wide_outputs_agree_bit_for_bit_between_block_column_and_isa_paths) {
+// A wide output (the lm_head: n >= 32768) is split by columns over the pool for few rows and by
+// rows for many: the same bits either way, on every ISA, and the right product. Columns 0..14 are
+// repeated at the end of a second weight, where they fall into a partial last panel.
+BOOST_AUTO_TEST_CASE(wide_outputs_agree_bit_for_bit_between_splits_and_isas) {
   std::mt19937 rng(3);
-  const int64_t k = 64, n = 32768, m = 5;
+  const int64_t k = 64, n = 32768, m = 5, many = 70;
   auto w = normal(static_cast<std::size_t>((n + 15) * k), rng);
-  const auto x = normal(static_cast<std::size_t>(m * k), rng);
+  const auto x = normal(static_cast<std::size_t>(many * k), rng);
   std::copy(w.begin(), w.begin() + 15 * k, w.begin() + n * k);
   std::vector<float> first;
   for (auto isa : kernels::supported_cpu_isas()) {
-    cpu_backend b(cpu_backend::config{1, isa});
+    cpu_backend b(cpu_backend::config{3, isa});
     std::vector<float> y(static_cast<std::size_t>(m * n)), y2(static_cast<std::size_t>(m * (n + 15)));
     b.matmul(x.data(), m, k, w.data(), n, y.data(), false);
     b.matmul(x.data(), m, k, w.data(), n + 15, y2.data(), false);
@@ -101,7 +100,7 @@ BOOST_AUTO_TEST_CASE(wide_outputs_agree_bit_for_bit_between_block_column_and_isa
       for (int64_t j = 0; j < 15; ++j)
         bad += std::memcmp(&y[r * n + j], &y2[r * (n + 15) + n + j], sizeof(float)) != 0;
       std::vector<float> one(static_cast<std::size_t>(n));
-      b.matmul(x.data() + r * k, 1, k, w.data(), n, one.data(), false); // one row: column path
+      b.matmul(x.data() + r * k, 1, k, w.data(), n, one.data(), false); // one row
       bad += std::memcmp(one.data(), &y[r * n], one.size() * sizeof(float)) != 0;
       for (int64_t j = 0; j < n; j += 997) {
         double ref = 0;
@@ -110,6 +109,10 @@ BOOST_AUTO_TEST_CASE(wide_outputs_agree_bit_for_bit_between_block_column_and_isa
         worst = std::max(worst, std::fabs(ref - y[r * n + j]));
       }
     }
+    // Many rows split by rows: their first m rows have the bits of the column split.
+    std::vector<float> y70(static_cast<std::size_t>(many * n));
+    b.matmul(x.data(), many, k, w.data(), n, y70.data(), false);
+    bad += std::memcmp(y70.data(), y.data(), y.size() * sizeof(float)) != 0;
     if (first.empty())
       first = y;
     BOOST_TEST(bad == 0, kernels::to_string(isa));

@@ -63,60 +63,17 @@ constexpr panel_fn by_rows[block_rows + 1] = {nullptr,        panel_rows<1>, pan
                                               panel_rows<3>, panel_rows<4>, panel_rows<5>,
                                               panel_rows<6>};
 
-// Four outputs of one row (columns j .. j + 3): eight chains, then one fold16 each.
-inline void dots4(const float* xr, const float* w, int64_t k, float* out, bool accumulate) {
-  __m256 lo[4], hi[4];
-#pragma GCC unroll 4
-  for (int c = 0; c < 4; ++c)
-    lo[c] = hi[c] = _mm256_setzero_ps();
-  int64_t t = 0;
-  for (; t + 16 <= k; t += 16) {
-    const __m256 x0 = _mm256_loadu_ps(xr + t), x1 = _mm256_loadu_ps(xr + t + 8);
-#pragma GCC unroll 4
-    for (int c = 0; c < 4; ++c) {
-      lo[c] = _mm256_fmadd_ps(x0, _mm256_loadu_ps(w + c * k + t), lo[c]);
-      hi[c] = _mm256_fmadd_ps(x1, _mm256_loadu_ps(w + c * k + t + 8), hi[c]);
-    }
-  }
-  if (t < k) {
-    const __m256i m0 = lane_mask(std::min<int64_t>(8, k - t));
-    const __m256i m1 = lane_mask(std::max<int64_t>(0, k - t - 8));
-    const __m256 x0 = _mm256_maskload_ps(xr + t, m0), x1 = _mm256_maskload_ps(xr + t + 8, m1);
-    for (int c = 0; c < 4; ++c) {
-      lo[c] = _mm256_fmadd_ps(x0, _mm256_maskload_ps(w + c * k + t, m0), lo[c]);
-      hi[c] = _mm256_fmadd_ps(x1, _mm256_maskload_ps(w + c * k + t + 8, m1), hi[c]);
-    }
-  }
-  for (int c = 0; c < 4; ++c) {
-    const float d = fold16(lo[c], hi[c]);
-    out[c] = accumulate ? out[c] + d : d;
-  }
-}
-
 } // namespace
 
 void gemm_packed(const float* x, int64_t rows, int64_t k, const float* wp, int64_t n, float* y,
-                 bool accumulate) {
+                 int64_t ldy, bool accumulate) {
   const int64_t panels = (n + panel_width - 1) / panel_width;
   for (int64_t r = 0; r < rows; r += block_rows) {
     const auto fn = by_rows[std::min(block_rows, rows - r)];
     for (int64_t p = 0; p < panels; ++p)
-      fn(x + r * k, k, wp + p * k * panel_width, y + r * n + p * panel_width, n,
+      fn(x + r * k, k, wp + p * k * panel_width, y + r * ldy + p * panel_width, ldy,
          std::min(panel_width, n - p * panel_width), accumulate);
   }
-}
-
-void gemm_dots(const float* x, int64_t m, int64_t k, const float* w, int64_t n, int64_t j0,
-               int64_t j1, float* y, bool accumulate) {
-  int64_t j = j0;
-  for (; j + 4 <= j1; j += 4)
-    for (int64_t r = 0; r < m; ++r)
-      dots4(x + r * k, w + j * k, k, y + r * n + j, accumulate);
-  for (; j < j1; ++j)
-    for (int64_t r = 0; r < m; ++r) {
-      const float d = dot16(x + r * k, w + j * k, k);
-      y[r * n + j] = accumulate ? y[r * n + j] + d : d;
-    }
 }
 
 } // namespace deepinfer::engine::kernels::avx2

@@ -74,13 +74,16 @@ void index_put_key(const float* k, int64_t dim, int64_t j, uint8_t* codes, float
   }
   const __m256 inv = _mm256_set1_ps(127.0f / m);
   const __m256i lo = _mm256_set1_epi32(-127), hi = _mm256_set1_epi32(127);
-  alignas(32) int32_t qv[8];
   for (int64_t i = 0; i < dim; i += 8) {
-    // cvtps rounds to nearest even (the default MXCSR), as nearbyint does.
-    const __m256i v = _mm256_cvtps_epi32(_mm256_mul_ps(_mm256_loadu_ps(k + i), inv));
-    _mm256_store_si256(reinterpret_cast<__m256i*>(qv), _mm256_min_epi32(_mm256_max_epi32(v, lo), hi));
-    for (int64_t t = 0; t < 8; ++t)
-      codes[index_code_at(i + t, j)] = static_cast<uint8_t>(qv[t] + 128);
+    // cvtps rounds to nearest even (the default MXCSR), as nearbyint does; the packs saturate
+    // nothing (the codes are in [-127, 127] already), they only narrow to bytes.
+    __m256i v = _mm256_cvtps_epi32(_mm256_mul_ps(_mm256_loadu_ps(k + i), inv));
+    v = _mm256_min_epi32(_mm256_max_epi32(v, lo), hi);
+    const __m256i b = _mm256_packs_epi16(_mm256_packs_epi32(v, v), v); // bytes 0-3 of each 128-bit lane
+    const auto first = static_cast<uint32_t>(_mm256_extract_epi32(b, 0)) ^ 0x80808080u; // + 128
+    const auto second = static_cast<uint32_t>(_mm256_extract_epi32(b, 4)) ^ 0x80808080u;
+    std::memcpy(codes + index_code_at(i, j), &first, sizeof(first));
+    std::memcpy(codes + index_code_at(i + index_group, j), &second, sizeof(second));
   }
   scales[j] = m / 127.0f;
 }
