@@ -4,6 +4,7 @@
 # the tokenizer assets in $DEEPINFER_CACHE (default ~/.cache/deepinfer).
 set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+trap 'echo "bootstrap: FAILED (exit $?) at line $LINENO: $BASH_COMMAND" >&2' ERR
 
 mapfile -t wanted < <(cat "$here"/packages/*.txt | sed 's/#.*//' | tr -s ' \t' '\n' | sed '/^$/d' | sort -u)
 missing=()
@@ -24,10 +25,21 @@ if ((${#missing[@]})); then
   fi
   echo "bootstrap: installing ${missing[*]}"
   export DEBIAN_FRONTEND=noninteractive
-  apt-get update -qq
-  apt-get install -y -qq --no-install-recommends "${missing[@]}"
+  apt_help="check that this machine reaches its Debian mirror (/etc/apt/sources.list*; behind a proxy"
+  apt_help+=" set Acquire::http::Proxy in /etc/apt/apt.conf.d/), then run scripts/bootstrap.sh again"
+  apt-get update -qq || { echo "bootstrap: FAILED: apt-get update; $apt_help" >&2; exit 1; }
+  apt-get install -y -qq --no-install-recommends "${missing[@]}" \
+    || { echo "bootstrap: FAILED: apt-get install ${missing[*]}; $apt_help" >&2; exit 1; }
 else
   echo "bootstrap: all ${#wanted[@]} Debian packages present"
+fi
+
+# The tokenizer reference and the API clients need Node.js 18 or later (Debian 12 ships 18.20).
+node_major="$(node -p 'process.versions.node.split(".")[0]' 2>/dev/null || echo 0)"
+if ((node_major < 18)); then
+  echo "bootstrap: FAILED: Node.js $(node --version 2>/dev/null || echo '(none)') is too old; the tests need" \
+       "Node.js 18 or later (Debian 12: apt-get install nodejs npm)" >&2
+  exit 1
 fi
 
 "$here/prepare_tokenizer.sh"

@@ -1,8 +1,14 @@
 #!/usr/bin/env bash
-# Installs the official API client libraries that recipe's reassembly test drives
-# (tests/recipe/reassemble.js) into ${DEEPINFER_CACHE:-~/.cache/deepinfer}/api-clients.
+# Installs the official API client libraries that recipe's reassembly test and tests/serve drive
+# (recipe/testdata/reassemble.js, tests/serve/*.test.mjs) into
+# ${DEEPINFER_CACHE:-~/.cache/deepinfer}/api-clients.
 # Idempotent: does nothing when the pinned versions are already there.
 set -euo pipefail
+here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+# shellcheck source=scripts/npm_step.sh
+source "$here/npm_step.sh"
+# Every failure says what failed (npm_step explains its own).
+trap '[[ -n ${npm_step_failed:-} ]] || echo "prepare_api_clients: FAILED (exit $?) at line $LINENO: $BASH_COMMAND" >&2' ERR
 cache="${DEEPINFER_CACHE:-$HOME/.cache/deepinfer}"
 dir="$cache/api-clients"
 openai_version=7.59.0
@@ -12,6 +18,8 @@ if have openai "$openai_version" && have @anthropic-ai/sdk "$anthropic_version";
   exit 0
 fi
 mkdir -p "$dir"
-cd "$dir"
-[[ -f package.json ]] || echo '{"name":"deepinfer-api-clients","private":true}' > package.json
-npm install --silent --no-audit --no-fund --save-exact "openai@$openai_version" "@anthropic-ai/sdk@$anthropic_version"
+[[ -f "$dir/package.json" ]] || echo '{"name":"deepinfer-api-clients","private":true}' > "$dir/package.json"
+npm_step prepare_api_clients "install openai@$openai_version and @anthropic-ai/sdk@$anthropic_version into $dir" \
+  "$cache/npm-api-clients.log" \
+  -- install --prefix "$dir" --no-audit --no-fund --save-exact "openai@$openai_version" "@anthropic-ai/sdk@$anthropic_version"
+echo "prepare_api_clients: openai@$openai_version and @anthropic-ai/sdk@$anthropic_version ready in $dir"
