@@ -32,7 +32,7 @@ for t in "${targets[@]}"; do
     tail -40 "build-fuzz/$t.log" >&2
     status=1
   else
-    grep -E "stat::number_of_executed_units|Done" "build-fuzz/$t.log" | tail -2
+    grep -E "stat::number_of_executed_units|Done" "build-fuzz/$t.log" | tail -2 || true
   fi
 done
 exit "$status"
