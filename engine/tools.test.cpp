@@ -2,6 +2,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <string>
+#include <vector>
 
 #include <boost/test/unit_test.hpp>
 
@@ -33,21 +34,40 @@ std::string tool(const std::string& name) {
   return std::string{DEEPINFER_BINARY_DIR} + "/engine/" + name;
 }
 
-bool have_tools() {
-  bool ok = std::filesystem::exists(tool("deepinfer-generate")) &&
-            std::filesystem::exists(tool("deepinfer-mkmodel"));
-  if (!ok)
-    BOOST_TEST_MESSAGE("tools not built (build all targets); skipping the process checks");
-  return ok;
+std::string tokenize_tool() {
+  return std::string{DEEPINFER_BINARY_DIR} + "/recipe/deepinfer-tokenize";
+}
+
+/// Precondition: the engine's tools are built (and `tokenizer` too, when asked).
+boost::test_tools::assertion_result tools_built(bool tokenizer) {
+  std::vector<std::string> missing;
+  for (auto path : {tool("deepinfer-generate"), tool("deepinfer-mkmodel")})
+    if (!std::filesystem::exists(path))
+      missing.push_back(path);
+  if (tokenizer && !std::filesystem::exists(tokenize_tool()))
+    missing.push_back(tokenize_tool());
+  boost::test_tools::assertion_result r(missing.empty());
+  for (auto& m : missing)
+    r.message() << m << " ";
+  if (!missing.empty())
+    r.message() << "not built (build all targets: cmake --build --preset default)";
+  return r;
+}
+
+boost::test_tools::assertion_result have_tools(boost::unit_test::test_unit_id) {
+  return tools_built(false);
+}
+
+boost::test_tools::assertion_result have_tools_and_tokenizer(boost::unit_test::test_unit_id) {
+  return tools_built(true);
 }
 
 } // namespace
 
 BOOST_AUTO_TEST_SUITE(tools)
 
-BOOST_AUTO_TEST_CASE(mkmodel_then_generate_prints_the_engines_greedy_tokens) {
-  if (!have_tools())
-    return;
+BOOST_AUTO_TEST_CASE(mkmodel_then_generate_prints_the_engines_greedy_tokens,
+                     *boost::unit_test::precondition(have_tools)) {
   auto dir = scratch_dir("cli");
   auto mk = run(tool("deepinfer-mkmodel") + " --config tiny --seed 7 --out " + dir + "/m");
   BOOST_REQUIRE_EQUAL(mk.status, 0);
@@ -81,10 +101,9 @@ BOOST_AUTO_TEST_CASE(mkmodel_then_generate_prints_the_engines_greedy_tokens) {
   BOOST_TEST(s1.out == s2.out); // per-request seed: reproducible
 }
 
-BOOST_AUTO_TEST_CASE(text_prompt_is_the_tokenizers_ids_and_text_output_its_decoding) {
-  auto tokenize = std::string{DEEPINFER_BINARY_DIR} + "/recipe/deepinfer-tokenize";
-  if (!have_tools() || !std::filesystem::exists(tokenize))
-    return;
+BOOST_AUTO_TEST_CASE(text_prompt_is_the_tokenizers_ids_and_text_output_its_decoding,
+                     *boost::unit_test::precondition(have_tools_and_tokenizer)) {
+  auto tokenize = tokenize_tool();
   std::string text = "Hello, 世界! 1234 tokens";
   auto ids = run("printf '%s' '" + text + "' | " + tokenize + " encode");
   BOOST_REQUIRE_EQUAL(ids.status, 0);
@@ -102,9 +121,8 @@ BOOST_AUTO_TEST_CASE(text_prompt_is_the_tokenizers_ids_and_text_output_its_decod
   BOOST_TEST(by_text.out.substr(nl + 1) == decoded.out + "\n");
 }
 
-BOOST_AUTO_TEST_CASE(generate_fails_clearly_on_a_bad_model_directory) {
-  if (!have_tools())
-    return;
+BOOST_AUTO_TEST_CASE(generate_fails_clearly_on_a_bad_model_directory,
+                     *boost::unit_test::precondition(have_tools)) {
   auto r = run(tool("deepinfer-generate") + " --model /nonexistent --prompt-ids \"1 2\" 2>&1");
   BOOST_TEST(r.status != 0);
 }

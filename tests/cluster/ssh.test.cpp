@@ -12,6 +12,7 @@
 
 using namespace deepinfer::tests;
 using namespace std::chrono_literals;
+namespace utf = boost::unit_test;
 
 namespace {
 
@@ -19,16 +20,24 @@ int run(const std::string& cmd) {
   return std::system(cmd.c_str());
 }
 
+/// sshd needs root for its privilege-separation directory; bootstrap installs it and CI is root.
+boost::test_tools::assertion_result can_run_sshd(utf::test_unit_id) {
+  const bool root = ::geteuid() == 0;
+  const bool sshd = std::filesystem::exists("/usr/sbin/sshd");
+  boost::test_tools::assertion_result r(root && sshd);
+  if (!root)
+    r.message() << "needs root to run sshd (CI runs as root)";
+  else if (!sshd)
+    r.message() << "no /usr/sbin/sshd (package openssh-server; scripts/bootstrap.sh installs it)";
+  return r;
+}
+
 } // namespace
 
 BOOST_AUTO_TEST_SUITE(ssh)
 
-BOOST_AUTO_TEST_CASE(remote_node_starts_over_ssh_joins_and_stops_with_the_launcher) {
-  if (::geteuid() != 0 || !std::filesystem::exists("/usr/sbin/sshd")) {
-    // sshd needs root for its privilege-separation directory; bootstrap installs it and CI is root.
-    BOOST_TEST_MESSAGE("skipped: needs root and /usr/sbin/sshd (scripts/bootstrap.sh installs it)");
-    return;
-  }
+BOOST_AUTO_TEST_CASE(remote_node_starts_over_ssh_joins_and_stops_with_the_launcher,
+                     *utf::precondition(can_run_sshd)) {
   auto dir = std::filesystem::temp_directory_path() / ("deepinfer-ssh-" + std::to_string(::getpid()));
   std::filesystem::create_directories(dir);
   std::filesystem::create_directories("/run/sshd");
@@ -59,14 +68,14 @@ BOOST_AUTO_TEST_CASE(remote_node_starts_over_ssh_joins_and_stops_with_the_launch
         << "\nroles = [\"decode\"]\nlaunch = \"ssh\"\nssh_port = " << ssh_port << "\n";
   }
   BOOST_REQUIRE_MESSAGE(wait_until([&] { return run("ssh-keyscan -p " + std::to_string(ssh_port)
-                                                    + " 127.0.0.1 >/dev/null 2>&1") == 0; }, 10s),
+                                                    + " 127.0.0.1 >/dev/null 2>&1") == 0; }, eventually),
                         "sshd did not come up:\n" + sshd.log());
   node_process launcher{{CAF_LAUNCH_PATH, "--manifest", manifest, "--no-serve"}, d + "/launcher.log"};
   auto r0_up = [&] {
     auto m = http_get(http, "/metrics");
     return m && has_sample(m->body, "deepinfer_node_up{node=\"r0\"", "1");
   };
-  BOOST_REQUIRE_MESSAGE(wait_until(r0_up, 20s), "r0 did not join over ssh; launcher log:\n" + launcher.log()
+  BOOST_REQUIRE_MESSAGE(wait_until(r0_up, eventually), "r0 did not join over ssh; launcher log:\n" + launcher.log()
                                                    + "\nsshd log:\n" + sshd.log());
   // The remote node is a real process started by sshd, not by the launcher.
   BOOST_TEST(launcher.log().find("node=r0 started") != std::string::npos);
