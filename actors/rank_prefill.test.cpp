@@ -4,10 +4,12 @@
 // blocks back. Real engine, tiny model.
 #include <boost/test/unit_test.hpp>
 
+#include <chrono>
 #include <cstdlib>
 #include <filesystem>
 #include <map>
 #include <random>
+#include <thread>
 
 #include <caf/actor_system.hpp>
 #include <caf/actor_system_config.hpp>
@@ -94,6 +96,17 @@ struct fixture {
         },
         caf::after(60s) >> [&] { BOOST_FAIL("no token batch"); });
     return out;
+  }
+
+  /// Waits until `r` has run a step after its `before`-th (pings are answered between steps).
+  /// The deadline only bounds a broken run: the job never got a step.
+  void wait_for_step(const rank_actor& r, uint64_t before) {
+    const auto deadline = std::chrono::steady_clock::now() + 60s;
+    while (steps(r) <= before) {
+      BOOST_REQUIRE_MESSAGE(std::chrono::steady_clock::now() < deadline,
+                            "rank ran no step past " << before << " within 60 s");
+      std::this_thread::sleep_for(1ms);
+    }
   }
 
   void stop(const rank_actor& r) {
@@ -191,8 +204,7 @@ BOOST_AUTO_TEST_CASE(a_job_dropped_mid_prefill_gives_its_pool_blocks_back) {
   const double baseline = used.value();
   // Waits until the rank has run a step of the job (pings are answered between steps).
   auto mid_prefill = [&](uint64_t before) {
-    while (steps(r) <= before) {
-    }
+    wait_for_step(r, before);
     BOOST_TEST(used.value() >= baseline + 4000 / 128);  // the whole prompt is reserved
     BOOST_TEST(queue.value() == 1.0);
   };
@@ -254,8 +266,7 @@ BOOST_AUTO_TEST_CASE(a_rank_failing_mid_prefill_is_seen_by_its_monitor) {
   self->monitor(r);
   auto s0 = steps(r);
   self->send(r, prefill_atom::value, job(40, tokens(4000, 11), 1));
-  while (steps(r) <= s0) {
-  }
+  wait_for_step(r, s0);
   // Handled between two steps, long before the prompt is done.
   self->send(r, fail_atom::value, std::string{"test"});
   bool down = false;
@@ -295,8 +306,7 @@ BOOST_AUTO_TEST_CASE(the_rank_computes_while_a_job_fetches_its_blocks) {
   auto r = spawn(30, nullptr, cache);
   auto s0 = steps(r);
   self->send(r, prefill_atom::value, job(50, tokens(4000, 12), 1));
-  while (steps(r) <= s0) {
-  }
+  wait_for_step(r, s0);
   auto b = job(51, tokens(300, 13), 1);
   b.snapshot_end = 256;
   b.snapshot_owner = caf::actor_cast<caf::strong_actor_ptr>(owner);

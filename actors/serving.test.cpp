@@ -3,6 +3,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <future>
+#include <sstream>
 #include <thread>
 
 #include <boost/test/unit_test.hpp>
@@ -15,6 +16,7 @@
 
 using namespace deepinfer;
 using namespace std::chrono_literals;
+namespace utf = boost::unit_test;
 
 namespace {
 
@@ -24,16 +26,34 @@ std::filesystem::path cache_dir() {
   return std::filesystem::path{std::getenv("HOME") ? std::getenv("HOME") : "."} / ".cache/deepinfer";
 }
 
+std::filesystem::path tokenizer_path() {
+  return cache_dir() / "tokenizer/tokenizer_v41.json";
+}
+
+boost::test_tools::assertion_result has_tokenizer(utf::test_unit_id) {
+  boost::test_tools::assertion_result r(std::filesystem::exists(tokenizer_path()));
+  if (!r)
+    r.message() << "no tokenizer at " << tokenizer_path().string() << " (run scripts/bootstrap.sh)";
+  return r;
+}
+
+/// The sum of the samples in Prometheus text `metrics` whose line starts with `prefix`.
+double sum_of(const std::string& metrics, const std::string& prefix) {
+  std::istringstream in{metrics};
+  double sum = 0;
+  for (std::string line; std::getline(in, line);)
+    if (line.rfind(prefix, 0) == 0)
+      sum += std::stod(line.substr(line.rfind(' ') + 1));
+  return sum;
+}
+
 } // namespace
 
 BOOST_AUTO_TEST_SUITE(serving)
 
-BOOST_AUTO_TEST_CASE(request_survives_a_decode_rank_failure_by_resubmission) {
-  auto tok = cache_dir() / "tokenizer/tokenizer_v41.json";
-  if (!std::filesystem::exists(tok)) {
-    BOOST_TEST_MESSAGE("skipped: no tokenizer at " << tok << " (run scripts/bootstrap.sh)");
-    return;
-  }
+BOOST_AUTO_TEST_CASE(request_survives_a_decode_rank_failure_by_resubmission,
+                     *utf::precondition(has_tokenizer)) {
+  auto tok = tokenizer_path();
   auto model = std::filesystem::temp_directory_path() / ("deepinfer-serving-test-" + std::to_string(::getpid()));
   BOOST_REQUIRE(engine::random_model::write(engine::model_config::tiny(), 7, model.string()).empty());
 
@@ -60,9 +80,21 @@ BOOST_AUTO_TEST_CASE(request_survives_a_decode_rank_failure_by_resubmission) {
     actors::http::testing::http_test_client c{node.http_port()};
     return c.request(boost::beast::http::verb::post, "/v1/chat/completions", body);
   });
-  // Let decode start, then fail a decode rank: the instance restarts with one rank and the
-  // request is resubmitted (prefill of prompt + tokens so far) instead of being lost.
-  std::this_thread::sleep_for(400ms);
+  // Wait until a decode rank holds the sequence, then fail the decode ranks: the instance
+  // restarts and the request is resubmitted (prefill of prompt + tokens so far) instead of being
+  // lost. The deadline only bounds a broken run (a loaded 2-core machine prefills in seconds).
+  auto decoding = [&] {
+    actors::http::testing::http_test_client c{node.http_port()};
+    auto m = c.request(boost::beast::http::verb::get, "/metrics").body();
+    return sum_of(m, "deepinfer_rank_active_sequences{instance=\"t/decode\"") >= 1;
+  };
+  const auto deadline = std::chrono::steady_clock::now() + 60s;
+  bool decoding_now = false;
+  while (!(decoding_now = decoding()) && std::chrono::steady_clock::now() < deadline)
+    std::this_thread::sleep_for(5ms);
+  BOOST_REQUIRE_MESSAGE(decoding_now, "the request never reached a decode rank within 60 s");
+  // Still mid-request: 300 tokens take far longer than the poll.
+  BOOST_REQUIRE(reply.wait_for(0s) == std::future_status::timeout);
   BOOST_REQUIRE(node.inject_rank_failure("decode", 0, "test"));
   BOOST_REQUIRE(node.inject_rank_failure("decode", 1, "test"));
   BOOST_REQUIRE(reply.wait_for(60s) == std::future_status::ready);

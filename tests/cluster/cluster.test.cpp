@@ -39,7 +39,7 @@ struct three_nodes {
     n0 = start("n0");
     p0 = start("p0");
     d0 = start("d0");
-    BOOST_REQUIRE_MESSAGE(wait_until([&] { return all_up(); }, 15s),
+    BOOST_REQUIRE_MESSAGE(wait_until([&] { return all_up(); }, eventually),
                           "cluster did not come up; n0 log:\n" + n0->log());
   }
 
@@ -97,7 +97,7 @@ BOOST_FIXTURE_TEST_CASE(sigkilled_node_is_marked_dead_within_two_seconds_and_rej
   // A restarted node rejoins on the same port.
   d0->wait(1000ms);
   d0 = start("d0");
-  BOOST_REQUIRE_MESSAGE(wait_until([&] { return up(metrics(), "d0", "1"); }, 10s),
+  BOOST_REQUIRE_MESSAGE(wait_until([&] { return up(metrics(), "d0", "1"); }, eventually),
                         "d0 did not rejoin; its log:\n" + d0->log());
   BOOST_TEST(has_sample(metrics(), "deepinfer_node_joins{node=\"d0\"}", "2"));
 }
@@ -111,7 +111,7 @@ BOOST_FIXTURE_TEST_CASE(frozen_node_is_marked_dead_within_three_seconds, three_n
   BOOST_TEST(http_get(http_p0, "/health")->status == 200u);
   // Thawed, it finds its connection dropped, reconnects and registers again.
   d0->signal(SIGCONT);
-  BOOST_REQUIRE_MESSAGE(wait_until([&] { return up(metrics(), "d0", "1"); }, 10s),
+  BOOST_REQUIRE_MESSAGE(wait_until([&] { return up(metrics(), "d0", "1"); }, eventually),
                         "thawed d0 did not rejoin; its log:\n" + d0->log());
   BOOST_TEST(has_sample(metrics(), "deepinfer_node_joins{node=\"d0\"}", "2"));
 }

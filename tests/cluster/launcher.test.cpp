@@ -48,7 +48,7 @@ BOOST_AUTO_TEST_CASE(embedded_default_serves_health_models_and_metrics_and_stops
   auto port = free_port();
   node_process p{{CAF_LAUNCH_PATH, "--http", "127.0.0.1:" + std::to_string(port)},
                  (dir / "log").string()};
-  BOOST_REQUIRE_MESSAGE(wait_until([&] { return http_get(port, "/health").has_value(); }, 10s),
+  BOOST_REQUIRE_MESSAGE(wait_until([&] { return http_get(port, "/health").has_value(); }, eventually),
                         "no HTTP; log:\n" + p.log());
   auto health = http_get(port, "/health");
   BOOST_TEST(health->status == 200u);
@@ -66,7 +66,7 @@ BOOST_AUTO_TEST_CASE(embedded_default_serves_health_models_and_metrics_and_stops
     auto m = http_get(port, "/metrics");
     return m && has_sample(m->body, "deepinfer_instance_healthy_ranks{instance=\"local/prefill\"}", "2")
            && has_sample(m->body, "deepinfer_instance_healthy_ranks{instance=\"local/decode\"}", "2");
-  }, 5s));
+  }, eventually));
   auto metrics = http_get(port, "/metrics")->body;
   BOOST_TEST(metrics.find("deepinfer_http_requests_total{route=\"/health\",method=\"GET\",status=\"200\"}")
              != std::string::npos);
@@ -101,14 +101,14 @@ BOOST_AUTO_TEST_CASE(supervised_cluster_restarts_a_killed_node_which_rejoins) {
     return m && has_sample(m->body, "deepinfer_node_up{node=\"d0\"", "1")
            && has_sample(m->body, "deepinfer_node_joins{node=\"d0\"}", joins);
   };
-  BOOST_REQUIRE_MESSAGE(wait_until([&] { return d0_up("1"); }, 15s), "no cluster; log:\n" + launcher.log());
+  BOOST_REQUIRE_MESSAGE(wait_until([&] { return d0_up("1"); }, eventually), "no cluster; log:\n" + launcher.log());
   pid_t d0 = -1;
   for (auto c : children_of(launcher.pid()))
     if (cmdline_of(c).find("--node d0") != std::string::npos)
       d0 = c;
   BOOST_REQUIRE(d0 > 0);
   ::kill(d0, SIGKILL);
-  BOOST_REQUIRE_MESSAGE(wait_until([&] { return d0_up("2"); }, 10s), "d0 not restarted; log:\n" + launcher.log());
+  BOOST_REQUIRE_MESSAGE(wait_until([&] { return d0_up("2"); }, eventually), "d0 not restarted; log:\n" + launcher.log());
   // Ctrl-C on the launcher stops every node.
   launcher.signal(SIGINT);
   auto status = launcher.wait(5000ms);
@@ -126,7 +126,7 @@ BOOST_AUTO_TEST_CASE(bad_manifest_exits_with_status_two_naming_file_line_and_key
         << "port = 7100\nroles = [\"controller\", \"entrypoint\", \"decoder\"]\n";
   }
   node_process p{{CAF_LAUNCH_PATH, "--manifest", manifest, "--dry-run"}, (dir / "log").string()};
-  auto status = p.wait(5000ms);
+  auto status = p.wait(eventually);
   BOOST_REQUIRE(status);
   BOOST_TEST(WEXITSTATUS(*status) == 2);
   auto log = p.log();
@@ -137,7 +137,7 @@ BOOST_AUTO_TEST_CASE(dry_run_prints_the_resolved_plan) {
   auto dir = temp_dir("dry");
   node_process p{{CAF_LAUNCH_PATH, "--manifest", std::string{DEEPINFER_SOURCE_DIR} + "/examples/cluster.toml", "--dry-run"},
                  (dir / "log").string()};
-  auto status = p.wait(5000ms);
+  auto status = p.wait(eventually);
   BOOST_REQUIRE(status);
   BOOST_TEST(WEXITSTATUS(*status) == 0);
   auto log = p.log();

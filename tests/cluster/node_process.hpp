@@ -42,6 +42,11 @@ struct http_reply {
 std::optional<http_reply> http_get(uint16_t port, const std::string& target,
                                    std::chrono::milliseconds timeout = std::chrono::milliseconds{1000});
 
+/// Deadline for a state a healthy run reaches within seconds but no test promises a time for
+/// (nodes up, a restarted node rejoined, sshd listening), sized for a loaded 2-core machine: it
+/// only bounds a broken run. Waits whose time is the behaviour under test keep their own.
+inline constexpr std::chrono::milliseconds eventually{90000};
+
 /// Polls `pred` every 20 ms until it holds or `timeout` passes; returns the time it took.
 template <class Pred>
 std::optional<std::chrono::milliseconds> wait_until(Pred pred, std::chrono::milliseconds timeout) {

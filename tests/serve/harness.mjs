@@ -1,5 +1,5 @@
-// What the serve tests share: a free loopback port and named checks that record pass / fail and
-// keep going, so one run reports every broken behaviour.
+// What the serve tests share: a free loopback port, named checks that record pass / fail and
+// keep going, so one run reports every broken behaviour, and waits on a state with a deadline.
 import net from 'node:net';
 
 export function freePort() {
@@ -20,5 +20,18 @@ export async function check(name, fn) {
   } catch (e) {
     results.push([name, false]);
     console.log(`FAIL ${name}: ${e.stack || e}`);
+  }
+}
+
+/// Polls `probe` every `everyMs` until it returns a truthy value; returns the ms that took, or
+/// throws naming `what` after `deadlineMs` (with `probe`'s last value and `explain()` if given).
+/// Deadlines only bound a broken run: size them for a loaded 2-core machine, never for speed.
+export async function waitFor(what, probe, { deadlineMs = 60000, everyMs = 20, explain } = {}) {
+  const t0 = Date.now();
+  for (;;) {
+    if (await probe()) return Date.now() - t0;
+    if (Date.now() - t0 > deadlineMs)
+      throw new Error(`no ${what} within ${deadlineMs / 1000} s` + (explain ? `:\n${await explain()}` : ''));
+    await new Promise((r) => setTimeout(r, everyMs));
   }
 }

@@ -10,12 +10,12 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import assert from 'node:assert/strict';
-import { check, freePort, results } from './harness.mjs';
+import { check, freePort, results, waitFor } from './harness.mjs';
 
 const cache = process.env.DEEPINFER_CACHE || path.join(os.homedir(), '.cache', 'deepinfer');
 const clients = path.join(cache, 'api-clients', 'node_modules');
 if (!fs.existsSync(path.join(clients, 'openai'))) {
-  console.log(`SKIP: API clients missing in ${clients}; run scripts/prepare_api_clients.sh`);
+  console.log(`skipped: API clients missing in ${clients}; run scripts/prepare_api_clients.sh`);
   process.exit(77);
 }
 const require = createRequire(path.join(clients, 'x.js'));
@@ -90,6 +90,24 @@ const metric = async (base, line) => {
   return l ? Number(l.split(' ').pop()) : 0;
 };
 
+/// The sum of the samples whose line starts with `prefix`.
+const metricSum = async (base, prefix) => {
+  const text = await (await fetch(base + '/metrics')).text();
+  return text.split('\n').filter((x) => x.startsWith(prefix)).reduce((a, x) => a + Number(x.split(' ').pop()), 0);
+};
+
+/// CPU time (user + system) process `pid` has used, in ms; -Infinity once it is gone.
+const ticks = Number(spawnSync('getconf', ['CLK_TCK']).stdout.toString()) || 100;
+function cpuMs(pid) {
+  try {
+    const f = fs.readFileSync(`/proc/${pid}/stat`, 'utf8');
+    const rest = f.slice(f.lastIndexOf(')') + 2).split(' ');  // fields from the 3rd (state) on
+    return ((Number(rest[11]) + Number(rest[12])) * 1000) / ticks;  // utime, stime: fields 14, 15
+  } catch {
+    return -Infinity;
+  }
+}
+
 try {
   console.log(`three-process manifest ready in ${await ready(split)} ms, embedded default in ${await ready(one)} ms`);
   await check('greedy output: three-process manifest == one-process default', async () => {
@@ -152,11 +170,18 @@ try {
     const request = { messages: [{ role: 'user', content: 'Count to a thousand.' }], max_tokens: 400 };
     const undisturbed = await chat(split, request);
     assert.equal(undisturbed.status, 200, JSON.stringify(undisturbed.json));
+    const before = await metric(split, 'deepinfer_generated_tokens_total');
     const long = chat(split, request);
-    await new Promise((r) => setTimeout(r, 1200));
+    // Mid-request means the decode node is decoding it: the entrypoint has counted the prefill's
+    // first token and at least one token from d0.
+    const generated = await waitFor('a token from the decode node', async () =>
+      (await metric(split, 'deepinfer_generated_tokens_total')) - before >= 2);
+    assert.ok(before + 400 - (await metric(split, 'deepinfer_generated_tokens_total')) > 0,
+              'the request was still decoding when d0 was killed');
     const pids = spawnSync('pgrep', ['-f', `${manifest} --node d0`]).stdout.toString().trim().split('\n').filter(Boolean);
     assert.equal(pids.length, 1, 'one decode node process');
     process.kill(Number(pids[0]), 'SIGKILL');
+    console.log(`     d0 killed ${generated} ms after the request was sent`);
     const r = await long;
     assert.equal(r.status, 200, JSON.stringify(r.json));
     assert.equal(r.json.usage.completion_tokens, 400);
@@ -176,11 +201,20 @@ try {
     const words = Array.from({ length: 6000 }, (_, i) => `v${(i * 7919) % 4999}`).join(' ');
     const reference = await chat(one, { messages: [{ role: 'user', content: words }], max_tokens: 8 });
     assert.equal(reference.status, 200, JSON.stringify(reference.json));
-    const long = chat(split, { messages: [{ role: 'user', content: words }], max_tokens: 8 });
-    await new Promise((r) => setTimeout(r, 300));
     const pids = spawnSync('pgrep', ['-f', `${manifest} --node p0`]).stdout.toString().trim().split('\n').filter(Boolean);
     assert.equal(pids.length, 1, 'one prefill node process');
-    process.kill(Number(pids[0]), 'SIGKILL');
+    const p0 = Number(pids[0]);
+    const cpu0 = cpuMs(p0);
+    let answered = false;
+    const long = chat(split, { messages: [{ role: 'user', content: words }], max_tokens: 8 }).finally(() => { answered = true; });
+    // Mid-prefill means p0 computes it: the entrypoint holds the request on a prefill rank and
+    // p0 has spent CPU time on it (an idle node spends next to none).
+    const waited = await waitFor('p0 prefilling the prompt', async () =>
+      (await metricSum(split, 'deepinfer_prefill_queue_requests{')) >= 1 && cpuMs(p0) - cpu0 >= 150);
+    const used = cpuMs(p0) - cpu0;
+    assert.ok(!answered, 'the prefill was still running when p0 was killed');
+    process.kill(p0, 'SIGKILL');
+    console.log(`     p0 killed ${waited} ms after the request was sent (${used} ms of its CPU time)`);
     const r = await long;
     assert.equal(r.status, 200, JSON.stringify(r.json));
     assert.equal(r.json.usage.completion_tokens, 8);
