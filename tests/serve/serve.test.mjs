@@ -9,12 +9,12 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import assert from 'node:assert/strict';
-import { check, freePort, results } from './harness.mjs';
+import { check, freePort, results, waitFor } from './harness.mjs';
 
 const cache = process.env.DEEPINFER_CACHE || path.join(os.homedir(), '.cache', 'deepinfer');
 const clients = path.join(cache, 'api-clients', 'node_modules');
 if (!fs.existsSync(path.join(clients, 'openai')) || !fs.existsSync(path.join(clients, '@anthropic-ai', 'sdk'))) {
-  console.log(`SKIP: API clients missing in ${clients}; run scripts/prepare_api_clients.sh`);
+  console.log(`skipped: API clients missing in ${clients}; run scripts/prepare_api_clients.sh`);
   process.exit(77);
 }
 const require = createRequire(path.join(clients, 'x.js'));
@@ -31,10 +31,28 @@ async function post(base, route, body, raw = false) {
   return { status: r.status, text: await r.text() };
 }
 
+/// The sum of the samples of metric `name` in Prometheus text.
+const sum = (text, name) => text.split('\n').filter((l) => l.startsWith(name + '{') || l.startsWith(name + ' '))
+  .reduce((a, l) => a + Number(l.split(' ').pop()), 0);
+
+/// Whether the Chat Completions SSE text so far has a whole event with generated text: the first
+/// event carries only the role (and `"content":""`), before the prompt is even prefilled.
+const hasText = (sse) => sse.split('\n\n').slice(0, -1).some((e) => {
+  if (!e.startsWith('data: {')) return false;
+  return JSON.parse(e.slice(6)).choices.some((c) => (c.delta?.content ?? '') !== '');
+});
+
+/// What the server holds for requests: pool blocks, decode sequences, router leases, requests.
+const held = (text) => ['deepinfer_rank_kv_blocks_used', 'deepinfer_rank_active_sequences',
+  'deepinfer_decode_router_requests', 'deepinfer_requests_in_flight'].map((n) => `${n}=${sum(text, n)}`).join(' ');
+const idle = (text) => ['deepinfer_rank_kv_blocks_used', 'deepinfer_rank_active_sequences',
+  'deepinfer_decode_router_requests', 'deepinfer_requests_in_flight'].every((n) => sum(text, n) === 0);
+
 const exe = process.argv[2];
 const port = await freePort();
 const base = `http://127.0.0.1:${port}`;
-const log = fs.openSync(path.join(os.tmpdir(), `deepinfer-serve-test-${process.pid}.log`), 'w');
+const logPath = path.join(os.tmpdir(), `deepinfer-serve-test-${process.pid}.log`);
+const log = fs.openSync(logPath, 'w');
 // A private, empty KV root: the cache test must see its own first turn miss.
 const kvRoot = fs.mkdtempSync(path.join(os.tmpdir(), 'deepinfer-serve-kv-'));
 const server = spawn(exe, ['--http', `127.0.0.1:${port}`, '--log-level', 'warn', '--kv-root', kvRoot],
@@ -43,14 +61,11 @@ let exited = false;
 server.on('exit', () => { exited = true; });
 
 try {
-  const t0 = Date.now();
-  for (;;) {
-    if (exited) throw new Error('caf-launch exited early');
-    try { if ((await fetch(base + '/health')).ok) break; } catch { /* not up yet */ }
-    if (Date.now() - t0 > 60000) throw new Error('no /health within 60 s');
-    await new Promise((r) => setTimeout(r, 50));
-  }
-  console.log(`server up in ${Date.now() - t0} ms on ${base}`);
+  const up = await waitFor('/health answer', async () => {
+    if (exited) throw new Error(`caf-launch exited early (log: ${logPath})`);
+    try { return (await fetch(base + '/health')).ok; } catch { return false; /* not up yet */ }
+  }, { deadlineMs: 120000, everyMs: 50 });
+  console.log(`server up in ${up} ms on ${base}`);
 
   const openai = new OpenAI({ baseURL: base + '/v1', apiKey: 'none', maxRetries: 0, timeout: 60000 });
   const anthropic = new Anthropic({ baseURL: base, apiKey: 'none', maxRetries: 0, timeout: 60000 });
@@ -202,15 +217,34 @@ try {
       method: 'POST', headers: { 'content-type': 'application/json' }, signal: ac.signal,
       body: JSON.stringify({ model: MODEL, messages, max_tokens: 2000, temperature: 0, stream: true }) });
     const reader = r.body.getReader();
-    await reader.read();
+    const dec = new TextDecoder();
+    let sse = '';
+    while (!hasText(sse)) {
+      const { value, done } = await reader.read();
+      assert.ok(!done, 'the stream ended before any text');
+      sse += dec.decode(value, { stream: true });
+    }
     ac.abort();
     const t0 = Date.now();
     const ok = await openai.chat.completions.create({ model: MODEL, messages, max_tokens: 4, temperature: 0 });
     assert.ok(ok.choices.length === 1);
     console.log(`     next request answered ${Date.now() - t0} ms after the abort`);
+    // The decode rank lets the sequence go: its KV never grows toward the 2000 tokens it asked
+    // for (16 blocks of 128; it held one when the client left). Timing-free: a slow machine only
+    // makes the wait longer, and the deadline only bounds a broken run.
+    let text = '';
+    let peak = 0;
+    const waited = await waitFor('release of the cancelled stream', async () => {
+      text = await (await fetch(base + '/metrics')).text();
+      peak = Math.max(peak, sum(text, 'deepinfer_rank_kv_blocks_used'));
+      return idle(text);
+    }, { deadlineMs: 120000, everyMs: 20, explain: () => held(text) });
+    assert.ok(peak <= 2, `the cancelled sequence went on decoding: ${peak} KV blocks held after the abort`);
+    console.log(`     released ${waited} ms after the next answer (at most ${peak} KV blocks held meanwhile)`);
   });
   await check('200 concurrent streams complete; 50 cancelled mid-stream', async () => {
     const one = async (i) => {
+      const started = Date.now();
       const ac = new AbortController();
       const r = await fetch(base + '/v1/chat/completions', {
         method: 'POST', headers: { 'content-type': 'application/json' }, signal: ac.signal,
@@ -223,33 +257,38 @@ try {
       for (;;) {
         const { value, done } = await reader.read();
         if (done) break;
-        text += dec.decode(value);
-        if (i % 4 === 0 && text.includes('"content"')) { ac.abort(); return 'cancelled'; }
+        text += dec.decode(value, { stream: true });
+        if (i % 4 === 0 && hasText(text)) { ac.abort(); return 'cancelled'; }
       }
-      assert.ok(text.includes('data: [DONE]'), `stream ${i} ended with [DONE]`);
+      assert.ok(text.includes('data: [DONE]'),
+                `stream ${i} ended without [DONE] after ${Date.now() - started} ms; it ended with ${JSON.stringify(text.slice(-240))}`);
       return 'done';
     };
     const t0 = Date.now();
     const out = await Promise.all(Array.from({ length: 200 }, (_, i) => one(i).catch((e) => (e.name === 'AbortError' ? 'cancelled' : e))));
     const errors = out.filter((x) => x instanceof Error);
-    assert.equal(errors.length, 0, String(errors[0]));
+    assert.equal(errors.length, 0, `${errors.length} streams failed after ${Date.now() - t0} ms; the first:\n`
+                 + errors.slice(0, 3).map(String).join('\n'));
     assert.equal(out.filter((x) => x === 'done').length, 150);
     assert.equal(out.filter((x) => x === 'cancelled').length, 50);
     console.log(`     200 streams (50 cancelled) in ${Date.now() - t0} ms`);
+    // The 150 that completed gave their sequences back before their last byte; only cancelled
+    // ones can still be held. Each was cancelled mid-decode (it had sent text), so while its
+    // cancel lands it may cross one block boundary, never decode on toward its 500 tokens.
+    let text = await (await fetch(base + '/metrics')).text();
+    const [still, blocks] = [sum(text, 'deepinfer_rank_active_sequences'), sum(text, 'deepinfer_rank_kv_blocks_used')];
+    let peak = blocks;
+    const waited = await waitFor('release of the cancelled streams', async () => {
+      text = await (await fetch(base + '/metrics')).text();
+      peak = Math.max(peak, sum(text, 'deepinfer_rank_kv_blocks_used'));
+      return idle(text);
+    }, { deadlineMs: 120000, everyMs: 50, explain: () => held(text) });
+    console.log(`     ${still} cancelled sequences still held when all streams had ended; all released ${waited} ms later`);
+    assert.ok(peak <= blocks + still, `cancelled sequences went on decoding: KV blocks ${blocks} -> ${peak} (${still} held)`);
   });
   await check('/metrics: TTFT, inter-token latency, token counters; pool back to baseline', async () => {
-    const sum = (text, name) => text.split('\n').filter((l) => l.startsWith(name + '{') || l.startsWith(name + ' '))
-      .reduce((a, l) => a + Number(l.split(' ').pop()), 0);
-    let text = '';
-    const t0 = Date.now();
-    for (;;) {
-      text = await (await fetch(base + '/metrics')).text();
-      // Every request actor gone too (the gauge drops when one ends, a moment after its cancel).
-      if (sum(text, 'deepinfer_rank_kv_blocks_used') === 0 && sum(text, 'deepinfer_rank_active_sequences') === 0
-          && sum(text, 'deepinfer_decode_router_requests') === 0 && sum(text, 'deepinfer_requests_in_flight') === 0) break;
-      if (Date.now() - t0 > 10000) throw new Error('pool not back to baseline:\n' + text.split('\n').filter((l) => l.startsWith('deepinfer_rank') || l.startsWith('deepinfer_decode_router') || l.startsWith('deepinfer_requests_in_flight') || l.startsWith('deepinfer_prefill')).join('\n'));
-      await new Promise((r) => setTimeout(r, 50));
-    }
+    const text = await (await fetch(base + '/metrics')).text();
+    assert.ok(idle(text), `not at baseline: ${held(text)}`);
     assert.ok(sum(text, 'deepinfer_rank_kv_blocks_total') > 0, 'pool size per rank exported');
     assert.ok(text.includes('deepinfer_decode_router_requests{instance="local/decode",rank="1"}'), 'the router spans both decode ranks');
     assert.ok(sum(text, 'deepinfer_time_to_first_token_seconds_count') > 0);
@@ -272,5 +311,10 @@ try {
 }
 const failed = results.filter(([, ok]) => !ok).length;
 console.log(`${results.length - failed}/${results.length} passed`);
+if (failed) {
+  // What the server said (it logs at warn: failed requests with their status and reason).
+  const said = fs.readFileSync(logPath, 'utf8').split('\n').filter((l) => /warn|error|crit/.test(l));
+  console.log(`server log ${logPath}, last of ${said.length} warn/error lines:\n` + said.slice(-30).join('\n'));
+}
 fs.rmSync(kvRoot, { recursive: true, force: true });
 process.exit(failed ? 1 : 0);
