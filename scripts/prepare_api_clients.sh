@@ -11,8 +11,11 @@ source "$here/npm_step.sh"
 trap '[[ -n ${npm_step_failed:-} ]] || echo "prepare_api_clients: FAILED (exit $?) at line $LINENO: $BASH_COMMAND" >&2' ERR
 cache="${DEEPINFER_CACHE:-$HOME/.cache/deepinfer}"
 dir="$cache/api-clients"
-openai_version=7.59.0
-anthropic_version=1.14.0
+# Pinned to the last releases that support Node.js 18, the Node of Debian 12 (the README's
+# machine): openai 5.x-6.x document Node 20 or later and 7.x declares engines.node >= 22;
+# @anthropic-ai/sdk documents Node 18+ up to 0.106.0 and Node 20 or later after it.
+openai_version=4.104.0
+anthropic_version=0.106.0
 have() { [[ -f "$dir/node_modules/$1/package.json" ]] && grep -q "\"version\": \"$2\"" "$dir/node_modules/$1/package.json"; }
 if have openai "$openai_version" && have @anthropic-ai/sdk "$anthropic_version"; then
   exit 0

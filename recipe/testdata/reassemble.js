@@ -56,7 +56,9 @@ async function main() {
   // a DeepSeek extension the SDK passes through per chunk, so it is concatenated from the chunks.
   {
     let reasoning = "";
-    const s = openai.chat.completions.stream({ ...chatReq, stream: true });
+    // openai 4.x (the last line that supports Node.js 18) has the helper under `beta`.
+    const helper = openai.chat.completions.stream ? openai.chat.completions : openai.beta.chat.completions;
+    const s = helper.stream({ ...chatReq, stream: true });
     s.on("chunk", (c) => { for (const ch of c.choices) reasoning += ch.delta?.reasoning_content ?? ""; });
     const m = (await s.finalChatCompletion()).choices[0].message;
     ok &= check("chat stream", { reasoning, content: m.content ?? "",
@@ -69,7 +71,10 @@ async function main() {
   }
   const fromResponse = (r) => ({
     reasoning: r.output.filter((o) => o.type === "reasoning").map((o) => (o.content ?? []).map((c) => c.text).join("")).join(""),
-    content: r.output_text,
+    // The SDK's output_text joins the message items' text; openai 4.x leaves it off a stream's
+    // final response, so join it here then.
+    content: r.output_text ?? r.output.filter((o) => o.type === "message")
+      .flatMap((o) => o.content).filter((c) => c.type === "output_text").map((c) => c.text).join(""),
     calls: r.output.filter((o) => o.type === "function_call").map((o) => ({ name: o.name, arguments: parse(o.arguments) })),
   });
   {
