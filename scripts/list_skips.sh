@@ -2,7 +2,7 @@
 # Lists what this machine did not test, from CTest's log: every line a test printed that says it
 # skipped, with the name of the CTest test that printed it. CTest shows the output of failed
 # tests only, so without this list a CI log would not say which checks were skipped, or why.
-# A skip says why in a line containing "skipped: REASON"; Boost.Test prints its own for a
+# A skip says why in a line containing "skipped: REASON" (any case); Boost.Test prints its own for a
 # precondition ('Test case "suite/case" is skipped because precondition failed: REASON').
 #   usage: list_skips.sh [build/Testing/Temporary/LastTest.log]
 set -euo pipefail
@@ -15,7 +15,7 @@ awk '
   /^[0-9]+\/[0-9]+ Test: / { name = $3; next }
   /^Output:$/ { out = 1; next }
   /^<end of output>$/ { out = 0; next }
-  out && /is skipped because|skipped: / {
+  out && (/is skipped because/ || tolower($0) ~ /skipped: /) {
     line = $0
     gsub(/\033\[[0-9;]*m/, "", line)          # Boost.Test colours its log
     sub(/^[^ ]*\([0-9]+\): /, "", line)  # and prefixes the source file and line

@@ -37,7 +37,7 @@ for isa in portable avx2 avx512; do
     digest[$isa]="$(tail -1 <<<"$out")"
     echo "this CPU, $isa: ${digest[$isa]} (tokens $(head -1 <<<"$out"))"
   else
-    echo "this CPU, $isa: not run ($(tail -1 "$work/err"))"
+    echo "this CPU, $isa: skipped: $(tail -1 "$work/err")"
   fi
 done
 out="$("${zen3[@]}" "${gen[@]}" --cpu-isa auto 2>/dev/null)"
