@@ -68,12 +68,16 @@ constexpr panel_fn by_rows[block_rows + 1] = {nullptr,        panel_rows<1>, pan
 void gemm_packed(const float* x, int64_t rows, int64_t k, const float* wp, int64_t n, float* y,
                  int64_t ldy, bool accumulate) {
   const int64_t panels = (n + panel_width - 1) / panel_width;
-  for (int64_t r = 0; r < rows; r += block_rows) {
-    const auto fn = by_rows[std::min(block_rows, rows - r)];
-    for (int64_t p = 0; p < panels; ++p)
-      fn(x + r * k, k, wp + p * k * panel_width, y + r * ldy + p * panel_width, ldy,
-         std::min(panel_width, n - p * panel_width), accumulate);
-  }
+  // Panels in groups that stay in the L2 cache while every row block passes over them (a wide
+  // product, the lm_head, would otherwise stream its weights from memory once per row block).
+  const int64_t group = std::max<int64_t>(1, (256 << 10) / (k * panel_width * 4));
+  for (int64_t p0 = 0; p0 < panels; p0 += group)
+    for (int64_t r = 0; r < rows; r += block_rows) {
+      const auto fn = by_rows[std::min(block_rows, rows - r)];
+      for (int64_t p = p0; p < std::min(panels, p0 + group); ++p)
+        fn(x + r * k, k, wp + p * k * panel_width, y + r * ldy + p * panel_width, ldy,
+           std::min(panel_width, n - p * panel_width), accumulate);
+    }
 }
 
 } // namespace deepinfer::engine::kernels::avx2

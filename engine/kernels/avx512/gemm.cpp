@@ -29,18 +29,18 @@ inline __attribute__((always_inline)) void tile(const float* x, int64_t k, const
   __m512 acc[R][P];
 #pragma GCC unroll 8
   for (int r = 0; r < R; ++r)
-#pragma GCC unroll 2
+#pragma GCC unroll 4
     for (int p = 0; p < P; ++p)
       acc[r][p] = _mm512_setzero_ps();
   for (int64_t c = 0; c < k; ++c) {
     __m512 w[P];
-#pragma GCC unroll 2
+#pragma GCC unroll 4
     for (int p = 0; p < P; ++p)
       w[p] = _mm512_loadu_ps(wp + (p * k + c) * panel_width);
 #pragma GCC unroll 8
     for (int r = 0; r < R; ++r) {
       const __m512 xv = _mm512_set1_ps(x[r * k + c]);
-#pragma GCC unroll 2
+#pragma GCC unroll 4
       for (int p = 0; p < P; ++p)
         acc[r][p] = _mm512_fmadd_ps(xv, w[p], acc[r][p]);
     }
@@ -48,7 +48,7 @@ inline __attribute__((always_inline)) void tile(const float* x, int64_t k, const
   const __mmask16 last = lane_mask(cols);
 #pragma GCC unroll 8
   for (int r = 0; r < R; ++r)
-#pragma GCC unroll 2
+#pragma GCC unroll 4
     for (int p = 0; p < P; ++p) {
       float* out = y + r * ldy + p * panel_width;
       const __mmask16 m = p + 1 == P ? last : __mmask16{0xFFFF};
@@ -62,6 +62,12 @@ void rows_of(const float* x, int64_t k, const float* wp, int64_t n, int64_t ldy,
   const int64_t panels = (n + panel_width - 1) / panel_width;
   const int64_t last_cols = n - (panels - 1) * panel_width;
   int64_t p = 0;
+  // Up to four rows: four panels at a time, so enough independent chains hide the FMA latency
+  // (16 accumulators at most).
+  if constexpr (R <= 4)
+    for (; p + 4 <= panels; p += 4)
+      tile<R, 4>(x, k, wp + p * k * panel_width, ldy, y + p * panel_width,
+                 p + 4 == panels ? last_cols : panel_width, accumulate);
   for (; p + 2 <= panels; p += 2)
     tile<R, 2>(x, k, wp + p * k * panel_width, ldy, y + p * panel_width,
                p + 2 == panels ? last_cols : panel_width, accumulate);
@@ -77,8 +83,15 @@ constexpr rows_fn by_rows[block_rows + 1] = {nullptr,    rows_of<1>, rows_of<2>,
 
 void gemm_packed(const float* x, int64_t rows, int64_t k, const float* wp, int64_t n, float* y,
                  int64_t ldy, bool accumulate) {
-  for (int64_t r = 0; r < rows; r += block_rows)
-    by_rows[std::min(block_rows, rows - r)](x + r * k, k, wp, n, ldy, y + r * ldy, accumulate);
+  // Columns in groups of whole panels that stay in the L2 cache while every row block passes over
+  // them (a wide product, the lm_head, would otherwise stream its weights from memory once per
+  // row block). An even group size keeps the panel pairs of `rows_of`.
+  const int64_t group = std::max<int64_t>(2, (256 << 10) / (k * panel_width * 4) / 2 * 2) * panel_width;
+  for (int64_t j0 = 0; j0 < n; j0 += group) {
+    const int64_t cols = std::min(group, n - j0);
+    for (int64_t r = 0; r < rows; r += block_rows)
+      by_rows[std::min(block_rows, rows - r)](x + r * k, k, wp + j0 * k, cols, ldy, y + r * ldy + j0, accumulate);
+  }
 }
 
 } // namespace deepinfer::engine::kernels::avx512
