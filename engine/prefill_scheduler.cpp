@@ -1,6 +1,8 @@
 #include "engine/prefill_scheduler.hpp"
 
 #include <algorithm>
+#include <chrono>
+#include <cmath>
 
 #include "engine/log.hpp"
 
@@ -28,8 +30,7 @@ bool prefill_scheduler::cancel(sequence_id seq) {
 
 bool prefill_scheduler::is_long(const entry& e) const {
   const int64_t c = engine_.computed(e.seq).value_or(e.length);
-  return model_.predict(e.length - c, c, true) >
-         config_.long_prompt_steps * config_.step_budget_ns;
+  return predict(e.length - c, c, true) > config_.long_prompt_steps * config_.step_budget_ns;
 }
 
 std::vector<std::size_t> prefill_scheduler::step_order() {
@@ -52,6 +53,7 @@ std::vector<std::size_t> prefill_scheduler::step_order() {
 
 prefill_scheduler::step_result prefill_scheduler::step() {
   step_result out;
+  const auto t0 = std::chrono::steady_clock::now();
   double left = config_.step_budget_ns;
   std::vector<sequence_id> done;
   for (auto i : step_order()) {
@@ -60,10 +62,9 @@ prefill_scheduler::step_result prefill_scheduler::step() {
     const int64_t rest = e.length - c;
     if (rest == 0 && engine_.awaiting_blocks(e.seq))
       continue; // its encoder is done; its decoder waits for the hit's blocks
-    int64_t q = model_.max_tokens(c, left, rest);
+    int64_t q = model_.max_tokens(c, left / correction_, rest);
     if (q < rest && config_.finish_over_budget &&
-        model_.predict(0, c, true) - model_.predict(0, c) > config_.step_budget_ns &&
-        model_.predict(rest, c) <= left)
+        predict(0, c, true) - predict(0, c) > config_.step_budget_ns && predict(rest, c) <= left)
       q = rest; // the finishing pass never fits a step: do not split it off
     if (q < std::min(config_.min_chunk, rest)) {
       if (!out.chunks.empty())
@@ -71,8 +72,8 @@ prefill_scheduler::step_result prefill_scheduler::step() {
       q = std::min(config_.min_chunk, rest);
     }
     const bool last = q == rest;
-    out.predicted_ns += model_.predict(q, c, last);
-    left -= model_.predict(q, c, last);
+    out.predicted_ns += predict(q, c, last);
+    left -= predict(q, c, last);
     auto p = engine_.prefill_step(e.seq, q);
     out.chunks.emplace_back(e.seq, q);
     log().debug("req={} scheduled prefill chunk={} context={} last={}", e.seq.value, q, c, last);
@@ -85,6 +86,15 @@ prefill_scheduler::step_result prefill_scheduler::step() {
   }
   for (auto seq : done)
     cancel(seq);
+  out.measured_ns = std::chrono::duration<double, std::nano>(std::chrono::steady_clock::now() - t0).count();
+  // Steps of a millisecond or more say how far off the model is here (shorter ones are mostly
+  // fixed costs and noise).
+  if (config_.adapt && out.predicted_ns >= 1e6) {
+    // Halfway to what this step says (in log terms): a 20x error is gone in about four steps,
+    // one slow step (another process, a page fault) moves it by its square root only.
+    const double ratio = std::clamp(out.measured_ns / out.predicted_ns, 0.125, 8.0);
+    correction_ = std::clamp(correction_ * std::sqrt(ratio), 0.01, 1000.0);
+  }
   return out;
 }
 

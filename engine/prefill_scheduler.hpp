@@ -32,6 +32,10 @@ public:
     /// model), a prompt whose rest fits the budget without that pass finishes in this step
     /// rather than leaving a few tokens to a later step that overruns the budget anyway.
     bool finish_over_budget = false;
+    /// Scale the cost model's predictions by the measured ratio of a step's wall time to its
+    /// prediction (a moving average), so the budget holds on a CPU, ISA or load the model was
+    /// not fitted on (a model fitted with AVX-512 kernels underestimates portable ones ~20x).
+    bool adapt = true;
   };
 
   /// What one step did.
@@ -41,7 +45,10 @@ public:
     std::vector<std::pair<sequence_id, int64_t>> chunks;
     /// Prefills that finished in this step, with their first token and logits.
     std::vector<std::pair<sequence_id, prefill_progress>> finished;
+    /// The step's predicted and measured wall time (ns): the prediction is the cost model's,
+    /// scaled by the correction in force.
     double predicted_ns = 0;
+    double measured_ns = 0;
   };
 
   prefill_scheduler(const config& cfg, rank_engine& engine, const cost_model& model);
@@ -56,6 +63,8 @@ public:
   bool cancel(sequence_id seq);
   /// Queued (unfinished) prefills.
   std::size_t pending() const { return queue_.size(); }
+  /// What the cost model's predictions are multiplied by (1 until steps are measured).
+  double correction() const { return correction_; }
 
 private:
   struct entry {
@@ -71,6 +80,9 @@ private:
   std::deque<entry> queue_;
   /// The last step was led by a long prompt (the next one lets shorter ones lead).
   bool long_led_ = false;
+  double correction_ = 1.0;
+  /// The cost model's prediction in measured ns.
+  double predict(int64_t q, int64_t c, bool last = false) const { return model_.predict(q, c, last) * correction_; }
 };
 
 } // namespace deepinfer::engine

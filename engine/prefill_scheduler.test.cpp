@@ -2,6 +2,9 @@
 
 #include <boost/test/unit_test.hpp>
 
+#include <algorithm>
+#include <chrono>
+
 #include "engine/testing/engine_fixture.hpp"
 
 using namespace deepinfer::engine;
@@ -16,7 +19,9 @@ BOOST_AUTO_TEST_CASE(budgeted_chunks_follow_the_cost_model_and_change_no_result)
   m.a0 = 1e6;
   m.a1 = 1e4;
   m.f0 = 2e6;
-  prefill_scheduler s(prefill_scheduler::config{4e6, 16}, e, m);
+  prefill_scheduler::config cfg{4e6, 16};
+  cfg.adapt = false; // the policy alone, against the synthetic model
+  prefill_scheduler s(cfg, e, m);
   auto p1 = random_tokens(700, 31), p2 = random_tokens(200, 32);
   prefill_request r1, r2;
   r1.seq = next_seq();
@@ -54,6 +59,7 @@ BOOST_AUTO_TEST_CASE(a_short_prompt_leads_every_other_step_behind_a_long_one) {
   m.a1 = 1e4;
   m.f0 = 2e6;
   prefill_scheduler::config cfg{4e6, 16};
+  cfg.adapt = false;
   cfg.long_prompt_steps = 1; // more than 4 ms of predicted work is long
   prefill_scheduler s(cfg, e, m);
   prefill_request r1, r2, r3;
@@ -85,6 +91,44 @@ BOOST_AUTO_TEST_CASE(a_short_prompt_leads_every_other_step_behind_a_long_one) {
   BOOST_TEST(e.computed(r1.seq).value_or(0) == 700);
   e.free(r1.seq);
   e.free(r2.seq);
+}
+
+// A cost model 20x too optimistic (fitted on a faster CPU or ISA): the measured steps bring the
+// correction up until the steps keep to their budget.
+BOOST_AUTO_TEST_CASE(a_wrong_cost_model_is_corrected_by_the_measured_steps) {
+  auto& e = tiny_engine();
+  // Measure what a token costs here, then claim 20x less.
+  cost_model truth;
+  {
+    prefill_request r;
+    r.seq = next_seq();
+    r.tokens = random_tokens(600, 51);
+    const auto t0 = std::chrono::steady_clock::now();
+    BOOST_REQUIRE(e.prefill(r).status == engine_status::ok);
+    truth.a1 = std::chrono::duration<double, std::nano>(std::chrono::steady_clock::now() - t0).count() / 600;
+    e.free(r.seq);
+  }
+  cost_model optimistic;
+  optimistic.a1 = truth.a1 / 20;
+  const double budget = 400 * truth.a1; // ~400 tokens' worth per step
+  prefill_scheduler::config cfg{budget, 16};
+  prefill_scheduler s(cfg, e, optimistic);
+  prefill_request r;
+  r.seq = next_seq();
+  r.tokens = random_tokens(24000, 52);
+  BOOST_REQUIRE(s.submit(r).status == engine_status::ok);
+  std::vector<double> over; // measured / budget per step
+  while (s.pending() > 0)
+    over.push_back(s.step().measured_ns / budget);
+  BOOST_TEST_MESSAGE("steps " << over.size() << ", first " << over.front() << "x the budget, correction now " << s.correction());
+  BOOST_TEST(over.front() > 4.0); // uncorrected, the first step overran several times
+  BOOST_TEST(s.correction() > 5.0);
+  // After the first few steps the rest keep close to the budget.
+  std::vector<double> late(over.begin() + std::min<std::ptrdiff_t>(8, static_cast<std::ptrdiff_t>(over.size()) - 1), over.end() - 1);
+  std::sort(late.begin(), late.end());
+  if (!late.empty())
+    BOOST_TEST(late[late.size() / 2] < 2.0, "median late step " << late[late.size() / 2] << "x the budget");
+  e.free(r.seq);
 }
 
 BOOST_AUTO_TEST_SUITE_END()
