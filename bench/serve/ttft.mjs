@@ -2,6 +2,7 @@
 // concurrent streams, and TTFT of a long prompt cold (fresh KV root) vs hot (same prompt again,
 // served from the prefix cache).
 // Usage: node bench/serve/ttft.mjs build/launcher/caf-launch [max_concurrency=64] [long_words=15000]
+// SERVER_ARGS="--cpu-isa avx2" passes extra flags to the server (e.g. to compare ISAs on one machine).
 import { spawn } from 'node:child_process';
 import fs from 'node:fs';
 import net from 'node:net';
@@ -13,7 +14,8 @@ const MODEL = 'deepseek-v4.1-flash';
 const port = await new Promise((r) => { const s = net.createServer(); s.listen(0, '127.0.0.1', () => { const p = s.address().port; s.close(() => r(p)); }); });
 const base = `http://127.0.0.1:${port}`;
 const kvRoot = fs.mkdtempSync(path.join(os.tmpdir(), 'deepinfer-bench-kv-'));
-const server = spawn(exe, ['--http', `127.0.0.1:${port}`, '--log-level', 'warn', '--kv-root', kvRoot], { stdio: 'ignore' });
+const extra = (process.env.SERVER_ARGS ?? '').split(' ').filter(Boolean);
+const server = spawn(exe, ['--http', `127.0.0.1:${port}`, '--log-level', 'warn', '--kv-root', kvRoot, ...extra], { stdio: 'ignore' });
 for (;;) { try { if ((await fetch(base + '/health')).ok) break; } catch {} await new Promise((r) => setTimeout(r, 50)); }
 
 async function stream(content, maxTokens) {

@@ -1,0 +1,143 @@
+// Both decode nodes of a four-process cluster SIGKILLed at once under load: every greedy stream
+// still completes, with the text an undisturbed server gives (the embedded default, one process).
+// A request whose decode rank died is prefilled again with what it had generated, its decoder
+// anchored at its own prompt (bounded mode, the default) on kernels whose bits depend on no batch,
+// chunking or ISA, so the continuation is the same token for token.
+// Usage: node reroute.test.mjs /path/to/caf-launch
+import { spawn, spawnSync } from 'node:child_process';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import assert from 'node:assert/strict';
+import { check, freePort, results, waitFor } from './harness.mjs';
+
+const MODEL = 'deepseek-v4.1-flash';
+const exe = process.argv[2];
+const STREAMS = 24, MAX_TOKENS = 64;
+
+const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'deepinfer-reroute-'));
+const ports = [await freePort(), await freePort(), await freePort(), await freePort()];
+const [clusterHttp, oneHttp] = [await freePort(), await freePort()];
+const manifest = path.join(dir, 'cluster.toml');
+const node = (name, port, roles, extra = '') =>
+  `[[nodes]]\nname = "${name}"\nhost = "127.0.0.1"\nport = ${port}\nroles = ${JSON.stringify(roles)}\n${extra}`;
+fs.writeFileSync(manifest, `model = "tiny"
+log_level = "info"
+[caf]
+heartbeat_interval_ms = 250
+connection_timeout_ms = 1500
+[kv]
+root = "${path.join(dir, 'kv-cluster')}"
+[supervision]
+restart_delay_ms = 200
+${node('n0', ports[0], ['controller', 'entrypoint', 'kvstore'], `http = "127.0.0.1:${clusterHttp}"\n`)}
+${node('p0', ports[1], ['prefill'], 'ranks = 2\n')}
+${node('d0', ports[2], ['decode'], 'ranks = 1\n')}
+${node('d1', ports[3], ['decode'], 'ranks = 1\n')}
+`);
+const logPath = path.join(dir, 'cluster.log');
+const procs = [
+  spawn(exe, ['--manifest', manifest], { stdio: ['ignore', fs.openSync(logPath, 'w'), fs.openSync(logPath, 'a')] }),
+  spawn(exe, ['--http', `127.0.0.1:${oneHttp}`, '--log-level', 'warn', '--kv-root', path.join(dir, 'kv-one')],
+        { stdio: ['ignore', 'ignore', 'ignore'] }),
+];
+const cluster = `http://127.0.0.1:${clusterHttp}`;
+const one = `http://127.0.0.1:${oneHttp}`;
+
+// Prompts of different lengths, all past one 128-token block (so the bounded decoder's window
+// starts inside the prompt and a resubmission that did not anchor it would compute other
+// logits), some past the indexer's top-k.
+const prompts = Array.from({ length: STREAMS }, (_, i) =>
+  Array.from({ length: 150 + ((i * 37) % 9) * 40 }, (_, j) => `w${(i * 131 + j * 7) % 997}`).join(' '));
+
+async function complete(base, content) {
+  const r = await fetch(base + '/v1/chat/completions', {
+    method: 'POST', headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ model: MODEL, temperature: 0, max_tokens: MAX_TOKENS, messages: [{ role: 'user', content }] }) });
+  return { status: r.status, json: await r.json() };
+}
+
+// A streamed request that reports how many content events it has seen so far.
+function stream(base, content, progress, i) {
+  return (async () => {
+    const r = await fetch(base + '/v1/chat/completions', {
+      method: 'POST', headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ model: MODEL, temperature: 0, max_tokens: MAX_TOKENS, stream: true,
+                             messages: [{ role: 'user', content }] }) });
+    const reader = r.body.getReader();
+    const dec = new TextDecoder();
+    let buf = '', text = '', done = false, finish = null;
+    for (;;) {
+      const { value, done: end } = await reader.read();
+      if (end) break;
+      buf += dec.decode(value, { stream: true });
+      let at;
+      while ((at = buf.indexOf('\n\n')) >= 0) {
+        const event = buf.slice(0, at);
+        buf = buf.slice(at + 2);
+        if (!event.startsWith('data: ')) continue;
+        const data = event.slice(6);
+        if (data === '[DONE]') { done = true; continue; }
+        const chunk = JSON.parse(data);
+        const c = chunk.choices?.[0];
+        if (c?.delta?.content) { text += c.delta.content; progress[i]++; }
+        if (c?.finish_reason) finish = c.finish_reason;
+      }
+    }
+    return { status: r.status, text, done, finish };
+  })();
+}
+
+async function ready(base) {
+  await waitFor(`an answer from ${base}`, async () => {
+    try { return (await complete(base, 'ping')).status === 200; } catch { return false; }
+  }, { deadlineMs: 90000, everyMs: 100 });
+}
+
+try {
+  await ready(one);
+  await ready(cluster);
+  const reference = [];
+  for (const p of prompts) {
+    const r = await complete(one, p);
+    assert.equal(r.status, 200, JSON.stringify(r.json));
+    reference.push(r.json.choices[0].message.content);
+  }
+  await check(`${STREAMS} greedy streams survive both decode nodes SIGKILLed at once, with the undisturbed text`, async () => {
+    const progress = new Array(STREAMS).fill(0);
+    const runs = prompts.map((p, i) => stream(cluster, p, progress, i));
+    // Kill once most streams are well into their decode (a few tokens out, none finished).
+    await waitFor('most streams decoding', () => progress.filter((n) => n >= 6).length >= STREAMS / 2,
+                  { deadlineMs: 90000 });
+    const pids = ['d0', 'd1'].map((n) => spawnSync('pgrep', ['-f', `${manifest} --node ${n}`]).stdout.toString().trim());
+    assert.ok(pids.every((p) => /^\d+$/.test(p)), `one process per decode node: ${pids}`);
+    const before = progress.slice();
+    for (const p of pids) process.kill(Number(p), 'SIGKILL');
+    const out = await Promise.all(runs);
+    const log = fs.readFileSync(logPath, 'utf8');
+    assert.match(log, /node=d0 dead/);
+    assert.match(log, /node=d1 dead/);
+    const cut = before.filter((n) => n > 0 && n < MAX_TOKENS).length;
+    console.log(`     ${cut} streams were mid-decode at the kill; ${(log.match(/resubmitting/g) || []).length} resubmissions logged`);
+    assert.ok(cut >= 4, 'enough streams were cut mid-decode');
+    out.forEach((o, i) => {
+      assert.equal(o.status, 200, `stream ${i}`);
+      assert.ok(o.done, `stream ${i} ended with [DONE]`);
+      assert.ok(o.finish === 'length' || o.finish === 'stop', `stream ${i} finish_reason ${o.finish}`);
+      assert.equal(o.text, reference[i], `stream ${i}: the text after the reroute`);
+    });
+  });
+} catch (e) {
+  results.push(['setup', false]);
+  console.log(`FAIL setup: ${e.stack || e}`);
+} finally {
+  for (const p of procs) p.kill('SIGINT');
+  await Promise.all(procs.map((p) => new Promise((r) => {
+    if (p.exitCode !== null) r();
+    else { p.on('exit', r); setTimeout(() => { p.kill('SIGKILL'); r(); }, 8000); }
+  })));
+}
+const failed = results.filter(([, ok]) => !ok).length;
+if (failed) console.log(fs.readFileSync(logPath, 'utf8').split('\n').filter((l) => /warn|error|crit/.test(l)).slice(-30).join('\n'));
+console.log(`${results.length - failed}/${results.length} passed`);
+process.exit(failed ? 1 : 0);
