@@ -17,8 +17,9 @@ namespace deepinfer::engine::kernels::avx2 {
 
 namespace {
 
-// 8 keys per step, every head of one row at once.
-template <int H>
+// K x 8 keys per step (K independent accumulator sets: more work between the loop's branches
+// and the multiplies of several blocks in flight), every head of one row at once.
+template <int H, int K>
 void score_tile_heads(const index_query_codes& q, int64_t rows, int64_t dim, const uint8_t* codes,
                       const float* scales, float* out, int64_t stride) {
   const int64_t p = index_padded(dim), groups = p / index_group;
@@ -32,26 +33,36 @@ void score_tile_heads(const index_query_codes& q, int64_t rows, int64_t dim, con
       coef[h] = _mm256_set1_ps(q.coef[r * H + h]);
       start[h] = _mm256_set1_epi32(-q.offset[r * H + h]);
     }
-    for (int64_t j = 0; j < index_tile; j += 8) {
-      __m256i acc[H];
+    for (int64_t j = 0; j < index_tile; j += 8 * K) {
+      __m256i acc[K][H];
+#pragma GCC unroll 2
+      for (int b = 0; b < K; ++b)
 #pragma GCC unroll 8
-      for (int h = 0; h < H; ++h)
-        acc[h] = start[h];
+        for (int h = 0; h < H; ++h)
+          acc[b][h] = start[h];
       for (int64_t g = 0; g < groups; ++g) {
-        const __m256i c = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(codes + (g * index_tile + j) * index_group));
+        __m256i c[K];
+#pragma GCC unroll 2
+        for (int b = 0; b < K; ++b)
+          c[b] = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(codes + (g * index_tile + j + 8 * b) * index_group));
 #pragma GCC unroll 8
         for (int h = 0; h < H; ++h) {
           int32_t lane = 0;
           std::memcpy(&lane, qr + h * p + g * index_group, sizeof(lane));
-          const __m256i pairs = _mm256_maddubs_epi16(c, _mm256_set1_epi32(lane));
-          acc[h] = _mm256_add_epi32(acc[h], _mm256_madd_epi16(pairs, ones));
+          const __m256i qv = _mm256_set1_epi32(lane);
+#pragma GCC unroll 2
+          for (int b = 0; b < K; ++b)
+            acc[b][h] = _mm256_add_epi32(acc[b][h], _mm256_madd_epi16(_mm256_maddubs_epi16(c[b], qv), ones));
         }
       }
-      __m256 sum = _mm256_setzero_ps();
+#pragma GCC unroll 2
+      for (int b = 0; b < K; ++b) {
+        __m256 sum = _mm256_setzero_ps();
 #pragma GCC unroll 8
-      for (int h = 0; h < H; ++h)
-        sum = _mm256_fmadd_ps(coef[h], _mm256_cvtepi32_ps(_mm256_max_epi32(acc[h], zero)), sum);
-      _mm256_storeu_ps(out + r * stride + j, _mm256_mul_ps(sum, _mm256_loadu_ps(scales + j)));
+        for (int h = 0; h < H; ++h)
+          sum = _mm256_fmadd_ps(coef[h], _mm256_cvtepi32_ps(_mm256_max_epi32(acc[b][h], zero)), sum);
+        _mm256_storeu_ps(out + r * stride + j + 8 * b, _mm256_mul_ps(sum, _mm256_loadu_ps(scales + j + 8 * b)));
+      }
     }
   }
 }
@@ -92,9 +103,9 @@ void index_score_tile(const index_query_codes& q, int64_t rows, int64_t heads, i
                       const uint8_t* codes, const float* scales, float* out, int64_t stride) {
   // The common head counts get the heads unrolled (tiny and small: 4).
   if (heads == 4)
-    score_tile_heads<4>(q, rows, dim, codes, scales, out, stride);
+    score_tile_heads<4, 2>(q, rows, dim, codes, scales, out, stride);
   else if (heads == 8)
-    score_tile_heads<8>(q, rows, dim, codes, scales, out, stride);
+    score_tile_heads<8, 1>(q, rows, dim, codes, scales, out, stride);
   else
     portable::index_score_tile(q, rows, heads, dim, codes, scales, out, stride);
 }
