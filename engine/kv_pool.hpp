@@ -5,6 +5,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "engine/huge_buffer.hpp"
 #include "engine/ids.hpp"
 
 namespace deepinfer::engine {
@@ -62,7 +63,7 @@ public:
 private:
   config config_;
   int64_t block_floats_;
-  std::vector<float> data_;
+  huge_buffer data_;
   std::vector<int32_t> refs_;
   std::vector<block_id> free_;
   std::unordered_map<sequence_id, std::vector<block_id>> tables_;

@@ -15,8 +15,17 @@ model_cache_result ensure_tiny_model(const std::string& cache_dir, uint64_t seed
   fs::path dir = fs::path{cache_dir} / "models" / "tiny";
   out.dir = dir.string();
   std::error_code ec;
-  if (fs::exists(dir / "config.json", ec) && fs::exists(dir / "model.safetensors", ec))
-    return out;
+  if (fs::exists(dir / "config.json", ec) && fs::exists(dir / "model.safetensors", ec)) {
+    // A tiny model made by an older build for another KV layout is made again (it is seeded:
+    // the same weights), rather than refused at load.
+    auto cfg = engine::load_config_file((dir / "config.json").string());
+    if (cfg.config && cfg.config->made_for_kv_layout == engine::model_config::tiny().kv_layout())
+      return out;
+    log().info("the tiny model in {} was made for another KV layout; making it again", out.dir);
+    auto stale = dir.parent_path() / (".tiny.stale." + std::to_string(::getpid()));
+    fs::rename(dir, stale, ec);
+    fs::remove_all(stale, ec);
+  }
   fs::create_directories(dir.parent_path(), ec);
   auto tmp = dir.parent_path() / (".tiny.tmp." + std::to_string(::getpid()));
   fs::remove_all(tmp, ec);

@@ -28,6 +28,14 @@ inline int64_t index_tile_bytes(int64_t dim) {
   return index_padded(dim) * index_tile;
 }
 
+/// Bytes of one key's record in the KV pool (and so in the block store): its codes (signed + 128,
+/// `index_padded(dim)` bytes), then its f32 scale. The indexer key is cached the way the indexer
+/// reads it, like DeepSeek's FP8 indexer cache: a prefix hit copies codes into tiles instead of
+/// quantizing every key of the context again.
+inline int64_t index_record_bytes(int64_t dim) {
+  return index_padded(dim) + 4;
+}
+
 /// Byte of component i of slot j in a tile's code block, laid out [dim/4][tile][4] as the signed
 /// code + 128 (what `vpdpbusd` multiplies as unsigned bytes).
 inline int64_t index_code_at(int64_t i, int64_t j) {

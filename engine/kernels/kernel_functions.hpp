@@ -18,7 +18,7 @@
                    int64_t heads, int64_t kv_heads, int64_t d, float* scores, float* out);         \
   void attend_gathered(const float* q, const float* const* kv, int64_t v_offset, int64_t nk,       \
                        int64_t heads, int64_t kv_heads, int64_t d, float* scores, float* out);     \
-  void index_put_key(const float* k, int64_t dim, int64_t j, uint8_t* codes, float* scales);      \
+  void index_key_record(const float* k, int64_t dim, uint8_t* record);                             \
   void index_score_tile(const index_query_codes& q, int64_t rows, int64_t heads, int64_t dim,      \
                         const uint8_t* codes, const float* scales, float* out, int64_t stride);    \
   void group_max_keys(const float* scores, int64_t groups, uint32_t* out);                         \

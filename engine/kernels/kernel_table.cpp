@@ -11,7 +11,7 @@ namespace {
 #define DEEPINFER_KERNEL_TABLE(ns)                                                                 \
   kernel_table {                                                                                   \
     cpu_isa::ns, ns::gemm_packed, ns::dot, ns::rms_norm, ns::silu_mul, ns::sigmoid, \
-        ns::axpy, ns::attend_rows, ns::attend_gathered, ns::index_put_key, ns::index_score_tile,        \
+        ns::axpy, ns::attend_rows, ns::attend_gathered, ns::index_key_record, ns::index_score_tile,        \
         ns::group_max_keys, ns::count_keys_at_least, ns::collect_at_least                          \
   }
 
@@ -25,7 +25,7 @@ const kernel_table avx512_table{cpu_isa::avx512,        avx512::gemm_packed,
                                 avx2::rms_norm,         avx2::silu_mul,
                                 avx2::sigmoid,          avx2::axpy,
                                 avx512::attend_rows,    avx512::attend_gathered,
-                                avx512::index_put_key,  avx512::index_score_tile,
+                                avx512::index_key_record, avx512::index_score_tile,
                                 avx2::group_max_keys,   avx512::count_keys_at_least,
                                 avx512::collect_at_least};
 

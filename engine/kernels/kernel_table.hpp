@@ -52,9 +52,10 @@ struct kernel_table {
   void (*attend_gathered)(const float* q, const float* const* kv, int64_t v_offset, int64_t nk,
                           int64_t heads, int64_t kv_heads, int64_t d, float* scores, float* out);
 
-  /// Quantizes key k [dim] into slot j of a tile (`index_code_at`): symmetric 8-bit codes
-  /// round(k * 127 / max|k|) + 128 and the scale max|k| / 127 (0 for a zero key).
-  void (*index_put_key)(const float* k, int64_t dim, int64_t j, uint8_t* codes, float* scales);
+  /// Quantizes key k [dim] into its record (`index_record_bytes`): symmetric 8-bit codes
+  /// round(k * 127 / max|k|) + 128, padded with 128, then the scale max|k| / 127 (0 and all codes
+  /// 128 for a zero key).
+  void (*index_key_record)(const float* k, int64_t dim, uint8_t* record);
   /// Scores of `rows` quantized queries against one tile: out[r * stride + j] =
   /// (chain over heads of coef[r,h] x max(q[r,h] . k_j, 0)) x scale_j, the dot products exact.
   void (*index_score_tile)(const index_query_codes& q, int64_t rows, int64_t heads, int64_t dim,

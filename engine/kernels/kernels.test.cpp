@@ -165,14 +165,23 @@ BOOST_AUTO_TEST_CASE(indexer_codes_and_scores_have_the_portable_bits_on_every_is
     for (auto [heads, dim] : {std::pair<int64_t, int64_t>{4, 32}, {8, 64}, {3, 32}, {4, 20}, {4, 16}}) {
       auto keys = normal(static_cast<std::size_t>(index_tile * dim), static_cast<uint64_t>(heads * 100 + dim));
       std::fill(keys.begin() + 5 * dim, keys.begin() + 6 * dim, 0.0f); // a zero key
-      std::vector<uint8_t> c0(static_cast<std::size_t>(index_tile_bytes(dim))), c1(c0.size());
-      std::vector<float> s0(index_tile), s1(index_tile);
+      // Records, as the KV pool keeps them, then copied into a tile as the forward does.
+      const int64_t rb = index_record_bytes(dim);
+      std::vector<uint8_t> r0(static_cast<std::size_t>(index_tile * rb)), r1(r0.size());
       for (int64_t j = 0; j < index_tile; ++j) {
-        ref().index_put_key(keys.data() + j * dim, dim, j, c0.data(), s0.data());
-        k.index_put_key(keys.data() + j * dim, dim, j, c1.data(), s1.data());
+        ref().index_key_record(keys.data() + j * dim, dim, r0.data() + j * rb);
+        k.index_key_record(keys.data() + j * dim, dim, r1.data() + j * rb);
       }
-      BOOST_TEST((c0 == c1), to_string(isa) << " index_put_key codes dim=" << dim);
-      BOOST_TEST(same_bits(s0, s1), to_string(isa) << " index_put_key scales dim=" << dim);
+      BOOST_TEST((r0 == r1), to_string(isa) << " index_key_record dim=" << dim);
+      std::vector<uint8_t> c0(static_cast<std::size_t>(index_tile_bytes(dim)));
+      std::vector<float> s0(index_tile);
+      for (int64_t j = 0; j < index_tile; ++j) {
+        const uint8_t* rec = r0.data() + j * rb;
+        for (int64_t g = 0; g < index_padded(dim); g += index_group)
+          std::memcpy(c0.data() + index_code_at(g, j), rec + g, index_group);
+        std::memcpy(&s0[static_cast<std::size_t>(j)], rec + index_padded(dim), sizeof(float));
+      }
+      BOOST_TEST(s0[5] == 0.0f); // the zero key
       // Queries: random codes in [-63, 63] (index_query_limit) with their offsets.
       const int64_t rows = 5, p = index_padded(dim);
       std::mt19937_64 rng(static_cast<uint64_t>(dim));

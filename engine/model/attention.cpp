@@ -251,7 +251,8 @@ void ced_moe_forward::gather_index_keys(std::span<const forward_row> rows, const
   }
   index_keys_.resize(groups);
   // Each sequence's cache grows to its context (new tiles start as zero keys, so the slots past
-  // the context score 0); then the new keys are quantized in spans of a tile, every span a task.
+  // the context score 0); then the new keys' records (quantized when their KV was written) are
+  // copied in, in spans of a tile, every span a task.
   constexpr int64_t tile = indexer::tile;
   const int64_t tile_bytes = indexer::tile_code_bytes(idim);
   struct key_span {
@@ -286,16 +287,14 @@ void ced_moe_forward::gather_index_keys(std::span<const forward_row> rows, const
     auto key = [&](int64_t j) {
       return pool.block_data(table[static_cast<std::size_t>(j / tpb)]) + (j % tpb) * fpt + ik_off;
     };
-    // Keys lie a pool row apart (scattered over the blocks): fetch a few ahead, the hardware
+    // Records lie a pool row apart (scattered over the blocks): fetch a few ahead, the hardware
     // prefetcher does not follow that stride across pages.
-    constexpr int64_t ahead = 32;
-    const auto key_bytes = static_cast<int64_t>(sizeof(float)) * idim;
+    constexpr int64_t ahead = 16;
     for (int64_t j = sp.begin; j < sp.end; ++j) {
       if (j + ahead < sp.end)
-        for (int64_t b = 0; b < key_bytes; b += 64)
-          __builtin_prefetch(reinterpret_cast<const char*>(key(j + ahead)) + b);
-      k_.index_put_key(key(j), idim, j % tile, cache.codes.data() + (j / tile) * tile_bytes,
-                       cache.scales.data() + (j / tile) * tile);
+        __builtin_prefetch(key(j + ahead));
+      indexer::put_record(reinterpret_cast<const uint8_t*>(key(j)), idim, j % tile,
+                          cache.codes.data() + (j / tile) * tile_bytes, cache.scales.data() + (j / tile) * tile);
     }
   });
   for (auto& g : index_keys_)

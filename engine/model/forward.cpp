@@ -127,7 +127,7 @@ void ced_moe_forward::global_kv(std::span<const forward_row> rows, const float* 
       std::memcpy(dst + (2 * gi) * kvd, kr + gi * kvd, sizeof(float) * kvd);
       std::memcpy(dst + (2 * gi + 1) * kvd, v + (r * g + gi) * kvd, sizeof(float) * kvd);
     }
-    std::memcpy(dst + 2 * g * kvd, ik + r * c.index_dim, sizeof(float) * c.index_dim);
+    k_.index_key_record(ik + r * c.index_dim, c.index_dim, reinterpret_cast<uint8_t*>(dst + 2 * g * kvd));
   }
 }
 

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 
 namespace deepinfer::engine::indexer {
 
@@ -28,6 +29,13 @@ void put_zero_key(int64_t dim, int64_t j, uint8_t* codes, float* scales) {
   scales[j] = 0.0f;
   for (int64_t i = 0; i < kernels::index_padded(dim); ++i)
     codes[kernels::index_code_at(i, j)] = 128;
+}
+
+void put_record(const uint8_t* record, int64_t dim, int64_t j, uint8_t* codes, float* scales) {
+  const int64_t p = kernels::index_padded(dim);
+  for (int64_t g = 0; g < p; g += kernels::index_group)
+    std::memcpy(codes + kernels::index_code_at(g, j), record + g, kernels::index_group);
+  std::memcpy(scales + j, record + p, sizeof(float));
 }
 
 void quantize_queries(const float* q, int64_t rows, int64_t heads, int64_t dim, const float* w,

@@ -44,10 +44,12 @@ BOOST_AUTO_TEST_CASE(top_k_of_the_8_bit_scores_matches_the_f32_scores) {
   const int64_t tb = indexer::tile_code_bytes(dim);
   std::vector<uint8_t> codes(static_cast<std::size_t>(4 * tb));
   std::vector<float> scales(static_cast<std::size_t>(n)), approx(static_cast<std::size_t>(n));
-  for (int64_t j = 0; j < n; ++j)
-    kern.index_put_key(keys.data() + j * dim, dim, j % indexer::tile,
-                     codes.data() + (j / indexer::tile) * tb,
-                     scales.data() + (j / indexer::tile) * indexer::tile);
+  std::vector<uint8_t> record(static_cast<std::size_t>(kernels::index_record_bytes(dim)));
+  for (int64_t j = 0; j < n; ++j) {
+    kern.index_key_record(keys.data() + j * dim, dim, record.data());
+    indexer::put_record(record.data(), dim, j % indexer::tile, codes.data() + (j / indexer::tile) * tb,
+                        scales.data() + (j / indexer::tile) * indexer::tile);
+  }
   std::vector<int8_t> qcodes(static_cast<std::size_t>(indexer::query_code_bytes(heads, dim)));
   std::vector<float> coef(heads);
   std::vector<int32_t> offset(heads);

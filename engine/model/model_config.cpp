@@ -46,7 +46,7 @@ std::optional<model_config> model_config::preset(const std::string& name) {
 
 std::string model_config::kv_layout() const {
   std::ostringstream os;
-  os << "ced_moe-kv1:f32:g" << kv_groups << ":h" << kv_heads << ":d" << head_dim << ":i"
+  os << "ced_moe-kv2:f32+i8idx:g" << kv_groups << ":h" << kv_heads << ":d" << head_dim << ":i"
      << index_dim << ":e" << encoder_layers << ":w" << window << ":r" << ring << ":t"
      << template_version;
   return os.str();
@@ -99,6 +99,7 @@ std::string to_json(const model_config& c) {
   j["dtype"] = to_string(c.dtype);
   j["template_version"] = c.template_version;
   j["fingerprint"] = c.fingerprint;
+  j["kv_layout"] = c.kv_layout();
   return j.dump(2) + "\n";
 }
 
@@ -139,6 +140,7 @@ config_result config_from_json(const std::string& text) {
     get("tied_embeddings", c.tied_embeddings);
     get("template_version", c.template_version);
     get("fingerprint", c.fingerprint);
+    get("kv_layout", c.made_for_kv_layout);
     std::string dtype = j.value("dtype", std::string{"f32"});
     if (dtype == "f32")
       c.dtype = weight_dtype::f32;

@@ -46,6 +46,9 @@ struct model_config {
   std::string template_version = "v4.1";
   /// Hex digest of weights + dtype + KV layout; written by mkmodel, checked by the loader.
   std::string fingerprint;
+  /// The `kv_layout()` the fingerprint was made with (config.json's `kv_layout`; empty for
+  /// files older than the field): a model made for another layout must be made again.
+  std::string made_for_kv_layout;
 
   /// The built-in tiny preset: runs on two CPU cores.
   static model_config tiny();
@@ -54,9 +57,12 @@ struct model_config {
   /// A preset by name ("tiny", "small"); nullopt for an unknown name.
   static std::optional<model_config> preset(const std::string& name);
 
-  /// Floats of block KV per token: G x (K and V of kv_heads) + the indexer key.
+  /// Floats of block KV per token: G x (K and V of kv_heads) in f32, then the indexer key's
+  /// record (its 8-bit codes and f32 scale, kernels::index_record_bytes) rounded up to whole
+  /// floats.
   int64_t kv_floats_per_token() const {
-    return int64_t{kv_groups} * 2 * kv_heads * head_dim + index_dim;
+    const int64_t record_bytes = (int64_t{index_dim} + 3) / 4 * 4 + 4;
+    return int64_t{kv_groups} * 2 * kv_heads * head_dim + (record_bytes + 3) / 4;
   }
   /// Text naming the KV layout; part of the fingerprint so differently shaped KV never mixes.
   std::string kv_layout() const;

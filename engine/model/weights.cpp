@@ -170,8 +170,13 @@ model_weights::load_result model_weights::load(const std::string& dir) {
   }
   auto fp = make_fingerprint(hashes, c);
   if (!c.fingerprint.empty() && c.fingerprint != fp) {
-    out.error = fmt::format("{}: weights fingerprint {} does not match config.json's {}", dir, fp,
-                            c.fingerprint);
+    out.error = c.made_for_kv_layout != c.kv_layout()
+                    ? fmt::format("{}: the model was made for KV layout '{}', this build uses '{}': make it "
+                                  "again with deepinfer-mkmodel (same --config and --seed)",
+                                  dir, c.made_for_kv_layout.empty() ? "ced_moe-kv1" : c.made_for_kv_layout,
+                                  c.kv_layout())
+                    : fmt::format("{}: weights fingerprint {} does not match config.json's {}", dir, fp,
+                                  c.fingerprint);
     return out;
   }
   w->config_.fingerprint = fp;

@@ -69,9 +69,9 @@ void score_tile_heads(const index_query_codes& q, int64_t rows, int64_t dim, con
 
 } // namespace
 
-void index_put_key(const float* k, int64_t dim, int64_t j, uint8_t* codes, float* scales) {
+void index_key_record(const float* k, int64_t dim, uint8_t* record) {
   if (dim % 8 != 0) {
-    portable::index_put_key(k, dim, j, codes, scales);
+    portable::index_key_record(k, dim, record);
     return;
   }
   const __m256 abs_mask = _mm256_castsi256_ps(_mm256_set1_epi32(0x7FFFFFFF));
@@ -80,7 +80,7 @@ void index_put_key(const float* k, int64_t dim, int64_t j, uint8_t* codes, float
     amax = _mm256_max_ps(amax, _mm256_and_ps(_mm256_loadu_ps(k + i), abs_mask));
   const float m = hmax(amax);
   if (!(m > 0.0f)) {
-    portable::index_put_key(k, dim, j, codes, scales);
+    portable::index_key_record(k, dim, record);
     return;
   }
   const __m256 inv = _mm256_set1_ps(127.0f / m);
@@ -91,12 +91,13 @@ void index_put_key(const float* k, int64_t dim, int64_t j, uint8_t* codes, float
     __m256i v = _mm256_cvtps_epi32(_mm256_mul_ps(_mm256_loadu_ps(k + i), inv));
     v = _mm256_min_epi32(_mm256_max_epi32(v, lo), hi);
     const __m256i b = _mm256_packs_epi16(_mm256_packs_epi32(v, v), v); // bytes 0-3 of each 128-bit lane
-    const auto first = static_cast<uint32_t>(_mm256_extract_epi32(b, 0)) ^ 0x80808080u; // + 128
-    const auto second = static_cast<uint32_t>(_mm256_extract_epi32(b, 4)) ^ 0x80808080u;
-    std::memcpy(codes + index_code_at(i, j), &first, sizeof(first));
-    std::memcpy(codes + index_code_at(i + index_group, j), &second, sizeof(second));
+    const uint32_t first = static_cast<uint32_t>(_mm256_extract_epi32(b, 0)) ^ 0x80808080u; // + 128
+    const uint32_t second = static_cast<uint32_t>(_mm256_extract_epi32(b, 4)) ^ 0x80808080u;
+    std::memcpy(record + i, &first, sizeof(first));
+    std::memcpy(record + i + 4, &second, sizeof(second));
   }
-  scales[j] = m / 127.0f;
+  const float scale = m / 127.0f;
+  std::memcpy(record + dim, &scale, sizeof(scale));
 }
 
 void index_score_tile(const index_query_codes& q, int64_t rows, int64_t heads, int64_t dim,

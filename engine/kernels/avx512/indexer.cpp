@@ -27,9 +27,9 @@ namespace deepinfer::engine::kernels::avx512 {
 
 // The same codes as the portable kernel, 16 components at a time (round to nearest even, as
 // nearbyint in the default rounding mode).
-void index_put_key(const float* k, int64_t dim, int64_t j, uint8_t* codes, float* scales) {
+void index_key_record(const float* k, int64_t dim, uint8_t* record) {
   if (dim % 16 != 0) {
-    avx2::index_put_key(k, dim, j, codes, scales);
+    avx2::index_key_record(k, dim, record);
     return;
   }
   __m512 amax = _mm512_setzero_ps();
@@ -37,25 +37,20 @@ void index_put_key(const float* k, int64_t dim, int64_t j, uint8_t* codes, float
     amax = _mm512_max_ps(amax, _mm512_abs_ps(_mm512_loadu_ps(k + i)));
   const float m = hmax(amax);
   if (!(m > 0.0f)) {
-    portable::index_put_key(k, dim, j, codes, scales);
+    portable::index_key_record(k, dim, record);
     return;
   }
   const __m512 inv = _mm512_set1_ps(127.0f / m);
   const __m512i lo = _mm512_set1_epi32(-127), hi = _mm512_set1_epi32(127);
-  alignas(64) int8_t q[16];
+  const __m128i flip = _mm_set1_epi8(static_cast<char>(0x80)); // + 128 on each byte
   for (int64_t i = 0; i < dim; i += 16) {
     __m512i v = _mm512_cvt_roundps_epi32(_mm512_mul_ps(_mm512_loadu_ps(k + i), inv),
                                          _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
     v = _mm512_min_epi32(_mm512_max_epi32(v, lo), hi);
-    _mm_store_si128(reinterpret_cast<__m128i*>(q), _mm512_cvtsepi32_epi8(v));
-    for (int64_t g = 0; g < 16 / index_group; ++g) {
-      uint32_t lane = 0;
-      std::memcpy(&lane, q + g * index_group, sizeof(lane));
-      lane ^= 0x80808080u; // + 128 on each byte
-      std::memcpy(codes + index_code_at(i + g * index_group, j), &lane, sizeof(lane));
-    }
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(record + i), _mm_xor_si128(_mm512_cvtsepi32_epi8(v), flip));
   }
-  scales[j] = m / 127.0f;
+  const float scale = m / 127.0f;
+  std::memcpy(record + dim, &scale, sizeof(scale));
 }
 
 } // namespace deepinfer::engine::kernels::avx512

@@ -2,28 +2,29 @@
 #include <algorithm>
 #include <array>
 #include <cmath>
+#include <cstring>
 
 #include "engine/kernels/kernel_functions.hpp"
 
 namespace deepinfer::engine::kernels::portable {
 
-void index_put_key(const float* k, int64_t dim, int64_t j, uint8_t* codes, float* scales) {
+void index_key_record(const float* k, int64_t dim, uint8_t* record) {
   float amax = 0.0f;
   for (int64_t i = 0; i < dim; ++i)
     amax = std::max(amax, std::fabs(k[i]));
   const int64_t p = index_padded(dim);
-  if (!(amax > 0.0f)) {
-    scales[j] = 0.0f;
-    for (int64_t i = 0; i < p; ++i)
-      codes[index_code_at(i, j)] = 128;
-    return;
+  float scale = 0.0f;
+  if (amax > 0.0f) {
+    const float inv = 127.0f / amax;
+    for (int64_t i = 0; i < p; ++i) {
+      const float q = i < dim ? std::clamp(std::nearbyint(k[i] * inv), -127.0f, 127.0f) : 0.0f;
+      record[i] = static_cast<uint8_t>(static_cast<int32_t>(q) + 128);
+    }
+    scale = amax / 127.0f;
+  } else {
+    std::fill(record, record + p, uint8_t{128});
   }
-  const float inv = 127.0f / amax;
-  for (int64_t i = 0; i < p; ++i) {
-    const float q = i < dim ? std::clamp(std::nearbyint(k[i] * inv), -127.0f, 127.0f) : 0.0f;
-    codes[index_code_at(i, j)] = static_cast<uint8_t>(static_cast<int32_t>(q) + 128);
-  }
-  scales[j] = amax / 127.0f;
+  std::memcpy(record + p, &scale, sizeof(scale));
 }
 
 void index_score_tile(const index_query_codes& q, int64_t rows, int64_t heads, int64_t dim,
