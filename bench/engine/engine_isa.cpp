@@ -21,7 +21,11 @@
 #include "engine/kernels/isa.hpp"
 #include "engine/rank_engine.hpp"
 
+#include "bench_inputs.hpp"
+
 using namespace deepinfer::engine;
+using deepinfer::bench::parse_list;
+using deepinfer::bench::random_prompt;
 
 extern "C" char* openblas_get_corename(void);
 
@@ -33,21 +37,7 @@ double cpu_now() {
   return static_cast<double>(t.tv_sec) + static_cast<double>(t.tv_nsec) * 1e-9;
 }
 
-std::vector<int64_t> parse_list(const std::string& s) {
-  std::vector<int64_t> v;
-  std::stringstream ss(s);
-  for (std::string x; std::getline(ss, x, ',');)
-    v.push_back(std::stoll(x));
-  return v;
-}
 
-std::vector<int32_t> random_prompt(int64_t n, uint64_t seed) {
-  std::mt19937_64 rng(seed);
-  std::vector<int32_t> t(static_cast<std::size_t>(n));
-  for (auto& x : t)
-    x = static_cast<int32_t>(rng() % 129280);
-  return t;
-}
 
 double sgemm_peak_gflops() {
   const int n = 2048;

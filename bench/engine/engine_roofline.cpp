@@ -17,8 +17,11 @@
 #include "engine/rank_engine.hpp"
 
 #include "bench_clock.hpp"
+#include "bench_inputs.hpp"
 
 using namespace deepinfer::engine;
+using deepinfer::bench::parse_list;
+using deepinfer::bench::random_prompt;
 using deepinfer::bench::seconds_since;
 using deepinfer::bench::use_cpu_time;
 
@@ -58,21 +61,7 @@ double read_bandwidth_gbs() {
   return static_cast<double>(a.size() * sizeof(float)) / best / 1e9;
 }
 
-std::vector<int64_t> parse_list(const std::string& s) {
-  std::vector<int64_t> v;
-  std::stringstream ss(s);
-  for (std::string x; std::getline(ss, x, ',');)
-    v.push_back(std::stoll(x));
-  return v;
-}
 
-std::vector<int32_t> random_prompt(int64_t n, uint64_t seed, int32_t vocab) {
-  std::mt19937_64 rng(seed);
-  std::vector<int32_t> t(static_cast<std::size_t>(n));
-  for (auto& x : t)
-    x = static_cast<int32_t>(rng() % static_cast<uint64_t>(vocab));
-  return t;
-}
 
 } // namespace
 

@@ -5,6 +5,7 @@
 #if defined(__clang__)
 #pragma clang attribute push(__attribute__((target("avx,avx2,fma"))), apply_to = function)
 #else
+#pragma GCC diagnostic push
 #pragma GCC push_options
 #pragma GCC target("avx,avx2,fma")
 #endif

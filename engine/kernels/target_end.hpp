@@ -3,4 +3,5 @@
 #pragma clang attribute pop
 #else
 #pragma GCC pop_options
+#pragma GCC diagnostic pop
 #endif

@@ -11,6 +11,7 @@
 #include <boost/test/unit_test.hpp>
 
 #include "engine/rank_engine.hpp"
+#include "engine/testing/random_tokens.hpp"
 #include "engine/testing/test_models.hpp"
 
 namespace deepinfer::engine::testing {
@@ -49,14 +50,6 @@ inline rank_engine& tiny_engine() {
   return *e;
 }
 
-/// `n` token ids drawn from `seed`, avoiding nothing: any id of the vocabulary is valid.
-inline std::vector<int32_t> random_tokens(int64_t n, uint64_t seed, int32_t vocab = 129280) {
-  std::mt19937_64 rng(seed);
-  std::vector<int32_t> t(static_cast<std::size_t>(n));
-  for (auto& x : t)
-    x = static_cast<int32_t>(rng() % static_cast<uint64_t>(vocab));
-  return t;
-}
 
 /// Largest |a - b| over two equally long vectors.
 inline float max_abs_diff(const std::vector<float>& a, const std::vector<float>& b) {

@@ -35,3 +35,22 @@ export async function waitFor(what, probe, { deadlineMs = 60000, everyMs = 20, e
     await new Promise((r) => setTimeout(r, everyMs));
   }
 }
+
+/// Stops the servers a test started (SIGINT, then SIGKILL after 8 s), prints the last warnings
+/// and errors of `logPath` when a check failed, the tally, runs `cleanup`, and exits with the
+/// verdict.
+export async function finish(procs, logPath, cleanup = () => {}) {
+  for (const p of procs) p.kill('SIGINT');
+  await Promise.all(procs.map((p) => new Promise((r) => {
+    if (p.exitCode !== null) r();
+    else { p.on('exit', r); setTimeout(() => { p.kill('SIGKILL'); r(); }, 8000); }
+  })));
+  const failed = results.filter(([, ok]) => !ok).length;
+  if (failed && logPath) {
+    const fs = await import('node:fs');
+    console.log(fs.readFileSync(logPath, 'utf8').split('\n').filter((l) => /warn|error|crit/.test(l)).slice(-30).join('\n'));
+  }
+  console.log(`${results.length - failed}/${results.length} passed`);
+  cleanup();
+  process.exit(failed ? 1 : 0);
+}

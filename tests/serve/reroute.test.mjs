@@ -9,7 +9,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import assert from 'node:assert/strict';
-import { check, freePort, results, waitFor } from './harness.mjs';
+import { check, finish, freePort, results, waitFor } from './harness.mjs';
 
 const MODEL = 'deepseek-v4.1-flash';
 const exe = process.argv[2];
@@ -130,14 +130,5 @@ try {
 } catch (e) {
   results.push(['setup', false]);
   console.log(`FAIL setup: ${e.stack || e}`);
-} finally {
-  for (const p of procs) p.kill('SIGINT');
-  await Promise.all(procs.map((p) => new Promise((r) => {
-    if (p.exitCode !== null) r();
-    else { p.on('exit', r); setTimeout(() => { p.kill('SIGKILL'); r(); }, 8000); }
-  })));
 }
-const failed = results.filter(([, ok]) => !ok).length;
-if (failed) console.log(fs.readFileSync(logPath, 'utf8').split('\n').filter((l) => /warn|error|crit/.test(l)).slice(-30).join('\n'));
-console.log(`${results.length - failed}/${results.length} passed`);
-process.exit(failed ? 1 : 0);
+await finish(procs, logPath, () => fs.rmSync(dir, { recursive: true, force: true }));

@@ -7,11 +7,6 @@
 #include "engine/kernels/canonical.hpp"
 #include "engine/kernels/kernel_functions.hpp"
 
-#if !defined(__clang__)
-#pragma GCC diagnostic ignored "-Wuninitialized"
-#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
-#endif
-
 #include "engine/kernels/target_avx512.hpp"
 #include "engine/kernels/avx512/vec.hpp"
 

@@ -7,11 +7,6 @@
 
 // GCC 12's AVX-512 headers start many intrinsics from an "undefined" vector and then warn that it
 // is uninitialized (GCC bug 105593); the warning says nothing about this file's code.
-#if !defined(__clang__)
-#pragma GCC diagnostic ignored "-Wuninitialized"
-#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
-#endif
-
 #include "engine/kernels/target_avx512.hpp"
 #include "engine/kernels/avx512/vec.hpp"
 

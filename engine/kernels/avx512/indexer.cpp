@@ -9,11 +9,6 @@
 #include "engine/kernels/canonical.hpp"
 #include "engine/kernels/kernel_functions.hpp"
 
-#if !defined(__clang__)
-#pragma GCC diagnostic ignored "-Wuninitialized"
-#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
-#endif
-
 namespace deepinfer::engine::kernels::avx512 {
 namespace {
 const bool has_vnni = __builtin_cpu_supports("avx512vnni");
