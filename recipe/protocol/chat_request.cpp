@@ -128,8 +128,7 @@ void parse_tool_choice(const json& v, const json_path& at, conversation& c) {
   c.tool_choice.name = jr::req_string(jr::object(*fn, at / "function"), "name", at / "function");
 }
 
-conversation parse(const json& j) {
-  const json_path root(api_kind::chat);
+conversation parse(const json& j, const json_path& root) {
   conversation c;
   c.api = api_kind::chat;
   c.model = jr::req_string(j, "model", root);
@@ -189,12 +188,12 @@ using result = expected<conversation, api_error>;
 
 } // namespace
 
-result parse_chat_request_json(const nlohmann::ordered_json& body) {
-  return guarded_parse<result>(api_kind::chat, &body, {}, parse);
+result parse_chat_request_json(const nlohmann::ordered_json& body, const json_limits& limits) {
+  return guarded_parse<result>(api_kind::chat, limits, &body, {}, parse);
 }
 
-result parse_chat_request(std::string_view body) {
-  return guarded_parse<result>(api_kind::chat, nullptr, body, parse);
+result parse_chat_request(std::string_view body, const json_limits& limits) {
+  return guarded_parse<result>(api_kind::chat, limits, nullptr, body, parse);
 }
 
 } // namespace deepinfer::recipe

@@ -1,6 +1,7 @@
 #pragma once
 
 #include "recipe/expected.hpp"
+#include "recipe/json_parse.hpp"
 #include "recipe/protocol/api_error.hpp"
 #include "recipe/protocol/conversation.hpp"
 
@@ -13,9 +14,11 @@ namespace deepinfer::recipe {
 /// Parses and validates an OpenAI Chat Completions request body (`POST /v1/chat/completions`) into
 /// a conversation. Unknown fields are ignored. On failure: a 400 with OpenAI's error body whose
 /// `param` names the field (`messages[1].tool_calls[0].function.name`).
-expected<conversation, api_error> parse_chat_request(std::string_view body);
+/// The body is parsed under `limits` (a deeper body is a 400 before any of it is built).
+expected<conversation, api_error> parse_chat_request(std::string_view body, const json_limits& limits = {});
 
 /// The same for an already parsed body (key order must be preserved, hence `ordered_json`).
-expected<conversation, api_error> parse_chat_request_json(const nlohmann::ordered_json& body);
+expected<conversation, api_error> parse_chat_request_json(const nlohmann::ordered_json& body,
+                                                            const json_limits& limits = {});
 
 } // namespace deepinfer::recipe

@@ -162,13 +162,17 @@ void require_object_or_absent(const json& obj, std::string_view key, const json_
 
 } // namespace json_reader
 
-json parse_body(std::string_view body, api_kind api) {
-  json j = json::parse(body, nullptr, false);
-  if (j.is_discarded())
-    json_path(api).fail("We could not parse the JSON body of your request. The body must be valid JSON.");
-  if (!j.is_object())
+json parse_body(std::string_view body, api_kind api, const json_limits& limits) {
+  auto j = parse_json(body, limits);
+  if (!j) {
+    if (j.error().what == json_parse_error::kind::too_deep)
+      json_path(api).fail("The JSON body of your request is too deeply nested: " + j.error().message + ".");
+    json_path(api).fail("We could not parse the JSON body of your request (" + j.error().message +
+                        "). The body must be valid JSON.");
+  }
+  if (!j->is_object())
     json_path(api).fail("The request body must be a JSON object.");
-  return j;
+  return std::move(*j);
 }
 
 api_error to_api_error(const invalid_request& e, api_kind api) {

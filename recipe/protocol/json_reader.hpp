@@ -1,5 +1,6 @@
 #pragma once
 
+#include "recipe/json_parse.hpp"
 #include "recipe/protocol/api_error.hpp"
 
 #include <nlohmann/json.hpp>
@@ -23,20 +24,23 @@ struct invalid_request : std::runtime_error {
 };
 
 /// A field path in one API's notation: OpenAI writes `messages[0].content`, Anthropic
-/// `messages.0.content`.
+/// `messages.0.content`. It also carries the JSON limits of the parse it belongs to, so JSON
+/// nested in strings (tool-call arguments) is checked under the same limits as the body.
 class json_path {
 public:
-  explicit json_path(api_kind api) : api_(api) {}
+  explicit json_path(api_kind api, json_limits limits = {}) : api_(api), limits_(limits) {}
 
   json_path operator/(std::string_view key) const;
   json_path operator/(std::size_t index) const;
   const std::string& str() const noexcept { return text_; }
+  const json_limits& limits() const noexcept { return limits_; }
 
   /// Throws `invalid_request` for this path.
   [[noreturn]] void fail(const std::string& message) const { throw invalid_request(text_, message); }
 
 private:
   api_kind api_;
+  json_limits limits_;
   std::string text_;
 };
 
@@ -70,22 +74,26 @@ void require_object_or_absent(const json& obj, std::string_view key, const json_
 
 } // namespace json_reader
 
-/// Parses a request body; throws `invalid_request` (empty path) when it is not a JSON object.
-json parse_body(std::string_view body, api_kind api);
+/// Parses a request body under `limits` (parse_json); throws `invalid_request` (empty path) when
+/// it is not a JSON object or breaks a limit.
+json parse_body(std::string_view body, api_kind api, const json_limits& limits);
 
 /// Turns an `invalid_request` into the API's error value.
 api_error to_api_error(const invalid_request& e, api_kind api);
 
 /// Runs `parse(const json&)` on a body given as text or as parsed JSON, turning the validation
 /// exception into the API's error value (the parse edge of STYLE.md §6).
+/// `parse(const json&, const json_path& root)` gets the root path, which carries `limits`.
 template <class Result, class Parse>
-Result guarded_parse(api_kind api, const json* parsed, std::string_view text, Parse&& parse) {
+Result guarded_parse(api_kind api, const json_limits& limits, const json* parsed, std::string_view text,
+                     Parse&& parse) {
+  const json_path root(api, limits);
   try {
     if (parsed) {
-      json_reader::object(*parsed, json_path(api));
-      return parse(*parsed);
+      json_reader::object(*parsed, root);
+      return parse(*parsed, root);
     }
-    return parse(parse_body(text, api));
+    return parse(parse_body(text, api, limits), root);
   } catch (const invalid_request& e) {
     return to_api_error(e, api);
   }

@@ -140,8 +140,7 @@ void parse_tools(const json& v, const json_path& at, conversation& c) {
   }
 }
 
-conversation parse(const json& j) {
-  const json_path root(api_kind::messages);
+conversation parse(const json& j, const json_path& root) {
   conversation c;
   c.api = api_kind::messages;
   c.model = jr::req_string(j, "model", root);
@@ -227,12 +226,12 @@ using result = expected<conversation, api_error>;
 
 } // namespace
 
-result parse_messages_request_json(const nlohmann::ordered_json& body) {
-  return guarded_parse<result>(api_kind::messages, &body, {}, parse);
+result parse_messages_request_json(const nlohmann::ordered_json& body, const json_limits& limits) {
+  return guarded_parse<result>(api_kind::messages, limits, &body, {}, parse);
 }
 
-result parse_messages_request(std::string_view body) {
-  return guarded_parse<result>(api_kind::messages, nullptr, body, parse);
+result parse_messages_request(std::string_view body, const json_limits& limits) {
+  return guarded_parse<result>(api_kind::messages, limits, nullptr, body, parse);
 }
 
 } // namespace deepinfer::recipe

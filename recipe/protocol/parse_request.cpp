@@ -6,13 +6,13 @@
 
 namespace deepinfer::recipe {
 
-expected<conversation, api_error> parse_request(api_kind api, std::string_view body) {
+expected<conversation, api_error> parse_request(api_kind api, std::string_view body, const json_limits& limits) {
   switch (api) {
-    case api_kind::responses: return parse_responses_request(body);
-    case api_kind::messages: return parse_messages_request(body);
+    case api_kind::responses: return parse_responses_request(body, limits);
+    case api_kind::messages: return parse_messages_request(body, limits);
     case api_kind::chat: break;
   }
-  return parse_chat_request(body);
+  return parse_chat_request(body, limits);
 }
 
 std::optional<api_kind> parse_api_kind(std::string_view s) {

@@ -1,6 +1,7 @@
 #pragma once
 
 #include "recipe/expected.hpp"
+#include "recipe/json_parse.hpp"
 #include "recipe/protocol/api_error.hpp"
 #include "recipe/protocol/conversation.hpp"
 
@@ -9,8 +10,8 @@
 namespace deepinfer::recipe {
 
 /// Parses a request body of the given API (dispatches to `parse_chat_request`,
-/// `parse_responses_request` or `parse_messages_request`).
-expected<conversation, api_error> parse_request(api_kind api, std::string_view body);
+/// `parse_responses_request` or `parse_messages_request`), under `limits`.
+expected<conversation, api_error> parse_request(api_kind api, std::string_view body, const json_limits& limits = {});
 
 /// `"chat"` / `"responses"` / `"messages"`; nullopt for anything else.
 std::optional<api_kind> parse_api_kind(std::string_view s);

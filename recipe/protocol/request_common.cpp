@@ -24,8 +24,10 @@ void check_image_url(const std::string& url, const json_path& at) {
 void check_arguments(const std::string& arguments, const json_path& at) {
   if (arguments.empty())
     return;
-  json j = json::parse(arguments, nullptr, false);
-  if (j.is_discarded() || !j.is_object())
+  auto j = parse_json(arguments, at.limits());
+  if (!j && j.error().what == json_parse_error::kind::too_deep)
+    at.fail("Invalid value: the function arguments are too deeply nested: " + j.error().message + ".");
+  if (!j || !j->is_object())
     at.fail("Invalid value: function arguments must be a JSON object encoded as a string.");
 }
 

@@ -148,8 +148,7 @@ void parse_tools(const json& v, const json_path& at, conversation& c) {
   }
 }
 
-conversation parse(const json& j) {
-  const json_path root(api_kind::responses);
+conversation parse(const json& j, const json_path& root) {
   conversation c;
   c.api = api_kind::responses;
   c.model = jr::req_string(j, "model", root);
@@ -224,12 +223,12 @@ using result = expected<conversation, api_error>;
 
 } // namespace
 
-result parse_responses_request_json(const nlohmann::ordered_json& body) {
-  return guarded_parse<result>(api_kind::responses, &body, {}, parse);
+result parse_responses_request_json(const nlohmann::ordered_json& body, const json_limits& limits) {
+  return guarded_parse<result>(api_kind::responses, limits, &body, {}, parse);
 }
 
-result parse_responses_request(std::string_view body) {
-  return guarded_parse<result>(api_kind::responses, nullptr, body, parse);
+result parse_responses_request(std::string_view body, const json_limits& limits) {
+  return guarded_parse<result>(api_kind::responses, limits, nullptr, body, parse);
 }
 
 } // namespace deepinfer::recipe

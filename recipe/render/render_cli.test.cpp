@@ -82,9 +82,25 @@ BOOST_AUTO_TEST_CASE(invalid_request_prints_the_api_error_body_and_exits_2) {
   BOOST_TEST(nlohmann::json::parse(r.out)["error"]["param"].is_null());
 }
 
+BOOST_AUTO_TEST_CASE(a_deeply_nested_body_is_refused_not_a_crash) {
+  // 70,000 levels segfaulted the tool (and the server) before the depth limit.
+  const std::string body = R"({"x":)" + std::string(70000, '[') + std::string(70000, ']') + R"(,"model":"m"})";
+  auto r = run_render("--api chat", body);
+  BOOST_TEST(r.status == 2);
+  BOOST_TEST(nlohmann::json::parse(r.out)["error"]["message"].get<std::string>().find("64 levels") != std::string::npos);
+  // --json-max-depth moves the limit: 70 levels pass the parse at 100 (and fail on the messages).
+  const std::string seventy = R"({"x":)" + std::string(70, '[') + std::string(70, ']') + R"(,"model":"m"})";
+  BOOST_TEST(nlohmann::json::parse(run_render("--api chat", seventy).out)["error"]["message"].get<std::string>().find(
+               "deeply nested") != std::string::npos);
+  r = run_render("--api chat --json-max-depth 100", seventy);
+  BOOST_TEST(r.status == 2);
+  BOOST_TEST(nlohmann::json::parse(r.out)["error"]["param"] == "messages");
+}
+
 BOOST_AUTO_TEST_CASE(usage_errors_exit_1) {
   BOOST_TEST(run_render("", "{}").status == 1);
   BOOST_TEST(run_render("--api chat --template dsv4", "{}").status == 1);
+  BOOST_TEST(run_render("--api chat --json-max-depth 0", "{}").status == 1);
 }
 
 BOOST_AUTO_TEST_SUITE_END()

@@ -1,5 +1,6 @@
 #include "recipe/render/render_detail.hpp"
 
+#include "recipe/json_parse.hpp"
 #include "recipe/json_text.hpp"
 
 namespace deepinfer::recipe::render_detail {
@@ -73,15 +74,16 @@ dsml_names names_of(template_version v) {
 nlohmann::ordered_json arguments_object(const std::string& text) {
   if (text.empty())
     return nlohmann::ordered_json::object();
-  auto j = nlohmann::ordered_json::parse(text, nullptr, false);
-  if (j.is_string()) {
-    auto inner = nlohmann::ordered_json::parse(j.get<std::string>(), nullptr, false);
-    if (!inner.is_discarded())
+  // The request parser checked the text under the configured limits: the ceiling never refuses it.
+  auto j = parse_json(text, json_limits::ceiling());
+  if (j && j->is_string()) {
+    auto inner = parse_json(j->get_ref<const std::string&>(), json_limits::ceiling());
+    if (inner)
       j = std::move(inner);
   }
-  if (j.is_discarded() || !j.is_object())
+  if (!j || !j->is_object())
     return nlohmann::ordered_json{{"arguments", text}};
-  return j;
+  return std::move(*j);
 }
 
 } // namespace

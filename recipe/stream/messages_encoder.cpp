@@ -1,5 +1,7 @@
 #include "recipe/stream/messages_encoder.hpp"
 
+#include "recipe/json_parse.hpp"
+
 #include <nlohmann/json.hpp>
 
 namespace deepinfer::recipe {
@@ -25,8 +27,9 @@ ojson usage_json(const usage_counts& u, bool with_output) {
 }
 
 ojson tool_input(const std::string& arguments) {
-  auto j = ojson::parse(arguments, nullptr, false);
-  return j.is_object() ? j : ojson::object();
+  // The model's own text, bounded by max_tokens; too deep or not an object reads as no input.
+  auto j = parse_json(arguments);
+  return j && j->is_object() ? std::move(*j) : ojson::object();
 }
 
 } // namespace

@@ -1,8 +1,10 @@
 // deepinfer-render --api chat|responses|messages [--template dsv41|dsv32] [--ids] [--tokenizer PATH]
+//                  [--json-max-depth N]
 //
 // Reads one request JSON on stdin and prints the rendered DeepSeek prompt exactly (special tokens
 // as their spellings, no newline added), or with --ids the token ids separated by spaces. An
-// invalid request prints the API's error body on stdout and exits 2; usage errors exit 1.
+// invalid request prints the API's error body on stdout and exits 2; usage errors exit 1. The
+// request is parsed under the server's JSON limits (nesting depth 64 unless --json-max-depth).
 
 #include "recipe/protocol/parse_request.hpp"
 #include "recipe/render/renderer.hpp"
@@ -25,7 +27,7 @@ using namespace deepinfer::recipe;
 int usage(const std::string& why) {
   std::cerr << "deepinfer-render: " << why
             << "\nusage: deepinfer-render --api chat|responses|messages [--template dsv41|dsv32] [--ids] "
-               "[--tokenizer PATH]\n";
+               "[--tokenizer PATH] [--json-max-depth N]\n";
   return 1;
 }
 
@@ -45,6 +47,7 @@ int main(int argc, char** argv) {
   template_version version = template_version::dsv41;
   bool ids = false;
   std::string tokenizer_file;
+  json_limits limits;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     auto next = [&]() -> std::string { return i + 1 < argc ? argv[++i] : std::string(); };
@@ -61,6 +64,11 @@ int main(int argc, char** argv) {
       ids = true;
     } else if (a == "--tokenizer") {
       tokenizer_file = next();
+    } else if (a == "--json-max-depth") {
+      const auto v = std::atol(next().c_str());
+      if (v < 1 || static_cast<std::size_t>(v) > json_limits::max_depth_ceiling)
+        return usage("--json-max-depth must be between 1 and " + std::to_string(json_limits::max_depth_ceiling));
+      limits.max_depth = static_cast<std::size_t>(v);
     } else {
       return usage("unknown argument " + a);
     }
@@ -71,7 +79,7 @@ int main(int argc, char** argv) {
     tokenizer_file = default_tokenizer(version);
 
   const std::string body((std::istreambuf_iterator<char>(std::cin)), std::istreambuf_iterator<char>());
-  auto conv = parse_request(*api, body);
+  auto conv = parse_request(*api, body, limits);
   if (!conv) {
     std::cout << conv.error().body();
     return 2;
