@@ -75,6 +75,28 @@ public:
   /// line breaks where the pre-tokenizer provably splits anyway); the ids are the same.
   std::vector<token_id> encode(const prompt_segments& segments) const;
 
+  /// Outcome of `encode_within`.
+  struct bounded_encoding {
+    /// When `fits`, the ids, exactly as `encode(segments)` gives them; otherwise whatever part was
+    /// encoded before the limit was certainly passed (often nothing).
+    std::vector<token_id> ids;
+    /// Whether the prompt has at most `limit` tokens.
+    bool fits = true;
+    /// When !fits: at least this many tokens (more than `limit`); the exact count when the whole
+    /// prompt was encoded to find out.
+    std::size_t at_least = 0;
+    /// When !fits: whether `at_least` is the exact count.
+    bool exact = false;
+  };
+
+  /// `encode(segments)` for a prompt that may have at most `limit` tokens, at a cost bounded by
+  /// the limit rather than the prompt: a prompt whose bytes alone prove it too long (each token
+  /// holds at most as many bytes as the longest token with that byte) is refused after one pass
+  /// over its bytes; one that fits in its byte count is encoded as usual; anything between is
+  /// encoded in rounds of about max(256 KiB, 8 x limit) bytes (cut where the pre-tokenizer splits
+  /// anyway, so the ids are the same) until it is certainly over.
+  bounded_encoding encode_within(const prompt_segments& segments, std::size_t limit) const;
+
   /// Encodes trusted text in which added-token spellings become their ids, as HF's
   /// `encode(text)` does. Never use it on user input (see `encode`).
   std::vector<token_id> encode_with_special_tokens(std::string_view text) const;

@@ -6,6 +6,7 @@
 #include "recipe/tokenizer/thread_pool.hpp"
 #include "recipe/tokenizer/tokenizer.hpp"
 
+#include <array>
 #include <atomic>
 #include <cstdint>
 #include <memory>
@@ -30,6 +31,11 @@ struct tokenizer::impl {
     std::atomic<double> parallel_ns_per_byte{0};
   } adapt;                             // encode(segments): serial or parallel, by measured speed
   std::uint64_t instance = 0;          // tells per-thread piece caches of two tokenizers apart
+  /// Per byte value b: weight_one / (length of the longest token holding b), rounded down. Each
+  /// token of an encoding holds its bytes, so a text has at least (sum of its bytes' weights) /
+  /// weight_one tokens: a bound read in one pass, without encoding (encode_within).
+  static constexpr std::uint64_t weight_one = 1 << 16;
+  std::array<std::uint32_t, 256> byte_weight{};
   // Last member: destroyed first, joining workers that may still be finishing a late group.
   std::unique_ptr<thread_pool> pool;   // null when single-threaded
 
@@ -37,6 +43,8 @@ struct tokenizer::impl {
   void encode_text(std::string_view text, std::vector<token_id>& out) const;
   /// encode(segments) on the calling thread; `total` = bytes of text.
   std::vector<token_id> encode_serial(const prompt_segments& segments, std::size_t total) const;
+  /// The lower bound of byte_weight over `text`, as a sum of weights.
+  std::uint64_t weight(std::string_view text) const noexcept;
   /// encode(segments) with the pool's help (tokenizer_parallel.cpp).
   std::vector<token_id> encode_parallel(const prompt_segments& segments, std::size_t total) const;
 };

@@ -4,6 +4,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include <array>
 #include <atomic>
 #include <fstream>
 #include <sstream>
@@ -216,6 +217,13 @@ std::unique_ptr<tokenizer::impl> parse(std::string_view text, const tokenizer::c
     p->arena += s;
   }
   p->offsets.push_back(static_cast<std::uint32_t>(p->arena.size()));
+  // 6. per byte value, the longest token holding it: what bounds the tokens of a text from below
+  std::array<std::size_t, 256> longest{};
+  for (const auto& s : contents)
+    for (const char c : s)
+      longest[static_cast<unsigned char>(c)] = std::max(longest[static_cast<unsigned char>(c)], s.size());
+  for (std::size_t b = 0; b < 256; ++b)
+    p->byte_weight[b] = static_cast<std::uint32_t>(tokenizer::impl::weight_one / std::max<std::size_t>(longest[b], 1));
   return p;
 }
 
