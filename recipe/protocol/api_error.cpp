@@ -14,7 +14,9 @@ std::string api_error::body() const {
     j["error"]["message"] = message;
     j["error"]["type"] = type;
     j["error"]["param"] = param.empty() ? nlohmann::ordered_json() : nlohmann::ordered_json(param);
-    j["error"]["code"] = status == 400 ? nlohmann::ordered_json("invalid_value") : nlohmann::ordered_json();
+    j["error"]["code"] = !code.empty()    ? nlohmann::ordered_json(code)
+                         : status == 400 ? nlohmann::ordered_json("invalid_value")
+                                         : nlohmann::ordered_json();
   }
   return j.dump(-1, ' ', false, nlohmann::ordered_json::error_handler_t::replace);
 }

@@ -9,7 +9,8 @@ namespace deepinfer::recipe {
 /// A request the server refuses, in the terms of the API it arrived on.
 struct api_error {
   recipe::api_kind api = recipe::api_kind::chat;
-  /// HTTP status (400 invalid request, 404 unknown model, 500 server error, …).
+  /// HTTP status (400 invalid request, 404 unknown model, 429 / 529 overloaded, 500 server
+  /// error, 504 deadline, …).
   int status = 400;
   /// The API's error type (`invalid_request_error`, `not_found_error`, `api_error`).
   std::string type = "invalid_request_error";
@@ -18,6 +19,9 @@ struct api_error {
   /// Offending field path in the API's notation (`messages[2].content` for OpenAI,
   /// `messages.2.content` for Anthropic); empty when the body as a whole is at fault.
   std::string param;
+  /// OpenAI's `code` (`rate_limit_exceeded`, `deadline_exceeded`, ...); empty: `invalid_value`
+  /// for a 400, null otherwise. Anthropic's body has no code.
+  std::string code;
 
   /// The JSON body the API itself sends for this error (OpenAI: `{"error": {message, type, param,
   /// code}}`; Anthropic: `{"type": "error", "error": {type, message}}`).

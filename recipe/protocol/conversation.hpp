@@ -114,6 +114,10 @@ struct conversation {
   nlohmann::ordered_json metadata;
   /// Anthropic `system` / Responses `instructions`, already folded into `messages`; kept for echo.
   std::optional<std::string> instructions;
+  /// `cache_salt` (vLLM's name; accepted on every API): the prefix-cache namespace this request
+  /// reads and writes, so only requests with the same salt (and API key) share cached prefixes.
+  /// Empty: the key's namespace, or the shared one without keys.
+  std::string cache_salt;
 };
 
 } // namespace deepinfer::recipe

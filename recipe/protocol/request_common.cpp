@@ -72,6 +72,11 @@ void check_conversation(const conversation& c, const json_path& at, std::string_
 void finish(conversation& c, const json& body, const json_path& root) {
   if (const json* md = jr::find(body, "metadata"))
     c.metadata = jr::object(*md, root / "metadata");
+  if (auto salt = jr::opt_string(body, "cache_salt", root)) {
+    if (salt->empty() || salt->size() > 256)
+      (root / "cache_salt").fail("Invalid value: 'cache_salt' must be a string of 1 to 256 characters.");
+    c.cache_salt = std::move(*salt);
+  }
   check_conversation(c, root, "tools", "tool_choice");
 }
 

@@ -26,7 +26,7 @@ std::string text_content(const json& v, const json_path& at, std::initializer_li
 void check_conversation(const conversation& c, const json_path& at, std::string_view tools_key,
                         std::string_view choice_key);
 
-/// The common tail of every parser: reads `metadata` and runs `check_conversation`.
+/// The common tail of every parser: reads `metadata` and `cache_salt` and runs `check_conversation`.
 void finish(conversation& c, const json& body, const json_path& root);
 
 /// Parses a `{"type": "json_schema", ...}` / `json_object` / `text` format object. `nested_schema`:

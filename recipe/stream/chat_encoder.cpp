@@ -94,6 +94,12 @@ std::string chat_encoder::encode(std::span<const stream_event> events, const usa
   return out;
 }
 
+std::string chat_encoder::fail(std::string_view type, std::string_view code, std::string_view message) {
+  ojson e;
+  e["error"] = {{"message", message}, {"type", type}, {"param", nullptr}, {"code", code}};
+  return "data: " + e.dump(-1, ' ', false, ojson::error_handler_t::replace) + "\n\ndata: [DONE]\n\n";
+}
+
 std::string chat_encoder::body(const usage_counts& usage) const {
   ojson msg;
   msg["role"] = "assistant";

@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <span>
 #include <string>
+#include <string_view>
 
 namespace deepinfer::recipe {
 
@@ -29,6 +30,9 @@ public:
   /// Chunks for `events`; on `finish` also the usage chunk and `data: [DONE]`. `usage` is read
   /// only at `finish`.
   std::string encode(std::span<const stream_event> events, const usage_counts& usage);
+  /// The end of a stream cut short by the server (deadline, overload, a failure): the API's
+  /// error event (a `data: {"error": ...}` chunk, which the SDKs raise, then `data: [DONE]`). `type` and `code` are the error's type and code in the API's terms.
+  std::string fail(std::string_view type, std::string_view code, std::string_view message);
   /// The non-streaming body of everything encoded (or `apply`-ed) so far.
   std::string body(const usage_counts& usage) const;
   /// Records events without writing chunks (non-streaming requests).

@@ -116,4 +116,45 @@ BOOST_AUTO_TEST_CASE(messages_report_the_stop_sequence_that_ended_the_answer) {
   BOOST_TEST(body["stop_sequence"] == "END");
 }
 
+BOOST_AUTO_TEST_CASE(a_stream_cut_short_ends_with_each_apis_error_event) {
+  std::vector<stream_event> partial(1);
+  partial[0].type = stream_event::kind::content;
+  partial[0].text = "Hel";
+  const usage_counts usage{10, 0, 1, 0};
+  // Chat: an error chunk (the SDKs raise `data.error`), then [DONE]; no finish_reason chunk.
+  chat_encoder chat({"chatcmpl-1", "m", 7, false});
+  std::string sse = chat.start(); // sequenced: the encoders are stateful
+  sse += chat.encode(partial, usage);
+  sse += chat.fail("server_error", "deadline_exceeded", "late");
+  BOOST_TEST(sse.substr(sse.size() - 14) == "data: [DONE]\n\n");
+  auto p = payloads(sse);
+  BOOST_TEST(p.back()["error"]["code"] == "deadline_exceeded");
+  BOOST_TEST(p.back()["error"]["message"] == "late");
+  for (std::size_t i = 0; i + 1 < p.size(); ++i)
+    BOOST_TEST(p[i]["choices"][0]["finish_reason"].is_null());
+  // Responses: the open message item is closed, then `error` and `response.failed`.
+  responses_encoder resp({"resp_1", "m", 7, nlohmann::ordered_json::object()});
+  sse = resp.start();
+  sse += resp.encode(partial, usage);
+  sse += resp.fail("server_error", "deadline_exceeded", "late", usage);
+  p = payloads(sse);
+  BOOST_TEST(p[p.size() - 2]["type"] == "error");
+  BOOST_TEST(p[p.size() - 2]["code"] == "deadline_exceeded");
+  BOOST_TEST(p.back()["type"] == "response.failed");
+  BOOST_TEST(p.back()["response"]["status"] == "failed");
+  BOOST_TEST(p.back()["response"]["error"]["message"] == "late");
+  BOOST_TEST(p.back()["response"]["output"][0]["content"][0]["text"] == "Hel");
+  BOOST_TEST(sse.find("response.completed") == std::string::npos);
+  // Messages: `event: error` with Anthropic's error object; no message_stop.
+  messages_encoder msg({"msg_1", "m"});
+  sse = msg.start(usage);
+  sse += msg.encode(partial, usage);
+  sse += msg.fail("timeout_error", "deadline_exceeded", "late");
+  BOOST_TEST(sse.find("event: error\ndata: ") != std::string::npos);
+  p = payloads(sse);
+  BOOST_TEST(p.back()["type"] == "error");
+  BOOST_TEST(p.back()["error"]["type"] == "timeout_error");
+  BOOST_TEST(sse.find("message_stop") == std::string::npos);
+}
+
 BOOST_AUTO_TEST_SUITE_END()

@@ -121,6 +121,10 @@ std::string messages_encoder::encode(std::span<const stream_event> events, const
   return out;
 }
 
+std::string messages_encoder::fail(std::string_view type, std::string_view, std::string_view message) {
+  return sse("error", {{"type", "error"}, {"error", {{"type", type}, {"message", message}}}});
+}
+
 std::string messages_encoder::body(const usage_counts& usage) const {
   ojson content = ojson::array();
   if (!result_.reasoning.empty())

@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <span>
 #include <string>
+#include <string_view>
 
 namespace deepinfer::recipe {
 
@@ -28,6 +29,9 @@ public:
   std::string start(const usage_counts& usage);
   /// SSE events for `events`; `usage` is read at `finish`.
   std::string encode(std::span<const stream_event> events, const usage_counts& usage);
+  /// The end of a stream cut short by the server (deadline, overload, a failure): the API's
+  /// error event (`event: error`, after which Anthropic's streams end). `type` and `code` are the error's type and code in the API's terms.
+  std::string fail(std::string_view type, std::string_view code, std::string_view message);
   /// The `message` body of everything encoded or applied so far.
   std::string body(const usage_counts& usage) const;
   void apply(std::span<const stream_event> events) { result_.apply(events); }

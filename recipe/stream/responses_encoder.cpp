@@ -155,14 +155,23 @@ std::string responses_encoder::encode(std::span<const stream_event> events, cons
   return out;
 }
 
+std::string responses_encoder::fail(std::string_view type, std::string_view code, std::string_view message,
+                                    const usage_counts& usage) {
+  std::string out = close_item();
+  failure_ = {{"code", code}, {"message", message}};
+  out += event({{"type", "error"}, {"code", code}, {"message", message}, {"param", nullptr}, {"error_type", type}});
+  out += event({{"type", "response.failed"}, {"response", response(usage, true)}});
+  return out;
+}
+
 ojson responses_encoder::response(const usage_counts& usage, bool final) const {
   ojson r;
   r["id"] = cfg_.id;
   r["object"] = "response";
   r["created_at"] = cfg_.created;
   const bool incomplete = final && result_.finished && result_.reason == finish_reason::length;
-  r["status"] = !final ? "in_progress" : incomplete ? "incomplete" : "completed";
-  r["error"] = nullptr;
+  r["status"] = !failure_.is_null() ? "failed" : !final ? "in_progress" : incomplete ? "incomplete" : "completed";
+  r["error"] = failure_;
   r["incomplete_details"] = incomplete ? ojson{{"reason", "max_output_tokens"}} : ojson();
   r["model"] = cfg_.model;
   r["output"] = ojson::array();

@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <span>
 #include <string>
+#include <string_view>
 
 namespace deepinfer::recipe {
 
@@ -34,6 +35,11 @@ public:
   std::string start();
   /// SSE events for `events`; `usage` is read at `finish`.
   std::string encode(std::span<const stream_event> events, const usage_counts& usage);
+  /// The end of a stream cut short by the server (deadline, overload, a failure): the API's
+  /// error event (the open item closed, an `error` event, then `response.failed` with the
+  /// response as it stands, status `failed`). `type` and `code` are the error's type and code in the API's terms.
+  std::string fail(std::string_view type, std::string_view code, std::string_view message,
+                   const usage_counts& usage);
   /// The `response` object of everything encoded or applied so far.
   std::string body(const usage_counts& usage) const { return response(usage, true).dump(); }
   void apply(std::span<const stream_event> events) { result_.apply(events); }
@@ -56,6 +62,7 @@ private:
   std::string text_;             // text of the open reasoning / message item
   std::size_t call_ = 0;         // the open call's index
   std::vector<nlohmann::ordered_json> done_items_;
+  nlohmann::ordered_json failure_; // {code, message} once fail() ran
 };
 
 /// The request fields a Responses object echoes, from the parsed conversation.
