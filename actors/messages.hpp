@@ -38,6 +38,8 @@ using planned_atom = caf::atom_constant<caf::atom("planned")>;
 using swa_record_atom = caf::atom_constant<caf::atom("swarecord")>;
 using swa_lookup_atom = caf::atom_constant<caf::atom("swalookup")>;
 using swa_fetch_atom = caf::atom_constant<caf::atom("swafetch")>;
+using admit_atom = caf::atom_constant<caf::atom("admit")>;
+using deadline_atom = caf::atom_constant<caf::atom("deadline")>;
 
 // -- cluster membership ------------------------------------------------------------------------
 
@@ -198,12 +200,15 @@ struct prefill_job {
   /// it was resubmitted (0: tokens is the prompt). The hit is capped and the bounded decoder
   /// anchored as for the prompt alone, so the resubmission continues the same output.
   int64_t prompt_length = 0;
+  /// The prefix-cache namespace of the request's tenant (kv::cache_salt; zero: shared): the rank
+  /// looks up and stores this prompt's blocks and snapshots on the chain salted with it.
+  wire_key cache_salt;
 };
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, prefill_job& x) {
   return f(caf::meta::type_name("prefill_job"), x.id, x.tokens, x.sampling, x.decode_rank, x.sink,
-           x.snapshot_end, x.snapshot_owner, x.decode_rdma, x.prompt_length);
+           x.snapshot_end, x.snapshot_owner, x.decode_rdma, x.prompt_length, x.cache_salt);
 }
 
 /// What a prefill rank answers: the first token, how the KV left for the decode rank, or `error`.
@@ -239,11 +244,14 @@ struct kv_handoff {
   std::string transport;
   uint64_t ticket = 0;
   std::vector<uint8_t> packed;
+  /// The sequence's prefix-cache namespace (prefill_job::cache_salt): decode stores its blocks
+  /// under it.
+  wire_key cache_salt;
 };
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, kv_handoff& x) {
-  return f(caf::meta::type_name("kv_handoff"), x.id, x.transport, x.ticket, x.packed);
+  return f(caf::meta::type_name("kv_handoff"), x.id, x.transport, x.ticket, x.packed, x.cache_salt);
 }
 
 /// Tokens a decode rank produced for one sequence since its last batch.

@@ -87,9 +87,9 @@ void prefix_cache::set_snapshot_source(snapshot_source source) {
   d_->remote = std::move(source);
 }
 
-prefix_cache::hit_plan prefix_cache::plan(std::span<const int32_t> prompt, int64_t cap_length) {
+prefix_cache::hit_plan prefix_cache::plan(std::span<const int32_t> prompt, int64_t cap_length, kv::cache_salt salt) {
   hit_plan out;
-  auto keys = d_->chain->keys(prompt);
+  auto keys = d_->chain->salted(salt).keys(prompt);
   auto found = d_->index->longest_prefix(keys);
   kv::swa_snapshot snap;
   const auto length = cap_length > 0 ? std::min(static_cast<std::size_t>(cap_length), prompt.size()) : prompt.size();
@@ -147,9 +147,9 @@ std::vector<std::vector<std::byte>> prefix_cache::read(const hit_plan& plan) {
   return out;
 }
 
-prefix_cache::hit prefix_cache::lookup(std::span<const int32_t> prompt) {
+prefix_cache::hit prefix_cache::lookup(std::span<const int32_t> prompt, kv::cache_salt salt) {
   const auto t0 = std::chrono::steady_clock::now();
-  auto p = plan(prompt);
+  auto p = plan(prompt, 0, salt);
   hit out;
   out.blocks = read(p);
   out.length = static_cast<int64_t>(out.blocks.size() * kv::block_tokens);
@@ -174,8 +174,9 @@ void prefix_cache::reserve(std::size_t count, std::size_t bytes) {
     d_->spare.emplace_back(bytes); // value-initialized: every page touched now
 }
 
-prefix_cache::check_result prefix_cache::check(std::span<const int32_t> prompt, int64_t cap_length) {
-  auto keys = d_->chain->keys(prompt);
+prefix_cache::check_result prefix_cache::check(std::span<const int32_t> prompt, int64_t cap_length,
+                                                kv::cache_salt salt) {
+  auto keys = d_->chain->salted(salt).keys(prompt);
   auto found = d_->index->longest_prefix(keys);
   check_result out;
   const auto length = cap_length > 0 ? std::min(static_cast<std::size_t>(cap_length), prompt.size()) : prompt.size();
@@ -186,16 +187,17 @@ prefix_cache::check_result prefix_cache::check(std::span<const int32_t> prompt, 
 }
 
 std::optional<std::pair<uint64_t, uint64_t>> prefix_cache::key_at(std::span<const int32_t> tokens,
-                                                                  int64_t end) const {
+                                                                  int64_t end, kv::cache_salt salt) const {
   if (end <= 0 || end % static_cast<int64_t>(kv::block_tokens) != 0 || end > static_cast<int64_t>(tokens.size()))
     return std::nullopt;
-  auto keys = d_->chain->keys(tokens.first(static_cast<std::size_t>(end)));
+  auto keys = d_->chain->salted(salt).keys(tokens.first(static_cast<std::size_t>(end)));
   auto& k = keys.back();
   return std::pair{k.lo, k.hi};
 }
 
-int64_t prefix_cache::store(std::span<const int32_t> tokens, int64_t full_blocks, const export_fn& export_block) {
-  auto keys = d_->chain->keys(tokens);
+int64_t prefix_cache::store(std::span<const int32_t> tokens, int64_t full_blocks, const export_fn& export_block,
+                            kv::cache_salt salt) {
+  auto keys = d_->chain->salted(salt).keys(tokens);
   int64_t written = 0;
   for (int64_t i = 0; i < full_blocks && i < static_cast<int64_t>(keys.size()); ++i) {
     auto& k = keys[static_cast<std::size_t>(i)];
@@ -214,11 +216,11 @@ int64_t prefix_cache::store(std::span<const int32_t> tokens, int64_t full_blocks
 }
 
 bool prefix_cache::store_snapshot(std::span<const int32_t> tokens, int64_t end,
-                                  std::vector<std::byte> snapshot) {
+                                  std::vector<std::byte> snapshot, kv::cache_salt salt) {
   const auto block = static_cast<int64_t>(kv::block_tokens);
   if (end <= 0 || end % block != 0 || end > static_cast<int64_t>(tokens.size()))
     return false;
-  auto keys = d_->chain->keys(tokens.first(static_cast<std::size_t>(end)));
+  auto keys = d_->chain->salted(salt).keys(tokens.first(static_cast<std::size_t>(end)));
   if (!d_->snapshots->put(keys.back(), std::move(snapshot)))
     return false;
   snapshot_listener listener;

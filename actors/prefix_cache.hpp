@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "kv/block_key.hpp"
+#include "kv/hash_chain.hpp"
 #include "kv/swa_store.hpp"
 
 namespace deepinfer::actors {
@@ -20,6 +21,10 @@ namespace deepinfer::actors {
 /// rank of a process (thread-safe; no CAF). Decode stores the full blocks of a finished sequence
 /// (prompt and output) and its last snapshot; prefill stores its snapshot; lookup applies the hit
 /// policy (§4.3) and reads the hit's blocks.
+///
+/// Every call that names tokens takes the request's `cache_salt` (its tenant's namespace, shared
+/// when zero): keys are computed on the chain salted with it, so one tenant's blocks and
+/// snapshots are invisible to another (issue 14).
 class prefix_cache {
 public:
   struct config {
@@ -60,7 +65,7 @@ public:
 
   /// The reusable stored prefix of a prompt (capped at L - 134 so the window can be rebuilt),
   /// its blocks read in parallel; blocks that fail to read shorten the hit (and drop the snapshot).
-  hit lookup(std::span<const int32_t> prompt);
+  hit lookup(std::span<const int32_t> prompt, kv::cache_salt salt = {});
 
   /// `lookup` in two halves, so a prefill can start on the window while its blocks load: what
   /// the hit will be (CHECK, the hit policy, the SWA snapshot: metadata and memory only) ...
@@ -71,7 +76,7 @@ public:
   };
   /// With `cap_length` > 0 the hit policy caps the hit as for a prompt of that many tokens (a
   /// resubmission: its own prompt's length, prompt + generated tokens being `prompt`).
-  hit_plan plan(std::span<const int32_t> prompt, int64_t cap_length = 0);
+  hit_plan plan(std::span<const int32_t> prompt, int64_t cap_length = 0, kv::cache_salt salt = {});
   /// ... then its blocks, read in parallel; fewer than planned when one fails to read (the index
   /// was stale: the plan no longer holds).
   std::vector<std::vector<std::byte>> read(const hit_plan& plan);
@@ -96,20 +101,23 @@ public:
   /// CHECK only (metadata, no block read; DESIGN §1 step 3): the hit length `lookup` would
   /// most likely give. The entrypoint prices a request's quota with it and asks the SWA
   /// directory for the key.
-  check_result check(std::span<const int32_t> prompt, int64_t cap_length = 0);
+  check_result check(std::span<const int32_t> prompt, int64_t cap_length = 0, kv::cache_salt salt = {});
 
   /// The chain key of the block that ends at position `end` of `tokens` (a positive multiple of
   /// 128 within them): how the SWA directory names the window ending there. nullopt otherwise.
-  std::optional<std::pair<uint64_t, uint64_t>> key_at(std::span<const int32_t> tokens, int64_t end) const;
+  std::optional<std::pair<uint64_t, uint64_t>> key_at(std::span<const int32_t> tokens, int64_t end,
+                                                     kv::cache_salt salt = {}) const;
 
   /// Stores blocks [0, full_blocks) of `tokens`, asking `export_block(i)` only for blocks not
   /// yet stored. Returns how many were written.
   using export_fn = std::function<std::optional<std::vector<std::byte>>(int64_t)>;
-  int64_t store(std::span<const int32_t> tokens, int64_t full_blocks, const export_fn& export_block);
+  int64_t store(std::span<const int32_t> tokens, int64_t full_blocks, const export_fn& export_block,
+                kv::cache_salt salt = {});
 
   /// Keeps the SWA snapshot of `tokens` ending at position `end` (a positive multiple of 128 not
   /// past the tokens), keyed by the key of block end / 128 - 1. False when refused.
-  bool store_snapshot(std::span<const int32_t> tokens, int64_t end, std::vector<std::byte> snapshot);
+  bool store_snapshot(std::span<const int32_t> tokens, int64_t end, std::vector<std::byte> snapshot,
+                      kv::cache_salt salt = {});
 
   /// The snapshot ending at `key` in this process's memory (no remote source); null if absent.
   kv::swa_snapshot local_snapshot(const kv::block_key& key) const;

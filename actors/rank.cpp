@@ -19,16 +19,16 @@ namespace deepinfer::actors {
 namespace {
 
 /// Writes the full blocks of a sequence (prompt and output) to the prefix cache, then frees it.
-void release(rank_pointer self, engine::sequence_id seq) {
+void release(rank_pointer self, engine::sequence_id seq, kv::cache_salt salt) {
   auto& st = self->state;
   if (auto& cache = st.cfg.engine.cache) {
     auto tokens = st.engine->tokens(seq);
     // The last token has no KV yet: the next decode step would have fed it.
     auto full = tokens.empty() ? 0 : static_cast<int64_t>(tokens.size() - 1) / 128;
-    cache->store(tokens, full, [&](int64_t i) { return st.engine->export_block(seq, i); });
+    cache->store(tokens, full, [&](int64_t i) { return st.engine->export_block(seq, i); }, salt);
     // The last window decode copied at a 128 boundary (DESIGN §4.2).
     if (auto at = st.engine->snapshot_end(seq))
-      cache->store_snapshot(tokens, *at, *st.engine->export_snapshot(seq));
+      cache->store_snapshot(tokens, *at, *st.engine->export_snapshot(seq), salt);
   }
   st.engine->free(seq);
 }
@@ -50,7 +50,7 @@ namespace {
 /// Drops a decoding sequence (cancelled, or its client is gone), keeping its full blocks.
 void drop(rank_pointer self, std::map<uint64_t, decoding>::iterator it) {
   auto& st = self->state;
-  release(self, it->second.seq);
+  release(self, it->second.seq, it->second.salt);
   st.active.erase(it);
   report(self);
 }
@@ -87,7 +87,7 @@ void start_decode(rank_pointer self, kv_handoff& h, const sampling_spec& s,
   }
   // A request actor that goes away (client gone, entrypoint node dead) takes its sequence along.
   self->monitor(sink);
-  st.active[h.id] = decoding{seq, sink, span.size()};
+  st.active[h.id] = decoding{seq, sink, span.size(), salt_of(h.cache_salt)};
   report(self);
   if (!st.stepping) {
     st.stepping = true;
@@ -126,7 +126,7 @@ void decode_step(rank_pointer self) {
     auto sink = it->second.sink;
     if (b.finished) {
       // Store the blocks before the client hears of the end, so its next turn hits them.
-      release(self, it->second.seq);
+      release(self, it->second.seq, it->second.salt);
       st.active.erase(it);
     }
     caf::send_as(caf::actor_cast<caf::actor>(self), sink, tokens_atom::value, std::move(b));

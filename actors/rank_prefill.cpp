@@ -57,8 +57,8 @@ engine::prefill_scheduler& scheduler(rank_pointer self) {
 /// node lacks that snapshot, fetch it (bounded wait; runs on the block fetcher's thread) and
 /// keep it here. True when a snapshot arrived.
 bool fetch_snapshot(caf::actor_system& sys, prefix_cache& cache, std::span<const int32_t> tokens,
-                    int64_t end, const caf::strong_actor_ptr& owner, uint32_t rank) {
-  auto key = cache.key_at(tokens, end);
+                    int64_t end, const caf::strong_actor_ptr& owner, uint32_t rank, kv::cache_salt salt) {
+  auto key = cache.key_at(tokens, end, salt);
   if (!key || cache.local_snapshot(kv::block_key{key->first, key->second}))
     return false;
   std::vector<std::byte> bytes;
@@ -73,7 +73,7 @@ bool fetch_snapshot(caf::actor_system& sys, prefix_cache& cache, std::span<const
       [&](caf::error& e) {
         log().info("rank={} remote SWA snapshot unavailable: {}", rank, sys.render(e));
       });
-  return !bytes.empty() && cache.store_snapshot(tokens, end, std::move(bytes));
+  return !bytes.empty() && cache.store_snapshot(tokens, end, std::move(bytes), salt);
 }
 
 /// Answers the job with its error and forgets it (its sequence, if any, is already freed).
@@ -98,6 +98,7 @@ void hand_off(rank_pointer self, prefill_task& t, const caf::actor& decode) {
   st.engine->free(t.req.seq);
   std::string err;
   kv_handoff h;
+  h.cache_salt = t.job.cache_salt;
   if (!bytes)
     err = "cannot export the sequence";
   else if (!transport.send(t.job.id, std::move(*bytes), h, &err))
@@ -126,7 +127,7 @@ void finish_prefill(rank_pointer self, uint64_t id, engine::prefill_progress& p)
   // has stored the blocks they end at.
   if (cache && ok)
     for (auto& snap : st.engine->export_snapshots(t.req.seq))
-      cache->store_snapshot(t.req.tokens, snap.end, std::move(snap.bytes));
+      cache->store_snapshot(t.req.tokens, snap.end, std::move(snap.bytes), salt_of(t.job.cache_salt));
   t.out.cached = t.req.hit_length;
   if (ok) {
     t.out.first_token = p.first.id;
@@ -253,11 +254,11 @@ void start_prefill(rank_pointer self, prefill_job& job,
   t.fetching = std::make_shared<fetched_blocks>();
   st.fetcher->post([slot = t.fetching, tokens = t.req.tokens, prompt_length, cache, end = t.job.snapshot_end,
                     owner = t.job.snapshot_owner, sys = &self->system(), me = self->address(), id,
-                    rank = st.cfg.rank] {
+                    rank = st.cfg.rank, salt = salt_of(t.job.cache_salt)] {
     if (owner)
-      slot->snapshot_remote = fetch_snapshot(*sys, *cache, tokens, end, owner, rank);
+      slot->snapshot_remote = fetch_snapshot(*sys, *cache, tokens, end, owner, rank, salt);
     const auto t0 = std::chrono::steady_clock::now();
-    auto plan = cache->plan(tokens, prompt_length);
+    auto plan = cache->plan(tokens, prompt_length, salt);
     slot->plan = plan;
     // A rank that is gone meanwhile does not hear of it.
     if (auto r = caf::actor_cast<caf::strong_actor_ptr>(me))

@@ -29,7 +29,14 @@ struct decoding {
   caf::actor sink;
   /// Bytes of the handoff, reported with the first batch.
   uint64_t kv_bytes = 0;
+  /// Its prefix-cache namespace: its blocks are stored under it when it ends.
+  kv::cache_salt salt;
 };
+
+/// The kv::cache_salt a message carries.
+inline kv::cache_salt salt_of(const wire_key& k) {
+  return kv::cache_salt{kv::block_key{k.lo, k.hi}};
+}
 
 /// What the block fetcher brings back for one job: the plan and remote-window flag (written on
 /// its thread before `planned`), then the blocks (before `loaded`).

@@ -19,6 +19,22 @@ model_fingerprint model_fingerprint::of(std::string_view description) {
   return model_fingerprint{from_xxh(XXH3_128bits(description.data(), description.size()))};
 }
 
+cache_salt cache_salt::of(std::string_view tenant) {
+  if (tenant.empty())
+    return {};
+  auto k = from_xxh(XXH3_128bits(tenant.data(), tenant.size()));
+  if (k.lo == 0 && k.hi == 0)
+    k.lo = 1;
+  return cache_salt{k};
+}
+
+hash_chain hash_chain::salted(cache_salt salt) const {
+  if (salt.shared())
+    return *this;
+  const std::array<uint64_t, 4> both{fingerprint_.value.lo, fingerprint_.value.hi, salt.value.lo, salt.value.hi};
+  return hash_chain{model_fingerprint{from_xxh(XXH3_128bits(both.data(), sizeof both))}};
+}
+
 block_key hash_chain::next(std::optional<block_key> prev, std::span<const token_id> block) const {
   // The parent (or, for the first block, the fingerprint itself) is hashed together with the
   // tokens, and the fingerprint is also the seed: a different model changes every key of the

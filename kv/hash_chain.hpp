@@ -21,6 +21,19 @@ struct model_fingerprint {
   static model_fingerprint of(std::string_view description);
 };
 
+/// A namespace of the prefix cache: chains of different salts share no key, so a tenant can
+/// neither hit nor detect another tenant's blocks (the entrypoint salts by API key, or by the
+/// request's `cache_salt`). The zero salt is the shared namespace of an unsalted chain.
+struct cache_salt {
+  block_key value;
+
+  friend bool operator==(const cache_salt&, const cache_salt&) = default;
+  bool shared() const noexcept { return value.lo == 0 && value.hi == 0; }
+
+  /// The salt of a tenant name (XXH3-128 of its bytes; never zero); the empty name is shared.
+  static cache_salt of(std::string_view tenant);
+};
+
 /// The block hash chain of DESIGN §4.1: `h0 = H(fp, tokens[0,128))`, `hi = H(h(i-1), tokens[128i, 128i+128))`
 /// with H = XXH3-128 seeded by the fingerprint. Stateless apart from the fingerprint; cheap to copy.
 class hash_chain {
@@ -41,6 +54,10 @@ public:
   /// Key of the block holding `block` (exactly `block_tokens` ids) after the block keyed `prev`;
   /// `prev == nullopt` for the first block.
   block_key next(std::optional<block_key> prev, std::span<const token_id> block) const;
+
+  /// The chain of the same model in namespace `salt`: seeded with H(fingerprint, salt) instead
+  /// of the fingerprint; the shared salt gives this chain itself.
+  hash_chain salted(cache_salt salt) const;
 
   /// The fingerprint this chain is seeded with.
   model_fingerprint fingerprint() const { return fingerprint_; }

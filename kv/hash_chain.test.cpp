@@ -79,6 +79,23 @@ BOOST_AUTO_TEST_CASE(extend_continues_a_chain_incrementally) {
   BOOST_TEST((incremental == chain.keys(t)));
 }
 
+BOOST_AUTO_TEST_CASE(salted_chains_share_no_key_and_the_shared_salt_changes_nothing) {
+  hash_chain chain{model_fingerprint::of("m")};
+  const auto t = tokens(128 * 3);
+  const auto base = chain.keys(t);
+  BOOST_TEST((chain.salted(cache_salt::of("")).keys(t) == base));
+  BOOST_TEST(cache_salt::of("").shared());
+  const auto a = chain.salted(cache_salt::of("tenant-a")).keys(t);
+  const auto b = chain.salted(cache_salt::of("tenant-b")).keys(t);
+  for (std::size_t i = 0; i < base.size(); ++i) {
+    BOOST_TEST((a[i] != base[i]));
+    BOOST_TEST((a[i] != b[i]));
+  }
+  BOOST_TEST((chain.salted(cache_salt::of("tenant-a")).keys(t) == a)); // deterministic
+  // Another model with the same salt is still another chain.
+  BOOST_TEST((hash_chain{model_fingerprint::of("m2")}.salted(cache_salt::of("tenant-a")).keys(t)[0] != a[0]));
+}
+
 BOOST_AUTO_TEST_CASE(hex_round_trips_and_rejects_garbage) {
   const block_key key{0x0123456789abcdefULL, 0xfedcba9876543210ULL};
   BOOST_TEST(key.to_hex() == "fedcba98765432100123456789abcdef");
