@@ -138,6 +138,12 @@ std::optional<std::string> node_http::start() {
   sc.port = d.cfg.port;
   sc.body_limit_bytes = d.cfg.body_limit_bytes;
   sc.threads = d.cfg.threads;
+  sc.max_connections = d.cfg.max_connections;
+  sc.idle_timeout = d.cfg.idle_timeout;
+  sc.header_timeout = d.cfg.header_timeout;
+  sc.body_timeout = d.cfg.body_timeout;
+  sc.allowed_hosts = d.cfg.allowed_hosts;
+  sc.cors_origins = d.cfg.cors_origins;
   d.server = std::make_unique<http::http_server>(sc, std::move(routes), d.metrics);
   if (auto ec = d.server->start()) {
     d.server.reset();

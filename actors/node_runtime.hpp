@@ -29,6 +29,13 @@ struct http_endpoint {
   uint16_t port = 8000;  ///< 0 picks a free port (tests)
   std::size_t body_limit_bytes = 8u << 20;
   unsigned threads = 1;
+  /// Connection cap and timeouts, Host allow-list and CORS origins (http::http_server::config).
+  std::size_t max_connections = 4096;
+  std::chrono::milliseconds idle_timeout{30000};
+  std::chrono::milliseconds header_timeout{10000};
+  std::chrono::milliseconds body_timeout{30000};
+  std::vector<std::string> allowed_hosts;
+  std::vector<std::string> cors_origins;
   /// Model ids listed by /v1/models.
   std::vector<std::string> models;
 };

@@ -8,6 +8,7 @@
 #include <boost/beast/http/error.hpp>
 #include <boost/beast/http/read.hpp>
 #include <boost/beast/http/status.hpp>
+#include <fmt/format.h>
 
 namespace deepinfer::actors::http {
 
@@ -48,23 +49,56 @@ void connection::start(uint64_t id) {
   read_header();
 }
 
+void connection::set_idle(bool idle) {
+  idle_since_.store(idle ? std::chrono::steady_clock::now().time_since_epoch().count() : 0, std::memory_order_relaxed);
+}
+
 void connection::read_header() {
   if (shutdown_)
     return close();
+  if (buffer_.size() == 0)
+    return wait_for_request();
+  set_idle(false);
   phase_ = phase::reading;
+  in_body_ = false;
   parser_.emplace();
   parser_->body_limit(ctx_->cfg.body_limit_bytes);
   parser_->header_limit(static_cast<std::uint32_t>(ctx_->cfg.header_limit_bytes));
-  arm_timer(ctx_->cfg.request_timeout);
+  arm_timer(ctx_->cfg.header_timeout);
   bhttp::async_read_header(socket_, buffer_, *parser_,
                            [self = shared_from_this()](beast::error_code ec, std::size_t) { self->on_header(ec); });
+}
+
+void connection::wait_for_request() {
+  // Idle until the first byte of the next request; the header timeout counts from there.
+  phase_ = phase::idle;
+  set_idle(true);
+  arm_timer(ctx_->cfg.idle_timeout);
+  if (watching_)
+    return; // the read in flight brings it
+  watching_ = true;
+  socket_.async_read_some(buffer_.prepare(16 * 1024), [self = shared_from_this()](beast::error_code ec, std::size_t n) {
+    self->on_watch(ec, n);
+  });
+}
+
+void connection::evict() {
+  if (phase_ != phase::idle || buffer_.size() > 0) {
+    evicting_ = false; // it got busy meanwhile
+    return;
+  }
+  log().debug("http conn={} closed to make room at the connection cap", id_);
+  close();
 }
 
 void connection::on_header(beast::error_code ec) {
   if (ec)
     return on_read_error(ec);
+  timed_out_ = false; // a timer that fired as the header completed cancelled nothing
   if (parser_->is_done())
     return dispatch();
+  in_body_ = true;
+  arm_timer(ctx_->cfg.body_timeout);
   // curl and others wait for an interim 100 before sending a large body.
   auto expect = parser_->get()[bhttp::field::expect];
   if (beast::iequals(expect, "100-continue"))
@@ -82,6 +116,18 @@ void connection::on_body(beast::error_code ec) {
 void connection::on_read_error(beast::error_code ec) {
   if (phase_ == phase::closed)
     return;
+  if (std::exchange(timed_out_, false)) {
+    auto secs = [](std::chrono::milliseconds d) { return fmt::format("{:g}", static_cast<double>(d.count()) / 1000); };
+    if (in_body_) {
+      const auto left = parser_ && parser_->content_length_remaining() ? *parser_->content_length_remaining() : 0;
+      return reply_error(408, "the request body did not arrive within " + secs(ctx_->cfg.body_timeout) + " s (" +
+                                std::to_string(left) + " bytes still missing); send it without pauses",
+                         "request_timeout");
+    }
+    return reply_error(408, "the request header did not arrive within " + secs(ctx_->cfg.header_timeout) +
+                              " s of its first byte; send it without pauses",
+                       "request_timeout");
+  }
   if (ec == bhttp::error::body_limit)
     return reply_error(413, "request body exceeds " + std::to_string(ctx_->cfg.body_limit_bytes) + " bytes",
                        "payload_too_large");
@@ -94,6 +140,10 @@ void connection::on_read_error(beast::error_code ec) {
   // End of stream between requests, reset, or our timer closing a slow client.
   log().debug("http conn={} closed while reading: {}", id_, ec.message());
   close();
+}
+
+std::string connection::error_body(unsigned status, std::string_view message, std::string_view code) const {
+  return ctx_->routes.error_body(error_path_, status, message, code);
 }
 
 void connection::reply_error(unsigned status, std::string_view message, std::string_view code) {
@@ -111,18 +161,63 @@ void connection::reply_error(unsigned status, std::string_view message, std::str
     const auto& h = parser_->get();
     method_ = h.method() == bhttp::verb::unknown ? "other" : to_string(h.method_string());
     auto target = to_string(h.target());
-    auto m = ctx_->routes.find(method_, target.substr(0, target.find('?')));
+    error_path_ = target.substr(0, target.find('?'));
+    auto m = ctx_->routes.find(method_, error_path_);
     route_ = m.result == router::outcome::found ? m.route : "unmatched";
   }
   started_ = std::chrono::steady_clock::now();
+  ++timer_gen_;
   timer_.cancel();
   http_response r;
   r.status = status;
-  r.body = openai_error(message, openai_error_type(status), code);
+  r.body = error_body(status, message, code);
   send(seq_, std::move(r));
 }
 
+bool connection::precheck(const http_request& req) {
+  // 1. DNS rebinding: only the names this server answers to.
+  if (auto host = req.header("host"); !ctx_->hosts->allows(host)) {
+    keep_alive_ = false;
+    http_response r;
+    r.status = 403;
+    r.body = error_body(403, ctx_->hosts->explain(*host), "host_not_allowed");
+    send(seq_, std::move(r));
+    return true;
+  }
+  // 2. Over the connection cap: the health path only.
+  if (overflow_ && req.path != ctx_->cfg.health_path) {
+    http_response r;
+    r.status = 503;
+    r.body = error_body(503, "the server has " + std::to_string(ctx_->cfg.max_connections) +
+                               " connections open, its limit; retry shortly, or reuse a connection (keep-alive)",
+                        "too_many_connections");
+    r.headers.emplace_back("Retry-After", "1");
+    send(seq_, std::move(r));
+    return true;
+  }
+  // 3. CORS, only for configured origins: their preflight is answered here.
+  auto& origins = ctx_->cfg.cors_origins;
+  if (auto origin = req.header("origin"); origin && !origins.empty()) {
+    bool any = std::find(origins.begin(), origins.end(), "*") != origins.end();
+    if (any || std::find(origins.begin(), origins.end(), *origin) != origins.end())
+      cors_origin_ = std::string{*origin};
+    if (!cors_origin_.empty() && req.method == "OPTIONS" && req.header("access-control-request-method")) {
+      http_response r;
+      r.status = 204;
+      r.content_type.clear();
+      r.headers = {{"Access-Control-Allow-Methods", "GET, POST, OPTIONS"},
+                   {"Access-Control-Allow-Headers",
+                    std::string{req.header("access-control-request-headers").value_or("content-type")}},
+                   {"Access-Control-Max-Age", "600"}};
+      send(seq_, std::move(r));
+      return true;
+    }
+  }
+  return false;
+}
+
 void connection::dispatch() {
+  timed_out_ = false;
   ++timer_gen_;
   timer_.cancel();
   ++seq_;
@@ -146,8 +241,10 @@ void connection::dispatch() {
   req.version = msg.version();
   req.remote = remote_;
   version_ = msg.version();
-  keep_alive_ = msg.keep_alive() && !shutdown_;
+  keep_alive_ = msg.keep_alive() && !shutdown_ && !overflow_;
   linger_ = false;
+  error_path_ = req.path;
+  cors_origin_.clear();
 
   auto m = ctx_->routes.find(req.method, req.path);
   // Bounded label values: unknown paths and methods must not blow up the metrics.
@@ -157,6 +254,8 @@ void connection::dispatch() {
   log().debug("http conn={} req={} {} {}", id_, seq_, req.method, req.target);
 
   watch();
+  if (precheck(req))
+    return;
   auto writer = std::make_shared<connection_writer>(ctx_->ioc.lock(), shared_from_this(), seq_);
   switch (m.result) {
     case router::outcome::found:
@@ -166,18 +265,21 @@ void connection::dispatch() {
         log().error("http conn={} req={} handler threw: {}", id_, seq_, e.what());
         http_response r;
         r.status = 500;
-        r.body = openai_error(std::string{"internal error: "} + e.what(), "server_error", "internal_error");
+        r.body = error_body(500, std::string{"internal error: "} + e.what(), "internal_error");
         send(seq_, std::move(r));
       }
       break;
-    case router::outcome::not_found:
-      writer->send_error(404, "Invalid URL (" + req.method + " " + req.path + ")", "not_found");
+    case router::outcome::not_found: {
+      http_response r;
+      r.status = 404;
+      r.body = error_body(404, "Invalid URL (" + req.method + " " + req.path + ")", "not_found");
+      writer->send(std::move(r));
       break;
+    }
     case router::outcome::method_not_allowed: {
       http_response r;
       r.status = 405;
-      r.body = openai_error("Method " + req.method + " not allowed on " + req.path, "invalid_request_error",
-                            "method_not_allowed");
+      r.body = error_body(405, "Method " + req.method + " not allowed on " + req.path, "method_not_allowed");
       r.headers.emplace_back("Allow", m.allow);
       writer->send(std::move(r));
       break;
@@ -216,10 +318,17 @@ void connection::arm_timer(std::chrono::milliseconds after) {
   auto gen = ++timer_gen_;
   timer_.expires_after(after);
   timer_.async_wait([self = shared_from_this(), gen](beast::error_code ec) {
-    if (ec || gen != self->timer_gen_ || self->phase_ == phase::handling)
+    if (ec || gen != self->timer_gen_ || self->phase_ == phase::handling || self->phase_ == phase::closed)
       return;
     log().debug("http conn={} timed out", self->id_);
-    self->close();
+    if (self->phase_ == phase::reading) {
+      // A stalled header or body: stop the read in flight; its handler answers 408.
+      self->timed_out_ = true;
+      beast::error_code cancel_ec;
+      self->socket_.cancel(cancel_ec);
+      return;
+    }
+    self->close(); // idle past the idle timeout, or lingering
   });
 }
 
@@ -227,16 +336,15 @@ void connection::response_done() {
   record(status_);
   phase_ = phase::idle;
   on_disconnect_.clear();
-  if (!keep_alive_ || shutdown_)
+  cors_origin_.clear();
+  if (!keep_alive_ || shutdown_ || overflow_)
     return linger_ ? linger() : close();
-  if (!watching_)
-    return read_header();
-  beast::error_code ec;
-  if (buffer_.size() > 0)
+  if (watching_ && buffer_.size() > 0) {
+    beast::error_code ec;
     socket_.cancel(ec); // a pipelined request is buffered: stop the watch, on_watch parses it
-  else
-    arm_timer(ctx_->cfg.request_timeout); // the watch read brings the next request
-
+    return;
+  }
+  read_header(); // parses what is buffered, or waits for the next request
 }
 
 void connection::linger() {
@@ -265,6 +373,7 @@ void connection::close() {
     return;
   bool cut_short = phase_ == phase::handling && reply_ != reply::complete;
   phase_ = phase::closed;
+  set_idle(false);
   ++timer_gen_;
   timer_.cancel();
   beast::error_code ec;

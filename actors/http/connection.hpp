@@ -1,6 +1,7 @@
 #pragma once
 
 #include "actors/http/http_server.hpp"
+#include "actors/http/request_checks.hpp"
 #include "actors/http/response_writer.hpp"
 
 #include <boost/asio/any_io_executor.hpp>
@@ -11,6 +12,7 @@
 #include <boost/beast/http/parser.hpp>
 #include <boost/beast/http/string_body.hpp>
 
+#include <atomic>
 #include <condition_variable>
 #include <deque>
 #include <mutex>
@@ -26,6 +28,9 @@ class connection;
 struct server_context {
   http_server::config cfg;
   router routes;
+  std::optional<host_policy> hosts; // made from cfg at construction
+  /// Connections over the cap that may still ask for the health path.
+  static constexpr std::size_t overflow_reserve = 32;
   std::shared_ptr<metrics_registry> metrics; // keeps the families below alive
   metrics_registry::family<metrics_registry::counter>* requests = nullptr;
   metrics_registry::family<metrics_registry::histogram>* latency = nullptr;
@@ -38,8 +43,12 @@ struct server_context {
   uint64_t next_id = 0;
   std::unordered_map<uint64_t, std::weak_ptr<connection>> open;
 
-  /// Registers an accepted connection; nullopt once stopping (the caller drops it).
-  std::optional<uint64_t> enroll(const std::shared_ptr<connection>& c);
+  /// How an accepted connection is served.
+  enum class admit { normal, overflow, drop };
+  /// Registers an accepted connection: normal under the cap (at the cap the longest-idle
+  /// connection is told to close to make room), overflow (health only) when nothing is idle,
+  /// drop once stopping or past the overflow reserve. `id` is set unless dropped.
+  admit enroll(const std::shared_ptr<connection>& c, uint64_t& id);
   /// Unregisters a closed connection.
   void retire(uint64_t id);
 };
@@ -68,6 +77,15 @@ public:
 
   /// Graceful stop: close if idle, else close after the current response.
   void begin_shutdown();
+  /// At the connection cap: close if still idle (no byte of a next request), else nothing.
+  void evict();
+  /// Serve one request, only the health path (the server is at its connection cap).
+  void set_overflow() { overflow_ = true; }
+  /// Steady-clock ns since it has been idle (waiting for a request), 0 while busy; any thread.
+  int64_t idle_since() const noexcept { return idle_since_.load(std::memory_order_relaxed); }
+  /// Marks it as chosen for eviction; false when it already was. Any thread.
+  bool claim_eviction() noexcept { return !evicting_.exchange(true); }
+  bool evicting() const noexcept { return evicting_.load(); }
   /// Closes now, firing on_disconnect callbacks of an unfinished response.
   void force_close() { close(); }
 
@@ -76,6 +94,10 @@ private:
   enum class reply { none, streaming, complete };
 
   void read_header();
+  void wait_for_request();
+  void set_idle(bool idle);
+  bool precheck(const http_request& req);
+  std::string error_body(unsigned status, std::string_view message, std::string_view code) const;
   void on_header(boost::beast::error_code ec);
   void on_body(boost::beast::error_code ec);
   void on_read_error(boost::beast::error_code ec);
@@ -117,6 +139,13 @@ private:
   bool chunked_ = true;
   bool linger_ = false;    // close by draining input first (request may be half read)
   bool shutdown_ = false;
+  bool overflow_ = false;  // over the connection cap: one request, the health path only
+  bool timed_out_ = false; // the header or body timer cancelled the read in flight: answer 408
+  bool in_body_ = false;   // the header is in; the body is being read
+  std::atomic<int64_t> idle_since_{0};
+  std::atomic<bool> evicting_{false};
+  std::string error_path_; // the request's path (for the error shape of built-in answers)
+  std::string cors_origin_; // the Origin to answer with CORS headers, if allowed
   unsigned version_ = 11;
   unsigned status_ = 0;
   std::string route_;

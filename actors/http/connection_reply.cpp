@@ -40,6 +40,8 @@ std::string connection::head(unsigned status, std::string_view content_type,
   }
   h += framing;
   h += keep_alive_ ? "Connection: keep-alive\r\n" : "Connection: close\r\n";
+  if (!cors_origin_.empty())
+    h += "Access-Control-Allow-Origin: " + cors_origin_ + "\r\nVary: Origin\r\nAccess-Control-Expose-Headers: Retry-After\r\n";
   for (const auto& [name, value] : headers)
     h += name + ": " + value + "\r\n";
   h += "\r\n";

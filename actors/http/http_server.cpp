@@ -16,15 +16,34 @@ namespace deepinfer::actors::http {
 namespace asio = boost::asio;
 using tcp = asio::ip::tcp;
 
-std::optional<uint64_t> server_context::enroll(const std::shared_ptr<connection>& c) {
+server_context::admit server_context::enroll(const std::shared_ptr<connection>& c, uint64_t& id) {
   std::lock_guard guard{mutex};
   if (stopping)
-    return std::nullopt;
-  auto id = ++next_id;
+    return admit::drop;
+  auto how = admit::normal;
+  if (open.size() >= cfg.max_connections) {
+    // Make room: the connection idle longest goes (a flood of silent connections cannot lock
+    // real clients out). Without one, this one may only ask for the health path.
+    std::shared_ptr<connection> victim;
+    int64_t oldest = 0;
+    for (auto& [other_id, weak] : open)
+      if (auto o = weak.lock();
+          o && o->idle_since() != 0 && !o->evicting() && (!victim || o->idle_since() < oldest)) {
+        victim = std::move(o);
+        oldest = victim->idle_since();
+      }
+    if (victim && victim->claim_eviction())
+      boost::asio::post(victim->executor(), [victim] { victim->evict(); });
+    else if (open.size() >= cfg.max_connections + overflow_reserve)
+      return admit::drop;
+    else
+      how = admit::overflow;
+  }
+  id = ++next_id;
   open.emplace(id, c);
   if (open_connections)
     open_connections->inc();
-  return id;
+  return how;
 }
 
 void server_context::retire(uint64_t id) {
@@ -67,8 +86,17 @@ void http_server::impl::accept() {
       return;
     }
     auto c = std::make_shared<connection>(std::move(socket), ctx);
-    if (auto id = ctx->enroll(c))
-      asio::post(c->executor(), [c, id = *id] { c->start(id); });
+    uint64_t id = 0;
+    switch (ctx->enroll(c, id)) {
+      case server_context::admit::overflow:
+        c->set_overflow();
+        [[fallthrough]];
+      case server_context::admit::normal:
+        asio::post(c->executor(), [c, id] { c->start(id); });
+        break;
+      case server_context::admit::drop:
+        break; // closed with the socket, never read
+    }
     accept();
   });
 }
@@ -92,6 +120,8 @@ http_server::http_server(config cfg, router routes, std::shared_ptr<metrics_regi
   auto& ctx = *impl_->ctx;
   ctx.cfg = std::move(cfg);
   ctx.cfg.threads = std::max(1u, ctx.cfg.threads);
+  ctx.cfg.max_connections = std::max<std::size_t>(1, ctx.cfg.max_connections);
+  ctx.hosts.emplace(ctx.cfg.host, ctx.cfg.allowed_hosts);
   ctx.routes = std::move(routes);
   if (metrics) {
     ctx.requests = &metrics->add_counter("deepinfer_http_requests_total",

@@ -9,15 +9,18 @@
 #include <memory>
 #include <string>
 #include <system_error>
+#include <vector>
 
 namespace deepinfer::actors::http {
 
 /// An asynchronous HTTP/1.1 server (Boost.Beast/Asio): one io_context run by `threads` threads,
 /// one strand per connection, keep-alive and pipelining, requests dispatched through a `router`.
 ///
-/// Built-in answers, all JSON in OpenAI's error shape: unknown path 404, known path with another
-/// method 405 (with Allow), malformed request 400, body over the limit 413, header over the limit
-/// 431, a handler that throws or drops its writer 500. With a `metrics_registry` it records
+/// Built-in answers, JSON in the error shape the router gives the path (router::set_error_format;
+/// OpenAI's by default): unknown path 404, known path with another method 405 (with Allow),
+/// malformed request 400, Host not allowed 403, a stalled header or body 408, body over the
+/// limit 413, header over the limit 431, a handler that throws or drops its writer 500, 503 at
+/// the connection cap. With a `metrics_registry` it records
 /// `deepinfer_http_requests_total{route,method,status}`,
 /// `deepinfer_http_request_duration_seconds{route,method}` (to the last byte of the response) and
 /// `deepinfer_http_open_connections`. Unmatched requests use route="unmatched", unparseable ones
@@ -41,9 +44,25 @@ public:
     std::size_t stream_buffer_limit_bytes = std::size_t{16} << 20;
     /// Threads running the io_context (at least 1).
     unsigned threads = 1;
-    /// Time a client has to send one whole request, counted from the end of the previous
-    /// response (so it is also the keep-alive idle timeout). The connection is closed after it.
-    std::chrono::milliseconds request_timeout{30000};
+    /// Most open client connections. At the cap a new connection closes the one idle longest
+    /// (keep-alive, or connected and silent); when none is idle it may still ask for
+    /// `health_path` (a few over the cap are read for that), anything else gets a 503.
+    std::size_t max_connections = 4096;
+    /// Served even at the connection cap.
+    std::string health_path = "/health";
+    /// How long a connection may wait for the first byte of its next request (after connecting
+    /// or after a response); then it is closed.
+    std::chrono::milliseconds idle_timeout{30000};
+    /// How long a request line and header may take from their first byte; then 408.
+    std::chrono::milliseconds header_timeout{10000};
+    /// How long a request body may take after its header; then 408 (a stalled half-body).
+    std::chrono::milliseconds body_timeout{30000};
+    /// Extra Host names answered (see host_policy: on a loopback address only loopback names
+    /// and the listening host pass by default).
+    std::vector<std::string> allowed_hosts;
+    /// Origins (`https://app.example`, or `*`) that get CORS headers and preflight answers;
+    /// empty: no CORS headers at all, so browsers keep other origins out.
+    std::vector<std::string> cors_origins;
   };
 
   /// Takes the routes by value; `metrics` may be null (then nothing is recorded).

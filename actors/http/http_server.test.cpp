@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include <chrono>
+#include <atomic>
 #include <future>
 
 using namespace deepinfer::actors::http;
@@ -118,7 +119,7 @@ BOOST_FIXTURE_TEST_CASE(body_over_the_limit_gets_413_and_at_the_limit_passes, se
 BOOST_FIXTURE_TEST_CASE(expect_100_continue_gets_the_interim_answer_before_the_body, server_fixture) {
   start({}, [this](router& r) { basic_routes(r, *this); });
   auto c = client();
-  c.send_raw("POST /echo HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\nExpect: 100-continue\r\n\r\n");
+  c.send_raw("POST /echo HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 5\r\nExpect: 100-continue\r\n\r\n");
   BOOST_TEST(c.read().result_int() == 100); // the body is not sent yet
   c.send_raw("hello");
   auto res = c.read();
@@ -141,7 +142,7 @@ BOOST_FIXTURE_TEST_CASE(header_block_over_the_limit_gets_431, server_fixture) {
   cfg.header_limit_bytes = 512;
   start(cfg, [this](router& r) { basic_routes(r, *this); });
   auto c = client();
-  c.send_raw("GET /health HTTP/1.1\r\nHost: x\r\nX-Big: " + std::string(1024, 'x') + "\r\n\r\n");
+  c.send_raw("GET /health HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Big: " + std::string(1024, 'x') + "\r\n\r\n");
   BOOST_TEST(c.read().result_int() == 431);
 }
 
@@ -154,9 +155,9 @@ BOOST_FIXTURE_TEST_CASE(keep_alive_and_pipelining_serve_many_requests_on_one_con
     BOOST_TEST(res.keep_alive());
   }
   // Three requests in one write; the answers come back in order, the slow one included.
-  c.send_raw("GET /later HTTP/1.1\r\nHost: x\r\n\r\n"
-             "POST /echo HTTP/1.1\r\nHost: x\r\nContent-Length: 3\r\n\r\nabc"
-             "GET /health HTTP/1.1\r\nHost: x\r\n\r\n");
+  c.send_raw("GET /later HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n"
+             "POST /echo HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 3\r\n\r\nabc"
+             "GET /health HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n");
   BOOST_TEST(c.read().body() == R"({"answered_from_other_thread":true})");
   BOOST_TEST(c.read().body() == "abc");
   BOOST_TEST(c.read().body() == R"({"status":"ok"})");
@@ -199,18 +200,149 @@ BOOST_FIXTURE_TEST_CASE(start_reports_address_in_use_as_a_value, server_fixture)
   BOOST_TEST(static_cast<bool>(http_server{bad, router{}}.start()));
 }
 
-BOOST_FIXTURE_TEST_CASE(idle_or_slow_clients_are_closed_after_the_request_timeout, server_fixture) {
+BOOST_FIXTURE_TEST_CASE(stalled_headers_and_bodies_get_408_and_idle_connections_close, server_fixture) {
   http_server::config cfg;
-  cfg.request_timeout = 200ms;
+  cfg.idle_timeout = 300ms;
+  cfg.header_timeout = 200ms;
+  cfg.body_timeout = 200ms;
   start(cfg, [this](router& r) { basic_routes(r, *this); });
   auto slow = client();
   slow.send_raw("GET /health HTTP/1.1\r\n"); // never finishes its header
   auto t0 = std::chrono::steady_clock::now();
-  BOOST_TEST(slow.closed_by_server());
+  auto res = slow.read();
+  BOOST_TEST(res.result_int() == 408);
   BOOST_TEST(elapsed_ms(t0) >= 150);
+  BOOST_TEST(error_of(res)["code"] == "request_timeout");
+  BOOST_TEST(slow.closed_by_server());
+  // Half a body, then nothing: 408 that says how much is missing.
+  auto half = client();
+  half.send_raw("POST /echo HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{\"a\":");
+  res = half.read();
+  BOOST_TEST(res.result_int() == 408);
+  BOOST_TEST(error_of(res)["message"].get<std::string>().find("95 bytes still missing") != std::string::npos,
+             error_of(res)["message"]);
+  // Keep-alive idle past the idle timeout, and connected but silent: closed without an answer.
   auto idle = client();
   BOOST_TEST(idle.request(verb::get, "/health").result_int() == 200);
-  BOOST_TEST(idle.closed_by_server()); // keep-alive idle past the timeout
+  BOOST_TEST(idle.closed_by_server());
+  auto silent = client();
+  t0 = std::chrono::steady_clock::now();
+  BOOST_TEST(silent.closed_by_server());
+  BOOST_TEST(elapsed_ms(t0) >= 250);
+}
+
+BOOST_FIXTURE_TEST_CASE(host_header_must_name_this_server_on_loopback, server_fixture) {
+  http_server::config cfg;
+  cfg.allowed_hosts = {"deepinfer.internal"};
+  start(cfg, [this](router& r) { basic_routes(r, *this); });
+  auto ask = [&](const std::string& host) {
+    auto c = client();
+    c.send_raw("GET /health HTTP/1.1\r\nHost: " + host + "\r\n\r\n");
+    return c.read();
+  };
+  for (auto ok : {"127.0.0.1:8000", "localhost", "LOCALHOST:1", "[::1]:8000", "127.3.4.5", "deepinfer.internal:80"})
+    BOOST_TEST(ask(ok).result_int() == 200, ok);
+  auto res = ask("evil.example:8000"); // DNS rebinding: the name resolves to 127.0.0.1 now
+  BOOST_TEST(res.result_int() == 403);
+  BOOST_TEST(error_of(res)["message"].get<std::string>().find("allowed_hosts") != std::string::npos);
+  BOOST_TEST(ask("127.0.0.1.evil.example").result_int() == 403);
+  // HTTP/1.0 without Host is not a browser.
+  auto old = client();
+  old.send_raw("GET /health HTTP/1.0\r\n\r\n");
+  BOOST_TEST(old.read().result_int() == 200);
+}
+
+BOOST_FIXTURE_TEST_CASE(no_cors_headers_unless_an_origin_is_configured, server_fixture) {
+  http_server::config cfg;
+  cfg.cors_origins = {"https://app.example"};
+  start(cfg, [this](router& r) { basic_routes(r, *this); });
+  auto ask = [&](const std::string& extra, const std::string& method = "GET") {
+    auto c = client();
+    c.send_raw(method + " /health HTTP/1.1\r\nHost: 127.0.0.1\r\n" + extra + "\r\n");
+    return c.read();
+  };
+  auto res = ask("Origin: https://app.example\r\n");
+  BOOST_TEST(res["Access-Control-Allow-Origin"] == "https://app.example");
+  res = ask("Origin: https://evil.example\r\n");
+  BOOST_TEST((res.find("Access-Control-Allow-Origin") == res.end()));
+  res = ask("Origin: https://app.example\r\nAccess-Control-Request-Method: POST\r\n"
+            "Access-Control-Request-Headers: content-type, authorization\r\n", "OPTIONS");
+  BOOST_TEST(res.result_int() == 204);
+  BOOST_TEST(res["Access-Control-Allow-Headers"] == "content-type, authorization");
+  // A server without cors_origins answers no preflight.
+  server.reset();
+  start({}, [this](router& r) { basic_routes(r, *this); });
+  res = ask("Origin: https://app.example\r\nAccess-Control-Request-Method: POST\r\n", "OPTIONS");
+  BOOST_TEST(res.result_int() == 405);
+  BOOST_TEST((res.find("Access-Control-Allow-Origin") == res.end()));
+}
+
+BOOST_FIXTURE_TEST_CASE(built_in_errors_use_the_error_format_of_the_path, server_fixture) {
+  http_server::config cfg;
+  cfg.body_limit_bytes = 64;
+  start(cfg, [this](router& r) {
+    basic_routes(r, *this);
+    r.add("POST", "/v1/messages", [](http_request, std::shared_ptr<response_writer> w) { w->send_json(200, "{}"); });
+    r.set_error_format("/v1/messages", [](unsigned status, std::string_view message, std::string_view) {
+      return nlohmann::json{{"type", "error"}, {"error", {{"type", std::to_string(status)}, {"message", message}}}}.dump();
+    });
+  });
+  auto c = client();
+  auto res = c.request(verb::get, "/v1/messages");
+  BOOST_TEST(res.result_int() == 405);
+  BOOST_TEST(nlohmann::json::parse(res.body())["type"] == "error");
+  auto big = client();
+  big.send_raw("POST /v1/messages HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 1000\r\n\r\n");
+  res = big.read();
+  BOOST_TEST(res.result_int() == 413);
+  BOOST_TEST(nlohmann::json::parse(res.body())["error"]["type"] == "413");
+  BOOST_TEST(error_of(c.request(verb::get, "/v1/nope"))["code"] == "not_found"); // others: OpenAI's
+}
+
+BOOST_FIXTURE_TEST_CASE(at_the_connection_cap_idle_connections_make_room_and_health_stays_reachable, server_fixture) {
+  http_server::config cfg;
+  cfg.max_connections = 4;
+  std::atomic<int> holding{0};
+  std::promise<void> release;
+  auto released = release.get_future().share();
+  start(cfg, [&](router& r) {
+    basic_routes(r, *this);
+    r.add("GET", "/hold", [&, released](http_request, std::shared_ptr<response_writer> w) {
+      ++holding;
+      later([w, released] {
+        released.wait(); // keeps its connection busy until the test lets go
+        w->send_json(200, "{}");
+      });
+    });
+  });
+  // A flood of silent connections: each one past the cap closes the longest-idle one.
+  std::vector<std::unique_ptr<http_test_client>> flood;
+  for (int i = 0; i < 12; ++i)
+    flood.push_back(std::make_unique<http_test_client>(server->port()));
+  auto fresh = client();
+  BOOST_TEST(fresh.request(verb::get, "/health").result_int() == 200);
+  BOOST_TEST(flood.front()->closed_by_server());
+  fresh.close();
+  flood.clear();
+  // Every slot busy: a new connection may still ask for /health, anything else gets 503.
+  std::vector<std::unique_ptr<http_test_client>> busy;
+  for (int i = 0; i < 4; ++i) {
+    busy.push_back(std::make_unique<http_test_client>(server->port()));
+    busy.back()->send(verb::get, "/hold");
+  }
+  for (auto t0 = std::chrono::steady_clock::now(); holding < 4 && elapsed_ms(t0) < 10000;)
+    std::this_thread::sleep_for(5ms);
+  BOOST_REQUIRE(holding == 4);
+  auto extra = client();
+  auto res = extra.request(verb::get, "/health");
+  BOOST_TEST(res.result_int() == 200);
+  auto other = client();
+  res = other.request(verb::post, "/echo", "x");
+  BOOST_TEST(res.result_int() == 503);
+  BOOST_TEST(res["Retry-After"] == "1");
+  release.set_value();
+  for (auto& b : busy)
+    BOOST_TEST(b->read().result_int() == 200);
 }
 
 BOOST_FIXTURE_TEST_CASE(server_records_request_counts_and_latencies, server_fixture) {

@@ -20,6 +20,8 @@ std::string openai_error(std::string_view message, std::string_view type,
 }
 
 std::string_view openai_error_type(unsigned status) {
+  if (status == 429)
+    return "rate_limit_error";
   return status >= 500 ? "server_error" : "invalid_request_error";
 }
 

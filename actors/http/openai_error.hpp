@@ -13,7 +13,8 @@ std::string openai_error(std::string_view message, std::string_view type,
                          std::optional<std::string_view> code = std::nullopt,
                          std::optional<std::string_view> param = std::nullopt);
 
-/// OpenAI's error type for an HTTP status: "server_error" for 5xx, else "invalid_request_error".
+/// OpenAI's error type for an HTTP status: "rate_limit_error" for 429, "server_error" for 5xx,
+/// else "invalid_request_error".
 std::string_view openai_error_type(unsigned status);
 
 } // namespace deepinfer::actors::http

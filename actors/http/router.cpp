@@ -1,5 +1,7 @@
 #include "actors/http/router.hpp"
 
+#include "actors/http/openai_error.hpp"
+
 #include <algorithm>
 
 namespace deepinfer::actors::http {
@@ -55,6 +57,24 @@ router::match router::find(std::string_view method, std::string_view path) const
       m.allow += (m.allow.empty() ? "" : ", ") + std::string{x};
   }
   return m;
+}
+
+void router::set_error_format(std::string pattern, error_format fn) {
+  formats_.emplace_back(std::move(pattern), std::move(fn));
+}
+
+std::string router::error_body(std::string_view path, unsigned status, std::string_view message,
+                               std::string_view code) const {
+  const error_format* best = nullptr;
+  std::size_t best_len = 0;
+  for (const auto& [pattern, fn] : formats_)
+    if (matches(pattern, path) && (!best || pattern.size() > best_len)) {
+      best = &fn;
+      best_len = pattern.size();
+    }
+  if (best)
+    return (*best)(status, message, code);
+  return openai_error(message, openai_error_type(status), code.empty() ? std::nullopt : std::optional{code});
 }
 
 } // namespace deepinfer::actors::http

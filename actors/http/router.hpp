@@ -40,6 +40,18 @@ public:
   /// over shorter ones.
   match find(std::string_view method, std::string_view path) const;
 
+  /// Renders the body of an error the server itself answers (404, 405, 408, 413, 415, 431, 500,
+  /// 503, ...): `(status, message, code)` -> JSON text.
+  using error_format = std::function<std::string(unsigned status, std::string_view message, std::string_view code)>;
+
+  /// Errors on paths matching `pattern` (as in `add`) use `fn`; e.g. Anthropic's shape on
+  /// `/v1/messages` and `/v1/messages/*`. The longest matching pattern wins; OpenAI's shape is
+  /// the default.
+  void set_error_format(std::string pattern, error_format fn);
+
+  /// The error body for `path` in its format.
+  std::string error_body(std::string_view path, unsigned status, std::string_view message, std::string_view code) const;
+
 private:
   struct entry {
     std::string method;
@@ -48,6 +60,7 @@ private:
   };
   static bool matches(std::string_view pattern, std::string_view path);
   std::vector<entry> entries_;
+  std::vector<std::pair<std::string, error_format>> formats_;
 };
 
 } // namespace deepinfer::actors::http
