@@ -1,5 +1,7 @@
 #include "actors/api_output.hpp"
 
+#include <nlohmann/json.hpp>
+
 namespace deepinfer::actors {
 
 namespace {
@@ -60,6 +62,36 @@ void api_output::apply(std::span<const recipe::stream_event> events) {
 
 std::string api_output::body(const recipe::usage_counts& usage) const {
   return std::visit([&](const auto& e) { return e.body(usage); }, enc_);
+}
+
+std::string api_output::fail(std::string_view type, std::string_view code, std::string_view message,
+                             const recipe::usage_counts& usage) {
+  return std::visit(
+    [&](auto& e) -> std::string {
+      if constexpr (std::is_same_v<std::decay_t<decltype(e)>, recipe::responses_encoder>)
+        return e.fail(type, code, message, usage);
+      else
+        return e.fail(type, code, message);
+    },
+    enc_);
+}
+
+std::string api_output::failed_body(const recipe::api_error& e, const recipe::usage_counts& usage) const {
+  using ojson = nlohmann::ordered_json;
+  auto err = ojson::parse(e.body());
+  auto partial = ojson::parse(body(usage));
+  // It did not finish: no finish / stop reason, and a Responses object says so.
+  if (partial.contains("choices"))
+    for (auto& c : partial["choices"])
+      c["finish_reason"] = nullptr;
+  if (partial.contains("stop_reason"))
+    partial["stop_reason"] = nullptr;
+  if (partial.value("object", "") == "response") {
+    partial["status"] = "failed";
+    partial["error"] = {{"code", e.code}, {"message", e.message}};
+  }
+  err["partial"] = std::move(partial);
+  return err.dump(-1, ' ', false, ojson::error_handler_t::replace);
 }
 
 } // namespace deepinfer::actors

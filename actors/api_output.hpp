@@ -4,6 +4,7 @@
 #include <string>
 #include <variant>
 
+#include "recipe/protocol/api_error.hpp"
 #include "recipe/protocol/conversation.hpp"
 #include "recipe/stream/chat_encoder.hpp"
 #include "recipe/stream/messages_encoder.hpp"
@@ -26,6 +27,12 @@ public:
   void apply(std::span<const recipe::stream_event> events);
   /// The non-streaming JSON body.
   std::string body(const recipe::usage_counts& usage) const;
+  /// The SSE bytes that end a stream cut short (the API's error event; see the encoders' fail).
+  std::string fail(std::string_view type, std::string_view code, std::string_view message,
+                   const recipe::usage_counts& usage);
+  /// The error body of `e` for a non-streamed request cut short, with what was generated so
+  /// far under `partial` (the API's own body, its finish / stop reason null).
+  std::string failed_body(const recipe::api_error& e, const recipe::usage_counts& usage) const;
 
 private:
   std::variant<recipe::chat_encoder, recipe::responses_encoder, recipe::messages_encoder> enc_;

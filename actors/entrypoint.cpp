@@ -1,11 +1,12 @@
 #include "actors/entrypoint.hpp"
 
+#include "actors/http/anthropic_error.hpp"
+#include "actors/http/request_checks.hpp"
 #include "actors/log.hpp"
 #include "actors/prefix_cache.hpp"
 #include "actors/request_actor.hpp"
 #include "actors/serving_context.hpp"
 #include "recipe/protocol/api_error.hpp"
-#include "recipe/protocol/parse_request.hpp"
 #include "recipe/render/renderer.hpp"
 
 namespace deepinfer::actors {
@@ -23,24 +24,31 @@ void send_api_error(http::response_writer& w, recipe::api_kind api, int status, 
   w.send_json(static_cast<unsigned>(status), e.body());
 }
 
-/// Parse and model check on the I/O thread (bounded by the body limit); rendering and
-/// tokenizing, which grow with the prompt, run in the request actor on the CAF scheduler.
-void handle(const std::shared_ptr<entrypoint::context>& ctx, recipe::api_kind api,
-            const http::http_request& req, std::shared_ptr<http::response_writer> w) {
-  auto conv = recipe::parse_request(api, req.body);
-  if (!conv) {
-    w->send_json(static_cast<unsigned>(conv.error().status), conv.error().body());
+/// On the I/O thread only what costs nothing: the body's media type and the API key. Parse,
+/// render and tokenize run in the request actor, on the CAF scheduler.
+void handle(const std::shared_ptr<entrypoint::context>& ctx, recipe::api_kind api, http::http_request& req,
+            std::shared_ptr<http::response_writer> w) {
+  const bool anthropic = api == recipe::api_kind::messages;
+  if (auto problem = http::json_body_problem(req)) {
+    send_api_error(*w, api, 415, "invalid_request_error", *problem);
     return;
   }
-  bool anthropic = api == recipe::api_kind::messages;
-  if (conv->model != ctx->cfg.model_name) {
-    send_api_error(*w, api, 404, anthropic ? "not_found_error" : "invalid_request_error",
-                   "The model '" + conv->model + "' does not exist; this server serves '"
-                     + ctx->cfg.model_name + "'.",
-                   "model");
-    return;
+  std::string tenant;
+  if (!ctx->cfg.requests.api_keys.empty()) {
+    tenant = http::api_key_of(req);
+    if (!http::key_matches(tenant, ctx->cfg.requests.api_keys)) {
+      recipe::api_error e;
+      e.api = api;
+      e.status = 401;
+      e.type = anthropic ? "authentication_error" : "invalid_request_error";
+      e.code = "invalid_api_key";
+      e.message = tenant.empty() ? "No API key provided; send it as 'Authorization: Bearer KEY' or 'x-api-key: KEY'."
+                                 : "Incorrect API key provided; use one of the keys this server is configured with.";
+      w->send_json(401, e.body());
+      return;
+    }
   }
-  spawn_request_actor(ctx, std::move(*conv), std::move(w));
+  spawn_request_actor(ctx, api, std::move(req.body), std::move(tenant), std::move(w));
 }
 
 /// A gauge family labelled {instance, rank} read from a router's load table at scrape time.
@@ -85,6 +93,27 @@ std::unique_ptr<entrypoint> entrypoint::create(caf::actor_system& sys, const ser
                       .with({});
   ctx->sys = &sys;
   ctx->cfg = cfg;
+  ctx->admission = std::make_shared<admission_control>(cfg.admission);
+  ctx->admission_refused = &metrics->add_counter("deepinfer_admission_refused_total",
+                                                 "Requests refused by admission control (429 / 529) before "
+                                                 "any compute, by reason: queue_full, queue_timeout.",
+                                                 {"reason"});
+  for (auto reason : {"queue_full", "queue_timeout"})
+    ctx->admission_refused->with({reason});
+  using sample = http::metrics_registry::sample;
+  metrics->add_collector("deepinfer_admission_waiting", "Requests waiting for admission.",
+                         http::metrics_registry::kind::gauge, {}, [a = ctx->admission] {
+                           return std::vector<sample>{{{}, static_cast<double>(a->current().waiting)}};
+                         });
+  metrics->add_collector("deepinfer_admission_prefill_tokens",
+                         "Uncached prompt tokens admitted and not yet prefilled.",
+                         http::metrics_registry::kind::gauge, {}, [a = ctx->admission] {
+                           return std::vector<sample>{{{}, static_cast<double>(a->current().prefill_tokens)}};
+                         });
+  metrics->add_collector("deepinfer_admission_sequences", "Requests admitted and not yet finished.",
+                         http::metrics_registry::kind::gauge, {}, [a = ctx->admission] {
+                           return std::vector<sample>{{{}, static_cast<double>(a->current().sequences)}};
+                         });
   ctx->cluster = std::move(cluster);
   ctx->cache = std::move(cache);
   ctx->quota.emplace(balancers::cost_model::calibrate({}));
@@ -156,6 +185,12 @@ void entrypoint::add_routes(http::router& routes) {
     routes.add("POST", path, [ctx = ctx_, api](http::http_request req, std::shared_ptr<http::response_writer> w) {
       handle(ctx, api, req, std::move(w));
     });
+  // The server's own answers (404, 405, 408, 413, 415, 431, 503) on Anthropic's routes in its shape.
+  auto anthropic = [](unsigned status, std::string_view message, std::string_view) {
+    return http::anthropic_error(message, http::anthropic_error_type(status));
+  };
+  routes.set_error_format("/v1/messages", anthropic);
+  routes.set_error_format("/v1/messages/*", anthropic);
 }
 
 } // namespace deepinfer::actors

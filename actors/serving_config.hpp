@@ -4,11 +4,31 @@
 #include <cstdint>
 #include <string>
 
+#include <vector>
+
+#include "actors/admission_control.hpp"
 #include "actors/kv_transport_choice.hpp"
 #include "engine/decoder_mode.hpp"
 #include "engine/kernels/isa.hpp"
+#include "recipe/json_parse.hpp"
 
 namespace deepinfer::actors {
+
+/// The limits of one request at the entrypoint (issue 14).
+struct request_limits {
+  /// JSON limits every request body (and the JSON inside it) is parsed under.
+  recipe::json_limits json;
+  /// Longest time a request may go without progress (admitted, prefilled, a next token); then
+  /// it ends with the API's error (a stream: its error event; otherwise a 504 with what was
+  /// generated). The wait for admission has its own limit (admission queue_timeout).
+  std::chrono::milliseconds stall_timeout{60000};
+  /// Total time a request may take from arrival, ended the same way; 0: none (max_tokens and the
+  /// stall timeout bound it).
+  std::chrono::milliseconds deadline{0};
+  /// API keys clients must send (`Authorization: Bearer KEY` or `x-api-key: KEY`); empty: no
+  /// authentication. Each key is also its tenant's prefix-cache namespace.
+  std::vector<std::string> api_keys;
+};
 
 /// What the serving path needs besides the actors: model, tokenizer, limits.
 struct serving_config {
@@ -29,8 +49,10 @@ struct serving_config {
   /// Engine threads and KV blocks per rank.
   int threads_per_rank = 1;
   int64_t kv_blocks_per_rank = 512;
-  /// Whole-request limit (then the request fails with 504 / the stream ends).
-  std::chrono::milliseconds request_timeout{120000};
+  /// What one request may ask for and how long it may take (manifest `[requests]`).
+  request_limits requests;
+  /// Admission control (queues and limits per role, queue timeout; manifest `[admission]`).
+  admission_control::config admission;
   /// Limit for one prefill round trip (a dead rank never answers: CAF 0.17 pitfall P7).
   std::chrono::milliseconds prefill_timeout{60000};
   /// How long a request waits for a running prefill and decode instance (starting, restarting

@@ -35,6 +35,8 @@ struct entrypoint::context {
   /// CHECK of the prefix cache (metadata only); null without a KV root.
   std::shared_ptr<prefix_cache> cache;
   std::atomic<uint64_t> next_id{1};
+  /// Admission control of this entrypoint (shared by its request actors).
+  std::shared_ptr<admission_control> admission;
   /// Request metrics (owned by `metrics`, which this keeps alive).
   std::shared_ptr<http::metrics_registry> metrics;
   http::metrics_registry::histogram* ttft = nullptr;
@@ -47,6 +49,8 @@ struct entrypoint::context {
   /// Prefix hits that came with their SWA snapshot (exact), by where it was: local / remote.
   http::metrics_registry::family<http::metrics_registry::counter>* snapshot_hits = nullptr;
   http::metrics_registry::family<http::metrics_registry::counter>* kv_transfer_bytes = nullptr;
+  /// Requests refused by admission control, by reason (queue_full, queue_timeout).
+  http::metrics_registry::family<http::metrics_registry::counter>* admission_refused = nullptr;
 };
 
 } // namespace deepinfer::actors
