@@ -92,7 +92,17 @@ std::string describe_plan(const cluster_manifest& m, const std::vector<node_laun
       << m.caf.scheduler_policy << " middleman_workers=" << m.caf.middleman_workers
       << " heartbeat_interval_ms=" << m.caf.heartbeat_interval.count()
       << " connection_timeout_ms=" << m.caf.connection_timeout.count() << "\n"
-      << "http: body_limit_bytes=" << m.http_body_limit_bytes << " threads=" << m.http_threads << "\n"
+      << "http: body_limit_bytes=" << m.http.body_limit_bytes << " threads=" << m.http.threads
+      << " max_connections=" << m.http.max_connections << " idle_timeout_ms=" << m.http.idle_timeout.count()
+      << " header_timeout_ms=" << m.http.header_timeout.count() << " body_timeout_ms=" << m.http.body_timeout.count()
+      << " allowed_hosts=" << m.http.allowed_hosts.size() << " cors_origins=" << m.http.cors_origins.size() << "\n"
+      << "requests: json_max_depth=" << m.requests.json.max_depth << " stall_timeout_ms="
+      << m.requests.stall_timeout.count() << " deadline_ms=" << m.requests.deadline.count()
+      << " api_keys=" << m.requests.api_keys.size() << "\n"
+      << "admission: prefill_tokens_per_rank=" << m.admission.prefill_tokens_per_rank
+      << " decode_sequences_per_rank=" << m.admission.decode_sequences_per_rank
+      << " max_waiting=" << m.admission.max_waiting << " queue_timeout_ms=" << m.admission.queue_timeout.count()
+      << "\n"
       << "kv_transport: " << actors::to_string(m.kv_transport) << " rdma_port=" << m.rdma_port << "\n"
       << "kv: root=" << m.kv.root << " block_tokens=" << m.kv.block_tokens
       << " ttl_agent_hours=" << m.kv.ttl_agent_hours << " ttl_chatbot_hours=" << m.kv.ttl_chatbot_hours
@@ -151,11 +161,9 @@ actors::node_runtime_config make_node_config(const cluster_manifest& m, const no
   if (node.has(node_role::vision))
     cfg.instances.push_back({to_string(node_role::vision), 1});
   if (node.has(node_role::entrypoint) && node.http) {
-    actors::http_endpoint http;
+    actors::http_endpoint http = m.http;
     http.host = node.http->host;
     http.port = node.http->port;
-    http.body_limit_bytes = m.http_body_limit_bytes;
-    http.threads = m.http_threads;
     http.models = {m.model_name};
     cfg.http = http;
   }

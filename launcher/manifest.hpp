@@ -6,7 +6,10 @@
 #include <variant>
 #include <vector>
 
+#include "actors/admission_control.hpp"
 #include "actors/kv_transport_choice.hpp"
+#include "actors/node_runtime.hpp"
+#include "actors/serving_config.hpp"
 #include "actors/system_settings.hpp"
 
 namespace deepinfer::launcher {
@@ -114,8 +117,13 @@ struct cluster_manifest {
   std::string model_name = "deepseek-v4.1-flash";
   std::string template_version = "dsv41";
   std::string log_level = "info";
-  uint64_t http_body_limit_bytes = 8u << 20;
-  unsigned http_threads = 1;
+  /// `[http]`: limits, timeouts, Host allow-list and CORS of every entrypoint (its host, port and
+  /// models come from its node entry).
+  actors::http_endpoint http;
+  /// `[requests]`: JSON depth, stall timeout, deadline, API keys.
+  actors::request_limits requests;
+  /// `[admission]`: admission control of every entrypoint.
+  actors::admission_control::config admission;
   actors::system_settings caf;
   /// `kv_transport`: how KV crosses processes (auto | caf_message | rdma; actors/kv_transport_choice.hpp).
   actors::kv_transport_mode kv_transport = actors::kv_transport_mode::automatic;

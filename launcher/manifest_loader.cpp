@@ -58,6 +58,56 @@ void read_caf(toml_reader& r, actors::system_settings& s) {
   r.finish();
 }
 
+void read_http(toml_reader& r, actors::http_endpoint& h) {
+  using std::chrono::milliseconds;
+  if (auto v = r.integer("body_limit_bytes", 1024, int64_t{1} << 34))
+    h.body_limit_bytes = static_cast<std::size_t>(*v);
+  if (auto v = r.integer("threads", 1, 64))
+    h.threads = static_cast<unsigned>(*v);
+  if (auto v = r.integer("max_connections", 1, 1 << 20))
+    h.max_connections = static_cast<std::size_t>(*v);
+  if (auto v = r.integer("idle_timeout_ms", 10, 86400000))
+    h.idle_timeout = milliseconds{*v};
+  if (auto v = r.integer("header_timeout_ms", 10, 3600000))
+    h.header_timeout = milliseconds{*v};
+  if (auto v = r.integer("body_timeout_ms", 10, 3600000))
+    h.body_timeout = milliseconds{*v};
+  if (auto v = r.strings("allowed_hosts"))
+    h.allowed_hosts = *v;
+  if (auto v = r.strings("cors_origins"))
+    h.cors_origins = *v;
+  r.finish();
+}
+
+void read_requests(toml_reader& r, actors::request_limits& q) {
+  using std::chrono::milliseconds;
+  if (auto v = r.integer("json_max_depth", 1, static_cast<int64_t>(recipe::json_limits::max_depth_ceiling)))
+    q.json.max_depth = static_cast<std::size_t>(*v);
+  if (auto v = r.integer("stall_timeout_ms", 100, 86400000))
+    q.stall_timeout = milliseconds{*v};
+  if (auto v = r.integer("deadline_ms", 0, 86400000))
+    q.deadline = milliseconds{*v};
+  if (auto v = r.strings("api_keys")) {
+    for (std::size_t i = 0; i < v->size(); ++i)
+      if ((*v)[i].size() < 8)
+        r.fail_element("api_keys", i, "an API key needs at least 8 characters");
+    q.api_keys = *v;
+  }
+  r.finish();
+}
+
+void read_admission(toml_reader& r, actors::admission_control::config& a) {
+  if (auto v = r.integer("prefill_tokens_per_rank", 1, int64_t{1} << 40))
+    a.prefill_tokens_per_rank = *v;
+  if (auto v = r.integer("decode_sequences_per_rank", 1, 1 << 20))
+    a.decode_sequences_per_rank = *v;
+  if (auto v = r.integer("max_waiting", 0, 1 << 20))
+    a.max_waiting = static_cast<std::size_t>(*v);
+  if (auto v = r.integer("queue_timeout_ms", 1, 86400000))
+    a.queue_timeout = std::chrono::milliseconds{*v};
+  r.finish();
+}
+
 void read_kv(toml_reader& r, kv_params& kv) {
   if (auto v = r.string("root"))
     kv.root = *v;
@@ -237,13 +287,12 @@ manifest_result parse_manifest(std::string_view text, const std::string& display
       m.rdma_port = static_cast<uint16_t>(*v);
     if (auto t = root.table("caf"))
       read_caf(*t, m.caf);
-    if (auto t = root.table("http")) {
-      if (auto v = t->integer("body_limit_bytes", 1024, int64_t{1} << 34))
-        m.http_body_limit_bytes = static_cast<uint64_t>(*v);
-      if (auto v = t->integer("threads", 1, 64))
-        m.http_threads = static_cast<unsigned>(*v);
-      t->finish();
-    }
+    if (auto t = root.table("http"))
+      read_http(*t, m.http);
+    if (auto t = root.table("requests"))
+      read_requests(*t, m.requests);
+    if (auto t = root.table("admission"))
+      read_admission(*t, m.admission);
     if (auto t = root.table("kv"))
       read_kv(*t, m.kv);
     if (auto t = root.table("balancer"))

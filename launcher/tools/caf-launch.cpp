@@ -18,6 +18,7 @@
 #include "launcher/manifest.hpp"
 #include "launcher/model_cache.hpp"
 #include "launcher/process_supervisor.hpp"
+#include "launcher/serving_flags.hpp"
 
 using namespace deepinfer;
 using namespace deepinfer::launcher;
@@ -42,6 +43,7 @@ struct options {
   std::string kv_transport;
   int prefill_step_ms = 0;  // 0: 100
   bool no_serve = false;
+  serving_flags serving;
 };
 
 /// ${DEEPINFER_CACHE:-$HOME/.cache/deepinfer}
@@ -64,6 +66,8 @@ sigset_t block_stop_signals() {
 }
 
 int run_node(actors::node_runtime_config cfg, const sigset_t& stop_signals) {
+  if (cfg.http)
+    fit_open_files(*cfg.http);
   actors::node_runtime node{std::move(cfg)};
   if (auto err = node.start()) {
     log().critical("cannot start: {}", *err);
@@ -151,6 +155,7 @@ int main(int argc, char** argv) {
     ->check(CLI::Range(1, 60000));
   app.add_flag("--no-serve", o.no_serve, "Run without the model (membership, supervision and HTTP only), "
                                          "for the embedded default or every node of a manifest");
+  o.serving.add_to(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -199,6 +204,9 @@ int main(int argc, char** argv) {
         sc.kv_transport = *actors::parse_kv_transport_mode(o.kv_transport);
       cfg.serving = sc;
     }
+    actors::serving_config unused;
+    auto& serving = cfg.serving ? *cfg.serving : unused;
+    o.serving.apply(*cfg.http, serving.requests, serving.admission);
     return run_node(std::move(cfg), stop_signals);
   }
 
@@ -249,7 +257,15 @@ int main(int argc, char** argv) {
         return usage_error;
       sc.kv_transport = o.kv_transport.empty() ? m.kv_transport : *actors::parse_kv_transport_mode(o.kv_transport);
       sc.rdma_port = m.rdma_port;
+      sc.requests = m.requests;
+      sc.admission = m.admission;
       cfg.serving = sc;
+    }
+    {
+      actors::serving_config unused;
+      actors::http_endpoint no_http;
+      auto& serving = cfg.serving ? *cfg.serving : unused;
+      o.serving.apply(cfg.http ? *cfg.http : no_http, serving.requests, serving.admission);
     }
     if (http_override) {
       if (!cfg.http) {
@@ -277,6 +293,8 @@ int main(int argc, char** argv) {
       extra.insert(extra.end(), {flag, *value});
   if (o.prefill_step_ms > 0)
     extra.insert(extra.end(), {"--prefill-step-ms", std::to_string(o.prefill_step_ms)});
+  for (auto& a : o.serving.arguments())
+    extra.push_back(a);
   for (auto [flag, value] : {std::pair{"--scheduler-threads", o.scheduler_threads},
                              std::pair{"--heartbeat-ms", o.heartbeat_ms},
                              std::pair{"--connection-timeout-ms", o.connection_timeout_ms}})
