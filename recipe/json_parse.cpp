@@ -3,7 +3,6 @@
 #include <functional>
 #include <iterator>
 #include <optional>
-#include <unordered_map>
 #include <utility>
 #include <vector>
 
@@ -16,6 +15,64 @@ using json = nlohmann::ordered_json;
 /// Objects with at least this many keys find duplicates through a hash index, smaller ones by
 /// comparing keys.
 constexpr std::size_t indexed_keys = 16;
+
+/// The positions of an object's keys by hash: open addressing over one flat array (a node-based
+/// map is superlinear here in practice: its cache misses grow with the object). A slot holds
+/// 32 bits of the key's hash and its position + 1; 0 is free. Kept at most half full.
+class key_index {
+public:
+  bool empty() const noexcept { return slots_.empty(); }
+  void clear() {
+    slots_.clear();
+    used_ = 0;
+  }
+  /// The position of key `k` (hash `h`) among `keys(i)`, or nullopt.
+  template <class KeyAt>
+  std::optional<std::size_t> find(std::string_view k, std::uint32_t h, const KeyAt& key_at) const {
+    if (slots_.empty())
+      return std::nullopt;
+    for (std::size_t i = start(h);; i = (i + 1) & mask_) {
+      const std::uint64_t s = slots_[i];
+      if (s == 0)
+        return std::nullopt;
+      const auto pos = static_cast<std::size_t>(s & 0xffffffffu) - 1;
+      if (static_cast<std::uint32_t>(s >> 32) == h && key_at(pos) == k)
+        return pos;
+    }
+  }
+  void insert(std::uint32_t h, std::size_t pos) {
+    if ((used_ + 1) * 2 > slots_.size())
+      grow();
+    place((static_cast<std::uint64_t>(h) << 32) | (pos + 1));
+    ++used_;
+  }
+
+private:
+  std::size_t start(std::uint32_t h) const noexcept {
+    return static_cast<std::size_t>((h * 2654435769u) >> (32 - bits_));
+  }
+  void place(std::uint64_t s) {
+    std::size_t i = start(static_cast<std::uint32_t>(s >> 32));
+    while (slots_[i] != 0)
+      i = (i + 1) & mask_;
+    slots_[i] = s;
+  }
+  void grow() {
+    std::vector<std::uint64_t> old;
+    old.swap(slots_);
+    bits_ = old.empty() ? 6 : bits_ + 1;
+    slots_.assign(std::size_t{1} << bits_, 0);
+    mask_ = slots_.size() - 1;
+    for (const auto s : old)
+      if (s != 0)
+        place(s);
+  }
+
+  std::vector<std::uint64_t> slots_;
+  std::size_t used_ = 0;
+  std::size_t mask_ = 0;
+  int bits_ = 0;
+};
 
 /// nlohmann's SAX interface, building the value bottom-up: each open array or object collects its
 /// children in a vector of its own and becomes a json value once, at its end.
@@ -36,14 +93,15 @@ public:
 
   bool key(json::string_t& k) {
     auto& f = frames_[depth_ - 1];
-    f.slot = find_key(f, k);
+    const auto h = hash(k);
+    f.slot = find_key(f, k, h);
     if (!f.slot) {
       f.slot = f.members.size();
       if (f.members.size() >= indexed_keys) {
         if (f.index.empty())
           for (std::size_t i = 0; i < f.members.size(); ++i)
-            f.index.emplace(hash(f.members[i].first), i);
-        f.index.emplace(hash(k), f.members.size());
+            f.index.insert(hash(f.members[i].first), i);
+        f.index.insert(h, f.members.size());
       }
       f.members.emplace_back(std::move(k), json());
     }
@@ -91,24 +149,23 @@ private:
     bool object = false;
     std::vector<json> items;
     std::vector<std::pair<std::string, json>> members;
-    std::unordered_multimap<std::size_t, std::size_t> index; // key hash -> member
+    key_index index;
     std::optional<std::size_t> slot;                          // member the next value fills
   };
 
-  static std::size_t hash(std::string_view s) { return std::hash<std::string_view>{}(s); }
+  static std::uint32_t hash(std::string_view s) {
+    const auto h = std::hash<std::string_view>{}(s);
+    return static_cast<std::uint32_t>(h ^ (h >> 32));
+  }
 
-  std::optional<std::size_t> find_key(const frame& f, std::string_view k) const {
+  std::optional<std::size_t> find_key(const frame& f, std::string_view k, std::uint32_t h) const {
     if (f.index.empty()) {
       for (std::size_t i = 0; i < f.members.size(); ++i)
         if (f.members[i].first == k)
           return i;
       return std::nullopt;
     }
-    auto [b, e] = f.index.equal_range(hash(k));
-    for (auto it = b; it != e; ++it)
-      if (f.members[it->second].first == k)
-        return it->second;
-    return std::nullopt;
+    return f.index.find(k, h, [&](std::size_t i) -> std::string_view { return f.members[i].first; });
   }
 
   bool open(bool object) {
