@@ -155,6 +155,17 @@ void connection::reply_error(unsigned status, std::string_view message, std::str
   version_ = 11;
   route_ = "invalid";
   method_ = "";
+  if (!parser_ || parser_->get().target().empty()) {
+    // Beast parses the request line with the whole header: for a stalled or oversized header,
+    // read the path off the raw bytes, so the answer still comes in its route's shape.
+    std::string_view raw{static_cast<const char*>(buffer_.data().data()), std::min<std::size_t>(buffer_.size(), 8192)};
+    raw = raw.substr(0, raw.find("\r\n"));
+    if (auto sp = raw.find(' '); sp != std::string_view::npos) {
+      auto target = raw.substr(sp + 1);
+      target = target.substr(0, target.find(' '));
+      error_path_ = std::string{target.substr(0, target.find('?'))};
+    }
+  }
   if (parser_ && !parser_->get().target().empty()) {
     // The request line was parsed (a 413 is detected once the whole header is in): label it
     // like the request it is, e.g. 413 on /v1/chat/completions.
