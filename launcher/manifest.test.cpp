@@ -201,4 +201,37 @@ BOOST_AUTO_TEST_CASE(host_port_parsing) {
   BOOST_TEST(!parse_host_port(":80"));
 }
 
+BOOST_AUTO_TEST_CASE(limits_tables_reach_the_node_config_and_reject_bad_values) {
+  const std::string text = "model = \"/m\"\n[kv]\nroot = \"/kv\"\n"
+                           "[http]\nmax_connections = 128\nheader_timeout_ms = 500\nallowed_hosts = [\"api.internal\"]\n"
+                           "cors_origins = [\"https://app.example\"]\n"
+                           "[requests]\njson_max_depth = 32\nstall_timeout_ms = 5000\ndeadline_ms = 9000\n"
+                           "api_keys = [\"key-0123456789\"]\n"
+                           "[admission]\nprefill_tokens_per_rank = 1000\nmax_waiting = 3\nqueue_timeout_ms = 700\n" +
+                           good_nodes;
+  auto r = parse_manifest(text, "test.toml");
+  BOOST_REQUIRE(std::holds_alternative<cluster_manifest>(r));
+  auto& m = std::get<cluster_manifest>(r);
+  BOOST_TEST(m.requests.json.max_depth == 32u);
+  BOOST_TEST(m.requests.stall_timeout.count() == 5000);
+  BOOST_TEST(m.requests.deadline.count() == 9000);
+  BOOST_TEST(m.requests.api_keys.size() == 1u);
+  BOOST_TEST(m.admission.prefill_tokens_per_rank == 1000);
+  BOOST_TEST(m.admission.decode_sequences_per_rank == 256); // default kept
+  BOOST_TEST(m.admission.max_waiting == 3u);
+  auto cfg = make_node_config(m, m.nodes[0]);
+  BOOST_REQUIRE(cfg.http.has_value());
+  BOOST_TEST(cfg.http->max_connections == 128u);
+  BOOST_TEST(cfg.http->header_timeout.count() == 500);
+  BOOST_TEST(cfg.http->allowed_hosts == std::vector<std::string>{"api.internal"});
+  BOOST_TEST(cfg.http->cors_origins.size() == 1u);
+  BOOST_TEST(cfg.http->port == 8000); // from the node, not [http]
+  BOOST_TEST(expect_error("model = \"/m\"\n[kv]\nroot = \"/kv\"\n[requests]\njson_max_depth = 0\n" + good_nodes).key ==
+             "requests.json_max_depth");
+  BOOST_TEST(expect_error("model = \"/m\"\n[kv]\nroot = \"/kv\"\n[requests]\napi_keys = [\"short\"]\n" + good_nodes)
+               .message.find("8 characters") != std::string::npos);
+  BOOST_TEST(expect_error("model = \"/m\"\n[kv]\nroot = \"/kv\"\n[admission]\nqueue_timeout = 3\n" + good_nodes).key ==
+             "admission.queue_timeout");
+}
+
 BOOST_AUTO_TEST_SUITE_END()
