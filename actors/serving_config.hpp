@@ -2,8 +2,8 @@
 
 #include <chrono>
 #include <cstdint>
+#include <optional>
 #include <string>
-
 #include <vector>
 
 #include "actors/admission_control.hpp"
