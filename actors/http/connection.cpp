@@ -158,6 +158,7 @@ void connection::reply_error(unsigned status, std::string_view message, std::str
   if (!parser_ || parser_->get().target().empty()) {
     // Beast parses the request line with the whole header: for a stalled or oversized header,
     // read the path off the raw bytes, so the answer still comes in its route's shape.
+    error_path_.clear();
     std::string_view raw{static_cast<const char*>(buffer_.data().data()), std::min<std::size_t>(buffer_.size(), 8192)};
     raw = raw.substr(0, raw.find("\r\n"));
     if (auto sp = raw.find(' '); sp != std::string_view::npos) {
