@@ -1,7 +1,5 @@
 #include "actors/rank.hpp"
 
-#include <sched.h>
-
 #include <span>
 #include <utility>
 
@@ -150,12 +148,6 @@ rank_actor::behavior_type rank_behavior(rank_pointer self, rank_config cfg) {
         ++it;
   });
   if (!cfg.engine.model_dir.empty()) {
-    // This thread (and the engine's workers, which inherit it) computes in long stretches:
-    // SCHED_BATCH, so a waking HTTP I/O thread or request actor is not kept waiting behind it
-    // (/health stays fast while every core prefills). Throughput is unchanged.
-    sched_param batch{};
-    if (sched_setscheduler(0, SCHED_BATCH, &batch) != 0)
-      log().debug("rank={} cannot switch to SCHED_BATCH; keeps the default policy", cfg.rank);
     engine::rank_engine::config ec;
     ec.threads = cfg.engine.threads;
     ec.kv_blocks = cfg.engine.kv_blocks;

@@ -18,6 +18,11 @@ struct system_settings {
   /// A frozen or partitioned peer is only detected through heartbeats; both must be non-zero.
   std::chrono::milliseconds heartbeat_interval{250};
   std::chrono::milliseconds connection_timeout{1500};
+  /// Every thread CAF starts (scheduler workers, detached actors such as the ranks and the engine
+  /// threads they start, the middleman) runs SCHED_BATCH: it keeps its share of the CPU but no
+  /// longer preempts on waking, so the HTTP I/O threads (and /health) answer at once while every
+  /// core computes. false: the default Linux policy.
+  bool batch_threads = true;
 };
 
 } // namespace deepinfer::actors

@@ -91,7 +91,8 @@ std::string describe_plan(const cluster_manifest& m, const std::vector<node_laun
       << "caf: scheduler_threads=" << m.caf.scheduler_threads << " scheduler_policy="
       << m.caf.scheduler_policy << " middleman_workers=" << m.caf.middleman_workers
       << " heartbeat_interval_ms=" << m.caf.heartbeat_interval.count()
-      << " connection_timeout_ms=" << m.caf.connection_timeout.count() << "\n"
+      << " connection_timeout_ms=" << m.caf.connection_timeout.count()
+      << " batch_threads=" << (m.caf.batch_threads ? "true" : "false") << "\n"
       << "http: body_limit_bytes=" << m.http.body_limit_bytes << " threads=" << m.http.threads
       << " max_connections=" << m.http.max_connections << " idle_timeout_ms=" << m.http.idle_timeout.count()
       << " header_timeout_ms=" << m.http.header_timeout.count() << " body_timeout_ms=" << m.http.body_timeout.count()

@@ -52,6 +52,8 @@ void read_caf(toml_reader& r, actors::system_settings& s) {
     s.heartbeat_interval = milliseconds{*v};
   if (auto v = r.integer("connection_timeout_ms", 10, 3600000))
     s.connection_timeout = milliseconds{*v};
+  if (auto v = r.boolean("batch_threads"))
+    s.batch_threads = *v;
   if (s.connection_timeout <= s.heartbeat_interval)
     r.fail("connection_timeout_ms", "must be larger than heartbeat_interval_ms (several "
                                     "heartbeats must be missed before a peer counts as dead)");

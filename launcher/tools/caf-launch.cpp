@@ -43,6 +43,7 @@ struct options {
   std::string kv_transport;
   int prefill_step_ms = 0;  // 0: 100
   bool no_serve = false;
+  bool no_batch_threads = false;
   serving_flags serving;
 };
 
@@ -109,6 +110,8 @@ void apply_flag_overrides(const options& o, actors::system_settings& s) {
     s.heartbeat_interval = std::chrono::milliseconds{o.heartbeat_ms};
   if (o.connection_timeout_ms > 0)
     s.connection_timeout = std::chrono::milliseconds{o.connection_timeout_ms};
+  if (o.no_batch_threads)
+    s.batch_threads = false;
 }
 
 } // namespace
@@ -153,6 +156,9 @@ int main(int argc, char** argv) {
                  "Time budget of one chunked-prefill step in ms (default 100): a new prompt waits "
                  "about this long behind a long one")
     ->check(CLI::Range(1, 60000));
+  app.add_flag("--no-batch-threads", o.no_batch_threads,
+               "CAF threads (ranks, actors) keep the default scheduling policy instead of SCHED_BATCH "
+               "(overrides the manifest's caf.batch_threads)");
   app.add_flag("--no-serve", o.no_serve, "Run without the model (membership, supervision and HTTP only), "
                                          "for the embedded default or every node of a manifest");
   o.serving.add_to(app);
@@ -285,6 +291,8 @@ int main(int argc, char** argv) {
     extra = {"--log-level", o.log_level};
   if (o.no_serve)
     extra.push_back("--no-serve");
+  if (o.no_batch_threads)
+    extra.push_back("--no-batch-threads");
   // Every flag that changes a node's behaviour reaches the children; each node resolves
   // --cpu-isa against its own CPU.
   for (auto [flag, value] : {std::pair{"--kv-transport", &o.kv_transport}, std::pair{"--decoder-mode", &o.decoder_mode},

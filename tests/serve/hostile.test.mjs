@@ -14,12 +14,12 @@ import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import assert from 'node:assert/strict';
-import { check, freePort, results } from './harness.mjs';
+import { check, freePort, results, waitFor } from './harness.mjs';
 
 const cache = process.env.DEEPINFER_CACHE || path.join(os.homedir(), '.cache', 'deepinfer');
 const clients = path.join(cache, 'api-clients', 'node_modules');
 if (!fs.existsSync(path.join(clients, 'openai')) || !fs.existsSync(path.join(clients, '@anthropic-ai', 'sdk'))) {
-  console.log(`SKIP: API clients missing in ${clients}; run scripts/prepare_api_clients.sh`);
+  console.log(`skipped: API clients missing in ${clients}; run scripts/prepare_api_clients.sh`);
   process.exit(77);
 }
 const require = createRequire(path.join(clients, 'x.js'));
@@ -47,14 +47,11 @@ async function start(name, flags) {
   return s;
 }
 async function up(s) {
-  const t0 = Date.now();
-  for (;;) {
+  const ms = await waitFor(`${s.name} /health`, async () => {
     if (s.exited) throw new Error(`${s.name}: caf-launch exited early`);
-    try { if ((await fetch(s.base + '/health')).ok) break; } catch { /* not up yet */ }
-    if (Date.now() - t0 > 60000) throw new Error(`${s.name}: no /health within 60 s`);
-    await new Promise((r) => setTimeout(r, 50));
-  }
-  console.log(`${s.name} up in ${Date.now() - t0} ms on ${s.base}`);
+    try { return (await fetch(s.base + '/health')).ok; } catch { return false; } // not up yet
+  }, { deadlineMs: 120000, everyMs: 50 });
+  console.log(`${s.name} up in ${ms} ms on ${s.base}`);
 }
 
 // -- raw HTTP: one request on a fresh socket, the response parsed just enough -------------------
@@ -362,10 +359,8 @@ try {
     }
     // The SDKs see it as their overload error: once the line is full, one more is refused at once.
     const hold = Array.from({ length: 4 }, (_, i) => openai.chat.completions.create({ model: MODEL, messages: [{ role: 'user', content: `hold ${i}` }], max_tokens: 200 }).catch((e) => e));
-    for (const t0 = Date.now(); (await metric(main, 'deepinfer_admission_waiting')) < 2;) {
-      assert.ok(Date.now() - t0 < 20000, 'two requests waiting for admission');
-      await new Promise((r) => setTimeout(r, 10));
-    }
+    await waitFor('two requests waiting for admission', async () => (await metric(main, 'deepinfer_admission_waiting')) >= 2,
+                  { everyMs: 10 });
     let sdkErr = null;
     try { await anthropic.messages.create({ model: MODEL, max_tokens: 4, messages: [{ role: 'user', content: 'one more' }] }); } catch (e) { sdkErr = e; }
     await Promise.all(hold);
