@@ -202,7 +202,7 @@ BOOST_AUTO_TEST_CASE(host_port_parsing) {
 }
 
 BOOST_AUTO_TEST_CASE(limits_tables_reach_the_node_config_and_reject_bad_values) {
-  const std::string text = "model = \"/m\"\n[kv]\nroot = \"/kv\"\n"
+  const std::string text = "model = \"/m\"\n[kv]\nroot = \"/kv\"\n[caf]\nbatch_threads = false\n"
                            "[http]\nmax_connections = 128\nheader_timeout_ms = 500\nallowed_hosts = [\"api.internal\"]\n"
                            "cors_origins = [\"https://app.example\"]\n"
                            "[requests]\njson_max_depth = 32\nstall_timeout_ms = 5000\ndeadline_ms = 9000\n"
@@ -212,6 +212,7 @@ BOOST_AUTO_TEST_CASE(limits_tables_reach_the_node_config_and_reject_bad_values) 
   auto r = parse_manifest(text, "test.toml");
   BOOST_REQUIRE(std::holds_alternative<cluster_manifest>(r));
   auto& m = std::get<cluster_manifest>(r);
+  BOOST_TEST(!m.caf.batch_threads);
   BOOST_TEST(m.requests.json.max_depth == 32u);
   BOOST_TEST(m.requests.stall_timeout.count() == 5000);
   BOOST_TEST(m.requests.deadline.count() == 9000);
