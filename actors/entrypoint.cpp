@@ -189,7 +189,6 @@ void entrypoint::add_routes(http::router& routes) {
   auto anthropic = [](unsigned status, std::string_view message, std::string_view) {
     return http::anthropic_error(message, http::anthropic_error_type(status));
   };
-  routes.set_error_format("/v1/messages", anthropic);
   routes.set_error_format("/v1/messages/*", anthropic);
 }
 

@@ -29,7 +29,6 @@ const router& routes() {
     auto anthropic = [](unsigned status, std::string_view message, std::string_view) {
       return anthropic_error(message, anthropic_error_type(status));
     };
-    x.set_error_format("/v1/messages", anthropic);
     x.set_error_format("/v1/messages/*", anthropic);
     return x;
   }();

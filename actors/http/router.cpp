@@ -67,8 +67,17 @@ std::string router::error_body(std::string_view path, unsigned status, std::stri
                                std::string_view code) const {
   const error_format* best = nullptr;
   std::size_t best_len = 0;
+  // A prefix pattern's format also covers the path it is under: "/v1/messages/*" is
+  // "/v1/messages", "/v1/messages/" and everything below.
+  auto covers = [&](std::string_view pattern) {
+    if (pattern.size() >= 2 && pattern.substr(pattern.size() - 2) == "/*") {
+      auto base = pattern.substr(0, pattern.size() - 2);
+      return path.substr(0, base.size()) == base && (path.size() == base.size() || path[base.size()] == '/');
+    }
+    return pattern == path;
+  };
   for (const auto& [pattern, fn] : formats_)
-    if (matches(pattern, path) && (!best || pattern.size() > best_len)) {
+    if (covers(pattern) && (!best || pattern.size() > best_len)) {
       best = &fn;
       best_len = pattern.size();
     }

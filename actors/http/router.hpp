@@ -44,9 +44,10 @@ public:
   /// 503, ...): `(status, message, code)` -> JSON text.
   using error_format = std::function<std::string(unsigned status, std::string_view message, std::string_view code)>;
 
-  /// Errors on paths matching `pattern` (as in `add`) use `fn`; e.g. Anthropic's shape on
-  /// `/v1/messages` and `/v1/messages/*`. The longest matching pattern wins; OpenAI's shape is
-  /// the default.
+  /// Errors on paths matching `pattern` (as in `add`, except that a prefix pattern also covers
+  /// the path it is under: `/v1/messages/*` covers `/v1/messages`, `/v1/messages/` and below)
+  /// use `fn`; e.g. Anthropic's shape on `/v1/messages/*`. The longest matching pattern wins;
+  /// OpenAI's shape is the default.
   void set_error_format(std::string pattern, error_format fn);
 
   /// The error body for `path` in its format.

@@ -48,4 +48,13 @@ BOOST_AUTO_TEST_CASE(known_path_with_other_method_lists_allowed_methods) {
   BOOST_TEST(hit == 3);
 }
 
+BOOST_AUTO_TEST_CASE(error_formats_cover_the_path_a_prefix_pattern_is_under) {
+  router r;
+  r.set_error_format("/v1/messages/*", [](unsigned, std::string_view, std::string_view) { return std::string{"A"}; });
+  for (auto path : {"/v1/messages", "/v1/messages/", "/v1/messages/count_tokens", "/v1/messages/a/b"})
+    BOOST_TEST(r.error_body(path, 404, "m", "c") == "A", path);
+  for (auto path : {"/v1/messagesx", "/v1/message", "/v1/chat/completions", ""})
+    BOOST_TEST(r.error_body(path, 404, "m", "c").find("\"error\"") != std::string::npos, path); // OpenAI's
+}
+
 BOOST_AUTO_TEST_SUITE_END()
