@@ -14,7 +14,7 @@ import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import assert from 'node:assert/strict';
-import { check, freePort, results, waitFor } from './harness.mjs';
+import { check, finish, freePort, results, waitFor } from './harness.mjs';
 
 const cache = process.env.DEEPINFER_CACHE || path.join(os.homedir(), '.cache', 'deepinfer');
 const clients = path.join(cache, 'api-clients', 'node_modules');
@@ -38,10 +38,11 @@ const servers = [];
 async function start(name, flags) {
   const port = await freePort();
   const kvRoot = fs.mkdtempSync(path.join(os.tmpdir(), `deepinfer-hostile-${name}-kv-`));
-  const log = fs.openSync(path.join(os.tmpdir(), `deepinfer-hostile-${name}-${process.pid}.log`), 'w');
+  const logPath = path.join(os.tmpdir(), `deepinfer-hostile-${name}-${process.pid}.log`);
+  const log = fs.openSync(logPath, 'w');
   const proc = spawn(exe, ['--http', `127.0.0.1:${port}`, '--log-level', 'warn', '--kv-root', kvRoot, ...flags],
                      { stdio: ['ignore', log, log] });
-  const s = { name, port, base: `http://127.0.0.1:${port}`, kvRoot, proc, exited: false };
+  const s = { name, port, base: `http://127.0.0.1:${port}`, kvRoot, logPath, proc, exited: false };
   proc.on('exit', () => { s.exited = true; });
   servers.push(s);
   return s;
@@ -443,10 +444,11 @@ try {
   console.log(`FAIL setup: ${e.stack || e}`);
 } finally {
   if (stopProber) await stopProber();
-  for (const s of servers) s.proc.kill('SIGINT');
-  await Promise.all(servers.map((s) => new Promise((r) => { if (s.exited) r(); else { s.proc.on('exit', r); setTimeout(() => { s.proc.kill('SIGKILL'); r(); }, 5000); } })));
-  for (const s of servers) fs.rmSync(s.kvRoot, { recursive: true, force: true });
 }
-const failed = results.filter(([, ok]) => !ok).length;
-console.log(`${results.length - failed}/${results.length} passed in ${((Date.now() - t00) / 1000).toFixed(1)} s`);
-process.exit(failed ? 1 : 0);
+console.log(`ran in ${((Date.now() - t00) / 1000).toFixed(1)} s`);
+if (results.some(([, ok]) => !ok) && servers[1])
+  console.log(`keyed server's warn/error lines (the main server's follow):\n` + fs.readFileSync(servers[1].logPath, 'utf8')
+    .split('\n').filter((l) => /warn|error|crit/.test(l)).slice(-15).join('\n'));
+await finish(servers.map((s) => s.proc), servers[0]?.logPath, () => {
+  for (const s of servers) fs.rmSync(s.kvRoot, { recursive: true, force: true });
+});
