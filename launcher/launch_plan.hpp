@@ -3,7 +3,7 @@
 #include <string>
 #include <vector>
 
-#include "actors/node_runtime.hpp"
+#include "actors/node/node_runtime.hpp"
 #include "launcher/manifest.hpp"
 
 namespace deepinfer::launcher {

@@ -6,11 +6,11 @@
 #include <variant>
 #include <vector>
 
-#include "actors/admission_control.hpp"
-#include "actors/kv_transport_choice.hpp"
-#include "actors/node_runtime.hpp"
-#include "actors/serving_config.hpp"
-#include "actors/system_settings.hpp"
+#include "actors/entrypoint/admission_control.hpp"
+#include "actors/transport/kv_transport_choice.hpp"
+#include "actors/node/node_runtime.hpp"
+#include "actors/node/serving_config.hpp"
+#include "actors/node/system_settings.hpp"
 
 namespace deepinfer::launcher {
 

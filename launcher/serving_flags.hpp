@@ -6,8 +6,8 @@
 
 #include <CLI/CLI.hpp>
 
-#include "actors/node_runtime.hpp"
-#include "actors/serving_config.hpp"
+#include "actors/node/node_runtime.hpp"
+#include "actors/node/serving_config.hpp"
 
 namespace deepinfer::launcher {
 

@@ -25,8 +25,8 @@
 #include <caf/io/middleman.hpp>
 #include <caf/scoped_actor.hpp>
 
-#include "actors/rank.hpp"
-#include "actors/system_config.hpp"
+#include "actors/instance/rank.hpp"
+#include "actors/node/system_config.hpp"
 
 using namespace deepinfer::actors;
 using clk = std::chrono::steady_clock;

@@ -5,8 +5,8 @@
 // over). Next to it, the cost of tokenizing the whole prompt (what the server did before).
 // Needs the tokenizer assets of scripts/prepare_tokenizer.sh. Goal (issue 14): <= 20 ms.
 
-#include "actors/request_prepare.hpp"
-#include "actors/serving_context.hpp"
+#include "actors/entrypoint/request_prepare.hpp"
+#include "actors/entrypoint/serving_context.hpp"
 #include "recipe/render/renderer.hpp"
 #include "recipe/protocol/parse_request.hpp"
 

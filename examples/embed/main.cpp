@@ -6,7 +6,7 @@
 
 #include <caf/all.hpp>
 
-#include "actors/node_runtime.hpp"
+#include "actors/node/node_runtime.hpp"
 
 int main(int argc, char** argv) {
   using namespace deepinfer::actors;

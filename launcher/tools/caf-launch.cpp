@@ -9,7 +9,7 @@
 
 #include <CLI/CLI.hpp>
 
-#include "actors/node_runtime.hpp"
+#include "actors/node/node_runtime.hpp"
 #include "engine/decoder_mode.hpp"
 #include "engine/kernels/isa.hpp"
 #include "launcher/launch_plan.hpp"

@@ -1,0 +1,34 @@
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <string>
+
+#include <caf/fwd.hpp>
+
+#include "actors/interfaces.hpp"
+#include "actors/instance/rank.hpp"
+
+namespace deepinfer::actors {
+
+/// Configuration of one instance supervisor.
+struct instance_supervisor_config {
+  std::string instance;  ///< unique name, `<node>/<role>`
+  std::string node;
+  std::string role;      ///< prefill | decode | vision
+  uint32_t ranks = 1;    ///< ranks of the first generation (the EP size)
+  /// Pause between taking a failed generation down and starting the next one.
+  std::chrono::milliseconds restart_delay{50};
+  /// The engine every rank loads (empty model: idle ranks).
+  rank_engine_config engine;
+};
+
+/// Spawns the supervisor of one instance and its first generation of ranks. An instance is one
+/// communication domain: when any rank fails, every rank of that generation is stopped and a new
+/// generation starts with the ranks that were healthy (EP = healthy ranks). Every state change is
+/// sent as `(report, instance_status)` to `observer` (the node agent), when it is set.
+instance_supervisor_actor spawn_instance_supervisor(caf::actor_system& sys,
+                                                    const instance_supervisor_config& cfg,
+                                                    node_agent_actor observer);
+
+} // namespace deepinfer::actors

@@ -1,0 +1,195 @@
+#include "actors/entrypoint/entrypoint.hpp"
+
+#include "actors/http/anthropic_error.hpp"
+#include "actors/http/request_checks.hpp"
+#include "actors/log.hpp"
+#include "kv/prefix_cache.hpp"
+#include "actors/entrypoint/request_actor.hpp"
+#include "actors/entrypoint/serving_context.hpp"
+#include "recipe/protocol/api_error.hpp"
+#include "recipe/render/renderer.hpp"
+
+namespace deepinfer::actors {
+
+namespace {
+
+void send_api_error(http::response_writer& w, recipe::api_kind api, int status, std::string type,
+                    std::string message, std::string param = {}) {
+  recipe::api_error e;
+  e.api = api;
+  e.status = status;
+  e.type = std::move(type);
+  e.message = std::move(message);
+  e.param = std::move(param);
+  w.send_json(static_cast<unsigned>(status), e.body());
+}
+
+/// On the I/O thread only what costs nothing: the body's media type and the API key. Parse,
+/// render and tokenize run in the request actor, on the CAF scheduler.
+void handle(const std::shared_ptr<entrypoint::context>& ctx, recipe::api_kind api, http::http_request& req,
+            std::shared_ptr<http::response_writer> w) {
+  const bool anthropic = api == recipe::api_kind::messages;
+  if (auto problem = http::json_body_problem(req)) {
+    send_api_error(*w, api, 415, "invalid_request_error", *problem);
+    return;
+  }
+  std::string tenant;
+  if (!ctx->cfg.requests.api_keys.empty()) {
+    tenant = http::api_key_of(req);
+    if (!http::key_matches(tenant, ctx->cfg.requests.api_keys)) {
+      recipe::api_error e;
+      e.api = api;
+      e.status = 401;
+      e.type = anthropic ? "authentication_error" : "invalid_request_error";
+      e.code = "invalid_api_key";
+      e.message = tenant.empty() ? "No API key provided; send it as 'Authorization: Bearer KEY' or 'x-api-key: KEY'."
+                                 : "Incorrect API key provided; use one of the keys this server is configured with.";
+      w->send_json(401, e.body());
+      return;
+    }
+  }
+  spawn_request_actor(ctx, api, std::move(req.body), std::move(tenant), std::move(w));
+}
+
+/// A gauge family labelled {instance, rank} read from a router's load table at scrape time.
+template <class Table, class Value>
+void add_rank_gauge(http::metrics_registry& m, std::string name, std::string help,
+                    std::shared_ptr<Table> table, Value value) {
+  m.add_collector(std::move(name), std::move(help), http::metrics_registry::kind::gauge,
+                  {"instance", "rank"}, [table, value] {
+                    std::vector<http::metrics_registry::sample> out;
+                    for (auto& s : table->snapshot())
+                      out.push_back({{s.instance, std::to_string(s.rank)}, value(s)});
+                    return out;
+                  });
+}
+
+} // namespace
+
+entrypoint::entrypoint(std::shared_ptr<context> ctx) : ctx_(std::move(ctx)) {}
+
+entrypoint::~entrypoint() = default;
+
+std::unique_ptr<entrypoint> entrypoint::create(caf::actor_system& sys, const serving_config& cfg,
+                                               std::shared_ptr<cluster_snapshot> cluster,
+                                               std::shared_ptr<kv::prefix_cache> cache,
+                                               std::shared_ptr<http::metrics_registry> metrics,
+                                               std::string* error) {
+  auto ctx = std::make_shared<context>();
+  ctx->metrics = metrics;
+  auto token_buckets = std::vector<double>{0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5};
+  ctx->ttft = &metrics->add_histogram("deepinfer_time_to_first_token_seconds",
+                                      "Request arrival to its first token.", {},
+                                      http::metrics_registry::default_latency_buckets()).with({});
+  ctx->itl = &metrics->add_histogram("deepinfer_inter_token_latency_seconds",
+                                     "Time between consecutive tokens of a request.", {}, token_buckets)
+                .with({});
+  ctx->prompt_tokens = &metrics->add_counter("deepinfer_prompt_tokens_total", "Prompt tokens received.").with({});
+  ctx->cached_tokens = &metrics->add_counter("deepinfer_cached_tokens_total",
+                                             "Prompt tokens served from the prefix cache.").with({});
+  ctx->generated_tokens = &metrics->add_counter("deepinfer_generated_tokens_total", "Tokens generated.").with({});
+  ctx->in_flight = &metrics->add_gauge("deepinfer_requests_in_flight",
+                                       "Requests between parse and their last byte (the entrypoint queue).")
+                      .with({});
+  ctx->sys = &sys;
+  ctx->cfg = cfg;
+  ctx->admission = std::make_shared<admission_control>(cfg.admission);
+  ctx->admission_refused = &metrics->add_counter("deepinfer_admission_refused_total",
+                                                 "Requests refused by admission control (429 / 529) before "
+                                                 "any compute, by reason: queue_full, queue_timeout.",
+                                                 {"reason"});
+  for (auto reason : {"queue_full", "queue_timeout"})
+    ctx->admission_refused->with({reason});
+  using sample = http::metrics_registry::sample;
+  metrics->add_collector("deepinfer_admission_waiting", "Requests waiting for admission.",
+                         http::metrics_registry::kind::gauge, {}, [a = ctx->admission] {
+                           return std::vector<sample>{{{}, static_cast<double>(a->current().waiting)}};
+                         });
+  metrics->add_collector("deepinfer_admission_prefill_tokens",
+                         "Uncached prompt tokens admitted and not yet prefilled.",
+                         http::metrics_registry::kind::gauge, {}, [a = ctx->admission] {
+                           return std::vector<sample>{{{}, static_cast<double>(a->current().prefill_tokens)}};
+                         });
+  metrics->add_collector("deepinfer_admission_sequences", "Requests admitted and not yet finished.",
+                         http::metrics_registry::kind::gauge, {}, [a = ctx->admission] {
+                           return std::vector<sample>{{{}, static_cast<double>(a->current().sequences)}};
+                         });
+  ctx->cluster = std::move(cluster);
+  ctx->cache = std::move(cache);
+  ctx->quota.emplace(balancers::cost_model::calibrate({}));
+  ctx->prefill_ranks = std::make_shared<prefill_load>();
+  ctx->decode_ranks = std::make_shared<decode_load>(balancers::decode_balancer::config{});
+  ctx->kv_transfers = &metrics->add_counter("deepinfer_kv_transfers_total",
+                                            "Prefilled sequences handed to a decode rank, by KV transport.",
+                                            {"transport"});
+  ctx->kv_transfer_bytes = &metrics->add_counter("deepinfer_kv_transfer_bytes_total",
+                                                 "KV bytes moved prefill -> decode, by transport.",
+                                                 {"transport"});
+  ctx->snapshot_hits = &metrics->add_counter("deepinfer_prefix_cache_snapshot_hits_total",
+                                             "Prefix hits with their SWA snapshot (exact, no replay), by "
+                                             "where the snapshot was: this node (local) or another (remote).",
+                                             {"source"});
+  using slot_decode = decode_load::slot_load;
+  using slot_prefill = prefill_load::slot_load;
+  add_rank_gauge(*metrics, "deepinfer_decode_router_requests",
+                 "Requests the decode router has placed on each decode rank and not yet released.",
+                 ctx->decode_ranks, [](const slot_decode& s) { return static_cast<double>(s.load.requests); });
+  add_rank_gauge(*metrics, "deepinfer_decode_router_kv_tokens",
+                 "KV tokens the decode router has placed on each decode rank.",
+                 ctx->decode_ranks, [](const slot_decode& s) { return static_cast<double>(s.load.kv_tokens); });
+  add_rank_gauge(*metrics, "deepinfer_prefill_queue_requests",
+                 "Prefills placed on each prefill rank and not yet answered (its queue).",
+                 ctx->prefill_ranks, [](const slot_prefill& s) { return static_cast<double>(s.requests); });
+  add_rank_gauge(*metrics, "deepinfer_prefill_queue_quota_seconds",
+                 "Outstanding compute-quota (fitted seconds) on each prefill rank.",
+                 ctx->prefill_ranks, [](const slot_prefill& s) { return s.quota_s; });
+  metrics->add_collector("deepinfer_prefix_cache_hit_ratio",
+                         "Prompt tokens served from the prefix cache / prompt tokens, since start.",
+                         http::metrics_registry::kind::gauge, {},
+                         [c = ctx->cached_tokens, p = ctx->prompt_tokens] {
+                           auto prompt = p->value();
+                           return std::vector<http::metrics_registry::sample>{
+                             {{}, prompt > 0 ? c->value() / prompt : 0.0}};
+                         });
+  auto loaded = recipe::tokenizer::load(cfg.tokenizer_path);
+  if (!loaded) {
+    *error = "cannot load tokenizer " + cfg.tokenizer_path + ": " + loaded.error;
+    return nullptr;
+  }
+  ctx->tok = loaded.value;
+  auto version = recipe::parse_template_version(cfg.template_version);
+  if (!version) {
+    *error = "unknown template version '" + cfg.template_version + "'";
+    return nullptr;
+  }
+  auto tok = ctx->tok;
+  auto specials = recipe::special_table::build(*version, [tok](std::string_view s) { return tok->special_id(s); });
+  if (!specials) {
+    *error = "tokenizer lacks a special token: " + specials.error();
+    return nullptr;
+  }
+  ctx->specials = std::move(*specials);
+  auto eos = ctx->specials->id(recipe::spelling::eos);
+  if (!eos) {
+    *error = "tokenizer has no EOS token";
+    return nullptr;
+  }
+  ctx->eos = *eos;
+  return std::unique_ptr<entrypoint>(new entrypoint(std::move(ctx)));
+}
+
+void entrypoint::add_routes(http::router& routes) {
+  for (auto [path, api] : {std::pair{"/v1/chat/completions", recipe::api_kind::chat},
+                           std::pair{"/v1/responses", recipe::api_kind::responses},
+                           std::pair{"/v1/messages", recipe::api_kind::messages}})
+    routes.add("POST", path, [ctx = ctx_, api](http::http_request req, std::shared_ptr<http::response_writer> w) {
+      handle(ctx, api, req, std::move(w));
+    });
+  // The server's own answers (404, 405, 408, 413, 415, 431, 503) on Anthropic's routes in its shape.
+  auto anthropic = [](unsigned status, std::string_view message, std::string_view) {
+    return http::anthropic_error(message, http::anthropic_error_type(status));
+  };
+  routes.set_error_format("/v1/messages/*", anthropic);
+}
+
+} // namespace deepinfer::actors

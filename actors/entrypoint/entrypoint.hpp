@@ -1,0 +1,49 @@
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+
+#include <caf/fwd.hpp>
+
+#include "actors/http/metrics_registry.hpp"
+#include "actors/http/router.hpp"
+#include "actors/interfaces.hpp"
+#include "actors/node/serving_config.hpp"
+
+namespace deepinfer::kv {
+class prefix_cache;
+}
+
+namespace deepinfer::actors {
+
+class cluster_snapshot;
+
+/// The serving entrypoint: routes POST /v1/chat/completions, /v1/responses and /v1/messages
+/// through parse -> render -> tokenize -> prefill router -> prefill rank -> (KV transport) ->
+/// decode rank -> stream parser -> encoder, one request actor per request. The prefill and
+/// decode instances are whatever the membership view shows running, in this process or not.
+class entrypoint {
+public:
+  /// Loads the tokenizer and builds the special-token table; nullopt + `error` on failure.
+  /// `cluster` is this node's membership view; `cache` (may be null) answers CHECK.
+  static std::unique_ptr<entrypoint> create(caf::actor_system& sys, const serving_config& cfg,
+                                            std::shared_ptr<cluster_snapshot> cluster,
+                                            std::shared_ptr<kv::prefix_cache> cache,
+                                            std::shared_ptr<http::metrics_registry> metrics,
+                                            std::string* error);
+  ~entrypoint();
+
+  /// Adds the three API routes.
+  void add_routes(http::router& routes);
+
+  struct context;
+
+private:
+  explicit entrypoint(std::shared_ptr<context> ctx);
+  std::shared_ptr<context> ctx_;
+};
+
+} // namespace deepinfer::actors

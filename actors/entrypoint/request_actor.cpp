@@ -1,0 +1,373 @@
+#include "actors/entrypoint/request_actor.hpp"
+
+#include <algorithm>
+#include <chrono>
+
+#include <caf/actor_cast.hpp>
+#include <caf/event_based_actor.hpp>
+#include <caf/send.hpp>
+#include <caf/stateful_actor.hpp>
+#include <fmt/format.h>
+
+#include "actors/control/live_instances.hpp"
+#include "actors/log.hpp"
+#include "kv/prefix_cache.hpp"
+#include "actors/entrypoint/request_prepare.hpp"
+#include "actors/entrypoint/request_state.hpp"
+#include "actors/entrypoint/serving_context.hpp"
+#include "recipe/protocol/api_error.hpp"
+
+// The life of one request: prepare (parse, render, tokenize: here, never on an HTTP I/O
+// thread), admission, the deadline timer, and the answer in the API's shape. Routing each
+// attempt to the ranks is request_route.cpp.
+
+namespace deepinfer::actors {
+
+namespace {
+
+using clock_type = std::chrono::steady_clock;
+
+bool anthropic(const request_state& st) {
+  return st.conv.api == recipe::api_kind::messages;
+}
+
+/// Sends an error response (only before the SSE head is out).
+void send_error(request_state& st, const recipe::api_error& e, http::response_writer::header_list headers = {}) {
+  http::http_response r;
+  r.status = static_cast<unsigned>(e.status);
+  r.body = e.body();
+  r.headers = std::move(headers);
+  st.writer->send(std::move(r));
+}
+
+/// Stops whatever runs on the ranks for this request.
+void cancel_ranks(request_pointer self) {
+  auto& st = self->state;
+  if (st.decode_rank)
+    self->send(caf::actor_cast<rank_actor>(st.decode_rank), cancel_atom::value, st.job);
+  if (st.prefill_rank) // still queued or prefilling there: free its blocks
+    self->send(caf::actor_cast<rank_actor>(st.prefill_rank), cancel_atom::value, st.job);
+}
+
+void finish_ok(request_pointer self) {
+  auto& st = self->state;
+  st.done = true;
+  if (st.conv.stream)
+    st.writer->finish();
+  else
+    st.writer->send_json(200, st.out->body(st.usage));
+  self->quit();
+}
+
+/// Ends the request with an error of `status`, `type` (the API's error type) and `code`: a
+/// started stream gets the API's error event and its end; otherwise an error body that carries
+/// what was generated so far (`partial`) when there is any.
+void end_with_error(request_pointer self, int status, std::string type, std::string code, const std::string& message) {
+  auto& st = self->state;
+  if (st.done)
+    return;
+  st.done = true;
+  cancel_ranks(self);
+  if (st.streaming) {
+    st.writer->write(st.out->fail(type, code, message, st.usage));
+    st.writer->finish();
+  } else {
+    recipe::api_error e;
+    e.api = st.conv.api;
+    e.status = status;
+    e.type = std::move(type);
+    e.code = std::move(code);
+    e.message = message;
+    http::http_response r;
+    r.status = static_cast<unsigned>(status);
+    r.body = st.out && !st.generated.empty() ? st.out->failed_body(e, st.usage) : e.body();
+    st.writer->send(std::move(r));
+  }
+  self->quit();
+}
+
+/// The deadline or the stall timeout passed: the API's error, never a normal-looking end.
+void deadline_exceeded(request_pointer self, const std::string& why) {
+  auto& st = self->state;
+  log().warn("request={} {} after {} tokens", st.id, why, st.generated.size());
+  end_with_error(self, 504, anthropic(st) ? "timeout_error" : "server_error", "deadline_exceeded",
+                 "The request " + why + " after generating " + std::to_string(st.generated.size()) +
+                   " tokens; retry, or ask for fewer tokens (max_tokens).");
+}
+
+/// 429 (OpenAI routes, `rate_limit_error`) or 529 (Messages, `overloaded_error`) with Retry-After.
+/// `reason` labels the refusal metric: queue_full | queue_timeout.
+void refuse_overloaded(request_pointer self, const char* reason, const std::string& why) {
+  auto& st = self->state;
+  st.done = true;
+  auto& adm = *st.ctx->admission;
+  const auto retry = adm.retry_after_seconds();
+  st.ctx->admission_refused->with({reason}).inc();
+  recipe::api_error e;
+  e.api = st.conv.api;
+  e.status = anthropic(st) ? 529 : 429;
+  e.type = anthropic(st) ? "overloaded_error" : "rate_limit_error";
+  e.code = "rate_limit_exceeded";
+  e.message = "The server is overloaded: " + why + ". Retry after " + std::to_string(retry) + " s.";
+  log().info("request={} refused: {}", st.id, why);
+  send_error(st, e, {{"Retry-After", std::to_string(retry)}});
+  self->quit();
+}
+
+/// Arms the one deadline timer: at the earliest of the stall timeout from the last progress,
+/// the total deadline, or (while waiting for admission) the queue timeout.
+void arm_deadline(request_pointer self) {
+  auto& st = self->state;
+  auto& cfg = st.ctx->cfg;
+  auto at = st.waiting ? st.arrived + cfg.admission.queue_timeout : st.progress + cfg.requests.stall_timeout;
+  if (cfg.requests.deadline.count() > 0)
+    at = std::min(at, st.arrived + cfg.requests.deadline);
+  const auto wait = std::max(std::chrono::duration_cast<std::chrono::milliseconds>(at - clock_type::now()),
+                             std::chrono::milliseconds{1});
+  self->delayed_send(self, wait, deadline_atom::value, ++st.timer);
+}
+
+/// Admitted: the stream starts, the deadline counts, the first attempt is placed.
+void begin(request_pointer self) {
+  auto& st = self->state;
+  st.progress = clock_type::now();
+  if (st.conv.stream) {
+    st.streaming = true;
+    st.writer->start_stream(200, "text/event-stream", {{"Cache-Control", "no-cache"}});
+    st.writer->write(st.out->start(st.usage));
+  }
+  arm_deadline(self);
+  attempt(self);
+}
+
+void on_deadline(request_pointer self, uint64_t timer) {
+  auto& st = self->state;
+  if (st.done || timer != st.timer)
+    return;
+  auto& cfg = st.ctx->cfg;
+  const auto now = clock_type::now();
+  auto secs = [](auto d) { return fmt::format("{:.1f}", std::chrono::duration<double>(d).count()); };
+  if (cfg.requests.deadline.count() > 0 && now - st.arrived >= cfg.requests.deadline)
+    return st.waiting && st.ctx->admission->withdraw(st.waiting)
+             ? refuse_overloaded(self, "queue_timeout", "the request waited " + secs(now - st.arrived) +
+                                                          " s for admission, its whole deadline")
+             : deadline_exceeded(self, "passed its deadline of " + secs(cfg.requests.deadline) + " s");
+  if (st.waiting) {
+    if (now - st.arrived >= cfg.admission.queue_timeout && st.ctx->admission->withdraw(st.waiting))
+      return refuse_overloaded(self, "queue_timeout", "the request waited " + secs(now - st.arrived) +
+                                                        " s for admission (the queue timeout)");
+  } else if (now - st.progress >= cfg.requests.stall_timeout) {
+    return deadline_exceeded(self, "made no progress for " + secs(now - st.progress) + " s (stall timeout)");
+  }
+  arm_deadline(self);
+}
+
+/// Asks admission control for room: in at once, in line (then `admit` or the queue timeout
+/// comes), or refused.
+void admit(request_pointer self) {
+  auto& st = self->state;
+  auto view = st.ctx->cluster->get().view;
+  int64_t prefill_ranks = 0, decode_ranks = 0;
+  for (auto& i : live_instances(view, "prefill"))
+    prefill_ranks += i.ranks;
+  for (auto& i : live_instances(view, "decode"))
+    decode_ranks += i.ranks;
+  // The uncached tokens are what the prefill ranks will compute (CHECK: metadata only).
+  const auto hit = st.ctx->cache ? st.ctx->cache->check(st.prompt, 0, st.salt).length : 0;
+  auto d = admission_control::request(st.ctx->admission, static_cast<int64_t>(st.prompt.size()) - hit, prefill_ranks,
+                              decode_ranks, [addr = self->address()] {
+                                if (auto h = caf::actor_cast<caf::actor>(addr))
+                                  caf::anon_send(h, admit_atom::value);
+                              });
+  switch (d.what) {
+    case admission_control::outcome::admitted:
+      st.ticket = std::move(d.ticket);
+      return begin(self);
+    case admission_control::outcome::queued:
+      st.waiting = std::move(d.place);
+      return arm_deadline(self);
+    case admission_control::outcome::refused:
+      return refuse_overloaded(self, "queue_full", std::to_string(st.ctx->admission->limits().max_waiting) +
+                                                     " requests are already waiting for admission");
+  }
+}
+
+/// Parse + render + tokenize + limits; false (the error answered) when the request cannot run.
+bool prepare(request_pointer self, recipe::api_kind api, const std::string& body, const std::string& tenant) {
+  auto& st = self->state;
+  st.conv.api = api;
+  auto p = prepare_request(*st.ctx, api, body, tenant);
+  if (!p) {
+    st.done = true;
+    send_error(st, p.error());
+    return false;
+  }
+  st.conv = std::move(p->conv);
+  st.prompt = std::move(p->prompt);
+  st.salt = p->salt;
+  st.sampling.max_tokens = p->max_tokens;
+  return true;
+}
+
+caf::behavior request_behavior(request_pointer self, std::shared_ptr<entrypoint::context> ctx, recipe::api_kind api,
+                               std::string body, std::string tenant, std::shared_ptr<http::response_writer> writer) {
+  auto& st = self->state;
+  st.ctx = std::move(ctx);
+  st.writer = std::move(writer);
+  st.id = st.ctx->next_id++;
+  st.ctx->in_flight->inc(1);
+  self->attach_functor([ctx = st.ctx] { ctx->in_flight->dec(1); });
+  // The writer outlives nothing it must not: the callback holds only a weak address.
+  st.writer->on_disconnect([addr = self->address()] {
+    if (auto h = caf::actor_cast<caf::actor>(addr))
+      caf::anon_send(h, cancel_atom::value, uint64_t{0});
+  });
+  if (!prepare(self, api, body, tenant)) {
+    self->quit();
+    return {};
+  }
+  std::string().swap(body); // the body (up to the body limit) is not needed any more
+  auto& smp = st.conv.sampling;
+  st.sampling.temperature = static_cast<float>(smp.temperature.value_or(0.0));
+  st.sampling.top_p = static_cast<float>(smp.top_p.value_or(1.0));
+  st.sampling.top_k = static_cast<int32_t>(smp.top_k.value_or(0));
+  st.sampling.seed = static_cast<uint64_t>(smp.seed.value_or(0));
+  st.sampling.stop_ids = {st.ctx->eos};
+  st.usage.prompt_tokens = static_cast<int64_t>(st.prompt.size());
+  st.ctx->prompt_tokens->inc(static_cast<double>(st.prompt.size()));
+  st.stops = std::make_unique<stop_filter>(st.conv.sampling.stop);
+  recipe::stream_parser::config pc;
+  pc.thinking = st.conv.thinking;
+  pc.tool_id_prefix = "call_" + std::to_string(st.id) + "_";
+  auto tok = st.ctx->tok;
+  st.parser = std::make_unique<recipe::stream_parser>(
+    pc, *st.ctx->specials, [tok](recipe::token_id id) { return tok->token_bytes(id); });
+  auto now = std::chrono::duration_cast<std::chrono::seconds>(
+               std::chrono::system_clock::now().time_since_epoch()).count();
+  st.out = std::make_unique<recipe::api_output>(st.conv, std::to_string(st.id), now);
+  self->set_down_handler([=](caf::down_msg& dm) {
+    auto& st = self->state;
+    if (st.done)
+      return;
+    st.dead.insert(dm.source);
+    if (st.prefill_rank && dm.source == st.prefill_rank.address()) {
+      log().warn("request={} prefill rank down: {}; resubmitting", st.id, self->system().render(dm.reason));
+      st.prefill_rank = nullptr;
+      attempt(self);
+      return;
+    }
+    if (!st.decode_rank || dm.source != st.decode_rank.address())
+      return;
+    log().warn("request={} decode rank down: {}; resubmitting", st.id, self->system().render(dm.reason));
+    st.decode_rank = nullptr;
+    attempt(self);
+  });
+  admit(self);
+  return {
+    [=](tokens_atom, token_batch& b) {
+      auto& st = self->state;
+      if (st.done)
+        return;
+      if (b.id != st.job) {
+        // A sequence of an abandoned attempt still decoding somewhere: stop it.
+        if (auto sender = caf::actor_cast<rank_actor>(self->current_sender()); sender && !b.finished)
+          self->send(sender, cancel_atom::value, b.id);
+        return;
+      }
+      if (!b.error.empty()) {
+        log().warn("request={} decode rank: {}; resubmitting", st.id, b.error);
+        // (The error can overtake the prefill's answer, which names the transport.)
+        st.rdma_failed = st.rdma_failed || st.transport == "rdma" || b.error.find("RDMA") != std::string::npos;
+        attempt(self);
+        return;
+      }
+      if (!st.prefilled) {
+        st.early.push_back(std::move(b));
+        return;
+      }
+      count_kv_bytes(self, b);
+      on_tokens(self, b.tokens, b.finished);
+    },
+    [=](cancel_atom, uint64_t) {
+      auto& st = self->state;
+      if (st.done)
+        return;
+      st.done = true;
+      log().info("request={} client went away; cancelling", st.id);
+      if (st.waiting)
+        st.ctx->admission->withdraw(st.waiting);
+      cancel_ranks(self);
+      self->quit();
+    },
+    [=](admit_atom) {
+      auto& st = self->state;
+      if (st.done || !st.waiting || !st.waiting->ticket)
+        return;
+      st.ticket = std::move(st.waiting->ticket);
+      st.waiting.reset();
+      begin(self);
+    },
+    [=](deadline_atom, uint64_t timer) { on_deadline(self, timer); },
+    [=](restart_atom) {
+      if (!self->state.done)
+        place(self);
+    },
+  };
+}
+
+} // namespace
+
+void on_tokens(request_pointer self, const std::vector<int32_t>& ids, bool finished) {
+  auto& st = self->state;
+  auto now = clock_type::now();
+  auto& ctx = *st.ctx;
+  if (!ids.empty()) {
+    if (st.generated.empty())
+      ctx.ttft->observe(std::chrono::duration<double>(now - st.arrived).count());
+    else
+      ctx.itl->observe(std::chrono::duration<double>(now - st.last_token).count() / static_cast<double>(ids.size()));
+    st.last_token = now;
+    st.progress = now;
+    ctx.generated_tokens->inc(static_cast<double>(ids.size()));
+  }
+  st.generated.insert(st.generated.end(), ids.begin(), ids.end());
+  auto emit = [&](std::span<const recipe::stream_event> parsed) {
+    auto events = st.stops->apply(parsed);
+    auto c = st.parser->counts();
+    st.usage.completion_tokens = static_cast<int64_t>(st.generated.size());
+    st.usage.reasoning_tokens = c.reasoning_tokens;
+    if (st.conv.stream)
+      st.writer->write(st.out->encode(events, st.usage));
+    else
+      st.out->apply(events);
+  };
+  emit(st.parser->feed(ids));
+  if (st.stops->stopped()) {
+    // A stop string ended the answer: the decode rank need not go on.
+    if (st.decode_rank)
+      self->send(caf::actor_cast<rank_actor>(st.decode_rank), cancel_atom::value, st.job);
+    finish_ok(self);
+    return;
+  }
+  if (finished && !st.parser->finished())
+    emit(st.parser->finish(static_cast<int32_t>(st.generated.size()) >= st.sampling.max_tokens
+                             ? recipe::finish_reason::length
+                             : recipe::finish_reason::stop));
+  if (st.parser->finished())
+    finish_ok(self);
+}
+
+void fail(request_pointer self, int status, const std::string& message) {
+  auto& st = self->state;
+  if (!st.done)
+    log().warn("request={} failed status={} {}", st.id, status, message);
+  end_with_error(self, status, anthropic(st) ? "api_error" : "server_error", "", message);
+}
+
+void spawn_request_actor(std::shared_ptr<entrypoint::context> ctx, recipe::api_kind api, std::string body,
+                         std::string tenant, std::shared_ptr<http::response_writer> writer) {
+  auto& sys = *ctx->sys;
+  sys.spawn(request_behavior, std::move(ctx), api, std::move(body), std::move(tenant), std::move(writer));
+}
+
+} // namespace deepinfer::actors

@@ -1,0 +1,74 @@
+#include "actors/entrypoint/request_prepare.hpp"
+
+#include "actors/entrypoint/serving_context.hpp"
+#include "recipe/protocol/parse_request.hpp"
+#include "recipe/render/renderer.hpp"
+
+namespace deepinfer::actors {
+
+namespace {
+
+recipe::api_error error_of(recipe::api_kind api, int status, std::string type, std::string message,
+                           std::string param) {
+  recipe::api_error e;
+  e.api = api;
+  e.status = status;
+  e.type = std::move(type);
+  e.message = std::move(message);
+  e.param = std::move(param);
+  return e;
+}
+
+} // namespace
+
+kv::cache_salt cache_salt_of(const std::string& tenant, const std::string& request_salt) {
+  if (tenant.empty() && request_salt.empty())
+    return {};
+  // Length-prefixed, so no (key, salt) pair spells another.
+  return kv::cache_salt::of("key:" + std::to_string(tenant.size()) + ":" + tenant + "salt:" + request_salt);
+}
+
+recipe::expected<prepared_request, recipe::api_error> prepare_request(const entrypoint::context& ctx,
+                                                                      recipe::api_kind api, std::string_view body,
+                                                                      const std::string& tenant) {
+  const bool anthropic = api == recipe::api_kind::messages;
+  // 1. Parse (bounded by the body limit; linear, depth-limited).
+  auto conv = recipe::parse_request(api, body, ctx.cfg.requests.json);
+  if (!conv)
+    return std::move(conv).error();
+  if (conv->model != ctx.cfg.model_name)
+    return error_of(api, 404, anthropic ? "not_found_error" : "invalid_request_error",
+                    "The model '" + conv->model + "' does not exist; this server serves '" + ctx.cfg.model_name + "'.",
+                    "model");
+  prepared_request out;
+  out.max_tokens = static_cast<int32_t>(conv->sampling.max_tokens.value_or(ctx.cfg.default_max_tokens));
+  out.salt = cache_salt_of(tenant, conv->cache_salt);
+  const int64_t limit = ctx.cfg.context_limit;
+  auto too_long = [&](const std::string& prompt_part, int64_t total) {
+    return error_of(api, 400, "invalid_request_error",
+                    "This model's maximum context length is " + std::to_string(limit) + " tokens. However, you requested " +
+                      prompt_part + " (" + std::to_string(total - limit) + " over the limit). Shorten the messages or " +
+                      "lower the maximum number of output tokens.",
+                    "messages");
+  };
+  if (out.max_tokens >= limit)
+    return too_long(std::to_string(out.max_tokens) + " tokens for the output alone", out.max_tokens);
+  // 2. Render, 3. tokenize, stopping once the prompt is certainly over what the limit leaves.
+  auto segments = recipe::render(*conv, *ctx.specials);
+  if (!segments)
+    return std::move(segments).error();
+  const auto room = static_cast<std::size_t>(limit - out.max_tokens);
+  auto enc = ctx.tok->encode_within(*segments, room);
+  if (!enc.fits) {
+    const auto prompt = static_cast<int64_t>(enc.at_least);
+    const std::string n = (enc.exact ? "" : "at least ") + std::to_string(prompt + out.max_tokens);
+    return too_long(n + " tokens (" + (enc.exact ? "" : "at least ") + std::to_string(prompt) + " in the messages, " +
+                      std::to_string(out.max_tokens) + " in the completion)",
+                    prompt + out.max_tokens);
+  }
+  out.prompt = std::move(enc.ids);
+  out.conv = std::move(*conv);
+  return out;
+}
+
+} // namespace deepinfer::actors

@@ -1,0 +1,38 @@
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "actors/entrypoint/entrypoint.hpp"
+#include "kv/hash_chain.hpp"
+#include "recipe/expected.hpp"
+#include "recipe/protocol/api_error.hpp"
+#include "recipe/protocol/conversation.hpp"
+
+namespace deepinfer::actors {
+
+/// A request ready to run: what the client asked for, its prompt, and its cache namespace.
+struct prepared_request {
+  recipe::conversation conv;
+  std::vector<int32_t> prompt;
+  int32_t max_tokens = 0;
+  kv::cache_salt salt;
+};
+
+/// The request-side work between the HTTP body and the routers, all of it off the HTTP I/O
+/// threads (the request actor calls it): parse `body` as an `api` request under the configured
+/// JSON limits, check the model, render, and tokenize within the context limit, whose cost is
+/// bounded by the limit, not the prompt (tokenizer::encode_within). `tenant` is the API key's
+/// tenant ("" without keys); with the body's `cache_salt` it names the prefix-cache namespace.
+/// The API's error (400 / 404) otherwise.
+recipe::expected<prepared_request, recipe::api_error> prepare_request(const entrypoint::context& ctx,
+                                                                      recipe::api_kind api, std::string_view body,
+                                                                      const std::string& tenant);
+
+/// The salt of a tenant (API key, "" without keys) and a request's `cache_salt`: each pair names
+/// its own namespace, and ("", "") the shared one.
+kv::cache_salt cache_salt_of(const std::string& tenant, const std::string& request_salt);
+
+} // namespace deepinfer::actors

@@ -1,0 +1,56 @@
+#pragma once
+
+#include <atomic>
+#include <memory>
+#include <optional>
+
+#include <caf/actor_system.hpp>
+
+#include "actors/control/cluster_snapshot.hpp"
+#include "actors/balancer/decode_load.hpp"
+#include "actors/entrypoint/entrypoint.hpp"
+#include "actors/http/metrics_registry.hpp"
+#include "actors/balancer/prefill_load.hpp"
+#include "balancers/cost_model.hpp"
+#include "recipe/render/special_table.hpp"
+#include "recipe/tokenizer/tokenizer.hpp"
+
+namespace deepinfer::actors {
+
+/// What every request actor shares (read-only after start, apart from the id counter).
+struct entrypoint::context {
+  caf::actor_system* sys = nullptr;
+  serving_config cfg;
+  std::shared_ptr<const recipe::tokenizer> tok;
+  std::optional<recipe::special_table> specials;
+  int32_t eos = 0;
+  /// What this node knows of the cluster: the running prefill and decode instances come from
+  /// here, wherever they live (this process or other nodes).
+  std::shared_ptr<cluster_snapshot> cluster;
+  /// Load of the prefill and decode ranks as this entrypoint placed requests (the routers' input).
+  std::shared_ptr<prefill_load> prefill_ranks;
+  std::shared_ptr<decode_load> decode_ranks;
+  /// Prices a prefill (compute-quota, DESIGN §6.1).
+  std::optional<balancers::cost_model> quota;
+  /// CHECK of the prefix cache (metadata only); null without a KV root.
+  std::shared_ptr<kv::prefix_cache> cache;
+  std::atomic<uint64_t> next_id{1};
+  /// Admission control of this entrypoint (shared by its request actors).
+  std::shared_ptr<admission_control> admission;
+  /// Request metrics (owned by `metrics`, which this keeps alive).
+  std::shared_ptr<http::metrics_registry> metrics;
+  http::metrics_registry::histogram* ttft = nullptr;
+  http::metrics_registry::histogram* itl = nullptr;
+  http::metrics_registry::counter* prompt_tokens = nullptr;
+  http::metrics_registry::counter* cached_tokens = nullptr;
+  http::metrics_registry::counter* generated_tokens = nullptr;
+  http::metrics_registry::gauge* in_flight = nullptr;
+  http::metrics_registry::family<http::metrics_registry::counter>* kv_transfers = nullptr;
+  /// Prefix hits that came with their SWA snapshot (exact), by where it was: local / remote.
+  http::metrics_registry::family<http::metrics_registry::counter>* snapshot_hits = nullptr;
+  http::metrics_registry::family<http::metrics_registry::counter>* kv_transfer_bytes = nullptr;
+  /// Requests refused by admission control, by reason (queue_full, queue_timeout).
+  http::metrics_registry::family<http::metrics_registry::counter>* admission_refused = nullptr;
+};
+
+} // namespace deepinfer::actors

@@ -1,0 +1,241 @@
+#include "actors/instance/rank.hpp"
+
+#include <span>
+#include <utility>
+
+#include <caf/actor_cast.hpp>
+#include <caf/actor_system.hpp>
+#include <caf/send.hpp>
+
+#include "actors/errors.hpp"
+#include "actors/transport/kv_transport.hpp"
+#include "actors/log.hpp"
+#include "actors/instance/rank_prefill.hpp"
+#include "actors/instance/rank_state.hpp"
+#include "engine/kv_codec.hpp"
+
+namespace deepinfer::actors {
+
+namespace {
+
+/// Writes the full blocks of a sequence (prompt and output) to the prefix cache, then frees it.
+void release(rank_pointer self, engine::sequence_id seq, kv::cache_salt salt) {
+  auto& st = self->state;
+  if (auto& cache = st.cfg.engine.cache) {
+    auto tokens = st.engine->tokens(seq);
+    // The last token has no KV yet: the next decode step would have fed it.
+    auto full = tokens.empty() ? 0 : static_cast<int64_t>(tokens.size() - 1) / 128;
+    cache->store(tokens, full, [&](int64_t i) { return st.engine->export_block(seq, i); }, salt);
+    // The last window decode copied at a 128 boundary (DESIGN §4.2).
+    if (auto at = st.engine->snapshot_end(seq))
+      cache->store_snapshot(tokens, *at, *st.engine->export_snapshot(seq), salt);
+  }
+  st.engine->free(seq);
+}
+
+} // namespace
+
+void report(rank_pointer self) {
+  auto& st = self->state;
+  if (!st.pool_used || !st.engine)
+    return;
+  auto& pool = st.engine->pool();
+  st.pool_used->set(static_cast<double>(pool.geometry().blocks - pool.free_blocks()));
+  st.active_gauge->set(static_cast<double>(st.active.size()));
+  st.queue_gauge->set(static_cast<double>(st.prefills.size()));
+}
+
+namespace {
+
+/// Drops a decoding sequence (cancelled, or its client is gone), keeping its full blocks.
+void drop(rank_pointer self, std::map<uint64_t, decoding>::iterator it) {
+  auto& st = self->state;
+  release(self, it->second.seq, it->second.salt);
+  st.active.erase(it);
+  report(self);
+}
+
+void start_decode(rank_pointer self, kv_handoff& h, const sampling_spec& s,
+                  const caf::strong_actor_ptr& sink_ptr) {
+  auto& st = self->state;
+  auto sink = caf::actor_cast<caf::actor>(sink_ptr);
+  auto* transport = kv_transport_named(h.transport);
+  std::string err;
+  auto bytes = transport ? transport->receive(h, &err) : std::nullopt;
+  if (!transport)
+    err = "unknown KV transport '" + h.transport + "'";
+  if (!sink)
+    return;
+  if (st.cancelled.erase(h.id) > 0)
+    return;  // cancelled while its KV was on the way
+  token_batch fail;
+  fail.id = h.id;
+  fail.finished = true;
+  if (!st.engine)
+    err = "rank has no engine";
+  if (!bytes || !st.engine) {
+    fail.error = "cannot receive the sequence: " + err;
+    caf::send_as(caf::actor_cast<caf::actor>(self), sink, tokens_atom::value, std::move(fail));
+    return;
+  }
+  engine::sequence_id seq{st.next_seq++};
+  std::span<const std::byte> span{bytes->data(), bytes->size()};
+  if (st.engine->import_sequence(seq, span, to_params(s), &err) != engine::engine_status::ok) {
+    fail.error = "cannot import the sequence: " + err;
+    caf::send_as(caf::actor_cast<caf::actor>(self), sink, tokens_atom::value, std::move(fail));
+    return;
+  }
+  // A request actor that goes away (client gone, entrypoint node dead) takes its sequence along.
+  self->monitor(sink);
+  st.active[h.id] = decoding{seq, sink, span.size(), salt_of(h.cache_salt)};
+  report(self);
+  if (!st.stepping) {
+    st.stepping = true;
+    self->send(self, step_atom::value);
+  }
+}
+
+/// One decode step over every active sequence; re-arms itself while any remain, so new
+/// sequences join the batch at the next step (continuous batching).
+void decode_step(rank_pointer self) {
+  auto& st = self->state;
+  if (st.active.empty()) {
+    st.stepping = false;
+    return;
+  }
+  std::vector<engine::sequence_id> seqs;
+  std::vector<uint64_t> ids;
+  for (auto& [id, d] : st.active) {
+    seqs.push_back(d.seq);
+    ids.push_back(id);
+  }
+  auto outs = st.engine->decode_step(seqs);
+  ++st.steps;
+  for (size_t i = 0; i < outs.size() && i < ids.size(); ++i) {
+    auto it = st.active.find(ids[i]);
+    token_batch b;
+    b.id = ids[i];
+    if (outs[i].status != engine::engine_status::ok) {
+      b.finished = true;
+      b.error = "decode step failed";
+    } else {
+      b.tokens.push_back(outs[i].token.id);
+      b.finished = outs[i].finished;
+    }
+    b.kv_bytes = std::exchange(it->second.kv_bytes, 0);
+    auto sink = it->second.sink;
+    if (b.finished) {
+      // Store the blocks before the client hears of the end, so its next turn hits them.
+      release(self, it->second.seq, it->second.salt);
+      st.active.erase(it);
+    }
+    caf::send_as(caf::actor_cast<caf::actor>(self), sink, tokens_atom::value, std::move(b));
+  }
+  report(self);
+  self->send(self, step_atom::value);
+}
+
+rank_actor::behavior_type rank_behavior(rank_pointer self, rank_config cfg) {
+  self->state.cfg = cfg;
+  self->set_down_handler([=](caf::down_msg& dm) {
+    drop_prefills_of(self, dm.source);
+    auto& active = self->state.active;
+    for (auto it = active.begin(); it != active.end();)
+      if (it->second.sink.address() == dm.source) {
+        log().info("rank={} request {} went away; dropping its sequence", self->state.cfg.rank, it->first);
+        drop(self, it++);
+      } else
+        ++it;
+  });
+  if (!cfg.engine.model_dir.empty()) {
+    engine::rank_engine::config ec;
+    ec.threads = cfg.engine.threads;
+    ec.kv_blocks = cfg.engine.kv_blocks;
+    ec.isa = cfg.engine.cpu_isa;
+    auto loaded = engine::rank_engine::load(cfg.engine.model_dir, ec);
+    if (!loaded.engine) {
+      log().error("rank={} cannot load model {}: {}", cfg.rank, cfg.engine.model_dir, loaded.error);
+      // Fails like a crashed rank; the behavior below never runs.
+      self->quit(make_error(errc::rank_failed, "cannot load model: " + loaded.error));
+    } else
+      self->state.engine = std::move(loaded.engine);
+    // The staging buffers a hit's blocks are read into (shared by the process's prefill ranks).
+    if (auto& cache = cfg.engine.cache; cache && cfg.engine.reads_hits && self->state.engine)
+      cache->reserve(kv::prefix_cache::spare_limit,
+                     engine::kv_codec::block_bytes(128, self->state.engine->pool().geometry().floats_per_token));
+    if (auto& m = cfg.engine.metrics; m && self->state.engine) {
+      std::vector<std::string> labels{cfg.engine.instance, std::to_string(cfg.rank)};
+      auto& st = self->state;
+      st.pool_used = &m->add_gauge("deepinfer_rank_kv_blocks_used", "KV pool blocks in use.",
+                                   {"instance", "rank"}).with(labels);
+      m->add_gauge("deepinfer_rank_kv_blocks_total", "KV pool blocks.", {"instance", "rank"})
+        .with(labels)
+        .set(static_cast<double>(st.engine->pool().geometry().blocks));
+      st.active_gauge = &m->add_gauge("deepinfer_rank_active_sequences",
+                                      "Sequences in the rank's decode batch.", {"instance", "rank"})
+                           .with(labels);
+      st.queue_gauge = &m->add_gauge("deepinfer_prefill_rank_queue",
+                                     "Prefill jobs on the rank: fetching blocks, waiting for pool "
+                                     "room or being prefilled.", {"instance", "rank"})
+                          .with(labels);
+      report(self);
+    }
+  }
+  return {
+    [=](caf::ping_atom) -> rank_status {
+      auto& s = self->state;
+      return {s.cfg.rank, s.cfg.ep_size, s.cfg.generation, s.steps};
+    },
+    [=](fail_atom, std::string& reason) {
+      log().warn("rank={} generation={} failing on purpose reason={}", self->state.cfg.rank,
+                 self->state.cfg.generation, reason);
+      self->quit(make_error(errc::rank_failed, std::move(reason)));
+    },
+    [=](echo_atom, byte_payload& payload) -> byte_payload {
+      ++self->state.steps;
+      return std::move(payload);
+    },
+    [=](sink_atom, const byte_payload& payload) -> uint64_t {
+      ++self->state.steps;
+      return payload.bytes.size();
+    },
+    [=](prefill_atom, prefill_job& job) -> caf::typed_response_promise<prefill_result> {
+      auto promise = self->make_response_promise<prefill_result>();
+      start_prefill(self, job, promise);
+      return promise;
+    },
+    [=](decode_atom, kv_handoff& h, const sampling_spec& s, const caf::strong_actor_ptr& sink) {
+      start_decode(self, h, s, sink);
+    },
+    [=](cancel_atom, uint64_t id) {
+      auto& st = self->state;
+      if (cancel_prefill(self, id, "cancelled"))
+        return;
+      auto it = st.active.find(id);
+      if (it != st.active.end()) {
+        drop(self, it);
+        return;
+      }
+      // Not here yet: its KV may still be on the way. Remember a bounded number of such ids.
+      if (st.cancelled.size() >= 4096)
+        st.cancelled.erase(st.cancelled.begin());
+      st.cancelled.insert(id);
+    },
+    [=](step_atom) { decode_step(self); },
+    [=](chunk_atom) { prefill_chunk(self); },
+    [=](planned_atom, uint64_t id) { on_hit_planned(self, id); },
+    [=](loaded_atom, uint64_t id) { on_blocks_loaded(self, id); },
+  };
+}
+
+} // namespace
+
+rank_actor spawn_rank(caf::actor_system& sys, const rank_config& cfg) {
+  // A rank with an engine computes for long stretches: on its own thread it never starves the
+  // scheduler that runs the entrypoint's request actors.
+  if (!cfg.engine.model_dir.empty())
+    return sys.spawn<caf::detached>(rank_behavior, cfg);
+  return sys.spawn(rank_behavior, cfg);
+}
+
+} // namespace deepinfer::actors

@@ -1,0 +1,79 @@
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <utility>
+
+#include <caf/fwd.hpp>
+
+#include "actors/interfaces.hpp"
+#include "engine/decoder_mode.hpp"
+#include "engine/kernels/isa.hpp"
+
+namespace deepinfer::kv {
+class prefix_cache;
+}
+
+namespace deepinfer::actors {
+
+namespace http {
+class metrics_registry;
+}
+
+/// The engine a rank owns; an empty `model_dir` makes an idle rank (no engine).
+struct rank_engine_config {
+  std::string model_dir;
+  /// Threads of the rank's CPU backend (counting the rank's own).
+  int threads = 1;
+  /// Blocks of 128 tokens in the rank's KV pool.
+  int64_t kv_blocks = 256;
+  /// The process's prefix cache (null: no cache). Prefill reads hits, decode stores blocks.
+  std::shared_ptr<kv::prefix_cache> cache;
+  /// A prefill rank: it reads hits, so at load it reserves the process's host staging buffers
+  /// for them (decode ranks never read a hit).
+  bool reads_hits = false;
+  /// Where the rank reports pool use and batch size (null: nowhere), labelled by `instance`.
+  std::shared_ptr<http::metrics_registry> metrics;
+  std::string instance;
+  /// How prefills run the decoder (DESIGN §5.2): bounded (default, the seeds' production mode)
+  /// runs it over the prompt's last 128 tokens only; a hit with its SWA snapshot still changes no
+  /// bit, and a resubmitted request anchors the replay at its original prompt, so a reroute
+  /// changes no token either. exact (for measurement) runs it over the last ring + 128 x D tokens
+  /// (646 on the tiny model), so its windows equal a full run's.
+  engine::decoder_mode decoder_mode = engine::decoder_mode::bounded;
+  /// CPU kernels (nullopt: the best the CPU runs; every ISA gives the same bits).
+  std::optional<engine::kernels::cpu_isa> cpu_isa;
+  /// Chunked prefill (DESIGN §5.3, engine::prefill_scheduler): the time budget of one prefill
+  /// step, ns. Between steps the rank takes new jobs, cancels and pings, so a step bounds how
+  /// long they wait. Chunk sizes come from the cost model in MODEL_DIR/cost_model.json
+  /// (`deepinfer-profile`), else from the tiny model's CPU fit (bench/RESULTS.md). 100 ms: on
+  /// the tiny CPU model, 50 ms chunks (~330 tokens) made a 12K-token prompt ~20 % slower than
+  /// one chunk, 100 ms ones ~5 %; a short prompt behind it then waits ~180 ms instead of ~1.9 s.
+  double prefill_step_ns = 100e6;
+  /// A prompt predicted to need more than this many steps is long: shorter prompts behind it
+  /// lead every other step (prefill_scheduler::config::long_prompt_steps; 0: plain FIFO).
+  double prefill_long_steps = 4;
+};
+
+/// Identity of one rank within one generation of its instance.
+struct rank_config {
+  rank_config() = default;
+  rank_config(uint32_t r, uint32_t ep, uint32_t gen, rank_engine_config e = {})
+    : rank(r), ep_size(ep), generation(gen), engine(std::move(e)) {}
+
+  uint32_t rank = 0;
+  uint32_t ep_size = 1;
+  uint32_t generation = 0;
+  rank_engine_config engine;
+};
+
+/// Spawns a rank actor. With a model it owns a `rank_engine`: it prefills prompts in budgeted
+/// chunks (reading their cached blocks on an I/O thread meanwhile) and hands them over, and it
+/// decodes every sequence it holds in one continuous batch (a step loop driven
+/// by self-messages). Without a model it is an idle worker. Either way it answers pings, echoes
+/// payloads, and fails on request (fault injection) exactly as a crashed rank would: it
+/// terminates with `errc::rank_failed`, which its supervisor observes through its monitor.
+rank_actor spawn_rank(caf::actor_system& sys, const rank_config& cfg);
+
+} // namespace deepinfer::actors

@@ -1,0 +1,429 @@
+#include "actors/instance/rank_prefill.hpp"
+
+#include <algorithm>
+#include <chrono>
+#include <cstring>
+#include <span>
+#include <utility>
+
+#include <caf/actor_cast.hpp>
+#include <caf/actor_system.hpp>
+#include <caf/scoped_actor.hpp>
+#include <caf/send.hpp>
+
+#include "actors/transport/kv_transport.hpp"
+#include "actors/log.hpp"
+#include "engine/cost_model.hpp"
+
+namespace deepinfer::actors {
+
+namespace {
+
+/// Limit for fetching an SWA snapshot from another node (a replay is the fallback).
+constexpr auto snapshot_fetch_timeout = std::chrono::milliseconds(500);
+
+/// The chunk cost model without a fitted cost_model.json: the tiny model's fit on one CPU
+/// thread (bench/RESULTS.md, "Chunked-prefill cost model"; a2 < 0 there was noise).
+engine::cost_model tiny_cpu_fit() {
+  engine::cost_model m;
+  m.a0 = 1.382e7;
+  m.a1 = 1.008e5;
+  m.a3 = 31.64;
+  m.f0 = 1.083e8;
+  m.f1 = 3.226e4;
+  return m;
+}
+
+/// The chunk scheduler of a rank's engine, made at its first prefill.
+engine::prefill_scheduler& scheduler(rank_pointer self) {
+  auto& st = self->state;
+  if (!st.scheduler) {
+    auto& ec = st.cfg.engine;
+    auto model = engine::cost_model::load(ec.model_dir + "/cost_model.json");
+    engine::prefill_scheduler::config sc;
+    sc.step_budget_ns = ec.prefill_step_ns;
+    sc.long_prompt_steps = ec.prefill_long_steps;
+    // On a CPU the finishing decoder pass alone can outlast a step: never split it off.
+    sc.finish_over_budget = true;
+    log().info("rank={} prefill steps of {:.1f} ms; chunk cost model {}", st.cfg.rank,
+               ec.prefill_step_ns / 1e6, model ? "fitted (cost_model.json)" : "tiny CPU default");
+    st.scheduler = std::make_unique<engine::prefill_scheduler>(sc, *st.engine,
+                                                               model.value_or(tiny_cpu_fit()));
+  }
+  return *st.scheduler;
+}
+
+/// The SWA directory named another node's memory for the window ending at `end`: when this
+/// node lacks that snapshot, fetch it (bounded wait; runs on the block fetcher's thread) and
+/// keep it here. True when a snapshot arrived.
+bool fetch_snapshot(caf::actor_system& sys, kv::prefix_cache& cache, std::span<const int32_t> tokens,
+                    int64_t end, const caf::strong_actor_ptr& owner, uint32_t rank, kv::cache_salt salt) {
+  auto key = cache.key_at(tokens, end, salt);
+  if (!key || cache.local_snapshot(kv::block_key{key->first, key->second}))
+    return false;
+  std::vector<std::byte> bytes;
+  caf::scoped_actor fetcher{sys};
+  fetcher->request(caf::actor_cast<snapshot_server_actor>(owner), snapshot_fetch_timeout,
+                   swa_fetch_atom::value, wire_key{key->first, key->second})
+    .receive(
+      [&](byte_payload& p) {
+        bytes.resize(p.bytes.size());
+        std::memcpy(bytes.data(), p.bytes.data(), p.bytes.size());
+      },
+      [&](caf::error& e) {
+        log().info("rank={} remote SWA snapshot unavailable: {}", rank, sys.render(e));
+      });
+  return !bytes.empty() && cache.store_snapshot(tokens, end, std::move(bytes), salt);
+}
+
+/// Answers the job with its error and forgets it (its sequence, if any, is already freed).
+void fail_prefill(rank_pointer self, uint64_t id, std::string error) {
+  auto& st = self->state;
+  auto it = st.prefills.find(id);
+  it->second.out.error = std::move(error);
+  it->second.promise.deliver(std::move(it->second.out));
+  st.prefills.erase(it);
+}
+
+/// Hands a prefilled sequence to the job's decode rank over the transport that fits the pair
+/// (DESIGN §1 step 5) and frees it here. The first token (`t.out`) is answered first: TTFT does
+/// not wait for the export (tens of ms at 30K). A failure from then on reaches the request as a
+/// token batch error.
+void hand_off(rank_pointer self, prefill_task& t, const caf::actor& decode) {
+  auto& st = self->state;
+  auto& transport = choose_kv_transport(decode.node() == self->node(), !t.job.decode_rdma.empty());
+  t.out.transport = transport.name();
+  t.promise.deliver(t.out);
+  auto bytes = st.engine->export_sequence(t.req.seq);
+  st.engine->free(t.req.seq);
+  std::string err;
+  kv_handoff h;
+  h.cache_salt = t.job.cache_salt;
+  if (!bytes)
+    err = "cannot export the sequence";
+  else if (!transport.send(t.job.id, std::move(*bytes), h, &err))
+    err = "KV transport " + std::string{transport.name()} + ": " + err;
+  if (!err.empty()) {
+    token_batch fail;
+    fail.id = t.job.id;
+    fail.finished = true;
+    fail.error = err;
+    if (auto sink = caf::actor_cast<caf::actor>(t.job.sink))
+      caf::send_as(caf::actor_cast<caf::actor>(self), sink, tokens_atom::value, std::move(fail));
+    return;
+  }
+  self->send(caf::actor_cast<rank_actor>(decode), decode_atom::value, std::move(h), t.job.sampling,
+             std::move(t.job.sink));
+}
+
+/// A job's prefill ended (`p`): keeps its snapshots, answers the first token, hands it over.
+void finish_prefill(rank_pointer self, uint64_t id, engine::prefill_progress& p) {
+  auto& st = self->state;
+  auto node = st.prefills.extract(id);
+  auto& t = node.mapped();
+  auto& cache = st.cfg.engine.cache;
+  const bool ok = p.status == engine::engine_status::ok && p.done;
+  // The prefill's snapshots serve the same prompt sent again and the next turn, once decode
+  // has stored the blocks they end at.
+  if (cache && ok)
+    for (auto& snap : st.engine->export_snapshots(t.req.seq))
+      cache->store_snapshot(t.req.tokens, snap.end, std::move(snap.bytes), salt_of(t.job.cache_salt));
+  t.out.cached = t.req.hit_length;
+  if (ok) {
+    t.out.first_token = p.first.id;
+    auto& stops = t.job.sampling.stop_ids;
+    t.out.finished = t.job.sampling.max_tokens <= 1
+                     || std::find(stops.begin(), stops.end(), p.first.id) != stops.end();
+  } else
+    t.out.error = p.error.empty() ? "prefill failed" : p.error;
+  auto decode = caf::actor_cast<caf::actor>(t.job.decode_rank);
+  if (ok && !t.out.finished && !decode)
+    t.out.error = "the job names no decode rank";
+  if (!ok || t.out.finished || !t.out.error.empty()) {
+    st.engine->free(t.req.seq);
+    t.promise.deliver(std::move(t.out));
+    return;
+  }
+  hand_off(self, t, decode);
+}
+
+/// The job goes on without its cached prefix (its KV was refused or could not be read).
+void forget_hit(prefill_task& t) {
+  t.req.hit_length = 0;
+  t.req.hit_blocks.clear();
+  t.req.snapshot.reset();
+  t.req.blocks_later = false;
+  t.out.snapshot_hit = false;
+}
+
+/// Moves fetched jobs into the scheduler, oldest first, while the pool has room for them.
+void admit_waiting(rank_pointer self) {
+  auto& st = self->state;
+  auto& sched = scheduler(self);
+  while (!st.admitting.empty()) {
+    auto id = st.admitting.front();
+    auto& t = st.prefills.at(id);
+    auto p = sched.submit(t.req);
+    if (p.status == engine::engine_status::bad_kv && t.req.hit_length > 0) {
+      log().warn("rank={} cached KV rejected ({}); prefilling without it", st.cfg.rank, p.error);
+      forget_hit(t); // blocks still on their way are dropped when they land
+      p = sched.submit(t.req);
+    }
+    // Prefills in flight give their blocks back when they end: wait for them.
+    if (p.status == engine::engine_status::does_not_fit && !st.running.empty())
+      break;
+    st.admitting.pop_front();
+    if (p.status != engine::engine_status::ok) {
+      fail_prefill(self, id, p.error.empty() ? "prefill failed" : p.error);
+      continue;
+    }
+    t.running = true;
+    // Imported into the pool: the buffers serve the next lookup (no zero-filled 34 MB per hit).
+    if (auto& cache = st.cfg.engine.cache)
+      cache->recycle(std::move(t.req.hit_blocks));
+    t.req.hit_blocks = {};
+    st.running[t.req.seq.value] = id;
+  }
+  if (!st.running.empty() && !st.chunking) {
+    st.chunking = true;
+    self->send(self, chunk_atom::value);
+  }
+  report(self);
+}
+
+/// Queues a job whose blocks are in host memory for the scheduler; one larger than the whole
+/// pool fails at once instead of holding up the queue.
+void queue_for_pool(rank_pointer self, uint64_t id) {
+  auto& st = self->state;
+  const auto blocks = static_cast<int64_t>((st.prefills.at(id).req.tokens.size() + 127) / 128);
+  if (blocks > st.engine->pool().geometry().blocks)
+    fail_prefill(self, id, "kv pool full");
+  else
+    st.admitting.push_back(id);
+  admit_waiting(self);
+}
+
+} // namespace
+
+engine::sampling_params to_params(const sampling_spec& s) {
+  engine::sampling_params p;
+  p.temperature = s.temperature;
+  p.top_k = s.top_k;
+  p.top_p = s.top_p;
+  p.seed = s.seed;
+  p.stop_ids = s.stop_ids;
+  p.max_tokens = s.max_tokens;
+  return p;
+}
+
+void start_prefill(rank_pointer self, prefill_job& job,
+                   caf::typed_response_promise<prefill_result> promise) {
+  auto& st = self->state;
+  prefill_result out;
+  out.id = job.id;
+  if (!st.engine || st.prefills.count(job.id) > 0) {
+    out.error = st.engine ? "a prefill job with this id is already here" : "rank has no engine";
+    promise.deliver(std::move(out));
+    return;
+  }
+  const auto id = job.id;
+  auto& t = st.prefills[id];
+  t.out = std::move(out);
+  t.promise = std::move(promise);
+  t.req.seq = engine::sequence_id{st.next_seq++};
+  t.req.tokens = std::move(job.tokens);
+  t.req.sampling = to_params(job.sampling);
+  t.req.mode = st.cfg.engine.decoder_mode;
+  const auto prompt_length = job.prompt_length > 0 ? std::min<int64_t>(job.prompt_length, static_cast<int64_t>(t.req.tokens.size()))
+                                                    : static_cast<int64_t>(t.req.tokens.size());
+  if (prompt_length < static_cast<int64_t>(t.req.tokens.size()))
+    t.req.decoder_from = std::max<int64_t>(0, prompt_length - 128);
+  t.job = std::move(job);
+  // A requester that goes away (client gone, entrypoint node dead) takes its job along.
+  if (auto sink = caf::actor_cast<caf::actor>(t.job.sink))
+    self->monitor(sink);
+  auto cache = st.cfg.engine.cache;
+  if (!cache) {
+    queue_for_pool(self, id);
+    return;
+  }
+  // The hit's blocks (and a remote snapshot) load on the fetcher's thread; this rank keeps
+  // stepping the jobs it has meanwhile.
+  if (!st.fetcher)
+    st.fetcher = std::make_unique<block_fetcher>();
+  t.fetching = std::make_shared<fetched_blocks>();
+  st.fetcher->post([slot = t.fetching, tokens = t.req.tokens, prompt_length, cache, end = t.job.snapshot_end,
+                    owner = t.job.snapshot_owner, sys = &self->system(), me = self->address(), id,
+                    rank = st.cfg.rank, salt = salt_of(t.job.cache_salt)] {
+    if (owner)
+      slot->snapshot_remote = fetch_snapshot(*sys, *cache, tokens, end, owner, rank, salt);
+    const auto t0 = std::chrono::steady_clock::now();
+    auto plan = cache->plan(tokens, prompt_length, salt);
+    slot->plan = plan;
+    // A rank that is gone meanwhile does not hear of it.
+    if (auto r = caf::actor_cast<caf::strong_actor_ptr>(me))
+      caf::anon_send(caf::actor_cast<rank_actor>(r), planned_atom::value, id);
+    if (plan.length == 0)
+      return;
+    slot->blocks = cache->read(plan);
+    log().debug("rank={} job={} hit={} blocks read={} took={}us", rank, id, plan.length,
+                slot->blocks.size(),
+                std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::steady_clock::now() - t0).count());
+    if (auto r = caf::actor_cast<caf::strong_actor_ptr>(me))
+      caf::anon_send(caf::actor_cast<rank_actor>(r), loaded_atom::value, id);
+  });
+  report(self);
+}
+
+void on_hit_planned(rank_pointer self, uint64_t id) {
+  auto& st = self->state;
+  auto it = st.prefills.find(id);
+  if (it == st.prefills.end() || !it->second.fetching)
+    return;
+  auto& t = it->second;
+  auto& plan = t.fetching->plan;
+  if (t.dropped) { // cancelled while planning: without blocks to wait for it goes now
+    if (plan.length == 0) {
+      st.prefills.erase(it);
+      report(self);
+    }
+    return;
+  }
+  t.out.snapshot_remote = t.fetching->snapshot_remote;
+  t.out.snapshot_hit = plan.snapshot != nullptr;
+  t.req.hit_length = plan.length;
+  if (plan.snapshot)
+    t.req.snapshot = *plan.snapshot;
+  t.req.blocks_later = plan.length > 0;
+  if (!t.req.blocks_later)
+    t.fetching.reset(); // nothing more comes
+  queue_for_pool(self, id);
+}
+
+namespace {
+
+/// Job `id`'s planned hit fell through (a block could not be read or was refused): it starts
+/// again without one (slower, never wrong).
+void restart_without_hit(rank_pointer self, uint64_t id, const std::string& why) {
+  auto& st = self->state;
+  auto& t = st.prefills.at(id);
+  log().warn("rank={} job={} cached KV unusable ({}); prefilling without it", st.cfg.rank, id, why);
+  if (t.running) {
+    st.scheduler->cancel(t.req.seq);
+    st.engine->free(t.req.seq);
+    st.running.erase(t.req.seq.value);
+    t.running = false;
+  }
+  std::erase(st.admitting, id);
+  forget_hit(t);
+  queue_for_pool(self, id);
+}
+
+} // namespace
+
+void on_blocks_loaded(rank_pointer self, uint64_t id) {
+  auto& st = self->state;
+  auto it = st.prefills.find(id);
+  if (it == st.prefills.end() || !it->second.fetching)
+    return;
+  auto& t = it->second;
+  auto slot = std::move(t.fetching);
+  if (t.dropped) {
+    st.prefills.erase(it);
+    report(self);
+    return;
+  }
+  auto& blocks = slot->blocks;
+  auto& cache = st.cfg.engine.cache;
+  if (!t.req.blocks_later) { // the job went on without them
+    cache->recycle(std::move(blocks));
+    return;
+  }
+  if (static_cast<int64_t>(blocks.size() * 128) != t.req.hit_length) {
+    restart_without_hit(self, id, "a cached block could not be read");
+    return;
+  }
+  if (!t.running) { // still waiting for pool room: the blocks go in with it
+    t.req.hit_blocks = std::move(blocks);
+    t.req.blocks_later = false;
+    return;
+  }
+  std::string err;
+  const auto status = st.engine->import_hit_blocks(t.req.seq, blocks, &err);
+  cache->recycle(std::move(blocks));
+  if (status != engine::engine_status::ok) {
+    restart_without_hit(self, id, err);
+    return;
+  }
+  // Its decoder may be all that is left: step it.
+  if (!st.chunking) {
+    st.chunking = true;
+    self->send(self, chunk_atom::value);
+  }
+}
+
+void prefill_chunk(rank_pointer self) {
+  auto& st = self->state;
+  if (st.running.empty()) {
+    st.chunking = false;
+    return;
+  }
+  auto done = scheduler(self).step();
+  ++st.steps;
+  for (auto& [seq, p] : done.finished) {
+    auto it = st.running.find(seq.value);
+    if (it == st.running.end())
+      continue;
+    auto id = it->second;
+    st.running.erase(it);
+    finish_prefill(self, id, p);
+  }
+  // Nothing ran: every job in the scheduler waits for its blocks, whose arrival re-arms the loop.
+  if (done.chunks.empty())
+    st.chunking = false;
+  const bool stepping = st.chunking;
+  admit_waiting(self); // re-arms the loop itself when it was stopped and admits a job
+  if (!stepping)
+    return;
+  if (st.running.empty())
+    st.chunking = false;
+  else
+    self->send(self, chunk_atom::value);
+}
+
+bool cancel_prefill(rank_pointer self, uint64_t id, const std::string& why) {
+  auto& st = self->state;
+  auto it = st.prefills.find(id);
+  if (it == st.prefills.end() || it->second.dropped)
+    return false;
+  auto& t = it->second;
+  log().info("rank={} prefill job {} dropped: {}", st.cfg.rank, id, why);
+  if (t.running) {
+    st.scheduler->cancel(t.req.seq);
+    st.engine->free(t.req.seq);
+    st.running.erase(t.req.seq.value);
+  }
+  std::erase(st.admitting, id);
+  auto promise = t.promise;
+  auto out = std::move(t.out);
+  if (t.fetching)
+    t.dropped = true;
+  else
+    st.prefills.erase(it);
+  admit_waiting(self); // its blocks may let a waiting job in; reports the pool
+  // Answered last: whoever hears of it sees the blocks back already.
+  out.error = why;
+  promise.deliver(std::move(out));
+  return true;
+}
+
+void drop_prefills_of(rank_pointer self, const caf::actor_addr& gone) {
+  std::vector<uint64_t> ids;
+  for (auto& [id, t] : self->state.prefills)
+    if (!t.dropped && caf::actor_cast<caf::actor_addr>(t.job.sink) == gone)
+      ids.push_back(id);
+  for (auto id : ids)
+    cancel_prefill(self, id, "the requester is gone");
+}
+
+} // namespace deepinfer::actors

@@ -1,0 +1,96 @@
+#pragma once
+
+// Internal to the rank actor (rank.cpp: decode and the behavior; rank_prefill.cpp: the prefill
+// queue): its state, shared by both files.
+
+#include <cstdint>
+#include <deque>
+#include <map>
+#include <memory>
+#include <set>
+
+#include <caf/stateful_actor.hpp>
+#include <caf/typed_event_based_actor.hpp>
+#include <caf/typed_response_promise.hpp>
+
+#include "actors/instance/block_fetcher.hpp"
+#include "actors/http/metrics_registry.hpp"
+#include "actors/interfaces.hpp"
+#include "kv/prefix_cache.hpp"
+#include "actors/instance/rank.hpp"
+#include "engine/prefill_scheduler.hpp"
+#include "engine/rank_engine.hpp"
+
+namespace deepinfer::actors {
+
+/// One sequence in the decode batch.
+struct decoding {
+  engine::sequence_id seq;
+  caf::actor sink;
+  /// Bytes of the handoff, reported with the first batch.
+  uint64_t kv_bytes = 0;
+  /// Its prefix-cache namespace: its blocks are stored under it when it ends.
+  kv::cache_salt salt;
+};
+
+/// The kv::cache_salt a message carries.
+inline kv::cache_salt salt_of(const wire_key& k) {
+  return kv::cache_salt{kv::block_key{k.lo, k.hi}};
+}
+
+/// What the block fetcher brings back for one job: the plan and remote-window flag (written on
+/// its thread before `planned`), then the blocks (before `loaded`).
+struct fetched_blocks {
+  kv::prefix_cache::hit_plan plan;
+  bool snapshot_remote = false;
+  std::vector<std::vector<std::byte>> blocks;
+};
+
+/// One prefill job on its way through the rank: fetching its blocks, waiting for pool room,
+/// then in the chunk scheduler (`seq` set).
+struct prefill_task {
+  prefill_job job;
+  caf::typed_response_promise<prefill_result> promise;
+  prefill_result out;
+  engine::prefill_request req;
+  /// Set while the block fetcher works on it.
+  std::shared_ptr<fetched_blocks> fetching;
+  /// In the scheduler (begin_prefill done: its pool blocks are held).
+  bool running = false;
+  /// Cancelled while its blocks were being fetched: goes when the fetch reports.
+  bool dropped = false;
+};
+
+/// The rank actor's state.
+struct rank_state {
+  rank_config cfg;
+  uint64_t steps = 0;
+  std::unique_ptr<engine::rank_engine> engine;
+  /// Request id -> decoding sequence; ordered so batches are deterministic.
+  std::map<uint64_t, decoding> active;
+  uint64_t next_seq = 1;
+  bool stepping = false;
+  /// Ids cancelled before their KV arrived.
+  std::set<uint64_t> cancelled;
+  /// Prefill side: job id -> task; fetched jobs waiting for pool room (FIFO); engine
+  /// sequence -> job id of the jobs in the scheduler.
+  std::map<uint64_t, prefill_task> prefills;
+  std::deque<uint64_t> admitting;
+  std::map<uint64_t, uint64_t> running;
+  std::unique_ptr<engine::prefill_scheduler> scheduler;
+  bool chunking = false;
+  /// Declared after the engine and the tasks: destroyed (joined) first.
+  std::unique_ptr<block_fetcher> fetcher;
+  /// Pool use, batch size and prefill queue gauges (null without a registry).
+  http::metrics_registry::gauge* pool_used = nullptr;
+  http::metrics_registry::gauge* active_gauge = nullptr;
+  http::metrics_registry::gauge* queue_gauge = nullptr;
+  static inline const char* name = "deepinfer.rank";
+};
+
+using rank_pointer = rank_actor::stateful_pointer<rank_state>;
+
+/// Publishes pool use, batch size and prefill queue length.
+void report(rank_pointer self);
+
+} // namespace deepinfer::actors

@@ -1,0 +1,321 @@
+#include "actors/node/node_runtime.hpp"
+
+#include <condition_variable>
+#include <mutex>
+#include <thread>
+
+#include <unistd.h>
+
+#include <caf/actor_cast.hpp>
+#include <caf/actor_system.hpp>
+#include <caf/actor_system_config.hpp>
+#include <caf/io/middleman.hpp>
+#include <caf/scoped_actor.hpp>
+#include <caf/send.hpp>
+
+#include "actors/control/controller.hpp"
+#include "actors/entrypoint/entrypoint.hpp"
+#include "actors/errors.hpp"
+#include "actors/control/instance_supervisor.hpp"
+#include "actors/log.hpp"
+#include "actors/node/node_agent.hpp"
+#include "actors/http/metrics_registry.hpp"
+#include "actors/http/router.hpp"
+#include "actors/transport/kv_transport.hpp"
+#include "actors/node/node_http.hpp"
+#include "actors/control/snapshot_server.hpp"
+#include "actors/swa/swa_shard.hpp"
+#include "kv/prefix_cache.hpp"
+#include "engine/model/model_config.hpp"
+#include "actors/node/system_config.hpp"
+
+namespace deepinfer::actors {
+
+namespace {
+
+uint64_t make_incarnation() {
+  using namespace std::chrono;
+  return static_cast<uint64_t>(duration_cast<nanoseconds>(system_clock::now().time_since_epoch()).count());
+}
+
+} // namespace
+
+struct node_runtime::impl {
+  node_runtime_config cfg;
+  std::unique_ptr<caf::actor_system_config> sys_cfg;
+  std::unique_ptr<caf::actor_system> sys;
+  std::shared_ptr<cluster_snapshot> snap = std::make_shared<cluster_snapshot>();
+  node_agent_actor agent;
+  controller_actor local_controller;
+  std::map<std::string, instance_supervisor_actor> supervisors;
+  std::unique_ptr<entrypoint> serving;
+  std::unique_ptr<node_http> http;
+
+  // Bootstrap thread state: reaching the controller blocks (remote_actor), so it never runs on
+  // a scheduler thread (CAF 0.17 pitfall P4).
+  std::thread bootstrap;
+  std::mutex mtx;
+  std::condition_variable cv;
+  bool stopping = false;
+  bool controller_lost = false;
+  controller_actor controller;  // the handle the bootstrap thread last handed to the agent
+  bool stopped = false;
+
+  void run_bootstrap() {
+    auto& mm = sys->middleman();
+    std::unique_lock<std::mutex> lock{mtx};
+    while (!stopping) {
+      lock.unlock();
+      auto ctl = mm.remote_actor<controller_actor>(cfg.controller_host, cfg.controller_port);
+      lock.lock();
+      if (stopping)
+        break;
+      if (!ctl) {
+        log().debug("node={} controller {}:{} unreachable: {}", cfg.self.name,
+                    cfg.controller_host, cfg.controller_port, sys->render(ctl.error()));
+        cv.wait_for(lock, cfg.reconnect_interval, [&] { return stopping; });
+        continue;
+      }
+      controller = *ctl;
+      controller_lost = false;
+      caf::anon_send(agent, ctl_up_atom::value, caf::actor_cast<caf::strong_actor_ptr>(*ctl));
+      cv.wait(lock, [&] { return stopping || controller_lost; });
+      if (!stopping)
+        cv.wait_for(lock, cfg.reconnect_interval, [&] { return stopping; });
+    }
+  }
+};
+
+node_runtime::node_runtime(node_runtime_config cfg) : impl_(std::make_unique<impl>()) {
+  impl_->cfg = std::move(cfg);
+}
+
+node_runtime::~node_runtime() {
+  stop();
+}
+
+std::optional<std::string> node_runtime::start() {
+  auto& d = *impl_;
+  auto& cfg = d.cfg;
+  cfg.self.pid = static_cast<int32_t>(::getpid());
+  cfg.self.incarnation = make_incarnation();
+  d.sys_cfg = make_actor_system_config(cfg.caf);
+  d.sys = std::make_unique<caf::actor_system>(*d.sys_cfg);
+  auto& sys = *d.sys;
+
+  // 0a. The process's prefix cache (block store + SWA snapshots) and the actor that serves its
+  // snapshots to other nodes.
+  std::shared_ptr<kv::prefix_cache> cache;
+  auto metrics = std::make_shared<http::metrics_registry>();
+  if (cfg.serving && !cfg.serving->kv_root.empty()) {
+    auto mc = engine::load_config_file(cfg.serving->model_dir + "/config.json");
+    if (!mc.config)
+      return "cannot read the model config: " + mc.error;
+    std::string err;
+    kv::prefix_cache::config pc;
+    pc.root = cfg.serving->kv_root;
+    pc.fingerprint = mc.config->fingerprint;
+    pc.snapshot_ttl_ms = cfg.serving->snapshot_ttl.count();
+    cache = kv::prefix_cache::open(pc, &err);
+    if (!cache)
+      return err;
+    cfg.self.snapshots = caf::actor_cast<caf::strong_actor_ptr>(
+      spawn_snapshot_server(sys, [weak = std::weak_ptr<kv::prefix_cache>{cache}](const wire_key& k)
+                                   -> std::optional<std::vector<std::byte>> {
+        auto c = weak.lock();
+        auto snap = c ? c->local_snapshot(kv::block_key{k.lo, k.hi}) : nullptr;
+        if (!snap)
+          return std::nullopt;
+        return *snap;
+      }));
+    // Every snapshot kept here is recorded in the directory shard responsible for its key.
+    cache->set_snapshot_listener([snap = d.snap, owner = caf::actor_cast<caf::actor_addr>(cfg.self.snapshots)](
+                                   const kv::block_key& key) {
+      auto server = caf::actor_cast<caf::strong_actor_ptr>(owner);
+      auto shard = server ? swa_shard_for(snap->get().view, wire_key{key.lo, key.hi}) : nullptr;
+      if (shard)
+        caf::anon_send(caf::actor_cast<swa_shard_actor>(shard), swa_record_atom::value,
+                       wire_key{key.lo, key.hi}, server);
+    });
+  }
+
+  // 0a'. How KV crosses processes: with RDMA, this node's listener (the decode side reads from
+  // it) is advertised in node_info, so prefill ranks elsewhere know they may use RDMA toward it.
+  if (cfg.serving) {
+    if (auto err = configure_kv_transports(cfg.serving->kv_transport, cfg.self.host, cfg.serving->rdma_port))
+      return *err;
+    if (cfg.serving->kv_transport != kv_transport_mode::caf_message)
+      cfg.self.rdma = local_rdma_endpoint();
+  }
+
+  // 0b. This entrypoint's shard of the SWA directory; its handle travels in node_info, so every
+  // node finds the shards through the membership view.
+  if (cfg.http && cfg.serving)
+    cfg.self.swa_shard = caf::actor_cast<caf::strong_actor_ptr>(
+      spawn_swa_shard(sys, cfg.serving->snapshot_ttl.count()));
+
+  // 1. The agent first: instance supervisors report to it.
+  node_agent_config agent_cfg;
+  agent_cfg.self = cfg.self;
+  agent_cfg.snapshot = d.snap;
+  agent_cfg.on_controller_lost = [&d] {
+    std::lock_guard<std::mutex> guard{d.mtx};
+    d.controller_lost = true;
+    d.cv.notify_all();
+  };
+  d.agent = spawn_node_agent(sys, std::move(agent_cfg));
+
+  // 2. The controller, published on this node's port, or a link to the remote one.
+  auto& mm = sys.middleman();
+  if (cfg.hosts_controller) {
+    d.local_controller = spawn_controller(sys);
+    d.controller = d.local_controller;
+    if (cfg.self.port != 0) {
+      auto port = mm.publish(d.local_controller, cfg.self.port, cfg.self.host.c_str(), true);
+      if (!port)
+        return "cannot listen on " + cfg.self.host + ":" + std::to_string(cfg.self.port) + ": "
+               + sys.render(port.error());
+    }
+    caf::anon_send(d.agent, ctl_up_atom::value,
+                   caf::actor_cast<caf::strong_actor_ptr>(d.local_controller));
+  } else {
+    if (cfg.self.port != 0) {
+      auto port = mm.publish(d.agent, cfg.self.port, cfg.self.host.c_str(), true);
+      if (!port)
+        return "cannot listen on " + cfg.self.host + ":" + std::to_string(cfg.self.port) + ": "
+               + sys.render(port.error());
+    }
+    d.bootstrap = std::thread([&d] { d.run_bootstrap(); });
+  }
+
+  // 3. Instances; with a model, every rank shares the process's prefix cache.
+  for (auto& spec : cfg.instances) {
+    instance_supervisor_config sc;
+    sc.instance = cfg.self.name + "/" + spec.role;
+    sc.node = cfg.self.name;
+    sc.role = spec.role;
+    sc.ranks = spec.ranks;
+    sc.restart_delay = cfg.instance_restart_delay;
+    if (cfg.serving && (spec.role == "prefill" || spec.role == "decode")) {
+      sc.engine.model_dir = cfg.serving->model_dir;
+      sc.engine.threads = cfg.serving->threads_per_rank;
+      sc.engine.kv_blocks = cfg.serving->kv_blocks_per_rank;
+      sc.engine.cache = cache;
+      sc.engine.reads_hits = spec.role == "prefill";
+      sc.engine.decoder_mode = cfg.serving->decoder_mode;
+      sc.engine.cpu_isa = cfg.serving->cpu_isa;
+      sc.engine.prefill_step_ns = std::chrono::duration<double, std::nano>(cfg.serving->prefill_step).count();
+      sc.engine.metrics = metrics;
+      sc.engine.instance = sc.instance;
+    }
+    d.supervisors[spec.role] = spawn_instance_supervisor(sys, sc, d.agent);
+  }
+
+  // 4. HTTP last: it answers only once the node can describe itself.
+  std::function<void(http::router&)> extra_routes;
+  if (cfg.http && cfg.serving) {
+    // The entrypoint serves through whatever prefill and decode instances the membership view
+    // shows running: this node's own (embedded default) or other nodes' (a manifest's split).
+    std::string err;
+    d.serving = entrypoint::create(sys, *cfg.serving, d.snap, cache, metrics, &err);
+    if (!d.serving)
+      return err;
+    extra_routes = [ep = d.serving.get()](http::router& r) { ep->add_routes(r); };
+  }
+  if (cfg.http) {
+    d.http = std::make_unique<node_http>(*cfg.http, d.snap, std::move(extra_routes), metrics);
+    if (auto err = d.http->start())
+      return "cannot serve HTTP on " + cfg.http->host + ":" + std::to_string(cfg.http->port) + ": "
+             + *err;
+  }
+  if (auto n = rdma_device_count(); n > 0)
+    log().info("node={} sees {} RDMA device(s); RDMA KV endpoint: {}", cfg.self.name, n,
+               cfg.self.rdma.empty() ? "none (KV crosses processes as CAF messages)" : cfg.self.rdma);
+  log().info("node={} started roles={} controller={}", cfg.self.name, cfg.self.roles.size(),
+             cfg.hosts_controller ? "local" : cfg.controller_host + ":" + std::to_string(cfg.controller_port));
+  return std::nullopt;
+}
+
+void node_runtime::stop(std::chrono::milliseconds deadline) {
+  auto& d = *impl_;
+  if (d.stopped || !d.sys)
+    return;
+  d.stopped = true;
+  auto t0 = std::chrono::steady_clock::now();
+  // 1. Stop taking requests; answer those in flight.
+  if (d.http)
+    d.http->stop(deadline / 2);
+  // 2. Tell the controller we leave (bounded wait), so it shows `left` rather than `dead`.
+  controller_actor ctl;
+  {
+    std::lock_guard<std::mutex> guard{d.mtx};
+    d.stopping = true;
+    ctl = d.controller;
+    d.cv.notify_all();
+  }
+  if (ctl && !d.cfg.hosts_controller) {
+    caf::scoped_actor self{*d.sys};
+    auto left = deadline - std::chrono::duration_cast<std::chrono::milliseconds>(
+                             std::chrono::steady_clock::now() - t0);
+    self->request(ctl, std::max(left / 2, std::chrono::milliseconds{50}), caf::leave_atom::value,
+                  d.cfg.self.name)
+      .receive([](caf::ok_atom) {}, [](caf::error&) {});
+  }
+  if (d.bootstrap.joinable())
+    d.bootstrap.join();
+  // 3. Stop every actor we spawned; the actor system's destructor waits for them.
+  // The controller first, so it does not record its own node's agent as dead.
+  if (d.local_controller)
+    caf::anon_send_exit(d.local_controller, caf::exit_reason::user_shutdown);
+  for (auto& [role, sup] : d.supervisors)
+    caf::anon_send_exit(sup, caf::exit_reason::user_shutdown);
+  caf::anon_send_exit(d.agent, caf::exit_reason::user_shutdown);
+  for (auto& a : {d.cfg.self.swa_shard, d.cfg.self.snapshots})
+    if (a)
+      caf::anon_send_exit(caf::actor_cast<caf::actor>(a), caf::exit_reason::user_shutdown);
+  d.cfg.self.swa_shard = nullptr;
+  d.cfg.self.snapshots = nullptr;
+  d.supervisors.clear();
+  d.agent = nullptr;
+  d.local_controller = nullptr;
+  d.controller = nullptr;
+  ctl = nullptr;
+  d.http.reset();
+  d.serving.reset();
+  d.sys.reset();
+  log().info("node={} stopped", d.cfg.self.name);
+}
+
+uint16_t node_runtime::http_port() const {
+  return impl_->http ? impl_->http->port() : 0;
+}
+
+cluster_snapshot::state node_runtime::snapshot() const {
+  return impl_->snap->get();
+}
+
+caf::actor_system& node_runtime::system() {
+  return *impl_->sys;
+}
+
+bool node_runtime::inject_rank_failure(const std::string& role, uint32_t rank,
+                                       const std::string& reason) {
+  auto i = impl_->supervisors.find(role);
+  if (i == impl_->supervisors.end())
+    return false;
+  caf::anon_send(i->second, fail_atom::value, rank, reason);
+  return true;
+}
+
+std::optional<instance_status> node_runtime::instance(const std::string& role) {
+  auto i = impl_->supervisors.find(role);
+  if (i == impl_->supervisors.end())
+    return std::nullopt;
+  std::optional<instance_status> result;
+  caf::scoped_actor self{*impl_->sys};
+  self->request(i->second, std::chrono::seconds(2), status_atom::value)
+    .receive([&](instance_status& s) { result = std::move(s); }, [](caf::error&) {});
+  return result;
+}
+
+} // namespace deepinfer::actors

@@ -1,0 +1,100 @@
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "actors/control/cluster_snapshot.hpp"
+#include "actors/node/serving_config.hpp"
+#include "actors/node/system_settings.hpp"
+
+namespace caf {
+class actor_system;
+}
+
+namespace deepinfer::actors {
+
+/// One prefill / decode / vision instance hosted by a node.
+struct instance_spec {
+  std::string role;
+  uint32_t ranks = 1;
+};
+
+/// The HTTP entrypoint of a node.
+struct http_endpoint {
+  std::string host = "127.0.0.1";
+  uint16_t port = 8000;  ///< 0 picks a free port (tests)
+  std::size_t body_limit_bytes = 8u << 20;
+  unsigned threads = 1;
+  /// Connection cap and timeouts, Host allow-list and CORS origins (http::http_server::config).
+  std::size_t max_connections = 4096;
+  std::chrono::milliseconds idle_timeout{30000};
+  std::chrono::milliseconds header_timeout{10000};
+  std::chrono::milliseconds body_timeout{30000};
+  std::vector<std::string> allowed_hosts;
+  std::vector<std::string> cors_origins;
+  /// Model ids listed by /v1/models.
+  std::vector<std::string> models;
+};
+
+/// Everything one node process needs; built by launcher/ (or by an embedding service).
+struct node_runtime_config {
+  /// Name, host and port (0 = publish nothing: single-process use) and roles of this node.
+  node_info self;
+  /// When true this node runs the controller and publishes it on `self.port`.
+  bool hosts_controller = false;
+  std::string controller_host;
+  uint16_t controller_port = 0;
+  std::vector<instance_spec> instances;
+  std::optional<http_endpoint> http;
+  /// Set to serve the model: ranks load it, the HTTP entrypoint answers the three APIs.
+  std::optional<serving_config> serving;
+  system_settings caf;
+  /// Pause between attempts to reach the controller.
+  std::chrono::milliseconds reconnect_interval{250};
+  std::chrono::milliseconds instance_restart_delay{50};
+};
+
+/// One node of a DeepInfer cluster inside this process: its CAF actor system, node agent,
+/// controller (when it hosts one), instance supervisors, and HTTP entrypoint. This is the unit
+/// an outside C++ service embeds (see examples/embed).
+class node_runtime {
+public:
+  explicit node_runtime(node_runtime_config cfg);
+  ~node_runtime();
+  node_runtime(const node_runtime&) = delete;
+  node_runtime& operator=(const node_runtime&) = delete;
+
+  /// Starts everything. Returns an error message (port in use, bad address, ...) or nullopt.
+  std::optional<std::string> start();
+
+  /// Stops cleanly within about `deadline`: in-flight HTTP answered, the controller told that
+  /// this node leaves, actors stopped. Idempotent. An embedding service must first stop the
+  /// actors it spawned on `system()` (scoped_actors included): the system waits for all of them.
+  void stop(std::chrono::milliseconds deadline = std::chrono::milliseconds{1500});
+
+  /// The bound HTTP port (after start), or 0 without an entrypoint.
+  uint16_t http_port() const;
+
+  /// What this node knows about the cluster.
+  cluster_snapshot::state snapshot() const;
+
+  /// The CAF actor system, for embedding services that spawn their own actors next to ours.
+  caf::actor_system& system();
+
+  /// Fault injection for tests and operators: fails rank `rank` of the local instance `role`.
+  /// Returns false when there is no such instance.
+  bool inject_rank_failure(const std::string& role, uint32_t rank, const std::string& reason);
+
+  /// The status of a local instance as its supervisor reports it now.
+  std::optional<instance_status> instance(const std::string& role);
+
+private:
+  struct impl;
+  std::unique_ptr<impl> impl_;
+};
+
+} // namespace deepinfer::actors

@@ -1,0 +1,79 @@
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "actors/entrypoint/admission_control.hpp"
+#include "actors/transport/kv_transport_choice.hpp"
+#include "engine/decoder_mode.hpp"
+#include "engine/kernels/isa.hpp"
+#include "recipe/json_parse.hpp"
+
+namespace deepinfer::actors {
+
+/// The limits of one request at the entrypoint (issue 14).
+struct request_limits {
+  /// JSON limits every request body (and the JSON inside it) is parsed under.
+  recipe::json_limits json;
+  /// Longest time a request may go without progress (admitted, prefilled, a next token); then
+  /// it ends with the API's error (a stream: its error event; otherwise a 504 with what was
+  /// generated). The wait for admission has its own limit (admission queue_timeout).
+  std::chrono::milliseconds stall_timeout{60000};
+  /// Total time a request may take from arrival, ended the same way; 0: none (max_tokens and the
+  /// stall timeout bound it).
+  std::chrono::milliseconds deadline{0};
+  /// API keys clients must send (`Authorization: Bearer KEY` or `x-api-key: KEY`); empty: no
+  /// authentication. Each key is also its tenant's prefix-cache namespace.
+  std::vector<std::string> api_keys;
+};
+
+/// What the serving path needs besides the actors: model, tokenizer, limits.
+struct serving_config {
+  /// Model directory every engine rank loads (config.json + model.safetensors).
+  std::string model_dir;
+  /// Root of the KV block store (prefix cache); empty: no prefix cache.
+  std::string kv_root;
+  /// The tokenizer.json of the model's template.
+  std::string tokenizer_path;
+  /// `dsv41` or `dsv32`.
+  std::string template_version = "dsv41";
+  /// The model id clients must name.
+  std::string model_name;
+  /// max_tokens when the request gives none.
+  int32_t default_max_tokens = 256;
+  /// Prompt + max_tokens must fit this many tokens.
+  int64_t context_limit = 40960;
+  /// Engine threads and KV blocks per rank.
+  int threads_per_rank = 1;
+  int64_t kv_blocks_per_rank = 512;
+  /// What one request may ask for and how long it may take (manifest `[requests]`).
+  request_limits requests;
+  /// Admission control (queues and limits per role, queue timeout; manifest `[admission]`).
+  admission_control::config admission;
+  /// Limit for one prefill round trip (a dead rank never answers: CAF 0.17 pitfall P7).
+  std::chrono::milliseconds prefill_timeout{60000};
+  /// How long a request waits for a running prefill and decode instance (starting, restarting
+  /// after a failure, or every rank full) before it fails with 503.
+  std::chrono::milliseconds instance_wait{30000};
+  /// Lifetime of SWA snapshots and of their directory entries (DESIGN §4.2: about 180 s).
+  std::chrono::milliseconds snapshot_ttl{180000};
+  /// How prefills run the decoder (rank_engine_config::decoder_mode): bounded, the seeds'
+  /// production mode, by default; exact for measurement.
+  engine::decoder_mode decoder_mode = engine::decoder_mode::bounded;
+  /// CPU kernels of this node's ranks (nullopt: the best the CPU runs); every ISA gives the same
+  /// bits, so nodes of a cluster may differ.
+  std::optional<engine::kernels::cpu_isa> cpu_isa;
+  /// How KV crosses processes (manifest `kv_transport`): auto uses RDMA between nodes that both
+  /// have it, caf_message never does, rdma refuses to start without a working RDMA listener.
+  kv_transport_mode kv_transport = kv_transport_mode::automatic;
+  /// The RDMA listener's port on the node's host (manifest `rdma_port`); 0 picks a free one.
+  uint16_t rdma_port = 0;
+  /// Time budget of one chunked-prefill step on a prefill rank (rank_engine_config::
+  /// prefill_step_ns): how long a new prompt, a cancel or a ping waits behind a long prompt.
+  std::chrono::microseconds prefill_step{100000};
+};
+
+} // namespace deepinfer::actors

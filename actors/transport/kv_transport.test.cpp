@@ -1,0 +1,112 @@
+#include "actors/transport/kv_transport.hpp"
+
+#include <thread>
+
+#include <boost/test/unit_test.hpp>
+
+using namespace deepinfer::actors;
+
+namespace {
+
+std::vector<std::byte> pattern(std::size_t n) {
+  std::vector<std::byte> v(n);
+  for (std::size_t i = 0; i < n; ++i)
+    v[i] = static_cast<std::byte>((i * 131 + 7) & 0xff);
+  return v;
+}
+
+} // namespace
+
+BOOST_AUTO_TEST_SUITE(kv_transport_tests)
+
+BOOST_AUTO_TEST_CASE(in_process_hands_over_the_same_buffer_once) {
+  in_process_kv_transport t;
+  auto bytes = pattern(1 << 16);
+  const auto* data = bytes.data();
+  kv_handoff h;
+  std::string err;
+  BOOST_REQUIRE(t.send(42, std::move(bytes), h, &err));
+  BOOST_TEST(h.transport == "in_process");
+  BOOST_TEST(h.packed.empty());  // only the ticket travels
+  BOOST_TEST(t.parked() == 1u);
+  auto got = t.receive(h, &err);
+  BOOST_REQUIRE(got.has_value());
+  BOOST_TEST(got->data() == data);  // no copy
+  BOOST_TEST((*got == pattern(1 << 16)));
+  BOOST_TEST(t.parked() == 0u);
+  BOOST_TEST(!t.receive(h, &err).has_value());  // a ticket is good once
+  BOOST_TEST(err.find("gone") != std::string::npos);
+}
+
+BOOST_AUTO_TEST_CASE(in_process_parcels_expire) {
+  in_process_kv_transport t{std::chrono::milliseconds(0)};
+  kv_handoff h1, h2;
+  std::string err;
+  t.send(1, pattern(10), h1, &err);
+  std::this_thread::sleep_for(std::chrono::milliseconds(2));
+  t.send(2, pattern(10), h2, &err);  // sweeps the expired first parcel
+  BOOST_TEST(t.parked() == 1u);
+  BOOST_TEST(!t.receive(h1, &err).has_value());
+}
+
+BOOST_AUTO_TEST_CASE(caf_message_round_trips_and_rejects_damage) {
+  caf_message_kv_transport t;
+  auto bytes = pattern(300'000);
+  kv_handoff h;
+  std::string err;
+  BOOST_REQUIRE(t.send(7, bytes, h, &err));
+  BOOST_TEST(h.transport == "caf_message");
+  BOOST_TEST(h.packed.size() > bytes.size());
+  auto copy = h;
+  auto got = t.receive(copy, &err);
+  BOOST_REQUIRE(got.has_value());
+  BOOST_TEST((*got == bytes));
+
+  auto flipped = h;
+  flipped.packed[flipped.packed.size() / 2] ^= 0x01;
+  BOOST_TEST(!t.receive(flipped, &err).has_value());
+  BOOST_TEST(err.find("checksum") != std::string::npos);
+
+  auto cut = h;
+  cut.packed.resize(cut.packed.size() / 2);
+  BOOST_TEST(!t.receive(cut, &err).has_value());
+
+  auto other = h;
+  other.id = 8;
+  BOOST_TEST(!t.receive(other, &err).has_value());
+  BOOST_TEST(err.find("does not match") != std::string::npos);
+}
+
+BOOST_AUTO_TEST_CASE(choice_follows_process_boundaries) {
+  BOOST_TEST(std::string{choose_kv_transport(true).name()} == "in_process");
+  BOOST_TEST(std::string{choose_kv_transport(false).name()} == "caf_message");
+  BOOST_TEST(kv_transport_named("caf_message") == &choose_kv_transport(false));
+  BOOST_TEST(kv_transport_named("carrier_pigeon") == nullptr);
+}
+
+BOOST_AUTO_TEST_CASE(without_a_device_rdma_is_refused_clearly_and_never_chosen,
+                     *boost::unit_test::precondition([](boost::unit_test::test_unit_id) {
+                       boost::test_tools::assertion_result r(rdma_device_count() == 0);
+                       r.message() << "this machine has an RDMA device (the no-device refusal cannot be seen here)";
+                       return r;
+                     })) {
+  // Forcing RDMA on a node without a device stops the node with what to do instead.
+  auto err = configure_kv_transports(kv_transport_mode::rdma, "127.0.0.1", 0);
+  BOOST_REQUIRE(err.has_value());
+  BOOST_TEST(err->find("kv_transport = rdma") != std::string::npos, *err);
+  BOOST_TEST(err->find("caf_message") != std::string::npos, *err);
+  BOOST_TEST(!configure_kv_transports(kv_transport_mode::caf_message, "127.0.0.1", 0).has_value());
+  BOOST_TEST(!configure_kv_transports(kv_transport_mode::automatic, "127.0.0.1", 0).has_value());
+  BOOST_TEST(local_rdma_endpoint().empty());
+  // A peer advertising RDMA changes nothing without a device (and a listener) here.
+  BOOST_TEST(std::string{choose_kv_transport(false, true).name()} == "caf_message");
+  BOOST_TEST(std::string{choose_kv_transport(true, true).name()} == "in_process");
+#ifdef DEEPINFER_HAVE_RDMA
+  // The decode side still knows the name: an RDMA handoff fails with a reason, not as unknown.
+  BOOST_TEST(kv_transport_named("rdma") != nullptr);
+#else
+  BOOST_TEST(kv_transport_named("rdma") == nullptr);
+#endif
+}
+
+BOOST_AUTO_TEST_SUITE_END()

@@ -1,0 +1,140 @@
+// The prefix cache applies the hit policy: blocks up to L1, the SWA snapshot ending there when one
+// is kept (locally, or from the pluggable remote source), none otherwise.
+#include <boost/test/unit_test.hpp>
+
+#include <algorithm>
+#include <cstdlib>
+#include <filesystem>
+#include <random>
+
+#include "kv/prefix_cache.hpp"
+#include "kv/hash_chain.hpp"
+
+using namespace deepinfer;
+using deepinfer::kv::prefix_cache;
+
+namespace {
+
+struct temp_root {
+  std::filesystem::path path;
+  temp_root() {
+    std::string pattern = (std::filesystem::temp_directory_path() / "prefix_cache_XXXXXX").string();
+    path = ::mkdtemp(pattern.data());
+  }
+  ~temp_root() {
+    std::error_code ec;
+    std::filesystem::remove_all(path, ec);
+  }
+};
+
+std::vector<int32_t> tokens(std::size_t n, uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  std::vector<int32_t> t(n);
+  for (auto& x : t)
+    x = static_cast<int32_t>(rng() % 129280);
+  return t;
+}
+
+/// A recognizable payload for block i.
+std::optional<std::vector<std::byte>> payload(int64_t i) {
+  return std::vector<std::byte>(1000 + static_cast<std::size_t>(i), std::byte{static_cast<unsigned char>(i)});
+}
+
+} // namespace
+
+BOOST_AUTO_TEST_SUITE(prefix_cache_hits)
+
+// Recycled buffers (of other sizes, holding other blocks' bytes) are filled exactly again.
+BOOST_AUTO_TEST_CASE(lookups_into_recycled_buffers_return_the_same_blocks) {
+  temp_root root;
+  std::string err;
+  auto cache = prefix_cache::open({root.path.string(), "model-a"}, &err);
+  BOOST_REQUIRE_MESSAGE(cache, err);
+  auto prompt = tokens(1000, 2);
+  BOOST_TEST(cache->store(prompt, 7, payload) == 7);
+  for (int round = 0; round < 3; ++round) {
+    auto hit = cache->lookup(prompt);
+    BOOST_REQUIRE(hit.blocks.size() == 6u);
+    for (int64_t i = 0; i < 6; ++i)
+      BOOST_TEST((hit.blocks[static_cast<std::size_t>(i)] == *payload(i)), "round " << round << " block " << i);
+    std::reverse(hit.blocks.begin(), hit.blocks.end()); // hand them out to other blocks next time
+    cache->recycle(std::move(hit.blocks));
+  }
+}
+
+// The two halves a prefill rank overlaps with compute: the plan (metadata only) names the blocks;
+// the read brings them, or fewer when one vanished in between (the plan then no longer holds).
+BOOST_AUTO_TEST_CASE(plan_then_read_and_a_block_gone_in_between) {
+  temp_root root;
+  std::string err;
+  auto cache = prefix_cache::open({root.path.string(), "model-a"}, &err);
+  BOOST_REQUIRE_MESSAGE(cache, err);
+  auto prompt = tokens(1000, 3);
+  BOOST_TEST(cache->store(prompt, 7, payload) == 7);
+  auto plan = cache->plan(prompt);
+  BOOST_TEST(plan.length == 768);
+  BOOST_REQUIRE(plan.keys.size() == 6u);
+  auto blocks = cache->read(plan);
+  BOOST_REQUIRE(blocks.size() == 6u);
+  for (int64_t i = 0; i < 6; ++i)
+    BOOST_TEST((blocks[static_cast<std::size_t>(i)] == *payload(i)));
+  // Block 3's file goes (GC, another node) after the plan: the read stops before it.
+  int removed = 0;
+  for (auto& e : std::filesystem::recursive_directory_iterator(root.path))
+    if (e.is_regular_file() && e.path().filename().string().find(plan.keys[3].to_hex()) != std::string::npos)
+      removed += std::filesystem::remove(e.path()) ? 1 : 0;
+  BOOST_REQUIRE(removed == 1);
+  BOOST_TEST(cache->read(plan).size() == 3u);
+  BOOST_TEST(cache->plan(prompt).length == 384); // and CHECK forgot it
+}
+
+BOOST_AUTO_TEST_CASE(hit_carries_the_snapshot_ending_at_l1_from_memory_or_the_remote_source) {
+  temp_root root;
+  std::string err;
+  auto cache = prefix_cache::open({root.path.string(), "model-a"}, &err);
+  BOOST_REQUIRE_MESSAGE(cache, err);
+  auto prompt = tokens(1000, 1);
+  BOOST_TEST(cache->lookup(prompt).length == 0);
+  BOOST_TEST(cache->store(prompt, 7, payload) == 7);
+  // L = 1000: cap 866, L1 = 768 (6 blocks); no snapshot there yet: the engine will replay.
+  auto hit = cache->lookup(prompt);
+  BOOST_TEST(hit.length == 768);
+  BOOST_REQUIRE(hit.blocks.size() == 6u);
+  BOOST_TEST((hit.blocks[5] == *payload(5)));
+  BOOST_TEST(!hit.snapshot);
+  // A snapshot at 896 (past L1) does not serve this prompt; one at 768 does.
+  BOOST_TEST(cache->store_snapshot(prompt, 896, {std::byte{9}}));
+  BOOST_TEST(!cache->lookup(prompt).snapshot);
+  BOOST_TEST(cache->store_snapshot(prompt, 768, {std::byte{7}, std::byte{6}}));
+  hit = cache->lookup(prompt);
+  BOOST_REQUIRE(hit.snapshot);
+  BOOST_TEST((*hit.snapshot == std::vector<std::byte>{std::byte{7}, std::byte{6}}));
+  BOOST_TEST(cache->snapshots() == 2u);
+  // Refused: not on a block boundary, or past the tokens.
+  BOOST_TEST(!cache->store_snapshot(prompt, 700, {}));
+  BOOST_TEST(!cache->store_snapshot(prompt, 1024, {}));
+
+  // Another process on the same root sees the blocks but keeps no snapshot of its own: it asks
+  // the remote source, with the key of the block the window ends with.
+  auto other = prefix_cache::open({root.path.string(), "model-a"}, &err);
+  BOOST_REQUIRE_MESSAGE(other, err);
+  BOOST_TEST(!other->lookup(prompt).snapshot);
+  auto keys = kv::hash_chain(kv::model_fingerprint::of("model-a")).keys(prompt);
+  std::vector<kv::block_key> asked;
+  other->set_snapshot_source([&](const kv::block_key& k) -> kv::swa_snapshot {
+    asked.push_back(k);
+    return k == keys[5] ? std::make_shared<const std::vector<std::byte>>(1, std::byte{5}) : nullptr;
+  });
+  hit = other->lookup(prompt);
+  BOOST_TEST(hit.length == 768);
+  BOOST_REQUIRE(hit.snapshot);
+  BOOST_TEST((*hit.snapshot == std::vector<std::byte>(1, std::byte{5})));
+  BOOST_REQUIRE(asked.size() == 1u);
+  BOOST_TEST((asked[0] == keys[5]));
+  // Another model's cache on the same root shares nothing.
+  auto model_b = prefix_cache::open({root.path.string(), "model-b"}, &err);
+  BOOST_REQUIRE_MESSAGE(model_b, err);
+  BOOST_TEST(model_b->lookup(prompt).length == 0);
+}
+
+BOOST_AUTO_TEST_SUITE_END()

@@ -1,0 +1,97 @@
+#include "recipe/stream/api_output.hpp"
+
+#include <nlohmann/json.hpp>
+
+namespace deepinfer::recipe {
+
+namespace {
+
+using encoder_variant = std::variant<recipe::chat_encoder, recipe::responses_encoder, recipe::messages_encoder>;
+
+encoder_variant make_encoder(const recipe::conversation& conv, const std::string& id, int64_t created) {
+  switch (conv.api) {
+    case recipe::api_kind::responses: {
+      recipe::responses_encoder::config c;
+      c.id = "resp_" + id;
+      c.model = conv.model;
+      c.created = created;
+      c.echo = recipe::responses_echo(conv);
+      return recipe::responses_encoder{std::move(c)};
+    }
+    case recipe::api_kind::messages: {
+      recipe::messages_encoder::config c;
+      c.id = "msg_" + id;
+      c.model = conv.model;
+      return recipe::messages_encoder{std::move(c)};
+    }
+    case recipe::api_kind::chat:
+      break;
+  }
+  recipe::chat_encoder::config c;
+  c.id = "chatcmpl-" + id;
+  c.model = conv.model;
+  c.created = created;
+  c.include_usage = conv.stream_include_usage;
+  return recipe::chat_encoder{std::move(c)};
+}
+
+} // namespace
+
+api_output::api_output(const recipe::conversation& conv, const std::string& id, int64_t created)
+  : enc_(make_encoder(conv, id, created)) {}
+
+std::string api_output::start(const recipe::usage_counts& usage) {
+  return std::visit(
+    [&](auto& e) -> std::string {
+      if constexpr (std::is_same_v<std::decay_t<decltype(e)>, recipe::messages_encoder>)
+        return e.start(usage);
+      else
+        return e.start();
+    },
+    enc_);
+}
+
+std::string api_output::encode(std::span<const recipe::stream_event> events,
+                               const recipe::usage_counts& usage) {
+  return std::visit([&](auto& e) { return e.encode(events, usage); }, enc_);
+}
+
+void api_output::apply(std::span<const recipe::stream_event> events) {
+  std::visit([&](auto& e) { e.apply(events); }, enc_);
+}
+
+std::string api_output::body(const recipe::usage_counts& usage) const {
+  return std::visit([&](const auto& e) { return e.body(usage); }, enc_);
+}
+
+std::string api_output::fail(std::string_view type, std::string_view code, std::string_view message,
+                             const recipe::usage_counts& usage) {
+  return std::visit(
+    [&](auto& e) -> std::string {
+      if constexpr (std::is_same_v<std::decay_t<decltype(e)>, recipe::responses_encoder>)
+        return e.fail(type, code, message, usage);
+      else
+        return e.fail(type, code, message);
+    },
+    enc_);
+}
+
+std::string api_output::failed_body(const recipe::api_error& e, const recipe::usage_counts& usage) const {
+  using ojson = nlohmann::ordered_json;
+  auto err = ojson::parse(e.body());
+  auto partial = ojson::parse(body(usage));
+  // It did not finish: no finish / stop reason, and a Responses object says so.
+  if (partial.contains("choices"))
+    for (auto& c : partial["choices"])
+      c["finish_reason"] = nullptr;
+  if (partial.contains("stop_reason"))
+    partial["stop_reason"] = nullptr;
+  if (partial.value("object", "") == "response") {
+    partial["status"] = "failed";
+    partial["error"] = {{"code", e.code}, {"message", e.message}};
+  }
+  err["partial"] = std::move(partial);
+  return err.dump(-1, ' ', false, ojson::error_handler_t::replace);
+}
+
+} // namespace deepinfer::recipe

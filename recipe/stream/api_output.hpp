@@ -1,0 +1,41 @@
+#pragma once
+
+#include <span>
+#include <string>
+#include <variant>
+
+#include "recipe/protocol/api_error.hpp"
+#include "recipe/protocol/conversation.hpp"
+#include "recipe/stream/chat_encoder.hpp"
+#include "recipe/stream/messages_encoder.hpp"
+#include "recipe/stream/responses_encoder.hpp"
+
+namespace deepinfer::recipe {
+
+/// The output side of one request in the API it arrived on: one of recipe's three encoders
+/// behind one interface, so the request actor does not care which API it serves.
+class api_output {
+public:
+  /// `id` is the request's id (`chatcmpl-…`, `resp_…`, `msg_…` are prefixed here).
+  api_output(const recipe::conversation& conv, const std::string& id, int64_t created);
+
+  /// The first SSE bytes of a stream.
+  std::string start(const recipe::usage_counts& usage);
+  /// SSE bytes for `events` (a stream); `usage` is read at the finish event.
+  std::string encode(std::span<const recipe::stream_event> events, const recipe::usage_counts& usage);
+  /// Records events without output (non-streaming requests).
+  void apply(std::span<const recipe::stream_event> events);
+  /// The non-streaming JSON body.
+  std::string body(const recipe::usage_counts& usage) const;
+  /// The SSE bytes that end a stream cut short (the API's error event; see the encoders' fail).
+  std::string fail(std::string_view type, std::string_view code, std::string_view message,
+                   const recipe::usage_counts& usage);
+  /// The error body of `e` for a non-streamed request cut short, with what was generated so
+  /// far under `partial` (the API's own body, its finish / stop reason null).
+  std::string failed_body(const recipe::api_error& e, const recipe::usage_counts& usage) const;
+
+private:
+  std::variant<recipe::chat_encoder, recipe::responses_encoder, recipe::messages_encoder> enc_;
+};
+
+} // namespace deepinfer::recipe
