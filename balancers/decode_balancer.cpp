@@ -30,7 +30,8 @@ std::optional<int> decode_balancer::choose(std::span<const rank_state> ranks, in
   double best_score = 0.0;
   for (size_t i = 0; i < ranks.size(); ++i) {
     const auto& r = ranks[i];
-    if (r.requests + 1 > cfg_.max_batch || r.kv_tokens + kv_len > cfg_.max_kv_tokens)
+    const int64_t capacity = r.kv_capacity > 0 ? r.kv_capacity : cfg_.max_kv_tokens;
+    if (r.requests + 1 > cfg_.max_batch || r.kv_tokens + kv_len > capacity)
       continue;
     const double s = score(r, kv_len, mean_n, mean_kv);
     if (!best || s < best_score) {

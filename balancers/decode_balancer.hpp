@@ -18,13 +18,15 @@ class decode_balancer {
 public:
   struct config {
     int64_t max_batch = 256;              ///< requests a rank may hold
-    int64_t max_kv_tokens = 16'000'000;   ///< KV tokens a rank may hold
+    int64_t max_kv_tokens = 16'000'000;   ///< KV tokens a rank may hold when its state does not say
   };
 
   /// One decode rank as the router sees it.
   struct rank_state {
     int64_t requests = 0;
     int64_t kv_tokens = 0;
+    /// KV tokens this rank's pool holds (its blocks x tokens per block); 0: `max_kv_tokens`.
+    int64_t kv_capacity = 0;
   };
 
   explicit decode_balancer(const config& cfg);

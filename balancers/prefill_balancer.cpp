@@ -6,11 +6,10 @@
 namespace deepinfer::balancers {
 
 prefill_balancer::prefill_balancer(const config& cfg)
-    : cfg_(cfg), load_(static_cast<size_t>(cfg.engines * cfg.ranks_per_engine), 0.0) {
-  const auto counts = divide({}, cfg_.engines);
-  for (int b = 0; b < bucket_count; ++b)
-    for (int k = 0; k < counts[static_cast<size_t>(b)]; ++k)
-      engine_bucket_.push_back(b);
+    : cfg_(cfg), engine_bucket_(static_cast<size_t>(cfg.engines), -1),
+      ranks_(static_cast<size_t>(cfg.engines), cfg.ranks_per_engine),
+      load_(static_cast<size_t>(cfg.engines), std::vector<double>(static_cast<size_t>(cfg.ranks_per_engine), 0.0)) {
+  rebucket(divide({}, live_engines()));
 }
 
 int prefill_balancer::bucket_of(int64_t input_len) const {
@@ -26,26 +25,46 @@ void prefill_balancer::submit(const job& j) {
   demand_[b] += j.quota;
 }
 
+bool prefill_balancer::withdraw(uint64_t id) {
+  for (auto& q : queue_) {
+    auto it = std::find_if(q.begin(), q.end(), [&](const job& j) { return j.id == id; });
+    if (it != q.end()) {
+      q.erase(it);
+      return true;
+    }
+  }
+  return false;
+}
+
+double prefill_balancer::rank_load(int engine, int rank) const {
+  if (engine < 0 || engine >= engines() || rank < 0 || rank >= ranks_of(engine))
+    return 0.0;
+  return load_[static_cast<size_t>(engine)][static_cast<size_t>(rank)];
+}
+
 double prefill_balancer::engine_load(int engine) const {
-  double sum = 0.0;
-  for (int r = 0; r < cfg_.ranks_per_engine; ++r)
-    sum += load_[index(engine, r)];
-  return sum;
+  const auto& l = load_[static_cast<size_t>(engine)];
+  return std::accumulate(l.begin(), l.end(), 0.0);
+}
+
+int prefill_balancer::live_engines() const {
+  return static_cast<int>(std::count_if(ranks_.begin(), ranks_.end(), [](int r) { return r > 0; }));
 }
 
 std::optional<int> prefill_balancer::best_engine(int bucket, bool stealing) const {
-  const double capacity = cfg_.quota_per_rank_s * cfg_.ranks_per_engine;
   std::optional<int> best;
   double best_left = 0.0;
-  for (int e = 0; e < cfg_.engines; ++e) {
-    const bool own = engine_bucket_[static_cast<size_t>(e)] == bucket;
+  for (int e = 0; e < engines(); ++e) {
+    const int served = engine_bucket_[static_cast<size_t>(e)];
+    if (served < 0)
+      continue; // down
+    const bool own = served == bucket;
     if (own == stealing)
       continue;
-    const double load = engine_load(e);
     // Only an engine whose own bucket has nothing queued lends itself out.
-    if (stealing && !queue_[static_cast<size_t>(engine_bucket_[static_cast<size_t>(e)])].empty())
+    if (stealing && !queue_[static_cast<size_t>(served)].empty())
       continue;
-    const double left = capacity - load;
+    const double left = cfg_.quota_per_rank_s * ranks_of(e) - engine_load(e);
     if (left > 0.0 && (!best || left > best_left)) {
       best = e;
       best_left = left;
@@ -55,11 +74,8 @@ std::optional<int> prefill_balancer::best_engine(int bucket, bool stealing) cons
 }
 
 int prefill_balancer::lowest_rank(int engine) const {
-  int best = 0;
-  for (int r = 1; r < cfg_.ranks_per_engine; ++r)
-    if (load_[index(engine, r)] < load_[index(engine, best)])
-      best = r;
-  return best;
+  const auto& l = load_[static_cast<size_t>(engine)];
+  return static_cast<int>(std::min_element(l.begin(), l.end()) - l.begin());
 }
 
 std::vector<prefill_balancer::assignment> prefill_balancer::dispatch() {
@@ -80,7 +96,7 @@ std::vector<prefill_balancer::assignment> prefill_balancer::dispatch() {
         if (!e)
           break;
         const int r = lowest_rank(*e);
-        load_[index(*e, r)] += q.front().quota;
+        load_[static_cast<size_t>(*e)][static_cast<size_t>(r)] += q.front().quota;
         out.push_back({q.front().id, *e, r});
         q.pop_front();
       }
@@ -90,7 +106,9 @@ std::vector<prefill_balancer::assignment> prefill_balancer::dispatch() {
 }
 
 void prefill_balancer::complete(int engine, int rank, double quota) {
-  auto& l = load_[index(engine, rank)];
+  if (engine < 0 || engine >= engines() || rank < 0 || rank >= ranks_of(engine))
+    return; // the rank went away with its load
+  auto& l = load_[static_cast<size_t>(engine)][static_cast<size_t>(rank)];
   l = std::max(0.0, l - quota);
 }
 
@@ -132,28 +150,55 @@ prefill_balancer::divide(const std::array<double, bucket_count>& demand, int eng
   return counts;
 }
 
-void prefill_balancer::new_round() {
-  const auto want = divide(demand_, cfg_.engines);
-  demand_ = {};
+void prefill_balancer::rebucket(const std::array<int, bucket_count>& want) {
   std::array<int, bucket_count> have{};
-  for (const int b : engine_bucket_)
-    ++have[static_cast<size_t>(b)];
-  // Move as few engines as possible: a bucket with too many gives up its least loaded engines.
   std::vector<int> freed;
+  for (int e = 0; e < engines(); ++e) {
+    const int b = engine_bucket_[static_cast<size_t>(e)];
+    if (ranks_of(e) == 0)
+      engine_bucket_[static_cast<size_t>(e)] = -1;
+    else if (b < 0)
+      freed.push_back(e); // just up: placed before any engine moves
+    else
+      ++have[static_cast<size_t>(b)];
+  }
+  // A bucket with too many gives up its least loaded engines.
   for (int b = 0; b < bucket_count; ++b) {
     auto excess = have[static_cast<size_t>(b)] - want[static_cast<size_t>(b)];
     std::vector<int> mine;
-    for (int e = 0; e < cfg_.engines; ++e)
+    for (int e = 0; e < engines(); ++e)
       if (engine_bucket_[static_cast<size_t>(e)] == b)
         mine.push_back(e);
     std::sort(mine.begin(), mine.end(), [&](int x, int y) { return engine_load(x) < engine_load(y); });
-    for (size_t i = 0; excess > 0 && i < mine.size(); ++i, --excess)
+    for (size_t i = 0; excess > 0 && i < mine.size(); ++i, --excess) {
       freed.push_back(mine[i]);
+      --have[static_cast<size_t>(b)];
+    }
   }
   size_t next = 0;
   for (int b = 0; b < bucket_count; ++b)
     for (int k = have[static_cast<size_t>(b)]; k < want[static_cast<size_t>(b)] && next < freed.size(); ++k)
       engine_bucket_[static_cast<size_t>(freed[next++])] = b;
+  // Engines left over (only when `want` sums to fewer than the live engines) serve bucket 0.
+  for (; next < freed.size(); ++next)
+    engine_bucket_[static_cast<size_t>(freed[next])] = 0;
+}
+
+void prefill_balancer::new_round() {
+  rebucket(divide(demand_, live_engines()));
+  demand_ = {};
+}
+
+void prefill_balancer::reshape(const std::vector<int>& ranks) {
+  const auto n = ranks.size();
+  engine_bucket_.resize(n, -1);
+  load_.resize(n);
+  ranks_.resize(n);
+  for (size_t e = 0; e < n; ++e) {
+    ranks_[e] = std::max(ranks[e], 0);
+    load_[e].resize(static_cast<size_t>(ranks_[e]), 0.0);
+  }
+  rebucket(divide(demand_, live_engines()));
 }
 
 } // namespace deepinfer::balancers

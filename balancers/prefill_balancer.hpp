@@ -18,8 +18,8 @@ public:
   static constexpr int bucket_count = 4;
 
   struct config {
-    int engines = 8;              ///< DP groups (prefill instances)
-    int ranks_per_engine = 8;     ///< DP ranks per engine
+    int engines = 8;              ///< DP groups (prefill instances) at the start (see `reshape`)
+    int ranks_per_engine = 8;     ///< DP ranks per engine at the start
     double quota_per_rank_s = 1.0; ///< outstanding compute-quota a rank may hold before it stops pulling
     /// Upper bounds (exclusive) of the first three buckets in input tokens: <16K, 16-64K, 64-256K, >=256K.
     std::array<int64_t, bucket_count - 1> bounds{16 * 1024, 64 * 1024, 256 * 1024};
@@ -61,32 +61,49 @@ public:
   /// Re-divides engines among buckets by last round's demand share and starts a new round.
   void new_round();
 
+  /// Changes the engines' shapes: engine `e` now has `ranks[e]` DP ranks (0: down, it pulls
+  /// nothing and serves no bucket). The load of every rank that still exists is kept (a rank
+  /// that is gone takes its quota with it); engines that come up take buckets by this round's
+  /// demand so far, moving as few engines as possible. Engines are indices: a caller that names
+  /// instances keeps a stable index per name.
+  void reshape(const std::vector<int>& ranks);
+
+  /// Takes a queued job out (its request went away before any engine pulled it); false when it
+  /// is not queued (already dispatched, or unknown).
+  bool withdraw(uint64_t id);
+
+  /// Engines (including down ones) and the DP ranks of one.
+  int engines() const { return static_cast<int>(ranks_.size()); }
+  int ranks_of(int engine) const { return ranks_[static_cast<size_t>(engine)]; }
+
   /// Pure rule behind `new_round()`: engine counts per bucket proportional to `demand` by largest
   /// remainder, at least one for every bucket with demand (when there are enough engines).
   /// All-zero demand gives an even split.
   static std::array<int, bucket_count> divide(const std::array<double, bucket_count>& demand, int engines);
 
-  /// Bucket each engine serves now.
+  /// Bucket each engine serves now (-1: the engine is down).
   const std::vector<int>& engine_bucket() const { return engine_bucket_; }
-  /// Outstanding quota of (engine, rank).
-  double rank_load(int engine, int rank) const { return load_[index(engine, rank)]; }
+  /// Outstanding quota of (engine, rank); 0 for a rank that does not exist.
+  double rank_load(int engine, int rank) const;
   /// Outstanding quota summed over an engine.
   double engine_load(int engine) const;
   /// Jobs waiting in a bucket.
   size_t queued(int bucket) const { return queue_[static_cast<size_t>(bucket)].size(); }
 
 private:
-  size_t index(int engine, int rank) const {
-    return static_cast<size_t>(engine * cfg_.ranks_per_engine + rank);
-  }
   std::optional<int> best_engine(int bucket, bool stealing) const;
   int lowest_rank(int engine) const;
+  int live_engines() const;
+  /// Moves engines between buckets until each has `want[b]`: a bucket with too many gives up
+  /// its least loaded engines; engines without a bucket (just up) are placed first.
+  void rebucket(const std::array<int, bucket_count>& want);
 
   config cfg_;
   std::array<std::deque<job>, bucket_count> queue_;
   std::array<double, bucket_count> demand_{};
   std::vector<int> engine_bucket_;
-  std::vector<double> load_;
+  std::vector<int> ranks_;
+  std::vector<std::vector<double>> load_;
 };
 
 } // namespace deepinfer::balancers

@@ -1,0 +1,152 @@
+#include "balancers/serving_router.hpp"
+
+#include <boost/test/unit_test.hpp>
+
+#include <algorithm>
+
+using deepinfer::balancers::serving_router;
+
+namespace {
+
+serving_router::config quota_of(double per_rank_s) {
+  serving_router::config c;
+  c.prefill.quota_per_rank_s = per_rank_s;
+  return c;
+}
+
+int64_t requests_on(const std::vector<serving_router::rank_load>& loads, const std::string& inst, uint32_t rank) {
+  for (const auto& l : loads)
+    if (l.where.instance == inst && l.where.rank == rank)
+      return l.requests;
+  return -1;
+}
+
+} // namespace
+
+BOOST_AUTO_TEST_SUITE(serving_router_suite)
+
+BOOST_AUTO_TEST_CASE(prefills_wait_in_the_balancer_until_an_instance_has_quota_left) {
+  serving_router r(quota_of(1.0));
+  const std::vector<serving_router::instance_shape> one{{"p0", 1, 0}};
+  r.set_prefill_instances(one);
+  r.submit_prefill(1, 1000, 0.8);
+  r.submit_prefill(2, 1000, 0.8);
+  auto a = r.dispatch_prefills();
+  // the first fills the rank's quota (0.8 of 1.0 pulls one more: quota left > 0) ...
+  BOOST_TEST_REQUIRE(a.size() == 2u);
+  r.submit_prefill(3, 1000, 0.5);
+  // ... and now 1.6 > 1.0: job 3 waits for a completion instead of queueing on the rank.
+  BOOST_TEST(r.dispatch_prefills().empty());
+  BOOST_TEST(r.queued_prefills() == 1u);
+  r.finish_prefill(1);
+  a = r.dispatch_prefills();
+  BOOST_TEST_REQUIRE(a.size() == 1u);
+  BOOST_TEST(a[0].id == 3u);
+  BOOST_TEST(a[0].where.instance == "p0");
+}
+
+BOOST_AUTO_TEST_CASE(a_prefill_goes_to_the_lowest_quota_rank_of_the_instance) {
+  serving_router r(quota_of(10.0));
+  const std::vector<serving_router::instance_shape> one{{"p0", 3, 0}};
+  r.set_prefill_instances(one);
+  r.submit_prefill(1, 100, 3.0);
+  r.submit_prefill(2, 100, 1.0);
+  r.submit_prefill(3, 100, 1.0);
+  r.submit_prefill(4, 100, 1.0);
+  const auto a = r.dispatch_prefills();
+  BOOST_TEST_REQUIRE(a.size() == 4u);
+  BOOST_TEST(a[0].where.rank == 0u);
+  BOOST_TEST(a[1].where.rank == 1u);
+  BOOST_TEST(a[2].where.rank == 2u);
+  BOOST_TEST(a[3].where.rank == 1u); // 3.0 / 1.0 / 1.0: rank 1 is the first lowest
+}
+
+BOOST_AUTO_TEST_CASE(a_withdrawn_prefill_never_dispatches_and_a_down_instance_pulls_nothing) {
+  serving_router r(quota_of(1.0));
+  const std::vector<serving_router::instance_shape> two{{"p0", 1, 0}, {"p1", 1, 0}};
+  r.set_prefill_instances(two);
+  r.set_prefill_instances(std::vector<serving_router::instance_shape>{{"p1", 1, 0}}); // p0 down
+  r.submit_prefill(1, 100, 2.0);
+  r.submit_prefill(2, 100, 2.0);
+  auto a = r.dispatch_prefills();
+  BOOST_TEST_REQUIRE(a.size() == 1u);
+  BOOST_TEST(a[0].where.instance == "p1");
+  r.finish_prefill(2); // its request went away while queued
+  BOOST_TEST(r.queued_prefills() == 0u);
+  r.set_prefill_instances(two); // p0 back: nothing left to pull
+  BOOST_TEST(r.dispatch_prefills().empty());
+  r.submit_prefill(3, 100, 0.5);
+  a = r.dispatch_prefills();
+  BOOST_TEST_REQUIRE(a.size() == 1u);
+  BOOST_TEST(a[0].where.instance == "p0"); // p1 still holds job 1's 2.0
+}
+
+BOOST_AUTO_TEST_CASE(an_instance_that_restarts_smaller_keeps_its_remaining_ranks_load) {
+  serving_router r(quota_of(10.0));
+  r.set_prefill_instances(std::vector<serving_router::instance_shape>{{"p0", 2, 0}});
+  r.submit_prefill(1, 100, 1.0);
+  r.submit_prefill(2, 100, 1.0);
+  BOOST_TEST(r.dispatch_prefills().size() == 2u);
+  r.set_prefill_instances(std::vector<serving_router::instance_shape>{{"p0", 1, 0}});
+  auto loads = r.prefill_loads();
+  BOOST_TEST_REQUIRE(loads.size() == 1u);
+  BOOST_TEST(loads[0].quota_s == 1.0);
+  r.finish_prefill(2); // it was on rank 1, which is gone: nothing to give back
+  r.finish_prefill(1);
+  BOOST_TEST(r.prefill_loads()[0].quota_s == 0.0);
+}
+
+BOOST_AUTO_TEST_CASE(decode_placement_respects_each_ranks_real_pool) {
+  serving_router r({});
+  // rank 0 of d0 holds 1,000 tokens, d1's rank 10,000
+  r.set_decode_instances(std::vector<serving_router::instance_shape>{{"d0", 1, 1000}, {"d1", 1, 10000}});
+  auto a = r.place_decode(1, 900);
+  BOOST_TEST_REQUIRE(a.has_value());
+  auto b = r.place_decode(2, 900);
+  BOOST_TEST_REQUIRE(b.has_value());
+  BOOST_TEST(a->instance != b->instance); // balance
+  // d0 now holds 900 of 1,000: a third 900-token request can only go to d1
+  auto c = r.place_decode(3, 900);
+  BOOST_TEST_REQUIRE(c.has_value());
+  const auto d0_busy = (a->instance == "d0") ? 1 : 2;
+  BOOST_TEST(c->instance == "d1");
+  // nothing fits anywhere: nullopt, not a failed import later
+  BOOST_TEST(!r.place_decode(4, 9000).has_value());
+  r.finish_decode(static_cast<uint64_t>(d0_busy));
+  BOOST_TEST(r.place_decode(5, 1000).has_value());
+}
+
+BOOST_AUTO_TEST_CASE(decode_kv_grows_with_generation_and_steers_later_placements) {
+  serving_router r({});
+  r.set_decode_instances(std::vector<serving_router::instance_shape>{{"d0", 2, 5000}});
+  auto a = r.place_decode(1, 100);
+  auto b = r.place_decode(2, 100);
+  BOOST_TEST_REQUIRE((a && b));
+  BOOST_TEST(a->rank != b->rank);
+  r.grow_decode(1, 4800); // request 1 generated a lot
+  auto loads = r.decode_loads();
+  const auto full = a->rank;
+  BOOST_TEST(loads[full].kv_tokens == 4800);
+  auto c = r.place_decode(3, 300); // does not fit next to request 1 any more
+  BOOST_TEST_REQUIRE(c.has_value());
+  BOOST_TEST(c->rank != full);
+}
+
+BOOST_AUTO_TEST_CASE(a_dead_decode_instance_forgets_its_placements_and_adoption_restores_them) {
+  serving_router r({});
+  const std::vector<serving_router::instance_shape> two{{"d0", 1, 0}, {"d1", 1, 0}};
+  r.set_decode_instances(two);
+  auto a = r.place_decode(1, 100);
+  BOOST_TEST_REQUIRE(a.has_value());
+  r.set_decode_instances(std::vector<serving_router::instance_shape>{{"d1", 1, 0}});
+  BOOST_TEST(r.decode_loads().size() == 1u);
+  BOOST_TEST(requests_on(r.decode_loads(), "d1", 0) == (a->instance == "d1" ? 1 : 0));
+  // a restarted balancer learns placements again from the requests that hold them
+  serving_router fresh({});
+  fresh.set_decode_instances(two);
+  BOOST_TEST(fresh.adopt_decode(7, {"d0", 0}, 500));
+  BOOST_TEST(!fresh.adopt_decode(8, {"d9", 0}, 500));
+  BOOST_TEST(requests_on(fresh.decode_loads(), "d0", 0) == 1);
+}
+
+BOOST_AUTO_TEST_SUITE_END()
