@@ -79,7 +79,35 @@ using swa_shard_actor = caf::typed_actor<
 using snapshot_server_actor = caf::typed_actor<
   caf::replies_to<swa_fetch_atom, wire_key>::with<byte_payload>>;
 
-/// The controller: membership (monitors every node agent), instance states.
+/// The cluster's prefill balancer (DESIGN §6.1), one for every entrypoint, on the controller's
+/// node. Holds the bucketed queue that prefill instances pull from by remaining compute-quota.
+/// - `(place, prefill_ask) -> rank_grant`: answered when an instance pulls the job (the lowest
+///   quota rank of it); an error `no_capacity` when no prefill instance runs.
+/// - `(release, uint64_t key)`: the prefill is answered, failed or abandoned (or never ran).
+/// - `(view, membership_view)`: from the controller on every change.
+/// - `(round)`: internal, the round timer (buckets re-divided by last round's demand).
+using prefill_balancer_actor = caf::typed_actor<
+  caf::replies_to<place_atom, prefill_ask>::with<rank_grant>,
+  caf::reacts_to<release_atom, uint64_t>,
+  caf::reacts_to<view_atom, membership_view>,
+  caf::reacts_to<round_atom>>;
+
+/// The cluster's decode balancer (DESIGN §6.2) over every rank of every decode instance, each
+/// sized by its KV pool; on the controller's node.
+/// - `(place, decode_claim) -> rank_grant`: a rank with room for `kv_tokens`, or an error
+///   `no_capacity` (every rank full, or none runs: the request waits and asks again).
+/// - `(grow, decode_claim)`: the request's KV is `kv_tokens` long now, on the claim's rank; a
+///   balancer that does not know the claim (it restarted) takes it in: its state is soft.
+/// - `(release, uint64_t key)`: the request finished, failed or moved.
+/// - `(view, membership_view)`: from the controller on every change.
+using decode_balancer_actor = caf::typed_actor<
+  caf::replies_to<place_atom, decode_claim>::with<rank_grant>,
+  caf::reacts_to<grow_atom, decode_claim>,
+  caf::reacts_to<release_atom, uint64_t>,
+  caf::reacts_to<view_atom, membership_view>>;
+
+/// The controller: membership (monitors every node agent), instance states; it spawns, monitors and
+/// restarts the two balancers and names them in the view.
 /// - `(register, node_info, strong_actor_ptr agent) -> membership_view`: a node joins (again).
 /// - `(leave, std::string node) -> ok`: a node shuts down cleanly.
 /// - `(report, instance_status)`: an instance changed state.

@@ -40,6 +40,10 @@ using swa_lookup_atom = caf::atom_constant<caf::atom("swalookup")>;
 using swa_fetch_atom = caf::atom_constant<caf::atom("swafetch")>;
 using admit_atom = caf::atom_constant<caf::atom("admit")>;
 using deadline_atom = caf::atom_constant<caf::atom("deadline")>;
+using place_atom = caf::atom_constant<caf::atom("place")>;
+using release_atom = caf::atom_constant<caf::atom("release")>;
+using grow_atom = caf::atom_constant<caf::atom("grow")>;
+using round_atom = caf::atom_constant<caf::atom("round")>;
 
 // -- cluster membership ------------------------------------------------------------------------
 
@@ -83,12 +87,18 @@ struct instance_status {
   /// The instance's supervisor, which hands out its ranks (`get`); how entrypoints on other
   /// nodes reach the instance.
   caf::strong_actor_ptr supervisor;
+  /// The ranks of the current generation, index = rank (empty while restarting): placing a
+  /// request needs no round trip to the supervisor.
+  std::vector<caf::strong_actor_ptr> ranks;
+  /// KV tokens one rank's pool holds (blocks x 128); what the decode balancer sizes it by.
+  int64_t kv_tokens_per_rank = 0;
 };
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, instance_status& x) {
   return f(caf::meta::type_name("instance_status"), x.instance, x.node, x.role, x.configured_ranks,
-           x.healthy_ranks, x.generation, x.state, x.last_failure, x.supervisor);
+           x.healthy_ranks, x.generation, x.state, x.last_failure, x.supervisor, x.ranks,
+           x.kv_tokens_per_rank);
 }
 
 /// Node liveness as the controller sees it.
@@ -116,11 +126,16 @@ struct membership_view {
   uint64_t version = 0;
   std::vector<node_status> nodes;
   std::vector<instance_status> instances;
+  /// The cluster's one prefill balancer and one decode balancer (DESIGN §6.1, §6.2), on the
+  /// controller's node; null until they run (and for a moment after one restarts).
+  caf::strong_actor_ptr prefill_balancer;
+  caf::strong_actor_ptr decode_balancer;
 };
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, membership_view& x) {
-  return f(caf::meta::type_name("membership_view"), x.version, x.nodes, x.instances);
+  return f(caf::meta::type_name("membership_view"), x.version, x.nodes, x.instances, x.prefill_balancer,
+           x.decode_balancer);
 }
 
 // -- ranks -------------------------------------------------------------------------------------
@@ -270,6 +285,51 @@ typename Inspector::result_type inspect(Inspector& f, token_batch& x) {
   return f(caf::meta::type_name("token_batch"), x.id, x.tokens, x.finished, x.error, x.kv_bytes);
 }
 
+// -- balancers ---------------------------------------------------------------------------------
+
+/// A request's ask for a prefill rank (DESIGN §6.1). `key` is unique in the cluster (entrypoint
+/// tag and attempt); `quota_s` the fitted compute cost of its uncached tokens.
+struct prefill_ask {
+  uint64_t key = 0;
+  int64_t input_len = 0;
+  double quota_s = 0.0;
+};
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, prefill_ask& x) {
+  return f(caf::meta::type_name("prefill_ask"), x.key, x.input_len, x.quota_s);
+}
+
+/// A request's decode placement as the decode balancer knows it: asked for (`place`: instance
+/// empty) or held and growing (`grow`: its rank and the KV length now).
+struct decode_claim {
+  uint64_t key = 0;
+  std::string instance;
+  uint32_t rank = 0;
+  int64_t kv_tokens = 0;
+  /// The most KV it may reach (prompt + max_tokens): the rank must have room for that.
+  int64_t reserve_tokens = 0;
+};
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, decode_claim& x) {
+  return f(caf::meta::type_name("decode_claim"), x.key, x.instance, x.rank, x.kv_tokens, x.reserve_tokens);
+}
+
+/// Where a balancer put a request: a rank of a running instance, with its handle.
+struct rank_grant {
+  std::string instance;
+  uint32_t rank = 0;
+  caf::strong_actor_ptr handle;
+  /// The rank's node's RDMA KV endpoint (empty: none).
+  std::string rdma;
+};
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, rank_grant& x) {
+  return f(caf::meta::type_name("rank_grant"), x.instance, x.rank, x.handle, x.rdma);
+}
+
 } // namespace deepinfer::actors
 
 CAF_BEGIN_TYPE_ID_BLOCK(deepinfer, caf::first_custom_type_id)
@@ -285,4 +345,7 @@ CAF_BEGIN_TYPE_ID_BLOCK(deepinfer, caf::first_custom_type_id)
   CAF_ADD_TYPE_ID(deepinfer, (deepinfer::actors::prefill_result))
   CAF_ADD_TYPE_ID(deepinfer, (deepinfer::actors::kv_handoff))
   CAF_ADD_TYPE_ID(deepinfer, (deepinfer::actors::token_batch))
+  CAF_ADD_TYPE_ID(deepinfer, (deepinfer::actors::prefill_ask))
+  CAF_ADD_TYPE_ID(deepinfer, (deepinfer::actors::decode_claim))
+  CAF_ADD_TYPE_ID(deepinfer, (deepinfer::actors::rank_grant))
 CAF_END_TYPE_ID_BLOCK(deepinfer)

@@ -13,7 +13,8 @@ double decode_balancer::score(const rank_state& r, int64_t kv_len, double mean_r
   return (2.0 * n + 1.0) / (mean_requests * mean_requests) + (2.0 * kv * len + len * len) / (mean_kv * mean_kv);
 }
 
-std::optional<int> decode_balancer::choose(std::span<const rank_state> ranks, int64_t kv_len) const {
+std::optional<int> decode_balancer::choose(std::span<const rank_state> ranks, int64_t kv_len, int64_t reserve_len) const {
+  reserve_len = std::max(reserve_len, kv_len);
   if (ranks.empty())
     return std::nullopt;
   double sum_n = 0.0;
@@ -31,7 +32,8 @@ std::optional<int> decode_balancer::choose(std::span<const rank_state> ranks, in
   for (size_t i = 0; i < ranks.size(); ++i) {
     const auto& r = ranks[i];
     const int64_t capacity = r.kv_capacity > 0 ? r.kv_capacity : cfg_.max_kv_tokens;
-    if (r.requests + 1 > cfg_.max_batch || r.kv_tokens + kv_len > capacity)
+    const int64_t held = std::max(r.kv_reserved, r.kv_tokens);
+    if (r.requests + 1 > cfg_.max_batch || held + reserve_len > capacity)
       continue;
     const double s = score(r, kv_len, mean_n, mean_kv);
     if (!best || s < best_score) {

@@ -27,13 +27,16 @@ public:
     int64_t kv_tokens = 0;
     /// KV tokens this rank's pool holds (its blocks x tokens per block); 0: `max_kv_tokens`.
     int64_t kv_capacity = 0;
+    /// KV tokens its requests may reach (each one's prompt + max_tokens): a rank takes a
+    /// request only if this still fits its pool, so no sequence it accepted runs out of KV.
+    int64_t kv_reserved = 0;
   };
 
   explicit decode_balancer(const config& cfg);
 
-  /// The rank for a request whose KV length is `kv_len`; nullopt when no rank has room.
-  /// Ties go to the lowest index.
-  std::optional<int> choose(std::span<const rank_state> ranks, int64_t kv_len) const;
+  /// The rank for a request whose KV length is `kv_len` now and may reach `reserve_len`
+  /// (0: `kv_len`); nullopt when no rank has room. Ties go to the lowest index.
+  std::optional<int> choose(std::span<const rank_state> ranks, int64_t kv_len, int64_t reserve_len = 0) const;
 
   /// The objective growth of adding `kv_len` to `r` given the means (exposed for tests).
   static double score(const rank_state& r, int64_t kv_len, double mean_requests, double mean_kv);

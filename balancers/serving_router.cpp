@@ -118,10 +118,13 @@ void serving_router::release_decode(const decode_held& h) {
   auto& st = decode_slots_[h.slot].state;
   st.requests = std::max<int64_t>(0, st.requests - 1);
   st.kv_tokens = std::max<int64_t>(0, st.kv_tokens - h.kv_tokens);
+  st.kv_reserved = std::max<int64_t>(0, st.kv_reserved - h.reserved);
 }
 
-std::optional<serving_router::rank_ref> serving_router::place_decode(uint64_t id, int64_t kv_tokens) {
+std::optional<serving_router::rank_ref> serving_router::place_decode(uint64_t id, int64_t kv_tokens,
+                                                                    int64_t reserve_tokens) {
   finish_decode(id);
+  reserve_tokens = std::max(reserve_tokens, kv_tokens);
   std::vector<std::size_t> index;
   std::vector<decode_balancer::rank_state> states;
   for (std::size_t i = 0; i < decode_slots_.size(); ++i)
@@ -129,26 +132,29 @@ std::optional<serving_router::rank_ref> serving_router::place_decode(uint64_t id
       index.push_back(i);
       states.push_back(decode_slots_[i].state);
     }
-  const auto choice = decode_.choose(states, kv_tokens);
+  const auto choice = decode_.choose(states, kv_tokens, reserve_tokens);
   if (!choice)
     return std::nullopt;
   const auto slot = index[static_cast<std::size_t>(*choice)];
   auto& st = decode_slots_[slot].state;
   ++st.requests;
   st.kv_tokens += kv_tokens;
-  decodes_[id] = {slot, kv_tokens};
+  st.kv_reserved += reserve_tokens;
+  decodes_[id] = {slot, kv_tokens, reserve_tokens};
   return decode_slots_[slot].where;
 }
 
-bool serving_router::adopt_decode(uint64_t id, const rank_ref& where, int64_t kv_tokens) {
+bool serving_router::adopt_decode(uint64_t id, const rank_ref& where, int64_t kv_tokens, int64_t reserve_tokens) {
   const auto slot = decode_slot_of(where);
   if (slot == decode_slots_.size() || !decode_slots_[slot].live)
     return false;
   finish_decode(id);
+  reserve_tokens = std::max(reserve_tokens, kv_tokens);
   auto& st = decode_slots_[slot].state;
   ++st.requests;
   st.kv_tokens += kv_tokens;
-  decodes_[id] = {slot, kv_tokens};
+  st.kv_reserved += reserve_tokens;
+  decodes_[id] = {slot, kv_tokens, reserve_tokens};
   return true;
 }
 
@@ -159,6 +165,10 @@ void serving_router::grow_decode(uint64_t id, int64_t kv_tokens) {
   auto& st = decode_slots_[it->second.slot].state;
   st.kv_tokens = std::max<int64_t>(0, st.kv_tokens + kv_tokens - it->second.kv_tokens);
   it->second.kv_tokens = kv_tokens;
+  if (kv_tokens > it->second.reserved) { // past its reservation (none given): reserve what it holds
+    st.kv_reserved += kv_tokens - it->second.reserved;
+    it->second.reserved = kv_tokens;
+  }
 }
 
 void serving_router::finish_decode(uint64_t id) {
@@ -190,7 +200,7 @@ std::vector<serving_router::rank_load> serving_router::decode_loads() const {
   for (const auto& s : decode_slots_)
     if (s.live)
       out.push_back({s.where, s.state.requests, 0.0, s.state.kv_tokens,
-                     s.state.kv_capacity > 0 ? s.state.kv_capacity : cfg_.decode.max_kv_tokens});
+                     s.state.kv_capacity > 0 ? s.state.kv_capacity : cfg_.decode.max_kv_tokens, s.state.kv_reserved});
   return out;
 }
 

@@ -61,6 +61,7 @@ public:
     double quota_s = 0.0;      ///< prefill: outstanding compute-quota
     int64_t kv_tokens = 0;     ///< decode: KV held
     int64_t kv_capacity = 0;   ///< decode: what its pool holds
+    int64_t kv_reserved = 0;   ///< decode: what its requests may reach
   };
 
   explicit serving_router(const config& cfg);
@@ -90,12 +91,13 @@ public:
 
   // -- decode (DESIGN §6.2) --------------------------------------------------------------------
 
-  /// Places decode `id` whose KV is `kv_tokens` long now; nullopt when no rank has room (batch
-  /// or pool): the caller retries later. Placing a known id again moves it.
-  std::optional<rank_ref> place_decode(uint64_t id, int64_t kv_tokens);
+  /// Places decode `id` whose KV is `kv_tokens` long now and may reach `reserve_tokens` (prompt
+  /// + max_tokens; 0: `kv_tokens`); nullopt when no rank has room (batch, or its pool for the
+  /// reservations of what it holds): the caller retries later. Placing a known id again moves it.
+  std::optional<rank_ref> place_decode(uint64_t id, int64_t kv_tokens, int64_t reserve_tokens = 0);
   /// Records a placement made before (a request re-announcing itself to a restarted balancer);
   /// false when that rank is not (or no longer) known.
-  bool adopt_decode(uint64_t id, const rank_ref& where, int64_t kv_tokens);
+  bool adopt_decode(uint64_t id, const rank_ref& where, int64_t kv_tokens, int64_t reserve_tokens = 0);
   /// `id`'s KV is `kv_tokens` long now (it grows as tokens are generated).
   void grow_decode(uint64_t id, int64_t kv_tokens);
   /// `id` finished, failed or moved away.
@@ -121,6 +123,7 @@ private:
   struct decode_held {
     std::size_t slot = 0;
     int64_t kv_tokens = 0;
+    int64_t reserved = 0;
   };
 
   std::size_t decode_slot_of(const rank_ref& where) const;

@@ -132,6 +132,19 @@ BOOST_AUTO_TEST_CASE(decode_kv_grows_with_generation_and_steers_later_placements
   BOOST_TEST(c->rank != full);
 }
 
+BOOST_AUTO_TEST_CASE(a_rank_takes_a_request_only_if_everything_it_holds_can_still_finish) {
+  serving_router r({});
+  r.set_decode_instances(std::vector<serving_router::instance_shape>{{"d0", 1, 1000}});
+  // 100 tokens now, up to 600 with its max_tokens: fits (600 of 1,000)
+  BOOST_TEST(r.place_decode(1, 100, 600).has_value());
+  // another 100 + 500 would overflow the pool once both have generated: refused now, not at import
+  BOOST_TEST(!r.place_decode(2, 100, 600).has_value());
+  BOOST_TEST(r.place_decode(3, 100, 400).has_value()); // 600 + 400 = 1,000 fits
+  r.finish_decode(1);
+  BOOST_TEST(r.place_decode(2, 100, 600).has_value());
+  BOOST_TEST(r.decode_loads()[0].kv_reserved == 1000);
+}
+
 BOOST_AUTO_TEST_CASE(a_dead_decode_instance_forgets_its_placements_and_adoption_restores_them) {
   serving_router r({});
   const std::vector<serving_router::instance_shape> two{{"d0", 1, 0}, {"d1", 1, 0}};

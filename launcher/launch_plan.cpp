@@ -113,10 +113,12 @@ std::string describe_plan(const cluster_manifest& m, const std::vector<node_laun
   auto& b = m.balancer;
   out << "balancer.prefill: bucket_bounds=" << b.prefill_bucket_bounds[0] << ","
       << b.prefill_bucket_bounds[1] << "," << b.prefill_bucket_bounds[2]
-      << " step_budget_ms=" << b.prefill_step_budget_ms << " redundant_experts_per_rank="
+      << " step_budget_ms=" << b.prefill_step_budget_ms << " quota_per_rank_s=" << b.prefill_quota_per_rank_s
+      << " round_ms=" << b.prefill_round_ms << " redundant_experts_per_rank="
       << b.prefill_ep.redundant_experts_per_rank << " ep_window_steps=" << b.prefill_ep.window_steps
       << " ep_replace_steps=" << b.prefill_ep.replace_steps << "\n"
-      << "balancer.decode: kv_weight=" << b.decode_kv_weight << " redundant_experts_per_rank="
+      << "balancer.decode: kv_weight=" << b.decode_kv_weight << " max_batch=" << b.decode_max_batch
+      << " redundant_experts_per_rank="
       << b.decode_ep.redundant_experts_per_rank << " ep_window_steps=" << b.decode_ep.window_steps
       << " ep_replace_steps=" << b.decode_ep.replace_steps << "\n";
   auto& a = m.autoscaler;
@@ -145,8 +147,20 @@ std::string describe_plan(const cluster_manifest& m, const std::vector<node_laun
   return out.str();
 }
 
+actors::balancer_actors_config make_balancer_config(const balancer_params& b) {
+  actors::balancer_actors_config cfg;
+  auto& p = cfg.router.prefill;
+  for (size_t i = 0; i < p.bounds.size() && i < b.prefill_bucket_bounds.size(); ++i)
+    p.bounds[i] = static_cast<int64_t>(b.prefill_bucket_bounds[i]);
+  p.quota_per_rank_s = b.prefill_quota_per_rank_s;
+  cfg.router.decode.max_batch = b.decode_max_batch;
+  cfg.round = std::chrono::milliseconds{b.prefill_round_ms};
+  return cfg;
+}
+
 actors::node_runtime_config make_node_config(const cluster_manifest& m, const node_spec& node) {
   actors::node_runtime_config cfg;
+  cfg.balancers = make_balancer_config(m.balancer);
   cfg.self.name = node.name;
   cfg.self.host = node.host;
   cfg.self.port = node.port;
@@ -181,6 +195,7 @@ actors::node_runtime_config make_embedded_config(const host_port& http, const st
                  node_role::decode, node_role::kvstore})
     cfg.self.roles.emplace_back(to_string(r));
   cfg.hosts_controller = true;
+  cfg.balancers = make_balancer_config({});
   cfg.instances = {{"prefill", 2}, {"decode", 2}};
   actors::http_endpoint ep;
   ep.host = http.host;

@@ -33,6 +33,9 @@ std::string shell_quote(const std::string& arg);
 /// The node runtime configuration of node `node` of a manifest.
 actors::node_runtime_config make_node_config(const cluster_manifest& m, const node_spec& node);
 
+/// The cluster balancers' config from `[balancer.*]` (the controller's node runs them).
+actors::balancer_actors_config make_balancer_config(const balancer_params& b);
+
 /// The embedded default: every role in one process, no CAF port, HTTP on `http`.
 actors::node_runtime_config make_embedded_config(const host_port& http, const std::string& model_name);
 

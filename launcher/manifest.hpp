@@ -78,6 +78,13 @@ struct expert_parallel_params {
 struct balancer_params {
   std::vector<uint64_t> prefill_bucket_bounds{16384, 65536, 262144};
   double prefill_step_budget_ms = 50;
+  /// Compute-quota (fitted seconds of prefill) a prefill rank may hold before its instance
+  /// stops pulling from the balancer's queue (`[balancer.prefill] quota_per_rank_s`).
+  double prefill_quota_per_rank_s = 4.0;
+  /// How often the length buckets are re-divided by demand (`[balancer.prefill] round_ms`).
+  uint32_t prefill_round_ms = 1000;
+  /// Requests one decode rank holds at most (`[balancer.decode] max_batch`).
+  uint32_t decode_max_batch = 256;
   double decode_kv_weight = 1.0;          ///< weight of total KV length against request count
   expert_parallel_params prefill_ep{4, 100, 1000};
   expert_parallel_params decode_ep{1, 1000, 10000};

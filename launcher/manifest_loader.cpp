@@ -155,12 +155,18 @@ void read_balancer(toml_reader& r, balancer_params& b) {
     }
     if (auto v = p->number("step_budget_ms", 0.1, 1e5))
       b.prefill_step_budget_ms = *v;
+    if (auto v = p->number("quota_per_rank_s", 0.001, 1e6))
+      b.prefill_quota_per_rank_s = *v;
+    if (auto v = p->integer("round_ms", 10, 3'600'000))
+      b.prefill_round_ms = static_cast<uint32_t>(*v);
     read_expert_parallel(*p, b.prefill_ep);
     p->finish();
   }
   if (auto d = r.table("decode")) {
     if (auto v = d->number("kv_weight", 0, 1e6))
       b.decode_kv_weight = *v;
+    if (auto v = d->integer("max_batch", 1, 1 << 20))
+      b.decode_max_batch = static_cast<uint32_t>(*v);
     read_expert_parallel(*d, b.decode_ep);
     d->finish();
   }

@@ -36,6 +36,14 @@ public:
     state_.controller_connected = connected;
   }
 
+  /// Forgets the view (at shutdown: its rank handles would keep detached rank actors, and so
+  /// the actor system's destructor, waiting).
+  void clear_view() {
+    std::lock_guard<std::mutex> guard{mtx_};
+    state_.view = {};
+    state_.controller_connected = false;
+  }
+
   state get() const {
     std::lock_guard<std::mutex> guard{mtx_};
     return state_;

@@ -34,6 +34,9 @@ void publish(supervisor_pointer self) {
   // The handle travels only in reports: kept in our own state it would keep us alive.
   auto status = self->state.status;
   status.supervisor = caf::actor_cast<caf::strong_actor_ptr>(self);
+  if (status.state == instance_state::running)
+    for (auto& r : *self->state.ranks)
+      status.ranks.push_back(caf::actor_cast<caf::strong_actor_ptr>(r));
   self->send(self->state.observer, report_atom::value, std::move(status));
 }
 
@@ -95,6 +98,7 @@ instance_supervisor(supervisor_pointer self, instance_supervisor_config cfg,
   st.status.node = cfg.node;
   st.status.role = cfg.role;
   st.status.configured_ranks = cfg.ranks;
+  st.status.kv_tokens_per_rank = cfg.engine.kv_blocks * rank_engine_config::tokens_per_block;
   st.status.generation = 1;
   self->set_down_handler([=](caf::down_msg& dm) { on_rank_down(self, dm); });
   // Stopping the supervisor stops its ranks.

@@ -19,24 +19,13 @@ struct live_instance {
   uint32_t ranks = 0;
   /// The node's RDMA KV endpoint (node_info::rdma); empty: none.
   std::string rdma;
+  /// The ranks' handles, index = rank (`ranks` of them).
+  std::vector<caf::strong_actor_ptr> rank_handles;
+  /// KV tokens one rank's pool holds.
+  int64_t kv_tokens_per_rank = 0;
 };
 
 /// The running instances of `role` on alive nodes, in view order (deterministic placement).
 std::vector<live_instance> live_instances(const membership_view& view, std::string_view role);
-
-/// The index of the entry for (instance, rank) in a routers' load table (entries with `instance`
-/// and `rank` members), appending a fresh one first seen. Entries are never removed, so a lease
-/// keeps its index for as long as it lives.
-template <class Slot>
-std::size_t slot_index(std::vector<Slot>& slots, const std::string& instance, uint32_t rank) {
-  for (std::size_t i = 0; i < slots.size(); ++i)
-    if (slots[i].instance == instance && slots[i].rank == rank)
-      return i;
-  Slot fresh{};
-  fresh.instance = instance;
-  fresh.rank = rank;
-  slots.push_back(std::move(fresh));
-  return slots.size() - 1;
-}
 
 } // namespace deepinfer::actors

@@ -61,9 +61,9 @@ bool membership::mark_left(const std::string& name) {
 bool membership::report(const instance_status& status) {
   auto same = [](const instance_status& a, const instance_status& b) {
     return std::tie(a.node, a.role, a.configured_ranks, a.healthy_ranks, a.generation, a.state,
-                    a.last_failure, a.supervisor)
+                    a.last_failure, a.supervisor, a.ranks, a.kv_tokens_per_rank)
            == std::tie(b.node, b.role, b.configured_ranks, b.healthy_ranks, b.generation, b.state,
-                       b.last_failure, b.supervisor);
+                       b.last_failure, b.supervisor, b.ranks, b.kv_tokens_per_rank);
   };
   auto i = std::find_if(view_.instances.begin(), view_.instances.end(),
                         [&](const instance_status& s) { return s.instance == status.instance; });
@@ -74,6 +74,15 @@ bool membership::report(const instance_status& status) {
   } else {
     *i = status;
   }
+  ++view_.version;
+  return true;
+}
+
+bool membership::set_balancers(caf::strong_actor_ptr prefill, caf::strong_actor_ptr decode) {
+  if (view_.prefill_balancer == prefill && view_.decode_balancer == decode)
+    return false;
+  view_.prefill_balancer = std::move(prefill);
+  view_.decode_balancer = std::move(decode);
   ++view_.version;
   return true;
 }

@@ -32,6 +32,9 @@ public:
   /// Records an instance's latest status (keyed by instance name). Returns whether it changed.
   bool report(const instance_status& status);
 
+  /// Names the cluster's balancers (null: not running). Returns whether the view changed.
+  bool set_balancers(caf::strong_actor_ptr prefill, caf::strong_actor_ptr decode);
+
   /// The node's entry, if it ever joined.
   std::optional<node_status> node(const std::string& name) const;
 

@@ -1,5 +1,7 @@
 #include "actors/entrypoint/entrypoint.hpp"
 
+#include <random>
+
 #include "actors/http/anthropic_error.hpp"
 #include "actors/http/request_checks.hpp"
 #include "actors/log.hpp"
@@ -51,18 +53,6 @@ void handle(const std::shared_ptr<entrypoint::context>& ctx, recipe::api_kind ap
   spawn_request_actor(ctx, api, std::move(req.body), std::move(tenant), std::move(w));
 }
 
-/// A gauge family labelled {instance, rank} read from a router's load table at scrape time.
-template <class Table, class Value>
-void add_rank_gauge(http::metrics_registry& m, std::string name, std::string help,
-                    std::shared_ptr<Table> table, Value value) {
-  m.add_collector(std::move(name), std::move(help), http::metrics_registry::kind::gauge,
-                  {"instance", "rank"}, [table, value] {
-                    std::vector<http::metrics_registry::sample> out;
-                    for (auto& s : table->snapshot())
-                      out.push_back({{s.instance, std::to_string(s.rank)}, value(s)});
-                    return out;
-                  });
-}
 
 } // namespace
 
@@ -117,8 +107,8 @@ std::unique_ptr<entrypoint> entrypoint::create(caf::actor_system& sys, const ser
   ctx->cluster = std::move(cluster);
   ctx->cache = std::move(cache);
   ctx->quota.emplace(balancers::cost_model::calibrate({}));
-  ctx->prefill_ranks = std::make_shared<prefill_load>();
-  ctx->decode_ranks = std::make_shared<decode_load>(balancers::decode_balancer::config{});
+  // The low 40 bits carry the attempt id (request id x 16 + attempt).
+  ctx->balancer_tag = (std::random_device{}() * uint64_t{0x9e3779b97f4a7c15}) << 40;
   ctx->kv_transfers = &metrics->add_counter("deepinfer_kv_transfers_total",
                                             "Prefilled sequences handed to a decode rank, by KV transport.",
                                             {"transport"});
@@ -129,20 +119,6 @@ std::unique_ptr<entrypoint> entrypoint::create(caf::actor_system& sys, const ser
                                              "Prefix hits with their SWA snapshot (exact, no replay), by "
                                              "where the snapshot was: this node (local) or another (remote).",
                                              {"source"});
-  using slot_decode = decode_load::slot_load;
-  using slot_prefill = prefill_load::slot_load;
-  add_rank_gauge(*metrics, "deepinfer_decode_router_requests",
-                 "Requests the decode router has placed on each decode rank and not yet released.",
-                 ctx->decode_ranks, [](const slot_decode& s) { return static_cast<double>(s.load.requests); });
-  add_rank_gauge(*metrics, "deepinfer_decode_router_kv_tokens",
-                 "KV tokens the decode router has placed on each decode rank.",
-                 ctx->decode_ranks, [](const slot_decode& s) { return static_cast<double>(s.load.kv_tokens); });
-  add_rank_gauge(*metrics, "deepinfer_prefill_queue_requests",
-                 "Prefills placed on each prefill rank and not yet answered (its queue).",
-                 ctx->prefill_ranks, [](const slot_prefill& s) { return static_cast<double>(s.requests); });
-  add_rank_gauge(*metrics, "deepinfer_prefill_queue_quota_seconds",
-                 "Outstanding compute-quota (fitted seconds) on each prefill rank.",
-                 ctx->prefill_ranks, [](const slot_prefill& s) { return s.quota_s; });
   metrics->add_collector("deepinfer_prefix_cache_hit_ratio",
                          "Prompt tokens served from the prefix cache / prompt tokens, since start.",
                          http::metrics_registry::kind::gauge, {},

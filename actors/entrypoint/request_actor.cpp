@@ -331,6 +331,7 @@ void on_tokens(request_pointer self, const std::vector<int32_t>& ids, bool finis
     ctx.generated_tokens->inc(static_cast<double>(ids.size()));
   }
   st.generated.insert(st.generated.end(), ids.begin(), ids.end());
+  report_growth(self);
   auto emit = [&](std::span<const recipe::stream_event> parsed) {
     auto events = st.stops->apply(parsed);
     auto c = st.parser->counts();

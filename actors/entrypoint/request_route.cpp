@@ -21,50 +21,29 @@ namespace {
 constexpr int max_attempts = 5;
 /// Pause before placing again when no instance can take the request (restarting, all full).
 constexpr auto retry_delay = std::chrono::milliseconds(100);
-/// Limit for asking a (possibly remote) supervisor for a rank handle.
+/// Limit for the decode balancer's answer (it answers at once; a dead one never does).
 constexpr auto handle_timeout = std::chrono::seconds(5);
+/// The decode balancer hears of a request's KV growth every this many tokens (a block).
+constexpr int64_t growth_report_tokens = 128;
 /// Limit for the SWA directory's answer; without one the prefill simply has no remote snapshot.
 constexpr auto swa_lookup_timeout = std::chrono::milliseconds(300);
 
 /// Nothing can take the request now: place it again shortly, within the configured wait.
-void wait_for_capacity(request_pointer self, const char* what) {
+void wait_for_capacity(request_pointer self, const std::string& what) {
   auto& st = self->state;
-  st.prefill_lease.reset();
-  st.decode_lease.reset();
+  st.prefill_claim.reset();
+  st.decode_claim.reset();
   if (std::chrono::steady_clock::now() - st.arrived > st.ctx->cfg.instance_wait) {
-    fail(self, 503, std::string{"no "} + what + " can take the request now; try again later");
+    fail(self, 503, "no " + what + " can take the request now; try again later");
     return;
   }
   self->delayed_send(self, retry_delay, restart_atom::value);
 }
 
-/// Asks the supervisor `sup` of a live instance for rank `rank`; calls `found` with it, or waits
-/// for capacity when the instance has no such rank any more (it restarted smaller).
-template <class F>
-void find_rank(request_pointer self, const caf::strong_actor_ptr& sup, uint32_t rank, uint64_t job, F found) {
-  self->request(caf::actor_cast<instance_supervisor_actor>(sup), handle_timeout, caf::get_atom::value, rank)
-    .then(
-      [=](caf::strong_actor_ptr& p) mutable {
-        if (self->state.done || self->state.job != job)
-          return;
-        if (!p || self->state.dead.count(caf::actor_cast<caf::actor_addr>(p)) > 0)
-          wait_for_capacity(self, "rank");
-        else
-          found(p);
-      },
-      [=](caf::error& e) {
-        if (self->state.done || self->state.job != job)
-          return;
-        log().info("request={} instance unreachable: {}", self->state.id, self->system().render(e));
-        attempt(self);
-      });
-}
-
-const live_instance* named(const std::vector<live_instance>& v, const std::string& name) {
-  for (auto& i : v)
-    if (i.name == name)
-      return &i;
-  return nullptr;
+/// The key a balancer knows this attempt by: unique in the cluster (the entrypoint's random tag
+/// above the request's attempt id).
+uint64_t balancer_key(request_pointer self) {
+  return self->state.ctx->balancer_tag ^ self->state.job;
 }
 
 } // namespace
@@ -79,7 +58,7 @@ namespace {
 
 void on_prefilled(request_pointer self, prefill_result& r) {
   auto& st = self->state;
-  st.prefill_lease.reset();
+  st.prefill_claim.reset();
   if (st.prefill_rank) {
     self->demonitor(st.prefill_rank);
     st.prefill_rank = nullptr;
@@ -111,14 +90,13 @@ void on_prefilled(request_pointer self, prefill_result& r) {
   }
 }
 
-/// Where the routers put one attempt, and what the prefill job carries.
+/// Where the balancers put one attempt, and what the prefill job carries.
 struct placement {
   uint64_t job = 0;
   std::vector<int32_t> tokens;
-  caf::strong_actor_ptr decode_supervisor;
-  uint32_t decode_rank = 0;
-  caf::strong_actor_ptr prefill_supervisor;
-  uint32_t prefill_rank = 0;
+  /// What the prefix cache holds of `tokens` (CHECK, metadata only).
+  int64_t hit_length = 0;
+  caf::strong_actor_ptr decode_rank;
   /// The SWA directory's answer: the window ending at `snapshot_end` lives at `snapshot_owner`.
   int64_t snapshot_end = 0;
   caf::strong_actor_ptr snapshot_owner;
@@ -126,9 +104,16 @@ struct placement {
   std::string decode_rdma;
 };
 
-/// Sends the prefill job to the prefill rank `pp`; it hands the KV to the decode rank `dp`.
-void send_prefill(request_pointer self, const placement& at, const caf::strong_actor_ptr& dp,
-                  const caf::strong_actor_ptr& pp) {
+bool current(request_pointer self, uint64_t job) {
+  return !self->state.done && self->state.job == job;
+}
+
+bool usable(request_pointer self, const caf::strong_actor_ptr& rank) {
+  return rank && self->state.dead.count(caf::actor_cast<caf::actor_addr>(rank)) == 0;
+}
+
+/// Sends the prefill job to the prefill rank `pp`; it hands the KV to the decode rank.
+void send_prefill(request_pointer self, const placement& at, const caf::strong_actor_ptr& pp) {
   auto& st = self->state;
   st.prefill_rank = caf::actor_cast<caf::actor>(pp);
   self->monitor(st.prefill_rank);
@@ -137,7 +122,7 @@ void send_prefill(request_pointer self, const placement& at, const caf::strong_a
   pj.tokens = at.tokens;
   pj.sampling = st.sampling;
   pj.sampling.max_tokens = st.sampling.max_tokens - static_cast<int32_t>(st.generated.size());
-  pj.decode_rank = dp;
+  pj.decode_rank = at.decode_rank;
   pj.sink = caf::actor_cast<caf::strong_actor_ptr>(self);
   pj.snapshot_end = at.snapshot_end;
   pj.snapshot_owner = at.snapshot_owner;
@@ -148,93 +133,143 @@ void send_prefill(request_pointer self, const placement& at, const caf::strong_a
   self->request(caf::actor_cast<rank_actor>(pp), st.ctx->cfg.prefill_timeout, prefill_atom::value, std::move(pj))
     .then(
       [=](prefill_result& r) {
-        if (!self->state.done && self->state.job == job)
+        if (current(self, job))
           on_prefilled(self, r);
       },
       [=](caf::error& e) {
         // The prefill rank died or timed out: try again (the cache makes it cheap).
-        if (self->state.done || self->state.job != job)
+        if (!current(self, job))
           return;
         log().info("request={} prefill lost: {}", self->state.id, self->system().render(e));
         attempt(self);
       });
 }
 
-/// Resolves the chosen decode and prefill ranks to handles (monitoring the decode rank), then
-/// sends the prefill.
-void reach_ranks(request_pointer self, const placement& at) {
-  find_rank(self, at.decode_supervisor, at.decode_rank, at.job, [=](caf::strong_actor_ptr& dp) {
-    auto& st = self->state;
-    st.decode_rank = caf::actor_cast<caf::actor>(dp);
-    self->monitor(st.decode_rank);
-    find_rank(self, at.prefill_supervisor, at.prefill_rank, at.job,
-              [=](caf::strong_actor_ptr& pp) { send_prefill(self, at, dp, pp); });
-  });
+/// 3. The prefill balancer queues the job until a prefill instance with compute-quota left
+/// pulls it (DESIGN §6.1: backpressure instead of a push into a rank's queue).
+void ask_prefill_balancer(request_pointer self, placement at, const caf::strong_actor_ptr& balancer) {
+  auto& st = self->state;
+  const auto length = static_cast<int64_t>(at.tokens.size());
+  prefill_ask ask{balancer_key(self), length,
+                  st.ctx->quota->cost(static_cast<double>(length - at.hit_length), static_cast<double>(at.hit_length))};
+  st.prefill_claim = std::make_unique<balancer_claim>(balancer, ask.key);
+  self->request(caf::actor_cast<prefill_balancer_actor>(balancer), st.ctx->cfg.prefill_timeout, place_atom::value, ask)
+    .then(
+      [=](rank_grant& g) {
+        if (!current(self, at.job))
+          return;
+        if (!usable(self, g.handle)) {
+          wait_for_capacity(self, "prefill rank");
+          return;
+        }
+        send_prefill(self, at, g.handle);
+      },
+      [=](caf::error& e) {
+        if (!current(self, at.job))
+          return;
+        log().debug("request={} prefill balancer: {}", self->state.id, self->system().render(e));
+        wait_for_capacity(self, "prefill instance");
+      });
 }
 
-/// Asks the SWA directory (DESIGN §1 step 3) which node holds the window ending at the hit, whose
-/// block key CHECK gave; then reaches the ranks. Without an answer in time the prefill rank uses
-/// its own memory or replays the window.
+/// 2. Asks the SWA directory (DESIGN §1 step 3) which node holds the window ending at the hit,
+/// whose block key CHECK gave. Without an answer in time the prefill rank uses its own memory or
+/// replays the window.
 void ask_swa_directory(request_pointer self, const membership_view& view, placement at,
                        const kv::prefix_cache::check_result& hit) {
   auto key = hit.key ? std::optional{wire_key{hit.key->first, hit.key->second}} : std::nullopt;
   auto shard = key ? swa_shard_for(view, *key) : nullptr;
+  auto balancer = view.prefill_balancer;
   if (!shard) {
-    reach_ranks(self, at);
+    ask_prefill_balancer(self, std::move(at), balancer);
     return;
   }
   self->request(caf::actor_cast<swa_shard_actor>(shard), swa_lookup_timeout, swa_lookup_atom::value, *key)
     .then(
       [=](caf::strong_actor_ptr& owner) mutable {
-        if (self->state.done || self->state.job != at.job)
+        if (!current(self, at.job))
           return;
         if (owner) {
           at.snapshot_end = hit.length;
           at.snapshot_owner = owner;
         }
-        reach_ranks(self, at);
+        ask_prefill_balancer(self, at, balancer);
       },
       [=](caf::error&) {
-        if (!self->state.done && self->state.job == at.job)
-          reach_ranks(self, at);
+        if (current(self, at.job))
+          ask_prefill_balancer(self, at, balancer);
       });
 }
 
 } // namespace
 
-/// Places the current attempt: the decode router picks a decode rank, the prefill router a
-/// prefill rank; the prefill rank hands the KV to the decode rank itself.
+/// Places the current attempt: 1. the decode balancer picks a decode rank with room for its KV,
+/// 2. the SWA directory says where its window is, 3. the prefill balancer hands it to a prefill
+/// rank when one pulls it; the prefill rank hands the KV to the decode rank itself.
 void place(request_pointer self) {
   auto& st = self->state;
   auto view = st.ctx->cluster->get().view;
-  auto prefills = live_instances(view, "prefill");
-  auto decodes = live_instances(view, "decode");
-  if (prefills.empty() || decodes.empty()) {
-    wait_for_capacity(self, prefills.empty() ? "prefill instance" : "decode instance");
+  const bool no_prefill = live_instances(view, "prefill").empty();
+  if (no_prefill || live_instances(view, "decode").empty()) {
+    wait_for_capacity(self, no_prefill ? "prefill instance" : "decode instance");
+    return;
+  }
+  if (!view.prefill_balancer || !view.decode_balancer) {
+    wait_for_capacity(self, "balancer");
     return;
   }
   placement at;
   at.job = st.job;
   at.tokens = st.prompt;
   at.tokens.insert(at.tokens.end(), st.generated.begin(), st.generated.end());
-  auto length = static_cast<int64_t>(at.tokens.size());
   const auto prompt_length = static_cast<int64_t>(st.prompt.size());
   auto hit = st.ctx->cache ? st.ctx->cache->check(at.tokens, prompt_length, st.salt) : kv::prefix_cache::check_result{};
-  st.decode_lease = decode_load::assign(st.ctx->decode_ranks, decodes, length);
-  st.prefill_lease = prefill_load::assign(st.ctx->prefill_ranks, prefills,
-                                          st.ctx->quota->cost(static_cast<double>(length - hit.length),
-                                                              static_cast<double>(hit.length)));
-  if (!st.decode_lease || !st.prefill_lease) {
-    wait_for_capacity(self, "decode rank");
+  at.hit_length = hit.length;
+  // The rank must hold all it may reach: what is there now plus the tokens still to generate.
+  const auto left = std::max<int64_t>(0, st.sampling.max_tokens - static_cast<int64_t>(st.generated.size()));
+  decode_claim ask{balancer_key(self), {}, 0, static_cast<int64_t>(at.tokens.size()),
+                   static_cast<int64_t>(at.tokens.size()) + left};
+  st.decode_claim = std::make_unique<balancer_claim>(view.decode_balancer, ask.key);
+  st.decode_claim->kv_tokens = ask.kv_tokens;
+  st.decode_claim->reserve_tokens = ask.reserve_tokens;
+  self->request(caf::actor_cast<decode_balancer_actor>(view.decode_balancer), handle_timeout, place_atom::value, ask)
+    .then(
+      [=](rank_grant& g) mutable {
+        auto& st = self->state;
+        if (!current(self, at.job) || !st.decode_claim)
+          return;
+        if (!usable(self, g.handle)) {
+          wait_for_capacity(self, "decode rank");
+          return;
+        }
+        st.decode_claim->instance = g.instance;
+        st.decode_claim->rank = g.rank;
+        st.decode_rank = caf::actor_cast<caf::actor>(g.handle);
+        self->monitor(st.decode_rank);
+        at.decode_rank = g.handle;
+        if (!st.rdma_failed)
+          at.decode_rdma = g.rdma;
+        ask_swa_directory(self, view, std::move(at), hit);
+      },
+      [=](caf::error& e) {
+        if (!current(self, at.job))
+          return;
+        log().debug("request={} decode balancer: {}", self->state.id, self->system().render(e));
+        wait_for_capacity(self, "decode rank");
+      });
+}
+
+void report_growth(request_pointer self) {
+  auto& st = self->state;
+  auto& c = st.decode_claim;
+  if (!c || c->instance.empty())
     return;
-  }
-  at.decode_supervisor = named(decodes, st.decode_lease->instance())->supervisor;
-  at.decode_rank = st.decode_lease->rank();
-  if (!st.rdma_failed)
-    at.decode_rdma = named(decodes, st.decode_lease->instance())->rdma;
-  at.prefill_supervisor = named(prefills, st.prefill_lease->instance())->supervisor;
-  at.prefill_rank = st.prefill_lease->rank();
-  ask_swa_directory(self, view, std::move(at), hit);
+  const auto kv = static_cast<int64_t>(st.prompt.size() + st.generated.size());
+  if (kv - c->kv_tokens < growth_report_tokens)
+    return;
+  c->kv_tokens = kv;
+  self->send(caf::actor_cast<decode_balancer_actor>(c->balancer()), grow_atom::value,
+             decode_claim{c->key(), c->instance, c->rank, kv, c->reserve_tokens});
 }
 
 /// One attempt: prefill prompt + tokens generated so far, then decode the rest.
@@ -251,8 +286,8 @@ void attempt(request_pointer self) {
     self->demonitor(st.prefill_rank);
     st.prefill_rank = nullptr;
   }
-  st.prefill_lease.reset();
-  st.decode_lease.reset();
+  st.prefill_claim.reset();
+  st.decode_claim.reset();
   if (++st.attempts > max_attempts) {
     fail(self, 503, "request failed after " + std::to_string(max_attempts) + " attempts");
     return;

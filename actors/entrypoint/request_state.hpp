@@ -14,10 +14,9 @@
 
 #include "actors/entrypoint/admission_control.hpp"
 #include "recipe/stream/api_output.hpp"
-#include "actors/balancer/decode_load.hpp"
+#include "actors/entrypoint/balancer_claim.hpp"
 #include "actors/entrypoint/entrypoint.hpp"
 #include "actors/http/response_writer.hpp"
-#include "actors/balancer/prefill_load.hpp"
 #include "actors/entrypoint/stop_filter.hpp"
 #include "kv/hash_chain.hpp"
 #include "recipe/protocol/conversation.hpp"
@@ -45,10 +44,10 @@ struct request_state {
   /// The prefill rank working on the current attempt (monitored: a request to a dead remote
   /// actor never fails by itself in CAF 0.17); null once it answered.
   caf::actor prefill_rank;
-  /// This request counted on the prefill and decode ranks the routers chose; released when the
-  /// prefill answers / the request ends.
-  std::unique_ptr<prefill_load::lease> prefill_lease;
-  std::unique_ptr<decode_load::lease> decode_lease;
+  /// What the balancers placed for the current attempt; released when the prefill answers /
+  /// the attempt or the request ends.
+  std::unique_ptr<balancer_claim> prefill_claim;
+  std::unique_ptr<balancer_claim> decode_claim;
   /// Admission: the place in line while waiting, then the ticket (held until the request ends).
   std::shared_ptr<admission_control::waiter> waiting;
   std::unique_ptr<admission_control::ticket> ticket;
@@ -89,5 +88,8 @@ void count_kv_bytes(request_pointer self, const token_batch& b);
 void attempt(request_pointer self);
 /// request_route.cpp: places the current attempt again (after a wait for capacity).
 void place(request_pointer self);
+/// request_route.cpp: tells the decode balancer how long the request's KV is now (every
+/// block's worth of generated tokens).
+void report_growth(request_pointer self);
 
 } // namespace deepinfer::actors

@@ -7,10 +7,8 @@
 #include <caf/actor_system.hpp>
 
 #include "actors/control/cluster_snapshot.hpp"
-#include "actors/balancer/decode_load.hpp"
 #include "actors/entrypoint/entrypoint.hpp"
 #include "actors/http/metrics_registry.hpp"
-#include "actors/balancer/prefill_load.hpp"
 #include "balancers/cost_model.hpp"
 #include "recipe/render/special_table.hpp"
 #include "recipe/tokenizer/tokenizer.hpp"
@@ -27,9 +25,9 @@ struct entrypoint::context {
   /// What this node knows of the cluster: the running prefill and decode instances come from
   /// here, wherever they live (this process or other nodes).
   std::shared_ptr<cluster_snapshot> cluster;
-  /// Load of the prefill and decode ranks as this entrypoint placed requests (the routers' input).
-  std::shared_ptr<prefill_load> prefill_ranks;
-  std::shared_ptr<decode_load> decode_ranks;
+  /// Set above every attempt id this entrypoint gives the balancers (random at start), so keys
+  /// of several entrypoints never collide at the cluster's one balancer of each kind.
+  uint64_t balancer_tag = 0;
   /// Prices a prefill (compute-quota, DESIGN §6.1).
   std::optional<balancers::cost_model> quota;
   /// CHECK of the prefix cache (metadata only); null without a KV root.

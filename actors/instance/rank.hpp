@@ -26,7 +26,9 @@ struct rank_engine_config {
   std::string model_dir;
   /// Threads of the rank's CPU backend (counting the rank's own).
   int threads = 1;
-  /// Blocks of 128 tokens in the rank's KV pool.
+  /// Tokens per block of the rank's KV pool (the engine's and the prefix cache's block).
+  static constexpr int64_t tokens_per_block = 128;
+  /// Blocks of `tokens_per_block` tokens in the rank's KV pool.
   int64_t kv_blocks = 256;
   /// The process's prefix cache (null: no cache). Prefill reads hits, decode stores blocks.
   std::shared_ptr<kv::prefix_cache> cache;

@@ -13,6 +13,7 @@
 #include <caf/scoped_actor.hpp>
 #include <caf/send.hpp>
 
+#include "actors/balancer/balancer_metrics.hpp"
 #include "actors/control/controller.hpp"
 #include "actors/entrypoint/entrypoint.hpp"
 #include "actors/errors.hpp"
@@ -168,7 +169,9 @@ std::optional<std::string> node_runtime::start() {
   // 2. The controller, published on this node's port, or a link to the remote one.
   auto& mm = sys.middleman();
   if (cfg.hosts_controller) {
-    d.local_controller = spawn_controller(sys);
+    auto balancers = cfg.balancers;
+    export_balancer_loads(*metrics, balancers.prefill_loads, balancers.decode_loads);
+    d.local_controller = spawn_controller(sys, balancers);
     d.controller = d.local_controller;
     if (cfg.self.port != 0) {
       auto port = mm.publish(d.local_controller, cfg.self.port, cfg.self.host.c_str(), true);
@@ -199,7 +202,9 @@ std::optional<std::string> node_runtime::start() {
     if (cfg.serving && (spec.role == "prefill" || spec.role == "decode")) {
       sc.engine.model_dir = cfg.serving->model_dir;
       sc.engine.threads = cfg.serving->threads_per_rank;
-      sc.engine.kv_blocks = cfg.serving->kv_blocks_per_rank;
+      sc.engine.kv_blocks = spec.role == "decode" && cfg.serving->decode_kv_blocks_per_rank > 0
+                              ? cfg.serving->decode_kv_blocks_per_rank
+                              : cfg.serving->kv_blocks_per_rank;
       sc.engine.cache = cache;
       sc.engine.reads_hits = spec.role == "prefill";
       sc.engine.decoder_mode = cfg.serving->decoder_mode;
@@ -282,6 +287,7 @@ void node_runtime::stop(std::chrono::milliseconds deadline) {
   ctl = nullptr;
   d.http.reset();
   d.serving.reset();
+  d.snap->clear_view();
   d.sys.reset();
   log().info("node={} stopped", d.cfg.self.name);
 }

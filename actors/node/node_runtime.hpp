@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "actors/balancer/balancer_actors.hpp"
 #include "actors/control/cluster_snapshot.hpp"
 #include "actors/node/serving_config.hpp"
 #include "actors/node/system_settings.hpp"
@@ -56,6 +57,8 @@ struct node_runtime_config {
   /// Pause between attempts to reach the controller.
   std::chrono::milliseconds reconnect_interval{250};
   std::chrono::milliseconds instance_restart_delay{50};
+  /// The cluster's balancers (used where `hosts_controller`: they run next to the controller).
+  balancer_actors_config balancers;
 };
 
 /// One node of a DeepInfer cluster inside this process: its CAF actor system, node agent,

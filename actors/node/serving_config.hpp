@@ -49,6 +49,9 @@ struct serving_config {
   /// Engine threads and KV blocks per rank.
   int threads_per_rank = 1;
   int64_t kv_blocks_per_rank = 512;
+  /// KV blocks of a decode rank when they differ from a prefill rank's (0: the same); the decode
+  /// balancer sizes each rank by its own pool.
+  int64_t decode_kv_blocks_per_rank = 0;
   /// What one request may ask for and how long it may take (manifest `[requests]`).
   request_limits requests;
   /// Admission control (queues and limits per role, queue timeout; manifest `[admission]`).

@@ -1,0 +1,135 @@
+#include <map>
+#include <set>
+#include <unordered_map>
+
+#include <caf/actor_system.hpp>
+#include <caf/stateful_actor.hpp>
+#include <caf/typed_event_based_actor.hpp>
+
+#include "actors/balancer/balancer_actors.hpp"
+#include "actors/balancer/balancer_metrics.hpp"
+#include "actors/balancer/balancer_view.hpp"
+#include "actors/errors.hpp"
+#include "actors/log.hpp"
+
+namespace deepinfer::actors {
+
+namespace {
+
+struct prefill_balancer_state {
+  std::unique_ptr<balancers::serving_router> router;
+  balancer_view live;
+  /// Jobs waiting for an instance to pull them, with their requester.
+  struct waiting_job {
+    caf::typed_response_promise<rank_grant> promise;
+    caf::actor_addr requester;
+  };
+  std::unordered_map<uint64_t, waiting_job> waiting;
+  /// Keys each requester holds (queued or running), so its DOWN releases them all.
+  std::map<caf::actor_addr, std::set<uint64_t>> held;
+  std::unordered_map<uint64_t, caf::actor_addr> owner;
+  std::shared_ptr<balancer_loads> loads;
+  static inline const char* name = "deepinfer.prefill_balancer";
+};
+
+using prefill_pointer = prefill_balancer_actor::stateful_pointer<prefill_balancer_state>;
+
+void dispatch(prefill_pointer self) {
+  auto& st = self->state;
+  for (auto& p : st.router->dispatch_prefills()) {
+    auto it = st.waiting.find(p.id);
+    if (it == st.waiting.end())
+      continue; // nobody waits any more: release it at once below
+    auto grant = st.live.grant(p.where);
+    if (grant) {
+      log().debug("key={} prefill pulled by instance={} rank={}", p.id, p.where.instance, p.where.rank);
+      it->second.promise.deliver(std::move(*grant));
+    } else {
+      // The view lags the router by nothing (both are updated together), so this is a rank
+      // that went away in the same view: the request asks again.
+      it->second.promise.deliver(make_error(errc::instance_down, "the prefill rank went away"));
+      st.router->finish_prefill(p.id);
+    }
+    st.waiting.erase(it);
+  }
+  st.loads->set(st.router->prefill_loads());
+}
+
+void release(prefill_pointer self, uint64_t key) {
+  auto& st = self->state;
+  st.router->finish_prefill(key);
+  if (auto o = st.owner.find(key); o != st.owner.end()) {
+    auto h = st.held.find(o->second);
+    if (h != st.held.end()) {
+      h->second.erase(key);
+      if (h->second.empty()) {
+        self->demonitor(h->first);
+        st.held.erase(h);
+      }
+    }
+    st.owner.erase(o);
+  }
+  if (auto it = st.waiting.find(key); it != st.waiting.end()) {
+    it->second.promise.deliver(make_error(errc::no_capacity, "released before an instance pulled it"));
+    st.waiting.erase(it);
+  }
+}
+
+prefill_balancer_actor::behavior_type prefill_balancer(prefill_pointer self, balancer_actors_config cfg) {
+  auto& st = self->state;
+  st.router = std::make_unique<balancers::serving_router>(cfg.router);
+  st.loads = cfg.prefill_loads;
+  self->set_down_handler([=](caf::down_msg& dm) {
+    auto it = self->state.held.find(dm.source);
+    if (it == self->state.held.end())
+      return;
+    auto keys = it->second; // release() edits the set
+    for (auto k : keys)
+      release(self, k);
+    dispatch(self);
+  });
+  self->delayed_send(self, cfg.round, round_atom::value);
+  return {
+    [=](place_atom, const prefill_ask& ask) -> caf::result<rank_grant> {
+      auto& st = self->state;
+      if (st.live.empty())
+        return make_error(errc::no_capacity, "no prefill instance is running");
+      auto requester = self->current_sender() ? self->current_sender()->address() : caf::actor_addr{};
+      if (requester) {
+        auto& keys = st.held[requester];
+        if (keys.empty())
+          self->monitor(requester);
+        keys.insert(ask.key);
+        st.owner[ask.key] = requester;
+      }
+      auto promise = self->make_response_promise<rank_grant>();
+      st.waiting[ask.key] = {promise, requester};
+      st.router->submit_prefill(ask.key, ask.input_len, ask.quota_s);
+      dispatch(self);
+      return promise;
+    },
+    [=](release_atom, uint64_t key) {
+      release(self, key);
+      dispatch(self);
+    },
+    [=](view_atom, const membership_view& view) {
+      auto& st = self->state;
+      st.live.update(view, "prefill");
+      st.router->set_prefill_instances(st.live.shapes());
+      dispatch(self);
+    },
+    [=](round_atom) {
+      self->state.router->new_round();
+      dispatch(self);
+      self->delayed_send(self, cfg.round, round_atom::value);
+    },
+  };
+}
+
+} // namespace
+
+prefill_balancer_actor spawn_prefill_balancer(caf::actor_system& sys, const balancer_actors_config& cfg) {
+  return sys.spawn(prefill_balancer, cfg);
+}
+
+} // namespace deepinfer::actors

@@ -1,0 +1,98 @@
+// bench/serve/mixed_load.mjs: TTFT percentiles of a mixed-length load (short prompts arriving
+// behind long ones) at 1..64 concurrent streams, for each caf-launch binary given, side by side
+// in one run (the binaries take turns per concurrency level, so machine noise hits both alike).
+// Usage: node bench/serve/mixed_load.mjs EXE [EXE...] [--streams=1,4,16,64] [--requests=48]
+//        [--long-words=6000] [--long-every=6] [--max-tokens=16]
+// Each stream sends requests back to back; every `long-every`-th request of a stream is long
+// (fresh words, so no prefix hit), the rest short. Prints one row per (binary, streams).
+import { spawn } from 'node:child_process';
+import fs from 'node:fs';
+import net from 'node:net';
+import os from 'node:os';
+import path from 'node:path';
+
+const opts = Object.fromEntries(process.argv.slice(2).filter((a) => a.startsWith('--')).map((a) => a.slice(2).split('=')));
+const exes = process.argv.slice(2).filter((a) => !a.startsWith('--'));
+if (exes.length === 0) {
+  console.error('usage: node bench/serve/mixed_load.mjs EXE [EXE...] [--streams=1,4,16,64] [--requests=48]');
+  process.exit(2);
+}
+const streamsList = (opts.streams ?? '1,4,16,64').split(',').map(Number);
+const requests = Number(opts.requests ?? 48);
+const longWords = Number(opts['long-words'] ?? 6000);
+const longEvery = Number(opts['long-every'] ?? 6);
+const maxTokens = Number(opts['max-tokens'] ?? 16);
+const MODEL = 'deepseek-v4.1-flash';
+
+const freePort = () => new Promise((r) => { const s = net.createServer(); s.listen(0, '127.0.0.1', () => { const p = s.address().port; s.close(() => r(p)); }); });
+
+async function start(exe) {
+  const port = await freePort();
+  const base = `http://127.0.0.1:${port}`;
+  const kvRoot = fs.mkdtempSync(path.join(os.tmpdir(), 'deepinfer-mixed-kv-'));
+  const proc = spawn(exe, ['--http', `127.0.0.1:${port}`, '--log-level', 'warn', '--kv-root', kvRoot], { stdio: 'ignore' });
+  const deadline = Date.now() + 120000;
+  for (;;) {
+    try { if ((await fetch(base + '/health')).ok) break; } catch { /* not up yet */ }
+    if (Date.now() > deadline) throw new Error(`${exe} did not come up within 120 s`);
+    await new Promise((r) => setTimeout(r, 50));
+  }
+  return { base, proc, kvRoot };
+}
+
+function stop(s) {
+  s.proc.kill('SIGTERM');
+  fs.rmSync(s.kvRoot, { recursive: true, force: true });
+}
+
+async function ttft(base, content) {
+  const t0 = performance.now();
+  const r = await fetch(base + '/v1/chat/completions', { method: 'POST', headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ model: MODEL, messages: [{ role: 'user', content }], max_tokens: maxTokens, temperature: 0, stream: true }) });
+  const reader = r.body.getReader(); const dec = new TextDecoder();
+  let text = ''; let first = null;
+  for (;;) {
+    const { value, done } = await reader.read();
+    if (done) break;
+    text += dec.decode(value);
+    if (first === null && (text.match(/^data: /gm) || []).length >= 2) first = performance.now() - t0;
+  }
+  if (!r.ok) throw new Error(`HTTP ${r.status}: ${text}`);
+  return first ?? performance.now() - t0;
+}
+
+let salt = 0;
+const words = (n) => { const s = ++salt; return Array.from({ length: n }, (_, i) => `w${(i * 7919 + s * 104729) % 99991}`).join(' '); };
+const pct = (xs, p) => { const s = [...xs].sort((a, b) => a - b); return s.length ? s[Math.min(s.length - 1, Math.floor(p * s.length))] : NaN; };
+
+async function run(base, streams) {
+  const short = []; const long = [];
+  let next = 0;
+  const t0 = performance.now();
+  await Promise.all(Array.from({ length: streams }, async (_, sIdx) => {
+    for (let k = 0; ; ++k) {
+      const i = next++;
+      if (i >= requests) return;
+      const isLong = (k + sIdx) % longEvery === 0;
+      const ms = await ttft(base, isLong ? words(longWords) : `${words(40)} Answer briefly.`);
+      (isLong ? long : short).push(ms);
+    }
+  }));
+  return { short, long, seconds: (performance.now() - t0) / 1000 };
+}
+
+console.log(`mixed load: ${requests} requests per level, every ${longEvery}th of a stream long (${longWords} words), max_tokens ${maxTokens}`);
+console.log('| binary | streams | short TTFT p50 / p99 ms | long TTFT p50 / p99 ms | requests/s |');
+console.log('|---|---|---|---|---|');
+for (const streams of streamsList)
+  for (const exe of exes) {
+    const s = await start(exe);
+    try {
+      await ttft(s.base, 'warm up'); // model pages in, first-request costs out of the figures
+      const r = await run(s.base, streams);
+      const f = (xs) => `${pct(xs, 0.5).toFixed(0)} / ${pct(xs, 0.99).toFixed(0)}`;
+      console.log(`| ${exe} | ${streams} | ${f(r.short)} | ${f(r.long)} | ${(requests / r.seconds).toFixed(2)} |`);
+    } finally {
+      stop(s);
+    }
+  }
