@@ -66,6 +66,12 @@ public:
 
   /// Subset construction from `start`; states that cannot reach a final state are removed.
   static byte_dfa determinize(const byte_nfa& nfa, std::int32_t start, budget& b);
+  /// From a transition table (n x 256, -1 dead) and final flags (tag 0); state 0 the start.
+  static byte_dfa from_table(std::vector<std::int32_t> next, const std::vector<std::uint8_t>& final);
+  /// `prefix`-free unit repeated min..max times (max: rx::unbounded), between `open` and `close`
+  /// bytes, after `ws*`: built directly (a unit DFA whose finals have no exits, copied per count).
+  static byte_dfa counted(const byte_dfa& unit, std::uint8_t open, std::uint8_t close, std::uint32_t min,
+                          std::uint32_t max, budget& b);
   /// The DFA of `r` (tag 0).
   static byte_dfa of(const rx& r, budget& b);
   /// Strings accepted by both (tags of `a`).

@@ -161,6 +161,62 @@ std::string byte_dfa::shortest_from(std::int32_t q) const {
   return out;
 }
 
+byte_dfa byte_dfa::from_table(std::vector<std::int32_t> next, const std::vector<std::uint8_t>& final) {
+  byte_dfa d;
+  d.next_ = std::move(next);
+  d.accept_off_.assign(1, 0);
+  for (auto f : final) {
+    if (f)
+      d.accept_.push_back(0);
+    d.accept_off_.push_back(static_cast<std::uint32_t>(d.accept_.size()));
+  }
+  d.finish();
+  return d;
+}
+
+byte_dfa byte_dfa::counted(const byte_dfa& unit, std::uint8_t open, std::uint8_t close, std::uint32_t min,
+                           std::uint32_t max, budget& b) {
+  // States: 0 = leading whitespace, 1 = end, then for each count k the unit's non-final states.
+  std::vector<std::int32_t> inner(static_cast<std::size_t>(unit.size()), -1);
+  std::int32_t m = 0;
+  for (std::int32_t q = 0; q < unit.size(); ++q)
+    if (!unit.is_final(q))
+      inner[q] = m++;
+  const std::uint32_t copies = max == rx::unbounded ? min + 1 : max + 1;
+  const std::size_t n = 2 + static_cast<std::size_t>(copies) * static_cast<std::size_t>(m);
+  b.states(n);
+  std::vector<std::int32_t> next(n * 256, -1);
+  std::vector<std::uint8_t> fin(n, 0);
+  fin[1] = 1;
+  for (std::uint8_t c : {' ', '\t', '\n', '\r'})
+    next[c] = 0;
+  auto id = [&](std::uint32_t k, std::int32_t q) { return 2 + static_cast<std::int32_t>(k) * m + inner[q]; };
+  next[open] = id(0, 0);
+  for (std::uint32_t k = 0; k < copies; ++k) {
+    b.tick();
+    const bool last = k + 1 == copies;
+    for (std::int32_t q = 0; q < unit.size(); ++q) {
+      if (unit.is_final(q))
+        continue;
+      auto* row = next.data() + static_cast<std::size_t>(id(k, q)) * 256;
+      for (int c = 0; c < 256; ++c) {
+        auto t = unit.step(q, static_cast<std::uint8_t>(c));
+        if (t < 0)
+          continue;
+        if (!unit.is_final(t))
+          row[c] = id(k, t);
+        else if (!last)
+          row[c] = id(k + 1, 0);
+        else if (max == rx::unbounded)
+          row[c] = id(k, 0);
+      }
+    }
+    if (k >= min)
+      next[static_cast<std::size_t>(id(k, 0)) * 256 + close] = 1;
+  }
+  return from_table(std::move(next), fin);
+}
+
 byte_dfa byte_dfa::of(const rx& r, budget& b) {
   byte_nfa nfa;
   auto f = nfa.build(r, b);

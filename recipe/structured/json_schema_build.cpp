@@ -189,7 +189,7 @@ symbol schema_builder::string_lexeme(const json& s) {
   auto& b = gb_.bud();
   std::vector<byte_dfa> parts;
   if (min > 0 || max != rx::unbounded)
-    parts.push_back(byte_dfa::of(json_lex::lead(json_lex::string_len(min, max)), b));
+    parts.push_back(byte_dfa::counted(byte_dfa::of(json_lex::string_char(), b), '"', '"', min, max, b));
   for (auto& p : patterns)
     parts.push_back(byte_dfa::of(json_lex::lead(json_lex::string_of(search_regex(p, spelling::json))), b));
   if (!fmt.empty()) {

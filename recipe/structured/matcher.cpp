@@ -128,18 +128,20 @@ bool matcher::is_accepting(const matcher_state& s) const {
   return false;
 }
 
-const lexer_class& matcher::classify(std::int32_t lex, std::int32_t q) const {
+const matcher::local_class& matcher::classify(std::int32_t lex, std::int32_t q) const {
   const auto li = static_cast<std::size_t>(lex);
-  const auto& l = g_->lexer_at(li);
   {
     std::lock_guard lock{local_mutex_};
     if (auto& p = local_[li][static_cast<std::size_t>(q)])
       return *p;
   }
-  auto c = cache_->get(l.dfa, q, *vocab_);
+  lexer_view view{g_->lexer_at(li).dfa, q, vocab_->trie().max_depth()};
+  auto c = std::make_unique<local_class>(local_class{cache_->get(view, *vocab_), std::move(view.order)});
   std::lock_guard lock{local_mutex_};
-  local_[li][static_cast<std::size_t>(q)] = c;
-  return *c;
+  auto& slot = local_[li][static_cast<std::size_t>(q)];
+  if (!slot)
+    slot = std::move(c);
+  return *slot;
 }
 
 } // namespace deepinfer::recipe::so

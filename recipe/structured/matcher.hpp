@@ -84,7 +84,11 @@ private:
   void step(const std::vector<cfg_t>& in, std::uint8_t b, std::vector<cfg_t>& out) const;
   void mask_config(const cfg_t& c, token_mask& m, int depth) const;
   void walk(const std::vector<cfg_t>& from, const byte_trie& t, token_mask& m) const;
-  const lexer_class& classify(std::int32_t li, std::int32_t q) const;
+  struct local_class {
+    std::shared_ptr<const lexer_class> cls;
+    std::vector<std::int32_t> order;
+  };
+  const local_class& classify(std::int32_t li, std::int32_t q) const;
   std::uint64_t completion_cost(const cfg_t& c, std::string* out) const;
 
   std::shared_ptr<const grammar> g_;
@@ -93,7 +97,7 @@ private:
   config cfg_;
   // Per lexer and state, the class used last (a lock-free fast path over the shared cache).
   mutable std::mutex local_mutex_;
-  mutable std::vector<std::vector<std::shared_ptr<const lexer_class>>> local_;
+  mutable std::vector<std::vector<std::unique_ptr<local_class>>> local_;
 };
 
 } // namespace deepinfer::recipe::so

@@ -15,7 +15,8 @@ void matcher::mask_config(const cfg_t& c, token_mask& m, int depth) const {
   const auto s = c.stack.back();
   const auto li = g_->lexer_index(s);
   const auto& d = g_->lexer_at(static_cast<std::size_t>(li)).dfa;
-  const auto& cls = classify(li, c.q);
+  const auto& local = classify(li, c.q);
+  const auto& cls = *local.cls;
   // 1. tokens the lexer reads whole, whatever follows.
   if (!cls.dense.empty()) {
     for (std::size_t i = 0; i < m.size(); ++i)
@@ -28,7 +29,7 @@ void matcher::mask_config(const cfg_t& c, token_mask& m, int depth) const {
   for (const auto& g : cls.groups) {
     std::vector<cfg_t> next;
     bool acc = false;
-    pop_lexeme(c, g.final_state, next, acc);
+    pop_lexeme(c, local.order[static_cast<std::size_t>(g.final_state)], next, acc);
     if (!next.empty())
       walk(next, g.suffixes, m);
   }

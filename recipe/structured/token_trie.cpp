@@ -25,6 +25,8 @@ void byte_trie::build() {
       skip_[path.back()] = static_cast<std::uint32_t>(byte_.size());
       path.pop_back();
     }
+    if (s.size() > 255)
+      continue;  // no vocabulary has such tokens; the packed depth is one byte
     for (std::size_t i = lcp; i < s.size(); ++i) {
       path.push_back(static_cast<std::uint32_t>(byte_.size()));
       byte_.push_back(static_cast<std::uint8_t>(s[i]));
@@ -48,6 +50,10 @@ void byte_trie::build() {
   }
   pending_.clear();
   pending_.shrink_to_fit();
+  packed_.resize(byte_.size());
+  for (std::size_t i = 0; i < byte_.size(); ++i)
+    packed_[i] = {skip_[i], byte_[i], static_cast<std::uint8_t>(std::min<std::uint16_t>(depth_[i], 255)),
+                  static_cast<std::uint16_t>(tok_off_[i + 1] - tok_off_[i])};
 }
 
 namespace {

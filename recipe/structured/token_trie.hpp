@@ -30,6 +30,14 @@ public:
   const token_id* tokens_begin(std::uint32_t i) const noexcept { return ids_.data() + tok_off_[i]; }
   const token_id* tokens_end(std::uint32_t i) const noexcept { return ids_.data() + tok_off_[i + 1]; }
   std::uint16_t max_depth() const noexcept { return max_depth_; }
+  /// The nodes packed for the mask walk (8 bytes each): subtree end, byte, depth, token count.
+  struct packed {
+    std::uint32_t skip;
+    std::uint8_t byte;
+    std::uint8_t depth;
+    std::uint16_t ntok;
+  };
+  const packed* nodes() const noexcept { return packed_.data(); }
   std::size_t bytes() const noexcept { return byte_.size() * 11 + ids_.size() * 4; }
 
 private:
@@ -39,6 +47,7 @@ private:
   std::vector<std::uint32_t> skip_;
   std::vector<std::uint32_t> tok_off_;
   std::vector<token_id> ids_;
+  std::vector<packed> packed_;
   std::uint16_t max_depth_ = 0;
 };
 
