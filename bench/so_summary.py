@@ -6,7 +6,8 @@
 
 Columns: schemas, % compiled, invalid instances accepted (must be 0), valid instances accepted
 (% of the valid instances of compiled schemas), mask time mean / p99 (us, over every token of
-every walked instance), compile time mean / p99 (ms, compiled schemas)."""
+every walked instance), compile time mean / p99 (ms, compiled schemas); with --warm, the second pass's mask mean / p99; mismatches between
+masks and advance (must be 0)."""
 import collections, fileinput, json, sys
 
 def edges():
@@ -29,7 +30,8 @@ def pct(hist, q):
 
 def main():
     per = collections.defaultdict(lambda: dict(n=0, comp=0, inv_acc=0, inv=0, val=0, val_acc=0,
-                                               mask_sum=0.0, mask_n=0, hist=collections.Counter(), cus=[]))
+                                               mask_sum=0.0, mask_n=0, hist=collections.Counter(), cus=[],
+                                               wsum=0.0, wn=0, whist=collections.Counter(), mism=0))
     errors = collections.Counter()
     for line in fileinput.input(sys.argv[1:]):
         d = json.loads(line)
@@ -45,6 +47,12 @@ def main():
             s['mask_n'] += d['mask_n']
             for b, c in d['mask_hist'].items():
                 s['hist'][int(b)] += c
+            s['mism'] += d.get('mismatch', 0)
+            if 'warm_mask_n' in d:
+                s['wsum'] += d['warm_mask_us_mean'] * d['warm_mask_n']
+                s['wn'] += d['warm_mask_n']
+                for b, c in d['warm_mask_hist'].items():
+                    s['whist'][int(b)] += c
             for t in d['tests']:
                 if t['valid']:
                     s['val'] += 1; s['val_acc'] += t['accepted']
@@ -53,7 +61,7 @@ def main():
         if not d['compiled']:
             e = d['error'] or ''
             errors[e.split("'")[0] + ("'" + e.split("'")[1] + "'" if "'" in e else '')] += 1
-    print(f"{'source':24} {'schemas':>7} {'compiled':>8} {'inv.acc':>7} {'valid acc':>10} {'mask mean':>9} {'mask p99':>8} {'comp mean':>9} {'comp p99':>8}")
+    print(f"{'source':24} {'schemas':>7} {'compiled':>8} {'inv.acc':>7} {'valid acc':>10} {'mask mean':>9} {'mask p99':>8} {'comp mean':>9} {'comp p99':>8} {'warm mean':>9} {'warm p99':>8} {'mismatch':>8}")
     for k in sorted(per, key=lambda k: (k == 'ALL', k)):
         s = per[k]
         cus = sorted(s['cus'])
@@ -62,7 +70,8 @@ def main():
         va = 100.0 * s['val_acc'] / s['val'] if s['val'] else 100.0
         mm = s['mask_sum'] / s['mask_n'] if s['mask_n'] else 0
         print(f"{k:24} {s['n']:7} {100.0*s['comp']/s['n']:7.1f}% {s['inv_acc']:4}/{s['inv']:<5} {va:6.2f}% ({s['val']}) "
-              f"{mm:6.1f}us {pct(s['hist'], 0.99):6.0f}us {cmean:7.2f}ms {cp99:6.2f}ms")
+              f"{mm:6.1f}us {pct(s['hist'], 0.99):6.0f}us {cmean:7.2f}ms {cp99:6.2f}ms "
+              f"{(s['wsum'] / s['wn'] if s['wn'] else 0):7.1f}us {pct(s['whist'], 0.99):6.0f}us {s['mism']:8}")
     print("\nmost common compile errors:")
     for e, c in errors.most_common(25):
         print(f"{c:6}  {e}")
