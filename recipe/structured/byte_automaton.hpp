@@ -60,8 +60,6 @@ public:
   std::int32_t dist(std::int32_t q) const noexcept { return dist_[q]; }
   /// A shortest byte string from q to a final state.
   std::string shortest_from(std::int32_t q) const;
-  /// Hash of the automaton (transitions and tags).
-  std::uint64_t hash() const noexcept { return hash_; }
   std::size_t bytes() const noexcept { return next_.size() * 4 + accept_.size() * 2 + 64; }
 
   /// Subset construction from `start`; states that cannot reach a final state are removed.
@@ -89,7 +87,6 @@ private:
   std::vector<std::uint32_t> accept_off_{0};
   std::vector<std::uint16_t> accept_;
   std::vector<std::int32_t> dist_;
-  std::uint64_t hash_ = 0;
 };
 
 } // namespace deepinfer::recipe::so

@@ -27,10 +27,6 @@ void closure(const byte_nfa& nfa, std::vector<std::int32_t>& set) {
   std::sort(set.begin(), set.end());
 }
 
-std::uint64_t mix(std::uint64_t h, std::uint64_t v) {
-  h ^= v + 0x9e3779b97f4a7c15ull + (h << 6) + (h >> 2);
-  return h * 0xff51afd7ed558ccdull;
-}
 
 } // namespace
 
@@ -93,54 +89,67 @@ byte_dfa byte_dfa::determinize(const byte_nfa& nfa, std::int32_t start, budget& 
 
 void byte_dfa::finish() {
   const std::int32_t n = size();
-  // 1. distance to a final state over reversed edges; unreachable means dead.
-  std::vector<std::vector<std::int32_t>> rev(n);
-  for (std::int32_t q = 0; q < n; ++q)
+  // 1. distance to a final state over reversed edges (CSR, one entry per distinct edge);
+  //    unreachable means dead.
+  std::vector<std::int32_t> stamp(static_cast<std::size_t>(n), -1), cnt(static_cast<std::size_t>(n) + 1, 0);
+  std::vector<std::pair<std::int32_t, std::int32_t>> edges;
+  for (std::int32_t q = 0; q < n; ++q) {
+    const auto* row = next_.data() + static_cast<std::size_t>(q) * 256;
     for (int c = 0; c < 256; ++c)
-      if (auto t = next_[q * 256 + c]; t >= 0 && (rev[t].empty() || rev[t].back() != q))
-        rev[t].push_back(q);
-  std::vector<std::int32_t> dist(n, -1);
-  std::deque<std::int32_t> queue;
+      if (auto t = row[c]; t >= 0 && stamp[t] != q) {
+        stamp[t] = q;
+        edges.emplace_back(t, q);
+        ++cnt[static_cast<std::size_t>(t) + 1];
+      }
+  }
+  for (std::int32_t q = 0; q < n; ++q)
+    cnt[q + 1] += cnt[q];
+  std::vector<std::int32_t> rev(edges.size());
+  {
+    auto pos = cnt;
+    for (auto [t, q] : edges)
+      rev[pos[t]++] = q;
+  }
+  std::vector<std::int32_t> dist(static_cast<std::size_t>(n), -1);
+  std::vector<std::int32_t> queue;
+  queue.reserve(static_cast<std::size_t>(n));
   for (std::int32_t q = 0; q < n; ++q)
     if (is_final(q))
       dist[q] = 0, queue.push_back(q);
-  while (!queue.empty()) {
-    auto q = queue.front();
-    queue.pop_front();
-    for (auto p : rev[q])
-      if (dist[p] < 0)
+  for (std::size_t h = 0; h < queue.size(); ++h) {
+    const auto q = queue[h];
+    for (auto i = cnt[q]; i < cnt[q + 1]; ++i)
+      if (auto p = rev[i]; dist[p] < 0)
         dist[p] = dist[q] + 1, queue.push_back(p);
   }
   // 2. renumber live states reachable from the start, in BFS order.
-  std::vector<std::int32_t> id(n, -1), order;
+  std::vector<std::int32_t> id(static_cast<std::size_t>(n), -1), order;
   if (n > 0 && dist[0] >= 0) {
     id[0] = 0;
     order.push_back(0);
-    for (std::size_t i = 0; i < order.size(); ++i)
+    for (std::size_t i = 0; i < order.size(); ++i) {
+      const auto* row = next_.data() + static_cast<std::size_t>(order[i]) * 256;
       for (int c = 0; c < 256; ++c)
-        if (auto t = next_[order[i] * 256 + c]; t >= 0 && dist[t] >= 0 && id[t] < 0) {
+        if (auto t = row[c]; t >= 0 && dist[t] >= 0 && id[t] < 0) {
           id[t] = static_cast<std::int32_t>(order.size());
           order.push_back(t);
         }
+    }
   }
   std::vector<std::int32_t> next(order.size() * 256, -1);
   std::vector<std::uint32_t> off{0};
   std::vector<std::uint16_t> acc;
   dist_.assign(order.size(), 0);
-  hash_ = 0x12345;
   for (std::size_t i = 0; i < order.size(); ++i) {
     const auto q = order[i];
-    for (int c = 0; c < 256; ++c) {
-      auto t = next_[q * 256 + c];
-      next[i * 256 + c] = t >= 0 ? id[t] : -1;
-      hash_ = mix(hash_, static_cast<std::uint64_t>(next[i * 256 + c] + 1));
-    }
-    for (auto a : accepts(q)) {
+    const auto* row = next_.data() + static_cast<std::size_t>(q) * 256;
+    auto* out = next.data() + i * 256;
+    for (int c = 0; c < 256; ++c)
+      if (auto t = row[c]; t >= 0)
+        out[c] = id[t];
+    for (auto a : accepts(q))
       acc.push_back(a);
-      hash_ = mix(hash_, 1000003u + a);
-    }
     off.push_back(static_cast<std::uint32_t>(acc.size()));
-    hash_ = mix(hash_, 77);
     dist_[i] = dist[q];
   }
   next_ = std::move(next);

@@ -240,7 +240,30 @@ json schema_normalizer::merge(const json& a, const json& b) const {
   if (a.is_null() || b.is_null())
     return nullptr;
   json r = a;
-  for (auto it = b.begin(); it != b.end(); ++it) {
+  const json* bp = &b;
+  json b2;
+  // Arrays: `items` beside `prefixItems` means the items after the prefix, alone it means all.
+  if (a.contains("prefixItems") || b.contains("prefixItems")) {
+    auto tuple = [](const json& s) { return s.contains("prefixItems") ? s["prefixItems"] : json::array(); };
+    auto rest = [](const json& s) { return s.contains("items") ? s["items"] : json(true); };
+    if ((a.contains("items") && a["items"].is_array()) || (b.contains("items") && b["items"].is_array()))
+      throw compile_error("allOf combines prefixItems with array-form items (unsupported)");
+    const auto ta = tuple(a), tb = tuple(b);
+    const auto ra = rest(a), rb = rest(b);
+    json prefix = json::array();
+    for (std::size_t i = 0; i < std::max(ta.size(), tb.size()); ++i)
+      prefix.push_back(conj(i < ta.size() ? ta[i] : ra, i < tb.size() ? tb[i] : rb));
+    b2 = b;
+    b2.erase("prefixItems");
+    b2.erase("items");
+    r.erase("prefixItems");
+    r.erase("items");
+    r["prefixItems"] = prefix;
+    if (auto x = conj(ra, rb); !is_true(x))
+      r["items"] = x;
+    bp = &b2;
+  }
+  for (auto it = bp->begin(); it != bp->end(); ++it) {
     const auto& k = it.key();
     const auto& v = it.value();
     if (!r.contains(k)) {
