@@ -136,7 +136,7 @@ rx integer(std::optional<std::int64_t> lo, std::optional<std::int64_t> hi) {
     const std::uint64_t a = hi && *hi < 0 ? static_cast<std::uint64_t>(-*hi) : 1;
     alts.push_back(rx::seq({ch('-'), nat_range(a, lo ? std::optional<std::uint64_t>{static_cast<std::uint64_t>(-*lo)} : std::nullopt)}));
   }
-  return rx::seq({rx::alt(std::move(alts)), frac_zero()});
+  return rx::alt(std::move(alts));  // 3.0 is a number, not an integer, for strict validators
 }
 
 rx number(std::optional<std::int64_t> lo, bool lo_excl, std::optional<std::int64_t> hi, bool hi_excl) {

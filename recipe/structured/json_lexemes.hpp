@@ -29,7 +29,7 @@ rx string_of(rx content);
 std::optional<rx> format(std::string_view name);
 /// Any JSON number.
 rx any_number();
-/// An integer in [lo, hi] (either side open), also written with a zero fraction (`3.0`).
+/// An integer in [lo, hi] (either side open), written without a fraction.
 rx integer(std::optional<std::int64_t> lo, std::optional<std::int64_t> hi);
 /// A decimal number (no exponent) in the range; bounds are integers, each inclusive or not.
 rx number(std::optional<std::int64_t> lo, bool lo_excl, std::optional<std::int64_t> hi, bool hi_excl);

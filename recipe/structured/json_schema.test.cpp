@@ -104,7 +104,7 @@ BOOST_AUTO_TEST_CASE(arrays_with_prefix_items_and_counts) {
 
 BOOST_AUTO_TEST_CASE(unsupported_keywords_are_errors_never_ignored) {
   auto& c = deepinfer::recipe::so::test::shared_compiler();
-  for (auto [schema, word] : {std::pair{R"({"not":{"type":"string"}})", "not"},
+  for (auto [schema, word] : {std::pair{R"({"not":{"pattern":"a"}})", "not"},
                               {R"({"type":"object","patternProperties":{"^a":{}}})", "patternProperties"},
                               {R"({"type":"array","uniqueItems":true})", "uniqueItems"},
                               {R"({"type":"string","format":"country-code"})", "country-code"},
@@ -116,6 +116,18 @@ BOOST_AUTO_TEST_CASE(unsupported_keywords_are_errors_never_ignored) {
   }
   // Known-harmless forms are fine.
   BOOST_TEST(c.compile({constraint_kind::json_schema, R"({"type":"array","uniqueItems":false,"x-custom":1})"}).has_value());
+}
+
+BOOST_AUTO_TEST_CASE(decidable_not_forms) {
+  auto m = schema_matcher(R"({"type":["string","integer","null"],"not":{"type":"null"}})");
+  BOOST_TEST(accepts(*m, "3"));
+  BOOST_TEST(!accepts(*m, "null"));
+  auto i = schema_matcher(R"({"type":"integer"})");
+  BOOST_TEST(!accepts(*i, "3.0"));  // strict: an integer has no fraction
+  auto& c = deepinfer::recipe::so::test::shared_compiler();
+  auto never = c.compile({constraint_kind::json_schema, R"({"not":{}})"});
+  BOOST_TEST_REQUIRE(!never.has_value());
+  BOOST_TEST(never.error().find("admits no value") != std::string::npos);
 }
 
 BOOST_AUTO_TEST_CASE(compile_timeout_is_an_error) {
