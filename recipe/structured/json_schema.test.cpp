@@ -148,4 +148,24 @@ BOOST_AUTO_TEST_CASE(regex_constraints_match_the_whole_output) {
   BOOST_TEST(!accepts(**r, "ab1y"));
 }
 
+BOOST_AUTO_TEST_CASE(ebnf_grammars_in_lark_style) {
+  auto& c = deepinfer::recipe::so::test::shared_compiler();
+  auto g = c.compile({constraint_kind::grammar, R"G(
+    start: expr
+    expr: term (("+" | "-") term)*
+    term: NUMBER | "(" expr ")"
+    NUMBER: /[0-9]+/
+  )G"});
+  BOOST_TEST_REQUIRE(g.has_value(), (g ? std::string{} : g.error()));
+  BOOST_TEST(accepts(**g, "1+(22-3)"));
+  BOOST_TEST(accepts(**g, "((7))"));
+  BOOST_TEST(!accepts(**g, "1+"));
+  BOOST_TEST(!accepts(**g, "(1"));
+  auto bad = c.compile({constraint_kind::grammar, "start: a\n"});
+  BOOST_TEST(!bad.has_value());
+  auto left = c.compile({constraint_kind::grammar, "start: start \"a\" | \"b\""});
+  BOOST_TEST_REQUIRE(!left.has_value());
+  BOOST_TEST(left.error().find("left-recursive") != std::string::npos, left.error());
+}
+
 BOOST_AUTO_TEST_SUITE_END()
