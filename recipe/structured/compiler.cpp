@@ -1,0 +1,72 @@
+#include "recipe/structured/compiler.hpp"
+
+#include "recipe/structured/ebnf.hpp"
+#include "recipe/structured/json_schema.hpp"
+#include "recipe/structured/regex_parser.hpp"
+
+namespace deepinfer::recipe::so {
+
+compiler::compiler(std::shared_ptr<const vocabulary> v, config cfg)
+  : vocab_(std::move(v)), cfg_(cfg), classes_(std::make_shared<lexer_class_cache>(cfg.class_cache_bytes)) {}
+
+namespace {
+std::uint64_t hash_of(const constraint& c, std::uint64_t fp) {
+  std::uint64_t h = 0xcbf29ce484222325ull ^ (static_cast<std::uint64_t>(c.kind) + 1);
+  for (unsigned char ch : c.text)
+    h = (h ^ ch) * 0x100000001b3ull;
+  return h ^ (fp * 0x9E3779B97F4A7C15ull);
+}
+} // namespace
+
+expected<std::shared_ptr<const matcher>, std::string> compiler::compile(const constraint& c) {
+  const auto key = hash_of(c, vocab_->fingerprint());
+  {
+    std::lock_guard lock{mutex_};
+    if (auto it = index_.find(key); it != index_.end()) {
+      lru_.splice(lru_.begin(), lru_, it->second);
+      return it->second->m;
+    }
+  }
+  std::shared_ptr<const grammar> g;
+  try {
+    budget b{cfg_.timeout, cfg_.max_states};
+    switch (c.kind) {
+    case constraint_kind::json_schema: {
+      nlohmann::ordered_json schema;
+      try {
+        schema = nlohmann::ordered_json::parse(c.text);
+      } catch (const std::exception& e) {
+        return std::string{"the schema is not valid JSON: "} + e.what();
+      }
+      g = compile_json_schema(schema, b);
+      break;
+    }
+    case constraint_kind::json_object: g = compile_any_json(b); break;
+    case constraint_kind::regex: g = compile_regex(c.text, b); break;
+    case constraint_kind::grammar: g = compile_ebnf(c.text, b); break;
+    }
+  } catch (const compile_error& e) {
+    return std::string{e.what()};
+  } catch (const std::exception& e) {
+    return std::string{"invalid constraint: "} + e.what();
+  }
+  auto m = std::make_shared<const matcher>(g, vocab_, classes_, cfg_.matching);
+  const auto bytes = g->bytes();
+  std::lock_guard lock{mutex_};
+  lru_.push_front({key, m, bytes});
+  index_[key] = lru_.begin();
+  bytes_ += bytes;
+  while (bytes_ > cfg_.cache_bytes && lru_.size() > 1) {
+    bytes_ -= lru_.back().bytes;
+    index_.erase(lru_.back().key);
+    lru_.pop_back();
+  }
+  return std::shared_ptr<const matcher>{m};
+}
+
+std::size_t compiler::cached_bytes() const {
+  std::lock_guard lock{mutex_};
+  return bytes_;
+}
+
+} // namespace deepinfer::recipe::so

@@ -1,0 +1,256 @@
+#include "recipe/structured/grammar.hpp"
+
+#include <algorithm>
+#include <limits>
+#include <map>
+
+namespace deepinfer::recipe::so {
+
+std::int32_t rule_nfa::add() {
+  states.emplace_back();
+  return static_cast<std::int32_t>(states.size()) - 1;
+}
+void rule_nfa::edge(std::int32_t from, symbol s, std::int32_t to) { states[from].edges.emplace_back(s, to); }
+void rule_nfa::eps(std::int32_t from, std::int32_t to) { states[from].eps.push_back(to); }
+rule_nfa::frag rule_nfa::sym(symbol s) {
+  frag f{add(), add()};
+  edge(f.start, s, f.end);
+  return f;
+}
+rule_nfa::frag rule_nfa::empty() {
+  frag f{add(), add()};
+  eps(f.start, f.end);
+  return f;
+}
+rule_nfa::frag rule_nfa::seq(std::span<const frag> parts) {
+  if (parts.empty())
+    return empty();
+  for (std::size_t i = 1; i < parts.size(); ++i)
+    eps(parts[i - 1].end, parts[i].start);
+  return {parts.front().start, parts.back().end};
+}
+rule_nfa::frag rule_nfa::alt(std::span<const frag> parts) {
+  frag f{add(), add()};
+  for (auto p : parts) {
+    eps(f.start, p.start);
+    eps(p.end, f.end);
+  }
+  return f;
+}
+rule_nfa::frag rule_nfa::opt(frag f) {
+  eps(f.start, f.end);
+  return f;
+}
+rule_nfa::frag rule_nfa::star(frag f) {
+  frag g{add(), add()};
+  eps(g.start, f.start);
+  eps(f.end, g.start);
+  eps(g.start, g.end);
+  return g;
+}
+
+grammar::rstate grammar::after_call(rstate caller, std::uint32_t r) const noexcept {
+  for (auto [rule, to] : calls(caller))
+    if (rule == r)
+      return to;
+  return caller;  // unreachable by precondition
+}
+
+std::size_t grammar::bytes() const noexcept {
+  std::size_t n = rule_of_.size() * 24 + calls_.size() * 8 + lex_targets_.size() * 4;
+  for (auto& l : lexers_)
+    n += l->dfa.bytes();
+  for (auto& l : lexemes_)
+    n += l.bytes();
+  return n;
+}
+
+symbol grammar_builder::lexeme(byte_dfa d) {
+  if (!d.empty() && d.is_final(0))
+    throw compile_error("a terminal matches the empty string");
+  lexemes_.push_back(std::move(d));
+  return {symbol::kind::lexeme, static_cast<std::uint32_t>(lexemes_.size() - 1)};
+}
+
+symbol grammar_builder::declare() {
+  rules_.emplace_back();
+  return {symbol::kind::rule, static_cast<std::uint32_t>(rules_.size() - 1)};
+}
+
+void grammar_builder::define(symbol rule, rule_nfa nfa, rule_nfa::frag f) {
+  rules_[rule.id].nfa = std::move(nfa);
+  rules_[rule.id].f = f;
+}
+
+namespace {
+
+struct rule_dfa {
+  std::vector<std::vector<std::pair<symbol, std::int32_t>>> edges;
+  std::vector<std::uint8_t> final;
+};
+
+void closure(const rule_nfa& n, std::vector<std::int32_t>& set) {
+  std::vector<std::int32_t> stack = set;
+  std::vector<char> seen(n.states.size(), 0);
+  for (auto s : set)
+    seen[s] = 1;
+  while (!stack.empty()) {
+    auto s = stack.back();
+    stack.pop_back();
+    for (auto t : n.states[s].eps)
+      if (!seen[t])
+        seen[t] = 1, set.push_back(t), stack.push_back(t);
+  }
+  std::sort(set.begin(), set.end());
+}
+
+rule_dfa determinize(const rule_nfa& n, rule_nfa::frag f, budget& b) {
+  rule_dfa d;
+  std::map<std::vector<std::int32_t>, std::int32_t> ids;
+  std::vector<std::vector<std::int32_t>> sets{{f.start}};
+  closure(n, sets[0]);
+  ids.emplace(sets[0], 0);
+  for (std::size_t i = 0; i < sets.size(); ++i) {
+    b.tick();
+    b.states(sets.size());
+    const auto cur = sets[i];
+    std::map<symbol, std::vector<std::int32_t>> by_sym;
+    for (auto s : cur)
+      for (auto [sym, to] : n.states[s].edges)
+        by_sym[sym].push_back(to);
+    d.final.push_back(std::binary_search(cur.begin(), cur.end(), f.end) ? 1 : 0);
+    std::vector<std::pair<symbol, std::int32_t>> out;
+    for (auto& [sym, tgt] : by_sym) {
+      closure(n, tgt);
+      tgt.erase(std::unique(tgt.begin(), tgt.end()), tgt.end());
+      auto [it, fresh] = ids.emplace(tgt, static_cast<std::int32_t>(sets.size()));
+      if (fresh)
+        sets.push_back(tgt);
+      out.emplace_back(sym, it->second);
+    }
+    d.edges.push_back(std::move(out));
+  }
+  return d;
+}
+
+constexpr std::uint32_t inf = std::numeric_limits<std::uint32_t>::max() / 4;
+
+} // namespace
+
+std::shared_ptr<const grammar> grammar_builder::finish(symbol root) {
+  auto g = std::make_shared<grammar>();
+  g->root_ = root.id;
+  // 1. determinize every rule and number the states globally.
+  std::vector<rule_dfa> dfas;
+  for (auto& r : rules_) {
+    if (r.f.start < 0)
+      throw compile_error("internal: a rule was declared but never defined");
+    dfas.push_back(determinize(r.nfa, r.f, *budget_));
+    g->rule_start_.push_back(static_cast<grammar::rstate>(g->rule_of_.size()));
+    for (std::size_t s = 0; s < dfas.back().final.size(); ++s) {
+      g->rule_of_.push_back(static_cast<std::uint32_t>(dfas.size() - 1));
+      g->final_.push_back(dfas.back().final[s]);
+    }
+  }
+  const std::size_t n = g->rule_of_.size();
+  budget_->states(n);
+  auto global = [&](std::uint32_t r, std::int32_t local) { return g->rule_start_[r] + static_cast<std::uint32_t>(local); };
+  // 2. shortest completion of every state (a fixpoint); what cannot complete is dropped.
+  std::vector<std::uint32_t> ml(n, inf);
+  auto sym_len = [&](symbol s) -> std::uint32_t {
+    if (s.k == symbol::kind::lexeme)
+      return lexemes_[s.id].empty() ? inf : static_cast<std::uint32_t>(lexemes_[s.id].dist(0));
+    return ml[g->rule_start_[s.id]];
+  };
+  for (bool changed = true; changed;) {
+    changed = false;
+    budget_->tick();
+    for (std::uint32_t r = 0; r < dfas.size(); ++r)
+      for (std::size_t s = 0; s < dfas[r].final.size(); ++s) {
+        auto gs = global(r, static_cast<std::int32_t>(s));
+        std::uint32_t best = dfas[r].final[s] ? 0 : inf;
+        for (auto [sym, to] : dfas[r].edges[s]) {
+          auto a = sym_len(sym), b = ml[global(r, to)];
+          if (a < inf && b < inf)
+            best = std::min(best, a + b);
+        }
+        if (best < ml[gs])
+          ml[gs] = best, changed = true;
+      }
+  }
+  if (ml[g->rule_start_[root.id]] >= inf)
+    throw compile_error("the constraint admits no value (contradictory keywords)");
+  g->min_len_ = ml;
+  // 3. left recursion: a rule that calls itself before reading a byte.
+  {
+    std::vector<std::vector<std::uint32_t>> callees(dfas.size());
+    for (std::uint32_t r = 0; r < dfas.size(); ++r) {
+      std::vector<std::int32_t> stack{0};
+      std::vector<char> seen(dfas[r].final.size(), 0);
+      seen[0] = 1;
+      while (!stack.empty()) {
+        auto s = stack.back();
+        stack.pop_back();
+        for (auto [sym, to] : dfas[r].edges[s]) {
+          if (sym.k != symbol::kind::rule || sym_len(sym) >= inf || ml[global(r, to)] >= inf)
+            continue;
+          callees[r].push_back(sym.id);
+          if (sym_len(sym) == 0 && !seen[to])
+            seen[to] = 1, stack.push_back(to);
+        }
+      }
+    }
+    std::vector<std::uint8_t> color(dfas.size(), 0);
+    auto dfs = [&](auto& self, std::uint32_t r) -> void {
+      color[r] = 1;
+      for (auto c : callees[r]) {
+        if (color[c] == 1)
+          throw compile_error("left-recursive reference (a $ref or rule that reaches itself before any character)");
+        if (color[c] == 0)
+          self(self, c);
+      }
+      color[r] = 2;
+    };
+    for (std::uint32_t r = 0; r < dfas.size(); ++r)
+      if (color[r] == 0)
+        dfs(dfs, r);
+  }
+  // 4. edges, lexers and calls.
+  std::map<std::vector<std::uint32_t>, std::int32_t> lexer_ids;
+  g->lex_off_.assign(n, 0);
+  g->lexer_of_.assign(n, -1);
+  for (std::uint32_t r = 0; r < dfas.size(); ++r)
+    for (std::size_t s = 0; s < dfas[r].final.size(); ++s) {
+      const auto gs = global(r, static_cast<std::int32_t>(s));
+      std::vector<std::uint32_t> lex;
+      std::vector<grammar::rstate> lex_to;
+      for (auto [sym, to] : dfas[r].edges[s]) {
+        if (sym_len(sym) >= inf || ml[global(r, to)] >= inf)
+          continue;
+        if (sym.k == symbol::kind::rule)
+          g->calls_.emplace_back(sym.id, global(r, to));
+        else
+          lex.push_back(sym.id), lex_to.push_back(global(r, to));
+      }
+      g->call_off_.push_back(static_cast<std::uint32_t>(g->calls_.size()));
+      g->lex_off_[gs] = static_cast<std::uint32_t>(g->lex_targets_.size());
+      g->lex_targets_.insert(g->lex_targets_.end(), lex_to.begin(), lex_to.end());
+      if (lex.empty())
+        continue;
+      auto [it, fresh] = lexer_ids.emplace(lex, static_cast<std::int32_t>(g->lexers_.size()));
+      if (fresh) {
+        auto l = std::make_shared<lexer>();
+        std::vector<const byte_dfa*> parts;
+        for (auto id : lex)
+          parts.push_back(&lexemes_[id]);
+        l->dfa = parts.size() == 1 ? lexemes_[lex[0]] : byte_dfa::unite(parts, *budget_);
+        l->lexemes = lex;
+        g->lexers_.push_back(std::move(l));
+      }
+      g->lexer_of_[gs] = it->second;
+    }
+  g->lexemes_ = std::move(lexemes_);
+  return g;
+}
+
+} // namespace deepinfer::recipe::so

@@ -1,0 +1,125 @@
+#pragma once
+
+#include "recipe/structured/byte_automaton.hpp"
+
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <vector>
+
+namespace deepinfer::recipe::so {
+
+/// What a rule consumes at one step: a lexeme (a byte DFA) or a call of another rule.
+struct symbol {
+  enum class kind : std::uint8_t { lexeme, rule };
+  kind k = kind::lexeme;
+  std::uint32_t id = 0;
+  friend bool operator==(symbol a, symbol b) { return a.k == b.k && a.id == b.id; }
+  friend bool operator<(symbol a, symbol b) { return a.k != b.k ? a.k < b.k : a.id < b.id; }
+};
+
+/// A rule under construction: an NFA over symbols with epsilon edges.
+class rule_nfa {
+public:
+  struct frag {
+    std::int32_t start;
+    std::int32_t end;
+  };
+  std::int32_t add();
+  void edge(std::int32_t from, symbol s, std::int32_t to);
+  void eps(std::int32_t from, std::int32_t to);
+  frag sym(symbol s);
+  frag seq(std::span<const frag> parts);
+  frag alt(std::span<const frag> parts);
+  frag opt(frag f);
+  frag star(frag f);
+  frag empty();
+
+  struct state {
+    std::vector<std::pair<symbol, std::int32_t>> edges;
+    std::vector<std::int32_t> eps;
+  };
+  std::vector<state> states;
+};
+
+/// The union of the lexemes a rule state may read next, as one DFA (tag i = lexemes[i]).
+struct lexer {
+  byte_dfa dfa;
+  std::vector<std::uint32_t> lexemes;
+};
+
+/// A recursive transition network: rules are DFAs over symbols, lexemes DFAs over bytes, and
+/// every rule state that reads lexemes has one `lexer` for all of them. Rule states are numbered
+/// globally. Built by `grammar_builder`, immutable afterwards.
+class grammar {
+public:
+  using rstate = std::uint32_t;
+
+  rstate root_start() const noexcept { return rule_start_[root_]; }
+  rstate rule_start(std::uint32_t r) const noexcept { return rule_start_[r]; }
+  std::uint32_t rule_of(rstate s) const noexcept { return rule_of_[s]; }
+  bool is_final(rstate s) const noexcept { return final_[s] != 0; }
+  /// The lexer read in `s`, or nullptr when `s` reads no lexeme.
+  const lexer* lexer_of(rstate s) const noexcept {
+    return lexer_of_[s] < 0 ? nullptr : lexers_[lexer_of_[s]].get();
+  }
+  /// Index of the lexer of `s` (-1: none) among `lexer_count()`.
+  std::int32_t lexer_index(rstate s) const noexcept { return lexer_of_[s]; }
+  std::size_t lexer_count() const noexcept { return lexers_.size(); }
+  const lexer& lexer_at(std::size_t i) const noexcept { return *lexers_[i]; }
+  /// Where `s` goes after its lexer accepted tag `t`.
+  rstate lex_target(rstate s, std::uint16_t t) const noexcept { return lex_targets_[lex_off_[s] + t]; }
+  /// The rules `s` may call, with the state reached when each returns.
+  std::span<const std::pair<std::uint32_t, rstate>> calls(rstate s) const noexcept {
+    return {calls_.data() + call_off_[s], calls_.data() + call_off_[s + 1]};
+  }
+  /// Where `caller` goes when rule `r` returns; precondition: `caller` calls `r`.
+  rstate after_call(rstate caller, std::uint32_t r) const noexcept;
+  /// Bytes of a shortest completion from `s` to the end of its rule.
+  std::uint32_t min_len(rstate s) const noexcept { return min_len_[s]; }
+  std::size_t states() const noexcept { return rule_of_.size(); }
+  std::size_t bytes() const noexcept;
+  const std::vector<byte_dfa>& lexemes() const noexcept { return lexemes_; }
+
+private:
+  friend class grammar_builder;
+  std::uint32_t root_ = 0;
+  std::vector<byte_dfa> lexemes_;
+  std::vector<rstate> rule_start_;
+  std::vector<std::uint32_t> rule_of_;
+  std::vector<std::uint8_t> final_;
+  std::vector<std::int32_t> lexer_of_;
+  std::vector<std::shared_ptr<const lexer>> lexers_;
+  std::vector<std::uint32_t> lex_off_;
+  std::vector<rstate> lex_targets_;
+  std::vector<std::uint32_t> call_off_{0};
+  std::vector<std::pair<std::uint32_t, rstate>> calls_;
+  std::vector<std::uint32_t> min_len_;
+};
+
+/// Builds a `grammar`: add lexemes and rules, then `finish` (determinize, drop what cannot
+/// complete, check for left recursion, build the lexers).
+class grammar_builder {
+public:
+  explicit grammar_builder(budget& b) : budget_(&b) {}
+  /// A lexeme from its DFA; an empty language is allowed (the symbol is dropped).
+  symbol lexeme(byte_dfa d);
+  symbol lexeme(const rx& r) { return lexeme(byte_dfa::of(r, *budget_)); }
+  /// A new rule, defined later with `define`.
+  symbol declare();
+  void define(symbol rule, rule_nfa nfa, rule_nfa::frag f);
+  /// Throws `compile_error` when the root cannot complete or a rule is left-recursive.
+  std::shared_ptr<const grammar> finish(symbol root);
+  budget& bud() { return *budget_; }
+
+private:
+  budget* budget_;
+  std::vector<byte_dfa> lexemes_;
+  struct def {
+    rule_nfa nfa;
+    rule_nfa::frag f{-1, -1};
+  };
+  std::vector<def> rules_;
+};
+
+} // namespace deepinfer::recipe::so

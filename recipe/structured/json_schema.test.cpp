@@ -1,0 +1,171 @@
+#include "recipe/structured/test_support.hpp"
+
+#include <boost/test/unit_test.hpp>
+
+using namespace deepinfer::recipe::so;
+using deepinfer::recipe::so::test::accepts;
+using deepinfer::recipe::so::test::schema_matcher;
+
+BOOST_AUTO_TEST_SUITE(structured_json_schema)
+
+BOOST_AUTO_TEST_CASE(objects_accept_valid_instances_and_reject_invalid_ones) {
+  auto m = schema_matcher(R"({"type":"object","properties":{"name":{"type":"string"},"age":{"type":"integer","minimum":0,"maximum":150},
+    "tags":{"type":"array","items":{"type":"string"},"maxItems":2}},"required":["name"],"additionalProperties":false})");
+  BOOST_TEST(accepts(*m, R"({"name":"Ada"})"));
+  BOOST_TEST(accepts(*m, R"({"name":"Ada","age":36,"tags":["x","y"]})"));
+  BOOST_TEST(accepts(*m, "{ \"name\" : \"Ada\" ,\n \"age\": 150 }"));  // whitespace is flexible
+  BOOST_TEST(!accepts(*m, R"({"age":36})"));                          // required
+  BOOST_TEST(!accepts(*m, R"({"name":"Ada","age":151})"));            // maximum
+  BOOST_TEST(!accepts(*m, R"({"name":"Ada","age":-1})"));             // minimum
+  BOOST_TEST(!accepts(*m, R"({"name":"Ada","age":3.5})"));            // integer
+  BOOST_TEST(!accepts(*m, R"({"name":"Ada","tags":["x","y","z"]})")); // maxItems
+  BOOST_TEST(!accepts(*m, R"({"name":"Ada","extra":1})"));            // additionalProperties
+  BOOST_TEST(!accepts(*m, R"({"name":"Ada"} )"));                     // nothing after the value
+  BOOST_TEST(!accepts(*m, R"({"name":"Ada")"));                       // incomplete
+}
+
+BOOST_AUTO_TEST_CASE(additional_properties_never_shadow_declared_keys) {
+  auto m = schema_matcher(R"({"type":"object","properties":{"a":{"type":"integer"}},"additionalProperties":{"type":"string"}})");
+  BOOST_TEST(accepts(*m, R"({"a":1,"b":"x"})"));
+  BOOST_TEST(!accepts(*m, R"({"a":"x"})"));
+  BOOST_TEST(!accepts(*m, R"({"b":2})"));
+}
+
+BOOST_AUTO_TEST_CASE(unions_enums_consts_and_combinators) {
+  auto m = schema_matcher(R"({"anyOf":[{"type":["string","null"]},{"enum":[1,"two",[3]]}]})");
+  BOOST_TEST(accepts(*m, R"("x")"));
+  BOOST_TEST(accepts(*m, "null"));
+  BOOST_TEST(accepts(*m, "1"));
+  BOOST_TEST(accepts(*m, "[3]"));
+  BOOST_TEST(!accepts(*m, "2"));
+  auto c = schema_matcher(R"({"const":{"k":true}})");
+  BOOST_TEST(accepts(*c, R"({"k":true})"));
+  BOOST_TEST(!accepts(*c, R"({"k":false})"));
+  auto all = schema_matcher(R"({"allOf":[{"type":"object","properties":{"a":{"type":"integer"}},"required":["a"]},
+    {"properties":{"b":{"type":"boolean"}},"required":["b"]}]})");
+  BOOST_TEST(accepts(*all, R"({"a":1,"b":true})"));
+  BOOST_TEST(!accepts(*all, R"({"a":1})"));
+  auto one = schema_matcher(R"({"oneOf":[{"type":"string"},{"type":"integer"}]})");
+  BOOST_TEST(accepts(*one, "12"));
+  BOOST_TEST(!accepts(*one, "true"));
+}
+
+BOOST_AUTO_TEST_CASE(recursive_refs_and_defs) {
+  auto m = schema_matcher(R"({"$defs":{"node":{"type":"object","properties":{"v":{"type":"integer"},
+    "kids":{"type":"array","items":{"$ref":"#/$defs/node"}}},"required":["v"],"additionalProperties":false}},"$ref":"#/$defs/node"})");
+  BOOST_TEST(accepts(*m, R"({"v":1,"kids":[{"v":2},{"v":3,"kids":[{"v":4}]}]})"));
+  BOOST_TEST(!accepts(*m, R"({"v":1,"kids":[{"w":2}]})"));
+}
+
+BOOST_AUTO_TEST_CASE(strings_lengths_patterns_and_formats) {
+  auto len = schema_matcher(R"({"type":"string","minLength":2,"maxLength":4})");
+  BOOST_TEST(accepts(*len, R"("ab")"));
+  BOOST_TEST(accepts(*len, R"("é\n")"));  // characters, not bytes: an escape is one
+  BOOST_TEST(!accepts(*len, R"("a")"));
+  BOOST_TEST(!accepts(*len, R"("abcde")"));
+  auto pat = schema_matcher(R"({"type":"string","pattern":"^[a-z]+-\\d{2}$"})");
+  BOOST_TEST(accepts(*pat, R"("abc-12")"));
+  BOOST_TEST(!accepts(*pat, R"("abc-1")"));
+  auto search = schema_matcher(R"({"type":"string","pattern":"x"})");  // unanchored: anywhere
+  BOOST_TEST(accepts(*search, R"("axb")"));
+  BOOST_TEST(!accepts(*search, R"("ab")"));
+  for (auto [fmt, good, bad] : {std::tuple{"date", "2024-02-29", "2024-13-01"}, {"time", "12:30:00Z", "25:00:00Z"},
+                                {"date-time", "2024-01-02T03:04:05.6+01:00", "2024-01-02 03:04:05"},
+                                {"uuid", "123e4567-e89b-12d3-a456-426614174000", "123e4567"},
+                                {"email", "a.b@example.com", "no-at-sign"}, {"uri", "https://x.org/a?b=c", "not a uri"},
+                                {"ipv4", "192.168.0.255", "256.1.1.1"}}) {
+    auto f = schema_matcher(std::string{R"({"type":"string","format":")"} + fmt + "\"}");
+    BOOST_TEST(accepts(*f, std::string{"\""} + good + "\""), fmt);
+    BOOST_TEST(!accepts(*f, std::string{"\""} + bad + "\""), fmt);
+  }
+}
+
+BOOST_AUTO_TEST_CASE(number_bounds_are_exact) {
+  auto n = schema_matcher(R"({"type":"number","exclusiveMinimum":-2,"maximum":10})");
+  for (auto ok : {"-1.5", "0", "10", "10.0", "9.99", "-1.999"})
+    BOOST_TEST(accepts(*n, ok), ok);
+  for (auto bad : {"-2", "-2.0", "10.01", "11", "-3"})
+    BOOST_TEST(!accepts(*n, bad), bad);
+  auto i = schema_matcher(R"({"type":"integer","minimum":-120,"maximum":3400})");
+  for (auto ok : {"-120", "-7", "0", "99", "3400", "1000"})
+    BOOST_TEST(accepts(*i, ok), ok);
+  for (auto bad : {"-121", "3401", "10000", "01"})
+    BOOST_TEST(!accepts(*i, bad), bad);
+}
+
+BOOST_AUTO_TEST_CASE(arrays_with_prefix_items_and_counts) {
+  auto m = schema_matcher(R"({"type":"array","prefixItems":[{"type":"integer"},{"type":"string"}],"items":{"type":"boolean"},"minItems":1,"maxItems":3})");
+  BOOST_TEST(accepts(*m, "[1]"));
+  BOOST_TEST(accepts(*m, R"([1,"a",true])"));
+  BOOST_TEST(!accepts(*m, "[]"));
+  BOOST_TEST(!accepts(*m, R"([1,"a",true,false])"));
+  BOOST_TEST(!accepts(*m, R"(["a"])"));
+}
+
+BOOST_AUTO_TEST_CASE(unsupported_keywords_are_errors_never_ignored) {
+  auto& c = deepinfer::recipe::so::test::shared_compiler();
+  for (auto [schema, word] : {std::pair{R"({"not":{"pattern":"a"}})", "not"},
+                              {R"({"type":"object","patternProperties":{"^a":{}}})", "patternProperties"},
+                              {R"({"type":"array","uniqueItems":true})", "uniqueItems"},
+                              {R"({"type":"string","format":"country-code"})", "country-code"},
+                              {R"({"$ref":"other.json#/x"})", "not local"},
+                              {R"({"type":"string","pattern":"(?=a)b"})", "lookaround"}}) {
+    auto r = c.compile({constraint_kind::json_schema, schema});
+    BOOST_TEST_REQUIRE(!r.has_value(), schema);
+    BOOST_TEST(r.error().find(word) != std::string::npos, r.error());
+  }
+  // Known-harmless forms are fine.
+  BOOST_TEST(c.compile({constraint_kind::json_schema, R"({"type":"array","uniqueItems":false,"x-custom":1})"}).has_value());
+}
+
+BOOST_AUTO_TEST_CASE(decidable_not_forms) {
+  auto m = schema_matcher(R"({"type":["string","integer","null"],"not":{"type":"null"}})");
+  BOOST_TEST(accepts(*m, "3"));
+  BOOST_TEST(!accepts(*m, "null"));
+  auto i = schema_matcher(R"({"type":"integer"})");
+  BOOST_TEST(!accepts(*i, "3.0"));  // strict: an integer has no fraction
+  auto& c = deepinfer::recipe::so::test::shared_compiler();
+  auto never = c.compile({constraint_kind::json_schema, R"({"not":{}})"});
+  BOOST_TEST_REQUIRE(!never.has_value());
+  BOOST_TEST(never.error().find("admits no value") != std::string::npos);
+}
+
+BOOST_AUTO_TEST_CASE(compile_timeout_is_an_error) {
+  compiler::config cfg;
+  cfg.timeout = std::chrono::microseconds{1};
+  compiler c{vocabulary::of(deepinfer::recipe::so::test::shared_tokenizer()), cfg};
+  auto r = c.compile({constraint_kind::json_schema, R"({"type":"string","minLength":100,"maxLength":3000,"pattern":"^[a-z ]+$"})"});
+  BOOST_TEST_REQUIRE(!r.has_value());
+  BOOST_TEST(r.error() == "compile timeout");
+}
+
+BOOST_AUTO_TEST_CASE(regex_constraints_match_the_whole_output) {
+  auto r = deepinfer::recipe::so::test::shared_compiler().compile({constraint_kind::regex, "[a-c]{2}\\d(x|yz)?"});
+  BOOST_TEST_REQUIRE(r.has_value());
+  BOOST_TEST(accepts(**r, "ab1"));
+  BOOST_TEST(accepts(**r, "ca9yz"));
+  BOOST_TEST(!accepts(**r, "abd"));
+  BOOST_TEST(!accepts(**r, "ab1y"));
+}
+
+BOOST_AUTO_TEST_CASE(ebnf_grammars_in_lark_style) {
+  auto& c = deepinfer::recipe::so::test::shared_compiler();
+  auto g = c.compile({constraint_kind::grammar, R"G(
+    start: expr
+    expr: term (("+" | "-") term)*
+    term: NUMBER | "(" expr ")"
+    NUMBER: /[0-9]+/
+  )G"});
+  BOOST_TEST_REQUIRE(g.has_value(), (g ? std::string{} : g.error()));
+  BOOST_TEST(accepts(**g, "1+(22-3)"));
+  BOOST_TEST(accepts(**g, "((7))"));
+  BOOST_TEST(!accepts(**g, "1+"));
+  BOOST_TEST(!accepts(**g, "(1"));
+  auto bad = c.compile({constraint_kind::grammar, "start: a\n"});
+  BOOST_TEST(!bad.has_value());
+  auto left = c.compile({constraint_kind::grammar, "start: start \"a\" | \"b\""});
+  BOOST_TEST_REQUIRE(!left.has_value());
+  BOOST_TEST(left.error().find("left-recursive") != std::string::npos, left.error());
+}
+
+BOOST_AUTO_TEST_SUITE_END()

@@ -1,0 +1,280 @@
+#include "recipe/structured/json_schema.hpp"
+#include "recipe/structured/json_schema_impl.hpp"
+#include "recipe/structured/regex_parser.hpp"
+
+#include <cmath>
+#include <set>
+
+namespace deepinfer::recipe::so::detail {
+
+namespace {
+
+// Standard validation keywords this compiler does not enforce: an error, never ignored.
+const std::set<std::string>& unsupported() {
+  static const std::set<std::string> s{
+    "if", "then", "else", "dependencies", "dependentRequired", "dependentSchemas",
+    "patternProperties", "propertyNames", "minProperties", "maxProperties", "multipleOf", "contains",
+    "minContains", "maxContains", "unevaluatedProperties", "unevaluatedItems", "$dynamicRef",
+    "$recursiveRef", "uniqueItems", "x-patterns-unsupported"};
+  return s;
+}
+
+bool trivially_true(const std::string& k, const json& v) {
+  if (k == "minProperties" || k == "minContains")
+    return v.is_number() && v.get<double>() <= 0;
+  if (k == "uniqueItems")
+    return v.is_boolean() && !v.get<bool>();
+  if (k == "multipleOf")
+    return false;
+  if (k == "dependencies" || k == "dependentRequired" || k == "dependentSchemas" || k == "patternProperties")
+    return v.is_object() && v.empty();
+  return false;
+}
+
+std::uint32_t count(const json& s, const char* k, std::uint32_t dflt) {
+  if (!s.contains(k))
+    return dflt;
+  const auto& v = s[k];
+  if (!v.is_number() || v.get<double>() < 0)
+    throw compile_error(std::string{"'"} + k + "' must be a non-negative number");
+  const double d = v.get<double>();
+  return d > 1e9 ? rx::unbounded - 1 : static_cast<std::uint32_t>(std::ceil(d));
+}
+
+std::size_t cp_len(const std::string& s) {
+  std::size_t n = 0;
+  for (unsigned char c : s)
+    n += (c & 0xC0) != 0x80;
+  return n;
+}
+
+} // namespace
+
+symbol schema_builder::lex(const std::string& key, rx r) {
+  if (auto it = lexemes_.find(key); it != lexemes_.end())
+    return it->second;
+  auto s = gb_.lexeme(json_lex::lead(std::move(r)));
+  lexemes_.emplace(key, s);
+  return s;
+}
+
+symbol schema_builder::punct(const std::string& text) { return lex("p:" + text, rx::lit(text)); }
+
+symbol schema_builder::any_value() { return value_rule(json::object()); }
+
+symbol schema_builder::value_rule(const json& s) {
+  std::string text;
+  if (s.is_boolean() || s.size() < 8) {
+    text = s.dump();
+    if (auto it = by_text_.find(text); it != by_text_.end())
+      return it->second;
+  } else if (auto it = by_ptr_.find(&s); it != by_ptr_.end()) {
+    return it->second;
+  }
+  auto r = gb_.declare();
+  if (!text.empty())
+    by_text_.emplace(text, r);
+  else
+    by_ptr_.emplace(&s, r);
+  auto alts = norm_.alternatives(s);
+  rule_nfa n;
+  std::vector<rule_nfa::frag> outs;
+  for (auto& a : alts) {
+    owned_.push_back(std::move(a));
+    build_plain(n, outs, owned_.back());
+  }
+  auto f = outs.empty() ? rule_nfa::frag{n.add(), n.add()} : n.alt(outs);
+  gb_.define(r, std::move(n), f);
+  return r;
+}
+
+void schema_builder::build_plain(rule_nfa& n, std::vector<rule_nfa::frag>& out, const json& s) {
+  for (auto it = s.begin(); it != s.end(); ++it)
+    if (unsupported().contains(it.key()) && !trivially_true(it.key(), it.value()) &&
+        !(it.key() == "multipleOf" && it.value() == 1 && s.value("type", json{}) == "integer") &&
+        !(it.key() == "uniqueItems" && s.contains("maxItems") && s["maxItems"].is_number() && s["maxItems"].get<double>() <= 1))
+      throw compile_error("unsupported keyword '" + it.key() + "'");
+  std::set<std::string> types{"null", "boolean", "object", "array", "string", "number"};
+  if (s.contains("type")) {
+    types.clear();
+    const auto& t = s["type"];
+    if (t.is_string())
+      types.insert(t.get<std::string>());
+    else if (t.is_array())
+      for (auto& x : t)
+        types.insert(x.get<std::string>());
+    else
+      throw compile_error("'type' must be a string or an array");
+    for (auto& x : types)
+      if (x != "null" && x != "boolean" && x != "object" && x != "array" && x != "string" && x != "number" && x != "integer")
+        throw compile_error("unknown type '" + x + "'");
+    if (types.contains("number"))
+      types.erase("integer");
+  }
+  // `not` in its decidable forms: nothing, a boolean, or a set of types.
+  if (s.contains("not")) {
+    const auto& x = s["not"];
+    if ((x.is_boolean() && x.get<bool>()) || (x.is_object() && x.empty()))
+      return;  // not {} admits no value
+    if (x.is_object() && x.size() == 1 && x.contains("type")) {
+      std::set<std::string> drop;
+      if (x["type"].is_string())
+        drop.insert(x["type"].get<std::string>());
+      else
+        for (auto& t : x["type"])
+          drop.insert(t.get<std::string>());
+      if (drop.contains("integer") && !drop.contains("number") && types.contains("number"))
+        throw compile_error("unsupported keyword 'not' (a number that is not an integer)");
+      if (drop.contains("number"))
+        drop.insert("integer");
+      for (auto& t : drop)
+        types.erase(t);
+    } else if (!(x.is_boolean() && !x.get<bool>())) {
+      throw compile_error("unsupported keyword 'not' (only not {}, not true/false and not {type})");
+    }
+  }
+  // 1. enum / const: the listed values, in their compact spelling.
+  if (s.contains("enum") || s.contains("const")) {
+    json values = s.contains("enum") ? s["enum"] : json::array();
+    if (!values.is_array())
+      throw compile_error("'enum' must be an array");
+    if (s.contains("const")) {
+      json keep = json::array();
+      if (!s.contains("enum") || std::find(values.begin(), values.end(), s["const"]) != values.end())
+        keep.push_back(s["const"]);
+      values = keep;
+    }
+    for (auto k : {"pattern", "x-patterns", "format", "properties", "items", "prefixItems", "required",
+                   "additionalProperties", "minItems", "maxItems"})
+      if (s.contains(k))
+        throw compile_error(std::string{"'enum'/'const' together with '"} + k + "' (unsupported)");
+    for (auto& v : values) {
+      const bool ok_type =
+        (v.is_null() && types.contains("null")) || (v.is_boolean() && types.contains("boolean")) ||
+        (v.is_object() && types.contains("object")) || (v.is_array() && types.contains("array")) ||
+        (v.is_string() && types.contains("string")) ||
+        (v.is_number_integer() && (types.contains("integer") || types.contains("number"))) ||
+        (v.is_number_float() && (types.contains("number") ||
+                                 (types.contains("integer") && std::floor(v.get<double>()) == v.get<double>())));
+      if (!ok_type)
+        continue;
+      if (v.is_string()) {
+        const auto len = cp_len(v.get<std::string>());
+        if (len < count(s, "minLength", 0) || len > count(s, "maxLength", rx::unbounded))
+          continue;
+      }
+      if (v.is_number()) {
+        const double d = v.get<double>();
+        if ((s.contains("minimum") && d < s["minimum"].get<double>()) ||
+            (s.contains("maximum") && d > s["maximum"].get<double>()) ||
+            (s.contains("exclusiveMinimum") && d <= s["exclusiveMinimum"].get<double>()) ||
+            (s.contains("exclusiveMaximum") && d >= s["exclusiveMaximum"].get<double>()))
+          continue;
+      }
+      out.push_back(n.sym(lex("v:" + v.dump(), rx::lit(v.dump()))));
+    }
+    return;
+  }
+  // 2. one branch per type.
+  for (auto& t : types) {
+    if (t == "null")
+      out.push_back(n.sym(punct("null")));
+    else if (t == "boolean")
+      out.push_back(n.sym(lex("bool", rx::alt({rx::lit("true"), rx::lit("false")}))));
+    else if (t == "string")
+      out.push_back(n.sym(string_lexeme(s)));
+    else if (t == "number" || t == "integer")
+      out.push_back(n.sym(number_lexeme(s, t == "integer")));
+    else if (t == "object")
+      out.push_back(build_object(n, s));
+    else if (t == "array")
+      out.push_back(build_array(n, s));
+  }
+}
+
+symbol schema_builder::string_lexeme(const json& s) {
+  const auto min = count(s, "minLength", 0), max = count(s, "maxLength", rx::unbounded);
+  std::vector<std::string> patterns;
+  if (s.contains("pattern"))
+    patterns.push_back(s["pattern"].get<std::string>());
+  if (s.contains("x-patterns"))
+    for (auto& p : s["x-patterns"])
+      patterns.push_back(p.get<std::string>());
+  std::string fmt = s.contains("format") && s["format"].is_string() ? s["format"].get<std::string>() : "";
+  std::string key = "s:" + std::to_string(min) + ":" + std::to_string(max) + ":" + fmt;
+  for (auto& p : patterns)
+    key += "\x1f" + p;
+  if (auto it = lexemes_.find(key); it != lexemes_.end())
+    return it->second;
+  if (max != rx::unbounded && max > 4096)
+    throw compile_error("maxLength above 4096 (unsupported)");
+  auto& b = gb_.bud();
+  std::vector<byte_dfa> parts;
+  if (min > 0 || max != rx::unbounded)
+    parts.push_back(byte_dfa::counted(byte_dfa::of(json_lex::string_char(), b), '"', '"', min, max, b));
+  for (auto& p : patterns)
+    parts.push_back(byte_dfa::of(json_lex::lead(json_lex::string_of(search_regex(p, spelling::json))), b));
+  if (!fmt.empty()) {
+    auto f = json_lex::format(fmt);
+    if (!f)
+      throw compile_error("unsupported format '" + fmt + "'");
+    parts.push_back(byte_dfa::of(json_lex::lead(json_lex::string_of(std::move(*f))), b));
+  }
+  if (parts.empty())
+    parts.push_back(byte_dfa::of(json_lex::lead(json_lex::any_string()), b));
+  byte_dfa d = std::move(parts[0]);
+  for (std::size_t i = 1; i < parts.size(); ++i)
+    d = byte_dfa::intersect(d, parts[i], b);
+  auto sym = gb_.lexeme(std::move(d));
+  lexemes_.emplace(key, sym);
+  return sym;
+}
+
+symbol schema_builder::number_lexeme(const json& s, bool integer) {
+  std::optional<double> lo, hi;
+  bool lo_x = false, hi_x = false;
+  auto num = [&](const char* k) -> std::optional<double> {
+    if (!s.contains(k))
+      return std::nullopt;
+    if (!s[k].is_number())
+      throw compile_error(std::string{"'"} + k + "' must be a number");
+    return s[k].get<double>();
+  };
+  if (auto v = num("minimum"))
+    lo = v;
+  if (auto v = num("exclusiveMinimum"); v && (!lo || *v >= *lo))
+    lo = v, lo_x = true;
+  if (auto v = num("maximum"))
+    hi = v;
+  if (auto v = num("exclusiveMaximum"); v && (!hi || *v <= *hi))
+    hi = v, hi_x = true;
+  for (auto v : {lo, hi})
+    if (v && std::fabs(*v) > 9e15)
+      throw compile_error("a numeric bound beyond 9e15 (unsupported)");
+  const std::string key = std::string{integer ? "i:" : "n:"} + (lo ? std::to_string(*lo) : "") + (lo_x ? "x" : "") +
+                          ":" + (hi ? std::to_string(*hi) : "") + (hi_x ? "x" : "");
+  if (auto it = lexemes_.find(key); it != lexemes_.end())
+    return it->second;
+  rx r;
+  if (integer) {
+    std::optional<std::int64_t> a, b;
+    if (lo)
+      a = static_cast<std::int64_t>(lo_x ? std::floor(*lo) + 1 : std::ceil(*lo));
+    if (hi)
+      b = static_cast<std::int64_t>(hi_x ? std::ceil(*hi) - 1 : std::floor(*hi));
+    r = json_lex::integer(a, b);
+  } else if (!lo && !hi) {
+    r = json_lex::any_number();
+  } else {
+    for (auto v : {lo, hi})
+      if (v && std::floor(*v) != *v)
+        throw compile_error("a non-integer bound on a number (unsupported)");
+    r = json_lex::number(lo ? std::optional<std::int64_t>{static_cast<std::int64_t>(*lo)} : std::nullopt, lo_x,
+                         hi ? std::optional<std::int64_t>{static_cast<std::int64_t>(*hi)} : std::nullopt, hi_x);
+  }
+  auto sym = gb_.lexeme(byte_dfa::of(json_lex::lead(std::move(r)), gb_.bud()));
+  lexemes_.emplace(key, sym);
+  return sym;
+}
+
+} // namespace deepinfer::recipe::so::detail

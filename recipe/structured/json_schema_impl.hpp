@@ -1,0 +1,65 @@
+#pragma once
+
+// Internal to the JSON Schema compiler: normalization (json_schema_normalize.cpp) and grammar
+// construction (json_schema_build.cpp).
+
+#include "recipe/structured/grammar.hpp"
+#include "recipe/structured/json_lexemes.hpp"
+
+#include <nlohmann/json.hpp>
+
+#include <deque>
+#include <map>
+#include <string>
+#include <vector>
+
+namespace deepinfer::recipe::so::detail {
+
+using json = nlohmann::ordered_json;
+
+/// Resolves `$ref`, merges `allOf` and distributes `anyOf`/`oneOf`: a schema becomes a list of
+/// plain alternatives (no combinators), each a JSON object.
+class schema_normalizer {
+public:
+  schema_normalizer(const json& root, budget& b) : root_(root), budget_(b) {}
+  /// The alternatives of `s` (empty: nothing matches).
+  std::vector<json> alternatives(const json& s, int depth = 0);
+  /// The schema a `$ref` names.
+  const json& resolve(const std::string& ref) const;
+  /// Merges two plain schemas (allOf of both).
+  json merge(const json& a, const json& b) const;
+
+private:
+  bool disjoint(const json& a, const json& b) const;
+  const json& root_;
+  budget& budget_;
+};
+
+/// Builds the grammar: one rule per distinct schema.
+class schema_builder {
+public:
+  schema_builder(const json& root, budget& b) : root_(root), norm_(root, b), gb_(b) {}
+  symbol value_rule(const json& s);
+  std::shared_ptr<const grammar> finish(symbol root) { return gb_.finish(root); }
+  symbol any_value();
+
+private:
+  void build_plain(rule_nfa& n, std::vector<rule_nfa::frag>& out, const json& s);
+  rule_nfa::frag build_object(rule_nfa& n, const json& s);
+  rule_nfa::frag build_array(rule_nfa& n, const json& s);
+  symbol string_lexeme(const json& s);
+  symbol number_lexeme(const json& s, bool integer);
+  symbol punct(const std::string& text);
+  symbol lex(const std::string& key, rx r);
+
+  const json& root_;
+  schema_normalizer norm_;
+  grammar_builder gb_;
+  std::map<const json*, symbol> by_ptr_;
+  std::map<std::string, symbol> by_text_;
+  std::map<std::string, symbol> lexemes_;
+  std::deque<json> owned_;
+  std::optional<symbol> any_;
+};
+
+} // namespace deepinfer::recipe::so::detail

@@ -1,0 +1,103 @@
+#pragma once
+
+#include "recipe/structured/grammar.hpp"
+#include "recipe/structured/lexer_class.hpp"
+#include "recipe/structured/token_trie.hpp"
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace deepinfer::recipe::so {
+
+/// Where a constrained output is: every way the bytes so far can be read (a stack of rule
+/// states plus the state of the lexer on top). A plain value: copy it to fork, send it with the
+/// request (reroute, handoff); `matcher` interprets it. Empty means the output left the language.
+class matcher_state {
+public:
+  struct config {
+    std::vector<std::uint32_t> stack;
+    std::int32_t q = 0;
+    friend bool operator==(const config&, const config&) = default;
+    friend auto operator<=>(const config&, const config&) = default;
+  };
+  bool dead() const noexcept { return configs_.empty(); }
+  const std::vector<config>& configs() const noexcept { return configs_; }
+  friend bool operator==(const matcher_state&, const matcher_state&) = default;
+
+private:
+  friend class matcher;
+  std::vector<config> configs_;
+};
+
+/// A bitmask over the vocabulary (bit i = token i allowed).
+using token_mask = std::vector<std::uint64_t>;
+
+inline bool mask_test(const token_mask& m, token_id t) {
+  return (m[static_cast<std::size_t>(t) >> 6] >> (t & 63)) & 1u;
+}
+
+/// Token-level matching of one compiled constraint over one vocabulary. Thread-safe (const).
+class matcher {
+public:
+  struct config {
+    /// In the last `horizon` tokens before the budget's shortest completion, each candidate is
+    /// checked to leave a completion that still fits.
+    std::size_t horizon = 16;
+  };
+  matcher(std::shared_ptr<const grammar> g, std::shared_ptr<const vocabulary> v,
+          std::shared_ptr<lexer_class_cache> cache, config cfg);
+  matcher(std::shared_ptr<const grammar> g, std::shared_ptr<const vocabulary> v,
+          std::shared_ptr<lexer_class_cache> cache)
+    : matcher(std::move(g), std::move(v), std::move(cache), config{}) {}
+
+  matcher_state start() const;
+  /// Consumes `t` (EOS: allowed only when accepting; it leaves the state as is). False (and `s`
+  /// dead) when `t` is not allowed.
+  bool advance(matcher_state& s, token_id t) const;
+  /// Consumes raw bytes (tests, completion).
+  bool advance_bytes(matcher_state& s, std::string_view bytes) const;
+  /// Tokens allowed next; EOS among them exactly when `is_accepting(s)`.
+  token_mask allowed_tokens(const matcher_state& s) const;
+  /// Tokens allowed with `tokens_left` tokens still to come (EOS not counted): when that is at
+  /// most the forced completion's length only its first token; near it only tokens whose
+  /// completion still fits.
+  token_mask allowed_tokens(const matcher_state& s, std::size_t tokens_left) const;
+  /// Whether the output so far is a complete value.
+  bool is_accepting(const matcher_state& s) const;
+  /// The forced completion: the shortest completion in bytes, tokenized greedily (longest
+  /// token first); empty when accepting.
+  std::vector<token_id> forced_completion(const matcher_state& s) const;
+  std::size_t shortest_completion_length(const matcher_state& s) const { return forced_completion(s).size(); }
+  /// Bytes of a shortest completion.
+  std::string shortest_completion_bytes(const matcher_state& s) const;
+
+  const vocabulary& vocab() const noexcept { return *vocab_; }
+  const grammar& gram() const noexcept { return *g_; }
+
+private:
+  using cfg_t = matcher_state::config;
+  void enter(std::vector<std::uint32_t> stack, std::vector<cfg_t>& out, bool& accept,
+             std::vector<std::vector<std::uint32_t>>& seen) const;
+  void pop_lexeme(const cfg_t& c, std::int32_t qf, std::vector<cfg_t>& out, bool& accept) const;
+  void step(const std::vector<cfg_t>& in, std::uint8_t b, std::vector<cfg_t>& out) const;
+  void mask_config(const cfg_t& c, token_mask& m, int depth) const;
+  void walk(const std::vector<cfg_t>& from, const byte_trie& t, token_mask& m) const;
+  struct local_class {
+    std::shared_ptr<const lexer_class> cls;
+    std::vector<std::int32_t> order;
+  };
+  const local_class& classify(std::int32_t li, std::int32_t q) const;
+  std::uint64_t completion_cost(const cfg_t& c, std::string* out) const;
+
+  std::shared_ptr<const grammar> g_;
+  std::shared_ptr<const vocabulary> vocab_;
+  std::shared_ptr<lexer_class_cache> cache_;
+  config cfg_;
+  // Per lexer and state, the class used last (a lock-free fast path over the shared cache).
+  mutable std::mutex local_mutex_;
+  mutable std::vector<std::vector<std::unique_ptr<local_class>>> local_;
+};
+
+} // namespace deepinfer::recipe::so

@@ -1,0 +1,124 @@
+#include "recipe/structured/test_support.hpp"
+
+#include <boost/test/unit_test.hpp>
+
+#include <random>
+
+using namespace deepinfer::recipe::so;
+using deepinfer::recipe::token_id;
+using deepinfer::recipe::so::test::schema_matcher;
+using deepinfer::recipe::so::test::shared_tokenizer;
+
+namespace {
+
+const char* const schemas[] = {
+  R"({"type":"object","properties":{"name":{"type":"string","maxLength":12},"n":{"type":"integer","minimum":-5,"maximum":500},
+     "ok":{"type":"boolean"},"tags":{"type":"array","items":{"enum":["a","b","c"]},"minItems":1,"maxItems":3}},
+     "required":["name","n","tags"],"additionalProperties":false})",
+  R"({"type":"array","items":{"anyOf":[{"type":"number"},{"type":"string","format":"date"},{"type":"null"}]},"minItems":2})",
+  R"({"$defs":{"t":{"type":"object","properties":{"v":{"type":"string"},"c":{"type":"array","items":{"$ref":"#/$defs/t"}}},"required":["v","c"]}},"$ref":"#/$defs/t"})",
+  R"({"type":"object","properties":{"a":{"type":"object","properties":{"b":{"type":"object","properties":{"c":{"type":"string","minLength":3}},"required":["c"]}},"required":["b"]}},"required":["a"]})",
+};
+
+std::vector<token_id> allowed_ids(const token_mask& m) {
+  std::vector<token_id> out;
+  for (std::size_t w = 0; w < m.size(); ++w)
+    for (auto b = m[w]; b != 0; b &= b - 1)
+      out.push_back(static_cast<token_id>(w * 64 + static_cast<std::size_t>(__builtin_ctzll(b))));
+  return out;
+}
+
+} // namespace
+
+BOOST_AUTO_TEST_SUITE(structured_matcher)
+
+BOOST_AUTO_TEST_CASE(masks_agree_with_advance_on_every_token) {
+  auto m = schema_matcher(schemas[0]);
+  const auto& v = m->vocab();
+  // States along a valid instance: each mask bit must equal whether advance accepts the token.
+  const auto ids = shared_tokenizer().encode(R"({"name":"Zoë \"q\"","n":-3,"tags":["a","c"]})");
+  auto st = m->start();
+  for (std::size_t k = 0; k <= ids.size(); k += 3) {
+    const auto mask = m->allowed_tokens(st);
+    std::size_t disagree = 0;
+    for (std::size_t t = 0; t < v.size(); ++t) {
+      auto next = st;
+      const bool ok = m->advance(next, static_cast<token_id>(t));
+      disagree += ok != mask_test(mask, static_cast<token_id>(t));
+    }
+    BOOST_TEST(disagree == 0u, "at token " << k);
+    for (std::size_t j = k; j < std::min(k + 3, ids.size()); ++j)
+      BOOST_TEST_REQUIRE(m->advance(st, ids[j]));
+  }
+  BOOST_TEST(m->is_accepting(st));
+}
+
+BOOST_AUTO_TEST_CASE(forced_completion_always_yields_a_complete_valid_instance) {
+  std::mt19937 rng{42};
+  for (const char* schema : schemas) {
+    auto m = schema_matcher(schema);
+    // A budget below the shortest completion from the start cannot be met; from there on it is.
+    const auto least = m->shortest_completion_length(m->start());
+    for (std::size_t budget : {least, least + 1, least + 5, least + 20, least + 60}) {
+      for (int run = 0; run < 3; ++run) {
+        auto st = m->start();
+        std::vector<token_id> out;
+        bool ended = false;
+        for (std::size_t left = budget; left > 0 && !ended; --left) {
+          const auto ids = allowed_ids(m->allowed_tokens(st, left));
+          BOOST_TEST_REQUIRE(!ids.empty());
+          const auto t = ids[std::uniform_int_distribution<std::size_t>{0, ids.size() - 1}(rng)];
+          if (t == m->vocab().eos()) {
+            ended = true;
+            break;
+          }
+          BOOST_TEST_REQUIRE(m->advance(st, t));
+          out.push_back(t);
+        }
+        const auto text = shared_tokenizer().decode(out);
+        BOOST_TEST(m->is_accepting(st), schema << " budget " << budget << ": " << text);
+        BOOST_TEST(out.size() <= budget);
+        BOOST_TEST(nlohmann::json::accept(text), text);
+      }
+    }
+  }
+}
+
+BOOST_AUTO_TEST_CASE(shortest_completion_closes_every_open_structure) {
+  auto m = schema_matcher(schemas[3]);
+  auto st = m->start();
+  BOOST_TEST(!deepinfer::recipe::so::test::accepts(*m, R"({"a":{"b":{"c":"x"}}})"));
+  BOOST_TEST(deepinfer::recipe::so::test::accepts(*m, R"({"a":{"b":{"c":"xyz"}}})"));
+  BOOST_TEST_REQUIRE(m->advance_bytes(st, R"({"a":{"b":{"c":"x)"));
+  const auto w = m->shortest_completion_bytes(st);
+  BOOST_TEST(w.size() == 6u);  // two more characters (minLength 3), then close everything
+  BOOST_TEST(w.substr(2) == R"("}}})");
+  auto done = st;
+  BOOST_TEST_REQUIRE(m->advance_bytes(done, w));
+  BOOST_TEST(m->is_accepting(done));
+  BOOST_TEST(m->shortest_completion_length(st) == m->forced_completion(st).size());
+  BOOST_TEST(m->forced_completion(done).empty());
+}
+
+BOOST_AUTO_TEST_CASE(state_is_a_plain_copyable_value) {
+  auto m = schema_matcher(schemas[0]);
+  auto a = m->start();
+  BOOST_TEST_REQUIRE(m->advance_bytes(a, R"({"name":"x")"));
+  auto b = a;  // e.g. sent with a rerouted request
+  BOOST_TEST_REQUIRE(m->advance_bytes(b, R"(,"n":1,"tags":["b"]})"));
+  BOOST_TEST(m->is_accepting(b));
+  BOOST_TEST(!m->is_accepting(a));
+  BOOST_TEST(!m->advance_bytes(a, "]"));
+  BOOST_TEST(a.dead());
+}
+
+BOOST_AUTO_TEST_CASE(compiled_constraints_are_cached_by_text_and_vocabulary) {
+  auto& c = deepinfer::recipe::so::test::shared_compiler();
+  auto x = c.compile({constraint_kind::json_schema, R"({"type":"integer"})"});
+  auto y = c.compile({constraint_kind::json_schema, R"({"type":"integer"})"});
+  BOOST_TEST_REQUIRE(x.has_value());
+  BOOST_TEST(x->get() == y->get());
+  BOOST_TEST(c.cached_bytes() > 0u);
+}
+
+BOOST_AUTO_TEST_SUITE_END()

@@ -1,0 +1,218 @@
+#include "recipe/structured/matcher.hpp"
+
+#include <algorithm>
+#include <deque>
+#include <limits>
+#include <map>
+
+namespace deepinfer::recipe::so {
+
+namespace {
+void set_bit(token_mask& m, token_id t) { m[static_cast<std::size_t>(t) >> 6] |= 1ull << (t & 63); }
+} // namespace
+
+void matcher::mask_config(const cfg_t& c, token_mask& m, int depth) const {
+  const auto s = c.stack.back();
+  const auto li = g_->lexer_index(s);
+  const auto& d = g_->lexer_at(static_cast<std::size_t>(li)).dfa;
+  const auto& local = classify(li, c.q);
+  const auto& cls = *local.cls;
+  // 1. tokens the lexer reads whole, whatever follows.
+  if (!cls.dense.empty()) {
+    for (std::size_t i = 0; i < m.size(); ++i)
+      m[i] |= cls.dense[i];
+  } else {
+    for (auto t : cls.sparse)
+      set_bit(m, t);
+  }
+  // 2. tokens that end the lexeme inside and go on: their rest against what follows.
+  for (const auto& g : cls.groups) {
+    std::vector<cfg_t> next;
+    bool acc = false;
+    pop_lexeme(c, local.order[static_cast<std::size_t>(g.final_state)], next, acc);
+    if (!next.empty())
+      walk(next, g.suffixes, m);
+  }
+  // 3. the lexeme may end right here: whatever may follow.
+  if (d.is_final(c.q) && depth < 64) {
+    std::vector<cfg_t> next;
+    bool acc = false;
+    pop_lexeme(c, c.q, next, acc);
+    if (acc)
+      set_bit(m, vocab_->eos());
+    std::sort(next.begin(), next.end());
+    next.erase(std::unique(next.begin(), next.end()), next.end());
+    for (const auto& n : next)
+      mask_config(n, m, depth + 1);
+  }
+}
+
+void matcher::walk(const std::vector<cfg_t>& from, const byte_trie& t, token_mask& m) const {
+  std::vector<std::vector<cfg_t>> level(t.max_depth() + 1u);
+  level[0] = from;
+  for (std::uint32_t i = 1; i < t.size();) {
+    const auto d = t.depth(i);
+    step(level[d - 1], t.byte(i), level[d]);
+    if (level[d].empty()) {
+      i = t.skip(i);
+      continue;
+    }
+    for (auto p = t.tokens_begin(i); p != t.tokens_end(i); ++p)
+      set_bit(m, *p);
+    ++i;
+  }
+}
+
+token_mask matcher::allowed_tokens(const matcher_state& s) const {
+  token_mask m(vocab_->mask_words(), 0);
+  for (const auto& c : s.configs_)
+    mask_config(c, m, 0);
+  return m;
+}
+
+// Bytes of a shortest completion of config `c` (and the bytes themselves into `out`).
+std::uint64_t matcher::completion_cost(const cfg_t& c, std::string* out) const {
+  constexpr std::uint64_t inf = std::numeric_limits<std::uint64_t>::max() / 4;
+  // Below the top frame, each caller finishes from where the call returns.
+  std::uint64_t below = 0;
+  for (std::size_t i = c.stack.size() - 1; i > 0; --i)
+    below += g_->min_len(g_->after_call(c.stack[i - 1], g_->rule_of(c.stack[i])));
+  const auto s = c.stack.back();
+  const auto& d = g_->lexer_of(s)->dfa;
+  // BFS inside the lexer from q to every final state.
+  std::vector<std::int32_t> dist(static_cast<std::size_t>(d.size()), -1), from(dist.size(), -1);
+  std::vector<std::uint8_t> via(dist.size(), 0);
+  std::deque<std::int32_t> queue{c.q};
+  dist[static_cast<std::size_t>(c.q)] = 0;
+  std::uint64_t best = inf;
+  std::int32_t best_f = -1;
+  std::uint16_t best_t = 0;
+  while (!queue.empty()) {
+    auto q = queue.front();
+    queue.pop_front();
+    if (d.is_final(q))
+      for (auto t : d.accepts(q)) {
+        auto cost = static_cast<std::uint64_t>(dist[q]) + g_->min_len(g_->lex_target(s, t));
+        if (cost < best)
+          best = cost, best_f = q, best_t = t;
+      }
+    for (int b = 0; b < 256; ++b)
+      if (auto n = d.step(q, static_cast<std::uint8_t>(b)); n >= 0 && dist[n] < 0) {
+        dist[n] = dist[q] + 1, from[n] = q, via[n] = static_cast<std::uint8_t>(b);
+        queue.push_back(n);
+      }
+  }
+  if (best_f < 0)
+    return inf;
+  if (out != nullptr) {
+    std::string lex;
+    for (auto q = best_f; q != c.q; q = from[q])
+      lex.push_back(static_cast<char>(via[q]));
+    std::reverse(lex.begin(), lex.end());
+    *out += lex;
+    // Then each frame's shortest rest, innermost first.
+    auto rest = [&](auto& self, grammar::rstate st) -> void {
+      if (g_->is_final(st) && g_->min_len(st) == 0)
+        return;
+      for (auto [r, to] : g_->calls(st))
+        if (g_->min_len(g_->rule_start(r)) + g_->min_len(to) == g_->min_len(st)) {
+          self(self, g_->rule_start(r));
+          self(self, to);
+          return;
+        }
+      const auto* l = g_->lexer_of(st);
+      for (std::uint16_t t = 0; l != nullptr && t < l->lexemes.size(); ++t) {
+        const auto& lx = g_->lexemes()[l->lexemes[t]];
+        auto to = g_->lex_target(st, t);
+        if (static_cast<std::uint32_t>(lx.dist(0)) + g_->min_len(to) == g_->min_len(st)) {
+          *out += lx.shortest_from(0);
+          self(self, to);
+          return;
+        }
+      }
+    };
+    rest(rest, g_->lex_target(s, best_t));
+    for (std::size_t i = c.stack.size() - 1; i > 0; --i)
+      rest(rest, g_->after_call(c.stack[i - 1], g_->rule_of(c.stack[i])));
+  }
+  return best + below;
+}
+
+std::string matcher::shortest_completion_bytes(const matcher_state& s) const {
+  if (is_accepting(s))
+    return {};
+  const cfg_t* best = nullptr;
+  std::uint64_t cost = std::numeric_limits<std::uint64_t>::max();
+  for (const auto& c : s.configs_)
+    if (auto k = completion_cost(c, nullptr); k < cost)
+      cost = k, best = &c;
+  std::string out;
+  if (best != nullptr)
+    completion_cost(*best, &out);
+  return out;
+}
+
+std::vector<token_id> matcher::forced_completion(const matcher_state& s) const {
+  const auto w = shortest_completion_bytes(s);
+  std::vector<token_id> out;
+  const auto& t = vocab_->trie();
+  for (std::size_t pos = 0; pos < w.size();) {
+    // The longest token that is a prefix of the rest (every byte is a token of a byte-level BPE).
+    std::uint32_t node = 0;
+    token_id best = -1;
+    std::size_t len = 0;
+    for (std::size_t k = pos; k < w.size(); ++k) {
+      std::uint32_t child = node + 1, found = 0;
+      while (child < t.skip(node)) {
+        if (t.byte(child) == static_cast<std::uint8_t>(w[k])) {
+          found = child;
+          break;
+        }
+        child = t.skip(child);
+      }
+      if (found == 0)
+        break;
+      node = found;
+      if (t.tokens_begin(node) != t.tokens_end(node))
+        best = *t.tokens_begin(node), len = k + 1 - pos;
+    }
+    if (best < 0)
+      break;  // a byte no token spells: cannot force further
+    out.push_back(best);
+    pos += len;
+  }
+  return out;
+}
+
+token_mask matcher::allowed_tokens(const matcher_state& s, std::size_t tokens_left) const {
+  const auto forced = forced_completion(s);
+  if (tokens_left <= forced.size()) {
+    token_mask m(vocab_->mask_words(), 0);
+    if (forced.empty())
+      set_bit(m, vocab_->eos());
+    else
+      set_bit(m, forced.front());
+    return m;
+  }
+  auto m = allowed_tokens(s);
+  if (tokens_left > forced.size() + cfg_.horizon)
+    return m;
+  // Near the end: keep a token only if its own forced completion still fits.
+  std::map<std::vector<cfg_t>, bool> fits;
+  for (std::size_t w = 0; w < m.size(); ++w)
+    for (std::uint64_t bits = m[w]; bits != 0; bits &= bits - 1) {
+      const auto t = static_cast<token_id>(w * 64 + static_cast<std::size_t>(__builtin_ctzll(bits)));
+      if (t == vocab_->eos())
+        continue;
+      auto next = s;
+      advance(next, t);
+      auto [it, fresh] = fits.emplace(next.configs_, false);
+      if (fresh)
+        it->second = forced_completion(next).size() + 1 <= tokens_left;
+      if (!it->second)
+        m[w] &= ~(1ull << (t & 63));
+    }
+  return m;
+}
+
+} // namespace deepinfer::recipe::so

@@ -1,0 +1,43 @@
+#pragma once
+
+// Test-only helpers for the structured-output suites (no .cpp: never part of the library).
+
+#include "recipe/structured/compiler.hpp"
+#include "recipe/tokenizer/test_assets.hpp"
+
+#include <nlohmann/json.hpp>
+
+#include <memory>
+#include <string>
+
+namespace deepinfer::recipe::so::test {
+
+/// One compiler over the real DeepSeek V4.1 vocabulary, shared by the tests of the process.
+inline compiler& shared_compiler() {
+  static compiler c{vocabulary::of(*recipe::test::shared("tokenizer_v41.json"))};
+  return c;
+}
+
+inline const tokenizer& shared_tokenizer() { return *recipe::test::shared("tokenizer_v41.json"); }
+
+/// The matcher of `schema` (JSON text); throws with the compile error.
+inline std::shared_ptr<const matcher> schema_matcher(const std::string& schema) {
+  auto m = shared_compiler().compile({constraint_kind::json_schema, schema});
+  if (!m)
+    throw std::runtime_error(m.error());
+  return *m;
+}
+
+/// Whether `text`, tokenized as the model would emit it, passes every mask and ends accepting.
+inline bool accepts(const matcher& m, const std::string& text) {
+  auto st = m.start();
+  for (auto id : shared_tokenizer().encode(text)) {
+    if (!mask_test(m.allowed_tokens(st), id))
+      return false;
+    if (!m.advance(st, id))
+      throw std::runtime_error("mask allowed a token advance refused");
+  }
+  return mask_test(m.allowed_tokens(st), m.vocab().eos()) && m.is_accepting(st);
+}
+
+} // namespace deepinfer::recipe::so::test

@@ -1,0 +1,195 @@
+// deepinfer-so-check: structured-output acceptance on MaskBench JSONL.
+//
+//   zstd -dc maskbench.jsonl.zst | deepinfer-so-check [--tokenizer PATH] [--limit N] [--timeout-ms MS] [--warm]
+//
+// Each input line is {"file", "source"?, "schema", "tests": [{"valid", "data"}]}. The schema is
+// compiled; each test's data, serialized compactly (`,` `:` and no spaces, keys in their order),
+// is tokenized with the real tokenizer and walked token by token through the masks (every token
+// must be in the mask computed before it), ending with end-of-sequence (the state must accept).
+// One JSON line per schema on stdout:
+//   {"file","source","compiled","error","compile_us","mask_us_mean","mask_us_p99","mask_n",
+//    "mask_hist","bytes","mismatch","tests":[{"valid","accepted"}]}
+// mask_hist counts mask times in buckets (1 us wide below 100 us, 10 us below 1 ms, 100 us
+// below 10 ms, then one) so that bench/so_summary.py can merge percentiles. mismatch counts
+// tokens where the mask and `advance` disagreed (must be 0). Before the first line the common
+// lexers (strings, numbers, punctuation) are warmed once, as a serving process does at start.
+// With --warm the tests of each schema are walked a second time and that pass's mask times are
+// added as warm_mask_us_mean / warm_mask_hist (every lexer state's class already computed).
+
+#include "recipe/structured/compiler.hpp"
+#include "recipe/tokenizer/tokenizer.hpp"
+
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdlib>
+#include <iostream>
+#include <string>
+
+using namespace deepinfer::recipe;
+using clk = std::chrono::steady_clock;
+
+namespace {
+
+std::size_t bucket(double us) {
+  if (us < 100)
+    return static_cast<std::size_t>(us);
+  if (us < 1000)
+    return 100 + static_cast<std::size_t>((us - 100) / 10);
+  if (us < 10000)
+    return 190 + static_cast<std::size_t>((us - 1000) / 100);
+  return 280;
+}
+
+void walk(const so::matcher& m, const tokenizer& tok, const nlohmann::ordered_json& data, bool& accepted,
+          std::vector<double>& times, std::size_t& mismatch) {
+  const auto text = data.dump();
+  const auto ids = tok.encode(text);
+  auto st = m.start();
+  accepted = true;
+  for (auto id : ids) {
+    const auto t0 = clk::now();
+    const auto mask = m.allowed_tokens(st);
+    times.push_back(std::chrono::duration<double, std::micro>(clk::now() - t0).count());
+    const bool allowed = so::mask_test(mask, id);
+    auto next = st;
+    const bool ok = m.advance(next, id);
+    if (ok != allowed)
+      ++mismatch;
+    if (!allowed || !ok) {
+      accepted = false;
+      return;
+    }
+    st = std::move(next);
+  }
+  const auto t0 = clk::now();
+  const auto mask = m.allowed_tokens(st);
+  times.push_back(std::chrono::duration<double, std::micro>(clk::now() - t0).count());
+  const bool eos = so::mask_test(mask, m.vocab().eos());
+  if (eos != m.is_accepting(st))
+    ++mismatch;
+  accepted = eos;
+}
+
+} // namespace
+
+int main(int argc, char** argv) {
+  std::string tok_path;
+  std::size_t limit = SIZE_MAX;
+  long timeout_ms = 2000;
+  bool warm = false;
+  for (int i = 1; i < argc; ++i) {
+    std::string a = argv[i];
+    if (a == "--tokenizer" && i + 1 < argc)
+      tok_path = argv[++i];
+    else if (a == "--limit" && i + 1 < argc)
+      limit = std::stoul(argv[++i]);
+    else if (a == "--warm")
+      warm = true;
+    else if (a == "--timeout-ms" && i + 1 < argc)
+      timeout_ms = std::stol(argv[++i]);
+    else {
+      std::cerr << "usage: deepinfer-so-check [--tokenizer PATH] [--limit N] [--timeout-ms MS] [--warm] < maskbench.jsonl\n";
+      return 2;
+    }
+  }
+  if (tok_path.empty()) {
+    const char* c = std::getenv("DEEPINFER_CACHE");
+    const char* home = std::getenv("HOME");
+    std::filesystem::path dir = c != nullptr && *c != '\0' ? std::filesystem::path{c}
+                                                           : std::filesystem::path{home ? home : "/root"} / ".cache" / "deepinfer";
+    tok_path = (dir / "tokenizer" / "tokenizer_v41.json").string();
+  }
+  auto loaded = tokenizer::load(tok_path);
+  if (!loaded) {
+    std::cerr << "deepinfer-so-check: " << tok_path << ": " << loaded.error << "\n";
+    return 1;
+  }
+  const auto& tok = *loaded.value;
+  so::compiler::config cfg;
+  cfg.timeout = std::chrono::milliseconds{timeout_ms};
+  so::compiler comp{so::vocabulary::of(tok), cfg};
+  // Warm the shared lexer classes once (strings, numbers, literals in the usual places).
+  for (const char* w : {R"({"a":"x","b":1,"c":1.5,"d":true,"e":null,"f":["y"],"g":{"h":"z"}})"}) {
+    if (auto m = comp.compile({so::constraint_kind::json_object, ""}); m) {
+      bool acc;
+      std::vector<double> t;
+      std::size_t mm = 0;
+      walk(**m, tok, nlohmann::ordered_json::parse(w), acc, t, mm);
+    }
+  }
+  std::string line;
+  std::size_t n = 0;
+  while (n < limit && std::getline(std::cin, line)) {
+    if (line.empty())
+      continue;
+    ++n;
+    nlohmann::ordered_json in;
+    nlohmann::ordered_json out;
+    try {
+      in = nlohmann::ordered_json::parse(line);
+    } catch (const std::exception& e) {
+      std::cerr << "deepinfer-so-check: line " << n << ": " << e.what() << "\n";
+      return 2;
+    }
+    out["file"] = in.value("file", "");
+    out["source"] = in.value("source", "");
+    const auto t0 = clk::now();
+    auto m = comp.compile({so::constraint_kind::json_schema, in["schema"].dump()});
+    out["compile_us"] = std::chrono::duration<double, std::micro>(clk::now() - t0).count();
+    out["compiled"] = m.has_value();
+    out["error"] = m ? nlohmann::ordered_json(nullptr) : nlohmann::ordered_json(m.error());
+    std::vector<double> times;
+    std::size_t mismatch = 0;
+    nlohmann::ordered_json tests = nlohmann::ordered_json::array();
+    if (m) {
+      out["bytes"] = so::compiler::bytes_of(**m);
+      for (auto& t : in["tests"]) {
+        bool acc = false;
+        walk(**m, tok, t["data"], acc, times, mismatch);
+        tests.push_back({{"valid", t.value("valid", false)}, {"accepted", acc}});
+      }
+    }
+    double mean = 0, p99 = 0;
+    std::vector<std::uint32_t> hist(281, 0);
+    if (!times.empty()) {
+      for (auto x : times)
+        mean += x, ++hist[bucket(x)];
+      mean /= static_cast<double>(times.size());
+      auto sorted = times;
+      std::sort(sorted.begin(), sorted.end());
+      p99 = sorted[std::min(sorted.size() - 1, sorted.size() * 99 / 100)];
+    }
+    out["mask_us_mean"] = mean;
+    out["mask_us_p99"] = p99;
+    out["mask_n"] = times.size();
+    nlohmann::ordered_json h = nlohmann::ordered_json::object();
+    for (std::size_t i = 0; i < hist.size(); ++i)
+      if (hist[i] != 0)
+        h[std::to_string(i)] = hist[i];
+    out["mask_hist"] = h;
+    if (warm && m) {
+      std::vector<double> wt;
+      for (auto& t : in["tests"]) {
+        bool acc = false;
+        walk(**m, tok, t["data"], acc, wt, mismatch);
+      }
+      double wm = 0;
+      nlohmann::ordered_json wh = nlohmann::ordered_json::object();
+      std::vector<std::uint32_t> whist(281, 0);
+      for (auto x : wt)
+        wm += x, ++whist[bucket(x)];
+      for (std::size_t i = 0; i < whist.size(); ++i)
+        if (whist[i] != 0)
+          wh[std::to_string(i)] = whist[i];
+      out["warm_mask_us_mean"] = wt.empty() ? 0.0 : wm / static_cast<double>(wt.size());
+      out["warm_mask_n"] = wt.size();
+      out["warm_mask_hist"] = wh;
+    }
+    out["mismatch"] = mismatch;
+    out["tests"] = tests;
+    std::cout << out.dump() << "\n" << std::flush;
+  }
+  return 0;
+}
