@@ -38,6 +38,7 @@ public:
 
 private:
   in_process_ep_domain domain_;
+  ep_step_signal signal_;
   std::vector<std::unique_ptr<ep_rank>> ranks_;
 };
 

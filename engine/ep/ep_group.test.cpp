@@ -7,6 +7,10 @@
 #include <memory>
 #include <optional>
 
+#include <condition_variable>
+#include <deque>
+#include <thread>
+
 #include <boost/test/unit_test.hpp>
 
 #include "engine/ep/ep_group.hpp"
@@ -311,6 +315,76 @@ BOOST_AUTO_TEST_CASE(a_group_rebuilt_from_3_of_4_ranks_continues_with_the_same_b
   run.decode(&g3, {{0, 1, 2}, {3, 5}, {4}}, decode_steps - 3);
   run.decode(&g3, moved, 3);
   require_identical(run.logits(), "EP4 -> EP3");
+}
+
+BOOST_AUTO_TEST_CASE(ranks_without_requests_step_only_when_woken) {
+  // Rank 0 alone has requests and steps by itself; ranks 1 and 2 run a step only when their
+  // wake arrives, like a rank actor that sends itself a step message from the wake function.
+  ep_group group(model_config::tiny(), group_config(3));
+  for (int r = 0; r < 3; ++r)
+    engine(r).join_ep_group(group.rank(r));
+  struct mailbox {
+    std::mutex mtx;
+    std::condition_variable cv;
+    std::deque<int64_t> wakes;
+  };
+  std::vector<mailbox> boxes(3);
+  for (int r = 1; r < 3; ++r)
+    group.rank(r).set_wake([&, r](int64_t step) {
+      auto& b = boxes[static_cast<std::size_t>(r)];
+      std::lock_guard g{b.mtx};
+      b.wakes.push_back(step);
+      b.cv.notify_one();
+    });
+  const int steps = 2 + decode_steps;
+  std::atomic<int64_t> stale{0}, woken{0};
+  std::vector<std::thread> idle;
+  for (int r = 1; r < 3; ++r)
+    idle.emplace_back([&, r] {
+      auto& b = boxes[static_cast<std::size_t>(r)];
+      while (group.rank(r).steps() < steps) {
+        std::unique_lock lk{b.mtx};
+        if (!b.cv.wait_for(lk, std::chrono::seconds(60), [&] { return !b.wakes.empty(); }))
+          return; // the check below fails
+        const int64_t step = b.wakes.front();
+        b.wakes.pop_front();
+        lk.unlock();
+        if (step <= group.rank(r).steps()) {
+          ++stale;
+          continue;
+        }
+        ++woken;
+        group.rank(r).end_step();
+      }
+    });
+  // Rank 0's own steps: its two prefills, then its batched decode.
+  for (int s = 0; s < 2; ++s) {
+    auto& e = engine(0);
+    prefill_request pr;
+    pr.seq = sequence_id{900 + static_cast<uint64_t>(s)};
+    pr.tokens = prompts()[static_cast<std::size_t>(s)];
+    pr.sampling.max_tokens = 1 << 20;
+    auto p = e.prefill(pr);
+    BOOST_REQUIRE(p.status == engine_status::ok);
+    BOOST_TEST(std::memcmp(p.logits.data(), reference()[static_cast<std::size_t>(s)][0].data(), p.logits.size() * 4) == 0);
+    group.rank(0).end_step();
+  }
+  std::vector<sequence_id> ids{sequence_id{900}, sequence_id{901}};
+  for (int k = 0; k < decode_steps; ++k) {
+    std::vector<float> lg;
+    auto outs = engine(0).decode_step(ids, &lg);
+    const auto v = static_cast<std::size_t>(engine(0).model().vocab_size);
+    for (std::size_t i = 0; i < 2; ++i)
+      BOOST_TEST(std::memcmp(lg.data() + i * v, reference()[i][static_cast<std::size_t>(k) + 1].data(), v * 4) == 0);
+    group.rank(0).end_step();
+  }
+  for (auto& t : idle)
+    t.join();
+  for (auto id : ids)
+    engine(0).free(id);
+  BOOST_TEST(group.rank(1).steps() == steps);
+  BOOST_TEST(group.rank(2).steps() == steps);
+  BOOST_TEST(woken.load() == 2 * steps);
 }
 
 BOOST_AUTO_TEST_SUITE_END()

@@ -27,9 +27,9 @@ const moe_weights& layer_weights(const model_weights& w, int layer) {
 } // namespace
 
 ep_rank::ep_rank(const model_config& model, const ep_settings& settings, expert_placement placement,
-                 ep_transport& transport, replica_mover& mover)
+                 ep_transport& transport, replica_mover& mover, ep_step_signal* signal)
     : model_(model), settings_(settings), placement_(std::move(placement)), transport_(transport),
-      mover_(mover),
+      mover_(mover), signal_(signal),
       slots_({placement_.layers(), placement_.slots_per_rank(), model.hidden, model.expert_ffn}),
       window_(placement_.layers(), placement_.experts(), transport.ranks(), settings.window),
       layers_(placement_.layers()), experts_(placement_.experts()), hidden_(model.hidden),
@@ -71,8 +71,17 @@ void ep_rank::timed_all_to_all(const std::vector<ep_buffer>& send, std::vector<e
   exchange_seconds_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 }
 
+void ep_rank::begin_step() {
+  if (in_step_)
+    return;
+  in_step_ = true;
+  if (signal_ != nullptr)
+    signal_->started(steps_.load() + 1, rank());
+}
+
 void ep_rank::run(int layer, const float* xn, int64_t n, std::span<const expert_route> routes,
                   int top, float* out) {
+  begin_step();
   round(layer, xn, n, routes, top, out, false);
 }
 
@@ -176,6 +185,7 @@ void ep_rank::compute_received() {
 }
 
 ep_step_stats ep_rank::end_step() {
+  begin_step();
   // 1. serve the others' rounds until every rank has ended its step
   while (!round(-1, nullptr, 0, {}, 0, nullptr, true)) {
   }
@@ -196,7 +206,7 @@ ep_step_stats ep_rank::end_step() {
   // 3. the same decisions on every rank from the same counts
   const int ranks_n = ranks();
   ep_step_stats st;
-  st.step = ++steps_;
+  st.step = steps_.load() + 1;
   std::vector<int64_t> routed(static_cast<std::size_t>(layers_ * experts_), 0);
   std::vector<int64_t> served(static_cast<std::size_t>(layers_ * ranks_n), 0);
   st.rank_rows.assign(static_cast<std::size_t>(ranks_n), 0);
@@ -230,6 +240,8 @@ ep_step_stats ep_rank::end_step() {
       log().info("ep re-placed experts step={} ranks={} moe_lb={:.4f} moved_slots={}", st.step,
                  ranks_n, st.moe_lb, st.moves);
   }
+  in_step_ = false;
+  steps_.store(st.step);
   return st;
 }
 

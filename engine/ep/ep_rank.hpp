@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "engine/ep/ep_load_window.hpp"
+#include "engine/ep/ep_step_signal.hpp"
 #include "engine/ep/ep_transport.hpp"
 #include "engine/ep/expert_placement.hpp"
 #include "engine/ep/expert_slots.hpp"
@@ -71,9 +72,9 @@ struct ep_step_stats {
 class ep_rank final : public routed_experts {
 public:
   /// Rank `transport.rank()` of a group for `model` starting from `placement` (identical on
-  /// every rank). `transport` and `mover` must outlive the rank.
+  /// every rank). `transport`, `mover` and `signal` (optional) must outlive the rank.
   ep_rank(const model_config& model, const ep_settings& settings, expert_placement placement,
-          ep_transport& transport, replica_mover& mover);
+          ep_transport& transport, replica_mover& mover, ep_step_signal* signal = nullptr);
   ~ep_rank() override;
   ep_rank(const ep_rank&) = delete;
   ep_rank& operator=(const ep_rank&) = delete;
@@ -97,6 +98,18 @@ public:
   /// Required after every step, also one without forwards.
   ep_step_stats end_step();
 
+  /// Steps this rank has ended (readable from any thread).
+  int64_t steps() const { return steps_.load(); }
+
+  /// Sets what is called, from another rank's thread, when a step starts that this rank has not
+  /// started: `step` is the number it will have (`steps()` + 1 then). The rank's owner must run a
+  /// step (possibly without forwards) and end it; a wake with `step <= steps()` is stale (the
+  /// owner started that step by itself). Optional: without one, the owner steps on its own.
+  void set_wake(std::function<void(int64_t step)> wake) {
+    if (signal_ != nullptr)
+      signal_->set_wake(rank(), std::move(wake));
+  }
+
   /// Asks for a re-placement after the current step (any rank may ask; the group agrees).
   void request_replacement() { replace_requested_.store(true); }
 
@@ -117,6 +130,7 @@ private:
              float* out, bool done);
   void compute_received();
   int apply(const expert_placement& next);
+  void begin_step();
   void timed_all_to_all(const std::vector<ep_buffer>& send, std::vector<ep_buffer>& recv);
 
   model_config model_;
@@ -124,6 +138,7 @@ private:
   expert_placement placement_;
   ep_transport& transport_;
   replica_mover& mover_;
+  ep_step_signal* signal_;
   expert_slots slots_;
   ep_load_window window_;
   backend* backend_ = nullptr;
@@ -144,7 +159,8 @@ private:
   // per step
   std::vector<int64_t> routed_step_, served_step_;
   double exchange_seconds_ = 0.0;
-  int64_t steps_ = 0;
+  std::atomic<int64_t> steps_{0};
+  bool in_step_ = false;
   std::vector<int64_t> routed_total_;
   int64_t replacements_ = 0, moved_slots_ = 0;
   std::atomic<bool> replace_requested_{false};

@@ -53,28 +53,64 @@ std::string expert_placement::check() const {
 
 std::vector<std::vector<int>> expert_placement::keep_in_place(
     int layer, const std::vector<std::vector<int>>& proposed) const {
-  std::vector<std::vector<int>> out(static_cast<std::size_t>(ranks_));
-  for (int r = 0; r < ranks_; ++r) {
-    // How many of each expert the rank should end with; slots already holding one keep it.
-    std::vector<int> want(static_cast<std::size_t>(experts_), 0);
-    for (int e : proposed[static_cast<std::size_t>(r)])
+  const auto ranks = static_cast<std::size_t>(ranks_);
+  const auto experts = static_cast<std::size_t>(experts_);
+  // 1. which rank takes which proposed set: the placer's ranks are interchangeable, so give each
+  // set to the rank that already holds most of it (greedy on the overlap, ties to the lower ids).
+  std::vector<std::vector<int>> have(ranks, std::vector<int>(experts, 0));
+  for (std::size_t r = 0; r < ranks; ++r)
+    for (int e : rank_experts(layer, static_cast<int>(r)))
+      ++have[r][static_cast<std::size_t>(e)];
+  auto overlap = [&](std::size_t set, std::size_t r) {
+    std::vector<int> left = have[r];
+    int n = 0;
+    for (int e : proposed[set])
+      if (left[static_cast<std::size_t>(e)]-- > 0)
+        ++n;
+    return n;
+  };
+  std::vector<std::vector<int>> gain(ranks, std::vector<int>(ranks));
+  for (std::size_t set = 0; set < ranks; ++set)
+    for (std::size_t r = 0; r < ranks; ++r)
+      gain[set][r] = overlap(set, r);
+  std::vector<int> set_of(ranks, -1);
+  std::vector<bool> set_taken(ranks, false);
+  for (std::size_t k = 0; k < ranks; ++k) {
+    int best = -1;
+    std::size_t bs = 0, br = 0;
+    for (std::size_t set = 0; set < ranks; ++set)
+      for (std::size_t r = 0; r < ranks; ++r)
+        if (!set_taken[set] && set_of[r] < 0 && gain[set][r] > best) {
+          best = gain[set][r];
+          bs = set;
+          br = r;
+        }
+    set_taken[bs] = true;
+    set_of[br] = static_cast<int>(bs);
+  }
+  // 2. on each rank, a slot keeps its expert when the rank's set still has it; the others
+  // take the rest of the set in order.
+  std::vector<std::vector<int>> out(ranks);
+  for (std::size_t r = 0; r < ranks; ++r) {
+    std::vector<int> want(experts, 0);
+    for (int e : proposed[static_cast<std::size_t>(set_of[r])])
       ++want[static_cast<std::size_t>(e)];
-    auto old = rank_experts(layer, r);
-    auto& slots = out[static_cast<std::size_t>(r)];
+    auto old = rank_experts(layer, static_cast<int>(r));
+    auto& slots = out[r];
     slots.assign(static_cast<std::size_t>(slots_per_rank_), -1);
-    for (int s = 0; s < slots_per_rank_; ++s)
-      if (want[static_cast<std::size_t>(old[static_cast<std::size_t>(s)])] > 0) {
-        slots[static_cast<std::size_t>(s)] = old[static_cast<std::size_t>(s)];
-        --want[static_cast<std::size_t>(old[static_cast<std::size_t>(s)])];
+    for (std::size_t s = 0; s < slots.size(); ++s)
+      if (want[static_cast<std::size_t>(old[s])] > 0) {
+        slots[s] = old[s];
+        --want[static_cast<std::size_t>(old[s])];
       }
-    int next = 0;
-    for (int s = 0; s < slots_per_rank_; ++s) {
-      if (slots[static_cast<std::size_t>(s)] >= 0)
+    std::size_t next = 0;
+    for (auto& slot : slots) {
+      if (slot >= 0)
         continue;
-      while (want[static_cast<std::size_t>(next)] == 0)
+      while (want[next] == 0)
         ++next;
-      slots[static_cast<std::size_t>(s)] = next;
-      --want[static_cast<std::size_t>(next)];
+      slot = static_cast<int>(next);
+      --want[next];
     }
   }
   return out;

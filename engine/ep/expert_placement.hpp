@@ -52,9 +52,10 @@ public:
   /// Empty when every expert of every layer has at least one slot; otherwise what is wrong.
   std::string check() const;
 
-  /// `proposed` (per rank, the experts it should hold at `layer`, in any order) reordered so that
-  /// a slot keeps its expert when that expert stays on its rank: only the other slots need weights
-  /// moved in.
+  /// `proposed` (sets of experts for the ranks at `layer`: which rank gets which set does not
+  /// matter to the balance) laid onto the ranks so that few weights move: each set goes to the
+  /// rank that holds most of it now (greedy), and a slot keeps its expert when the rank's new set
+  /// has it; only the other slots need weights moved in.
   std::vector<std::vector<int>> keep_in_place(int layer, const std::vector<std::vector<int>>& proposed) const;
 
   friend bool operator==(const expert_placement&, const expert_placement&) = default;

@@ -45,6 +45,8 @@ BOOST_AUTO_TEST_CASE(re_placement_keeps_slots_whose_expert_stays_on_the_rank) {
           BOOST_TEST(!(before.expert(0, {r, t}) == e && after.expert(0, {r, t}) != e));
     }
   BOOST_TEST(kept > 0);
+  // The same loads again: nothing moves.
+  BOOST_TEST((place_experts(1, 16, 4, 1, load, &after) == after));
 }
 
 BOOST_AUTO_TEST_CASE(moe_lb_is_the_slowest_rank_over_the_mean_per_layer_over_the_window) {
