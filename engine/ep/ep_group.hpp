@@ -33,6 +33,11 @@ public:
   ~ep_group();
 
   int ranks() const { return static_cast<int>(ranks_.size()); }
+
+  /// Fails the group (any thread; the supervisor does it when a rank died): every rank's
+  /// collectives return at once, its step ends with `ep_step_stats::failed`, and it computes
+  /// nothing more. The instance then builds a new group from its healthy ranks.
+  void fail() { domain_.fail(); }
   ep_rank& rank(int r) { return *ranks_[static_cast<std::size_t>(r)]; }
   const ep_rank& rank(int r) const { return *ranks_[static_cast<std::size_t>(r)]; }
 

@@ -317,6 +317,38 @@ BOOST_AUTO_TEST_CASE(a_group_rebuilt_from_3_of_4_ranks_continues_with_the_same_b
   require_identical(run.logits(), "EP4 -> EP3");
 }
 
+BOOST_AUTO_TEST_CASE(a_failed_group_releases_the_ranks_waiting_in_a_step) {
+  // Rank 1 dies while rank 0 is in a decode step that waits for it: the supervisor fails the
+  // group, rank 0's step ends (failed) instead of waiting forever, and rank 0 carries on in a
+  // group of its own with the same bits for a request started over.
+  auto g2 = std::make_unique<ep_group>(model_config::tiny(), group_config(2));
+  for (int r = 0; r < 2; ++r)
+    engine(r).join_ep_group(g2->rank(r));
+  ep_run run(engines(2));
+  run.prefill(g2.get(), {{0}, {1}});
+  std::optional<ep_step_stats> st;
+  std::thread rank0([&] {
+    run.decode(nullptr, {{0}}, 1); // only rank 0 steps (no lockstep driver)
+    st = g2->rank(0).end_step();
+  });
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  g2->fail();
+  rank0.join();
+  BOOST_REQUIRE(st.has_value());
+  BOOST_TEST(st->failed);
+  BOOST_TEST(g2->rank(0).failed());
+  BOOST_TEST(g2->rank(1).end_step().failed);
+  run.forget(0);
+  run.forget(1);
+  ep_group g1(model_config::tiny(), group_config(1));
+  engine(0).join_ep_group(g1.rank(0));
+  g2.reset();
+  ep_run again({&engine(0)});
+  again.prefill(&g1, {{0, 1, 2, 3, 4, 5}});
+  again.decode(&g1, {{0, 1, 2, 3, 4, 5}}, decode_steps);
+  require_identical(again.logits(), "EP1 after the failure");
+}
+
 BOOST_AUTO_TEST_CASE(ranks_without_requests_step_only_when_woken) {
   // Rank 0 alone has requests and steps by itself; ranks 1 and 2 run a step only when their
   // wake arrives, like a rank actor that sends itself a step message from the wake function.

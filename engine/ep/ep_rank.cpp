@@ -65,10 +65,17 @@ void ep_rank::unbind() {
     f();
 }
 
-void ep_rank::timed_all_to_all(const std::vector<ep_buffer>& send, std::vector<ep_buffer>& recv) {
+bool ep_rank::timed_all_to_all(const std::vector<ep_buffer>& send, std::vector<ep_buffer>& recv) {
+  if (failed_.load())
+    return false;
   const auto t0 = std::chrono::steady_clock::now();
-  transport_.all_to_all(send, recv);
+  const bool ok = transport_.all_to_all(send, recv);
   exchange_seconds_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  if (!ok) {
+    failed_.store(true);
+    log().warn("ep rank={} the group failed; leaving the step", rank());
+  }
+  return ok;
 }
 
 void ep_rank::begin_step() {
@@ -107,7 +114,9 @@ bool ep_rank::round(int layer, const float* xn, int64_t n, std::span<const exper
       ++routed_step_[key];
       ++routed_total_[key];
     }
-  timed_all_to_all(send_, recv_);
+  // A failed group ends every loop at once (its outputs are garbage and will not be used).
+  if (!timed_all_to_all(send_, recv_))
+    return true;
   // Every rank sees the same flags: all done means no rows anywhere and the step's rounds end.
   bool all_done = true;
   for (const auto& b : recv_)
@@ -117,7 +126,8 @@ bool ep_rank::round(int layer, const float* xn, int64_t n, std::span<const exper
   // 2. compute what was sent here, 3. send it back and combine in ascending expert order (the
   // order of each row's routes), one axpy per route as the local path does.
   compute_received();
-  timed_all_to_all(reply_, result_);
+  if (!timed_all_to_all(reply_, result_))
+    return true;
   if (n == 0)
     return false;
   const auto& k = backend_->kernels();
@@ -198,14 +208,21 @@ ep_step_stats ep_rank::end_step() {
   for (auto v : served_step_)
     mine.header.push_back(static_cast<int32_t>(v));
   mine.rows.push_back(static_cast<float>(exchange_seconds_));
+  const double wait_now = transport_.arrival_wait_seconds();
+  mine.rows.push_back(static_cast<float>(wait_now - wait_mark_));
   std::fill(send_.begin(), send_.end(), mine);
-  transport_.all_to_all(send_, recv_);
+  ep_step_stats st;
+  if (!timed_all_to_all(send_, recv_)) {
+    st.failed = true;
+    in_step_ = false;
+    return st;
+  }
   std::fill(routed_step_.begin(), routed_step_.end(), 0);
   std::fill(served_step_.begin(), served_step_.end(), 0);
   exchange_seconds_ = 0.0;
+  wait_mark_ = transport_.arrival_wait_seconds();
   // 3. the same decisions on every rank from the same counts
   const int ranks_n = ranks();
-  ep_step_stats st;
   st.step = steps_.load() + 1;
   std::vector<int64_t> routed(static_cast<std::size_t>(layers_ * experts_), 0);
   std::vector<int64_t> served(static_cast<std::size_t>(layers_ * ranks_n), 0);
@@ -224,6 +241,7 @@ ep_step_stats ep_rank::end_step() {
     }
     const double x = recv_[static_cast<std::size_t>(r)].rows[0];
     st.exchange_seconds += x / ranks_n;
+    st.arrival_wait_seconds += recv_[static_cast<std::size_t>(r)].rows[1] / ranks_n;
     st.min_exchange_seconds = std::min(st.min_exchange_seconds, x);
   }
   window_.add_step(routed, served);
@@ -233,6 +251,11 @@ ep_step_stats ep_rank::end_step() {
     auto next = place_experts(layers_, experts_, ranks_n, settings_.redundant_per_rank,
                               expert_loads(), &placement_);
     st.moves = apply(next);
+    if (failed_.load()) {
+      st.failed = true;
+      in_step_ = false;
+      return st;
+    }
     st.replaced = true;
     ++replacements_;
     moved_slots_ += st.moves;
@@ -289,7 +312,10 @@ int ep_rank::apply(const expert_placement& next) {
   for (std::size_t i = 0; i < in.size(); ++i)
     receives[i].weights = in[i].buffer.data();
   // 2. the moves (collective: every sender's buffer stays put until everyone has copied)
-  mover_.move(sends, receives, slots_.floats_per_slot());
+  if (!mover_.move(sends, receives, slots_.floats_per_slot())) {
+    failed_.store(true);
+    return 0;
+  }
   // 3. the new buffers in, the old ones out of the backend
   const expert_slots::shape& shape = slots_.geometry();
   for (auto& a : in) {

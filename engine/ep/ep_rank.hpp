@@ -44,6 +44,9 @@ struct ep_step_stats {
   /// included): mean over ranks, and the least of any rank (the one that waited least).
   double exchange_seconds = 0.0;
   double min_exchange_seconds = 0.0;
+  /// The part of exchange_seconds spent waiting for the other ranks (their compute and
+  /// scheduling; `ep_transport::arrival_wait_seconds`), mean over ranks; the rest moved data.
+  double arrival_wait_seconds = 0.0;
   /// Routed-token rows computed by each rank's slots in this step (all MoE layers).
   std::vector<int64_t> rank_rows;
   /// moe_lb over the window after this step (`ep_load_window::moe_lb`).
@@ -51,6 +54,10 @@ struct ep_step_stats {
   /// True when experts were re-placed after this step; `moves` slot buffers got new weights.
   bool replaced = false;
   int moves = 0;
+  /// True when the group failed during the step (a rank died: `ep_group::fail`): the step's
+  /// forwards produced garbage and must not be used, and the group computes nothing any more
+  /// (its instance restarts with the healthy ranks, DESIGN §3). The other fields are not set.
+  bool failed = false;
 };
 
 /// One rank of an expert-parallel group (an instance's N ranks are one group): holds its slots'
@@ -98,6 +105,9 @@ public:
   /// Required after every step, also one without forwards.
   ep_step_stats end_step();
 
+  /// True once the group has failed (see `ep_step_stats::failed`); readable from any thread.
+  bool failed() const { return failed_.load(); }
+
   /// Steps this rank has ended (readable from any thread).
   int64_t steps() const { return steps_.load(); }
 
@@ -131,7 +141,8 @@ private:
   void compute_received();
   int apply(const expert_placement& next);
   void begin_step();
-  void timed_all_to_all(const std::vector<ep_buffer>& send, std::vector<ep_buffer>& recv);
+  /// False (and failed() from then on) when the group failed.
+  bool timed_all_to_all(const std::vector<ep_buffer>& send, std::vector<ep_buffer>& recv);
 
   model_config model_;
   ep_settings settings_;
@@ -159,8 +170,10 @@ private:
   // per step
   std::vector<int64_t> routed_step_, served_step_;
   double exchange_seconds_ = 0.0;
+  double wait_mark_ = 0.0; // the transport's arrival wait at the start of the step
   std::atomic<int64_t> steps_{0};
   bool in_step_ = false;
+  std::atomic<bool> failed_{false};
   std::vector<int64_t> routed_total_;
   int64_t replacements_ = 0, moved_slots_ = 0;
   std::atomic<bool> replace_requested_{false};

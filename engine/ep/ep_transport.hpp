@@ -18,7 +18,9 @@ struct ep_buffer {
 /// same calls with NCCL (counts, then the rows, by grouped send/recv).
 ///
 /// Every method is a collective: every rank of the group calls it, in the same order and the
-/// same number of times, or the group waits forever (one failed rank fails the group, DESIGN §3).
+/// same number of times. One failed rank fails the group (DESIGN §3): once the group is failed
+/// (`in_process_ep_domain::fail`, or NCCL's abort), every call returns false at once, also one
+/// already waiting, so no rank waits forever for a dead one.
 class ep_transport {
 public:
   virtual ~ep_transport() = default;
@@ -28,10 +30,16 @@ public:
   /// **required** — the group's size (EP).
   virtual int ranks() const = 0;
   /// **required** — `send[d]` goes to rank d (ranks() entries, this rank's own included); on
-  /// return `recv[s]` holds what rank s sent to this one. `recv` is resized as needed.
-  virtual void all_to_all(const std::vector<ep_buffer>& send, std::vector<ep_buffer>& recv) = 0;
-  /// **required** — returns once every rank has called it.
-  virtual void barrier() = 0;
+  /// return `recv[s]` holds what rank s sent to this one. `recv` is resized as needed. False: the
+  /// group failed (`recv` unspecified).
+  virtual bool all_to_all(const std::vector<ep_buffer>& send, std::vector<ep_buffer>& recv) = 0;
+  /// **required** — returns once every rank has called it; false: the group failed.
+  virtual bool barrier() = 0;
+
+  /// **optional** (default: 0) — seconds this rank's `all_to_all` calls so far spent waiting for
+  /// the other ranks (to arrive, or to finish reading: their compute and scheduling, not this
+  /// rank's data), to split exchange time into waiting and moving the data.
+  virtual double arrival_wait_seconds() const { return 0.0; }
 };
 
 } // namespace deepinfer::engine

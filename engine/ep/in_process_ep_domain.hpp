@@ -1,6 +1,7 @@
 #pragma once
 
-#include <barrier>
+#include <atomic>
+#include <cstdint>
 #include <memory>
 #include <vector>
 
@@ -27,11 +28,20 @@ public:
   /// Rank `rank`'s replica mover (used by that rank's thread only).
   replica_mover& mover(int rank);
 
+  /// Fails the group (any thread, e.g. the supervisor when a rank died): every collective
+  /// returns false from now on, those already waiting too.
+  void fail();
+  bool failed() const;
+
 private:
   class endpoint;
   friend class endpoint;
-  void wait() { barrier_.arrive_and_wait(); }
-  std::barrier<> barrier_;
+  /// The barrier (spins and yields briefly, then sleeps on the futex): false when the group failed.
+  bool wait();
+  std::atomic<int> arrived_{0};
+  /// Barrier generation x 2, plus 1 once the group failed (one word, so a failure wakes the
+  /// sleepers like a completed barrier does).
+  std::atomic<uint64_t> state_{0};
   /// What each rank published for the exchange in progress.
   std::vector<const std::vector<ep_buffer>*> published_;
   std::vector<std::span<const replica_send>> published_sends_;

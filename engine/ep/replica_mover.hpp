@@ -31,7 +31,8 @@ public:
   /// **required** — collective over the group: every rank calls it once per re-placement with
   /// what it sends and receives; on return every `receives[i].weights` holds the `floats` floats
   /// of the matching send. A send's buffer must stay unchanged until every rank has returned.
-  virtual void move(std::span<const replica_send> sends, std::span<const replica_receive> receives,
+  /// False: the group failed (the receive buffers are unspecified).
+  virtual bool move(std::span<const replica_send> sends, std::span<const replica_receive> receives,
                     std::size_t floats) = 0;
 };
 
