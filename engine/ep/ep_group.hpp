@@ -27,6 +27,12 @@ public:
     /// Tokens routed to each expert, per MoE layer, to place from (an old group's
     /// `ep_rank::expert_loads()`); empty: every expert equally hot.
     std::vector<std::vector<double>> initial_load;
+
+    /// A group of `ranks` healthy ranks after `old`'s group failed: its settings, placed from
+    /// its window's loads.
+    static config rebuilt(const ep_rank& old, int ranks) {
+      return {ranks, old.settings(), old.expert_loads()};
+    }
   };
 
   ep_group(const model_config& model, const config& cfg);

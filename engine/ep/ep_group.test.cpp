@@ -252,6 +252,22 @@ BOOST_AUTO_TEST_CASE(ep_1_2_3_4_give_the_single_rank_logits_bit_for_bit) {
   }
 }
 
+BOOST_AUTO_TEST_CASE(prefill_instances_with_4_redundant_slots_per_rank_give_the_same_bits) {
+  for (int ep : {2, 4}) {
+    auto cfg = group_config(ep);
+    cfg.settings = ep_settings::prefill();
+    cfg.settings.interval = 0;
+    ep_group group(model_config::tiny(), cfg);
+    for (int r = 0; r < ep; ++r)
+      engine(r).join_ep_group(group.rank(r));
+    BOOST_TEST(group.rank(0).placement().slots_per_rank() == (16 + 4 * ep) / ep);
+    ep_run run(engines(ep));
+    run.prefill(&group, spread(ep));
+    run.decode(&group, spread(ep), decode_steps);
+    require_identical(run.logits(), "prefill settings EP" + std::to_string(ep));
+  }
+}
+
 BOOST_AUTO_TEST_CASE(re_placement_between_two_steps_changes_no_bit) {
   // Once asked for after decode step 2, then every 2 steps from a window of 2 steps.
   for (int interval : {0, 2}) {
@@ -299,9 +315,7 @@ BOOST_AUTO_TEST_CASE(a_group_rebuilt_from_3_of_4_ranks_continues_with_the_same_b
   run.decode(g4.get(), a4, 3);
   // Rank 3 fails: the healthy ranks 0-2 form a group of 3, placed from the old group's loads;
   // they keep their sequences, the failed rank's requests start over on them.
-  auto cfg = group_config(3);
-  cfg.initial_load = g4->rank(0).expert_loads();
-  ep_group g3(model_config::tiny(), cfg);
+  ep_group g3(model_config::tiny(), ep_group::config::rebuilt(g4->rank(0), 3));
   for (int r = 0; r < 3; ++r)
     engine(r).join_ep_group(g3.rank(r));
   g4.reset();

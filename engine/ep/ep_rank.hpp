@@ -123,6 +123,7 @@ public:
   /// Asks for a re-placement after the current step (any rank may ask; the group agrees).
   void request_replacement() { replace_requested_.store(true); }
 
+  const ep_settings& settings() const { return settings_; }
   const expert_placement& placement() const { return placement_; }
   const ep_load_window& window() const { return window_; }
   /// The window's routed tokens per expert, per layer (for an elastic rebuild's first placement).
