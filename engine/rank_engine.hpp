@@ -159,7 +159,9 @@ public:
   /// from now on it keeps only the member's slots' routed experts (the others' prepared copies
   /// are released), and every forward it runs takes part in the group's current step: its
   /// caller ends each step with `member.end_step()`, on every rank of the group, also on a step
-  /// without requests. Joining another group (an elastic rebuild) leaves the previous one; its
+  /// without requests. The calls that run forwards (and so take part): begin_prefill when it
+  /// replays the encoder window (a hit without a snapshot), prefill_step, prefill, decode_step
+  /// with a live sequence. Joining another group (an elastic rebuild) leaves the previous one; its
   /// sequences stay; a group destroyed first hands the routed experts back (computed locally
   /// again). Precondition: no forward is running.
   void join_ep_group(ep_rank& member);
