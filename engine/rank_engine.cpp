@@ -4,6 +4,7 @@
 #include <cstring>
 
 #include "engine/backends/cpu/cpu_backend.hpp"
+#include "engine/ep/ep_rank.hpp"
 #include "engine/kv_codec.hpp"
 #include "engine/log.hpp"
 #include "engine/rank_engine_sequence.hpp"
@@ -39,7 +40,29 @@ rank_engine::rank_engine(std::unique_ptr<model_weights> w, const config& cfg)
              cfg.kv_blocks);
 }
 
-rank_engine::~rank_engine() = default;
+rank_engine::~rank_engine() {
+  // Hands the member's slots back before the backend that prepared them goes.
+  if (ep_ != nullptr)
+    ep_->unbind();
+}
+
+void rank_engine::join_ep_group(ep_rank& member) {
+  if (ep_ != nullptr)
+    ep_->unbind();
+  else
+    forward_.for_each_routed_matrix(
+        [&](const float* w, int64_t n, int64_t k) { backend_->release_weight(w, n, k); });
+  // A group that goes away first hands the routed experts back to this engine (computed
+  // locally again, repacked on first use).
+  member.bind(*weights_, *backend_, [this] {
+    ep_ = nullptr;
+    forward_.set_routed_experts(nullptr);
+  });
+  forward_.set_routed_experts(&member);
+  ep_ = &member;
+  log().info("engine joined ep group rank={} ranks={} slots_per_rank={}", member.rank(),
+             member.ranks(), member.placement().slots_per_rank());
+}
 
 prefill_progress rank_engine::begin_prefill(const prefill_request& req) {
   const auto& c = model();

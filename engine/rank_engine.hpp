@@ -21,6 +21,8 @@
 
 namespace deepinfer::engine {
 
+class ep_rank;
+
 /// A prefill to run on this rank.
 struct prefill_request {
   sequence_id seq;
@@ -153,6 +155,19 @@ public:
   /// True while a `blocks_later` prefill waits for its blocks.
   bool awaiting_blocks(sequence_id seq) const;
 
+  /// Makes this engine rank `member.rank()` of an expert-parallel group (engine/ep/ep_group.hpp):
+  /// from now on it keeps only the member's slots' routed experts (the others' prepared copies
+  /// are released), and every forward it runs takes part in the group's current step: its
+  /// caller ends each step with `member.end_step()`, on every rank of the group, also on a step
+  /// without requests. The calls that run forwards (and so take part): begin_prefill when it
+  /// replays the encoder window (a hit without a snapshot), prefill_step, prefill, decode_step
+  /// with a live sequence. Joining another group (an elastic rebuild) leaves the previous one; its
+  /// sequences stay; a group destroyed first hands the routed experts back (computed locally
+  /// again). Precondition: no forward is running.
+  void join_ep_group(ep_rank& member);
+  /// The group member this engine computes with; nullptr when it runs every expert itself.
+  ep_rank* ep_member() const { return ep_; }
+
   /// Positions of `seq` with block KV computed (prefill progress); nullopt when unknown.
   std::optional<int64_t> computed(sequence_id seq) const;
   /// Tokens of `seq` so far (prompt + generated); empty when unknown.
@@ -178,6 +193,7 @@ private:
   ced_moe_forward forward_;
   kv_pool pool_;
   std::unordered_map<sequence_id, std::unique_ptr<sequence>> seqs_;
+  ep_rank* ep_ = nullptr;
 };
 
 } // namespace deepinfer::engine

@@ -1,5 +1,6 @@
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <functional>
 #include <string>
@@ -46,6 +47,17 @@ public:
   virtual void prepare_weight(const float* w, int64_t n, int64_t k) {
     (void)w, (void)n, (void)k;
   }
+
+  /// **optional** (default: nothing) — `w` [n x k] will not be multiplied by again (an expert
+  /// replica moved off this rank, or its buffer is about to be freed): drop what was kept for it,
+  /// so the memory is returned and a later weight at the same address is not mistaken for it.
+  virtual void release_weight(const float* w, int64_t n, int64_t k) {
+    (void)w, (void)n, (void)k;
+  }
+
+  /// **optional** (default: 0) — bytes the backend keeps for prepared weights (repacked copies,
+  /// device copies): the rank's resident weight memory beyond the weights' own buffers.
+  virtual std::size_t prepared_weight_bytes() const { return 0; }
 
   /// Totals of the matrix products run so far (for roofline figures).
   struct matmul_stats {

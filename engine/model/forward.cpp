@@ -57,7 +57,7 @@ void ced_moe_forward::prepare_weights() {
   };
   auto moe = [&](const moe_weights& m) {
     b_.prepare_weight(m.router, c.routed_experts, h);
-    for (int64_t ex = 0; ex < c.routed_experts; ++ex) {
+    for (int64_t ex = 0; ex < (external_experts_ ? 0 : c.routed_experts); ++ex) {
       b_.prepare_weight(m.w1 + ex * f * h, f, h);
       b_.prepare_weight(m.w3 + ex * f * h, f, h);
       b_.prepare_weight(m.w2 + ex * h * f, h, f);
@@ -99,7 +99,7 @@ void ced_moe_forward::encoder(std::span<const forward_row> rows, const int32_t* 
       self_attention(lw.attn, rows, false, l, out);
     }
     stage_timer t{stages_.encoder_moe};
-    moe(lw.moe, n, out);
+    moe(lw.moe, l, n, out);
   }
 }
 
@@ -152,7 +152,7 @@ void ced_moe_forward::decoder(std::span<const forward_row> rows, float* x, const
         cross_attention(lw, rows, l, x, pool);
       }
       stage_timer t{stages_.decoder_moe};
-      moe(lw.moe, n, x);
+      moe(lw.moe, c.encoder_layers + l, n, x);
       continue;
     }
     // The last layer's output feeds nothing but the logits: finish one row per sequence (each
@@ -178,7 +178,7 @@ void ced_moe_forward::decoder(std::span<const forward_row> rows, float* x, const
     }
     {
       stage_timer t{stages_.decoder_moe};
-      moe(lw.moe, m, xs.data());
+      moe(lw.moe, c.encoder_layers + l, m, xs.data());
     }
     for (int64_t i = 0; i < m; ++i)
       std::memcpy(x + at[i] * c.hidden, xs.data() + i * c.hidden, sizeof(float) * c.hidden);

@@ -9,6 +9,7 @@
 #include "engine/backends/backend.hpp"
 #include "engine/ids.hpp"
 #include "engine/kv_pool.hpp"
+#include "engine/model/routed_experts.hpp"
 #include "engine/model/weights.hpp"
 #include "engine/swa_ring.hpp"
 
@@ -70,8 +71,32 @@ public:
   const model_config& config() const { return w_.config(); }
 
   /// Hands every matrix the forward multiplies by to `backend::prepare_weight`, with the shape
-  /// it is multiplied with (a rank does it at load).
+  /// it is multiplied with (a rank does it at load). With external routed experts
+  /// (`set_routed_experts`), the routed experts' matrices are left to their owner.
   void prepare_weights();
+
+  /// Runs the routed experts of every MoE layer through `experts` (an expert-parallel group's
+  /// member) instead of locally; nullptr: locally. Set between forwards; not owned.
+  void set_routed_experts(routed_experts* experts) { external_experts_ = experts; }
+  routed_experts* external_routed_experts() const { return external_experts_; }
+
+  /// Calls `fn(w, n, k)` for every routed expert matrix of the model (w [n x k]).
+  template <class Fn>
+  void for_each_routed_matrix(Fn&& fn) const {
+    const auto& c = config();
+    const int64_t h = c.hidden, f = c.expert_ffn;
+    auto each = [&](const moe_weights& m) {
+      for (int64_t ex = 0; ex < c.routed_experts; ++ex) {
+        fn(m.w1 + ex * f * h, f, h);
+        fn(m.w3 + ex * f * h, f, h);
+        fn(m.w2 + ex * h * f, h, f);
+      }
+    };
+    for (const auto& l : w_.encoder)
+      each(l.moe);
+    for (const auto& l : w_.decoder)
+      each(l.moe);
+  }
 
   /// CPU time spent per stage since construction, ns (of the thread that runs each part; with
   /// one backend thread, all of it), for benchmarks' breakdowns of a forward.
@@ -91,7 +116,11 @@ private:
                       int layer, float* x);
   void cross_attention(const decoder_layer_weights& d, std::span<const forward_row> rows,
                        int layer, float* x, const kv_pool& pool);
-  void moe(const moe_weights& m, int64_t n, float* x);
+  /// MoE layer `layer` (encoder layers first, then decoder) over n rows of x, in place.
+  void moe(const moe_weights& m, int layer, int64_t n, float* x);
+  /// The routed experts of one layer on this rank (the default `routed_experts`).
+  void local_experts(const moe_weights& m, const float* xn, int64_t n, std::span<const expert_route> routes,
+                     int top, float* out);
 
   /// The indexer keys of one sequence of a decoder batch (rows [first, first + rows)), quantized
   /// in tiles of `indexer::tile` keys (codes and scales, zero past ctx); gathered once for every
@@ -130,6 +159,9 @@ private:
   std::vector<key_span> spans_;
   /// The routed rows of each expert in `moe`, kept for their capacity.
   std::vector<std::vector<std::pair<int64_t, float>>> by_expert_;
+  /// Each row's routes in `moe` (top per row), kept for their capacity.
+  std::vector<expert_route> routes_;
+  routed_experts* external_experts_ = nullptr;
 
   stage_ns stages_;
 

@@ -1,5 +1,6 @@
 // The MoE block of ced_moe_forward: sigmoid router with bias, top-k, normalized weights times
-// the scaling factor, routed experts grouped by expert, plus the shared experts.
+// the scaling factor, routed experts (here, grouped by expert, or through an expert-parallel
+// group's `routed_experts`), plus the shared experts.
 #include <algorithm>
 #include <cmath>
 #include <cstring>
@@ -9,18 +10,16 @@
 
 namespace deepinfer::engine {
 
-void ced_moe_forward::moe(const moe_weights& m, int64_t n, float* x) {
+void ced_moe_forward::moe(const moe_weights& m, int layer, int64_t n, float* x) {
   const auto& c = config();
   const int64_t h = c.hidden, e = c.routed_experts, f = c.expert_ffn, top = c.experts_per_token;
   float* xn = buffer(work::moe_xn, n * h);
   float* logits = buffer(work::moe_logits, n * e);
   k_.rms_norm(x, n, h, m.norm, c.norm_eps, xn);
   b_.matmul(xn, n, h, m.router, e, logits);
-  // 1. route: select by score + bias, weight by the score normalised over the selection.
-  auto& by_expert = by_expert_;
-  by_expert.resize(static_cast<std::size_t>(e));
-  for (auto& rows : by_expert)
-    rows.clear();
+  // 1. route: select by score + bias, weight by the score normalised over the selection; each
+  // row's routes in ascending expert order (the combine order).
+  routes_.resize(static_cast<std::size_t>(n * top));
   std::vector<int64_t> order(static_cast<std::size_t>(e));
   std::vector<float> score(static_cast<std::size_t>(e));
   for (int64_t r = 0; r < n; ++r) {
@@ -34,18 +33,50 @@ void ced_moe_forward::moe(const moe_weights& m, int64_t n, float* x) {
     float sum = 0.0f;
     for (int64_t t = 0; t < top; ++t)
       sum += score[order[t]];
+    std::sort(order.begin(), order.begin() + top);
     for (int64_t t = 0; t < top; ++t)
-      by_expert[order[t]].emplace_back(r, score[order[t]] / sum * c.route_scale);
+      routes_[r * top + t] = {static_cast<int32_t>(order[t]), score[order[t]] / sum * c.route_scale};
   }
-  // 2. routed experts, in expert order (so each row's sum has a fixed order).
+  // 2. routed experts: every row's sum in ascending expert order.
   float* out = buffer(work::moe_out, n * h);
   std::fill(out, out + n * h, 0.0f);
-  const int64_t sf = int64_t{c.shared_experts} * f;
+  if (external_experts_ != nullptr)
+    external_experts_->run(layer, xn, n, routes_, static_cast<int>(top), out);
+  else
+    local_experts(m, xn, n, routes_, static_cast<int>(top), out);
+  // 3. shared experts (stacked into one wider MLP), then the residual.
+  if (c.shared_experts > 0) {
+    const int64_t sf = int64_t{c.shared_experts} * f;
+    float* g = buffer(work::moe_g, n * std::max(f, sf));
+    float* u = buffer(work::moe_u, n * std::max(f, sf));
+    b_.matmul(xn, n, h, m.shared_w1, sf, g);
+    b_.matmul(xn, n, h, m.shared_w3, sf, u);
+    k_.silu_mul(g, u, n * sf);
+    b_.matmul(g, n, sf, m.shared_w2, h, out, true);
+  }
+  k_.axpy(x, out, 1.0f, n * h);
+}
+
+void ced_moe_forward::local_experts(const moe_weights& m, const float* xn, int64_t n,
+                                    std::span<const expert_route> routes, int top, float* out) {
+  const auto& c = config();
+  const int64_t h = c.hidden, e = c.routed_experts, f = c.expert_ffn;
+  auto& by_expert = by_expert_;
+  by_expert.resize(static_cast<std::size_t>(e));
+  for (auto& rows : by_expert)
+    rows.clear();
+  for (int64_t r = 0; r < n; ++r)
+    for (int t = 0; t < top; ++t) {
+      const auto& rt = routes[static_cast<std::size_t>(r * top + t)];
+      by_expert[static_cast<std::size_t>(rt.expert)].emplace_back(r, rt.weight);
+    }
   // Room for the largest expert group (every row) and for the shared experts' n x sf.
+  const int64_t sf = int64_t{c.shared_experts} * f;
   float* xe = buffer(work::moe_xe, n * h);
   float* g = buffer(work::moe_g, n * std::max(f, sf));
   float* u = buffer(work::moe_u, n * std::max(f, sf));
   float* o = buffer(work::moe_o, n * h);
+  // In expert order, so each row's sum has a fixed order (ascending expert).
   for (int64_t ex = 0; ex < e; ++ex) {
     const auto& rows = by_expert[ex];
     const auto ne = static_cast<int64_t>(rows.size());
@@ -60,14 +91,6 @@ void ced_moe_forward::moe(const moe_weights& m, int64_t n, float* x) {
     for (int64_t i = 0; i < ne; ++i)
       k_.axpy(out + rows[i].first * h, o + i * h, rows[i].second, h);
   }
-  // 3. shared experts (stacked into one wider MLP), then the residual.
-  if (c.shared_experts > 0) {
-    b_.matmul(xn, n, h, m.shared_w1, sf, g);
-    b_.matmul(xn, n, h, m.shared_w3, sf, u);
-    k_.silu_mul(g, u, n * sf);
-    b_.matmul(g, n, sf, m.shared_w2, h, out, true);
-  }
-  k_.axpy(x, out, 1.0f, n * h);
 }
 
 } // namespace deepinfer::engine

@@ -33,6 +33,8 @@ public:
               bool accumulate) override;
   void parallel_for(int64_t n, const std::function<void(int64_t)>& fn) override;
   void prepare_weight(const float* w, int64_t n, int64_t k) override;
+  void release_weight(const float* w, int64_t n, int64_t k) override { packed_.release(w, n, k); }
+  std::size_t prepared_weight_bytes() const override { return packed_.bytes(); }
   int workers() const override { return pool_.size(); }
   int worker_index() const override { return thread_pool::current_index(); }
   matmul_stats stats() const override { return stats_; }

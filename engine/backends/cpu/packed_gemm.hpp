@@ -23,6 +23,11 @@ public:
   /// The packed form of `w` (packed on its first use, kept as long as this object: weights live
   /// as long as the engine; thread-safe).
   const float* packed(const float* w, int64_t n, int64_t k);
+  /// Drops the packed form of `w` (nothing when there is none). Precondition: no product with
+  /// it is running.
+  void release(const float* w, int64_t n, int64_t k);
+  /// Bytes of every packed copy held.
+  std::size_t bytes() const;
 
 private:
   struct key {
@@ -36,7 +41,8 @@ private:
              static_cast<std::size_t>(k.k);
     }
   };
-  std::mutex mtx_;
+  mutable std::mutex mtx_;
+  std::size_t bytes_ = 0;
   std::unordered_map<key, std::vector<float>, key_hash> packed_;
 };
 
