@@ -11,7 +11,7 @@
 #include "actors/entrypoint/entrypoint.hpp"
 #include "actors/http/metrics_registry.hpp"
 #include "actors/balancer/prefill_load.hpp"
-#include "balancers/cost_model.hpp"
+#include "engine/cost_model.hpp"
 #include "recipe/render/special_table.hpp"
 #include "recipe/tokenizer/tokenizer.hpp"
 
@@ -31,7 +31,7 @@ struct entrypoint::context {
   std::shared_ptr<prefill_load> prefill_ranks;
   std::shared_ptr<decode_load> decode_ranks;
   /// Prices a prefill (compute-quota, DESIGN §6.1).
-  std::optional<balancers::cost_model> quota;
+  std::optional<engine::cost_model> quota;
   /// CHECK of the prefix cache (metadata only); null without a KV root.
   std::shared_ptr<kv::prefix_cache> cache;
   std::atomic<uint64_t> next_id{1};

@@ -52,7 +52,7 @@ void simulator::assign(uint64_t id, int engine, int rank) {
 void simulator::start_prefill_step(int inst_index) {
   auto& inst = prefill_[static_cast<size_t>(inst_index)];
   const double now = q_.now();
-  const double a = cost_.coefficients().a;
+  const double a = cost_.coefficients().a0;
   double max_cost = 0.0;
   double sum_cost = 0.0;
   inst.finishing.clear();
@@ -64,7 +64,7 @@ void simulator::start_prefill_step(int inst_index) {
       auto& f = flights_.at(id);
       const int64_t remaining = f.req.input_len - f.done;
       const double left = cfg_.step_budget_s - a - used;
-      int64_t chunk = std::min(remaining, cost_.max_tokens(left, static_cast<double>(f.done)));
+      int64_t chunk = std::min(remaining, cost_.marginal_tokens(left, static_cast<double>(f.done)));
       if (chunk <= 0 && !any)
         chunk = std::min<int64_t>(remaining, 128); // never stall: a step always makes progress
       if (chunk <= 0)

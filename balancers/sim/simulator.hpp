@@ -1,7 +1,7 @@
 #pragma once
 
 #include "balancers/autoscaler.hpp"
-#include "balancers/cost_model.hpp"
+#include "engine/cost_model.hpp"
 #include "balancers/decode_balancer.hpp"
 #include "balancers/prefill_balancer.hpp"
 #include "balancers/sim/event_queue.hpp"
@@ -110,7 +110,7 @@ private:
 
   sim_config cfg_;
   workload& wl_;
-  cost_model cost_;
+  engine::cost_model cost_;
   event_queue q_;
   prefix_cache cache_;
   swa_store swa_;
