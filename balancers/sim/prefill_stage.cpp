@@ -135,10 +135,12 @@ void simulator::prefill_done(uint64_t id) {
   res_.ttft.push_back(ttft);
   win_ttft_.push_back(ttft);
   // Block KV of the prompt is stored; an SWA snapshot lands at align_down(L - 1, 128) (§4.2).
-  cache_.insert(std::span<const uint64_t>(f.req.chain.data(), static_cast<size_t>(f.req.prompt_blocks)), now);
+  // The hit's blocks were stored at arrival (and touched then, so GC did not take them since).
+  cache_.insert(std::span<const uint64_t>(f.req.chain.data(), static_cast<size_t>(f.req.prompt_blocks)), now,
+                static_cast<size_t>(f.hit) / kv::block_tokens);
   const int64_t p = (f.req.input_len - 1) / static_cast<int64_t>(kv::block_tokens);
   if (p >= 1)
-    swa_.put(f.req.chain[static_cast<size_t>(p - 1)], now);
+    cache_.put_snapshot(f.req.chain[static_cast<size_t>(p - 1)], now);
   route_decode(id);
 }
 

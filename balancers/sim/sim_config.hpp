@@ -3,8 +3,7 @@
 #include "balancers/autoscaler.hpp"
 #include "engine/cost_model.hpp"
 #include "balancers/decode_balancer.hpp"
-#include "balancers/sim/prefix_cache.hpp"
-#include "balancers/sim/swa_store.hpp"
+#include "balancers/sim/kv_cache.hpp"
 
 #include <string>
 
@@ -42,8 +41,7 @@ struct sim_config {
   double quota_per_rank_s = 0.5;     ///< outstanding compute a prefill rank may pull
   decode_cost decode{};
   decode_balancer::config decode_router{};
-  prefix_cache::config cache{};
-  swa_store::config swa{};
+  kv_cache::config cache{};
   autoscaler::config scaling{};
   double autoscale_s = 30.0;         ///< autoscaler decision period (advisory: recorded, not applied)
   double sample_s = 10.0;            ///< time-series resolution
