@@ -1,4 +1,5 @@
 // The command-line tools as a user runs them: real processes on a real model directory.
+#include <chrono>
 #include <cstdio>
 #include <filesystem>
 #include <string>
@@ -6,6 +7,7 @@
 
 #include <boost/test/unit_test.hpp>
 
+#include "engine/cost_model_file.hpp"
 #include "engine/testing/engine_fixture.hpp"
 
 using namespace deepinfer::engine;
@@ -69,8 +71,17 @@ BOOST_AUTO_TEST_SUITE(tools)
 BOOST_AUTO_TEST_CASE(mkmodel_then_generate_prints_the_engines_greedy_tokens,
                      *boost::unit_test::precondition(have_tools)) {
   auto dir = scratch_dir("cli");
+  const auto t0 = std::chrono::steady_clock::now();
   auto mk = run(tool("deepinfer-mkmodel") + " --config tiny --seed 7 --out " + dir + "/m");
   BOOST_REQUIRE_EQUAL(mk.status, 0);
+  BOOST_TEST_MESSAGE("mkmodel tiny (weights + cost fit): "
+                     << std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() << " s");
+  // It fitted the prefill cost model for the default serving setup and kept it beside the model.
+  auto fits = cost_model_file::load(dir + "/m/cost_model.json");
+  BOOST_REQUIRE_EQUAL(fits.entries().size(), 1u);
+  BOOST_TEST((fits.entries()[0].isa == kernels::best_cpu_isa()));
+  BOOST_TEST(fits.entries()[0].threads == 1);
+  BOOST_TEST(fits.entries()[0].model.coefficients().a1 > 0.0);
   // Same config and seed as the fixture's model: the files are byte-identical.
   BOOST_TEST(std::filesystem::file_size(dir + "/m/model.safetensors") ==
              std::filesystem::file_size(tiny_model_dir() + "/model.safetensors"));

@@ -106,7 +106,22 @@ std::unique_ptr<entrypoint> entrypoint::create(caf::actor_system& sys, const ser
                          });
   ctx->cluster = std::move(cluster);
   ctx->cache = std::move(cache);
-  ctx->quota.emplace(balancers::cost_model::calibrate({}));
+  if (!cfg.prefill_cost) {
+    *error = "serving_config::prefill_cost is required (node_runtime fits it)";
+    return nullptr;
+  }
+  // Prefills are priced by the fit of this node's engine setup: the prefill ranks' own where
+  // they run the same ISA and threads (every node of the embedded default and of a one-host
+  // cluster). TODO: price each rank by its own node's fit (issue 15's router work).
+  ctx->quota = cfg.prefill_cost;
+  auto& terms = metrics->add_gauge("deepinfer_prefill_cost_model",
+                                   "The fitted prefill cost model prefills are priced with: seconds (per "
+                                   "token, per token^2) of each term of a0 + a1 q + a2 q c + a3 q^2 + "
+                                   "f0 + f1 (c + q).",
+                                   {"term"});
+  const auto& k = cfg.prefill_cost->coefficients();
+  for (auto [term, value] : {std::pair{"a0", k.a0}, {"a1", k.a1}, {"a2", k.a2}, {"a3", k.a3}, {"f0", k.f0}, {"f1", k.f1}})
+    terms.with({term}).set(value);
   // The low 40 bits carry the attempt id (request id x 16 + attempt).
   ctx->balancer_tag = (std::random_device{}() * uint64_t{0x9e3779b97f4a7c15}) << 40;
   ctx->kv_transfers = &metrics->add_counter("deepinfer_kv_transfers_total",

@@ -13,6 +13,7 @@
 #include "actors/node/node_runtime.hpp"
 #include "engine/model/model_config.hpp"
 #include "engine/model/random_model.hpp"
+#include "engine/cost_model_file.hpp"
 
 using namespace deepinfer;
 using namespace std::chrono_literals;
@@ -184,6 +185,40 @@ BOOST_AUTO_TEST_CASE(a_nearly_full_decode_rank_is_passed_over_instead_of_failing
   BOOST_TEST(most_reserved > 0.0);
   BOOST_TEST(most_reserved <= 512.0);
   node.stop();
+  std::filesystem::remove_all(model);
+}
+
+// The entrypoint prices prefills with the fit kept beside the model (not constants, and not a
+// new measurement when the file has one for this setup).
+BOOST_AUTO_TEST_CASE(the_entrypoint_prices_with_the_fit_kept_beside_the_model, *utf::precondition(has_tokenizer)) {
+  auto model = std::filesystem::temp_directory_path() / ("deepinfer-cost-test-" + std::to_string(::getpid()));
+  BOOST_REQUIRE(engine::random_model::write(engine::model_config::tiny(), 7, model.string()).empty());
+  engine::cost_model_file fits;
+  fits.put({engine::kernels::best_cpu_isa(), 1, engine::cost_model({.a0 = 0.125, .a1 = 2.5e-4, .f0 = 0.5}), 20, 0.1});
+  BOOST_REQUIRE(fits.save((model / "cost_model.json").string()).empty());
+
+  actors::node_runtime_config cfg;
+  cfg.self.name = "t";
+  cfg.self.roles = {"controller", "entrypoint"};
+  cfg.hosts_controller = true;
+  actors::http_endpoint ep;
+  ep.port = 0;
+  ep.models = {"m"};
+  cfg.http = ep;
+  actors::serving_config sc;
+  sc.model_dir = model.string();
+  sc.tokenizer_path = tokenizer_path().string();
+  sc.model_name = "m";
+  cfg.serving = sc;
+  actors::node_runtime node{cfg};
+  BOOST_REQUIRE(!node.start());
+  actors::http::testing::http_test_client c{node.http_port()};
+  auto m = c.request(boost::beast::http::verb::get, "/metrics").body();
+  BOOST_TEST(sum_of(m, "deepinfer_prefill_cost_model{term=\"a0\"}") == 0.125);
+  BOOST_TEST(sum_of(m, "deepinfer_prefill_cost_model{term=\"a1\"}") == 2.5e-4, boost::test_tools::tolerance(1e-9));
+  BOOST_TEST(sum_of(m, "deepinfer_prefill_cost_model{term=\"f0\"}") == 0.5);
+  node.stop();
+  BOOST_TEST(engine::cost_model_file::load((model / "cost_model.json").string()).entries().size() == 1u);
   std::filesystem::remove_all(model);
 }
 

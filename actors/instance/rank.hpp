@@ -2,12 +2,14 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <utility>
 
 #include <caf/fwd.hpp>
 
 #include "actors/interfaces.hpp"
+#include "engine/cost_model.hpp"
 #include "engine/decoder_mode.hpp"
 #include "engine/kernels/isa.hpp"
 
@@ -48,11 +50,15 @@ struct rank_engine_config {
   std::optional<engine::kernels::cpu_isa> cpu_isa;
   /// Chunked prefill (DESIGN §5.3, engine::prefill_scheduler): the time budget of one prefill
   /// step, ns. Between steps the rank takes new jobs, cancels and pings, so a step bounds how
-  /// long they wait. Chunk sizes come from the cost model in MODEL_DIR/cost_model.json
-  /// (`deepinfer-profile`), else from the tiny model's CPU fit (bench/RESULTS.md). 100 ms: on
+  /// long they wait. Chunk sizes come from `prefill_cost`. 100 ms: on
   /// the tiny CPU model, 50 ms chunks (~330 tokens) made a 12K-token prompt ~20 % slower than
   /// one chunk, 100 ms ones ~5 %; a short prompt behind it then waits ~180 ms instead of ~1.9 s.
   double prefill_step_ns = 100e6;
+  /// The fitted prefill cost model of this engine setup (model, ISA, threads) that chunks its
+  /// prefills; node_runtime passes the one serving_config carries. nullopt: the rank takes it
+  /// from MODEL_DIR/cost_model.json at its first prefill, measuring it first when the file has
+  /// no fit for its setup (engine::cost_profile::ensure).
+  std::optional<engine::cost_model> prefill_cost;
   /// A prompt predicted to need more than this many steps is long: shorter prompts behind it
   /// lead every other step (prefill_scheduler::config::long_prompt_steps; 0: plain FIFO).
   double prefill_long_steps = 4;

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdlib>
 #include <cstring>
 #include <span>
 #include <utility>
@@ -13,7 +14,7 @@
 
 #include "actors/transport/kv_transport.hpp"
 #include "actors/log.hpp"
-#include "engine/cost_model.hpp"
+#include "engine/cost_profile.hpp"
 
 namespace deepinfer::actors {
 
@@ -22,33 +23,33 @@ namespace {
 /// Limit for fetching an SWA snapshot from another node (a replay is the fallback).
 constexpr auto snapshot_fetch_timeout = std::chrono::milliseconds(500);
 
-/// The chunk cost model without a fitted cost_model.json: the tiny model's fit on one CPU
-/// thread (bench/RESULTS.md, "Chunked-prefill cost model"; a2 < 0 there was noise).
-engine::cost_model tiny_cpu_fit() {
-  engine::cost_model m;
-  m.a0 = 1.382e7;
-  m.a1 = 1.008e5;
-  m.a3 = 31.64;
-  m.f0 = 1.083e8;
-  m.f1 = 3.226e4;
-  return m;
-}
-
 /// The chunk scheduler of a rank's engine, made at its first prefill.
 engine::prefill_scheduler& scheduler(rank_pointer self) {
   auto& st = self->state;
   if (!st.scheduler) {
     auto& ec = st.cfg.engine;
-    auto model = engine::cost_model::load(ec.model_dir + "/cost_model.json");
+    if (!ec.prefill_cost) {
+      auto fit = engine::cost_profile::ensure(ec.model_dir, engine::cost_profile::config{ec.threads, ec.cpu_isa});
+      // A model the rank loaded always profiles (the same engine, one more sequence); a failure
+      // here is a bug in the profile. TODO: DEEPINFER_ASSERT once it exists (issue 15).
+      if (!fit.fit) {
+        log().critical("rank={} cannot fit the prefill cost model: {}", st.cfg.rank, fit.error);
+        std::abort();
+      }
+      if (!fit.warning.empty())
+        log().warn("rank={} {}", st.cfg.rank, fit.warning);
+      ec.prefill_cost = fit.fit->model;
+    }
     engine::prefill_scheduler::config sc;
     sc.step_budget_ns = ec.prefill_step_ns;
     sc.long_prompt_steps = ec.prefill_long_steps;
     // On a CPU the finishing decoder pass alone can outlast a step: never split it off.
     sc.finish_over_budget = true;
-    log().info("rank={} prefill steps of {:.1f} ms; chunk cost model {}", st.cfg.rank,
-               ec.prefill_step_ns / 1e6, model ? "fitted (cost_model.json)" : "tiny CPU default");
-    st.scheduler = std::make_unique<engine::prefill_scheduler>(sc, *st.engine,
-                                                               model.value_or(tiny_cpu_fit()));
+    const auto& k = ec.prefill_cost->coefficients();
+    log().info("rank={} prefill steps of {:.1f} ms; fitted chunk cost a0={:.3g} a1={:.3g} a2={:.3g} a3={:.3g} "
+               "f0={:.3g} f1={:.3g} s",
+               st.cfg.rank, ec.prefill_step_ns / 1e6, k.a0, k.a1, k.a2, k.a3, k.f0, k.f1);
+    st.scheduler = std::make_unique<engine::prefill_scheduler>(sc, *st.engine, *ec.prefill_cost);
   }
   return *st.scheduler;
 }

@@ -1,5 +1,6 @@
 #include "actors/node/node_runtime.hpp"
 
+#include <algorithm>
 #include <condition_variable>
 #include <mutex>
 #include <thread>
@@ -27,6 +28,7 @@
 #include "actors/control/snapshot_server.hpp"
 #include "actors/swa/swa_shard.hpp"
 #include "kv/prefix_cache.hpp"
+#include "engine/cost_profile.hpp"
 #include "engine/model/model_config.hpp"
 #include "actors/node/system_config.hpp"
 
@@ -100,6 +102,20 @@ std::optional<std::string> node_runtime::start() {
   auto& cfg = d.cfg;
   cfg.self.pid = static_cast<int32_t>(::getpid());
   cfg.self.incarnation = make_incarnation();
+  // 0. The fitted prefill cost model of this node's engine setup, measured on first serve (before
+  // any actor runs, so nothing else loads the CPU meanwhile) and read from the model directory
+  // afterwards: this node's prefill ranks chunk with it, its entrypoint prices with it.
+  const bool prefills = std::any_of(cfg.instances.begin(), cfg.instances.end(),
+                                    [](const auto& spec) { return spec.role == "prefill"; });
+  if (cfg.serving && !cfg.serving->prefill_cost && (cfg.http || prefills)) {
+    auto fit = engine::cost_profile::ensure(
+      cfg.serving->model_dir, engine::cost_profile::config{cfg.serving->threads_per_rank, cfg.serving->cpu_isa});
+    if (!fit.fit)
+      return "cannot fit the prefill cost model of " + cfg.serving->model_dir + ": " + fit.error;
+    if (!fit.warning.empty())
+      log().warn("node={} prefill cost model not kept: {}", cfg.self.name, fit.warning);
+    cfg.serving->prefill_cost = fit.fit->model;
+  }
   d.sys_cfg = make_actor_system_config(cfg.caf);
   d.sys = std::make_unique<caf::actor_system>(*d.sys_cfg);
   auto& sys = *d.sys;
@@ -209,6 +225,7 @@ std::optional<std::string> node_runtime::start() {
       sc.engine.reads_hits = spec.role == "prefill";
       sc.engine.decoder_mode = cfg.serving->decoder_mode;
       sc.engine.cpu_isa = cfg.serving->cpu_isa;
+      sc.engine.prefill_cost = cfg.serving->prefill_cost;
       sc.engine.prefill_step_ns = std::chrono::duration<double, std::nano>(cfg.serving->prefill_step).count();
       sc.engine.metrics = metrics;
       sc.engine.instance = sc.instance;

@@ -8,6 +8,7 @@
 
 #include "actors/entrypoint/admission_control.hpp"
 #include "actors/transport/kv_transport_choice.hpp"
+#include "engine/cost_model.hpp"
 #include "engine/decoder_mode.hpp"
 #include "engine/kernels/isa.hpp"
 #include "recipe/json_parse.hpp"
@@ -77,6 +78,12 @@ struct serving_config {
   /// Time budget of one chunked-prefill step on a prefill rank (rank_engine_config::
   /// prefill_step_ns): how long a new prompt, a cancel or a ping waits behind a long prompt.
   std::chrono::microseconds prefill_step{100000};
+  /// The fitted prefill cost model (DESIGN §5.3, §6.1) of this node's engine setup (model,
+  /// cpu_isa, threads_per_rank): the node's prefill ranks chunk with it and its entrypoint
+  /// prices prefills (compute-quota) with it. nullopt: node_runtime takes it from
+  /// MODEL_DIR/cost_model.json at start, measuring it first when the file has no fit for this
+  /// setup (engine::cost_profile::ensure; about a second for the tiny model).
+  std::optional<engine::cost_model> prefill_cost;
 };
 
 } // namespace deepinfer::actors

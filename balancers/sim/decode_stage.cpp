@@ -108,11 +108,11 @@ void simulator::decode_done(uint64_t id) {
   // Output blocks the source knows join the store; the last completed SWA copy is stored at
   // request end (a copy completes at most 5 tokens past its 128 boundary, §4.2).
   if (static_cast<int64_t>(f.req.chain.size()) > f.req.prompt_blocks)
-    cache_.insert(f.req.chain, now);
+    cache_.insert(f.req.chain, now, static_cast<size_t>(f.req.prompt_blocks)); // the prompt's at prefill
   const int64_t total = f.req.input_len + f.req.output_len;
   const int64_t p = (total - 5) / static_cast<int64_t>(kv::block_tokens);
   if (p >= 1 && p <= static_cast<int64_t>(f.req.chain.size()))
-    swa_.put(f.req.chain[static_cast<size_t>(p - 1)], now);
+    cache_.put_snapshot(f.req.chain[static_cast<size_t>(p - 1)], now);
   if (auto next = wl_.follow_up(f.req, now)) {
     const double at = next->arrival;
     ++pending_followups_;

@@ -52,7 +52,7 @@ void simulator::assign(uint64_t id, int engine, int rank) {
 void simulator::start_prefill_step(int inst_index) {
   auto& inst = prefill_[static_cast<size_t>(inst_index)];
   const double now = q_.now();
-  const double a = cost_.coefficients().a;
+  const double a = cost_.coefficients().a0;
   double max_cost = 0.0;
   double sum_cost = 0.0;
   inst.finishing.clear();
@@ -64,7 +64,7 @@ void simulator::start_prefill_step(int inst_index) {
       auto& f = flights_.at(id);
       const int64_t remaining = f.req.input_len - f.done;
       const double left = cfg_.step_budget_s - a - used;
-      int64_t chunk = std::min(remaining, cost_.max_tokens(left, static_cast<double>(f.done)));
+      int64_t chunk = std::min(remaining, cost_.marginal_tokens(left, static_cast<double>(f.done)));
       if (chunk <= 0 && !any)
         chunk = std::min<int64_t>(remaining, 128); // never stall: a step always makes progress
       if (chunk <= 0)
@@ -135,10 +135,12 @@ void simulator::prefill_done(uint64_t id) {
   res_.ttft.push_back(ttft);
   win_ttft_.push_back(ttft);
   // Block KV of the prompt is stored; an SWA snapshot lands at align_down(L - 1, 128) (§4.2).
-  cache_.insert(std::span<const uint64_t>(f.req.chain.data(), static_cast<size_t>(f.req.prompt_blocks)), now);
+  // The hit's blocks were stored at arrival (and touched then, so GC did not take them since).
+  cache_.insert(std::span<const uint64_t>(f.req.chain.data(), static_cast<size_t>(f.req.prompt_blocks)), now,
+                static_cast<size_t>(f.hit) / kv::block_tokens);
   const int64_t p = (f.req.input_len - 1) / static_cast<int64_t>(kv::block_tokens);
   if (p >= 1)
-    swa_.put(f.req.chain[static_cast<size_t>(p - 1)], now);
+    cache_.put_snapshot(f.req.chain[static_cast<size_t>(p - 1)], now);
   route_decode(id);
 }
 

@@ -1,10 +1,9 @@
 #pragma once
 
 #include "balancers/autoscaler.hpp"
-#include "balancers/cost_model.hpp"
+#include "engine/cost_model.hpp"
 #include "balancers/decode_balancer.hpp"
-#include "balancers/sim/prefix_cache.hpp"
-#include "balancers/sim/swa_store.hpp"
+#include "balancers/sim/kv_cache.hpp"
 
 #include <string>
 
@@ -36,14 +35,13 @@ struct sim_config {
   int decode_dp = 64;
   prefill_policy policy = prefill_policy::quota_buckets;
   bool oracle = false;               ///< perfect balancing inside every step (efficiency reference)
-  cost_model::calibration prefill_calibration{};
+  engine::cost_model::calibration prefill_calibration{};
   double step_budget_s = 0.1;        ///< prefill step time budget (§5.3)
   double round_s = 10.0;             ///< bucket re-division period (§6.1)
   double quota_per_rank_s = 0.5;     ///< outstanding compute a prefill rank may pull
   decode_cost decode{};
   decode_balancer::config decode_router{};
-  prefix_cache::config cache{};
-  swa_store::config swa{};
+  kv_cache::config cache{};
   autoscaler::config scaling{};
   double autoscale_s = 30.0;         ///< autoscaler decision period (advisory: recorded, not applied)
   double sample_s = 10.0;            ///< time-series resolution

@@ -9,8 +9,8 @@
 namespace deepinfer::balancers::sim {
 
 simulator::simulator(const sim_config& cfg, workload& wl)
-    : cfg_(cfg), wl_(wl), cost_(cost_model::calibrate(cfg.prefill_calibration)), cache_(cfg.cache),
-      swa_(cfg.swa), router_(cfg.decode_router), scaler_(cfg.scaling),
+    : cfg_(cfg), wl_(wl), cost_(engine::cost_model::calibrate(cfg.prefill_calibration)), cache_(cfg.cache),
+      router_(cfg.decode_router), scaler_(cfg.scaling),
       prefill_(static_cast<size_t>(cfg.prefill_instances)), decode_(static_cast<size_t>(cfg.decode_instances)),
       dranks_(static_cast<size_t>(cfg.decode_instances * cfg.decode_dp)) {
   for (auto& p : prefill_)
@@ -46,7 +46,7 @@ void simulator::arrive(sim_request r) {
   // The production policy (kv/), asked about an SWA snapshot only when there is an L1.
   const auto decision = kv::hit_policy{}.decide(
     static_cast<size_t>(r.input_len), static_cast<size_t>(stored), [&](size_t l1) {
-      return swa_.has(r.chain[l1 / kv::block_tokens - 1], now);
+      return cache_.has_snapshot(r.chain[l1 / kv::block_tokens - 1], now);
     });
   struct {
     int64_t hit;
@@ -86,9 +86,10 @@ void simulator::sample() {
   s.decode_rank_kv.push_back(std::move(dk));
   win_input_ = win_hit_ = win_decode_tokens_ = 0;
   win_ttft_.clear();
-  // Expired snapshots only cost memory: collect about twice per TTL.
-  if (q_.now() - swa_collected_ >= cfg_.swa.ttl_s / 2.0) {
-    swa_.collect(q_.now());
+  // Expired snapshots only cost memory, and expired blocks are answered by CHECK until kv's GC
+  // removes them (as in production): collect about twice per snapshot TTL.
+  if (q_.now() - swa_collected_ >= cfg_.cache.swa_ttl_s / 2.0) {
+    cache_.collect(q_.now());
     swa_collected_ = q_.now();
   }
 }

@@ -1,13 +1,12 @@
 #pragma once
 
 #include "balancers/autoscaler.hpp"
-#include "balancers/cost_model.hpp"
+#include "engine/cost_model.hpp"
 #include "balancers/decode_balancer.hpp"
 #include "balancers/prefill_balancer.hpp"
 #include "balancers/sim/event_queue.hpp"
-#include "balancers/sim/prefix_cache.hpp"
+#include "balancers/sim/kv_cache.hpp"
 #include "balancers/sim/sim_config.hpp"
-#include "balancers/sim/swa_store.hpp"
 #include "balancers/sim/workload.hpp"
 
 #include <deque>
@@ -51,9 +50,10 @@ struct sim_result {
   sim_series series;
 };
 
-/// The discrete-event simulator of DESIGN §8: arrivals from a workload, the §4.3 hit policy over a
-/// prefix cache with capacity and TTL, the prefill balancer (or a baseline), prefill instances
-/// stepping under a time budget with the fitted cost model, the decode router over every decode
+/// The discrete-event simulator of DESIGN §8: arrivals from a workload, kv's §4.3 hit policy over
+/// kv's CHECK index, block catalog with GC and SWA snapshot store (kv_cache), the prefill
+/// balancer (or a baseline), prefill instances stepping under a time budget with the cost model
+/// (engine::cost_model, calibrated to the seeds' figures), the decode router over every decode
 /// rank, decode instances stepping synchronously, and advisory autoscaling decisions.
 class simulator {
 public:
@@ -110,10 +110,9 @@ private:
 
   sim_config cfg_;
   workload& wl_;
-  cost_model cost_;
+  engine::cost_model cost_;
   event_queue q_;
-  prefix_cache cache_;
-  swa_store swa_;
+  kv_cache cache_;
   std::optional<prefill_balancer> balancer_;
   decode_balancer router_;
   autoscaler scaler_;

@@ -64,7 +64,7 @@ void apply(const nlohmann::json& j, sim::sim_config& c, sim::agent_workload::con
   get("decode_moe_lb", c.decode.moe_lb);
   get("cache_capacity_blocks", c.cache.capacity_blocks);
   get("cache_ttl_s", c.cache.ttl_s);
-  get("swa_ttl_s", c.swa.ttl_s);
+  get("swa_ttl_s", c.cache.swa_ttl_s);
   get("sample_s", c.sample_s);
   get("autoscale_s", c.autoscale_s);
   get("agent_session_rate", a.session_rate);

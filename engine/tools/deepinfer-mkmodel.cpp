@@ -1,11 +1,13 @@
 // deepinfer-mkmodel --config tiny|small|FILE.json --seed N --out DIR [--dtype f32|bf16]
-// Writes a seeded random ced_moe model directory (config.json + model.safetensors).
+// Writes a seeded random ced_moe model directory (config.json + model.safetensors), then fits its
+// prefill cost model on this machine (cost_model.json, engine::cost_profile).
 #include <cstdio>
 #include <cstring>
 #include <string>
 
 #include <unistd.h>
 
+#include "engine/cost_profile.hpp"
 #include "engine/model/random_model.hpp"
 
 using namespace deepinfer::engine;
@@ -74,5 +76,17 @@ int main(int argc, char** argv) {
   }
   std::printf("wrote %s (config %s, seed %llu, %s)\n", out.c_str(), c.name.c_str(),
               static_cast<unsigned long long>(seed), to_string(c.dtype));
+  // The prefill cost model, fitted here for the default serving setup (best ISA, one thread per
+  // rank); caf-launch fits other setups when it first serves them.
+  auto fit = cost_profile::ensure(out, cost_profile::config{});
+  if (!fit.fit) {
+    std::fprintf(stderr, "deepinfer-mkmodel: no cost model fitted: %s\n", fit.error.c_str());
+    return 1;
+  }
+  if (!fit.warning.empty())
+    std::fprintf(stderr, "deepinfer-mkmodel: %s\n", fit.warning.c_str());
+  std::printf("fitted %s/%s (isa %s, %d thread, %d chunks, mean error %.1f %%)\n", out.c_str(),
+              cost_model_file::file_name, kernels::to_string(fit.fit->isa), fit.fit->threads, fit.fit->samples,
+              100 * fit.fit->mean_rel_err);
   return 0;
 }

@@ -1,0 +1,107 @@
+#include "engine/cost_model_file.hpp"
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include <unistd.h>
+
+#include <nlohmann/json.hpp>
+
+namespace deepinfer::engine {
+
+cost_model_file cost_model_file::load(const std::string& path) {
+  std::ifstream in(path);
+  if (!in)
+    return {};
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return from_json(ss.str()).value_or(cost_model_file{});
+}
+
+std::optional<cost_model_file> cost_model_file::from_json(const std::string& text) {
+  try {
+    auto j = nlohmann::json::parse(text);
+    cost_model_file out;
+    if (!j.contains("fits"))
+      return out; // the older single-fit layout: no engine setup to match it to
+    for (const auto& f : j.at("fits")) {
+      entry e;
+      auto isa = kernels::parse_cpu_isa(f.at("isa").get<std::string>());
+      auto model = cost_model::from_json(f.dump());
+      if (!isa || !model)
+        return std::nullopt;
+      e.isa = *isa;
+      e.threads = f.at("threads").get<int>();
+      e.model = *model;
+      e.samples = f.value("samples", 0);
+      e.mean_rel_err = f.value("mean_rel_err", 0.0);
+      out.put(e);
+    }
+    return out;
+  } catch (const std::exception&) {
+    return std::nullopt;
+  }
+}
+
+std::optional<cost_model_file::entry> cost_model_file::find(kernels::cpu_isa isa, int threads) const {
+  for (const auto& e : entries_)
+    if (e.isa == isa && e.threads == threads)
+      return e;
+  return std::nullopt;
+}
+
+void cost_model_file::put(const entry& e) {
+  for (auto& x : entries_)
+    if (x.isa == e.isa && x.threads == e.threads) {
+      x = e;
+      return;
+    }
+  entries_.push_back(e);
+}
+
+std::string cost_model_file::to_json() const {
+  nlohmann::ordered_json j;
+  j["formula"] = "ns = a0 + a1 q + a2 q c + a3 q^2 (+ f0 + f1 (c + q) for the last chunk); q new "
+                 "tokens after c computed";
+  j["unit"] = "ns";
+  j["fits"] = nlohmann::ordered_json::array();
+  for (const auto& e : entries_) {
+    nlohmann::ordered_json f;
+    f["isa"] = kernels::to_string(e.isa);
+    f["threads"] = e.threads;
+    f["samples"] = e.samples;
+    f["mean_rel_err"] = e.mean_rel_err;
+    const auto& k = e.model.coefficients();
+    f["a0"] = k.a0 * 1e9;
+    f["a1"] = k.a1 * 1e9;
+    f["a2"] = k.a2 * 1e9;
+    f["a3"] = k.a3 * 1e9;
+    f["f0"] = k.f0 * 1e9;
+    f["f1"] = k.f1 * 1e9;
+    j["fits"].push_back(std::move(f));
+  }
+  return j.dump(2) + "\n";
+}
+
+std::string cost_model_file::save(const std::string& path) const {
+  namespace fs = std::filesystem;
+  const auto tmp = path + ".tmp." + std::to_string(::getpid());
+  {
+    std::ofstream out(tmp, std::ios::trunc);
+    if (!out)
+      return "cannot write " + tmp;
+    out << to_json();
+    if (!out.flush())
+      return "cannot write " + tmp;
+  }
+  std::error_code ec;
+  fs::rename(tmp, path, ec);
+  if (ec) {
+    fs::remove(tmp, ec);
+    return "cannot place " + path;
+  }
+  return {};
+}
+
+} // namespace deepinfer::engine

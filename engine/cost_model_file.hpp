@@ -1,0 +1,66 @@
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "engine/cost_model.hpp"
+#include "engine/kernels/isa.hpp"
+
+namespace deepinfer::engine {
+
+/// MODEL_DIR/cost_model.json: the fitted cost models of one model, one per engine setup (CPU
+/// kernels and thread count), since a fit on AVX-512 kernels says little about portable ones.
+/// `engine::cost_profile` writes it; ranks chunk with, and entrypoints price with, the entry of
+/// the engine setup they run or price.
+///
+/// ```json
+/// {"formula": "...", "unit": "ns",
+///  "fits": [{"isa": "avx512", "threads": 1, "samples": 27, "mean_rel_err": 0.06,
+///            "a0": ..., "a1": ..., "a2": ..., "a3": ..., "f0": ..., "f1": ...}]}
+/// ```
+class cost_model_file {
+public:
+  /// One fit and what it was measured on.
+  struct entry {
+    kernels::cpu_isa isa = kernels::cpu_isa::portable;
+    int threads = 1;
+    cost_model model;
+    /// Chunks measured, and the fit's mean |predicted - measured| / measured over them.
+    int samples = 0;
+    double mean_rel_err = 0.0;
+  };
+
+  /// The file's name in a model directory.
+  static constexpr const char* file_name = "cost_model.json";
+
+  /// An empty file.
+  cost_model_file() = default;
+
+  /// Reads `path`; empty when absent, malformed or of an older layout (a single fit without its
+  /// engine setup), so that the caller measures again.
+  static cost_model_file load(const std::string& path);
+
+  /// Parses what `to_json` writes; nullopt on malformed text.
+  static std::optional<cost_model_file> from_json(const std::string& text);
+
+  /// The fit for (isa, threads); nullopt when there is none.
+  std::optional<entry> find(kernels::cpu_isa isa, int threads) const;
+
+  /// Adds the fit, replacing one of the same setup.
+  void put(const entry& e);
+
+  /// Every fit, in the order they were added.
+  const std::vector<entry>& entries() const { return entries_; }
+
+  std::string to_json() const;
+
+  /// Writes `path` atomically (a temporary file renamed over it); an error text, empty on success.
+  std::string save(const std::string& path) const;
+
+private:
+  std::vector<entry> entries_;
+};
+
+} // namespace deepinfer::engine
