@@ -9,7 +9,7 @@
 #include "actors/control/cluster_snapshot.hpp"
 #include "actors/entrypoint/entrypoint.hpp"
 #include "actors/http/metrics_registry.hpp"
-#include "engine/cost_model.hpp"
+#include "balancers/cost_model.hpp"
 #include "recipe/render/special_table.hpp"
 #include "recipe/tokenizer/tokenizer.hpp"
 
@@ -29,7 +29,7 @@ struct entrypoint::context {
   /// of several entrypoints never collide at the cluster's one balancer of each kind.
   uint64_t balancer_tag = 0;
   /// Prices a prefill (compute-quota, DESIGN §6.1).
-  std::optional<engine::cost_model> quota;
+  std::optional<balancers::cost_model> quota;
   /// CHECK of the prefix cache (metadata only); null without a KV root.
   std::shared_ptr<kv::prefix_cache> cache;
   std::atomic<uint64_t> next_id{1};

@@ -8,7 +8,7 @@
 
 #include "actors/entrypoint/admission_control.hpp"
 #include "actors/transport/kv_transport_choice.hpp"
-#include "engine/cost_model.hpp"
+#include "balancers/cost_model.hpp"
 #include "engine/decoder_mode.hpp"
 #include "engine/kernels/isa.hpp"
 #include "recipe/json_parse.hpp"
@@ -83,7 +83,7 @@ struct serving_config {
   /// prices prefills (compute-quota) with it. nullopt: node_runtime takes it from
   /// MODEL_DIR/cost_model.json at start, measuring it first when the file has no fit for this
   /// setup (engine::cost_profile::ensure; about a second for the tiny model).
-  std::optional<engine::cost_model> prefill_cost;
+  std::optional<balancers::cost_model> prefill_cost;
 };
 
 } // namespace deepinfer::actors

@@ -1,7 +1,7 @@
 #pragma once
 
 #include "balancers/autoscaler.hpp"
-#include "engine/cost_model.hpp"
+#include "balancers/cost_model.hpp"
 #include "balancers/decode_balancer.hpp"
 #include "balancers/sim/kv_cache.hpp"
 
@@ -35,7 +35,7 @@ struct sim_config {
   int decode_dp = 64;
   prefill_policy policy = prefill_policy::quota_buckets;
   bool oracle = false;               ///< perfect balancing inside every step (efficiency reference)
-  engine::cost_model::calibration prefill_calibration{};
+  balancers::cost_model::calibration prefill_calibration{};
   double step_budget_s = 0.1;        ///< prefill step time budget (§5.3)
   double round_s = 10.0;             ///< bucket re-division period (§6.1)
   double quota_per_rank_s = 0.5;     ///< outstanding compute a prefill rank may pull

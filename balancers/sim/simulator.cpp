@@ -9,7 +9,7 @@
 namespace deepinfer::balancers::sim {
 
 simulator::simulator(const sim_config& cfg, workload& wl)
-    : cfg_(cfg), wl_(wl), cost_(engine::cost_model::calibrate(cfg.prefill_calibration)), cache_(cfg.cache),
+    : cfg_(cfg), wl_(wl), cost_(balancers::cost_model::calibrate(cfg.prefill_calibration)), cache_(cfg.cache),
       router_(cfg.decode_router), scaler_(cfg.scaling),
       prefill_(static_cast<size_t>(cfg.prefill_instances)), decode_(static_cast<size_t>(cfg.decode_instances)),
       dranks_(static_cast<size_t>(cfg.decode_instances * cfg.decode_dp)) {

@@ -1,7 +1,7 @@
 #pragma once
 
 #include "balancers/autoscaler.hpp"
-#include "engine/cost_model.hpp"
+#include "balancers/cost_model.hpp"
 #include "balancers/decode_balancer.hpp"
 #include "balancers/prefill_balancer.hpp"
 #include "balancers/sim/event_queue.hpp"
@@ -53,7 +53,7 @@ struct sim_result {
 /// The discrete-event simulator of DESIGN §8: arrivals from a workload, kv's §4.3 hit policy over
 /// kv's CHECK index, block catalog with GC and SWA snapshot store (kv_cache), the prefill
 /// balancer (or a baseline), prefill instances stepping under a time budget with the cost model
-/// (engine::cost_model, calibrated to the seeds' figures), the decode router over every decode
+/// (balancers::cost_model, calibrated to the seeds' figures), the decode router over every decode
 /// rank, decode instances stepping synchronously, and advisory autoscaling decisions.
 class simulator {
 public:
@@ -110,7 +110,7 @@ private:
 
   sim_config cfg_;
   workload& wl_;
-  engine::cost_model cost_;
+  balancers::cost_model cost_;
   event_queue q_;
   kv_cache cache_;
   std::optional<prefill_balancer> balancer_;

@@ -93,7 +93,7 @@ BOOST_AUTO_TEST_CASE(one_request_timing_matches_the_cost_models_by_hand) {
   list_workload wl({make(0, 1.0, 1000, 3, 1)});
   simulator s(cfg, wl);
   const auto r = s.run();
-  const auto m = deepinfer::engine::cost_model::calibrate(cfg.prefill_calibration);
+  const auto m = deepinfer::balancers::cost_model::calibrate(cfg.prefill_calibration);
   BOOST_TEST_REQUIRE(r.ttft.size() == 1u);
   BOOST_TEST(r.ttft[0] == m.cost(1000, 0), boost::test_tools::tolerance(1e-5));
   BOOST_TEST(r.completed == 1);

@@ -1,11 +1,11 @@
-#include "engine/cost_model.hpp"
+#include "balancers/cost_model.hpp"
 
 #include <cmath>
 #include <vector>
 
 #include <boost/test/unit_test.hpp>
 
-using namespace deepinfer::engine;
+using namespace deepinfer::balancers;
 
 BOOST_AUTO_TEST_SUITE(cost_model_suite)
 

@@ -1,4 +1,4 @@
-#include "engine/cost_model.hpp"
+#include "balancers/cost_model.hpp"
 
 #include <algorithm>
 #include <array>
@@ -7,7 +7,7 @@
 
 #include <nlohmann/json.hpp>
 
-namespace deepinfer::engine {
+namespace deepinfer::balancers {
 
 namespace {
 
@@ -210,4 +210,4 @@ std::optional<cost_model> cost_model::from_json(const std::string& text) {
   }
 }
 
-} // namespace deepinfer::engine
+} // namespace deepinfer::balancers

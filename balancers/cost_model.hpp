@@ -5,7 +5,7 @@
 #include <span>
 #include <string>
 
-namespace deepinfer::engine {
+namespace deepinfer::balancers {
 
 /// The one prefill cost model of DESIGN §5.3 and §6.1: what a chunk of q new tokens after c
 /// tokens already computed costs an engine,
@@ -110,4 +110,4 @@ private:
   config cfg_;
 };
 
-} // namespace deepinfer::engine
+} // namespace deepinfer::balancers
