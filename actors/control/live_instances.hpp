@@ -22,7 +22,7 @@ struct live_instance {
 };
 
 /// The running instances of `role` on alive nodes, in view order (deterministic placement).
-std::vector<live_instance> live_instances(const membership_view& view, std::string_view role);
+std::vector<live_instance> live_instances(const membership_view& view, node_role role);
 
 /// The index of the entry for (instance, rank) in a routers' load table (entries with `instance`
 /// and `rank` members), appending a fresh one first seen. Entries are never removed, so a lease

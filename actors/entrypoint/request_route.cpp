@@ -4,6 +4,7 @@
 #include <caf/event_based_actor.hpp>
 #include <caf/send.hpp>
 
+#include "actors/errors.hpp"
 #include "actors/control/live_instances.hpp"
 #include "actors/log.hpp"
 #include "kv/prefix_cache.hpp"
@@ -71,8 +72,8 @@ const live_instance* named(const std::vector<live_instance>& v, const std::strin
 
 void count_kv_bytes(request_pointer self, const token_batch& b) {
   auto& st = self->state;
-  if (b.kv_bytes > 0 && !st.transport.empty())
-    st.ctx->kv_transfer_bytes->with({st.transport}).inc(static_cast<double>(b.kv_bytes));
+  if (b.kv_bytes > 0 && st.transport)
+    st.ctx->kv_transfer_bytes->with({to_string(*st.transport)}).inc(static_cast<double>(b.kv_bytes));
 }
 
 namespace {
@@ -84,8 +85,8 @@ void on_prefilled(request_pointer self, prefill_result& r) {
     self->demonitor(st.prefill_rank);
     st.prefill_rank = nullptr;
   }
-  if (!r.error.empty()) {
-    fail(self, 500, "prefill failed: " + r.error);
+  if (r.error) {
+    fail(self, 500, "prefill failed: " + error_text(r.error));
     return;
   }
   if (st.ticket)
@@ -97,9 +98,9 @@ void on_prefilled(request_pointer self, prefill_result& r) {
   }
   if (r.snapshot_hit)
     st.ctx->snapshot_hits->with({r.snapshot_remote ? "remote" : "local"}).inc();
-  if (!r.transport.empty()) {
+  if (!r.finished) {
     st.transport = r.transport;
-    st.ctx->kv_transfers->with({r.transport}).inc();
+    st.ctx->kv_transfers->with({to_string(r.transport)}).inc();
   }
   st.prefilled = true;
   on_tokens(self, {r.first_token}, r.finished);
@@ -143,7 +144,7 @@ void send_prefill(request_pointer self, const placement& at, const caf::strong_a
   pj.snapshot_owner = at.snapshot_owner;
   pj.decode_rdma = at.decode_rdma;
   pj.prompt_length = static_cast<int64_t>(st.prompt.size());
-  pj.cache_salt = wire_key{st.salt.value.lo, st.salt.value.hi};
+  pj.cache_salt = st.salt;
   auto job = at.job;
   self->request(caf::actor_cast<rank_actor>(pp), st.ctx->cfg.prefill_timeout, prefill_atom::value, std::move(pj))
     .then(
@@ -177,7 +178,7 @@ void reach_ranks(request_pointer self, const placement& at) {
 /// its own memory or replays the window.
 void ask_swa_directory(request_pointer self, const membership_view& view, placement at,
                        const kv::prefix_cache::check_result& hit) {
-  auto key = hit.key ? std::optional{wire_key{hit.key->first, hit.key->second}} : std::nullopt;
+  auto key = hit.key ? std::optional{*hit.key} : std::nullopt;
   auto shard = key ? swa_shard_for(view, *key) : nullptr;
   if (!shard) {
     reach_ranks(self, at);
@@ -207,8 +208,8 @@ void ask_swa_directory(request_pointer self, const membership_view& view, placem
 void place(request_pointer self) {
   auto& st = self->state;
   auto view = st.ctx->cluster->get().view;
-  auto prefills = live_instances(view, "prefill");
-  auto decodes = live_instances(view, "decode");
+  auto prefills = live_instances(view, node_role::prefill);
+  auto decodes = live_instances(view, node_role::decode);
   if (prefills.empty() || decodes.empty()) {
     wait_for_capacity(self, prefills.empty() ? "prefill instance" : "decode instance");
     return;
@@ -260,7 +261,7 @@ void attempt(request_pointer self) {
   st.job = st.id * 16 + static_cast<uint64_t>(st.attempts);
   st.prefilled = false;
   st.early.clear();
-  st.transport.clear();
+  st.transport.reset();
   place(self);
 }
 
