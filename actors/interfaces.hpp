@@ -18,7 +18,7 @@ namespace deepinfer::actors {
 ///   decode rank over the KV transport (it is freed here); needs a rank with an engine. Jobs
 ///   queue (FIFO) and run in budgeted chunks, so a short prompt need not wait for a long one;
 ///   the answer (the first token) leaves before the KV is exported.
-/// - `(decode, kv_handoff, sampling_spec, strong_actor_ptr sink)`: imports the sequence into the
+/// - `(decode, kv_handoff, engine::sampling_params, strong_actor_ptr sink)`: imports the sequence into the
 ///   continuous batch; `(tokens, token_batch)` messages go to `sink` until finished. The rank
 ///   monitors `sink`: when it goes away its sequences are dropped.
 /// - `(cancel, uint64_t id)`: drops a prefill job (queued or mid-prefill; it is answered with an
@@ -33,7 +33,7 @@ using rank_actor = caf::typed_actor<
   caf::replies_to<echo_atom, byte_payload>::with<byte_payload>,
   caf::replies_to<sink_atom, byte_payload>::with<uint64_t>,
   caf::replies_to<prefill_atom, prefill_job>::with<prefill_result>,
-  caf::reacts_to<decode_atom, kv_handoff, sampling_spec, caf::strong_actor_ptr>,
+  caf::reacts_to<decode_atom, kv_handoff, engine::sampling_params, caf::strong_actor_ptr>,
   caf::reacts_to<cancel_atom, uint64_t>,
   caf::reacts_to<step_atom>,
   caf::reacts_to<chunk_atom>,
@@ -68,16 +68,16 @@ using node_agent_actor = caf::typed_actor<
 
 /// One shard of the SWA directory (DESIGN §4.2), on an entrypoint: which node's memory holds the
 /// snapshot ending at a block key. Owners are monitored; a dead owner's entries go.
-/// - `(swa_record, wire_key, strong_actor_ptr owner)`: `owner` (a snapshot server) now holds it.
-/// - `(swa_lookup, wire_key) -> strong_actor_ptr`: the owner, or null.
+/// - `(swa_record, kv::block_key, strong_actor_ptr owner)`: `owner` (a snapshot server) now holds it.
+/// - `(swa_lookup, kv::block_key) -> strong_actor_ptr`: the owner, or null.
 using swa_shard_actor = caf::typed_actor<
-  caf::reacts_to<swa_record_atom, wire_key, caf::strong_actor_ptr>,
-  caf::replies_to<swa_lookup_atom, wire_key>::with<caf::strong_actor_ptr>>;
+  caf::reacts_to<swa_record_atom, kv::block_key, caf::strong_actor_ptr>,
+  caf::replies_to<swa_lookup_atom, kv::block_key>::with<caf::strong_actor_ptr>>;
 
 /// Serves the SWA snapshots of its node's memory to prefill ranks on other nodes.
-/// - `(swa_fetch, wire_key) -> byte_payload`: the snapshot's bytes (empty when gone).
+/// - `(swa_fetch, kv::block_key) -> byte_payload`: the snapshot's bytes (empty when gone).
 using snapshot_server_actor = caf::typed_actor<
-  caf::replies_to<swa_fetch_atom, wire_key>::with<byte_payload>>;
+  caf::replies_to<swa_fetch_atom, kv::block_key>::with<byte_payload>>;
 
 /// The cluster's prefill balancer (DESIGN §6.1), one for every entrypoint, on the controller's
 /// node. Holds the bucketed queue that prefill instances pull from by remaining compute-quota.

@@ -10,10 +10,47 @@
 
 #include <caf/actor_control_block.hpp>
 #include <caf/atom.hpp>
+#include <caf/error.hpp>
 #include <caf/meta/type_name.hpp>
 #include <caf/type_id.hpp>
 
+#include "actors/names.hpp"
+#include "engine/sampler.hpp"
+#include "kv/block_key.hpp"
+#include "kv/hash_chain.hpp"
+
+// -- plain-library types that travel as they are -----------------------------------------------
+
+namespace deepinfer::engine {
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, sampling_params& x) {
+  return f(caf::meta::type_name("sampling_params"), x.temperature, x.top_k, x.top_p, x.seed, x.stop_ids,
+           x.max_tokens, x.logprobs, x.top_logprobs);
+}
+
+} // namespace deepinfer::engine
+
+namespace deepinfer::kv {
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, block_key& x) {
+  return f(caf::meta::type_name("block_key"), x.lo, x.hi);
+}
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, cache_salt& x) {
+  return f(caf::meta::type_name("cache_salt"), x.value);
+}
+
+} // namespace deepinfer::kv
+
 namespace deepinfer::actors {
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, role_set& x) {
+  return f(caf::meta::type_name("role_set"), x.bits);
+}
 
 // -- atoms (CAF 0.17: at most 10 characters) ---------------------------------------------------
 // CAF's own get_atom, ping_atom, leave_atom, ok_atom are used where they fit.
@@ -52,7 +89,7 @@ struct node_info {
   std::string name;
   std::string host;
   uint16_t port = 0;
-  std::vector<std::string> roles;
+  role_set roles;
   int32_t pid = 0;
   /// Distinguishes restarts of the same node name; chosen by the node at start (wall-clock ns).
   uint64_t incarnation = 0;
@@ -78,7 +115,7 @@ enum class instance_state : uint8_t { starting, running, restarting, failed, sto
 struct instance_status {
   std::string instance;  ///< `<node>/<role>`, unique in the cluster
   std::string node;
-  std::string role;      ///< prefill | decode | vision
+  node_role role = node_role::prefill;  ///< prefill | decode | vision
   uint32_t configured_ranks = 0;
   uint32_t healthy_ranks = 0;  ///< = the expert-parallel size of the current generation
   uint32_t generation = 0;     ///< bumped at every restart
@@ -168,40 +205,13 @@ typename Inspector::result_type inspect(Inspector& f, byte_payload& x) {
 
 // -- serving -----------------------------------------------------------------------------------
 
-/// Sampling settings of one request as they cross actors (engine::sampling_params on the wire).
-struct sampling_spec {
-  float temperature = 0.0f;
-  int32_t top_k = 0;
-  float top_p = 1.0f;
-  uint64_t seed = 0;
-  std::vector<int32_t> stop_ids;
-  int32_t max_tokens = 16;
-};
-
-template <class Inspector>
-typename Inspector::result_type inspect(Inspector& f, sampling_spec& x) {
-  return f(caf::meta::type_name("sampling_spec"), x.temperature, x.top_k, x.top_p, x.seed,
-           x.stop_ids, x.max_tokens);
-}
-
-/// A block key (kv::block_key) on the wire.
-struct wire_key {
-  uint64_t lo = 0;
-  uint64_t hi = 0;
-};
-
-template <class Inspector>
-typename Inspector::result_type inspect(Inspector& f, wire_key& x) {
-  return f(caf::meta::type_name("wire_key"), x.lo, x.hi);
-}
-
 /// A prompt for a prefill rank; `id` is unique per entrypoint attempt. Once prefilled, the rank
 /// hands the sequence's KV to `decode_rank` (chosen by the entrypoint's decode router), which
 /// streams tokens to `sink`.
 struct prefill_job {
   uint64_t id = 0;
   std::vector<int32_t> tokens;
-  sampling_spec sampling;
+  engine::sampling_params sampling;
   caf::strong_actor_ptr decode_rank;
   caf::strong_actor_ptr sink;
   /// The SWA directory's answer for the window ending at `snapshot_end` (0: none): the snapshot
@@ -215,9 +225,9 @@ struct prefill_job {
   /// it was resubmitted (0: tokens is the prompt). The hit is capped and the bounded decoder
   /// anchored as for the prompt alone, so the resubmission continues the same output.
   int64_t prompt_length = 0;
-  /// The prefix-cache namespace of the request's tenant (kv::cache_salt; zero: shared): the rank
-  /// looks up and stores this prompt's blocks and snapshots on the chain salted with it.
-  wire_key cache_salt;
+  /// The prefix-cache namespace of the request's tenant (zero: shared): the rank looks up and
+  /// stores this prompt's blocks and snapshots on the chain salted with it.
+  kv::cache_salt cache_salt;
 };
 
 template <class Inspector>
@@ -232,16 +242,18 @@ struct prefill_result {
   int32_t first_token = 0;
   /// The first token ended the request: nothing went to the decode rank.
   bool finished = false;
-  std::string error;
+  /// A `deepinfer` error (actors/errors.hpp) when the prefill failed; none otherwise.
+  caf::error error;
   /// Prompt tokens whose KV came from the prefix cache.
   int64_t cached = 0;
   /// The hit came with its SWA snapshot (exact; else the window was replayed), and the snapshot
   /// was fetched from another node.
   bool snapshot_hit = false;
   bool snapshot_remote = false;
-  /// The KV transport chosen (`in_process`, `caf_message`, `rdma`); the first token is answered before
-  /// the KV is exported, so its size comes with the decode's first batch (token_batch::kv_bytes).
-  std::string transport;
+  /// The KV transport chosen (meaningful when the KV left: not `finished`, no `error`); the first
+  /// token is answered before the KV is exported, so its size comes with the decode's first batch
+  /// (token_batch::kv_bytes).
+  kv_transport_kind transport = kv_transport_kind::in_process;
 };
 
 template <class Inspector>
@@ -256,12 +268,12 @@ typename Inspector::result_type inspect(Inspector& f, prefill_result& x) {
 /// rdma_descriptor (rdma; `ticket` is then the parcel on the prefill node).
 struct kv_handoff {
   uint64_t id = 0;
-  std::string transport;
+  kv_transport_kind transport = kv_transport_kind::in_process;
   uint64_t ticket = 0;
   std::vector<uint8_t> packed;
   /// The sequence's prefix-cache namespace (prefill_job::cache_salt): decode stores its blocks
   /// under it.
-  wire_key cache_salt;
+  kv::cache_salt cache_salt;
 };
 
 template <class Inspector>
@@ -274,8 +286,8 @@ struct token_batch {
   uint64_t id = 0;
   std::vector<int32_t> tokens;
   bool finished = false;
-  /// Set when the rank could not continue the sequence (it is freed).
-  std::string error;
+  /// A `deepinfer` error when the rank could not continue the sequence (it is freed); none otherwise.
+  caf::error error;
   /// On the first batch after a handoff: the KV bytes that arrived (metrics).
   uint64_t kv_bytes = 0;
 };
@@ -333,15 +345,17 @@ typename Inspector::result_type inspect(Inspector& f, rank_grant& x) {
 } // namespace deepinfer::actors
 
 CAF_BEGIN_TYPE_ID_BLOCK(deepinfer, caf::first_custom_type_id)
+  CAF_ADD_TYPE_ID(deepinfer, (deepinfer::actors::role_set))
   CAF_ADD_TYPE_ID(deepinfer, (deepinfer::actors::node_info))
   CAF_ADD_TYPE_ID(deepinfer, (deepinfer::actors::instance_status))
   CAF_ADD_TYPE_ID(deepinfer, (deepinfer::actors::node_status))
   CAF_ADD_TYPE_ID(deepinfer, (deepinfer::actors::membership_view))
   CAF_ADD_TYPE_ID(deepinfer, (deepinfer::actors::rank_status))
   CAF_ADD_TYPE_ID(deepinfer, (deepinfer::actors::byte_payload))
-  CAF_ADD_TYPE_ID(deepinfer, (deepinfer::actors::sampling_spec))
+  CAF_ADD_TYPE_ID(deepinfer, (deepinfer::engine::sampling_params))
   CAF_ADD_TYPE_ID(deepinfer, (deepinfer::actors::prefill_job))
-  CAF_ADD_TYPE_ID(deepinfer, (deepinfer::actors::wire_key))
+  CAF_ADD_TYPE_ID(deepinfer, (deepinfer::kv::block_key))
+  CAF_ADD_TYPE_ID(deepinfer, (deepinfer::kv::cache_salt))
   CAF_ADD_TYPE_ID(deepinfer, (deepinfer::actors::prefill_result))
   CAF_ADD_TYPE_ID(deepinfer, (deepinfer::actors::kv_handoff))
   CAF_ADD_TYPE_ID(deepinfer, (deepinfer::actors::token_batch))

@@ -1,18 +1,11 @@
 #include "engine/kv_pool.hpp"
 
-#include <cstdlib>
-
 #include "engine/log.hpp"
+#include "recipe/base/assert.hpp"
 
 namespace deepinfer::engine {
 
 namespace {
-void check(bool ok, const char* what) {
-  if (!ok) {
-    log().critical("kv_pool invariant broken: {}", what);
-    std::abort();
-  }
-}
 const std::vector<block_id> empty_table;
 } // namespace
 
@@ -54,18 +47,18 @@ std::optional<block_id> kv_pool::take_block() {
 }
 
 void kv_pool::append_shared(sequence_id seq, block_id b) {
-  check(refs_[b.value] > 0, "append_shared of a free block");
+  DEEPINFER_ASSERT(refs_[b.value] > 0, "kv_pool: append_shared of a free block (block={})", b.value);
   ++refs_[b.value];
   tables_[seq].push_back(b);
 }
 
 void kv_pool::pin(block_id b) {
-  check(refs_[b.value] > 0, "pin of a free block");
+  DEEPINFER_ASSERT(refs_[b.value] > 0, "kv_pool: pin of a free block (block={})", b.value);
   ++refs_[b.value];
 }
 
 void kv_pool::unpin(block_id b) {
-  check(refs_[b.value] > 0, "ref count below zero");
+  DEEPINFER_ASSERT(refs_[b.value] > 0, "kv_pool: ref count below zero (block={})", b.value);
   if (--refs_[b.value] == 0)
     free_.push_back(b);
 }

@@ -1,6 +1,7 @@
 #include "kv/block_catalog.hpp"
 
 #include "kv/log.hpp"
+#include "recipe/base/assert.hpp"
 
 #include <cstdlib>
 
@@ -69,11 +70,8 @@ block_catalog::lease block_catalog::acquire(const block_key& key) {
 void block_catalog::release(const block_key& key) {
   std::lock_guard guard{mtx_};
   auto it = index_.find(key);
-  if (it == index_.end() || it->second->pins == 0) {
-    // A pin outlived its entry: removal ignored a pin, which must never happen.
-    log().critical("block={} unpinned but not pinned", key.to_hex());
-    std::abort();
-  }
+  // A pin outlived its entry: removal ignored a pin, which must never happen.
+  DEEPINFER_ASSERT(it != index_.end() && it->second->pins > 0, "block={} unpinned but not pinned", key.to_hex());
   --it->second->pins;
 }
 

@@ -2,6 +2,7 @@
 #include "kv/block_store.hpp"
 #include "kv/log.hpp"
 #include "kv/thread_pool.hpp"
+#include "recipe/base/assert.hpp"
 
 #include <algorithm>
 #include <array>
@@ -118,10 +119,7 @@ void block_store::start_async() {
       const int rc = io_uring_wait_cqe(&eng.ring, &cqe);
       if (rc == -EINTR)
         continue;
-      if (rc < 0) {
-        log().critical("io_uring wait failed: {}", -rc);
-        std::abort();
-      }
+      DEEPINFER_ASSERT(rc >= 0, "io_uring wait failed: {}", -rc);
       auto* op = static_cast<uring_read*>(io_uring_cqe_get_data(cqe));
       const int res = cqe->res;
       io_uring_cqe_seen(&eng.ring, cqe);
@@ -189,10 +187,7 @@ bool block_store::read_async_uring(const block_key& key, std::span<std::byte> ou
   int rc = 0;
   while ((rc = io_uring_submit(&async_->ring)) == -EAGAIN || rc == -EBUSY || rc == -EINTR)
     std::this_thread::yield();
-  if (rc < 0) {
-    log().critical("io_uring submit failed: {}", -rc);
-    std::abort();
-  }
+  DEEPINFER_ASSERT(rc >= 0, "io_uring submit failed: {}", -rc);
   return true;
 #else
   (void) key;

@@ -182,17 +182,16 @@ prefix_cache::check_result prefix_cache::check(std::span<const int32_t> prompt, 
   const auto length = cap_length > 0 ? std::min(static_cast<std::size_t>(cap_length), prompt.size()) : prompt.size();
   out.length = static_cast<int64_t>(d_->policy.reusable_length(length, found.blocks));
   if (auto n = static_cast<std::size_t>(out.length) / kv::block_tokens; n > 0)
-    out.key = std::pair{keys[n - 1].lo, keys[n - 1].hi};
+    out.key = keys[n - 1];
   return out;
 }
 
-std::optional<std::pair<uint64_t, uint64_t>> prefix_cache::key_at(std::span<const int32_t> tokens,
-                                                                  int64_t end, kv::cache_salt salt) const {
+std::optional<block_key> prefix_cache::key_at(std::span<const int32_t> tokens, int64_t end,
+                                              kv::cache_salt salt) const {
   if (end <= 0 || end % static_cast<int64_t>(kv::block_tokens) != 0 || end > static_cast<int64_t>(tokens.size()))
     return std::nullopt;
   auto keys = d_->chain->salted(salt).keys(tokens.first(static_cast<std::size_t>(end)));
-  auto& k = keys.back();
-  return std::pair{k.lo, k.hi};
+  return keys.back();
 }
 
 int64_t prefix_cache::store(std::span<const int32_t> tokens, int64_t full_blocks, const export_fn& export_block,

@@ -95,7 +95,7 @@ public:
   /// SWA directory names the window ending at L1; nullopt when L1 is 0).
   struct check_result {
     int64_t length = 0;
-    std::optional<std::pair<uint64_t, uint64_t>> key;
+    std::optional<block_key> key;
   };
 
   /// CHECK only (metadata, no block read; DESIGN §1 step 3): the hit length `lookup` would
@@ -105,7 +105,7 @@ public:
 
   /// The chain key of the block that ends at position `end` of `tokens` (a positive multiple of
   /// 128 within them): how the SWA directory names the window ending there. nullopt otherwise.
-  std::optional<std::pair<uint64_t, uint64_t>> key_at(std::span<const int32_t> tokens, int64_t end,
+  std::optional<block_key> key_at(std::span<const int32_t> tokens, int64_t end,
                                                      kv::cache_salt salt = {}) const;
 
   /// Stores blocks [0, full_blocks) of `tokens`, asking `export_block(i)` only for blocks not

@@ -164,17 +164,16 @@ actors::node_runtime_config make_node_config(const cluster_manifest& m, const no
   cfg.self.name = node.name;
   cfg.self.host = node.host;
   cfg.self.port = node.port;
-  for (auto r : node.roles)
-    cfg.self.roles.emplace_back(to_string(r));
+  cfg.self.roles = actors::role_set{node.roles};
   cfg.hosts_controller = node.has(node_role::controller);
   auto& ctl = m.controller();
   cfg.controller_host = ctl.host;
   cfg.controller_port = ctl.port;
   for (auto role : {node_role::prefill, node_role::decode})
     if (node.has(role))
-      cfg.instances.push_back({to_string(role), node.ranks});
+      cfg.instances.push_back({role, node.ranks});
   if (node.has(node_role::vision))
-    cfg.instances.push_back({to_string(node_role::vision), 1});
+    cfg.instances.push_back({node_role::vision, 1});
   if (node.has(node_role::entrypoint) && node.http) {
     actors::http_endpoint http = m.http;
     http.host = node.http->host;
@@ -191,12 +190,11 @@ actors::node_runtime_config make_embedded_config(const host_port& http, const st
   cfg.self.name = "local";
   cfg.self.host = "127.0.0.1";
   cfg.self.port = 0;  // one process: nothing to publish
-  for (auto r : {node_role::controller, node_role::entrypoint, node_role::prefill,
-                 node_role::decode, node_role::kvstore})
-    cfg.self.roles.emplace_back(to_string(r));
+  cfg.self.roles = {node_role::controller, node_role::entrypoint, node_role::prefill, node_role::decode,
+                    node_role::kvstore};
   cfg.hosts_controller = true;
   cfg.balancers = make_balancer_config({});
-  cfg.instances = {{"prefill", 2}, {"decode", 2}};
+  cfg.instances = {{node_role::prefill, 2}, {node_role::decode, 2}};
   actors::http_endpoint ep;
   ep.host = http.host;
   ep.port = http.port;

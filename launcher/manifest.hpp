@@ -10,12 +10,14 @@
 #include "actors/transport/kv_transport_choice.hpp"
 #include "actors/node/node_runtime.hpp"
 #include "actors/node/serving_config.hpp"
+#include "actors/names.hpp"
 #include "actors/node/system_settings.hpp"
+#include "recipe/base/host_port.hpp"
 
 namespace deepinfer::launcher {
 
 /// The roles a node can play (DESIGN §3).
-enum class node_role : uint8_t { entrypoint, prefill, decode, vision, kvstore, controller };
+using actors::node_role;
 
 /// Which compute backend a node's ranks use.
 enum class backend_kind : uint8_t { cpu, cuda };
@@ -27,11 +29,9 @@ enum class launch_method : uint8_t { automatic, local, ssh };
 /// When the launcher restarts a node process that exited.
 enum class restart_policy : uint8_t { never, on_failure, always };
 
-/// A `host:port` pair.
-struct host_port {
-  std::string host;
-  uint16_t port = 0;
-};
+/// A `host:port` pair (the project's one endpoint type and parser).
+using deepinfer::host_port;
+using deepinfer::parse_host_port;
 
 /// One `[[nodes]]` entry.
 struct node_spec {
@@ -166,10 +166,8 @@ manifest_result load_manifest(const std::string& path);
 /// Parses and validates manifest text; `display_name` is used as the file in errors.
 manifest_result parse_manifest(std::string_view text, const std::string& display_name);
 
-/// Parses `HOST:PORT` (`[::1]:8000` for IPv6); nullopt when malformed or the port is 0.
-std::optional<host_port> parse_host_port(const std::string& text);
 
-const char* to_string(node_role r);
+using actors::to_string;
 const char* to_string(backend_kind b);
 const char* to_string(launch_method m);
 const char* to_string(restart_policy p);

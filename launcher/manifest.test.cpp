@@ -192,15 +192,6 @@ BOOST_AUTO_TEST_CASE(shell_quote_protects_spaces_and_quotes) {
   BOOST_TEST(shell_quote("it's") == "'it'\\''s'");
 }
 
-BOOST_AUTO_TEST_CASE(host_port_parsing) {
-  BOOST_TEST(parse_host_port("127.0.0.1:8000")->port == 8000);
-  BOOST_TEST(parse_host_port("[::1]:80")->host == "::1");
-  BOOST_TEST(!parse_host_port("nohost"));
-  BOOST_TEST(!parse_host_port("h:0"));
-  BOOST_TEST(!parse_host_port("h:70000"));
-  BOOST_TEST(!parse_host_port(":80"));
-}
-
 BOOST_AUTO_TEST_CASE(limits_tables_reach_the_node_config_and_reject_bad_values) {
   const std::string text = "model = \"/m\"\n[kv]\nroot = \"/kv\"\n[caf]\nbatch_threads = false\n"
                            "[http]\nmax_connections = 128\nheader_timeout_ms = 500\nallowed_hosts = [\"api.internal\"]\n"

@@ -213,8 +213,7 @@ node_spec read_node(toml_reader& r) {
   else
     r.fail("port", "every node needs a port (its CAF listen port)");
   if (auto roles = r.strings("roles")) {
-    constexpr std::array all{node_role::entrypoint, node_role::prefill, node_role::decode,
-                             node_role::vision, node_role::kvstore, node_role::controller};
+    constexpr auto& all = actors::all_node_roles;
     for (size_t i = 0; i < roles->size(); ++i) {
       std::string expected;
       auto role = find_enum((*roles)[i], all, expected);

@@ -8,26 +8,6 @@
 
 namespace deepinfer::launcher {
 
-std::optional<host_port> parse_host_port(const std::string& text) {
-  auto colon = text.rfind(':');
-  if (colon == std::string::npos || colon == 0 || colon + 1 == text.size())
-    return std::nullopt;
-  auto host = text.substr(0, colon);
-  if (host.size() > 2 && host.front() == '[' && host.back() == ']')
-    host = host.substr(1, host.size() - 2);  // [::1]:8000
-  uint32_t port = 0;
-  for (auto c : text.substr(colon + 1)) {
-    if (c < '0' || c > '9')
-      return std::nullopt;
-    port = port * 10 + static_cast<uint32_t>(c - '0');
-    if (port > 65535)
-      return std::nullopt;
-  }
-  if (port == 0)
-    return std::nullopt;
-  return host_port{host, static_cast<uint16_t>(port)};
-}
-
 void validate_manifest(cluster_manifest& m, toml_reader& root, std::vector<toml_reader>& nodes) {
   if (m.model_path.empty())
     root.fail("model", "missing: set `model = \"/path/to/model-dir\"` (config.json + "
@@ -107,18 +87,6 @@ std::string manifest_error::to_string() const {
   if (!key.empty())
     out += "key '" + key + "': ";
   return out + message;
-}
-
-const char* to_string(node_role r) {
-  switch (r) {
-    case node_role::entrypoint: return "entrypoint";
-    case node_role::prefill: return "prefill";
-    case node_role::decode: return "decode";
-    case node_role::vision: return "vision";
-    case node_role::kvstore: return "kvstore";
-    case node_role::controller: return "controller";
-  }
-  return "unknown";
 }
 
 const char* to_string(backend_kind b) {

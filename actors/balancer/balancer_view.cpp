@@ -2,7 +2,7 @@
 
 namespace deepinfer::actors {
 
-void balancer_view::update(const membership_view& view, std::string_view role) {
+void balancer_view::update(const membership_view& view, node_role role) {
   live_ = live_instances(view, role);
   shapes_.clear();
   for (const auto& i : live_)

@@ -15,7 +15,7 @@ namespace deepinfer::actors {
 class balancer_view {
 public:
   /// Takes the view's running instances of `role`.
-  void update(const membership_view& view, std::string_view role);
+  void update(const membership_view& view, node_role role);
 
   /// The shapes to hand to `serving_router::set_*_instances`.
   const std::vector<balancers::serving_router::instance_shape>& shapes() const { return shapes_; }

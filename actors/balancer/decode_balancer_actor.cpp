@@ -107,7 +107,7 @@ decode_balancer_actor::behavior_type decode_balancer(decode_pointer self, balanc
     },
     [=](view_atom, const membership_view& view) {
       auto& st = self->state;
-      st.live.update(view, "decode");
+      st.live.update(view, node_role::decode);
       st.router->set_decode_instances(st.live.shapes());
       st.loads->set(st.router->decode_loads());
     },

@@ -114,7 +114,7 @@ prefill_balancer_actor::behavior_type prefill_balancer(prefill_pointer self, bal
     },
     [=](view_atom, const membership_view& view) {
       auto& st = self->state;
-      st.live.update(view, "prefill");
+      st.live.update(view, node_role::prefill);
       st.router->set_prefill_instances(st.live.shapes());
       dispatch(self);
     },

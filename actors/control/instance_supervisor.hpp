@@ -15,7 +15,7 @@ namespace deepinfer::actors {
 struct instance_supervisor_config {
   std::string instance;  ///< unique name, `<node>/<role>`
   std::string node;
-  std::string role;      ///< prefill | decode | vision
+  node_role role = node_role::prefill;  ///< prefill | decode | vision
   uint32_t ranks = 1;    ///< ranks of the first generation (the EP size)
   /// Pause between taking a failed generation down and starting the next one.
   std::chrono::milliseconds restart_delay{50};

@@ -66,7 +66,7 @@ instance_supervisor_config three_ranks() {
   instance_supervisor_config cfg;
   cfg.instance = "n0/decode";
   cfg.node = "n0";
-  cfg.role = "decode";
+  cfg.role = node_role::decode;
   cfg.ranks = 3;
   cfg.restart_delay = std::chrono::milliseconds{10};
   return cfg;

@@ -4,7 +4,7 @@
 
 namespace deepinfer::actors {
 
-std::vector<live_instance> live_instances(const membership_view& view, std::string_view role) {
+std::vector<live_instance> live_instances(const membership_view& view, node_role role) {
   std::vector<live_instance> out;
   for (auto& inst : view.instances) {
     if (inst.role != role || inst.state != instance_state::running || !inst.supervisor

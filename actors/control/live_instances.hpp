@@ -26,6 +26,6 @@ struct live_instance {
 };
 
 /// The running instances of `role` on alive nodes, in view order (deterministic placement).
-std::vector<live_instance> live_instances(const membership_view& view, std::string_view role);
+std::vector<live_instance> live_instances(const membership_view& view, node_role role);
 
 } // namespace deepinfer::actors

@@ -12,7 +12,7 @@
 namespace deepinfer::actors {
 
 /// Reads one snapshot of this node's memory (the prefix cache's SWA store).
-using snapshot_reader = std::function<std::optional<std::vector<std::byte>>(const wire_key&)>;
+using snapshot_reader = std::function<std::optional<std::vector<std::byte>>(const kv::block_key&)>;
 
 /// Spawns the actor that hands this node's SWA snapshots to prefill ranks elsewhere (DESIGN §4.2:
 /// "a miss on the local node fetches across nodes").

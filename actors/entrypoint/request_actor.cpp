@@ -1,3 +1,4 @@
+#include "actors/errors.hpp"
 #include "actors/entrypoint/request_actor.hpp"
 
 #include <algorithm>
@@ -168,9 +169,9 @@ void admit(request_pointer self) {
   auto& st = self->state;
   auto view = st.ctx->cluster->get().view;
   int64_t prefill_ranks = 0, decode_ranks = 0;
-  for (auto& i : live_instances(view, "prefill"))
+  for (auto& i : live_instances(view, node_role::prefill))
     prefill_ranks += i.ranks;
-  for (auto& i : live_instances(view, "decode"))
+  for (auto& i : live_instances(view, node_role::decode))
     decode_ranks += i.ranks;
   // The uncached tokens are what the prefill ranks will compute (CHECK: metadata only).
   const auto hit = st.ctx->cache ? st.ctx->cache->check(st.prompt, 0, st.salt).length : 0;
@@ -235,9 +236,9 @@ caf::behavior request_behavior(request_pointer self, std::shared_ptr<entrypoint:
   st.sampling.stop_ids = {st.ctx->eos};
   st.usage.prompt_tokens = static_cast<int64_t>(st.prompt.size());
   st.ctx->prompt_tokens->inc(static_cast<double>(st.prompt.size()));
-  st.stops = std::make_unique<stop_filter>(st.conv.sampling.stop);
   recipe::stream_parser::config pc;
   pc.thinking = st.conv.thinking;
+  pc.stop = st.conv.sampling.stop;
   pc.tool_id_prefix = "call_" + std::to_string(st.id) + "_";
   auto tok = st.ctx->tok;
   st.parser = std::make_unique<recipe::stream_parser>(
@@ -274,10 +275,14 @@ caf::behavior request_behavior(request_pointer self, std::shared_ptr<entrypoint:
           self->send(sender, cancel_atom::value, b.id);
         return;
       }
-      if (!b.error.empty()) {
-        log().warn("request={} decode rank: {}; resubmitting", st.id, b.error);
-        // (The error can overtake the prefill's answer, which names the transport.)
-        st.rdma_failed = st.rdma_failed || st.transport == "rdma" || b.error.find("RDMA") != std::string::npos;
+      if (b.error) {
+        if (!is_retryable(b.error)) {
+          fail(self, 500, "decode failed: " + self->system().render(b.error));
+          return;
+        }
+        log().warn("request={} decode rank: {}; resubmitting", st.id, self->system().render(b.error));
+        // The error can overtake the prefill's answer, which names the transport: the code says it.
+        st.rdma_failed = st.rdma_failed || is(b.error, errc::kv_rdma_failed) || st.transport == kv_transport_kind::rdma;
         attempt(self);
         return;
       }
@@ -332,8 +337,7 @@ void on_tokens(request_pointer self, const std::vector<int32_t>& ids, bool finis
   }
   st.generated.insert(st.generated.end(), ids.begin(), ids.end());
   report_growth(self);
-  auto emit = [&](std::span<const recipe::stream_event> parsed) {
-    auto events = st.stops->apply(parsed);
+  auto emit = [&](std::span<const recipe::stream_event> events) {
     auto c = st.parser->counts();
     st.usage.completion_tokens = static_cast<int64_t>(st.generated.size());
     st.usage.reasoning_tokens = c.reasoning_tokens;
@@ -343,8 +347,8 @@ void on_tokens(request_pointer self, const std::vector<int32_t>& ids, bool finis
       st.out->apply(events);
   };
   emit(st.parser->feed(ids));
-  if (st.stops->stopped()) {
-    // A stop string ended the answer: the decode rank need not go on.
+  if (st.parser->finished() && !finished) {
+    // A stop string ended the answer (the parser matches them): the decode rank need not go on.
     if (st.decode_rank)
       self->send(caf::actor_cast<rank_actor>(st.decode_rank), cancel_atom::value, st.job);
     finish_ok(self);

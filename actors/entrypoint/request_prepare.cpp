@@ -28,7 +28,7 @@ kv::cache_salt cache_salt_of(const std::string& tenant, const std::string& reque
   return kv::cache_salt::of("key:" + std::to_string(tenant.size()) + ":" + tenant + "salt:" + request_salt);
 }
 
-recipe::expected<prepared_request, recipe::api_error> prepare_request(const entrypoint::context& ctx,
+expected<prepared_request, recipe::api_error> prepare_request(const entrypoint::context& ctx,
                                                                       recipe::api_kind api, std::string_view body,
                                                                       const std::string& tenant) {
   const bool anthropic = api == recipe::api_kind::messages;

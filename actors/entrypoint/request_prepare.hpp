@@ -7,7 +7,7 @@
 
 #include "actors/entrypoint/entrypoint.hpp"
 #include "kv/hash_chain.hpp"
-#include "recipe/expected.hpp"
+#include "recipe/base/expected.hpp"
 #include "recipe/protocol/api_error.hpp"
 #include "recipe/protocol/conversation.hpp"
 
@@ -27,7 +27,7 @@ struct prepared_request {
 /// bounded by the limit, not the prompt (tokenizer::encode_within). `tenant` is the API key's
 /// tenant ("" without keys); with the body's `cache_salt` it names the prefix-cache namespace.
 /// The API's error (400 / 404) otherwise.
-recipe::expected<prepared_request, recipe::api_error> prepare_request(const entrypoint::context& ctx,
+expected<prepared_request, recipe::api_error> prepare_request(const entrypoint::context& ctx,
                                                                       recipe::api_kind api, std::string_view body,
                                                                       const std::string& tenant);
 

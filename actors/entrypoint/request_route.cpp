@@ -4,6 +4,7 @@
 #include <caf/event_based_actor.hpp>
 #include <caf/send.hpp>
 
+#include "actors/errors.hpp"
 #include "actors/control/live_instances.hpp"
 #include "actors/log.hpp"
 #include "kv/prefix_cache.hpp"
@@ -50,8 +51,8 @@ uint64_t balancer_key(request_pointer self) {
 
 void count_kv_bytes(request_pointer self, const token_batch& b) {
   auto& st = self->state;
-  if (b.kv_bytes > 0 && !st.transport.empty())
-    st.ctx->kv_transfer_bytes->with({st.transport}).inc(static_cast<double>(b.kv_bytes));
+  if (b.kv_bytes > 0 && st.transport)
+    st.ctx->kv_transfer_bytes->with({to_string(*st.transport)}).inc(static_cast<double>(b.kv_bytes));
 }
 
 namespace {
@@ -63,8 +64,8 @@ void on_prefilled(request_pointer self, prefill_result& r) {
     self->demonitor(st.prefill_rank);
     st.prefill_rank = nullptr;
   }
-  if (!r.error.empty()) {
-    fail(self, 500, "prefill failed: " + r.error);
+  if (r.error) {
+    fail(self, 500, "prefill failed: " + error_text(r.error));
     return;
   }
   if (st.ticket)
@@ -76,9 +77,9 @@ void on_prefilled(request_pointer self, prefill_result& r) {
   }
   if (r.snapshot_hit)
     st.ctx->snapshot_hits->with({r.snapshot_remote ? "remote" : "local"}).inc();
-  if (!r.transport.empty()) {
+  if (!r.finished) {
     st.transport = r.transport;
-    st.ctx->kv_transfers->with({r.transport}).inc();
+    st.ctx->kv_transfers->with({to_string(r.transport)}).inc();
   }
   st.prefilled = true;
   on_tokens(self, {r.first_token}, r.finished);
@@ -128,7 +129,7 @@ void send_prefill(request_pointer self, const placement& at, const caf::strong_a
   pj.snapshot_owner = at.snapshot_owner;
   pj.decode_rdma = at.decode_rdma;
   pj.prompt_length = static_cast<int64_t>(st.prompt.size());
-  pj.cache_salt = wire_key{st.salt.value.lo, st.salt.value.hi};
+  pj.cache_salt = st.salt;
   auto job = at.job;
   self->request(caf::actor_cast<rank_actor>(pp), st.ctx->cfg.prefill_timeout, prefill_atom::value, std::move(pj))
     .then(
@@ -177,7 +178,7 @@ void ask_prefill_balancer(request_pointer self, placement at, const caf::strong_
 /// replays the window.
 void ask_swa_directory(request_pointer self, const membership_view& view, placement at,
                        const kv::prefix_cache::check_result& hit) {
-  auto key = hit.key ? std::optional{wire_key{hit.key->first, hit.key->second}} : std::nullopt;
+  auto key = hit.key ? std::optional{*hit.key} : std::nullopt;
   auto shard = key ? swa_shard_for(view, *key) : nullptr;
   auto balancer = view.prefill_balancer;
   if (!shard) {
@@ -209,8 +210,8 @@ void ask_swa_directory(request_pointer self, const membership_view& view, placem
 void place(request_pointer self) {
   auto& st = self->state;
   auto view = st.ctx->cluster->get().view;
-  const bool no_prefill = live_instances(view, "prefill").empty();
-  if (no_prefill || live_instances(view, "decode").empty()) {
+  const bool no_prefill = live_instances(view, node_role::prefill).empty();
+  if (no_prefill || live_instances(view, node_role::decode).empty()) {
     wait_for_capacity(self, no_prefill ? "prefill instance" : "decode instance");
     return;
   }
@@ -295,7 +296,7 @@ void attempt(request_pointer self) {
   st.job = st.id * 16 + static_cast<uint64_t>(st.attempts);
   st.prefilled = false;
   st.early.clear();
-  st.transport.clear();
+  st.transport.reset();
   place(self);
 }
 

@@ -6,6 +6,7 @@
 
 #include <chrono>
 #include <memory>
+#include <optional>
 #include <set>
 #include <string>
 #include <vector>
@@ -17,7 +18,6 @@
 #include "actors/entrypoint/balancer_claim.hpp"
 #include "actors/entrypoint/entrypoint.hpp"
 #include "actors/http/response_writer.hpp"
-#include "actors/entrypoint/stop_filter.hpp"
 #include "kv/hash_chain.hpp"
 #include "recipe/protocol/conversation.hpp"
 #include "recipe/stream/stream_parser.hpp"
@@ -30,10 +30,9 @@ struct request_state {
   recipe::conversation conv;
   std::vector<int32_t> prompt;
   std::vector<int32_t> generated;
-  sampling_spec sampling;
+  engine::sampling_params sampling;
   kv::cache_salt salt;
   std::unique_ptr<recipe::stream_parser> parser;
-  std::unique_ptr<stop_filter> stops;
   std::unique_ptr<recipe::api_output> out;
   recipe::usage_counts usage;
   uint64_t id = 0;
@@ -55,8 +54,9 @@ struct request_state {
   /// decode rank that overtook that answer wait in `early` until then.
   bool prefilled = false;
   std::vector<token_batch> early;
-  /// The KV transport of the current attempt (for the bytes the decode rank reports).
-  std::string transport;
+  /// The KV transport of the current attempt (for the bytes the decode rank reports); none
+  /// until its prefill answered.
+  std::optional<kv_transport_kind> transport;
   /// Ranks this request saw die: their supervisor may still hand them out for a moment (it
   /// learns of the death by its own monitor), and a resubmission must not pick them again.
   std::set<caf::actor_addr> dead;

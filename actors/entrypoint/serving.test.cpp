@@ -16,6 +16,7 @@
 #include "engine/cost_model_file.hpp"
 
 using namespace deepinfer;
+using actors::node_role;
 using namespace std::chrono_literals;
 namespace utf = boost::unit_test;
 
@@ -60,9 +61,9 @@ BOOST_AUTO_TEST_CASE(request_survives_a_decode_rank_failure_by_resubmission,
 
   actors::node_runtime_config cfg;
   cfg.self.name = "t";
-  cfg.self.roles = {"controller", "entrypoint", "prefill", "decode"};
+  cfg.self.roles = {node_role::controller, node_role::entrypoint, node_role::prefill, node_role::decode};
   cfg.hosts_controller = true;
-  cfg.instances = {{"prefill", 2}, {"decode", 2}};
+  cfg.instances = {{node_role::prefill, 2}, {node_role::decode, 2}};
   actors::http_endpoint ep;
   ep.port = 0;
   ep.models = {"m"};
@@ -96,15 +97,15 @@ BOOST_AUTO_TEST_CASE(request_survives_a_decode_rank_failure_by_resubmission,
   BOOST_REQUIRE_MESSAGE(decoding_now, "the request never reached a decode rank within 60 s");
   // Still mid-request: 300 tokens take far longer than the poll.
   BOOST_REQUIRE(reply.wait_for(0s) == std::future_status::timeout);
-  BOOST_REQUIRE(node.inject_rank_failure("decode", 0, "test"));
-  BOOST_REQUIRE(node.inject_rank_failure("decode", 1, "test"));
+  BOOST_REQUIRE(node.inject_rank_failure(node_role::decode, 0, "test"));
+  BOOST_REQUIRE(node.inject_rank_failure(node_role::decode, 1, "test"));
   BOOST_REQUIRE(reply.wait_for(60s) == std::future_status::ready);
   auto res = reply.get();
   BOOST_TEST(res.result_int() == 200u);
   auto j = nlohmann::json::parse(res.body());
   BOOST_TEST(j["usage"]["completion_tokens"].get<int>() == 300);
   BOOST_TEST(j["choices"][0]["finish_reason"].get<std::string>() == "length");
-  auto st = node.instance("decode");
+  auto st = node.instance(node_role::decode);
   BOOST_REQUIRE(st.has_value());
   BOOST_TEST(st->generation >= 2u);  // the decode instance restarted
   node.stop();

@@ -2,6 +2,7 @@
 
 #include "actors/http/connection.hpp"
 #include "actors/log.hpp"
+#include "recipe/base/assert.hpp"
 
 #include <boost/asio/executor_work_guard.hpp>
 #include <boost/asio/post.hpp>
@@ -199,10 +200,8 @@ void http_server::stop(std::chrono::milliseconds deadline) {
     return;
   impl_->st = impl::state::stopped;
   for (const auto& t : impl_->threads) {
-    if (t.get_id() == std::this_thread::get_id()) {
-      log().critical("http_server::stop called on its own I/O thread; it would join itself");
-      std::abort();
-    }
+    DEEPINFER_ASSERT(t.get_id() != std::this_thread::get_id(),
+                     "http_server::stop called on its own I/O thread; it would join itself");
   }
   auto until = std::chrono::steady_clock::now() + deadline;
   // 1. Stop accepting; connections accepted from here on are dropped by enroll().

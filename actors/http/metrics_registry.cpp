@@ -1,6 +1,7 @@
 #include "actors/http/metrics_registry.hpp"
 
 #include "actors/log.hpp"
+#include "recipe/base/assert.hpp"
 
 #include <algorithm>
 #include <charconv>
@@ -11,9 +12,10 @@ namespace deepinfer::actors::http {
 
 namespace {
 
+/// A metric used against its registration: a bug in the caller.
 [[noreturn]] void misuse(std::string_view what, std::string_view name) {
-  log().critical("metrics misuse: {} name={}", what, name);
-  std::abort();
+  DEEPINFER_ASSERT(false, "metrics misuse: {} name={}", what, name);
+  std::abort();  // not reached
 }
 
 bool valid_name(std::string_view s, bool allow_colon) {

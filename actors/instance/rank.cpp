@@ -55,15 +55,15 @@ void drop(rank_pointer self, std::map<uint64_t, decoding>::iterator it) {
   report(self);
 }
 
-void start_decode(rank_pointer self, kv_handoff& h, const sampling_spec& s,
+void start_decode(rank_pointer self, kv_handoff& h, const engine::sampling_params& s,
                   const caf::strong_actor_ptr& sink_ptr) {
   auto& st = self->state;
   auto sink = caf::actor_cast<caf::actor>(sink_ptr);
-  auto* transport = kv_transport_named(h.transport);
-  std::string err;
-  auto bytes = transport ? transport->receive(h, &err) : std::nullopt;
-  if (!transport)
-    err = "unknown KV transport '" + h.transport + "'";
+  auto* transport = kv_transport_of(h.transport);
+  auto bytes = transport ? transport->receive(h)
+                         : caf::expected<std::vector<std::byte>>{make_error(
+                             errc::kv_transport_unknown,
+                             std::string{"this node has no KV transport "} + to_string(h.transport))};
   if (!sink)
     return;
   if (st.cancelled.erase(h.id) > 0)
@@ -71,23 +71,24 @@ void start_decode(rank_pointer self, kv_handoff& h, const sampling_spec& s,
   token_batch fail;
   fail.id = h.id;
   fail.finished = true;
-  if (!st.engine)
-    err = "rank has no engine";
   if (!bytes || !st.engine) {
-    fail.error = "cannot receive the sequence: " + err;
+    fail.error = !st.engine ? make_error(errc::engine_missing, "rank has no engine") : std::move(bytes.error());
     caf::send_as(caf::actor_cast<caf::actor>(self), sink, tokens_atom::value, std::move(fail));
     return;
   }
   engine::sequence_id seq{st.next_seq++};
   std::span<const std::byte> span{bytes->data(), bytes->size()};
-  if (st.engine->import_sequence(seq, span, to_params(s), &err) != engine::engine_status::ok) {
-    fail.error = "cannot import the sequence: " + err;
+  std::string err;
+  if (auto status = st.engine->import_sequence(seq, span, s, &err); status != engine::engine_status::ok) {
+    fail.error = make_error(status == engine::engine_status::invalid_request ? errc::engine_invalid_request
+                                                                             : errc::engine_import_failed,
+                            "cannot import the sequence: " + err);
     caf::send_as(caf::actor_cast<caf::actor>(self), sink, tokens_atom::value, std::move(fail));
     return;
   }
   // A request actor that goes away (client gone, entrypoint node dead) takes its sequence along.
   self->monitor(sink);
-  st.active[h.id] = decoding{seq, sink, span.size(), salt_of(h.cache_salt)};
+  st.active[h.id] = decoding{seq, sink, span.size(), h.cache_salt};
   report(self);
   if (!st.stepping) {
     st.stepping = true;
@@ -117,7 +118,7 @@ void decode_step(rank_pointer self) {
     b.id = ids[i];
     if (outs[i].status != engine::engine_status::ok) {
       b.finished = true;
-      b.error = "decode step failed";
+      b.error = make_error(errc_of(outs[i].status), "decode step failed");
     } else {
       b.tokens.push_back(outs[i].token.id);
       b.finished = outs[i].finished;
@@ -204,7 +205,7 @@ rank_actor::behavior_type rank_behavior(rank_pointer self, rank_config cfg) {
       start_prefill(self, job, promise);
       return promise;
     },
-    [=](decode_atom, kv_handoff& h, const sampling_spec& s, const caf::strong_actor_ptr& sink) {
+    [=](decode_atom, kv_handoff& h, const engine::sampling_params& s, const caf::strong_actor_ptr& sink) {
       start_decode(self, h, s, sink);
     },
     [=](cancel_atom, uint64_t id) {

@@ -60,12 +60,12 @@ engine::prefill_scheduler& scheduler(rank_pointer self) {
 bool fetch_snapshot(caf::actor_system& sys, kv::prefix_cache& cache, std::span<const int32_t> tokens,
                     int64_t end, const caf::strong_actor_ptr& owner, uint32_t rank, kv::cache_salt salt) {
   auto key = cache.key_at(tokens, end, salt);
-  if (!key || cache.local_snapshot(kv::block_key{key->first, key->second}))
+  if (!key || cache.local_snapshot(*key))
     return false;
   std::vector<std::byte> bytes;
   caf::scoped_actor fetcher{sys};
   fetcher->request(caf::actor_cast<snapshot_server_actor>(owner), snapshot_fetch_timeout,
-                   swa_fetch_atom::value, wire_key{key->first, key->second})
+                   swa_fetch_atom::value, *key)
     .receive(
       [&](byte_payload& p) {
         bytes.resize(p.bytes.size());
@@ -78,7 +78,7 @@ bool fetch_snapshot(caf::actor_system& sys, kv::prefix_cache& cache, std::span<c
 }
 
 /// Answers the job with its error and forgets it (its sequence, if any, is already freed).
-void fail_prefill(rank_pointer self, uint64_t id, std::string error) {
+void fail_prefill(rank_pointer self, uint64_t id, caf::error error) {
   auto& st = self->state;
   auto it = st.prefills.find(id);
   it->second.out.error = std::move(error);
@@ -93,22 +93,22 @@ void fail_prefill(rank_pointer self, uint64_t id, std::string error) {
 void hand_off(rank_pointer self, prefill_task& t, const caf::actor& decode) {
   auto& st = self->state;
   auto& transport = choose_kv_transport(decode.node() == self->node(), !t.job.decode_rdma.empty());
-  t.out.transport = transport.name();
+  t.out.transport = transport.kind();
   t.promise.deliver(t.out);
   auto bytes = st.engine->export_sequence(t.req.seq);
   st.engine->free(t.req.seq);
-  std::string err;
+  caf::error err;
   kv_handoff h;
   h.cache_salt = t.job.cache_salt;
   if (!bytes)
-    err = "cannot export the sequence";
-  else if (!transport.send(t.job.id, std::move(*bytes), h, &err))
-    err = "KV transport " + std::string{transport.name()} + ": " + err;
-  if (!err.empty()) {
+    err = make_error(errc::engine_export_failed, "cannot export the sequence");
+  else
+    err = transport.send(t.job.id, std::move(*bytes), h);
+  if (err) {
     token_batch fail;
     fail.id = t.job.id;
     fail.finished = true;
-    fail.error = err;
+    fail.error = std::move(err);
     if (auto sink = caf::actor_cast<caf::actor>(t.job.sink))
       caf::send_as(caf::actor_cast<caf::actor>(self), sink, tokens_atom::value, std::move(fail));
     return;
@@ -128,7 +128,7 @@ void finish_prefill(rank_pointer self, uint64_t id, engine::prefill_progress& p)
   // has stored the blocks they end at.
   if (cache && ok)
     for (auto& snap : st.engine->export_snapshots(t.req.seq))
-      cache->store_snapshot(t.req.tokens, snap.end, std::move(snap.bytes), salt_of(t.job.cache_salt));
+      cache->store_snapshot(t.req.tokens, snap.end, std::move(snap.bytes), t.job.cache_salt);
   t.out.cached = t.req.hit_length;
   if (ok) {
     t.out.first_token = p.first.id;
@@ -136,11 +136,11 @@ void finish_prefill(rank_pointer self, uint64_t id, engine::prefill_progress& p)
     t.out.finished = t.job.sampling.max_tokens <= 1
                      || std::find(stops.begin(), stops.end(), p.first.id) != stops.end();
   } else
-    t.out.error = p.error.empty() ? "prefill failed" : p.error;
+    t.out.error = make_error(errc_of(p.status), p.error.empty() ? "prefill failed" : p.error);
   auto decode = caf::actor_cast<caf::actor>(t.job.decode_rank);
   if (ok && !t.out.finished && !decode)
-    t.out.error = "the job names no decode rank";
-  if (!ok || t.out.finished || !t.out.error.empty()) {
+    t.out.error = make_error(errc::no_decode_rank, "the job names no decode rank");
+  if (!ok || t.out.finished || t.out.error) {
     st.engine->free(t.req.seq);
     t.promise.deliver(std::move(t.out));
     return;
@@ -175,7 +175,7 @@ void admit_waiting(rank_pointer self) {
       break;
     st.admitting.pop_front();
     if (p.status != engine::engine_status::ok) {
-      fail_prefill(self, id, p.error.empty() ? "prefill failed" : p.error);
+      fail_prefill(self, id, make_error(errc_of(p.status), p.error.empty() ? "prefill failed" : p.error));
       continue;
     }
     t.running = true;
@@ -198,7 +198,7 @@ void queue_for_pool(rank_pointer self, uint64_t id) {
   auto& st = self->state;
   const auto blocks = static_cast<int64_t>((st.prefills.at(id).req.tokens.size() + 127) / 128);
   if (blocks > st.engine->pool().geometry().blocks)
-    fail_prefill(self, id, "kv pool full");
+    fail_prefill(self, id, make_error(errc::engine_out_of_kv, "kv pool full"));
   else
     st.admitting.push_back(id);
   admit_waiting(self);
@@ -206,24 +206,14 @@ void queue_for_pool(rank_pointer self, uint64_t id) {
 
 } // namespace
 
-engine::sampling_params to_params(const sampling_spec& s) {
-  engine::sampling_params p;
-  p.temperature = s.temperature;
-  p.top_k = s.top_k;
-  p.top_p = s.top_p;
-  p.seed = s.seed;
-  p.stop_ids = s.stop_ids;
-  p.max_tokens = s.max_tokens;
-  return p;
-}
-
 void start_prefill(rank_pointer self, prefill_job& job,
                    caf::typed_response_promise<prefill_result> promise) {
   auto& st = self->state;
   prefill_result out;
   out.id = job.id;
   if (!st.engine || st.prefills.count(job.id) > 0) {
-    out.error = st.engine ? "a prefill job with this id is already here" : "rank has no engine";
+    out.error = st.engine ? make_error(errc::engine_invalid_request, "a prefill job with this id is already here")
+                          : make_error(errc::engine_missing, "rank has no engine");
     promise.deliver(std::move(out));
     return;
   }
@@ -233,7 +223,7 @@ void start_prefill(rank_pointer self, prefill_job& job,
   t.promise = std::move(promise);
   t.req.seq = engine::sequence_id{st.next_seq++};
   t.req.tokens = std::move(job.tokens);
-  t.req.sampling = to_params(job.sampling);
+  t.req.sampling = job.sampling;
   t.req.mode = st.cfg.engine.decoder_mode;
   const auto prompt_length = job.prompt_length > 0 ? std::min<int64_t>(job.prompt_length, static_cast<int64_t>(t.req.tokens.size()))
                                                     : static_cast<int64_t>(t.req.tokens.size());
@@ -255,7 +245,7 @@ void start_prefill(rank_pointer self, prefill_job& job,
   t.fetching = std::make_shared<fetched_blocks>();
   st.fetcher->post([slot = t.fetching, tokens = t.req.tokens, prompt_length, cache, end = t.job.snapshot_end,
                     owner = t.job.snapshot_owner, sys = &self->system(), me = self->address(), id,
-                    rank = st.cfg.rank, salt = salt_of(t.job.cache_salt)] {
+                    rank = st.cfg.rank, salt = t.job.cache_salt] {
     if (owner)
       slot->snapshot_remote = fetch_snapshot(*sys, *cache, tokens, end, owner, rank, salt);
     const auto t0 = std::chrono::steady_clock::now();
@@ -413,7 +403,7 @@ bool cancel_prefill(rank_pointer self, uint64_t id, const std::string& why) {
     st.prefills.erase(it);
   admit_waiting(self); // its blocks may let a waiting job in; reports the pool
   // Answered last: whoever hears of it sees the blocks back already.
-  out.error = why;
+  out.error = make_error(errc::request_cancelled, why);
   promise.deliver(std::move(out));
   return true;
 }

@@ -36,7 +36,5 @@ bool cancel_prefill(rank_pointer self, uint64_t id, const std::string& why);
 /// Drops the prefill jobs whose requester (`sink`) is `gone`.
 void drop_prefills_of(rank_pointer self, const caf::actor_addr& gone);
 
-/// Turns a sampling_spec into the engine's parameters.
-engine::sampling_params to_params(const sampling_spec& s);
 
 } // namespace deepinfer::actors

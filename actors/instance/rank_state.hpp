@@ -13,6 +13,7 @@
 #include <caf/typed_event_based_actor.hpp>
 #include <caf/typed_response_promise.hpp>
 
+#include "actors/errors.hpp"
 #include "actors/instance/block_fetcher.hpp"
 #include "actors/http/metrics_registry.hpp"
 #include "actors/interfaces.hpp"
@@ -23,6 +24,16 @@
 
 namespace deepinfer::actors {
 
+/// The `errc` of an engine call that did not do what was asked (`status` is not ok).
+inline errc errc_of(engine::engine_status status) {
+  switch (status) {
+    case engine::engine_status::does_not_fit: return errc::engine_out_of_kv;
+    case engine::engine_status::invalid_request: return errc::engine_invalid_request;
+    case engine::engine_status::bad_kv: return errc::engine_import_failed;
+    default: return errc::engine_step_failed;
+  }
+}
+
 /// One sequence in the decode batch.
 struct decoding {
   engine::sequence_id seq;
@@ -32,11 +43,6 @@ struct decoding {
   /// Its prefix-cache namespace: its blocks are stored under it when it ends.
   kv::cache_salt salt;
 };
-
-/// The kv::cache_salt a message carries.
-inline kv::cache_salt salt_of(const wire_key& k) {
-  return kv::cache_salt{kv::block_key{k.lo, k.hi}};
-}
 
 /// What the block fetcher brings back for one job: the plan and remote-window flag (written on
 /// its thread before `planned`), then the blocks (before `loaded`).

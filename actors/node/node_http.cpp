@@ -48,7 +48,7 @@ void add_cluster_collectors(metrics_registry& reg, std::shared_ptr<cluster_snaps
                     {"instance", "node", "role", "state"}, [snap] {
                       std::vector<sample> out;
                       for (auto& i : snap->get().view.instances)
-                        out.push_back({{i.instance, i.node, i.role, to_string(i.state)}, 1.0});
+                        out.push_back({{i.instance, i.node, to_string(i.role), to_string(i.state)}, 1.0});
                       return out;
                     });
   reg.add_collector("deepinfer_instance_healthy_ranks", "Ranks of the instance's current generation (its EP size).",

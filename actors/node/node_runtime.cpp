@@ -50,7 +50,7 @@ struct node_runtime::impl {
   std::shared_ptr<cluster_snapshot> snap = std::make_shared<cluster_snapshot>();
   node_agent_actor agent;
   controller_actor local_controller;
-  std::map<std::string, instance_supervisor_actor> supervisors;
+  std::map<node_role, instance_supervisor_actor> supervisors;
   std::unique_ptr<entrypoint> serving;
   std::unique_ptr<node_http> http;
 
@@ -137,10 +137,10 @@ std::optional<std::string> node_runtime::start() {
     if (!cache)
       return err;
     cfg.self.snapshots = caf::actor_cast<caf::strong_actor_ptr>(
-      spawn_snapshot_server(sys, [weak = std::weak_ptr<kv::prefix_cache>{cache}](const wire_key& k)
+      spawn_snapshot_server(sys, [weak = std::weak_ptr<kv::prefix_cache>{cache}](const kv::block_key& k)
                                    -> std::optional<std::vector<std::byte>> {
         auto c = weak.lock();
-        auto snap = c ? c->local_snapshot(kv::block_key{k.lo, k.hi}) : nullptr;
+        auto snap = c ? c->local_snapshot(k) : nullptr;
         if (!snap)
           return std::nullopt;
         return *snap;
@@ -149,10 +149,10 @@ std::optional<std::string> node_runtime::start() {
     cache->set_snapshot_listener([snap = d.snap, owner = caf::actor_cast<caf::actor_addr>(cfg.self.snapshots)](
                                    const kv::block_key& key) {
       auto server = caf::actor_cast<caf::strong_actor_ptr>(owner);
-      auto shard = server ? swa_shard_for(snap->get().view, wire_key{key.lo, key.hi}) : nullptr;
+      auto shard = server ? swa_shard_for(snap->get().view, key) : nullptr;
       if (shard)
         caf::anon_send(caf::actor_cast<swa_shard_actor>(shard), swa_record_atom::value,
-                       wire_key{key.lo, key.hi}, server);
+                       key, server);
     });
   }
 
@@ -210,19 +210,19 @@ std::optional<std::string> node_runtime::start() {
   // 3. Instances; with a model, every rank shares the process's prefix cache.
   for (auto& spec : cfg.instances) {
     instance_supervisor_config sc;
-    sc.instance = cfg.self.name + "/" + spec.role;
+    sc.instance = cfg.self.name + "/" + to_string(spec.role);
     sc.node = cfg.self.name;
     sc.role = spec.role;
     sc.ranks = spec.ranks;
     sc.restart_delay = cfg.instance_restart_delay;
-    if (cfg.serving && (spec.role == "prefill" || spec.role == "decode")) {
+    if (cfg.serving && (spec.role == node_role::prefill || spec.role == node_role::decode)) {
       sc.engine.model_dir = cfg.serving->model_dir;
       sc.engine.threads = cfg.serving->threads_per_rank;
       sc.engine.kv_blocks = spec.role == "decode" && cfg.serving->decode_kv_blocks_per_rank > 0
                               ? cfg.serving->decode_kv_blocks_per_rank
                               : cfg.serving->kv_blocks_per_rank;
       sc.engine.cache = cache;
-      sc.engine.reads_hits = spec.role == "prefill";
+      sc.engine.reads_hits = spec.role == node_role::prefill;
       sc.engine.decoder_mode = cfg.serving->decoder_mode;
       sc.engine.cpu_isa = cfg.serving->cpu_isa;
       sc.engine.prefill_cost = cfg.serving->prefill_cost;
@@ -321,7 +321,7 @@ caf::actor_system& node_runtime::system() {
   return *impl_->sys;
 }
 
-bool node_runtime::inject_rank_failure(const std::string& role, uint32_t rank,
+bool node_runtime::inject_rank_failure(node_role role, uint32_t rank,
                                        const std::string& reason) {
   auto i = impl_->supervisors.find(role);
   if (i == impl_->supervisors.end())
@@ -330,7 +330,7 @@ bool node_runtime::inject_rank_failure(const std::string& role, uint32_t rank,
   return true;
 }
 
-std::optional<instance_status> node_runtime::instance(const std::string& role) {
+std::optional<instance_status> node_runtime::instance(node_role role) {
   auto i = impl_->supervisors.find(role);
   if (i == impl_->supervisors.end())
     return std::nullopt;

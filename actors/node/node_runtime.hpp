@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "actors/balancer/balancer_actors.hpp"
+#include "actors/names.hpp"
 #include "actors/control/cluster_snapshot.hpp"
 #include "actors/node/serving_config.hpp"
 #include "actors/node/system_settings.hpp"
@@ -20,7 +21,7 @@ namespace deepinfer::actors {
 
 /// One prefill / decode / vision instance hosted by a node.
 struct instance_spec {
-  std::string role;
+  node_role role = node_role::prefill;
   uint32_t ranks = 1;
 };
 
@@ -90,10 +91,10 @@ public:
 
   /// Fault injection for tests and operators: fails rank `rank` of the local instance `role`.
   /// Returns false when there is no such instance.
-  bool inject_rank_failure(const std::string& role, uint32_t rank, const std::string& reason);
+  bool inject_rank_failure(node_role role, uint32_t rank, const std::string& reason);
 
   /// The status of a local instance as its supervisor reports it now.
-  std::optional<instance_status> instance(const std::string& role);
+  std::optional<instance_status> instance(node_role role);
 
 private:
   struct impl;

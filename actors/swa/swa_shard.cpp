@@ -20,10 +20,6 @@ int64_t now_ms() {
   return duration_cast<milliseconds>(steady_clock::now().time_since_epoch()).count();
 }
 
-kv::block_key to_key(const wire_key& k) {
-  return kv::block_key{k.lo, k.hi};
-}
-
 struct shard_state {
   int64_t ttl_ms = 180'000;
   kv::swa_directory_shard shard;
@@ -49,7 +45,7 @@ swa_shard_actor::behavior_type swa_shard(shard_pointer self, int64_t ttl_ms) {
     st.ids.erase(i);
   });
   return {
-    [=](swa_record_atom, const wire_key& key, caf::strong_actor_ptr& owner) {
+    [=](swa_record_atom, const kv::block_key& key, caf::strong_actor_ptr& owner) {
       auto& st = self->state;
       if (!owner)
         return;
@@ -63,11 +59,11 @@ swa_shard_actor::behavior_type swa_shard(shard_pointer self, int64_t ttl_ms) {
       // Drop expired entries now and then, so the shard stays the size of its live entries.
       if (++st.records % 1024 == 0)
         st.shard.expire(now);
-      st.shard.record(to_key(key), kv::node_id{it->second}, now + st.ttl_ms);
+      st.shard.record(key, kv::node_id{it->second}, now + st.ttl_ms);
     },
-    [=](swa_lookup_atom, const wire_key& key) -> caf::strong_actor_ptr {
+    [=](swa_lookup_atom, const kv::block_key& key) -> caf::strong_actor_ptr {
       auto& st = self->state;
-      auto owner = st.shard.lookup(to_key(key), now_ms());
+      auto owner = st.shard.lookup(key, now_ms());
       if (!owner)
         return nullptr;
       auto i = st.owners.find(owner->value);
@@ -89,7 +85,7 @@ swa_shard_actor spawn_swa_shard(caf::actor_system& sys, int64_t ttl_ms) {
   return sys.spawn(swa_shard, ttl_ms);
 }
 
-caf::strong_actor_ptr swa_shard_for(const membership_view& view, const wire_key& key) {
+caf::strong_actor_ptr swa_shard_for(const membership_view& view, const kv::block_key& key) {
   kv::consistent_hash_ring ring;
   std::map<uint32_t, caf::strong_actor_ptr> shards;
   for (auto& n : view.nodes)
@@ -98,7 +94,7 @@ caf::strong_actor_ptr swa_shard_for(const membership_view& view, const wire_key&
       if (shards.emplace(id, n.info.swa_shard).second)
         ring.add(kv::shard_id{id});
     }
-  auto owner = ring.owner(to_key(key));
+  auto owner = ring.owner(key);
   return owner ? shards[owner->value] : nullptr;
 }
 

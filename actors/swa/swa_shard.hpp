@@ -13,6 +13,6 @@ swa_shard_actor spawn_swa_shard(caf::actor_system& sys, int64_t ttl_ms);
 
 /// The shard responsible for `key` among the alive nodes of `view` that host one (consistent
 /// hashing over their names, so adding an entrypoint moves about 1/N of the keys); null if none.
-caf::strong_actor_ptr swa_shard_for(const membership_view& view, const wire_key& key);
+caf::strong_actor_ptr swa_shard_for(const membership_view& view, const kv::block_key& key);
 
 } // namespace deepinfer::actors

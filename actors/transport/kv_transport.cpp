@@ -7,11 +7,9 @@
 #include <cereal/archives/binary.hpp>
 #include <xxhash.h>
 
+#include "actors/errors.hpp"
 #include "actors/log.hpp"
 
-#ifdef DEEPINFER_HAVE_IBVERBS
-#include <infiniband/verbs.h>
-#endif
 #ifdef DEEPINFER_HAVE_RDMA
 #include "actors/transport/rdma_kv_transport.hpp"
 #endif
@@ -60,49 +58,28 @@ uint64_t checksum(std::span<const std::byte> bytes) {
 
 // -- in_process ------------------------------------------------------------------------------
 
-in_process_kv_transport::in_process_kv_transport(std::chrono::milliseconds ttl) : ttl_(ttl) {}
+in_process_kv_transport::in_process_kv_transport(std::chrono::milliseconds ttl) : parcels_(ttl) {}
 
-void in_process_kv_transport::expire_locked(std::chrono::steady_clock::time_point now) {
-  for (auto i = parcels_.begin(); i != parcels_.end();)
-    i = now - i->second.parked > ttl_ ? parcels_.erase(i) : std::next(i);
-}
-
-bool in_process_kv_transport::send(uint64_t id, std::vector<std::byte> sequence, kv_handoff& out,
-                                   std::string*) {
-  auto now = std::chrono::steady_clock::now();
-  std::lock_guard<std::mutex> guard{mtx_};
-  expire_locked(now);
+caf::error in_process_kv_transport::send(uint64_t id, std::vector<std::byte> sequence, kv_handoff& out) {
   out.id = id;
-  out.transport = name();
-  out.ticket = next_ticket_++;
+  out.transport = kind();
   out.packed.clear();
-  parcels_.emplace(out.ticket, parcel{std::move(sequence), now});
-  return true;
+  out.ticket = parcels_.park(std::move(sequence));
+  return {};
 }
 
-std::optional<std::vector<std::byte>> in_process_kv_transport::receive(kv_handoff& in, std::string* error) {
-  std::lock_guard<std::mutex> guard{mtx_};
-  auto i = parcels_.find(in.ticket);
-  if (i == parcels_.end()) {
-    *error = "in-process KV parcel " + std::to_string(in.ticket) + " is gone (expired or from another process)";
-    return std::nullopt;
-  }
-  auto bytes = std::move(i->second.bytes);
-  parcels_.erase(i);
-  return bytes;
-}
-
-std::size_t in_process_kv_transport::parked() const {
-  std::lock_guard<std::mutex> guard{mtx_};
-  return parcels_.size();
+caf::expected<std::vector<std::byte>> in_process_kv_transport::receive(kv_handoff& in) {
+  if (auto bytes = parcels_.take(in.ticket))
+    return std::move(*bytes);
+  return make_error(errc::kv_parcel_gone, "in-process KV parcel " + std::to_string(in.ticket)
+                                            + " is gone (expired or from another process)");
 }
 
 // -- caf_message -----------------------------------------------------------------------------
 
-bool caf_message_kv_transport::send(uint64_t id, std::vector<std::byte> sequence, kv_handoff& out,
-                                    std::string*) {
+caf::error caf_message_kv_transport::send(uint64_t id, std::vector<std::byte> sequence, kv_handoff& out) {
   out.id = id;
-  out.transport = name();
+  out.transport = kind();
   out.ticket = 0;
   out.packed.clear();
   out.packed.reserve(sequence.size() + 64);
@@ -114,10 +91,11 @@ bool caf_message_kv_transport::send(uint64_t id, std::vector<std::byte> sequence
     ar(package_version, id, size, checksum(sequence));
     ar(cereal::binary_data(sequence.data(), sequence.size()));
   }
-  return true;
+  return {};
 }
 
-std::optional<std::vector<std::byte>> caf_message_kv_transport::receive(kv_handoff& in, std::string* error) {
+caf::expected<std::vector<std::byte>> caf_message_kv_transport::receive(kv_handoff& in) {
+  auto corrupt = [](std::string what) { return make_error(errc::kv_package_corrupt, std::move(what)); };
   span_source source{in.packed};
   std::istream is{&source};
   uint32_t version = 0;
@@ -129,41 +107,25 @@ std::optional<std::vector<std::byte>> caf_message_kv_transport::receive(kv_hando
     cereal::BinaryInputArchive ar{is};
     ar(version, id, size, sum);
     if (version != package_version) {
-      *error = "KV package version " + std::to_string(version) + ", this node reads "
-               + std::to_string(package_version) + ": run the same build on every node";
-      return std::nullopt;
+      return corrupt("KV package version " + std::to_string(version) + ", this node reads "
+                     + std::to_string(package_version) + ": run the same build on every node");
     }
     if (id != in.id || size > in.packed.size()) {
-      *error = "KV package does not match its handoff (id " + std::to_string(id) + " vs "
-               + std::to_string(in.id) + ")";
-      return std::nullopt;
+      return corrupt("KV package does not match its handoff (id " + std::to_string(id) + " vs "
+                     + std::to_string(in.id) + ")");
     }
     bytes.resize(size);
     ar(cereal::binary_data(bytes.data(), bytes.size()));
   } catch (const std::exception& e) {
-    *error = std::string{"truncated KV package: "} + e.what();
-    return std::nullopt;
+    return corrupt(std::string{"truncated KV package: "} + e.what());
   }
-  if (checksum(bytes) != sum) {
-    *error = "KV package checksum mismatch";
-    return std::nullopt;
-  }
+  if (checksum(bytes) != sum)
+    return corrupt("KV package checksum mismatch");
   in.packed = {};  // the packed copy is no longer needed
   return bytes;
 }
 
 // -- choice ----------------------------------------------------------------------------------
-
-int rdma_device_count() {
-#ifdef DEEPINFER_HAVE_IBVERBS
-  int n = 0;
-  if (auto** list = ibv_get_device_list(&n)) {
-    ibv_free_device_list(list);
-    return n;
-  }
-#endif
-  return 0;
-}
 
 namespace {
 
@@ -265,17 +227,19 @@ kv_transport& choose_kv_transport(bool same_process, bool peer_rdma) {
   }
 }
 
-kv_transport* kv_transport_named(const std::string& name) {
-  if (name == in_process_instance().name())
-    return &in_process_instance();
-  if (name == caf_message_instance().name())
-    return &caf_message_instance();
+kv_transport* kv_transport_of(kv_transport_kind kind) {
+  switch (kind) {
+    case kv_transport_kind::in_process:
+      return &in_process_instance();
+    case kv_transport_kind::caf_message:
+      return &caf_message_instance();
+    case kv_transport_kind::rdma:
 #ifdef DEEPINFER_HAVE_RDMA
-  auto& c = choice();
-  std::lock_guard<std::mutex> guard{c.mtx};
-  if (name == c.rdma->name())
-    return c.rdma;
+      return choice().rdma;
+#else
+      return nullptr;
 #endif
+  }
   return nullptr;
 }
 

@@ -3,16 +3,17 @@
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
-#include <map>
-#include <memory>
-#include <mutex>
 #include <optional>
-#include <span>
 #include <string>
 #include <vector>
 
-#include "actors/transport/kv_transport_choice.hpp"
+#include <caf/error.hpp>
+#include <caf/expected.hpp>
+
 #include "actors/messages.hpp"
+#include "actors/transport/kv_transport_choice.hpp"
+#include "kv/parcel_store.hpp"
+#include "kv/rdma/rdma_devices.hpp"
 
 namespace deepinfer::actors {
 
@@ -20,15 +21,19 @@ namespace deepinfer::actors {
 /// step 5). The prefill side `send`s the exported sequence (engine::rank_engine::export_sequence
 /// bytes) and gets the `kv_handoff` that travels in the decode message; the decode side
 /// `receive`s the bytes back. `choose_kv_transport` picks one per pair of ranks.
+/// Failures are `deepinfer` errors (actors/errors.hpp): `kv_parcel_gone`, `kv_package_corrupt`,
+/// `kv_rdma_failed` (the request is retried without RDMA).
 class kv_transport {
 public:
   virtual ~kv_transport() = default;
-  /// The name carried in `kv_handoff::transport` and in metrics.
-  virtual const char* name() const = 0;
-  /// Packs `sequence` for request `id` into `out`; false and `error` when it cannot.
-  virtual bool send(uint64_t id, std::vector<std::byte> sequence, kv_handoff& out, std::string* error) = 0;
-  /// The sequence bytes `in` carries; nullopt and `error` when they are lost or corrupt.
-  virtual std::optional<std::vector<std::byte>> receive(kv_handoff& in, std::string* error) = 0;
+  /// What is carried in `kv_handoff::transport`.
+  virtual kv_transport_kind kind() const = 0;
+  /// Its name, for logs and metrics labels.
+  const char* name() const { return to_string(kind()); }
+  /// Packs `sequence` for request `id` into `out`; an error when it cannot (none: sent).
+  virtual caf::error send(uint64_t id, std::vector<std::byte> sequence, kv_handoff& out) = 0;
+  /// The sequence bytes `in` carries, or why they are lost or corrupt.
+  virtual caf::expected<std::vector<std::byte>> receive(kv_handoff& in) = 0;
 };
 
 /// Both ranks share a process: the buffer is parked here and only its ticket travels; the decode
@@ -37,23 +42,14 @@ public:
 class in_process_kv_transport final : public kv_transport {
 public:
   explicit in_process_kv_transport(std::chrono::milliseconds ttl = std::chrono::minutes(2));
-  const char* name() const override { return "in_process"; }
-  bool send(uint64_t id, std::vector<std::byte> sequence, kv_handoff& out, std::string* error) override;
-  std::optional<std::vector<std::byte>> receive(kv_handoff& in, std::string* error) override;
+  kv_transport_kind kind() const override { return kv_transport_kind::in_process; }
+  caf::error send(uint64_t id, std::vector<std::byte> sequence, kv_handoff& out) override;
+  caf::expected<std::vector<std::byte>> receive(kv_handoff& in) override;
   /// Parcels parked now (sent, not yet received nor expired).
-  std::size_t parked() const;
+  std::size_t parked() const { return parcels_.size(); }
 
 private:
-  struct parcel {
-    std::vector<std::byte> bytes;
-    std::chrono::steady_clock::time_point parked;
-  };
-  void expire_locked(std::chrono::steady_clock::time_point now);
-
-  std::chrono::milliseconds ttl_;
-  mutable std::mutex mtx_;
-  uint64_t next_ticket_ = 1;
-  std::map<uint64_t, parcel> parcels_;
+  kv::parcel_store<std::vector<std::byte>> parcels_;
 };
 
 /// Across processes: the sequence is cereal-packed (format version, request id, length, XXH64
@@ -61,13 +57,12 @@ private:
 /// checks version, id and checksum before the engine sees a byte.
 class caf_message_kv_transport final : public kv_transport {
 public:
-  const char* name() const override { return "caf_message"; }
-  bool send(uint64_t id, std::vector<std::byte> sequence, kv_handoff& out, std::string* error) override;
-  std::optional<std::vector<std::byte>> receive(kv_handoff& in, std::string* error) override;
+  kv_transport_kind kind() const override { return kv_transport_kind::caf_message; }
+  caf::error send(uint64_t id, std::vector<std::byte> sequence, kv_handoff& out) override;
+  caf::expected<std::vector<std::byte>> receive(kv_handoff& in) override;
 };
 
-/// RDMA devices this process sees (0 without libibverbs at build time or without a device).
-int rdma_device_count();
+using kv::rdma_device_count;
 
 /// Sets how this process moves KV (`mode`) and, when RDMA may be used, starts the process's RDMA
 /// listener on `host:port` (0: a free port). Under `automatic` a listener that cannot start only
@@ -85,7 +80,8 @@ std::string local_rdma_endpoint();
 /// caf_message.
 kv_transport& choose_kv_transport(bool same_process, bool peer_rdma = false);
 
-/// The transport that produced `h` (by its name); nullptr for an unknown name.
-kv_transport* kv_transport_named(const std::string& name);
+/// The transport that produced a handoff of `kind`; nullptr when this build has none (rdma
+/// without libibverbs and librdmacm).
+kv_transport* kv_transport_of(kv_transport_kind kind);
 
 } // namespace deepinfer::actors

@@ -4,6 +4,8 @@
 #include <optional>
 #include <string_view>
 
+#include "actors/names.hpp"
+
 namespace deepinfer::actors {
 
 /// How a node may move KV between processes (manifest `kv_transport`, flag `--kv-transport`).
@@ -19,8 +21,7 @@ std::optional<kv_transport_mode> parse_kv_transport_mode(std::string_view text);
 /// The manifest spelling of `m`.
 const char* to_string(kv_transport_mode m);
 
-/// The transports `decide_kv_transport` chooses between.
-enum class kv_transport_kind : uint8_t { in_process, caf_message, rdma };
+/// The transports `decide_kv_transport` chooses between: kv_transport_kind (actors/names.hpp).
 
 /// Everything the choice for one prefill -> decode pair depends on, gathered by the caller so the
 /// decision itself is a pure function (tested without a device).

@@ -11,13 +11,16 @@
 #include <vector>
 
 #include "actors/transport/kv_transport.hpp"
+#include "kv/parcel_store.hpp"
 
 struct ibv_mr;
 
-namespace deepinfer::actors {
-
+namespace deepinfer::kv {
 class rdma_listener;
 class rdma_peer;
+} // namespace deepinfer::kv
+
+namespace deepinfer::actors {
 
 /// KV over RDMA, pull model (DESIGN §1 step 5). The prefill side registers the exported sequence
 /// for remote reads, parks it (dropped after `ttl` if nobody reads it) and sends only an
@@ -54,39 +57,34 @@ public:
   /// `HOST:PORT` of the running listener; empty when not started.
   std::string endpoint() const;
 
-  const char* name() const override { return "rdma"; }
-  bool send(uint64_t id, std::vector<std::byte> sequence, kv_handoff& out, std::string* error) override;
-  std::optional<std::vector<std::byte>> receive(kv_handoff& in, std::string* error) override;
+  kv_transport_kind kind() const override { return kv_transport_kind::rdma; }
+  caf::error send(uint64_t id, std::vector<std::byte> sequence, kv_handoff& out) override;
+  caf::expected<std::vector<std::byte>> receive(kv_handoff& in) override;
 
   /// Parcels parked now (sent, neither released nor expired).
-  std::size_t parked() const;
+  std::size_t parked() const { return parcels_.size(); }
 
 private:
   struct parcel {
     std::vector<std::byte> bytes;
     /// Declared after `bytes`: unregistered before the memory goes.
     std::unique_ptr<ibv_mr, int (*)(ibv_mr*)> mr;
-    std::chrono::steady_clock::time_point parked;
   };
   /// One connection per prefill endpoint; its mutex serializes the reads on it.
   struct peer_slot {
     std::mutex mtx;
-    std::unique_ptr<rdma_peer> conn;
+    std::unique_ptr<kv::rdma_peer> conn;
   };
 
-  bool fall_back(uint64_t id, std::vector<std::byte> sequence, kv_handoff& out, std::string* error,
-                 const std::string& why);
-  void release(uint64_t ticket);
-  void expire();
+  caf::error fall_back(uint64_t id, std::vector<std::byte> sequence, kv_handoff& out, const std::string& why);
   std::shared_ptr<peer_slot> slot_for(const std::string& endpoint);
 
   config cfg_;
   kv_transport& fallback_;
   mutable std::mutex mtx_;
-  std::unique_ptr<rdma_listener> listener_;
+  std::unique_ptr<kv::rdma_listener> listener_;
   std::string endpoint_;
-  uint64_t next_ticket_ = 1;
-  std::map<uint64_t, parcel> parcels_;
+  kv::parcel_store<parcel> parcels_;
   std::mutex peers_mtx_;
   std::map<std::string, std::shared_ptr<peer_slot>> peers_;
 };

@@ -14,9 +14,12 @@
 
 #include <boost/test/unit_test.hpp>
 
-#include "actors/transport/rdma_descriptor.hpp"
+#include "actors/errors.hpp"
+#include "actors/transport/receive_failure.test.hpp"
+#include "kv/rdma/rdma_descriptor.hpp"
 
 using namespace deepinfer::actors;
+using deepinfer::actors::testing::failure;
 namespace utf = boost::unit_test;
 
 namespace {
@@ -59,7 +62,7 @@ boost::test_tools::assertion_result has_rdma_address(utf::test_unit_id) {
 }
 
 kv_handoff synthetic(uint64_t id, const std::string& endpoint) {
-  rdma_descriptor d;
+  deepinfer::kv::rdma_descriptor d;
   d.id = id;
   d.endpoint = endpoint;
   d.ticket = 1;
@@ -68,9 +71,9 @@ kv_handoff synthetic(uint64_t id, const std::string& endpoint) {
   d.length = 4096;
   kv_handoff h;
   h.id = id;
-  h.transport = "rdma";
+  h.transport = kv_transport_kind::rdma;
   h.ticket = 1;
-  h.packed = encode_rdma_descriptor(d);
+  h.packed = deepinfer::kv::encode_rdma_descriptor(d);
   return h;
 }
 
@@ -92,11 +95,11 @@ BOOST_AUTO_TEST_CASE(not_listening_falls_back_to_caf_message_with_the_bytes_inta
   auto bytes = pattern(200'000);
   kv_handoff h;
   std::string e;
-  BOOST_REQUIRE(t.send(9, bytes, h, &e));
-  BOOST_TEST(h.transport == "caf_message");  // the decode side takes it with the fallback
+  BOOST_REQUIRE(!t.send(9, bytes, h));
+  BOOST_TEST((h.transport == kv_transport_kind::caf_message));  // the decode side takes it with the fallback
   BOOST_TEST(t.parked() == 0u);
-  auto got = fallback.receive(h, &e);
-  BOOST_REQUIRE_MESSAGE(got.has_value(), e);
+  auto got = fallback.receive(h);
+  BOOST_REQUIRE_MESSAGE(static_cast<bool>(got), e);
   BOOST_TEST((*got == bytes));
 }
 
@@ -111,7 +114,7 @@ BOOST_AUTO_TEST_CASE(receive_fails_clearly_and_in_bounded_time) {
   // Nobody listens at this TEST-NET-1 address (RFC 5737).
   auto h = synthetic(5, "192.0.2.1:7100");
   auto t0 = std::chrono::steady_clock::now();
-  BOOST_TEST(!t.receive(h, &err).has_value());
+  err = failure(t.receive(h), errc::kv_rdma_failed);
   auto took = std::chrono::steady_clock::now() - t0;
   BOOST_TEST(took < std::chrono::seconds(3), "receive took " << std::chrono::duration_cast<std::chrono::milliseconds>(took).count() << " ms");
   BOOST_TEST(err.find("192.0.2.1:7100") != std::string::npos, err);
@@ -121,12 +124,12 @@ BOOST_AUTO_TEST_CASE(receive_fails_clearly_and_in_bounded_time) {
 
   auto damaged = synthetic(5, "192.0.2.1:7100");
   damaged.packed[10] ^= 0x40;
-  BOOST_TEST(!t.receive(damaged, &err).has_value());
+  err = failure(t.receive(damaged), errc::kv_rdma_failed);
   BOOST_TEST(err.find("descriptor") != std::string::npos, err);
 
   auto other = synthetic(5, "192.0.2.1:7100");
   other.id = 6;
-  BOOST_TEST(!t.receive(other, &err).has_value());
+  err = failure(t.receive(other), errc::kv_rdma_failed);
   BOOST_TEST(err.find("does not match") != std::string::npos, err);
 }
 
@@ -144,12 +147,12 @@ BOOST_AUTO_TEST_CASE(moves_a_buffer_over_rdma_loopback, *utf::precondition(has_r
     auto bytes = pattern(size, static_cast<unsigned>(size));
     kv_handoff h;
     std::string err;
-    BOOST_REQUIRE(prefill.send(size, bytes, h, &err));
-    BOOST_REQUIRE(h.transport == "rdma");
+    BOOST_REQUIRE(!prefill.send(size, bytes, h));
+    BOOST_REQUIRE((h.transport == kv_transport_kind::rdma));
     BOOST_TEST(prefill.parked() == 1u);
     auto replay = h;
-    auto got = decode.receive(h, &err);
-    BOOST_REQUIRE_MESSAGE(got.has_value(), err);
+    auto got = decode.receive(h);
+    BOOST_REQUIRE_MESSAGE(static_cast<bool>(got), (got ? std::string{} : error_text(got.error())));
     BOOST_TEST(got->size() == size);
     BOOST_TEST((*got == bytes));
     // The release travels on the same connection; the listener's thread frees the parcel
@@ -159,7 +162,7 @@ BOOST_AUTO_TEST_CASE(moves_a_buffer_over_rdma_loopback, *utf::precondition(has_r
       std::this_thread::sleep_for(std::chrono::milliseconds(1));
     BOOST_TEST(prefill.parked() == 0u);
     // A released parcel is unregistered: reading it again fails (remote access error), promptly.
-    BOOST_TEST(!decode.receive(replay, &err).has_value());
+    err = failure(decode.receive(replay), errc::kv_rdma_failed);
     BOOST_TEST(err.find("failed") != std::string::npos, err);
   }
 }
@@ -171,11 +174,10 @@ BOOST_AUTO_TEST_CASE(unread_parcels_expire, *utf::precondition(has_rdma_address)
   rdma_kv_transport prefill{fallback, cfg};
   BOOST_REQUIRE(!prefill.start(*rdma_address(), 0));
   kv_handoff h1, h2;
-  std::string err;
-  BOOST_REQUIRE(prefill.send(1, pattern(100), h1, &err));
+  BOOST_REQUIRE(!prefill.send(1, pattern(100), h1));
   BOOST_TEST(prefill.parked() == 1u);
   std::this_thread::sleep_for(std::chrono::milliseconds(60));  // the TTL itself is under test
-  BOOST_REQUIRE(prefill.send(2, pattern(100), h2, &err));  // sweeps the expired first parcel
+  BOOST_REQUIRE(!prefill.send(2, pattern(100), h2));  // sweeps the expired first parcel
   BOOST_TEST(prefill.parked() == 1u);
 }
 

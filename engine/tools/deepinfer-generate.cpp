@@ -18,6 +18,7 @@
 
 #include "engine/kernels/isa.hpp"
 #include "engine/rank_engine.hpp"
+#include "recipe/base/cli.hpp"
 #include "recipe/tokenizer/tokenizer.hpp"
 
 #include <spdlog/sinks/stdout_color_sinks.h>
@@ -34,16 +35,6 @@ std::vector<int32_t> parse_ids(const std::string& s) {
   for (long long v; in >> v;)
     out.push_back(static_cast<int32_t>(v));
   return out;
-}
-
-int usage() {
-  std::fprintf(stderr,
-               "usage: deepinfer-generate --model DIR (--prompt-ids \"1 2 3\" | --prompt TEXT) "
-               "--max-tokens N [--temperature T] [--top-k K] [--top-p P] [--seed S] "
-               "[--stop \"IDS\"] [--mode bounded|exact] [--chunk Q] [--threads N] "
-               "[--cpu-isa auto|portable|avx2|avx512] [--timing] [--text] [--tokenizer PATH] "
-               "[--print-logits-digest]\n");
-  return 2;
 }
 
 /// The tokenizer for `template_version` ("v4.1" / "v3.2"): `path` when given, else the assets
@@ -82,61 +73,37 @@ int main(int argc, char** argv) {
   int threads = 2;
   bool timing = false, have_text = false, print_text = false, print_digest = false;
   std::string isa_name = "auto";
-  try {
-    for (int i = 1; i < argc; ++i) {
-      std::string a = argv[i];
-      auto next = [&]() -> std::string {
-        if (i + 1 >= argc)
-          throw std::invalid_argument(a + " needs a value");
-        return argv[++i];
-      };
-      if (a == "--model")
-        model_dir = next();
-      else if (a == "--prompt-ids")
-        prompt = parse_ids(next());
-      else if (a == "--prompt") {
-        prompt_text = next();
-        have_text = true;
-      } else if (a == "--max-tokens")
-        req.sampling.max_tokens = std::stoi(next());
-      else if (a == "--temperature")
-        req.sampling.temperature = std::stof(next());
-      else if (a == "--top-k")
-        req.sampling.top_k = std::stoi(next());
-      else if (a == "--top-p")
-        req.sampling.top_p = std::stof(next());
-      else if (a == "--seed")
-        req.sampling.seed = std::stoull(next());
-      else if (a == "--stop")
-        req.sampling.stop_ids = parse_ids(next());
-      else if (a == "--mode") {
-        auto m = next();
-        if (m != "bounded" && m != "exact")
-          throw std::invalid_argument("--mode is bounded or exact");
-        req.mode = m == "exact" ? decoder_mode::exact : decoder_mode::bounded;
-      } else if (a == "--chunk")
-        chunk = std::stoll(next());
-      else if (a == "--threads")
-        threads = std::stoi(next());
-      else if (a == "--cpu-isa")
-        isa_name = next();
-      else if (a == "--print-logits-digest")
-        print_digest = true;
-      else if (a == "--timing")
-        timing = true;
-      else if (a == "--text")
-        print_text = true;
-      else if (a == "--tokenizer")
-        tokenizer_path = next();
-      else
-        return usage();
-    }
-  } catch (const std::exception& e) {
-    std::fprintf(stderr, "deepinfer-generate: %s\n", e.what());
-    return usage();
+  std::string prompt_ids, stop_ids, mode = "bounded";
+  CLI::App app{"deepinfer-generate: prefills a prompt and decodes it on one rank engine, printing the tokens.",
+               "deepinfer-generate"};
+  app.add_option("--model", model_dir, "the model directory")->required();
+  auto* ids_opt = app.add_option("--prompt-ids", prompt_ids, "the prompt as token ids, e.g. \"1 2 3\"");
+  auto* text_opt = app.add_option("--prompt", prompt_text, "the prompt as text (encoded with the model's tokenizer)");
+  ids_opt->excludes(text_opt);
+  app.add_option("--max-tokens", req.sampling.max_tokens, "tokens to generate")->capture_default_str();
+  app.add_option("--temperature", req.sampling.temperature, "0: greedy")->capture_default_str();
+  app.add_option("--top-k", req.sampling.top_k, "0: all")->capture_default_str();
+  app.add_option("--top-p", req.sampling.top_p, "1: all")->capture_default_str();
+  app.add_option("--seed", req.sampling.seed, "the request's sampling seed")->capture_default_str();
+  app.add_option("--stop", stop_ids, "stop token ids, e.g. \"1 2\"");
+  app.add_option("--mode", mode, "the decoder")->check(CLI::IsMember({"bounded", "exact"}))->capture_default_str();
+  app.add_option("--chunk", chunk, "prefill chunk size (0: the whole prompt at once)")->capture_default_str();
+  app.add_option("--threads", threads, "CPU threads")->capture_default_str();
+  app.add_option("--cpu-isa", isa_name, "auto, portable, avx2 or avx512")->capture_default_str();
+  app.add_flag("--timing", timing, "print prefill and decode timings");
+  app.add_flag("--text", print_text, "print the generated text too");
+  app.add_option("--tokenizer", tokenizer_path, "tokenizer.json (default: the model's in the cache)");
+  app.add_flag("--print-logits-digest", print_digest, "print an XXH3 digest of the logits of each step");
+  if (auto rc = deepinfer::parse_command_line(app, argc, argv))
+    return *rc;
+  have_text = text_opt->count() > 0;
+  req.mode = mode == "exact" ? decoder_mode::exact : decoder_mode::bounded;
+  prompt = parse_ids(prompt_ids);
+  req.sampling.stop_ids = parse_ids(stop_ids);
+  if (prompt.empty() && !have_text) {
+    std::fprintf(stderr, "deepinfer-generate: give --prompt-ids or --prompt (see --help)\n");
+    return 2;
   }
-  if (model_dir.empty() || (prompt.empty() && !have_text))
-    return usage();
   const auto isa = kernels::choose_cpu_isa(isa_name);
   if (!isa.isa) {
     std::fprintf(stderr, "deepinfer-generate: --cpu-isa: %s\n", isa.error.c_str());

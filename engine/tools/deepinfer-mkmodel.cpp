@@ -2,41 +2,28 @@
 // Writes a seeded random ced_moe model directory (config.json + model.safetensors), then fits its
 // prefill cost model on this machine (cost_model.json, engine::cost_profile).
 #include <cstdio>
-#include <cstring>
 #include <string>
 
 #include <unistd.h>
 
 #include "engine/cost_profile.hpp"
 #include "engine/model/random_model.hpp"
+#include "recipe/base/cli.hpp"
 
 using namespace deepinfer::engine;
 
 int main(int argc, char** argv) {
   std::string config = "tiny", out, dtype;
   uint64_t seed = 0;
-  for (int i = 1; i < argc; ++i) {
-    std::string a = argv[i];
-    auto next = [&]() -> std::string { return i + 1 < argc ? argv[++i] : ""; };
-    if (a == "--config")
-      config = next();
-    else if (a == "--seed")
-      seed = std::stoull(next());
-    else if (a == "--out")
-      out = next();
-    else if (a == "--dtype")
-      dtype = next();
-    else {
-      std::fprintf(stderr,
-                   "usage: deepinfer-mkmodel --config tiny|small|FILE.json --seed N --out DIR "
-                   "[--dtype f32|bf16]\n");
-      return 2;
-    }
-  }
-  if (out.empty()) {
-    std::fprintf(stderr, "deepinfer-mkmodel: --out DIR is required\n");
-    return 2;
-  }
+  CLI::App app{"deepinfer-mkmodel: writes a seeded random ced_moe model directory (config.json + "
+               "model.safetensors).",
+               "deepinfer-mkmodel"};
+  app.add_option("--config", config, "tiny, small or a config.json file")->capture_default_str();
+  app.add_option("--seed", seed, "seed of the weights: the same seed writes the same bytes")->capture_default_str();
+  app.add_option("--out", out, "the model directory to write")->required();
+  app.add_option("--dtype", dtype, "weight dtype (default: the config's)")->check(CLI::IsMember({"f32", "bf16"}));
+  if (auto rc = deepinfer::parse_command_line(app, argc, argv))
+    return *rc;
   model_config c;
   if (auto p = model_config::preset(config)) {
     c = *p;
@@ -52,10 +39,6 @@ int main(int argc, char** argv) {
     c.dtype = weight_dtype::bf16;
   else if (dtype == "f32")
     c.dtype = weight_dtype::f32;
-  else if (!dtype.empty()) {
-    std::fprintf(stderr, "deepinfer-mkmodel: unknown --dtype %s\n", dtype.c_str());
-    return 2;
-  }
   const bool tty = isatty(fileno(stderr));
   int last = -1;
   auto err = random_model::write(c, seed, out, [&](uint64_t done, uint64_t total) {

@@ -13,9 +13,9 @@ int main(int argc, char** argv) {
   node_runtime_config cfg;
   cfg.self.name = "embedded";
   cfg.self.host = "127.0.0.1";
-  cfg.self.roles = {"controller", "entrypoint", "prefill", "decode"};
+  cfg.self.roles = {node_role::controller, node_role::entrypoint, node_role::prefill, node_role::decode};
   cfg.hosts_controller = true;
-  cfg.instances = {{"prefill", 2}, {"decode", 1}};
+  cfg.instances = {{node_role::prefill, 2}, {node_role::decode, 1}};
   http_endpoint http;
   http.port = argc > 1 ? static_cast<uint16_t>(std::atoi(argv[1])) : 0;
   http.models = {"my-model"};

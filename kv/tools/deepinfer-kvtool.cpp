@@ -15,6 +15,7 @@
 #include "kv/hit_policy.hpp"
 #include "kv/log.hpp"
 #include "kv/lru_ttl_policy.hpp"
+#include "recipe/base/cli.hpp"
 
 #include <nlohmann/json.hpp>
 #include <spdlog/sinks/stdout_color_sinks.h>
@@ -25,20 +26,12 @@
 #include <map>
 #include <sstream>
 #include <string>
+#include <variant>
 #include <vector>
 
 using namespace deepinfer::kv;
 
 namespace {
-
-constexpr const char* usage =
-  "usage: deepinfer-kvtool --root DIR [--fingerprint DESC] COMMAND [options]\n"
-  "commands:\n"
-  "  stats  [--low BYTES --high BYTES]   counts, bytes, age histogram, watermark state\n"
-  "  gc     --low BYTES --high BYTES [--ttl-agent-h H] [--ttl-chatbot-h H]\n"
-  "  verify [--remove]                   check every block's checksum\n"
-  "  check  --ids FILE                   the hit for a token-id file\n"
-  "  put    --ids FILE [--bytes N] [--class agent|chatbot]   store the file's blocks\n";
 
 struct options {
   std::string root;
@@ -47,29 +40,50 @@ struct options {
   std::map<std::string, std::string> flags;
 };
 
-std::optional<options> parse(int argc, char** argv) {
+/// The command line as `options`, or the exit status to return (after --help, or bad usage).
+std::variant<options, int> parse(int argc, char** argv) {
   options opt;
-  for (int i = 1; i < argc; ++i) {
-    std::string arg = argv[i];
-    if (arg.rfind("--", 0) == 0) {
-      const bool is_switch = arg == "--remove";
-      if (!is_switch && i + 1 >= argc)
-        return std::nullopt;
-      const std::string value = is_switch ? "1" : argv[++i];
-      if (arg == "--root")
-        opt.root = value;
-      else if (arg == "--fingerprint")
-        opt.fingerprint = value;
-      else
-        opt.flags[arg.substr(2)] = value;
-    } else if (opt.command.empty()) {
-      opt.command = arg;
-    } else {
-      return std::nullopt;
-    }
-  }
-  if (opt.root.empty() || opt.command.empty())
-    return std::nullopt;
+  CLI::App app{"deepinfer-kvtool: inspect and maintain a KV block store root. A token-id file holds a JSON "
+               "array of ids or ids separated by white space or commas.",
+               "deepinfer-kvtool"};
+  app.add_option("--root", opt.root, "the store's root directory")->required();
+  app.add_option("--fingerprint", opt.fingerprint, "the model description the keys are salted with")
+    ->capture_default_str();
+  // Every command's options land in `opt.flags` by name, when given.
+  std::map<std::string, std::string> raw;
+  std::vector<std::pair<CLI::Option*, std::string>> given;
+  auto value = [&](CLI::App* cmd, const std::string& name, const std::string& help) {
+    auto* o = cmd->add_option("--" + name, raw[name], help);
+    given.emplace_back(o, name);
+    return o;
+  };
+  auto* stats = app.add_subcommand("stats", "counts, bytes, age histogram, watermark state");
+  value(stats, "low", "low watermark (bytes)");
+  value(stats, "high", "high watermark (bytes)");
+  auto* gc = app.add_subcommand("gc", "evict down to the low watermark once above the high one");
+  value(gc, "low", "low watermark (bytes)")->required();
+  value(gc, "high", "high watermark (bytes)")->required();
+  value(gc, "ttl-agent-h", "TTL of agent blocks (hours)");
+  value(gc, "ttl-chatbot-h", "TTL of chatbot blocks (hours)");
+  auto* verify = app.add_subcommand("verify", "check every block's checksum");
+  bool remove = false;
+  verify->add_flag("--remove", remove, "remove the blocks that fail");
+  auto* check = app.add_subcommand("check", "the hit for a token-id file");
+  value(check, "ids", "the token-id file")->required();
+  auto* put = app.add_subcommand("put", "store the file's blocks");
+  value(put, "ids", "the token-id file")->required();
+  value(put, "bytes", "bytes per block");
+  value(put, "class", "traffic class")->check(CLI::IsMember({"agent", "chatbot"}));
+  app.require_subcommand(1);
+  app.fallthrough();  // --root and --fingerprint may also follow the command
+  if (auto rc = deepinfer::parse_command_line(app, argc, argv))
+    return *rc;
+  opt.command = app.get_subcommands().front()->get_name();
+  for (auto& [o, name] : given)
+    if (o->count() > 0)
+      opt.flags[name] = raw[name];
+  if (remove)
+    opt.flags["remove"] = "1";
   return opt;
 }
 
@@ -225,11 +239,10 @@ int cmd_put(block_store& store, const options& opt, const hash_chain& chain) {
 } // namespace
 
 int main(int argc, char** argv) {
-  auto opt = parse(argc, argv);
-  if (!opt) {
-    std::cerr << usage;
-    return 2;
-  }
+  auto parsed = parse(argc, argv);
+  if (auto* rc = std::get_if<int>(&parsed))
+    return *rc;
+  auto* opt = &std::get<options>(parsed);
   // stdout carries the JSON answer; the store's log goes to stderr.
   auto& logger = deepinfer::kv::log();
   logger.sinks().clear();
@@ -251,10 +264,7 @@ int main(int argc, char** argv) {
       return cmd_gc(*store, *opt);
     if (opt->command == "verify")
       return cmd_verify(*store, *opt);
-    if ((opt->command == "check" || opt->command == "put") && opt->flags.count("ids"))
-      return opt->command == "check" ? cmd_check(*store, *opt, chain) : cmd_put(*store, *opt, chain);
-    std::cerr << usage;
-    return 2;
+    return opt->command == "check" ? cmd_check(*store, *opt, chain) : cmd_put(*store, *opt, chain);
   } catch (const std::exception& e) {
     std::cerr << "deepinfer-kvtool: " << e.what() << "\n";
     return 1;

@@ -97,10 +97,32 @@ std::optional<engine::kernels::cpu_isa> choose_isa(const std::string& name) {
   return c.isa;
 }
 
-/// The settings of every serving node that come from flags (the same in each mode).
-void apply_serving_flags(const options& o, actors::serving_config& sc) {
+/// The one place a serving node's config is finished, in every mode: `sc` comes with what the
+/// manifest (or the embedded default) says, `model_dir` empty or "tiny" for the seeded tiny model
+/// (made in the cache on first run; every node makes the identical bytes); the flags override
+/// the rest. `isa` is the node's `cpu_isa` when --cpu-isa is not given. An exit status when it
+/// cannot be served (the reason on stderr); nullopt when `sc` is ready.
+std::optional<int> finish_serving_config(const options& o, actors::serving_config& sc, const std::string& isa,
+                                         actors::kv_transport_mode transport) {
+  if (sc.model_dir.empty() || sc.model_dir == "tiny") {
+    auto made = ensure_tiny_model(cache_dir());
+    if (!made.error.empty()) {
+      std::cerr << "caf-launch: " << made.error << "\n";
+      return 1;
+    }
+    sc.model_dir = made.dir;
+  }
+  sc.tokenizer_path =
+    cache_dir() + "/tokenizer/tokenizer_" + (sc.template_version == "dsv32" ? "v32" : "v41") + ".json";
+  if (!o.kv_root.empty())
+    sc.kv_root = o.kv_root;
   sc.decoder_mode = *engine::parse_decoder_mode(o.decoder_mode.empty() ? "bounded" : o.decoder_mode);
   sc.prefill_step = std::chrono::milliseconds{o.prefill_step_ms > 0 ? o.prefill_step_ms : 100};
+  sc.cpu_isa = choose_isa(o.cpu_isa.empty() ? isa : o.cpu_isa);
+  if (!sc.cpu_isa)
+    return usage_error;
+  sc.kv_transport = o.kv_transport.empty() ? transport : *actors::parse_kv_transport_mode(o.kv_transport);
+  return std::nullopt;
 }
 
 void apply_flag_overrides(const options& o, actors::system_settings& s) {
@@ -192,22 +214,9 @@ int main(int argc, char** argv) {
       actors::serving_config sc;
       sc.model_name = "deepseek-v4.1-flash";
       sc.model_dir = o.model_dir;
-      if (sc.model_dir.empty()) {
-        auto made = ensure_tiny_model(cache_dir());
-        if (!made.error.empty()) {
-          std::cerr << "caf-launch: " << made.error << "\n";
-          return 1;
-        }
-        sc.model_dir = made.dir;
-      }
-      sc.tokenizer_path = cache_dir() + "/tokenizer/tokenizer_v41.json";
-      sc.kv_root = o.kv_root.empty() ? cache_dir() + "/kv" : o.kv_root;
-      apply_serving_flags(o, sc);
-      sc.cpu_isa = choose_isa(o.cpu_isa.empty() ? "auto" : o.cpu_isa);
-      if (!sc.cpu_isa)
-        return usage_error;
-      if (!o.kv_transport.empty())
-        sc.kv_transport = *actors::parse_kv_transport_mode(o.kv_transport);
+      sc.kv_root = cache_dir() + "/kv";
+      if (auto rc = finish_serving_config(o, sc, "auto", actors::kv_transport_mode::automatic))
+        return *rc;
       cfg.serving = sc;
     }
     actors::serving_config unused;
@@ -240,31 +249,18 @@ int main(int argc, char** argv) {
     auto cfg = make_node_config(m, *node);
     if (!o.no_serve
         && (node->has(node_role::entrypoint) || node->has(node_role::prefill) || node->has(node_role::decode))) {
-      // Every serving node loads the same model; `model = "tiny"` is the seeded tiny model, made
-      // in the cache on first run (each node makes the identical bytes).
+      // Every serving node loads the same model.
       actors::serving_config sc;
       sc.model_name = m.model_name;
       sc.template_version = m.template_version;
       sc.model_dir = m.model_path;
-      if (sc.model_dir == "tiny") {
-        auto made = ensure_tiny_model(cache_dir());
-        if (!made.error.empty()) {
-          std::cerr << "caf-launch: " << made.error << "\n";
-          return 1;
-        }
-        sc.model_dir = made.dir;
-      }
-      sc.tokenizer_path = cache_dir() + "/tokenizer/tokenizer_" + (m.template_version == "dsv32" ? "v32" : "v41") + ".json";
-      sc.kv_root = o.kv_root.empty() ? m.kv.root : o.kv_root;
+      sc.kv_root = m.kv.root;
       sc.snapshot_ttl = std::chrono::milliseconds{static_cast<int64_t>(m.kv.swa_ttl_seconds * 1000)};
-      apply_serving_flags(o, sc);
-      sc.cpu_isa = choose_isa(o.cpu_isa.empty() ? node->cpu_isa : o.cpu_isa);
-      if (!sc.cpu_isa)
-        return usage_error;
-      sc.kv_transport = o.kv_transport.empty() ? m.kv_transport : *actors::parse_kv_transport_mode(o.kv_transport);
       sc.rdma_port = m.rdma_port;
       sc.requests = m.requests;
       sc.admission = m.admission;
+      if (auto rc = finish_serving_config(o, sc, node->cpu_isa, m.kv_transport))
+        return *rc;
       cfg.serving = sc;
     }
     {

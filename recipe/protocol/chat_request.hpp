@@ -1,6 +1,6 @@
 #pragma once
 
-#include "recipe/expected.hpp"
+#include "recipe/base/expected.hpp"
 #include "recipe/json_parse.hpp"
 #include "recipe/protocol/api_error.hpp"
 #include "recipe/protocol/conversation.hpp"

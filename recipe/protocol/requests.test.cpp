@@ -5,6 +5,7 @@
 #include <boost/test/unit_test.hpp>
 
 using namespace deepinfer::recipe;
+using deepinfer::expected;
 
 namespace {
 

@@ -1,6 +1,7 @@
 #include "recipe/render/segment_builder.hpp"
 
 #include "recipe/log.hpp"
+#include "recipe/base/assert.hpp"
 
 #include <cstdlib>
 
@@ -38,10 +39,7 @@ void segment_builder::templ(std::string_view s) {
 
 void segment_builder::special(std::string_view spelling) {
   auto id = specials_.id(spelling);
-  if (!id) {
-    log().critical("renderer placed unknown special token {}", spelling);
-    std::abort();
-  }
+  DEEPINFER_ASSERT(id.has_value(), "renderer placed unknown special token {}", spelling);
   out_.push_back(prompt_segment::special(*id, std::string(spelling)));
 }
 

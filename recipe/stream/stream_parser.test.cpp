@@ -228,6 +228,40 @@ BOOST_AUTO_TEST_SUITE_END()
 
 BOOST_AUTO_TEST_SUITE(stop_sequences_edge)
 
+// (Moved from actors/stop_filter, which the parser replaced.)
+BOOST_AUTO_TEST_CASE(a_partial_stop_that_fails_is_released_in_every_chunking) {
+  const auto& t = test::real_table(template_version::dsv41);
+  message m;
+  m.content.push_back(content_part::text("EN then ENx"));
+  const auto ids = byte_ids(render_completion(m, t, false));
+  for (std::size_t cut = 0; cut < ids.size(); ++cut) {
+    stream_parser p({false, "call_", {"END"}}, t, byte_token);
+    rebuilt r;
+    apply(r, p.feed(std::span(ids).subspan(0, cut)));
+    apply(r, p.feed(std::span(ids).subspan(cut)));
+    BOOST_TEST(r.content == "EN then ENx");
+    BOOST_TEST(r.finishes.size() == 1u);
+  }
+}
+
+BOOST_AUTO_TEST_CASE(the_earliest_of_several_stops_wins) {
+  const auto& t = test::real_table(template_version::dsv41);
+  message m;
+  m.content.push_back(content_part::text("aazzab"));
+  const auto ids = byte_ids(render_completion(m, t, false));
+  stream_parser p({false, "call_", {"zz", "b"}}, t, byte_token);
+  std::string content, stop;
+  for (const auto& e : p.feed(ids)) {
+    if (e.type == stream_event::kind::content)
+      content += e.text;
+    if (e.type == stream_event::kind::finish)
+      stop = e.text;
+  }
+  BOOST_TEST(content == "aa");
+  BOOST_TEST(stop == "zz");
+  BOOST_TEST(p.finished());
+}
+
 BOOST_AUTO_TEST_CASE(stop_at_the_start_of_the_answer_emits_no_empty_event) {
   // Found by fuzz_stream_parser: a stop sequence matched with nothing before it.
   const auto& t = test::real_table(template_version::dsv41);

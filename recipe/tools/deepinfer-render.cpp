@@ -6,6 +6,7 @@
 // invalid request prints the API's error body on stdout and exits 2; usage errors exit 1. The
 // request is parsed under the server's JSON limits (nesting depth 64 unless --json-max-depth).
 
+#include "recipe/base/cli.hpp"
 #include "recipe/protocol/parse_request.hpp"
 #include "recipe/render/renderer.hpp"
 #include "recipe/render/segment_builder.hpp"
@@ -24,13 +25,6 @@ namespace {
 
 using namespace deepinfer::recipe;
 
-int usage(const std::string& why) {
-  std::cerr << "deepinfer-render: " << why
-            << "\nusage: deepinfer-render --api chat|responses|messages [--template dsv41|dsv32] [--ids] "
-               "[--tokenizer PATH] [--json-max-depth N]\n";
-  return 1;
-}
-
 std::string default_tokenizer(template_version v) {
   std::string cache;
   if (const char* c = std::getenv("DEEPINFER_CACHE"))
@@ -43,38 +37,26 @@ std::string default_tokenizer(template_version v) {
 } // namespace
 
 int main(int argc, char** argv) {
-  std::optional<api_kind> api;
-  template_version version = template_version::dsv41;
+  std::string api_name, template_name = "dsv41", tokenizer_file;
   bool ids = false;
-  std::string tokenizer_file;
   json_limits limits;
-  for (int i = 1; i < argc; ++i) {
-    const std::string a = argv[i];
-    auto next = [&]() -> std::string { return i + 1 < argc ? argv[++i] : std::string(); };
-    if (a == "--api") {
-      api = parse_api_kind(next());
-      if (!api)
-        return usage("--api must be chat, responses or messages");
-    } else if (a == "--template") {
-      auto v = parse_template_version(next());
-      if (!v)
-        return usage("--template must be dsv41 or dsv32");
-      version = *v;
-    } else if (a == "--ids") {
-      ids = true;
-    } else if (a == "--tokenizer") {
-      tokenizer_file = next();
-    } else if (a == "--json-max-depth") {
-      const auto v = std::atol(next().c_str());
-      if (v < 1 || static_cast<std::size_t>(v) > json_limits::max_depth_ceiling)
-        return usage("--json-max-depth must be between 1 and " + std::to_string(json_limits::max_depth_ceiling));
-      limits.max_depth = static_cast<std::size_t>(v);
-    } else {
-      return usage("unknown argument " + a);
-    }
-  }
-  if (!api)
-    return usage("--api is required");
+  CLI::App app{"deepinfer-render: reads one request JSON on stdin and prints the rendered DeepSeek prompt "
+               "(or its token ids). An invalid request prints the API's error body and exits 2; usage "
+               "errors exit 1.",
+               "deepinfer-render"};
+  app.add_option("--api", api_name, "the request's API")->required()->check(CLI::IsMember({"chat", "responses", "messages"}));
+  app.add_option("--template", template_name, "the chat template")
+    ->check(CLI::IsMember({"dsv41", "dsv32"}))
+    ->capture_default_str();
+  app.add_flag("--ids", ids, "print the token ids (space-separated) instead of the text");
+  app.add_option("--tokenizer", tokenizer_file, "tokenizer.json (default: the template's file in the cache)");
+  app.add_option("--json-max-depth", limits.max_depth, "nesting depth the request may reach")
+    ->check(CLI::Range(std::size_t{1}, json_limits::max_depth_ceiling))
+    ->capture_default_str();
+  if (auto rc = deepinfer::parse_command_line(app, argc, argv, 1))
+    return *rc;
+  const auto api = parse_api_kind(api_name);
+  const auto version = *parse_template_version(template_name);
   if (tokenizer_file.empty())
     tokenizer_file = default_tokenizer(version);
 

@@ -13,6 +13,7 @@
 // Exit status: 0 ok; 2 bad usage or bad input (invalid UTF-8, a malformed or unknown id),
 // with a message on stderr; 1 the tokenizer file could not be loaded.
 
+#include "recipe/base/cli.hpp"
 #include "recipe/tokenizer/tokenizer.hpp"
 #include "recipe/tokenizer/utf8.hpp"
 
@@ -28,10 +29,6 @@
 using namespace deepinfer::recipe;
 
 namespace {
-
-constexpr const char* usage =
-  "usage: deepinfer-tokenize [--tokenizer PATH] [--template dsv41|dsv32] encode [--lines]\n"
-  "       deepinfer-tokenize [--tokenizer PATH] [--template dsv41|dsv32] decode\n";
 
 int bad(const std::string& msg) {
   std::cerr << "deepinfer-tokenize: " << msg << "\n";
@@ -115,29 +112,21 @@ int decode(const tokenizer& tok) {
 } // namespace
 
 int main(int argc, char** argv) {
-  std::string path, tmpl = "dsv41", command;
+  std::string path, tmpl = "dsv41";
   bool lines = false;
-  for (int i = 1; i < argc; ++i) {
-    const std::string a = argv[i];
-    if (a == "--help" || a == "-h") {
-      std::cout << usage;
-      return 0;
-    }
-    if ((a == "--tokenizer" || a == "--template") && i + 1 < argc)
-      (a == "--tokenizer" ? path : tmpl) = argv[++i];
-    else if (a.rfind("--tokenizer=", 0) == 0)
-      path = a.substr(12);
-    else if (a.rfind("--template=", 0) == 0)
-      tmpl = a.substr(11);
-    else if (a == "--lines" && command == "encode")
-      lines = true;
-    else if ((a == "encode" || a == "decode") && command.empty())
-      command = a;
-    else
-      return bad("unexpected argument '" + a + "'\n" + usage);
-  }
-  if (command.empty())
-    return bad(std::string{"missing command (encode or decode)\n"} + usage);
+  CLI::App app{"deepinfer-tokenize: the DeepSeek tokenizer from the command line.", "deepinfer-tokenize"};
+  app.add_option("--tokenizer", path, "tokenizer.json (default: the template's file in the cache)");
+  app.add_option("--template", tmpl, "dsv41 or dsv32 (picks the default tokenizer file)")
+    ->check(CLI::IsMember({"dsv41", "dsv32"}))
+    ->capture_default_str();
+  auto* enc = app.add_subcommand("encode", "UTF-8 text on stdin -> ids separated by spaces");
+  enc->add_flag("--lines", lines, "one output line per '\\n'-separated input line");
+  auto* dec = app.add_subcommand("decode", "whitespace-separated ids on stdin -> their text");
+  app.require_subcommand(1);
+  app.fallthrough();  // --tokenizer and --template may also follow the command
+  if (auto rc = deepinfer::parse_command_line(app, argc, argv))
+    return *rc;
+  (void)dec;
   if (path.empty()) {
     const char* cache = std::getenv("DEEPINFER_CACHE");
     const char* home = std::getenv("HOME");
@@ -155,5 +144,5 @@ int main(int argc, char** argv) {
     std::cerr << "deepinfer-tokenize: " << tok.error << "\n";
     return 1;
   }
-  return command == "encode" ? encode(*tok.value, lines) : decode(*tok.value);
+  return enc->parsed() ? encode(*tok.value, lines) : decode(*tok.value);
 }

@@ -1,10 +1,10 @@
-#include "actors/transport/rdma_descriptor.hpp"
+#include "kv/rdma/rdma_descriptor.hpp"
 
 #include <boost/test/unit_test.hpp>
 
 #include <xxhash.h>
 
-using namespace deepinfer::actors;
+using namespace deepinfer::kv;
 
 namespace {
 
@@ -93,21 +93,6 @@ BOOST_AUTO_TEST_CASE(rejects_another_version_trailing_bytes_and_bad_endpoints) {
   reseal(foreign);
   BOOST_TEST(!decode_rdma_descriptor(foreign, &err).has_value());
   BOOST_TEST(err.find("not an RDMA KV descriptor") != std::string::npos);
-}
-
-BOOST_AUTO_TEST_CASE(endpoints_parse_and_format) {
-  auto v4 = parse_rdma_endpoint("10.0.0.2:7100");
-  BOOST_REQUIRE(v4.has_value());
-  BOOST_TEST(v4->host == "10.0.0.2");
-  BOOST_TEST(v4->port == 7100);
-  auto v6 = parse_rdma_endpoint("[fe80::1]:7100");
-  BOOST_REQUIRE(v6.has_value());
-  BOOST_TEST(v6->host == "fe80::1");
-  BOOST_TEST(format_rdma_endpoint("fe80::1", 7100) == "[fe80::1]:7100");
-  BOOST_TEST(format_rdma_endpoint("10.0.0.2", 7100) == "10.0.0.2:7100");
-  for (auto bad : {"", "10.0.0.2", ":7100", "10.0.0.2:", "10.0.0.2:0", "10.0.0.2:70000", "10.0.0.2:71x",
-                   "fe80::1:7100", "[]:7100", "[fe80::1:7100"})
-    BOOST_TEST(!parse_rdma_endpoint(bad).has_value(), "accepted '" << bad << "'");
 }
 
 BOOST_AUTO_TEST_SUITE_END()

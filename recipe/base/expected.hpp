@@ -3,9 +3,11 @@
 #include <utility>
 #include <variant>
 
-namespace deepinfer::recipe {
+namespace deepinfer {
 
-/// A value or an error (a small stand-in for C++23 `std::expected`, which g++ 12 lacks in C++20).
+/// A value or an error (a small stand-in for C++23 `std::expected`, which g++ 12 lacks in C++20):
+/// the one result type of the plain libraries (recipe/, engine/, kv/, balancers/; STYLE §6).
+/// actors/ translates the error into a `caf::error` at the actor boundary.
 /// Precondition for `value()` / `operator*`: `has_value()`; for `error()`: `!has_value()`.
 template <class T, class E>
 class expected {
@@ -21,6 +23,7 @@ public:
   T&& value() && { return std::get<0>(std::move(v_)); }
   T& operator*() & { return value(); }
   const T& operator*() const& { return value(); }
+  T&& operator*() && { return std::get<0>(std::move(v_)); }
   T* operator->() { return &value(); }
   const T* operator->() const { return &value(); }
 
@@ -31,4 +34,4 @@ private:
   std::variant<T, E> v_;
 };
 
-} // namespace deepinfer::recipe
+} // namespace deepinfer

@@ -1,11 +1,13 @@
-#include "actors/transport/rdma_descriptor.hpp"
+#include "kv/rdma/rdma_descriptor.hpp"
+
+#include "recipe/base/host_port.hpp"
 
 #include <algorithm>
 #include <charconv>
 
 #include <xxhash.h>
 
-namespace deepinfer::actors {
+namespace deepinfer::kv {
 
 namespace {
 
@@ -96,37 +98,11 @@ std::optional<rdma_descriptor> decode_rdma_descriptor(std::span<const uint8_t> b
     return std::nullopt;
   }
   d.endpoint.assign(reinterpret_cast<const char*>(r.in.data()), n);
-  if (!parse_rdma_endpoint(d.endpoint)) {
+  if (!parse_host_port(d.endpoint)) {
     *error = "RDMA KV descriptor names no valid endpoint ('" + d.endpoint + "')";
     return std::nullopt;
   }
   return d;
 }
 
-std::optional<rdma_endpoint> parse_rdma_endpoint(std::string_view text) {
-  auto colon = text.rfind(':');
-  if (colon == std::string_view::npos || colon == 0)
-    return std::nullopt;
-  auto host = text.substr(0, colon);
-  auto port_text = text.substr(colon + 1);
-  if (host.front() == '[') {
-    if (host.size() < 3 || host.back() != ']')
-      return std::nullopt;
-    host = host.substr(1, host.size() - 2);
-  } else if (host.find(':') != std::string_view::npos) {
-    return std::nullopt;  // an IPv6 host must be bracketed
-  }
-  uint16_t port = 0;
-  auto [end, ec] = std::from_chars(port_text.data(), port_text.data() + port_text.size(), port);
-  if (ec != std::errc{} || end != port_text.data() + port_text.size() || port == 0)
-    return std::nullopt;
-  return rdma_endpoint{std::string{host}, port};
-}
-
-std::string format_rdma_endpoint(const std::string& host, uint16_t port) {
-  if (host.find(':') != std::string::npos)
-    return "[" + host + "]:" + std::to_string(port);
-  return host + ":" + std::to_string(port);
-}
-
-} // namespace deepinfer::actors
+} // namespace deepinfer::kv

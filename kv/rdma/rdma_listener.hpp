@@ -12,7 +12,9 @@
 #include <infiniband/verbs.h>
 #include <rdma/rdma_cma.h>
 
-namespace deepinfer::actors {
+#include "kv/rdma/rdma_verbs.hpp"
+
+namespace deepinfer::kv {
 
 /// The passive side of the RDMA KV transport on a prefill node: an rdma_cm listener bound to one
 /// address of an RDMA device. Decode nodes connect (one RC queue pair each), READ the parcels
@@ -68,13 +70,10 @@ private:
   void on_completions();
 
   callbacks cb_;
-  rdma_event_channel* channel_ = nullptr;
-  rdma_cm_id* listen_id_ = nullptr;
-  ibv_context* verbs_ = nullptr;
+  /// The listening id, its protection domain and the completion queue every connection shares.
+  rdma_verbs verbs_;
+  ibv_context* device_ctx_ = nullptr;
   ibv_device_attr device_{};
-  ibv_pd* pd_ = nullptr;
-  ibv_comp_channel* comp_ = nullptr;
-  ibv_cq* cq_ = nullptr;
   int stop_fd_ = -1;
   uint16_t port_ = 0;
   std::thread thread_;
@@ -84,4 +83,4 @@ private:
   uint64_t next_serial_ = 1;
 };
 
-} // namespace deepinfer::actors
+} // namespace deepinfer::kv

@@ -1,23 +1,18 @@
-#include "actors/transport/rdma_peer.hpp"
+#include "kv/rdma/rdma_peer.hpp"
 
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
 
-#include <fcntl.h>
 #include <poll.h>
 
-namespace deepinfer::actors {
+namespace deepinfer::kv {
 
 namespace {
 
 /// READs in flight at once on one connection (each a chunk of up to `chunk_cap` bytes).
 constexpr int read_window = 16;
 constexpr uint64_t chunk_cap = 64ull << 20;
-
-std::string errno_text(const char* what) {
-  return std::string{what} + ": " + std::strerror(errno);
-}
 
 int ms_until(std::chrono::steady_clock::time_point deadline) {
   auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
@@ -26,7 +21,7 @@ int ms_until(std::chrono::steady_clock::time_point deadline) {
 
 } // namespace
 
-std::unique_ptr<rdma_peer> rdma_peer::connect(const rdma_endpoint& to, const config& cfg, std::string* error) {
+std::unique_ptr<rdma_peer> rdma_peer::connect(const host_port& to, const config& cfg, std::string* error) {
   std::unique_ptr<rdma_peer> p{new rdma_peer};
   p->cfg_ = cfg;
   auto fail = [&](std::string what) {
@@ -35,57 +30,39 @@ std::unique_ptr<rdma_peer> rdma_peer::connect(const rdma_endpoint& to, const con
   };
   auto deadline = std::chrono::steady_clock::now() + cfg.connect_timeout;
   int step_ms = std::max(1, static_cast<int>(cfg.connect_timeout.count()));
-  p->channel_ = rdma_create_event_channel();
-  if (!p->channel_)
-    return fail(errno_text("cannot open the RDMA connection manager (/dev/infiniband/rdma_cm; is rdma_ucm loaded?)"));
-  int flags = fcntl(p->channel_->fd, F_GETFL);
-  if (flags < 0 || fcntl(p->channel_->fd, F_SETFL, flags | O_NONBLOCK) != 0)
-    return fail(errno_text("fcntl"));
-  if (rdma_create_id(p->channel_, &p->id_, nullptr, RDMA_PS_TCP) != 0)
-    return fail(errno_text("rdma_create_id"));
+  auto& v = p->verbs_;
+  if (!v.open_cm(error))
+    return nullptr;
   rdma_addrinfo hints{};
   hints.ai_port_space = RDMA_PS_TCP;
   rdma_addrinfo* res = nullptr;
   auto port = std::to_string(to.port);
   if (rdma_getaddrinfo(to.host.c_str(), port.c_str(), &hints, &res) != 0 || !res)
-    return fail(errno_text(("cannot resolve " + to.host).c_str()));
-  int rc = rdma_resolve_addr(p->id_, nullptr, res->ai_dst_addr, step_ms);
+    return fail(errno_text("cannot resolve " + to.host));
+  int rc = rdma_resolve_addr(v.id, nullptr, res->ai_dst_addr, step_ms);
   rdma_freeaddrinfo(res);
   if (rc != 0)
     return fail(errno_text("rdma_resolve_addr"));
   if (!p->wait_cm(RDMA_CM_EVENT_ADDR_RESOLVED, deadline, error))
     return nullptr;
-  if (rdma_resolve_route(p->id_, std::max(1, ms_until(deadline))) != 0)
+  if (rdma_resolve_route(v.id, std::max(1, ms_until(deadline))) != 0)
     return fail(errno_text("rdma_resolve_route"));
   if (!p->wait_cm(RDMA_CM_EVENT_ROUTE_RESOLVED, deadline, error))
     return nullptr;
 
-  auto* verbs = p->id_->verbs;
+  auto* verbs = v.id->verbs;
   ibv_device_attr dev{};
   ibv_port_attr port_attr{};
-  if (ibv_query_device(verbs, &dev) != 0 || ibv_query_port(verbs, p->id_->port_num, &port_attr) != 0)
+  if (ibv_query_device(verbs, &dev) != 0 || ibv_query_port(verbs, v.id->port_num, &port_attr) != 0)
     return fail(errno_text("cannot query the RDMA device"));
   p->max_chunk_ = std::min<uint64_t>(chunk_cap, port_attr.max_msg_sz);
-  p->pd_ = ibv_alloc_pd(verbs);
-  p->comp_ = p->pd_ ? ibv_create_comp_channel(verbs) : nullptr;
-  p->cq_ = p->comp_ ? ibv_create_cq(verbs, read_window + 2, nullptr, p->comp_, 0) : nullptr;
-  if (!p->cq_)
-    return fail(errno_text("cannot set up the RDMA protection domain and completion queue"));
-  flags = fcntl(p->comp_->fd, F_GETFL);
-  if (flags < 0 || fcntl(p->comp_->fd, F_SETFL, flags | O_NONBLOCK) != 0)
-    return fail(errno_text("fcntl"));
-  ibv_qp_init_attr qa{};
-  qa.send_cq = p->cq_;
-  qa.recv_cq = p->cq_;
-  qa.qp_type = IBV_QPT_RC;
-  qa.cap.max_send_wr = read_window + 1;
-  qa.cap.max_recv_wr = 1;
-  qa.cap.max_send_sge = 1;
-  qa.cap.max_recv_sge = 1;
+  if (!v.open_queues(verbs, read_window + 2, error))
+    return nullptr;
+  auto qa = rc_qp_attributes(v.cq, read_window + 1, 1);
   qa.sq_sig_all = 1;
-  if (rdma_create_qp(p->id_, p->pd_, &qa) != 0)
+  if (rdma_create_qp(v.id, v.pd, &qa) != 0)
     return fail(errno_text("rdma_create_qp"));
-  p->ticket_mr_ = ibv_reg_mr(p->pd_, &p->ticket_, sizeof p->ticket_, IBV_ACCESS_LOCAL_WRITE);
+  p->ticket_mr_ = ibv_reg_mr(v.pd, &p->ticket_, sizeof p->ticket_, IBV_ACCESS_LOCAL_WRITE);
   if (!p->ticket_mr_)
     return fail(errno_text("ibv_reg_mr"));
   rdma_conn_param cp{};
@@ -94,7 +71,7 @@ std::unique_ptr<rdma_peer> rdma_peer::connect(const rdma_endpoint& to, const con
   cp.retry_count = 7;
   // Bounded: the listener keeps receives posted, and a peer that stops posting must not hang us.
   cp.rnr_retry_count = 6;
-  if (rdma_connect(p->id_, &cp) != 0)
+  if (rdma_connect(v.id, &cp) != 0)
     return fail(errno_text("rdma_connect"));
   if (!p->wait_cm(RDMA_CM_EVENT_ESTABLISHED, deadline, error))
     return nullptr;
@@ -106,31 +83,22 @@ rdma_peer::~rdma_peer() {
   tear_down_qp();
   if (ticket_mr_)
     ibv_dereg_mr(ticket_mr_);
-  if (cq_)
-    ibv_destroy_cq(cq_);
-  if (comp_)
-    ibv_destroy_comp_channel(comp_);
-  if (pd_)
-    ibv_dealloc_pd(pd_);
-  if (id_)
-    rdma_destroy_id(id_);
-  if (channel_)
-    rdma_destroy_event_channel(channel_);
+  // verbs_ frees the queues, the id and the channel.
 }
 
 void rdma_peer::tear_down_qp() {
   if (connected_)
-    rdma_disconnect(id_);
+    rdma_disconnect(verbs_.id);
   connected_ = false;
-  if (id_ && id_->qp)
-    rdma_destroy_qp(id_);  // no DMA into our buffers after this
+  if (verbs_.id && verbs_.id->qp)
+    rdma_destroy_qp(verbs_.id);  // no DMA into our buffers after this
 }
 
 bool rdma_peer::wait_cm(rdma_cm_event_type want, std::chrono::steady_clock::time_point deadline,
                         std::string* error) {
   for (;;) {
     rdma_cm_event* ev = nullptr;
-    if (rdma_get_cm_event(channel_, &ev) == 0) {
+    if (rdma_get_cm_event(verbs_.channel, &ev) == 0) {
       auto got = ev->event;
       auto status = ev->status;
       rdma_ack_cm_event(ev);
@@ -144,7 +112,7 @@ bool rdma_peer::wait_cm(rdma_cm_event_type want, std::chrono::steady_clock::time
       *error = errno_text("rdma_get_cm_event");
       return false;
     }
-    pollfd fd{channel_->fd, POLLIN, 0};
+    pollfd fd{verbs_.channel->fd, POLLIN, 0};
     int n = ::poll(&fd, 1, ms_until(deadline));
     if (n == 0) {
       *error = std::string{"no "} + rdma_event_str(want) + " within the connect timeout";
@@ -162,7 +130,7 @@ bool rdma_peer::wait_completions(int n, std::chrono::steady_clock::time_point de
   bool armed = false;
   while (got < n) {
     ibv_wc wc[read_window + 2];
-    int k = ibv_poll_cq(cq_, read_window + 2, wc);
+    int k = ibv_poll_cq(verbs_.cq, read_window + 2, wc);
     if (k < 0) {
       *error = "ibv_poll_cq failed";
       return false;
@@ -177,11 +145,11 @@ bool rdma_peer::wait_completions(int n, std::chrono::steady_clock::time_point de
       continue;
     if (!armed) {
       // Armed, then polled once more: a completion between the poll and the arm is not missed.
-      ibv_req_notify_cq(cq_, 0);
+      ibv_req_notify_cq(verbs_.cq, 0);
       armed = true;
       continue;
     }
-    pollfd fd{comp_->fd, POLLIN, 0};
+    pollfd fd{verbs_.comp->fd, POLLIN, 0};
     int r = ::poll(&fd, 1, ms_until(deadline));
     if (r == 0) {
       *error = "no completion within " + std::to_string(cfg_.read_timeout.count()) + " ms";
@@ -193,7 +161,7 @@ bool rdma_peer::wait_completions(int n, std::chrono::steady_clock::time_point de
     }
     ibv_cq* cq = nullptr;
     void* ctx = nullptr;
-    if (ibv_get_cq_event(comp_, &cq, &ctx) == 0) {
+    if (ibv_get_cq_event(verbs_.comp, &cq, &ctx) == 0) {
       ibv_ack_cq_events(cq, 1);
       armed = false;
     }
@@ -208,9 +176,9 @@ bool rdma_peer::read(uint64_t address, uint32_t rkey, std::span<std::byte> out, 
   }
   if (out.empty())
     return true;
-  auto* mr = ibv_reg_mr(pd_, out.data(), out.size(), IBV_ACCESS_LOCAL_WRITE);
+  auto* mr = ibv_reg_mr(verbs_.pd, out.data(), out.size(), IBV_ACCESS_LOCAL_WRITE);
   if (!mr) {
-    *error = errno_text(("cannot register " + std::to_string(out.size()) + " bytes (pinned-memory limit? see `ulimit -l`)").c_str());
+    *error = errno_text("cannot register " + std::to_string(out.size()) + " bytes (pinned-memory limit? see `ulimit -l`)");
     return false;
   }
   auto deadline = std::chrono::steady_clock::now() + cfg_.read_timeout;
@@ -233,7 +201,7 @@ bool rdma_peer::read(uint64_t address, uint32_t rkey, std::span<std::byte> out, 
       wr.wr.rdma.remote_addr = address + offset;
       wr.wr.rdma.rkey = rkey;
       ibv_send_wr* bad = nullptr;
-      if (ibv_post_send(id_->qp, &wr, &bad) != 0) {
+      if (ibv_post_send(verbs_.id->qp, &wr, &bad) != 0) {
         *error = errno_text("ibv_post_send");
         ok = false;
         break;
@@ -252,7 +220,7 @@ bool rdma_peer::read(uint64_t address, uint32_t rkey, std::span<std::byte> out, 
 bool rdma_peer::healthy() {
   rdma_cm_event* ev = nullptr;
   // Any event on an established connection (DISCONNECTED, DEVICE_REMOVAL, ...) ends it.
-  while (connected_ && rdma_get_cm_event(channel_, &ev) == 0) {
+  while (connected_ && rdma_get_cm_event(verbs_.channel, &ev) == 0) {
     rdma_ack_cm_event(ev);
     tear_down_qp();
   }
@@ -275,7 +243,7 @@ bool rdma_peer::release(uint64_t ticket, std::string* error) {
   wr.num_sge = 1;
   wr.send_flags = IBV_SEND_SIGNALED;
   ibv_send_wr* bad = nullptr;
-  if (ibv_post_send(id_->qp, &wr, &bad) != 0) {
+  if (ibv_post_send(verbs_.id->qp, &wr, &bad) != 0) {
     *error = errno_text("ibv_post_send");
     tear_down_qp();
     return false;
@@ -287,4 +255,4 @@ bool rdma_peer::release(uint64_t ticket, std::string* error) {
   return true;
 }
 
-} // namespace deepinfer::actors
+} // namespace deepinfer::kv

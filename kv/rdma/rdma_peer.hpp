@@ -10,9 +10,10 @@
 #include <infiniband/verbs.h>
 #include <rdma/rdma_cma.h>
 
-#include "actors/transport/rdma_descriptor.hpp"
+#include "kv/rdma/rdma_verbs.hpp"
+#include "recipe/base/host_port.hpp"
 
-namespace deepinfer::actors {
+namespace deepinfer::kv {
 
 /// The active side of the RDMA KV transport on a decode node: one RC connection, made by rdma_cm,
 /// to one prefill node's `rdma_listener`. Not thread-safe (the transport serializes per peer).
@@ -27,7 +28,7 @@ public:
   };
 
   /// A connected peer, or nullptr and `error` (no route, refused, no answer within the timeout).
-  static std::unique_ptr<rdma_peer> connect(const rdma_endpoint& to, const config& cfg, std::string* error);
+  static std::unique_ptr<rdma_peer> connect(const host_port& to, const config& cfg, std::string* error);
   ~rdma_peer();
   rdma_peer(const rdma_peer&) = delete;
   rdma_peer& operator=(const rdma_peer&) = delete;
@@ -50,11 +51,8 @@ private:
   void tear_down_qp();
 
   config cfg_;
-  rdma_event_channel* channel_ = nullptr;
-  rdma_cm_id* id_ = nullptr;
-  ibv_pd* pd_ = nullptr;
-  ibv_comp_channel* comp_ = nullptr;
-  ibv_cq* cq_ = nullptr;
+  /// The connecting id, its protection domain and completion queue.
+  rdma_verbs verbs_;
   ibv_mr* ticket_mr_ = nullptr;
   uint64_t ticket_ = 0;
   bool connected_ = false;
@@ -62,4 +60,4 @@ private:
   uint64_t max_chunk_ = 0;
 };
 
-} // namespace deepinfer::actors
+} // namespace deepinfer::kv

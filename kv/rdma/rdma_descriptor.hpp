@@ -7,7 +7,7 @@
 #include <string_view>
 #include <vector>
 
-namespace deepinfer::actors {
+namespace deepinfer::kv {
 
 /// What an RDMA KV handoff carries instead of the KV (DESIGN §1 step 5, pull model): where the
 /// prefill node parked the registered sequence buffer and how to check what the decode side
@@ -30,19 +30,7 @@ struct rdma_descriptor {
 std::vector<uint8_t> encode_rdma_descriptor(const rdma_descriptor& d);
 
 /// The descriptor in `bytes`; nullopt and `error` when it is truncated, damaged, of another
-/// version, has trailing bytes or names no valid endpoint.
+/// version, has trailing bytes or names no valid endpoint (`parse_host_port`).
 std::optional<rdma_descriptor> decode_rdma_descriptor(std::span<const uint8_t> bytes, std::string* error);
 
-/// A `HOST:PORT` endpoint split in two.
-struct rdma_endpoint {
-  std::string host;
-  uint16_t port = 0;
-};
-
-/// Parses `HOST:PORT` or `[V6]:PORT`; nullopt when malformed or the port is 0.
-std::optional<rdma_endpoint> parse_rdma_endpoint(std::string_view text);
-
-/// `HOST:PORT`, bracketing an IPv6 host.
-std::string format_rdma_endpoint(const std::string& host, uint16_t port);
-
-} // namespace deepinfer::actors
+} // namespace deepinfer::kv

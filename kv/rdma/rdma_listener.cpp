@@ -1,32 +1,22 @@
-#include "actors/transport/rdma_listener.hpp"
+#include "kv/rdma/rdma_listener.hpp"
 
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
 
 #include <arpa/inet.h>
-#include <fcntl.h>
 #include <poll.h>
 #include <sys/eventfd.h>
 #include <unistd.h>
 
-#include "actors/log.hpp"
+#include "kv/log.hpp"
 
-namespace deepinfer::actors {
+namespace deepinfer::kv {
 
 namespace {
 
 /// Completion queue shared by every connection.
 constexpr int cq_depth = 4096;
-
-std::string errno_text(const char* what) {
-  return std::string{what} + ": " + std::strerror(errno);
-}
-
-bool make_nonblocking(int fd) {
-  int flags = fcntl(fd, F_GETFL);
-  return flags >= 0 && fcntl(fd, F_SETFL, flags | O_NONBLOCK) == 0;
-}
 
 } // namespace
 
@@ -37,56 +27,43 @@ std::unique_ptr<rdma_listener> rdma_listener::open(const config& cfg, callbacks 
     *error = std::move(what);
     return nullptr;
   };
-  l->channel_ = rdma_create_event_channel();
-  if (!l->channel_)
-    return fail(errno_text("cannot open the RDMA connection manager (/dev/infiniband/rdma_cm; is rdma_ucm loaded?)"));
-  if (rdma_create_id(l->channel_, &l->listen_id_, nullptr, RDMA_PS_TCP) != 0)
-    return fail(errno_text("rdma_create_id"));
+  auto& v = l->verbs_;
+  if (!v.open_cm(error))
+    return nullptr;
   rdma_addrinfo hints{};
   hints.ai_flags = RAI_PASSIVE;
   hints.ai_port_space = RDMA_PS_TCP;
   rdma_addrinfo* res = nullptr;
   auto port = std::to_string(cfg.port);
   if (rdma_getaddrinfo(cfg.host.c_str(), port.c_str(), &hints, &res) != 0 || !res)
-    return fail(errno_text(("cannot resolve RDMA listen address " + cfg.host).c_str()));
-  int rc = rdma_bind_addr(l->listen_id_, res->ai_src_addr);
+    return fail(errno_text("cannot resolve RDMA listen address " + cfg.host));
+  int rc = rdma_bind_addr(v.id, res->ai_src_addr);
   rdma_freeaddrinfo(res);
   if (rc != 0)
-    return fail(errno_text(("cannot bind the RDMA listener to " + cfg.host + ":" + port).c_str()));
-  l->verbs_ = l->listen_id_->verbs;
-  if (!l->verbs_)
+    return fail(errno_text("cannot bind the RDMA listener to " + cfg.host + ":" + port));
+  l->device_ctx_ = v.id->verbs;
+  if (!l->device_ctx_)
     return fail(cfg.host + " is not the address of an RDMA device: give the node the IP of its "
                            "RDMA NIC (RoCE or IPoIB)");
-  if (rdma_listen(l->listen_id_, 64) != 0)
+  if (rdma_listen(v.id, 64) != 0)
     return fail(errno_text("rdma_listen"));
-  l->port_ = ntohs(rdma_get_src_port(l->listen_id_));
-  if (ibv_query_device(l->verbs_, &l->device_) != 0)
+  l->port_ = ntohs(rdma_get_src_port(v.id));
+  if (ibv_query_device(l->device_ctx_, &l->device_) != 0)
     return fail(errno_text("ibv_query_device"));
-  l->pd_ = ibv_alloc_pd(l->verbs_);
-  l->comp_ = l->pd_ ? ibv_create_comp_channel(l->verbs_) : nullptr;
-  l->cq_ = l->comp_ ? ibv_create_cq(l->verbs_, std::min(cq_depth, l->device_.max_cqe), nullptr, l->comp_, 0) : nullptr;
-  if (!l->cq_ || ibv_req_notify_cq(l->cq_, 0) != 0)
-    return fail(errno_text("cannot set up the RDMA listener's protection domain and completion queue"));
+  if (!v.open_queues(l->device_ctx_, std::min(cq_depth, l->device_.max_cqe), error))
+    return nullptr;
+  if (ibv_req_notify_cq(v.cq, 0) != 0)
+    return fail(errno_text("cannot arm the RDMA listener's completion queue"));
   l->stop_fd_ = eventfd(0, EFD_NONBLOCK);
-  if (l->stop_fd_ < 0 || !make_nonblocking(l->channel_->fd) || !make_nonblocking(l->comp_->fd))
-    return fail(errno_text("cannot set up the RDMA listener's file descriptors"));
+  if (l->stop_fd_ < 0)
+    return fail(errno_text("cannot make the RDMA listener's stop event"));
   l->running_ = true;
   l->thread_ = std::thread([p = l.get()] { p->run(); });
   return l;
 }
 
 rdma_listener::~rdma_listener() {
-  stop();
-  if (cq_)
-    ibv_destroy_cq(cq_);
-  if (comp_)
-    ibv_destroy_comp_channel(comp_);
-  if (pd_)
-    ibv_dealloc_pd(pd_);
-  if (listen_id_)
-    rdma_destroy_id(listen_id_);
-  if (channel_)
-    rdma_destroy_event_channel(channel_);
+  stop();  // every connection goes before verbs_ frees the queues they use
   if (stop_fd_ >= 0)
     ::close(stop_fd_);
 }
@@ -103,15 +80,15 @@ void rdma_listener::stop() {
 }
 
 ibv_mr* rdma_listener::register_for_read(void* data, std::size_t size, std::string* error) {
-  auto* mr = ibv_reg_mr(pd_, data, size, IBV_ACCESS_REMOTE_READ);
+  auto* mr = ibv_reg_mr(verbs_.pd, data, size, IBV_ACCESS_REMOTE_READ);
   if (!mr)
-    *error = errno_text(("cannot register " + std::to_string(size) + " bytes for RDMA "
-                         "(pinned-memory limit? see `ulimit -l`)").c_str());
+    *error = errno_text("cannot register " + std::to_string(size) + " bytes for RDMA "
+                         "(pinned-memory limit? see `ulimit -l`)");
   return mr;
 }
 
 void rdma_listener::run() {
-  pollfd fds[3] = {{channel_->fd, POLLIN, 0}, {comp_->fd, POLLIN, 0}, {stop_fd_, POLLIN, 0}};
+  pollfd fds[3] = {{verbs_.channel->fd, POLLIN, 0}, {verbs_.comp->fd, POLLIN, 0}, {stop_fd_, POLLIN, 0}};
   while (running_) {
     int n = ::poll(fds, 3, 1000);
     if (n < 0 && errno != EINTR) {
@@ -122,7 +99,7 @@ void rdma_listener::run() {
       return;
     if (n > 0 && (fds[0].revents & POLLIN)) {
       rdma_cm_event* ev = nullptr;
-      while (rdma_get_cm_event(channel_, &ev) == 0)
+      while (rdma_get_cm_event(verbs_.channel, &ev) == 0)
         on_cm_event(ev);
     }
     if (n > 0 && (fds[1].revents & POLLIN))
@@ -148,12 +125,12 @@ void rdma_listener::on_cm_event(rdma_cm_event* ev) {
     case RDMA_CM_EVENT_CONNECT_ERROR:
     case RDMA_CM_EVENT_UNREACHABLE:
     case RDMA_CM_EVENT_REJECTED:
-      if (id != listen_id_)
+      if (id != verbs_.id)
         drop(id);
       break;
     case RDMA_CM_EVENT_DEVICE_REMOVAL:
       log().error("RDMA KV listener: device removed; KV handoffs will fail over to CAF messages");
-      if (id != listen_id_)
+      if (id != verbs_.id)
         drop(id);
       break;
     default:
@@ -167,7 +144,7 @@ void rdma_listener::accept(rdma_cm_id* id, const rdma_conn_param& asked) {
     rdma_reject(id, nullptr, 0);
     rdma_destroy_id(id);
   };
-  if (id->verbs != verbs_)
+  if (id->verbs != device_ctx_)
     return refuse("it arrived on another RDMA device");
   // Each connection can hold recv_depth receive completions plus one send in the shared CQ.
   auto max_connections = static_cast<std::size_t>(std::min(cq_depth, device_.max_cqe)) / (recv_depth + 1);
@@ -176,17 +153,10 @@ void rdma_listener::accept(rdma_cm_id* id, const rdma_conn_param& asked) {
   auto c = std::make_unique<connection>();
   c->serial = next_serial_++;
   c->id = id;
-  ibv_qp_init_attr qa{};
-  qa.send_cq = cq_;
-  qa.recv_cq = cq_;
-  qa.qp_type = IBV_QPT_RC;
-  qa.cap.max_send_wr = 1;
-  qa.cap.max_recv_wr = recv_depth;
-  qa.cap.max_send_sge = 1;
-  qa.cap.max_recv_sge = 1;
-  if (rdma_create_qp(id, pd_, &qa) != 0)
+  auto qa = rc_qp_attributes(verbs_.cq, 1, recv_depth);
+  if (rdma_create_qp(id, verbs_.pd, &qa) != 0)
     return refuse(errno_text("rdma_create_qp"));
-  c->mr = ibv_reg_mr(pd_, c->slots, sizeof c->slots, IBV_ACCESS_LOCAL_WRITE);
+  c->mr = ibv_reg_mr(verbs_.pd, c->slots, sizeof c->slots, IBV_ACCESS_LOCAL_WRITE);
   bool posted = c->mr != nullptr;
   for (std::size_t i = 0; posted && i < recv_depth; ++i)
     posted = post_recv(*c, i);
@@ -243,13 +213,13 @@ bool rdma_listener::post_recv(connection& c, std::size_t slot) {
 void rdma_listener::on_completions() {
   ibv_cq* cq = nullptr;
   void* ctx = nullptr;
-  while (ibv_get_cq_event(comp_, &cq, &ctx) == 0)
+  while (ibv_get_cq_event(verbs_.comp, &cq, &ctx) == 0)
     ibv_ack_cq_events(cq, 1);
   // Re-armed before draining, so a completion arriving meanwhile raises a new event.
-  ibv_req_notify_cq(cq_, 0);
+  ibv_req_notify_cq(verbs_.cq, 0);
   ibv_wc wc[16];
   int n = 0;
-  while ((n = ibv_poll_cq(cq_, 16, wc)) > 0) {
+  while ((n = ibv_poll_cq(verbs_.cq, 16, wc)) > 0) {
     for (int k = 0; k < n; ++k) {
       // Completions of a dropped connection (flushed receives) find no connection: ignored.
       auto i = connections_.find(wc[k].wr_id >> 8);
@@ -265,4 +235,4 @@ void rdma_listener::on_completions() {
   }
 }
 
-} // namespace deepinfer::actors
+} // namespace deepinfer::kv
