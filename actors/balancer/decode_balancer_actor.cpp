@@ -1,13 +1,10 @@
-#include <map>
-#include <set>
-#include <unordered_map>
-
 #include <caf/actor_system.hpp>
 #include <caf/stateful_actor.hpp>
 #include <caf/typed_event_based_actor.hpp>
 
 #include "actors/balancer/balancer_actors.hpp"
 #include "actors/balancer/balancer_view.hpp"
+#include "actors/balancer/requester_keys.hpp"
 #include "actors/errors.hpp"
 #include "actors/log.hpp"
 
@@ -19,8 +16,7 @@ struct decode_balancer_state {
   std::unique_ptr<balancers::serving_router> router;
   balancer_view live;
   /// Claims each requester holds, so its DOWN releases them all.
-  std::map<caf::actor_addr, std::set<uint64_t>> held;
-  std::unordered_map<uint64_t, caf::actor_addr> owner;
+  requester_keys held;
   std::shared_ptr<balancer_loads> loads;
   static inline const char* name = "deepinfer.decode_balancer";
 };
@@ -28,33 +24,15 @@ struct decode_balancer_state {
 using decode_pointer = decode_balancer_actor::stateful_pointer<decode_balancer_state>;
 
 void own(decode_pointer self, uint64_t key) {
-  auto& st = self->state;
   auto sender = self->current_sender();
-  if (!sender || st.owner.count(key) > 0)
-    return;
-  auto requester = sender->address();
-  auto& keys = st.held[requester];
-  if (keys.empty())
-    self->monitor(requester);
-  keys.insert(key);
-  st.owner[key] = requester;
+  if (sender && !self->state.held.owns(key) && self->state.held.add(sender->address(), key))
+    self->monitor(sender->address());
 }
 
 void release(decode_pointer self, uint64_t key) {
-  auto& st = self->state;
-  st.router->finish_decode(key);
-  auto o = st.owner.find(key);
-  if (o == st.owner.end())
-    return;
-  auto h = st.held.find(o->second);
-  if (h != st.held.end()) {
-    h->second.erase(key);
-    if (h->second.empty()) {
-      self->demonitor(h->first);
-      st.held.erase(h);
-    }
-  }
-  st.owner.erase(o);
+  self->state.router->finish_decode(key);
+  if (auto gone = self->state.held.remove(key))
+    self->demonitor(*gone);
 }
 
 decode_balancer_actor::behavior_type decode_balancer(decode_pointer self, balancer_actors_config cfg) {
@@ -62,11 +40,7 @@ decode_balancer_actor::behavior_type decode_balancer(decode_pointer self, balanc
   st.router = std::make_unique<balancers::serving_router>(cfg.router);
   st.loads = cfg.decode_loads;
   self->set_down_handler([=](caf::down_msg& dm) {
-    auto it = self->state.held.find(dm.source);
-    if (it == self->state.held.end())
-      return;
-    auto keys = it->second; // release() edits the set
-    for (auto k : keys)
+    for (auto k : self->state.held.keys_of(dm.source))
       release(self, k);
     self->state.loads->set(self->state.router->decode_loads());
   });
@@ -91,7 +65,7 @@ decode_balancer_actor::behavior_type decode_balancer(decode_pointer self, balanc
     },
     [=](grow_atom, const decode_claim& c) {
       auto& st = self->state;
-      if (st.owner.count(c.key) == 0) {
+      if (!st.held.owns(c.key)) {
         // A claim this balancer never placed: it restarted. Take it in (soft state).
         if (!st.router->adopt_decode(c.key, {c.instance, c.rank}, c.kv_tokens, c.reserve_tokens))
           return;

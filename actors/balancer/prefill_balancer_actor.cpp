@@ -1,5 +1,3 @@
-#include <map>
-#include <set>
 #include <unordered_map>
 
 #include <caf/actor_system.hpp>
@@ -9,6 +7,7 @@
 #include "actors/balancer/balancer_actors.hpp"
 #include "actors/balancer/balancer_metrics.hpp"
 #include "actors/balancer/balancer_view.hpp"
+#include "actors/balancer/requester_keys.hpp"
 #include "actors/errors.hpp"
 #include "actors/log.hpp"
 
@@ -26,8 +25,7 @@ struct prefill_balancer_state {
   };
   std::unordered_map<uint64_t, waiting_job> waiting;
   /// Keys each requester holds (queued or running), so its DOWN releases them all.
-  std::map<caf::actor_addr, std::set<uint64_t>> held;
-  std::unordered_map<uint64_t, caf::actor_addr> owner;
+  requester_keys held;
   std::shared_ptr<balancer_loads> loads;
   static inline const char* name = "deepinfer.prefill_balancer";
 };
@@ -58,17 +56,8 @@ void dispatch(prefill_pointer self) {
 void release(prefill_pointer self, uint64_t key) {
   auto& st = self->state;
   st.router->finish_prefill(key);
-  if (auto o = st.owner.find(key); o != st.owner.end()) {
-    auto h = st.held.find(o->second);
-    if (h != st.held.end()) {
-      h->second.erase(key);
-      if (h->second.empty()) {
-        self->demonitor(h->first);
-        st.held.erase(h);
-      }
-    }
-    st.owner.erase(o);
-  }
+  if (auto gone = st.held.remove(key))
+    self->demonitor(*gone);
   if (auto it = st.waiting.find(key); it != st.waiting.end()) {
     it->second.promise.deliver(make_error(errc::no_capacity, "released before an instance pulled it"));
     st.waiting.erase(it);
@@ -80,11 +69,7 @@ prefill_balancer_actor::behavior_type prefill_balancer(prefill_pointer self, bal
   st.router = std::make_unique<balancers::serving_router>(cfg.router);
   st.loads = cfg.prefill_loads;
   self->set_down_handler([=](caf::down_msg& dm) {
-    auto it = self->state.held.find(dm.source);
-    if (it == self->state.held.end())
-      return;
-    auto keys = it->second; // release() edits the set
-    for (auto k : keys)
+    for (auto k : self->state.held.keys_of(dm.source))
       release(self, k);
     dispatch(self);
   });
@@ -95,13 +80,8 @@ prefill_balancer_actor::behavior_type prefill_balancer(prefill_pointer self, bal
       if (st.live.empty())
         return make_error(errc::no_capacity, "no prefill instance is running");
       auto requester = self->current_sender() ? self->current_sender()->address() : caf::actor_addr{};
-      if (requester) {
-        auto& keys = st.held[requester];
-        if (keys.empty())
-          self->monitor(requester);
-        keys.insert(ask.key);
-        st.owner[ask.key] = requester;
-      }
+      if (requester && st.held.add(requester, ask.key))
+        self->monitor(requester);
       auto promise = self->make_response_promise<rank_grant>();
       st.waiting[ask.key] = {promise, requester};
       st.router->submit_prefill(ask.key, ask.input_len, ask.quota_s);

@@ -49,30 +49,37 @@ double sum_of(const std::string& metrics, const std::string& prefix) {
   return sum;
 }
 
-} // namespace
-
-BOOST_AUTO_TEST_SUITE(serving)
-
-BOOST_AUTO_TEST_CASE(request_survives_a_decode_rank_failure_by_resubmission,
-                     *utf::precondition(has_tokenizer)) {
-  auto tok = tokenizer_path();
-  auto model = std::filesystem::temp_directory_path() / ("deepinfer-serving-test-" + std::to_string(::getpid()));
-  BOOST_REQUIRE(engine::random_model::write(engine::model_config::tiny(), 7, model.string()).empty());
-
+/// One node with the controller, the entrypoint (model "m", any port) and `instances`, serving the
+/// tiny model in `model`.
+actors::node_runtime_config serving_node(const std::filesystem::path& model, std::vector<actors::node_role> roles,
+                                         std::vector<actors::instance_spec> instances) {
   actors::node_runtime_config cfg;
   cfg.self.name = "t";
-  cfg.self.roles = {node_role::controller, node_role::entrypoint, node_role::prefill, node_role::decode};
+  cfg.self.roles = std::move(roles);
   cfg.hosts_controller = true;
-  cfg.instances = {{node_role::prefill, 2}, {node_role::decode, 2}};
+  cfg.instances = std::move(instances);
   actors::http_endpoint ep;
   ep.port = 0;
   ep.models = {"m"};
   cfg.http = ep;
   actors::serving_config sc;
   sc.model_dir = model.string();
-  sc.tokenizer_path = tok.string();
+  sc.tokenizer_path = tokenizer_path().string();
   sc.model_name = "m";
   cfg.serving = sc;
+  return cfg;
+}
+
+} // namespace
+
+BOOST_AUTO_TEST_SUITE(serving)
+
+BOOST_AUTO_TEST_CASE(request_survives_a_decode_rank_failure_by_resubmission,
+                     *utf::precondition(has_tokenizer)) {
+  auto model = std::filesystem::temp_directory_path() / ("deepinfer-serving-test-" + std::to_string(::getpid()));
+  BOOST_REQUIRE(engine::random_model::write(engine::model_config::tiny(), 7, model.string()).empty());
+  auto cfg = serving_node(model, {node_role::controller, node_role::entrypoint, node_role::prefill, node_role::decode},
+                          {{node_role::prefill, 2}, {node_role::decode, 2}});
   actors::node_runtime node{cfg};
   BOOST_REQUIRE(!node.start());
 
@@ -114,28 +121,14 @@ BOOST_AUTO_TEST_CASE(request_survives_a_decode_rank_failure_by_resubmission,
 
 BOOST_AUTO_TEST_CASE(a_nearly_full_decode_rank_is_passed_over_instead_of_failing_an_import,
                      *utf::precondition(has_tokenizer)) {
-  auto tok = tokenizer_path();
   auto model = std::filesystem::temp_directory_path() / ("deepinfer-serving-room-" + std::to_string(::getpid()));
   BOOST_REQUIRE(engine::random_model::write(engine::model_config::tiny(), 7, model.string()).empty());
-
-  actors::node_runtime_config cfg;
-  cfg.self.name = "t";
-  cfg.self.roles = {"controller", "entrypoint", "prefill", "decode"};
-  cfg.hosts_controller = true;
-  cfg.instances = {{"prefill", 1}, {"decode", 2}};
-  actors::http_endpoint ep;
-  ep.port = 0;
-  ep.models = {"m"};
-  cfg.http = ep;
-  actors::serving_config sc;
-  sc.model_dir = model.string();
-  sc.tokenizer_path = tok.string();
-  sc.model_name = "m";
+  auto cfg = serving_node(model, {node_role::controller, node_role::entrypoint, node_role::prefill, node_role::decode},
+                          {{node_role::prefill, 1}, {node_role::decode, 2}});
   // Each decode rank holds 4 blocks (512 tokens): one request of ~150-310 prompt tokens plus
   // 200 to generate fits, two do not. The old router (16M tokens assumed per rank) put the third
   // request on a full rank, whose import failed.
-  sc.decode_kv_blocks_per_rank = 4;
-  cfg.serving = sc;
+  cfg.serving->decode_kv_blocks_per_rank = 4;
   actors::node_runtime node{cfg};
   BOOST_REQUIRE(!node.start());
 
@@ -198,20 +191,7 @@ BOOST_AUTO_TEST_CASE(the_entrypoint_prices_with_the_fit_kept_beside_the_model, *
   fits.put({engine::kernels::best_cpu_isa(), 1, balancers::cost_model({.a0 = 0.125, .a1 = 2.5e-4, .f0 = 0.5}), 20, 0.1});
   BOOST_REQUIRE(fits.save((model / "cost_model.json").string()).empty());
 
-  actors::node_runtime_config cfg;
-  cfg.self.name = "t";
-  cfg.self.roles = {"controller", "entrypoint"};
-  cfg.hosts_controller = true;
-  actors::http_endpoint ep;
-  ep.port = 0;
-  ep.models = {"m"};
-  cfg.http = ep;
-  actors::serving_config sc;
-  sc.model_dir = model.string();
-  sc.tokenizer_path = tokenizer_path().string();
-  sc.model_name = "m";
-  cfg.serving = sc;
-  actors::node_runtime node{cfg};
+  actors::node_runtime node{serving_node(model, {node_role::controller, node_role::entrypoint}, {})};
   BOOST_REQUIRE(!node.start());
   actors::http::testing::http_test_client c{node.http_port()};
   auto m = c.request(boost::beast::http::verb::get, "/metrics").body();

@@ -106,7 +106,7 @@ std::optional<std::string> node_runtime::start() {
   // any actor runs, so nothing else loads the CPU meanwhile) and read from the model directory
   // afterwards: this node's prefill ranks chunk with it, its entrypoint prices with it.
   const bool prefills = std::any_of(cfg.instances.begin(), cfg.instances.end(),
-                                    [](const auto& spec) { return spec.role == "prefill"; });
+                                    [](const auto& spec) { return spec.role == node_role::prefill; });
   if (cfg.serving && !cfg.serving->prefill_cost && (cfg.http || prefills)) {
     auto fit = engine::cost_profile::ensure(
       cfg.serving->model_dir, engine::cost_profile::config{cfg.serving->threads_per_rank, cfg.serving->cpu_isa});
@@ -218,7 +218,7 @@ std::optional<std::string> node_runtime::start() {
     if (cfg.serving && (spec.role == node_role::prefill || spec.role == node_role::decode)) {
       sc.engine.model_dir = cfg.serving->model_dir;
       sc.engine.threads = cfg.serving->threads_per_rank;
-      sc.engine.kv_blocks = spec.role == "decode" && cfg.serving->decode_kv_blocks_per_rank > 0
+      sc.engine.kv_blocks = spec.role == node_role::decode && cfg.serving->decode_kv_blocks_per_rank > 0
                               ? cfg.serving->decode_kv_blocks_per_rank
                               : cfg.serving->kv_blocks_per_rank;
       sc.engine.cache = cache;
