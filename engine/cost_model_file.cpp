@@ -28,7 +28,7 @@ std::optional<cost_model_file> cost_model_file::from_json(const std::string& tex
     for (const auto& f : j.at("fits")) {
       entry e;
       auto isa = kernels::parse_cpu_isa(f.at("isa").get<std::string>());
-      auto model = balancers::cost_model::from_json(f.dump());
+      auto model = deepinfer::balancers::cost_model::from_json(f.dump());
       if (!isa || !model)
         return std::nullopt;
       e.isa = *isa;

@@ -26,7 +26,7 @@ public:
   struct entry {
     kernels::cpu_isa isa = kernels::cpu_isa::portable;
     int threads = 1;
-    balancers::cost_model model;
+    deepinfer::balancers::cost_model model;
     /// Chunks measured, and the fit's mean |predicted - measured| / measured over them.
     int samples = 0;
     double mean_rel_err = 0.0;

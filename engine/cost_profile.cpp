@@ -99,7 +99,7 @@ cost_profile::result cost_profile::measure(const std::string& model_dir, const c
     out.finishes.push_back({c, ns_since(t0)});
     e.free(*seq);
   }
-  auto model = balancers::cost_model::fit(out.chunks, out.finishes);
+  auto model = deepinfer::balancers::cost_model::fit(out.chunks, out.finishes);
   if (!model) {
     out.error = "the measured steps do not determine the cost model";
     return out;

@@ -37,8 +37,8 @@ public:
     /// The fit and the setup it was measured on; nullopt on an error.
     std::optional<cost_model_file::entry> fit;
     /// The measured steps (empty when `ensure` read the fit from the file).
-    std::vector<balancers::cost_model::sample> chunks;
-    std::vector<balancers::cost_model::finish_sample> finishes;
+    std::vector<deepinfer::balancers::cost_model::sample> chunks;
+    std::vector<deepinfer::balancers::cost_model::finish_sample> finishes;
     /// Why there is no fit (empty when there is one).
     std::string error;
     /// A fit that could not be kept in the model directory (read-only, full disk).

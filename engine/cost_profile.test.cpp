@@ -91,9 +91,9 @@ BOOST_AUTO_TEST_CASE(ensure_measures_a_missing_setup_once_and_then_reads_the_fil
 
 BOOST_AUTO_TEST_CASE(the_file_keeps_one_fit_per_engine_setup) {
   cost_model_file f;
-  f.put({kernels::cpu_isa::avx2, 1, balancers::cost_model({.a0 = 1e-3}), 10, 0.1});
-  f.put({kernels::cpu_isa::avx2, 2, balancers::cost_model({.a0 = 2e-3}), 10, 0.1});
-  f.put({kernels::cpu_isa::avx2, 1, balancers::cost_model({.a0 = 3e-3}), 12, 0.2});
+  f.put({kernels::cpu_isa::avx2, 1, deepinfer::balancers::cost_model({.a0 = 1e-3}), 10, 0.1});
+  f.put({kernels::cpu_isa::avx2, 2, deepinfer::balancers::cost_model({.a0 = 2e-3}), 10, 0.1});
+  f.put({kernels::cpu_isa::avx2, 1, deepinfer::balancers::cost_model({.a0 = 3e-3}), 12, 0.2});
   auto back = cost_model_file::from_json(f.to_json());
   BOOST_REQUIRE(back);
   BOOST_TEST(back->entries().size() == 2u);

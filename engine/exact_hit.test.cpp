@@ -159,7 +159,7 @@ BOOST_AUTO_TEST_CASE(blocks_imported_after_the_encoder_give_the_same_result) {
   for (int64_t b = 0; b < 8; ++b)
     blocks.push_back(*e.export_block(a, b));
   // 1 ms per step + 10 us per token: several chunks of the 476 new tokens
-  const balancers::cost_model m({.a0 = 1e-3, .a1 = 1e-5});
+  const deepinfer::balancers::cost_model m({.a0 = 1e-3, .a1 = 1e-5});
   prefill_scheduler s(prefill_scheduler::config{2e6, 16}, e, m);
   prefill_request req;
   req.seq = next_seq();

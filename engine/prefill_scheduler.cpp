@@ -9,7 +9,7 @@
 namespace deepinfer::engine {
 
 prefill_scheduler::prefill_scheduler(const config& cfg, rank_engine& engine,
-                                     const balancers::cost_model& model)
+                                     const deepinfer::balancers::cost_model& model)
     : config_(cfg), engine_(engine), model_(model) {}
 
 prefill_progress prefill_scheduler::submit(const prefill_request& req) {

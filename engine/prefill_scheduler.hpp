@@ -51,7 +51,7 @@ public:
     double measured_ns = 0;
   };
 
-  prefill_scheduler(const config& cfg, rank_engine& engine, const balancers::cost_model& model);
+  prefill_scheduler(const config& cfg, rank_engine& engine, const deepinfer::balancers::cost_model& model);
 
   /// Registers the request with the engine and queues it; a non-ok status (invalid,
   /// does_not_fit) means it was not queued.
@@ -76,7 +76,7 @@ private:
   bool is_long(const entry& e) const;
   config config_;
   rank_engine& engine_;
-  balancers::cost_model model_;
+  deepinfer::balancers::cost_model model_;
   std::deque<entry> queue_;
   /// The last step was led by a long prompt (the next one lets shorter ones lead).
   bool long_led_ = false;

@@ -15,7 +15,7 @@ BOOST_AUTO_TEST_SUITE(prefill_scheduler_suite)
 BOOST_AUTO_TEST_CASE(budgeted_chunks_follow_the_cost_model_and_change_no_result) {
   auto& e = tiny_engine();
   // A synthetic model: 1 ms per step + 10 us per token, finishing pass 2 ms.
-  const balancers::cost_model m({.a0 = 1e-3, .a1 = 1e-5, .f0 = 2e-3});
+  const deepinfer::balancers::cost_model m({.a0 = 1e-3, .a1 = 1e-5, .f0 = 2e-3});
   prefill_scheduler::config cfg{4e6, 16};
   cfg.adapt = false; // the policy alone, against the synthetic model
   prefill_scheduler s(cfg, e, m);
@@ -51,7 +51,7 @@ BOOST_AUTO_TEST_CASE(budgeted_chunks_follow_the_cost_model_and_change_no_result)
 
 BOOST_AUTO_TEST_CASE(a_short_prompt_leads_every_other_step_behind_a_long_one) {
   auto& e = tiny_engine();
-  const balancers::cost_model m({.a0 = 1e-3, .a1 = 1e-5, .f0 = 2e-3});
+  const deepinfer::balancers::cost_model m({.a0 = 1e-3, .a1 = 1e-5, .f0 = 2e-3});
   prefill_scheduler::config cfg{4e6, 16};
   cfg.adapt = false;
   cfg.long_prompt_steps = 1; // more than 4 ms of predicted work is long
@@ -102,7 +102,7 @@ BOOST_AUTO_TEST_CASE(a_wrong_cost_model_is_corrected_by_the_measured_steps) {
     ns_per_token = std::chrono::duration<double, std::nano>(std::chrono::steady_clock::now() - t0).count() / 600;
     e.free(r.seq);
   }
-  const balancers::cost_model optimistic({.a1 = ns_per_token / 20 * 1e-9});
+  const deepinfer::balancers::cost_model optimistic({.a1 = ns_per_token / 20 * 1e-9});
   const double budget = 400 * ns_per_token; // ~400 tokens' worth per step
   prefill_scheduler::config cfg{budget, 16};
   prefill_scheduler s(cfg, e, optimistic);

@@ -29,7 +29,7 @@ struct entrypoint::context {
   /// of several entrypoints never collide at the cluster's one balancer of each kind.
   uint64_t balancer_tag = 0;
   /// Prices a prefill (compute-quota, DESIGN §6.1).
-  std::optional<balancers::cost_model> quota;
+  std::optional<deepinfer::balancers::cost_model> quota;
   /// CHECK of the prefix cache (metadata only); null without a KV root.
   std::shared_ptr<kv::prefix_cache> cache;
   std::atomic<uint64_t> next_id{1};

@@ -58,7 +58,7 @@ struct rank_engine_config {
   /// prefills; node_runtime passes the one serving_config carries. nullopt: the rank takes it
   /// from MODEL_DIR/cost_model.json at its first prefill, measuring it first when the file has
   /// no fit for its setup (engine::cost_profile::ensure).
-  std::optional<balancers::cost_model> prefill_cost;
+  std::optional<deepinfer::balancers::cost_model> prefill_cost;
   /// A prompt predicted to need more than this many steps is long: shorter prompts behind it
   /// lead every other step (prefill_scheduler::config::long_prompt_steps; 0: plain FIFO).
   double prefill_long_steps = 4;

@@ -83,7 +83,7 @@ struct serving_config {
   /// prices prefills (compute-quota) with it. nullopt: node_runtime takes it from
   /// MODEL_DIR/cost_model.json at start, measuring it first when the file has no fit for this
   /// setup (engine::cost_profile::ensure; about a second for the tiny model).
-  std::optional<balancers::cost_model> prefill_cost;
+  std::optional<deepinfer::balancers::cost_model> prefill_cost;
 };
 
 } // namespace deepinfer::actors

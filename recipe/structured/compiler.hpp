@@ -1,6 +1,6 @@
 #pragma once
 
-#include "recipe/expected.hpp"
+#include "recipe/base/expected.hpp"
 #include "recipe/structured/matcher.hpp"
 
 #include <chrono>
