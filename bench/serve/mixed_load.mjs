@@ -11,6 +11,8 @@ import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 
+import { streamTtft } from './stream_ttft.mjs';
+
 const opts = Object.fromEntries(process.argv.slice(2).filter((a) => a.startsWith('--')).map((a) => a.slice(2).split('=')));
 const exes = process.argv.slice(2).filter((a) => !a.startsWith('--'));
 if (exes.length === 0) {
@@ -45,21 +47,7 @@ function stop(s) {
   fs.rmSync(s.kvRoot, { recursive: true, force: true });
 }
 
-async function ttft(base, content) {
-  const t0 = performance.now();
-  const r = await fetch(base + '/v1/chat/completions', { method: 'POST', headers: { 'content-type': 'application/json' },
-    body: JSON.stringify({ model: MODEL, messages: [{ role: 'user', content }], max_tokens: maxTokens, temperature: 0, stream: true }) });
-  const reader = r.body.getReader(); const dec = new TextDecoder();
-  let text = ''; let first = null;
-  for (;;) {
-    const { value, done } = await reader.read();
-    if (done) break;
-    text += dec.decode(value);
-    if (first === null && (text.match(/^data: /gm) || []).length >= 2) first = performance.now() - t0;
-  }
-  if (!r.ok) throw new Error(`HTTP ${r.status}: ${text}`);
-  return first ?? performance.now() - t0;
-}
+const ttft = (base, content) => streamTtft(base, MODEL, content, maxTokens);
 
 let salt = 0;
 const words = (n) => { const s = ++salt; return Array.from({ length: n }, (_, i) => `w${(i * 7919 + s * 104729) % 99991}`).join(' '); };

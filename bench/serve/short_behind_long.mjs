@@ -8,27 +8,15 @@ import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 
+import { streamTtft } from './stream_ttft.mjs';
+
 const opts = Object.fromEntries(process.argv.slice(2).filter((a) => a.startsWith('--')).map((a) => a.slice(2).split('=')));
 const exes = process.argv.slice(2).filter((a) => !a.startsWith('--'));
 const longWords = Number(opts['long-words'] ?? 6000);
 const rounds = Number(opts.rounds ?? 3);
 const MODEL = 'deepseek-v4.1-flash';
 
-async function ttft(base, content) {
-  const t0 = performance.now();
-  const r = await fetch(base + '/v1/chat/completions', { method: 'POST', headers: { 'content-type': 'application/json' },
-    body: JSON.stringify({ model: MODEL, messages: [{ role: 'user', content }], max_tokens: 2, temperature: 0, stream: true }) });
-  const reader = r.body.getReader(); const dec = new TextDecoder();
-  let text = ''; let first = null;
-  for (;;) {
-    const { value, done } = await reader.read();
-    if (done) break;
-    text += dec.decode(value);
-    if (first === null && (text.match(/^data: /gm) || []).length >= 2) first = performance.now() - t0;
-  }
-  if (!r.ok) throw new Error(`HTTP ${r.status}: ${text}`);
-  return first ?? performance.now() - t0;
-}
+const ttft = (base, content) => streamTtft(base, MODEL, content, 2);
 const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
 const words = (n, seed) => Array.from({ length: n }, (_, i) => `w${(i * 7919 + seed * 104729) % 1009}`).join(' ');
 
