@@ -25,6 +25,7 @@ const char* to_string(errc x) {
     case errc::node_unreachable: return "node_unreachable";
     case errc::controller_unreachable: return "controller_unreachable";
     case errc::rank_failed: return "rank_failed";
+    case errc::ep_group_failed: return "ep_group_failed";
     case errc::instance_down: return "instance_down";
     case errc::shutting_down: return "shutting_down";
     case errc::request_cancelled: return "request_cancelled";

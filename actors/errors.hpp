@@ -47,6 +47,8 @@ enum class errc : uint8_t {
   rank_failed = 152,
   instance_down = 153,
   shutting_down = 154,
+  /// A rank stopped because another rank of its EP group failed (not a failure of its own).
+  ep_group_failed = 155,
   // -- entrypoint -----------------------------------------------------------------------------
   /// The requester cancelled (client gone, stop string matched) or went away.
   request_cancelled = 200,
@@ -68,6 +70,7 @@ constexpr bool is_retryable(errc x) {
     case errc::no_capacity:
     case errc::node_unreachable:
     case errc::rank_failed:
+    case errc::ep_group_failed:
     case errc::instance_down:
       return true;
     default:

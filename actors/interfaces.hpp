@@ -38,19 +38,28 @@ using rank_actor = caf::typed_actor<
   caf::reacts_to<step_atom>,
   caf::reacts_to<chunk_atom>,
   caf::reacts_to<planned_atom, uint64_t>,
-  caf::reacts_to<loaded_atom, uint64_t>>;
+  caf::reacts_to<loaded_atom, uint64_t>,
+  caf::reacts_to<ep_wake_atom, int64_t>>;
 
 /// Owns the N ranks of one prefill or decode instance. Any rank failure fails the instance; it
 /// restarts with its healthy ranks (EP = healthy ranks) and reports to its node agent.
 /// - `(status) -> instance_status`
 /// - `(get, uint32_t rank) -> rank_actor handle wrapped as strong_actor_ptr` (null when absent)
-/// - `(fail, uint32_t rank, std::string)`: fault injection into one rank.
+/// - `(fail, uint32_t rank, std::string)`: fault injection into one rank; it stays out of the
+///   instance (the next generations are smaller).
+/// - `(fail, uint32_t rank, std::string, int64_t down_ms)`: the same, but the rank is healthy again
+///   after `down_ms`: then the instance grows back to its configured size (`POST /admin/fail-rank`).
+/// - `(ep) -> ep_report`: the expert-parallel group (size, generation, placement, moe_lb).
+/// - `(grow)`: internal, a rank's down time ended.
 /// - `(restart, uint32_t ranks)`: internal, sent to itself to start the next generation.
 using instance_supervisor_actor = caf::typed_actor<
   caf::replies_to<status_atom>::with<instance_status>,
   caf::replies_to<caf::get_atom, uint32_t>::with<caf::strong_actor_ptr>,
   caf::reacts_to<fail_atom, uint32_t, std::string>,
-  caf::reacts_to<restart_atom, uint32_t>>;
+  caf::reacts_to<fail_atom, uint32_t, std::string, int64_t>,
+  caf::replies_to<ep_atom>::with<ep_report>,
+  caf::reacts_to<restart_atom, uint32_t>,
+  caf::reacts_to<grow_atom>>;
 
 /// One per process: registers with the controller, owns the node's role actors, relays instance
 /// reports, keeps the latest membership view for local readers (HTTP /metrics).

@@ -81,6 +81,8 @@ using place_atom = caf::atom_constant<caf::atom("place")>;
 using release_atom = caf::atom_constant<caf::atom("release")>;
 using grow_atom = caf::atom_constant<caf::atom("grow")>;
 using round_atom = caf::atom_constant<caf::atom("round")>;
+using ep_wake_atom = caf::atom_constant<caf::atom("epwake")>;
+using ep_atom = caf::atom_constant<caf::atom("ep")>;
 
 // -- cluster membership ------------------------------------------------------------------------
 
@@ -342,6 +344,30 @@ typename Inspector::result_type inspect(Inspector& f, rank_grant& x) {
   return f(caf::meta::type_name("rank_grant"), x.instance, x.rank, x.handle, x.rdma);
 }
 
+/// An instance's expert-parallel group as its supervisor knows it (`GET /admin/instances`).
+struct ep_report {
+  std::string instance;
+  uint32_t generation = 0;
+  uint32_t ep_size = 0;         ///< ranks of the current generation (0 while restarting)
+  uint32_t configured_ranks = 0;
+  int64_t steps = 0;            ///< group steps so far (as rank 0 last published)
+  double moe_lb = 1.0;
+  int64_t replacements = 0;
+  int64_t moved_slots = 0;
+  uint32_t layers = 0, experts = 0, slots_per_rank = 0;
+  /// Routed expert of every slot: [layer][rank * slots_per_rank + slot] (empty without EP).
+  std::vector<int32_t> placement;
+  /// Bytes of routed-expert weights each rank holds in its slots.
+  std::vector<uint64_t> routed_expert_bytes;
+};
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, ep_report& x) {
+  return f(caf::meta::type_name("ep_report"), x.instance, x.generation, x.ep_size, x.configured_ranks,
+           x.steps, x.moe_lb, x.replacements, x.moved_slots, x.layers, x.experts, x.slots_per_rank,
+           x.placement, x.routed_expert_bytes);
+}
+
 } // namespace deepinfer::actors
 
 CAF_BEGIN_TYPE_ID_BLOCK(deepinfer, caf::first_custom_type_id)
@@ -362,4 +388,5 @@ CAF_BEGIN_TYPE_ID_BLOCK(deepinfer, caf::first_custom_type_id)
   CAF_ADD_TYPE_ID(deepinfer, (deepinfer::actors::prefill_ask))
   CAF_ADD_TYPE_ID(deepinfer, (deepinfer::actors::decode_claim))
   CAF_ADD_TYPE_ID(deepinfer, (deepinfer::actors::rank_grant))
+  CAF_ADD_TYPE_ID(deepinfer, (deepinfer::actors::ep_report))
 CAF_END_TYPE_ID_BLOCK(deepinfer)

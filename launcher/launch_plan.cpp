@@ -158,6 +158,11 @@ actors::balancer_actors_config make_balancer_config(const balancer_params& b) {
   return cfg;
 }
 
+engine::ep_settings make_ep_settings(const expert_parallel_params& p) {
+  return {static_cast<int>(p.redundant_experts_per_rank), static_cast<int>(p.window_steps),
+          static_cast<int>(p.replace_steps)};
+}
+
 actors::node_runtime_config make_node_config(const cluster_manifest& m, const node_spec& node) {
   actors::node_runtime_config cfg;
   cfg.balancers = make_balancer_config(m.balancer);
@@ -171,7 +176,9 @@ actors::node_runtime_config make_node_config(const cluster_manifest& m, const no
   cfg.controller_port = ctl.port;
   for (auto role : {node_role::prefill, node_role::decode})
     if (node.has(role))
-      cfg.instances.push_back({role, node.ranks});
+      cfg.instances.push_back({role, node.ranks,
+                               make_ep_settings(role == node_role::prefill ? m.balancer.prefill_ep
+                                                                           : m.balancer.decode_ep)});
   if (node.has(node_role::vision))
     cfg.instances.push_back({node_role::vision, 1});
   if (node.has(node_role::entrypoint) && node.http) {
@@ -185,7 +192,8 @@ actors::node_runtime_config make_node_config(const cluster_manifest& m, const no
   return cfg;
 }
 
-actors::node_runtime_config make_embedded_config(const host_port& http, const std::string& model_name) {
+actors::node_runtime_config make_embedded_config(const host_port& http, const std::string& model_name,
+                                                  uint32_t ranks) {
   actors::node_runtime_config cfg;
   cfg.self.name = "local";
   cfg.self.host = "127.0.0.1";
@@ -194,7 +202,9 @@ actors::node_runtime_config make_embedded_config(const host_port& http, const st
                     node_role::kvstore};
   cfg.hosts_controller = true;
   cfg.balancers = make_balancer_config({});
-  cfg.instances = {{node_role::prefill, 2}, {node_role::decode, 2}};
+  const balancer_params b;
+  cfg.instances = {{node_role::prefill, ranks, make_ep_settings(b.prefill_ep)},
+                   {node_role::decode, ranks, make_ep_settings(b.decode_ep)}};
   actors::http_endpoint ep;
   ep.host = http.host;
   ep.port = http.port;

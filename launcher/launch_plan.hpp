@@ -37,6 +37,7 @@ actors::node_runtime_config make_node_config(const cluster_manifest& m, const no
 actors::balancer_actors_config make_balancer_config(const balancer_params& b);
 
 /// The embedded default: every role in one process, no CAF port, HTTP on `http`.
-actors::node_runtime_config make_embedded_config(const host_port& http, const std::string& model_name);
+actors::node_runtime_config make_embedded_config(const host_port& http, const std::string& model_name,
+                                                  uint32_t ranks = 2);
 
 } // namespace deepinfer::launcher

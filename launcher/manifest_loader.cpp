@@ -78,6 +78,8 @@ void read_http(toml_reader& r, actors::http_endpoint& h) {
     h.allowed_hosts = *v;
   if (auto v = r.strings("cors_origins"))
     h.cors_origins = *v;
+  if (auto v = r.boolean("admin"))
+    h.admin = *v;
   r.finish();
 }
 

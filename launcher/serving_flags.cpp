@@ -14,6 +14,9 @@ constexpr rlim_t other_files = 512;
 } // namespace
 
 void serving_flags::add_to(CLI::App& app) {
+  app.add_flag("--admin", admin,
+               "Serve the operator endpoints on the HTTP port: POST /admin/fail-rank, GET "
+               "/admin/instances (default off; manifest [http] admin = true)");
   app.add_option("--max-connections", max_connections,
                  "Most open HTTP connections (default 4096); at the cap the longest-idle one is closed")
     ->check(CLI::Range(1, 1 << 20));
@@ -67,6 +70,8 @@ void serving_flags::apply(actors::http_endpoint& http, actors::request_limits& r
     http.allowed_hosts = allowed_hosts;
   if (!cors_origins.empty())
     http.cors_origins = cors_origins;
+  if (admin)
+    http.admin = true;
   if (json_max_depth)
     requests.json.max_depth = *json_max_depth;
   if (stall_timeout_ms)
@@ -109,6 +114,8 @@ std::vector<std::string> serving_flags::arguments() const {
   one("--admission-decode-sequences", decode_sequences_per_rank);
   one("--admission-max-waiting", max_waiting);
   one("--admission-queue-timeout-ms", queue_timeout_ms);
+  if (admin)
+    out.push_back("--admin");
   return out;
 }
 

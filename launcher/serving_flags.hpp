@@ -23,6 +23,7 @@ struct serving_flags {
   std::optional<int64_t> prefill_tokens_per_rank, decode_sequences_per_rank;
   std::optional<std::size_t> max_waiting;
   std::optional<int64_t> queue_timeout_ms;
+  bool admin = false;
 
   /// Registers the flags on `app`.
   void add_to(CLI::App& app);

@@ -1,6 +1,8 @@
 #include "actors/control/instance_supervisor.hpp"
 
 #include <algorithm>
+#include <map>
+#include <optional>
 
 #include <caf/actor_cast.hpp>
 #include <caf/actor_system.hpp>
@@ -10,11 +12,15 @@
 
 #include "actors/errors.hpp"
 #include "actors/log.hpp"
+#include "actors/http/metrics_registry.hpp"
+#include "actors/instance/ep_generation.hpp"
 #include "actors/instance/rank.hpp"
 
 namespace deepinfer::actors {
 
 namespace {
+
+using clock = std::chrono::steady_clock;
 
 struct supervisor_state {
   instance_supervisor_config cfg;
@@ -23,8 +29,27 @@ struct supervisor_state {
   // The current generation, index = rank. Shared with the exit functor, which runs after the
   // state is destroyed.
   std::shared_ptr<std::vector<rank_actor>> ranks = std::make_shared<std::vector<rank_actor>>();
+  /// The current generation's EP group (null: one rank, or no engine); the last one's summary
+  /// places the next.
+  std::shared_ptr<ep_generation> ep;
+  std::optional<ep_generation::summary> last_ep;
+  /// Ranks that failed for good (they stay out of every later generation).
+  uint32_t lost = 0;
+  /// Ranks failed on purpose for a while: healthy again at these times (then the instance grows).
+  std::vector<clock::time_point> out_until;
+  /// Rank of the current generation -> how long it stays out once its failure arrives.
+  std::map<uint32_t, std::chrono::milliseconds> failing_for;
+  http::metrics_registry::gauge* ep_size = nullptr;
   static inline const char* name = "deepinfer.instance_supervisor";
 };
+
+/// Ranks the next generation can have: the configured ones less those lost or still out.
+uint32_t available_ranks(supervisor_state& st) {
+  const auto now = clock::now();
+  std::erase_if(st.out_until, [&](clock::time_point t) { return t <= now; });
+  const auto out = st.lost + static_cast<uint32_t>(st.out_until.size());
+  return out >= st.cfg.ranks ? 0 : st.cfg.ranks - out;
+}
 
 using supervisor_pointer = instance_supervisor_actor::stateful_pointer<supervisor_state>;
 
@@ -40,11 +65,27 @@ void publish(supervisor_pointer self) {
   self->send(self->state.observer, report_atom::value, std::move(status));
 }
 
+void set_ep_size(supervisor_pointer self, uint32_t n) {
+  if (auto* g = self->state.ep_size)
+    g->set(static_cast<double>(n));
+}
+
 void start_generation(supervisor_pointer self, uint32_t n) {
   auto& st = self->state;
   st.ranks->clear();
+  st.failing_for.clear();
+  // An instance of N ranks is one EP group (DESIGN §5.4), placed from the last group's loads.
+  st.ep.reset();
+  if (n > 1 && !st.cfg.engine.model_dir.empty()) {
+    engine::ep_group::config gc{static_cast<int>(n), st.cfg.ep, {}};
+    if (st.last_ep)
+      gc.initial_load = st.last_ep->loads;
+    st.ep = std::make_shared<ep_generation>(std::move(gc));
+  }
   for (uint32_t i = 0; i < n; ++i) {
-    auto r = spawn_rank(self->system(), {i, n, st.status.generation, st.cfg.engine});
+    rank_config rc{i, n, st.status.generation, st.cfg.engine};
+    rc.ep = st.ep;
+    auto r = spawn_rank(self->system(), rc);
     // Monitored, not linked: a DOWN arrives for every exit reason, including exit_reason::kill,
     // which a link would propagate to us untrappably.
     self->monitor(r);
@@ -52,8 +93,48 @@ void start_generation(supervisor_pointer self, uint32_t n) {
   }
   st.status.healthy_ranks = n;
   st.status.state = instance_state::running;
-  log().info("instance={} generation={} running ranks={}", st.cfg.instance, st.status.generation, n);
+  if (st.ep)
+    log().info("instance={} generation={} running ranks={}: one EP group, experts placed over them from {}",
+               st.cfg.instance, st.status.generation, n,
+               st.last_ep ? "the last generation's loads" : "uniform loads");
+  else
+    log().info("instance={} generation={} running ranks={}", st.cfg.instance, st.status.generation, n);
+  set_ep_size(self, n);
   publish(self);
+}
+
+/// Stops the current generation's ranks (their group first, so none waits for another).
+void stop_generation(supervisor_pointer self, const caf::actor_addr& already_down) {
+  auto& st = self->state;
+  if (st.ep) {
+    st.ep->fail();
+    st.last_ep = st.ep->read();
+  }
+  for (auto& r : *st.ranks)
+    if (r.address() != already_down) {
+      self->demonitor(r.address());
+      self->send_exit(r, caf::exit_reason::user_shutdown);
+    }
+  st.ranks->clear();
+  st.ep.reset();
+}
+
+/// Restarts with the ranks available after `restart_delay`, or gives up when none is.
+void restart(supervisor_pointer self) {
+  auto& st = self->state;
+  const auto healthy = available_ranks(st);
+  if (healthy == 0) {
+    st.status.healthy_ranks = 0;
+    st.status.state = instance_state::failed;
+    set_ep_size(self, 0);
+    publish(self);
+    return;
+  }
+  st.status.state = instance_state::restarting;
+  st.status.healthy_ranks = healthy;
+  set_ep_size(self, 0);
+  publish(self);
+  self->delayed_send(self, st.cfg.restart_delay, restart_atom::value, healthy);
 }
 
 void on_rank_down(supervisor_pointer self, const caf::down_msg& dm) {
@@ -63,29 +144,67 @@ void on_rank_down(supervisor_pointer self, const caf::down_msg& dm) {
                          [&](const rank_actor& r) { return r.address() == dm.source; });
   if (it == ranks.end())
     return;  // a rank of an earlier generation that we stopped ourselves
+  // Collateral: its group failed because another rank did, whose own DOWN names the failure.
+  if (is(dm.reason, errc::ep_group_failed))
+    return;
   auto failed = static_cast<uint32_t>(it - ranks.begin());
+  // A rank failed on purpose for a while is out until then; any other failure is for good.
+  if (auto f = st.failing_for.find(failed); f != st.failing_for.end()) {
+    st.out_until.push_back(clock::now() + f->second);
+    self->delayed_send(self, f->second, grow_atom::value);
+  } else
+    ++st.lost;
   // 1. The whole communication domain fails with one rank: stop the others of this generation.
-  auto healthy = static_cast<uint32_t>(ranks.size()) - 1;
-  for (auto& r : ranks)
-    if (r.address() != dm.source) {
-      self->demonitor(r.address());
-      self->send_exit(r, caf::exit_reason::user_shutdown);
-    }
-  ranks.clear();
+  stop_generation(self, dm.source);
   st.status.last_failure = "rank " + std::to_string(failed) + ": " + self->system().render(dm.reason);
   log().warn("instance={} generation={} rank={} failed reason={} healthy={}", st.cfg.instance,
-             st.status.generation, failed, st.status.last_failure, healthy);
+             st.status.generation, failed, st.status.last_failure, available_ranks(st));
   // 2. Restart with the healthy ranks, or give up when none is left.
-  if (healthy == 0) {
-    st.status.healthy_ranks = 0;
-    st.status.state = instance_state::failed;
-    publish(self);
-    return;
+  restart(self);
+}
+
+/// A rank's down time ended: grow back when the next generation would be larger.
+void on_grow(supervisor_pointer self) {
+  auto& st = self->state;
+  const auto target = available_ranks(st);
+  // Early (a timer fired before the clock passed the time): look again then.
+  if (!st.out_until.empty()) {
+    const auto next = *std::min_element(st.out_until.begin(), st.out_until.end());
+    self->delayed_send(self, std::chrono::ceil<std::chrono::milliseconds>(next - clock::now()), grow_atom::value);
   }
-  st.status.state = instance_state::restarting;
-  st.status.healthy_ranks = healthy;
-  publish(self);
-  self->delayed_send(self, st.cfg.restart_delay, restart_atom::value, healthy);
+  if (st.status.state != instance_state::running || target <= st.ranks->size())
+    return; // restarting: that restart counts the rank in; failed: stays so
+  log().info("instance={} generation={} a rank is healthy again: growing from {} to {} ranks",
+             st.cfg.instance, st.status.generation, st.ranks->size(), target);
+  stop_generation(self, {});
+  restart(self);
+}
+
+ep_report make_ep_report(supervisor_state& st) {
+  ep_report r;
+  r.instance = st.cfg.instance;
+  r.generation = st.status.generation;
+  r.ep_size = st.status.state == instance_state::running ? st.status.healthy_ranks : 0;
+  r.configured_ranks = st.cfg.ranks;
+  if (!st.ep)
+    return r;
+  auto sum = st.ep->read();
+  r.steps = sum.steps;
+  r.moe_lb = sum.moe_lb;
+  r.replacements = sum.replacements;
+  r.moved_slots = sum.moved_slots;
+  for (auto b : sum.routed_expert_bytes)
+    r.routed_expert_bytes.push_back(b);
+  if (auto& p = sum.placement) {
+    r.layers = static_cast<uint32_t>(p->layers());
+    r.experts = static_cast<uint32_t>(p->experts());
+    r.slots_per_rank = static_cast<uint32_t>(p->slots_per_rank());
+    for (int l = 0; l < p->layers(); ++l)
+      for (int k = 0; k < p->ranks(); ++k)
+        for (int s = 0; s < p->slots_per_rank(); ++s)
+          r.placement.push_back(p->expert(l, {k, s}));
+  }
+  return r;
 }
 
 instance_supervisor_actor::behavior_type
@@ -100,9 +219,15 @@ instance_supervisor(supervisor_pointer self, instance_supervisor_config cfg,
   st.status.configured_ranks = cfg.ranks;
   st.status.kv_tokens_per_rank = cfg.engine.kv_blocks * rank_engine_config::tokens_per_block;
   st.status.generation = 1;
+  if (auto& m = cfg.engine.metrics)
+    st.ep_size = &m->add_gauge("deepinfer_instance_ep_size",
+                               "Expert-parallel size of the instance: ranks of its running "
+                               "generation (0 while it restarts).", {"instance"})
+                    .with({cfg.instance});
   self->set_down_handler([=](caf::down_msg& dm) { on_rank_down(self, dm); });
   // Stopping the supervisor stops its ranks.
   self->attach_functor([ranks = st.ranks](const caf::error&) {
+    // Each rank fails its group as it stops, so none waits for another.
     for (auto& r : *ranks)
       caf::anon_send_exit(r, caf::exit_reason::user_shutdown);
   });
@@ -120,10 +245,27 @@ instance_supervisor(supervisor_pointer self, instance_supervisor_config cfg,
       if (rank < ranks.size())
         self->send(ranks[rank], fail_atom::value, std::move(reason));
     },
-    [=](restart_atom, uint32_t healthy) {
-      ++self->state.status.generation;
-      start_generation(self, healthy);
+    [=](fail_atom, uint32_t rank, std::string& reason, int64_t down_ms) {
+      auto& st = self->state;
+      auto& ranks = *st.ranks;
+      if (rank >= ranks.size())
+        return;
+      st.failing_for[rank] = std::chrono::milliseconds{std::max<int64_t>(down_ms, 0)};
+      self->send(ranks[rank], fail_atom::value, std::move(reason));
     },
+    [=](ep_atom) -> ep_report { return make_ep_report(self->state); },
+    [=](restart_atom, uint32_t) {
+      // Counted again now: a rank's down time may have ended during the delay.
+      auto& st = self->state;
+      const auto n = available_ranks(st);
+      if (n == 0) {
+        restart(self);
+        return;
+      }
+      ++st.status.generation;
+      start_generation(self, n);
+    },
+    [=](grow_atom) { on_grow(self); },
   };
 }
 

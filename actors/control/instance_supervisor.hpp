@@ -8,6 +8,7 @@
 
 #include "actors/interfaces.hpp"
 #include "actors/instance/rank.hpp"
+#include "engine/ep/ep_rank.hpp"
 
 namespace deepinfer::actors {
 
@@ -21,11 +22,16 @@ struct instance_supervisor_config {
   std::chrono::milliseconds restart_delay{50};
   /// The engine every rank loads (empty model: idle ranks).
   rank_engine_config engine;
+  /// The EP group of an instance of several ranks with a model (redundant slots, window,
+  /// re-placement interval: the manifest's `[balancer.*]` EP keys).
+  engine::ep_settings ep = engine::ep_settings::decode();
 };
 
 /// Spawns the supervisor of one instance and its first generation of ranks. An instance is one
 /// communication domain: when any rank fails, every rank of that generation is stopped and a new
-/// generation starts with the ranks that were healthy (EP = healthy ranks). Every state change is
+/// generation starts with the ranks that were healthy (EP = healthy ranks), its experts placed
+/// over them from the last group's loads; a rank failed for a while (`down_ms`) is counted back
+/// when it is healthy again, and the instance grows to its configured size. Every state change is
 /// sent as `(report, instance_status)` to `observer` (the node agent), when it is set.
 instance_supervisor_actor spawn_instance_supervisor(caf::actor_system& sys,
                                                     const instance_supervisor_config& cfg,

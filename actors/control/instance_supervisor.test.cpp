@@ -128,6 +128,29 @@ BOOST_AUTO_TEST_CASE(an_actor_killed_from_outside_counts_as_a_rank_failure) {
   run();
 }
 
+BOOST_AUTO_TEST_CASE(a_rank_failed_for_a_while_is_back_in_the_generation_after_its_down_time) {
+  auto sup = spawn_instance_supervisor(sys, three_ranks(), node_agent_actor{});
+  run();
+  const auto t0 = std::chrono::steady_clock::now();
+  self->send(sup, fail_atom::value, uint32_t{1}, std::string{"admin"}, int64_t{150});
+  // Delivers the restart (2 ranks) and then the grow, which waits for the clock to pass 150 ms.
+  run();
+  auto s = status_of(sup);
+  BOOST_TEST((std::chrono::steady_clock::now() - t0 >= std::chrono::milliseconds{150}));
+  BOOST_TEST((s.state == instance_state::running));
+  BOOST_TEST(s.healthy_ranks == 3u);  // grown back to the configured size
+  BOOST_TEST(s.generation == 3u);     // 1: three ranks, 2: two (rank 1 down), 3: three again
+  BOOST_TEST(ping(rank_of(sup, 2)).generation == 3u);
+  // A failure with no down time is for good: the next generations stay smaller.
+  self->send(sup, fail_atom::value, uint32_t{0}, std::string{"crash"});
+  run();
+  s = status_of(sup);
+  BOOST_TEST(s.healthy_ranks == 2u);
+  BOOST_TEST(s.generation == 4u);
+  self->send_exit(sup, caf::exit_reason::user_shutdown);
+  run();
+}
+
 BOOST_AUTO_TEST_CASE(instance_fails_when_its_last_rank_fails) {
   auto cfg = three_ranks();
   cfg.ranks = 1;

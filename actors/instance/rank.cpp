@@ -111,6 +111,8 @@ void decode_step(rank_pointer self) {
     ids.push_back(id);
   }
   auto outs = st.engine->decode_step(seqs);
+  if (!end_ep_step(self))
+    return;
   ++st.steps;
   for (size_t i = 0; i < outs.size() && i < ids.size(); ++i) {
     auto it = st.active.find(ids[i]);
@@ -158,8 +160,10 @@ rank_actor::behavior_type rank_behavior(rank_pointer self, rank_config cfg) {
       log().error("rank={} cannot load model {}: {}", cfg.rank, cfg.engine.model_dir, loaded.error);
       // Fails like a crashed rank; the behavior below never runs.
       self->quit(make_error(errc::rank_failed, "cannot load model: " + loaded.error));
-    } else
+    } else {
       self->state.engine = std::move(loaded.engine);
+      join_ep(self);
+    }
     // The staging buffers a hit's blocks are read into (shared by the process's prefill ranks).
     if (auto& cache = cfg.engine.cache; cache && cfg.engine.reads_hits && self->state.engine)
       cache->reserve(kv::prefix_cache::spare_limit,
@@ -226,6 +230,7 @@ rank_actor::behavior_type rank_behavior(rank_pointer self, rank_config cfg) {
     [=](chunk_atom) { prefill_chunk(self); },
     [=](planned_atom, uint64_t id) { on_hit_planned(self, id); },
     [=](loaded_atom, uint64_t id) { on_blocks_loaded(self, id); },
+    [=](ep_wake_atom, int64_t step) { on_ep_wake(self, step); },
   };
 }
 

@@ -23,6 +23,8 @@ namespace http {
 class metrics_registry;
 }
 
+class ep_generation;
+
 /// The engine a rank owns; an empty `model_dir` makes an idle rank (no engine).
 struct rank_engine_config {
   std::string model_dir;
@@ -74,6 +76,9 @@ struct rank_config {
   uint32_t ep_size = 1;
   uint32_t generation = 0;
   rank_engine_config engine;
+  /// The generation's expert-parallel group this rank's engine joins (null: it computes every
+  /// expert itself; an instance of one rank).
+  std::shared_ptr<ep_generation> ep;
 };
 
 /// Spawns a rank actor. With a model it owns a `rank_engine`: it prefills prompts in budgeted

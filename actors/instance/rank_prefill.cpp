@@ -185,6 +185,9 @@ void admit_waiting(rank_pointer self) {
     t.req.hit_blocks = {};
     st.running[t.req.seq.value] = id;
   }
+  // A hit without its window snapshot replays the encoder window when submitted: a step.
+  if (!end_ep_step(self))
+    return;
   if (!st.running.empty() && !st.chunking) {
     st.chunking = true;
     self->send(self, chunk_atom::value);
@@ -360,6 +363,8 @@ void prefill_chunk(rank_pointer self) {
     return;
   }
   auto done = scheduler(self).step();
+  if (!end_ep_step(self))
+    return;
   ++st.steps;
   for (auto& [seq, p] : done.finished) {
     auto it = st.running.find(seq.value);

@@ -15,6 +15,7 @@
 
 #include "actors/errors.hpp"
 #include "actors/instance/block_fetcher.hpp"
+#include "actors/instance/ep_generation.hpp"
 #include "actors/http/metrics_registry.hpp"
 #include "actors/interfaces.hpp"
 #include "kv/prefix_cache.hpp"
@@ -67,11 +68,30 @@ struct prefill_task {
   bool dropped = false;
 };
 
+/// Fails the rank's EP generation when the rank's state goes (it stopped, for any reason), before
+/// its engine goes: the other ranks' collectives return instead of waiting for this one forever.
+struct ep_fail_on_exit {
+  std::shared_ptr<ep_generation> ep;
+  ep_fail_on_exit() = default;
+  ep_fail_on_exit(const ep_fail_on_exit&) = delete;
+  ep_fail_on_exit& operator=(const ep_fail_on_exit&) = delete;
+  ~ep_fail_on_exit();
+};
+
 /// The rank actor's state.
 struct rank_state {
+  /// Holds the EP generation (`cfg.ep`): declared before the engine, so the group outlives it.
   rank_config cfg;
   uint64_t steps = 0;
   std::unique_ptr<engine::rank_engine> engine;
+  /// Declared after the engine: fails the group before the engine leaves it.
+  ep_fail_on_exit ep_guard;
+  /// The engine's member of `cfg.ep`'s group (null without EP).
+  engine::ep_rank* member = nullptr;
+  /// Rank 0's EP figures (null on other ranks and without a registry).
+  http::metrics_registry::gauge* moe_lb_gauge = nullptr;
+  http::metrics_registry::counter* replacements_counter = nullptr;
+  http::metrics_registry::histogram* exchange_histogram = nullptr;
   /// Request id -> decoding sequence; ordered so batches are deterministic.
   std::map<uint64_t, decoding> active;
   uint64_t next_seq = 1;
@@ -98,5 +118,17 @@ using rank_pointer = rank_actor::stateful_pointer<rank_state>;
 
 /// Publishes pool use, batch size and prefill queue length.
 void report(rank_pointer self);
+
+// -- expert parallelism (rank_ep.cpp) ----------------------------------------------------------
+
+/// Joins the engine to its generation's EP group (no-op without one). False: the group already
+/// failed and the rank is quitting.
+bool join_ep(rank_pointer self);
+/// Ends the EP step the engine's forwards started (or, with `force`, an empty one: another rank
+/// started it). False: the group failed during the step — its forwards are garbage, nothing may
+/// be sent — and the rank is quitting. True without EP.
+bool end_ep_step(rank_pointer self, bool force = false);
+/// Another rank started step `step`: take part (an empty step) unless this rank already did.
+void on_ep_wake(rank_pointer self, int64_t step);
 
 } // namespace deepinfer::actors

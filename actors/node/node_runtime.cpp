@@ -16,6 +16,7 @@
 
 #include "actors/balancer/balancer_metrics.hpp"
 #include "actors/control/controller.hpp"
+#include "actors/entrypoint/admin_routes.hpp"
 #include "actors/entrypoint/entrypoint.hpp"
 #include "actors/errors.hpp"
 #include "actors/control/instance_supervisor.hpp"
@@ -214,6 +215,7 @@ std::optional<std::string> node_runtime::start() {
     sc.node = cfg.self.name;
     sc.role = spec.role;
     sc.ranks = spec.ranks;
+    sc.ep = spec.ep;
     sc.restart_delay = cfg.instance_restart_delay;
     if (cfg.serving && (spec.role == node_role::prefill || spec.role == node_role::decode)) {
       sc.engine.model_dir = cfg.serving->model_dir;
@@ -244,6 +246,12 @@ std::optional<std::string> node_runtime::start() {
       return err;
     extra_routes = [ep = d.serving.get()](http::router& r) { ep->add_routes(r); };
   }
+  if (cfg.http && cfg.http->admin)
+    extra_routes = [inner = std::move(extra_routes), &sys, snap = d.snap](http::router& r) {
+      if (inner)
+        inner(r);
+      add_admin_routes(r, sys, snap);
+    };
   if (cfg.http) {
     d.http = std::make_unique<node_http>(*cfg.http, d.snap, std::move(extra_routes), metrics);
     if (auto err = d.http->start())

@@ -12,6 +12,7 @@
 #include "actors/control/cluster_snapshot.hpp"
 #include "actors/node/serving_config.hpp"
 #include "actors/node/system_settings.hpp"
+#include "engine/ep/ep_rank.hpp"
 
 namespace caf {
 class actor_system;
@@ -23,6 +24,9 @@ namespace deepinfer::actors {
 struct instance_spec {
   node_role role = node_role::prefill;
   uint32_t ranks = 1;
+  /// Its EP group when it has several ranks (the manifest's `[balancer.<role>]` EP keys).
+  engine::ep_settings ep = role == node_role::prefill ? engine::ep_settings::prefill()
+                                                      : engine::ep_settings::decode();
 };
 
 /// The HTTP entrypoint of a node.
@@ -40,6 +44,8 @@ struct http_endpoint {
   std::vector<std::string> cors_origins;
   /// Model ids listed by /v1/models.
   std::vector<std::string> models;
+  /// Operator endpoints (`POST /admin/fail-rank`, `GET /admin/instances`); off by default.
+  bool admin = false;
 };
 
 /// Everything one node process needs; built by launcher/ (or by an embedding service).

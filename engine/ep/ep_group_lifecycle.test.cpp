@@ -1,5 +1,6 @@
 // An expert-parallel group's life: a rank that dies mid-step fails the group without leaving
 // the others waiting, and ranks without requests take part in steps when woken.
+#include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <deque>
@@ -115,6 +116,30 @@ BOOST_AUTO_TEST_CASE(ranks_without_requests_step_only_when_woken) {
   BOOST_TEST(group.rank(1).steps() == steps);
   BOOST_TEST(group.rank(2).steps() == steps);
   BOOST_TEST(woken.load() == 2 * steps);
+}
+
+BOOST_AUTO_TEST_CASE(a_rank_that_sets_its_wake_late_is_woken_for_a_step_already_started) {
+  // Rank 0 starts a step while rank 1 is still loading (no wake set yet): setting the wake then
+  // calls it at once with that step, so rank 1 joins instead of leaving rank 0 waiting.
+  ep_group group(model_config::tiny(), group_config(2));
+  std::thread rank0([&] { group.rank(0).end_step(); });
+  // Called from this thread (set late) or from rank 0's (set before it started).
+  std::atomic<int64_t> woken{0};
+  for (int i = 0; i < 250 && woken.load() == 0; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    group.rank(1).set_wake([&](int64_t step) { woken.store(step); });
+  }
+  if (woken.load() == 0)
+    group.fail(); // never woken: release rank 0, the checks below fail
+  BOOST_TEST(woken.load() == 1);
+  group.rank(1).end_step();
+  rank0.join();
+  BOOST_TEST(group.rank(0).steps() == 1);
+  BOOST_TEST(group.rank(1).steps() == 1);
+  // Once both ended it, a wake set again is not called: no step is open.
+  bool called = false;
+  group.rank(1).set_wake([&](int64_t) { called = true; });
+  BOOST_TEST(!called);
 }
 
 BOOST_AUTO_TEST_SUITE_END()

@@ -194,6 +194,16 @@ void ep_rank::compute_received() {
   }
 }
 
+void ep_rank::set_wake(std::function<void(int64_t step)> wake) {
+  if (signal_ == nullptr)
+    return;
+  signal_->set_wake(rank(), wake);
+  // Seq-cst on started_ and the signal's mutex: a rank starting a step either sees this wake or
+  // its start is seen here.
+  if (const int64_t s = signal_->started_step(); wake && !in_step_ && s > steps())
+    wake(s);
+}
+
 ep_step_stats ep_rank::end_step() {
   begin_step();
   // 1. serve the others' rounds until every rank has ended its step

@@ -115,10 +115,12 @@ public:
   /// started: `step` is the number it will have (`steps()` + 1 then). The rank's owner must run a
   /// step (possibly without forwards) and end it; a wake with `step <= steps()` is stale (the
   /// owner started that step by itself). Optional: without one, the owner steps on its own.
-  void set_wake(std::function<void(int64_t step)> wake) {
-    if (signal_ != nullptr)
-      signal_->set_wake(rank(), std::move(wake));
-  }
+  /// A step the others started before the wake was set is woken for at once (from this thread),
+  /// so a rank that joins late (still loading while another rank took a request) is not missed.
+  void set_wake(std::function<void(int64_t step)> wake);
+
+  /// True between this rank's first MoE round of a step and its `end_step` (owner's thread).
+  bool in_step() const { return in_step_; }
 
   /// Asks for a re-placement after the current step (any rank may ask; the group agrees).
   void request_replacement() { replace_requested_.store(true); }

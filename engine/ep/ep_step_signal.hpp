@@ -36,6 +36,9 @@ public:
       }
   }
 
+  /// The latest step any rank has started.
+  int64_t started_step() const { return started_.load(); }
+
 private:
   std::atomic<int64_t> started_{0};
   std::mutex mtx_;

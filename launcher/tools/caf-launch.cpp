@@ -43,6 +43,7 @@ struct options {
   std::string kv_transport;
   int prefill_step_ms = 0;  // 0: 100
   bool no_serve = false;
+  int ranks = 2;            // ranks (EP size) of each instance of the embedded default
   bool no_batch_threads = false;
   serving_flags serving;
 };
@@ -183,6 +184,9 @@ int main(int argc, char** argv) {
                "(overrides the manifest's caf.batch_threads)");
   app.add_flag("--no-serve", o.no_serve, "Run without the model (membership, supervision and HTTP only), "
                                          "for the embedded default or every node of a manifest");
+  app.add_option("--ranks", o.ranks, "Ranks of each prefill and decode instance of the embedded default: "
+                                     "its expert-parallel size (default 2; a manifest sets each node's ranks)")
+    ->check(CLI::Range(1, 64));
   o.serving.add_to(app);
   try {
     app.parse(argc, argv);
@@ -208,7 +212,7 @@ int main(int argc, char** argv) {
     }
     auto stop_signals = block_stop_signals();
     auto cfg = make_embedded_config(http_override.value_or(host_port{"127.0.0.1", 8000}),
-                                    "deepseek-v4.1-flash");
+                                    "deepseek-v4.1-flash", static_cast<uint32_t>(o.ranks));
     apply_flag_overrides(o, cfg.caf);
     if (!o.no_serve) {
       actors::serving_config sc;

@@ -1,0 +1,193 @@
+#include "actors/entrypoint/admin_routes.hpp"
+
+#include <chrono>
+
+#include <caf/actor_cast.hpp>
+#include <caf/actor_system.hpp>
+#include <caf/event_based_actor.hpp>
+#include <caf/send.hpp>
+#include <nlohmann/json.hpp>
+
+#include "actors/control/cluster_snapshot.hpp"
+#include "actors/http/response_writer.hpp"
+#include "actors/interfaces.hpp"
+#include "actors/log.hpp"
+#include "actors/names.hpp"
+#include "recipe/protocol/api_error.hpp"
+
+namespace deepinfer::actors {
+
+namespace {
+
+using nlohmann::json;
+
+/// How long the listing waits for a supervisor (one on a dead node answers with an error).
+constexpr auto supervisor_timeout = std::chrono::seconds(2);
+
+void send_error(http::response_writer& w, int status, std::string message, std::string param = {}) {
+  recipe::api_error e;
+  e.status = status;
+  e.type = status == 404 ? "not_found_error" : "invalid_request_error";
+  e.message = std::move(message);
+  e.param = std::move(param);
+  w.send_json(static_cast<unsigned>(status), e.body());
+}
+
+const char* state_name(instance_state s) {
+  switch (s) {
+    case instance_state::starting: return "starting";
+    case instance_state::running: return "running";
+    case instance_state::restarting: return "restarting";
+    case instance_state::failed: return "failed";
+    case instance_state::stopped: return "stopped";
+  }
+  return "unknown";
+}
+
+json describe(const instance_status& s, const ep_report* ep) {
+  json j{{"instance", s.instance},
+         {"node", s.node},
+         {"role", to_string(s.role)},
+         {"state", state_name(s.state)},
+         {"generation", s.generation},
+         {"configured_ranks", s.configured_ranks},
+         {"ep_size", s.state == instance_state::running ? s.healthy_ranks : 0},
+         {"ranks", json::array()},
+         {"last_failure", s.last_failure}};
+  for (uint32_t r = 0; r < s.ranks.size(); ++r)
+    j["ranks"].push_back({{"rank", r}});
+  if (ep == nullptr)
+    return j;
+  j["ep"] = {{"steps", ep->steps},
+             {"moe_lb", ep->moe_lb},
+             {"replacements", ep->replacements},
+             {"moved_slots", ep->moved_slots}};
+  // Per rank: the routed experts of its slots, per layer ([layer][slot] = expert).
+  for (uint32_t r = 0; r < j["ranks"].size(); ++r) {
+    auto& rank = j["ranks"][r];
+    if (r < ep->routed_expert_bytes.size())
+      rank["routed_expert_bytes"] = ep->routed_expert_bytes[r];
+    if (ep->slots_per_rank == 0)
+      continue;
+    json layers = json::array();
+    const auto per_layer = static_cast<std::size_t>(ep->slots_per_rank) * ep->ep_size;
+    for (uint32_t l = 0; l < ep->layers; ++l) {
+      json slots = json::array();
+      for (uint32_t k = 0; k < ep->slots_per_rank; ++k) {
+        const auto at = l * per_layer + r * ep->slots_per_rank + k;
+        if (at < ep->placement.size())
+          slots.push_back(ep->placement[at]);
+      }
+      layers.push_back(std::move(slots));
+    }
+    rank["experts"] = std::move(layers);
+  }
+  j["slots_per_rank"] = ep->slots_per_rank;
+  j["routed_experts"] = ep->experts;
+  return j;
+}
+
+void list_instances(caf::actor_system& sys, const cluster_snapshot& cluster,
+                    std::shared_ptr<http::response_writer> w) {
+  auto view = cluster.get().view;
+  sys.spawn([view = std::move(view), w = std::move(w)](caf::event_based_actor* self) {
+    struct gather {
+      std::vector<json> out;
+      std::size_t pending = 0;
+    };
+    auto g = std::make_shared<gather>();
+    g->out.resize(view.instances.size());
+    auto done = [g, w] {
+      if (--g->pending > 0)
+        return;
+      json body{{"object", "list"}, {"data", json::array()}};
+      for (auto& j : g->out)
+        body["data"].push_back(std::move(j));
+      w->send_json(200, body.dump());
+    };
+    g->pending = view.instances.size() + 1;
+    for (std::size_t i = 0; i < view.instances.size(); ++i) {
+      const auto& s = view.instances[i];
+      g->out[i] = describe(s, nullptr);
+      auto sup = caf::actor_cast<instance_supervisor_actor>(s.supervisor);
+      if (!sup) {
+        done();
+        continue;
+      }
+      self->request(sup, supervisor_timeout, ep_atom::value)
+        .then([g, i, s, done](const ep_report& r) {
+                g->out[i] = describe(s, &r);
+                done();
+              },
+              [done](const caf::error&) { done(); });
+    }
+    done();
+  });
+}
+
+void fail_rank(const cluster_snapshot& cluster, const http::http_request& req, http::response_writer& w) {
+  auto body = json::parse(req.body, nullptr, false);
+  if (body.is_discarded() || !body.is_object()) {
+    send_error(w, 400, "The body must be a JSON object: {\"instance\": \"<node>/<role>\", \"rank\": 0, \"down_ms\": 3000}.");
+    return;
+  }
+  auto instance = body.find("instance");
+  if (instance == body.end() || !instance->is_string()) {
+    send_error(w, 400, "'instance' (a string, as GET /admin/instances lists it) is required.", "instance");
+    return;
+  }
+  auto rank = body.find("rank");
+  if (rank == body.end() || !rank->is_number_unsigned()) {
+    send_error(w, 400, "'rank' (a rank index of the instance's current generation, >= 0) is required.", "rank");
+    return;
+  }
+  int64_t down_ms = 0;
+  if (auto d = body.find("down_ms"); d != body.end()) {
+    if (!d->is_number_unsigned() || d->get<uint64_t>() > 86400000u) {
+      send_error(w, 400, "'down_ms' must be an integer from 0 to 86400000 (how long the rank stays failed).",
+                 "down_ms");
+      return;
+    }
+    down_ms = d->get<int64_t>();
+  }
+  auto view = cluster.get().view;
+  const auto name = instance->get<std::string>();
+  for (auto& s : view.instances) {
+    if (s.instance != name)
+      continue;
+    const auto r = rank->get<uint64_t>();
+    if (s.state != instance_state::running || r >= s.ranks.size()) {
+      send_error(w, 409, "Instance '" + name + "' is " + state_name(s.state) + " with " +
+                         std::to_string(s.ranks.size()) + " running ranks; no rank " + std::to_string(r) +
+                         " to fail now.", "rank");
+      return;
+    }
+    auto sup = caf::actor_cast<instance_supervisor_actor>(s.supervisor);
+    if (!sup) {
+      send_error(w, 409, "Instance '" + name + "' has no reachable supervisor.", "instance");
+      return;
+    }
+    log().warn("admin: failing instance={} rank={} generation={} down_ms={}", name, r, s.generation, down_ms);
+    caf::anon_send(sup, fail_atom::value, static_cast<uint32_t>(r),
+                   std::string{"failed by POST /admin/fail-rank"}, down_ms);
+    json out{{"instance", name}, {"rank", r}, {"generation", s.generation}, {"down_ms", down_ms}};
+    w.send_json(202, out.dump());
+    return;
+  }
+  send_error(w, 404, "No instance '" + name + "'; GET /admin/instances lists them.", "instance");
+}
+
+} // namespace
+
+void add_admin_routes(http::router& routes, caf::actor_system& sys, std::shared_ptr<cluster_snapshot> cluster) {
+  routes.add("GET", "/admin/instances",
+             [&sys, cluster](http::http_request, std::shared_ptr<http::response_writer> w) {
+               list_instances(sys, *cluster, std::move(w));
+             });
+  routes.add("POST", "/admin/fail-rank",
+             [cluster](http::http_request req, std::shared_ptr<http::response_writer> w) {
+               fail_rank(*cluster, req, *w);
+             });
+}
+
+} // namespace deepinfer::actors

@@ -1,0 +1,23 @@
+#pragma once
+
+#include <memory>
+
+#include <caf/fwd.hpp>
+
+#include "actors/http/router.hpp"
+
+namespace deepinfer::actors {
+
+class cluster_snapshot;
+
+/// The operator endpoints on a node's HTTP port, served only when `[http] admin = true` (or
+/// `--admin`): they can take capacity away, so they are never on by default.
+/// - `GET /admin/instances`: every instance of the membership view with its ranks, EP size,
+///   generation, state and expert placement (asked of each instance's supervisor).
+/// - `POST /admin/fail-rank` `{"instance": "...", "rank": 0, "down_ms": 3000}`: fails that rank of
+///   the instance's current generation as a crash would; the instance restarts without it and
+///   grows back once `down_ms` (default 0) has passed. 202 when the failure was sent.
+/// Errors are in the OpenAI error shape.
+void add_admin_routes(http::router& routes, caf::actor_system& sys, std::shared_ptr<cluster_snapshot> cluster);
+
+} // namespace deepinfer::actors

@@ -1,0 +1,99 @@
+// The rank actor's part in its instance's expert-parallel group (DESIGN §5.4): joining the
+// generation's group at load, ending every step that ran a forward, and joining the steps other
+// ranks start (an idle rank's empty step). The step protocol itself is engine::ep_rank's.
+
+#include <caf/actor_cast.hpp>
+#include <caf/send.hpp>
+
+#include "actors/instance/ep_generation.hpp"
+#include "actors/instance/rank_state.hpp"
+#include "actors/log.hpp"
+
+namespace deepinfer::actors {
+
+namespace {
+
+/// Bounds of deepinfer_ep_exchange_seconds: 10 µs .. 1 s.
+std::vector<double> exchange_bounds() {
+  return {1e-5, 2.5e-5, 5e-5, 1e-4, 2.5e-4, 5e-4, 1e-3, 2.5e-3, 5e-3, 1e-2, 2.5e-2, 5e-2, 0.1, 0.25, 1.0};
+}
+
+} // namespace
+
+ep_fail_on_exit::~ep_fail_on_exit() {
+  if (ep)
+    ep->fail();
+}
+
+bool join_ep(rank_pointer self) {
+  auto& st = self->state;
+  auto& gen = st.cfg.ep;
+  if (!gen || !st.engine)
+    return true;
+  // Another rank's thread wakes this one for a step it started: a message, so the step runs on
+  // this actor's own thread. A weak address: the group must not keep a stopped rank alive.
+  auto wake = [addr = self->address()](int64_t step) {
+    if (auto me = caf::actor_cast<rank_actor>(addr))
+      caf::anon_send(me, ep_wake_atom::value, step);
+  };
+  st.member = gen->join(*st.engine, static_cast<int>(st.cfg.rank), std::move(wake));
+  if (st.member == nullptr) {
+    self->quit(make_error(errc::ep_group_failed, "its expert-parallel group failed before it joined"));
+    return false;
+  }
+  st.ep_guard.ep = gen;
+  if (auto& m = st.cfg.engine.metrics; m && st.cfg.rank == 0) {
+    std::vector<std::string> labels{st.cfg.engine.instance};
+    st.moe_lb_gauge = &m->add_gauge("deepinfer_moe_lb",
+                                    "MoE load balance of the instance's EP group: the slowest rank's "
+                                    "routed tokens over the mean, last window.", {"instance"})
+                         .with(labels);
+    st.replacements_counter = &m->add_counter("deepinfer_expert_replacements_total",
+                                              "Live re-placements of the instance's routed experts.",
+                                              {"instance"})
+                                 .with(labels);
+    st.exchange_histogram = &m->add_histogram("deepinfer_ep_exchange_seconds",
+                                              "Time per step of the EP group's all-to-all exchange "
+                                              "(dispatch and combine, waiting included; mean over ranks).",
+                                              {"instance"}, exchange_bounds())
+                                 .with(labels);
+  }
+  return true;
+}
+
+bool end_ep_step(rank_pointer self, bool force) {
+  auto& st = self->state;
+  auto* member = st.member;
+  if (member == nullptr || (!force && !member->in_step()))
+    return true;
+  const auto stats = member->end_step();
+  if (stats.failed) {
+    // The step's forwards computed garbage: nothing of it leaves this rank. The supervisor
+    // restarts the instance with its healthy ranks; requests here are rerouted.
+    log().warn("rank={} generation={} its expert-parallel group failed; stopping", st.cfg.rank,
+               st.cfg.generation);
+    self->quit(make_error(errc::ep_group_failed, "its expert-parallel group failed"));
+    return false;
+  }
+  st.cfg.ep->publish(*member, stats);
+  if (st.moe_lb_gauge != nullptr) {
+    st.moe_lb_gauge->set(stats.moe_lb);
+    st.exchange_histogram->observe(stats.exchange_seconds);
+    if (stats.replaced)
+      st.replacements_counter->inc();
+  }
+  if (stats.replaced && st.cfg.rank == 0)
+    log().info("instance={} generation={} experts re-placed at step {}: moe_lb={:.3f} moved_slots={}",
+               st.cfg.engine.instance, st.cfg.generation, stats.step, stats.moe_lb, stats.moves);
+  return true;
+}
+
+void on_ep_wake(rank_pointer self, int64_t step) {
+  auto* member = self->state.member;
+  // Stale: this rank started that step itself (its own forwards) and has ended it.
+  if (member == nullptr || step <= member->steps())
+    return;
+  end_ep_step(self, true);
+}
+
+} // namespace deepinfer::actors
