@@ -4,6 +4,7 @@
 #include <numeric>
 #include <optional>
 #include <queue>
+#include <tuple>
 
 namespace deepinfer::balancers {
 
@@ -76,6 +77,50 @@ void ep_placer::place(std::span<const double> load) {
     slots_[r].push_back(static_cast<int>(e));
     replicas_[e].push_back(static_cast<int>(r));
     rank_sum[r] += w;
+  }
+  refine(load, count, rank_sum);
+}
+
+void ep_placer::refine(std::span<const double> load, const std::vector<int>& count, std::vector<double>& rank_sum) {
+  // 3. LPT with a fixed number of slots per rank can leave the heaviest rank a whole replica above
+  // the others (with 16 experts on 4 ranks of 5 slots, one hot replica is 1/5 of a rank). Swap
+  // one of its replicas with a lighter one of another rank while that lowers it; each swap makes
+  // the sorted rank loads lexicographically smaller, so this ends; the bound only caps the work.
+  const auto ranks = rank_sum.size();
+  auto weight = [&](int e) { return load[static_cast<size_t>(e)] / count[static_cast<size_t>(e)]; };
+  auto holds = [&](size_t r, int e) { return std::find(slots_[r].begin(), slots_[r].end(), e) != slots_[r].end(); };
+  for (size_t iter = 0; iter < 4 * replicas_.size() + 16; ++iter) {
+    const auto a = static_cast<size_t>(std::max_element(rank_sum.begin(), rank_sum.end()) - rank_sum.begin());
+    double best_max = rank_sum[a] * (1 - 1e-9);
+    std::optional<std::tuple<size_t, size_t, size_t>> best; // (b, slot in a, slot in b)
+    for (size_t b = 0; b < ranks; ++b) {
+      if (b == a)
+        continue;
+      for (size_t i = 0; i < slots_[a].size(); ++i)
+        for (size_t j = 0; j < slots_[b].size(); ++j) {
+          const int ea = slots_[a][i], eb = slots_[b][j];
+          const double d = weight(ea) - weight(eb);
+          if (d <= 0 || ea == eb || holds(b, ea) || holds(a, eb))
+            continue;
+          const double worst = std::max(rank_sum[a] - d, rank_sum[b] + d);
+          if (worst < best_max) {
+            best_max = worst;
+            best = {b, i, j};
+          }
+        }
+    }
+    if (!best)
+      return;
+    const auto [b, i, j] = *best;
+    const int ea = slots_[a][i], eb = slots_[b][j];
+    const double d = weight(ea) - weight(eb);
+    std::swap(slots_[a][i], slots_[b][j]);
+    std::replace(replicas_[static_cast<size_t>(ea)].begin(), replicas_[static_cast<size_t>(ea)].end(),
+                 static_cast<int>(a), static_cast<int>(b));
+    std::replace(replicas_[static_cast<size_t>(eb)].begin(), replicas_[static_cast<size_t>(eb)].end(),
+                 static_cast<int>(b), static_cast<int>(a));
+    rank_sum[a] -= d;
+    rank_sum[b] += d;
   }
 }
 

@@ -30,7 +30,8 @@ public:
   bool record_step(std::span<const double> expert_load);
 
   /// Re-places now from `load` (per-expert): replica counts by the largest load per replica, then
-  /// longest-processing-time placement into the rank with the least load and a free slot.
+  /// longest-processing-time placement into the rank with the least load and a free slot, then
+  /// swaps between the heaviest rank and the others while a swap lowers it.
   void place(std::span<const double> load);
 
   /// Ranks holding a replica of each expert.
@@ -50,6 +51,9 @@ public:
   static double moe_lb(std::span<const double> rank_loads);
 
 private:
+  /// Swaps replicas between the heaviest rank and the others while that lowers it (after LPT).
+  void refine(std::span<const double> load, const std::vector<int>& count, std::vector<double>& rank_sum);
+
   config cfg_;
   int slots_per_rank_ = 0;
   std::vector<std::vector<int>> replicas_;

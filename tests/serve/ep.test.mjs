@@ -16,8 +16,10 @@ const exe = process.argv[2];
 const STREAMS = 8, MAX_TOKENS = 120, DOWN_MS = 3000;
 
 const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'deepinfer-ep-'));
-const [oneHttp, twoHttp, fourHttp, fourPort] = [await freePort(), await freePort(), await freePort(), await freePort()];
-const logs = { one: path.join(dir, 'one.log'), two: path.join(dir, 'two.log'), four: path.join(dir, 'four.log') };
+const [oneHttp, twoHttp, fourHttp, fourPort, embeddedFourHttp] =
+  [await freePort(), await freePort(), await freePort(), await freePort(), await freePort()];
+const logs = { one: path.join(dir, 'one.log'), two: path.join(dir, 'two.log'), four: path.join(dir, 'four.log'),
+               embeddedFour: path.join(dir, 'embedded-four.log') };
 const out = (p) => ({ stdio: ['ignore', fs.openSync(p, 'w'), fs.openSync(p, 'a')] });
 
 // The 4-rank server: one process with every role, from a manifest (the admin endpoints on, and
@@ -51,8 +53,11 @@ const procs = [
   spawn(exe, ['--http', `127.0.0.1:${oneHttp}`, '--ranks', '1', '--kv-root', path.join(dir, 'kv-one')], out(logs.one)),
   spawn(exe, ['--http', `127.0.0.1:${twoHttp}`, '--ranks', '2', '--kv-root', path.join(dir, 'kv-two')], out(logs.two)),
   spawn(exe, ['--manifest', manifest], out(logs.four)),
+  spawn(exe, ['--http', `127.0.0.1:${embeddedFourHttp}`, '--ranks', '4', '--kv-root', path.join(dir, 'kv-embedded-four')],
+        out(logs.embeddedFour)),
 ];
-const base = { one: `http://127.0.0.1:${oneHttp}`, two: `http://127.0.0.1:${twoHttp}`, four: `http://127.0.0.1:${fourHttp}` };
+const base = { one: `http://127.0.0.1:${oneHttp}`, two: `http://127.0.0.1:${twoHttp}`, four: `http://127.0.0.1:${fourHttp}`,
+               embeddedFour: `http://127.0.0.1:${embeddedFourHttp}` };
 
 // Prompts of different lengths, some past one 128-token block.
 const prompts = Array.from({ length: STREAMS }, (_, i) =>
@@ -99,7 +104,7 @@ const metric = async (url, name, instance) => {
 };
 const healthy = async (url) => { try { return (await fetch(url + '/health')).ok; } catch { return false; } };
 
-await check('the three servers start (ranks 1, 2 and 4)', async () => {
+await check('the servers start (embedded --ranks 1, 2, 4; a 4-rank manifest)', async () => {
   for (const url of Object.values(base))
     await waitFor(`/health on ${url}`, () => healthy(url), { deadlineMs: 120000, everyMs: 200 });
   await waitFor('a 4-rank decode instance', async () => (await metric(base.four, 'deepinfer_instance_ep_size', 'local/decode')) === 4,
@@ -107,11 +112,14 @@ await check('the three servers start (ranks 1, 2 and 4)', async () => {
 });
 
 const reference = [];
-await check('greedy text at --ranks 2 is the text at --ranks 1', async () => {
+await check('greedy text at --ranks 2 and --ranks 4 is the text at --ranks 1', async () => {
   reference.push(...await Promise.all(prompts.map((p) => complete(base.one, p))));
   const two = await Promise.all(prompts.map((p) => complete(base.two, p)));
   for (let i = 0; i < STREAMS; i++)
     assert.equal(two[i], reference[i], `prompt ${i}: ranks 2 gave other text`);
+  const four = await Promise.all(prompts.map((p) => complete(base.embeddedFour, p)));
+  for (let i = 0; i < STREAMS; i++)
+    assert.equal(four[i], reference[i], `prompt ${i}: ranks 4 gave other text`);
   assert.ok(reference.every((t) => t.length > 0));
 });
 
