@@ -111,6 +111,10 @@ prefill_progress rank_engine::begin_prefill(const prefill_request& req) {
   s->mode = req.mode;
   s->windows = sequence_windows::make(c);
   s->sampling = req.sampling;
+  if (auto err = attach_constraint(*s); !err.empty()) {
+    pool_.free(req.seq);
+    return failure(engine_status::invalid_request, err);
+  }
   s->rng.seed(req.sampling.seed);
   s->prefilling = true;
   s->awaited_blocks = req.blocks_later ? h / 128 : 0;
@@ -299,8 +303,34 @@ void rank_engine::finish_prefill(sequence& s, prefill_progress& out) {
   log().debug("req={} prefill done tokens={} first={}", s.id.value, s.prompt_len, out.first.id);
 }
 
+std::string rank_engine::attach_constraint(sequence& s) const {
+  s.constraint.reset();
+  if (s.sampling.constraint.empty())
+    return {};
+  if (!config_.constraints)
+    return "this engine has no structured-output compiler (rank_engine::config::constraints)";
+  const auto from = std::clamp<int64_t>(s.sampling.constraint_from, 0, static_cast<int64_t>(s.tokens.size()));
+  auto made = config_.constraints->make(s.sampling.constraint,
+                                        std::span<const int32_t>{s.tokens}.subspan(static_cast<std::size_t>(from)));
+  if (!made.constraint)
+    return made.error.empty() ? "the structured-output constraint cannot be built" : made.error;
+  s.constraint = std::move(made.constraint);
+  return {};
+}
+
 bool rank_engine::sample_and_append(sequence& s, const float* logits, sampled_token& tok) {
+  if (s.constraint) {
+    // Masked on a copy: the forward's logits buffer serves the whole batch.
+    const auto vocab = model().vocab_size;
+    constrained_logits_.assign(logits, logits + vocab);
+    // One token stays for the end (EOS), so a constrained output ends complete, with a stop.
+    const int64_t left = std::max<int64_t>(0, int64_t{s.sampling.max_tokens} - s.generated - 1);
+    s.constraint->mask(constrained_logits_.data(), vocab, left);
+    logits = constrained_logits_.data();
+  }
   tok = sampler::sample(logits, model().vocab_size, s.sampling, s.rng);
+  if (s.constraint)
+    s.constraint->advance(tok.id);
   s.tokens.push_back(tok.id);
   ++s.generated;
   const auto& stops = s.sampling.stop_ids;

@@ -21,6 +21,8 @@
 
 namespace deepinfer::engine {
 
+class token_constraint_factory;
+
 class ep_rank;
 
 /// A prefill to run on this rank.
@@ -97,6 +99,9 @@ public:
     /// CPU kernels to run; nullopt: the best this CPU runs. Precondition: this CPU supports it
     /// (launcher/ checks `--cpu-isa` with `kernels::choose_cpu_isa`).
     std::optional<kernels::cpu_isa> isa;
+    /// Makes the token masks of requests with a structured-output spec
+    /// (`sampling_params::constraint`); null: such requests are refused (invalid_request).
+    std::shared_ptr<token_constraint_factory> constraints = nullptr;
   };
 
   /// Result of `load`.
@@ -186,6 +191,9 @@ private:
   void run_decoder(sequence& s, int64_t begin, int64_t end);
   std::vector<std::byte> encode_snapshot(const sequence& s, bool with_decoder) const;
   bool sample_and_append(sequence& s, const float* logits, sampled_token& tok);
+  /// Makes `s.constraint` from its sampling spec after the output it has; an error message when
+  /// it cannot.
+  std::string attach_constraint(sequence& s) const;
 
   config config_;
   std::unique_ptr<model_weights> weights_;
@@ -194,6 +202,8 @@ private:
   kv_pool pool_;
   std::unordered_map<sequence_id, std::unique_ptr<sequence>> seqs_;
   ep_rank* ep_ = nullptr;
+  /// A constrained sequence's masked row of logits (scratch).
+  std::vector<float> constrained_logits_;
 };
 
 } // namespace deepinfer::engine

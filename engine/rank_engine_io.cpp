@@ -227,6 +227,10 @@ engine_status rank_engine::import_sequence(sequence_id id, std::span<const std::
   s->windows.decoder_lo = di.lo;
   s->sampling = sampling;
   s->generated = static_cast<int32_t>(h.tokens - h.prompt_len);
+  if (auto cerr = attach_constraint(*s); !cerr.empty()) {
+    pool_.free(id);
+    return fail(engine_status::invalid_request, cerr);
+  }
   // The sampler draws once per sampled token when temperature > 0: skip the draws the
   // producing rank made so a seed gives the same tokens wherever the request runs.
   s->rng.seed(sampling.seed);

@@ -2,6 +2,7 @@
 
 #include <cstdint>
 #include <random>
+#include <string>
 #include <utility>
 #include <vector>
 
@@ -25,6 +26,12 @@ struct sampling_params {
   bool logprobs = false;
   /// How many (id, logprob) pairs of the full distribution to report per token (implies logprobs).
   int32_t top_logprobs = 0;
+  /// Structured output: an opaque spec the engine's `token_constraint_factory` turns into a
+  /// token mask per step (empty: unconstrained), over the output from token position
+  /// `constraint_from` of the sequence (the request's own prompt length: a resubmitted request's
+  /// earlier output is part of its tokens).
+  std::string constraint;
+  int64_t constraint_from = 0;
 };
 
 /// One sampled token with its log-probability under the temperature-1 distribution.

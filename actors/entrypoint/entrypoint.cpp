@@ -169,6 +169,8 @@ std::unique_ptr<entrypoint> entrypoint::create(caf::actor_system& sys, const ser
   return std::unique_ptr<entrypoint>(new entrypoint(std::move(ctx)));
 }
 
+void entrypoint::set_structured_output(std::shared_ptr<structured_output> so) { ctx_->so = std::move(so); }
+
 void entrypoint::add_routes(http::router& routes) {
   for (auto [path, api] : {std::pair{"/v1/chat/completions", recipe::api_kind::chat},
                            std::pair{"/v1/responses", recipe::api_kind::responses},

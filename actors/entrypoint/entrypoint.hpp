@@ -20,6 +20,7 @@ class prefix_cache;
 namespace deepinfer::actors {
 
 class cluster_snapshot;
+class structured_output;
 
 /// The serving entrypoint: routes POST /v1/chat/completions, /v1/responses and /v1/messages
 /// through parse -> render -> tokenize -> prefill router -> prefill rank -> (KV transport) ->
@@ -38,6 +39,9 @@ public:
 
   /// Adds the three API routes.
   void add_routes(http::router& routes);
+  /// The compiler that enforces `response_format` / `text.format` (node_runtime sets the
+  /// process's, shared with its ranks); without one such requests get a 400.
+  void set_structured_output(std::shared_ptr<structured_output> so);
 
   struct context;
 

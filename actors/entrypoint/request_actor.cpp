@@ -207,6 +207,10 @@ bool prepare(request_pointer self, recipe::api_kind api, const std::string& body
   st.prompt = std::move(p->prompt);
   st.salt = p->salt;
   st.sampling.max_tokens = p->max_tokens;
+  st.sampling.constraint = std::move(p->constraint);
+  // The constraint covers the output from the request's own prompt on (a resubmission's
+  // tokens hold what it generated before).
+  st.sampling.constraint_from = static_cast<int64_t>(st.prompt.size());
   return true;
 }
 

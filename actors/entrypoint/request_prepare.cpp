@@ -19,6 +19,45 @@ recipe::api_error error_of(recipe::api_kind api, int status, std::string type, s
   return e;
 }
 
+/// Where each API puts the structured-output format (the `param` of its 400).
+const char* format_param(recipe::api_kind api) {
+  switch (api) {
+    case recipe::api_kind::responses: return "text.format";
+    case recipe::api_kind::messages: return "output_format";
+    default: return "response_format";
+  }
+}
+
+/// The request's structured-output constraint as the engine's spec (empty: none), compiled now
+/// so that one it cannot enforce is refused before it is placed: never silently ignored.
+expected<std::string, recipe::api_error> constraint_of(const entrypoint::context& ctx, const recipe::conversation& conv) {
+  using mode = recipe::response_format::mode;
+  if (!conv.format || conv.format->kind == mode::text)
+    return std::string{};
+  const auto api = conv.api;
+  if (conv.thinking)
+    return error_of(api, 400, "invalid_request_error",
+                    "A structured output format cannot be enforced while thinking is enabled (the constraint "
+                    "would apply to the reasoning too); turn thinking off for this request.",
+                    format_param(api));
+  recipe::so::constraint c;
+  if (conv.format->kind == mode::json_object)
+    c.kind = recipe::so::constraint_kind::json_object;
+  else {
+    c.kind = recipe::so::constraint_kind::json_schema;
+    c.text = conv.format->schema.dump();
+  }
+  if (!ctx.so)
+    return error_of(api, 400, "invalid_request_error",
+                    "This server has no structured-output compiler; send the request without a format.",
+                    format_param(api));
+  auto m = ctx.so->compile(c);
+  if (!m)
+    return error_of(api, 400, "invalid_request_error",
+                    "The output format cannot be enforced: " + m.error() + ".", format_param(api));
+  return structured_output::spec_of(c);
+}
+
 } // namespace
 
 kv::cache_salt cache_salt_of(const std::string& tenant, const std::string& request_salt) {
@@ -66,6 +105,10 @@ expected<prepared_request, recipe::api_error> prepare_request(const entrypoint::
                       std::to_string(out.max_tokens) + " in the completion)",
                     prompt + out.max_tokens);
   }
+  auto constraint = constraint_of(ctx, *conv);
+  if (!constraint)
+    return std::move(constraint).error();
+  out.constraint = std::move(*constraint);
   out.prompt = std::move(enc.ids);
   out.conv = std::move(*conv);
   return out;

@@ -19,6 +19,8 @@ struct prepared_request {
   std::vector<int32_t> prompt;
   int32_t max_tokens = 0;
   kv::cache_salt salt;
+  /// The structured-output constraint as the engine's spec (empty: none); compiled already.
+  std::string constraint;
 };
 
 /// The request-side work between the HTTP body and the routers, all of it off the HTTP I/O

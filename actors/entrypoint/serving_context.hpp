@@ -12,6 +12,7 @@
 #include "balancers/cost_model.hpp"
 #include "recipe/render/special_table.hpp"
 #include "recipe/tokenizer/tokenizer.hpp"
+#include "actors/node/structured_output.hpp"
 
 namespace deepinfer::actors {
 
@@ -32,6 +33,8 @@ struct entrypoint::context {
   std::optional<deepinfer::balancers::cost_model> quota;
   /// CHECK of the prefix cache (metadata only); null without a KV root.
   std::shared_ptr<kv::prefix_cache> cache;
+  /// The process's structured-output compiler (null: constrained requests are refused).
+  std::shared_ptr<structured_output> so;
   std::atomic<uint64_t> next_id{1};
   /// Admission control of this entrypoint (shared by its request actors).
   std::shared_ptr<admission_control> admission;

@@ -155,6 +155,7 @@ rank_actor::behavior_type rank_behavior(rank_pointer self, rank_config cfg) {
     ec.threads = cfg.engine.threads;
     ec.kv_blocks = cfg.engine.kv_blocks;
     ec.isa = cfg.engine.cpu_isa;
+    ec.constraints = cfg.engine.constraints;
     auto loaded = engine::rank_engine::load(cfg.engine.model_dir, ec);
     if (!loaded.engine) {
       log().error("rank={} cannot load model {}: {}", cfg.rank, cfg.engine.model_dir, loaded.error);

@@ -17,6 +17,10 @@ namespace deepinfer::kv {
 class prefix_cache;
 }
 
+namespace deepinfer::engine {
+class token_constraint_factory;
+}
+
 namespace deepinfer::actors {
 
 namespace http {
@@ -36,6 +40,9 @@ struct rank_engine_config {
   int64_t kv_blocks = 256;
   /// The process's prefix cache (null: no cache). Prefill reads hits, decode stores blocks.
   std::shared_ptr<kv::prefix_cache> cache;
+  /// Makes the token masks of structured-output requests (the process's compiler; null: such
+  /// requests fail at the rank).
+  std::shared_ptr<engine::token_constraint_factory> constraints;
   /// A prefill rank: it reads hits, so at load it reserves the process's host staging buffers
   /// for them (decode ranks never read a hit).
   bool reads_hits = false;

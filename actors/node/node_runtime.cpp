@@ -26,6 +26,7 @@
 #include "actors/http/router.hpp"
 #include "actors/transport/kv_transport.hpp"
 #include "actors/node/node_http.hpp"
+#include "actors/node/structured_output.hpp"
 #include "actors/control/snapshot_server.hpp"
 #include "actors/swa/swa_shard.hpp"
 #include "kv/prefix_cache.hpp"
@@ -208,6 +209,12 @@ std::optional<std::string> node_runtime::start() {
     d.bootstrap = std::thread([&d] { d.run_bootstrap(); });
   }
 
+  // 2b. The process's structured-output compiler: its entrypoint checks constraints with it,
+  // its ranks mask tokens with it (built at the first constrained request).
+  std::shared_ptr<structured_output> so;
+  if (cfg.serving && !cfg.serving->tokenizer_path.empty())
+    so = std::make_shared<structured_output>(cfg.serving->tokenizer_path);
+
   // 3. Instances; with a model, every rank shares the process's prefix cache.
   for (auto& spec : cfg.instances) {
     instance_supervisor_config sc;
@@ -224,6 +231,7 @@ std::optional<std::string> node_runtime::start() {
                               ? cfg.serving->decode_kv_blocks_per_rank
                               : cfg.serving->kv_blocks_per_rank;
       sc.engine.cache = cache;
+      sc.engine.constraints = so;
       sc.engine.reads_hits = spec.role == node_role::prefill;
       sc.engine.decoder_mode = cfg.serving->decoder_mode;
       sc.engine.cpu_isa = cfg.serving->cpu_isa;
@@ -244,6 +252,7 @@ std::optional<std::string> node_runtime::start() {
     d.serving = entrypoint::create(sys, *cfg.serving, d.snap, cache, metrics, &err);
     if (!d.serving)
       return err;
+    d.serving->set_structured_output(so);
     extra_routes = [ep = d.serving.get()](http::router& r) { ep->add_routes(r); };
   }
   if (cfg.http && cfg.http->admin)

@@ -1,0 +1,111 @@
+#include "actors/node/structured_output.hpp"
+
+#include <cmath>
+#include <limits>
+
+#include "actors/log.hpp"
+#include "recipe/tokenizer/tokenizer.hpp"
+
+namespace deepinfer::actors {
+
+namespace {
+
+/// One sequence's constraint: a matcher and where the output is in it.
+class matcher_constraint final : public engine::token_constraint {
+public:
+  matcher_constraint(std::shared_ptr<const recipe::so::matcher> m, recipe::so::matcher_state s)
+      : m_(std::move(m)), state_(std::move(s)) {}
+
+  void mask(float* logits, int64_t vocab, int64_t tokens_left) override {
+    const auto allowed = m_->allowed_tokens(state_, static_cast<std::size_t>(std::max<int64_t>(tokens_left, 0)));
+    constexpr float blocked = -std::numeric_limits<float>::infinity();
+    const auto known = static_cast<int64_t>(m_->vocab().size());
+    for (int64_t w = 0; w * 64 < vocab; ++w) {
+      const uint64_t bits = w * 64 < known && static_cast<std::size_t>(w) < allowed.size() ? allowed[static_cast<std::size_t>(w)] : 0;
+      if (bits == ~uint64_t{0})
+        continue;
+      const int64_t end = std::min<int64_t>(vocab, w * 64 + 64);
+      for (int64_t t = w * 64; t < end; ++t)
+        if (((bits >> (t - w * 64)) & 1u) == 0 || t >= known)
+          logits[t] = blocked;
+    }
+  }
+
+  bool advance(int32_t token) override { return m_->advance(state_, token); }
+
+private:
+  std::shared_ptr<const recipe::so::matcher> m_;
+  recipe::so::matcher_state state_;
+};
+
+constexpr char kind_letter(recipe::so::constraint_kind k) {
+  switch (k) {
+    case recipe::so::constraint_kind::json_schema: return 's';
+    case recipe::so::constraint_kind::json_object: return 'o';
+    case recipe::so::constraint_kind::regex: return 'r';
+    case recipe::so::constraint_kind::grammar: return 'g';
+  }
+  return '?';
+}
+
+} // namespace
+
+structured_output::structured_output(std::string tokenizer_path, recipe::so::compiler::config cfg)
+    : tokenizer_path_(std::move(tokenizer_path)), cfg_(cfg) {}
+
+std::string structured_output::spec_of(const recipe::so::constraint& c) {
+  return std::string(1, kind_letter(c.kind)) + c.text;
+}
+
+expected<recipe::so::compiler*, std::string> structured_output::get() {
+  std::call_once(once_, [this] {
+    auto tok = recipe::tokenizer::load(tokenizer_path_);
+    if (!tok) {
+      error_ = "no tokenizer for structured output (" + tokenizer_path_ + "): " + tok.error;
+      return;
+    }
+    compiler_ = std::make_unique<recipe::so::compiler>(recipe::so::vocabulary::of(*tok.value), cfg_);
+    log().info("structured output: vocabulary of {} tokens loaded", compiler_->vocab().size());
+  });
+  if (!compiler_)
+    return error_;
+  return compiler_.get();
+}
+
+expected<std::shared_ptr<const recipe::so::matcher>, std::string>
+structured_output::compile(const recipe::so::constraint& c) {
+  auto comp = get();
+  if (!comp)
+    return comp.error();
+  return (*comp)->compile(c);
+}
+
+expected<std::shared_ptr<const recipe::so::matcher>, std::string> structured_output::compile(std::string_view spec) {
+  if (spec.empty())
+    return std::string{"empty structured-output spec"};
+  recipe::so::constraint c;
+  switch (spec.front()) {
+    case 's': c.kind = recipe::so::constraint_kind::json_schema; break;
+    case 'o': c.kind = recipe::so::constraint_kind::json_object; break;
+    case 'r': c.kind = recipe::so::constraint_kind::regex; break;
+    case 'g': c.kind = recipe::so::constraint_kind::grammar; break;
+    default: return std::string{"unknown structured-output spec kind"};
+  }
+  c.text = std::string{spec.substr(1)};
+  return compile(c);
+}
+
+engine::token_constraint_factory::result structured_output::make(std::string_view spec,
+                                                                 std::span<const int32_t> output) {
+  auto m = compile(spec);
+  if (!m)
+    return {nullptr, "the structured-output constraint cannot be compiled: " + m.error()};
+  auto state = (*m)->start();
+  // A rerouted or handed-over request: follow what it generated before.
+  for (auto t : output)
+    if (!(*m)->advance(state, t))
+      return {nullptr, "the output so far does not follow its structured-output constraint"};
+  return {std::make_unique<matcher_constraint>(*m, std::move(state)), {}};
+}
+
+} // namespace deepinfer::actors
