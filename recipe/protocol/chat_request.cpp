@@ -2,6 +2,7 @@
 
 #include "recipe/protocol/json_reader.hpp"
 #include "recipe/protocol/request_common.hpp"
+#include "recipe/protocol/request_parsers.hpp"
 
 namespace deepinfer::recipe {
 
@@ -128,7 +129,9 @@ void parse_tool_choice(const json& v, const json_path& at, conversation& c) {
   c.tool_choice.name = jr::req_string(jr::object(*fn, at / "function"), "name", at / "function");
 }
 
-conversation parse(const json& j, const json_path& root) {
+} // namespace
+
+conversation parse_chat_body(const json& j, const json_path& root) {
   conversation c;
   c.api = api_kind::chat;
   c.model = jr::req_string(j, "model", root);
@@ -182,18 +185,6 @@ conversation parse(const json& j, const json_path& root) {
   }
   rc::finish(c, j, root);
   return c;
-}
-
-using result = expected<conversation, api_error>;
-
-} // namespace
-
-result parse_chat_request_json(const nlohmann::ordered_json& body, const json_limits& limits) {
-  return guarded_parse<result>(api_kind::chat, limits, &body, {}, parse);
-}
-
-result parse_chat_request(std::string_view body, const json_limits& limits) {
-  return guarded_parse<result>(api_kind::chat, limits, nullptr, body, parse);
 }
 
 } // namespace deepinfer::recipe

@@ -2,6 +2,7 @@
 
 #include "recipe/protocol/json_reader.hpp"
 #include "recipe/protocol/request_common.hpp"
+#include "recipe/protocol/request_parsers.hpp"
 
 namespace deepinfer::recipe {
 
@@ -148,7 +149,9 @@ void parse_tools(const json& v, const json_path& at, conversation& c) {
   }
 }
 
-conversation parse(const json& j, const json_path& root) {
+} // namespace
+
+conversation parse_responses_body(const json& j, const json_path& root) {
   conversation c;
   c.api = api_kind::responses;
   c.model = jr::req_string(j, "model", root);
@@ -217,18 +220,6 @@ conversation parse(const json& j, const json_path& root) {
   c.stream = jr::opt_bool(j, "stream", root).value_or(false);
   rc::finish(c, j, root);
   return c;
-}
-
-using result = expected<conversation, api_error>;
-
-} // namespace
-
-result parse_responses_request_json(const nlohmann::ordered_json& body, const json_limits& limits) {
-  return guarded_parse<result>(api_kind::responses, limits, &body, {}, parse);
-}
-
-result parse_responses_request(std::string_view body, const json_limits& limits) {
-  return guarded_parse<result>(api_kind::responses, limits, nullptr, body, parse);
 }
 
 } // namespace deepinfer::recipe
