@@ -12,27 +12,16 @@ namespace jr = json_reader;
 namespace rc = request_common;
 
 std::vector<content_part> user_content(const json& v, const json_path& at) {
-  if (v.is_string())
-    return {content_part::text(v.get<std::string>())};
-  jr::array(v, at);
-  std::vector<content_part> out;
-  for (std::size_t i = 0; i < v.size(); ++i) {
-    const auto p = at / i;
-    const json& part = jr::object(v[i], p);
-    const auto type = jr::req_string(part, "type", p);
-    jr::one_of(type, {"text", "image_url"}, p / "type");
-    if (type == "text") {
-      out.push_back(content_part::text(jr::req_string(part, "text", p)));
-      continue;
-    }
+  return rc::content_parts(v, at, {"text", "image_url"}, [](const json& part, const json_path& p, const std::string& type) {
+    if (type == "text")
+      return content_part::text(jr::req_string(part, "text", p));
     const json* img = jr::find(part, "image_url");
     if (!img)
       (p / "image_url").fail("Missing required parameter: '" + (p / "image_url").str() + "'.");
     std::string url = img->is_string() ? img->get<std::string>() : jr::req_string(jr::object(*img, p / "image_url"), "url", p / "image_url");
     rc::check_image_url(url, p / "image_url" / "url");
-    out.push_back(content_part::image(std::move(url)));
-  }
-  return out;
+    return content_part::image(std::move(url));
+  });
 }
 
 message parse_message(const json& v, const json_path& at) {

@@ -30,17 +30,9 @@ content_part image_block(const json& b, const json_path& at) {
 }
 
 std::vector<content_part> tool_result_content(const json& v, const json_path& at) {
-  if (v.is_string())
-    return {content_part::text(v.get<std::string>())};
-  jr::array(v, at);
-  std::vector<content_part> out;
-  for (std::size_t i = 0; i < v.size(); ++i) {
-    const auto p = at / i;
-    const auto type = jr::req_string(jr::object(v[i], p), "type", p);
-    jr::one_of(type, {"text", "image"}, p / "type");
-    out.push_back(type == "text" ? content_part::text(jr::req_string(v[i], "text", p)) : image_block(v[i], p));
-  }
-  return out;
+  return rc::content_parts(v, at, {"text", "image"}, [](const json& b, const json_path& p, const std::string& type) {
+    return type == "text" ? content_part::text(jr::req_string(b, "text", p)) : image_block(b, p);
+  });
 }
 
 void user_message(const json& content, const json_path& at, conversation& c) {

@@ -12,30 +12,19 @@ namespace jr = json_reader;
 namespace rc = request_common;
 
 std::vector<content_part> parts(const json& v, const json_path& at, bool assistant) {
-  if (v.is_string())
-    return {content_part::text(v.get<std::string>())};
-  jr::array(v, at);
-  std::vector<content_part> out;
-  for (std::size_t i = 0; i < v.size(); ++i) {
-    const auto p = at / i;
-    const json& part = jr::object(v[i], p);
-    const auto type = jr::req_string(part, "type", p);
-    if (assistant)
-      jr::one_of(type, {"output_text", "refusal", "input_text"}, p / "type");
-    else
-      jr::one_of(type, {"input_text", "input_image", "output_text"}, p / "type");
-    if (type == "input_image") {
-      auto url = jr::opt_string(part, "image_url", p);
-      if (!url)
-        (p / "image_url").fail("Missing required parameter: '" + (p / "image_url").str() +
-                               "'. Only images given by URL or data URI are supported.");
-      rc::check_image_url(*url, p / "image_url");
-      out.push_back(content_part::image(std::move(*url)));
-    } else {
-      out.push_back(content_part::text(jr::req_string(part, type == "refusal" ? "refusal" : "text", p)));
-    }
-  }
-  return out;
+  const auto part = [](const json& obj, const json_path& p, const std::string& type) {
+    if (type != "input_image")
+      return content_part::text(jr::req_string(obj, type == "refusal" ? "refusal" : "text", p));
+    auto url = jr::opt_string(obj, "image_url", p);
+    if (!url)
+      (p / "image_url").fail("Missing required parameter: '" + (p / "image_url").str() +
+                             "'. Only images given by URL or data URI are supported.");
+    rc::check_image_url(*url, p / "image_url");
+    return content_part::image(std::move(*url));
+  };
+  if (assistant)
+    return rc::content_parts(v, at, {"output_text", "refusal", "input_text"}, part);
+  return rc::content_parts(v, at, {"input_text", "input_image", "output_text"}, part);
 }
 
 // Assistant turns are assembled from consecutive reasoning, message and function_call items.
