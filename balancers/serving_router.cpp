@@ -37,7 +37,7 @@ void serving_router::set_prefill_instances(std::span<const instance_shape> live)
   // actor sees the rank die and submits again).
   for (auto& [id, h] : prefills_)
     if (h.engine >= 0 && h.rank >= prefill_.ranks_of(h.engine))
-      h.quota_s = 0.0;
+      h.quota_s = h.released_s = 0.0;
 }
 
 void serving_router::set_decode_instances(std::span<const instance_shape> live) {
@@ -83,6 +83,16 @@ std::vector<serving_router::prefill_placement> serving_router::dispatch_prefills
   return out;
 }
 
+void serving_router::release_prefill(uint64_t id, double quota_s) {
+  auto it = prefills_.find(id);
+  if (it == prefills_.end() || it->second.engine < 0)
+    return;
+  auto& h = it->second;
+  const double give = std::min(std::max(quota_s, 0.0), h.quota_s - h.released_s);
+  prefill_.complete(h.engine, h.rank, give);
+  h.released_s += give;
+}
+
 void serving_router::finish_prefill(uint64_t id) {
   auto it = prefills_.find(id);
   if (it == prefills_.end())
@@ -90,7 +100,7 @@ void serving_router::finish_prefill(uint64_t id) {
   if (it->second.engine < 0)
     prefill_.withdraw(id);
   else
-    prefill_.complete(it->second.engine, it->second.rank, it->second.quota_s);
+    prefill_.complete(it->second.engine, it->second.rank, it->second.quota_s - it->second.released_s);
   prefills_.erase(it);
 }
 

@@ -82,6 +82,10 @@ public:
   /// Hands queued prefills to instances that have quota left (call after every submit, finish
   /// and membership change).
   std::vector<prefill_placement> dispatch_prefills();
+  /// A chunk of dispatched prefill `id` was computed: releases `quota_s` of its quota now (at
+  /// most what it still holds), so the balancer sees only the work left; `finish_prefill`
+  /// releases the rest. Queued or unknown ids are ignored.
+  void release_prefill(uint64_t id, double quota_s);
   /// `id` is done, failed or abandoned: releases its quota, or takes it off the queue. Unknown
   /// ids are ignored.
   void finish_prefill(uint64_t id);
@@ -114,6 +118,7 @@ private:
     int engine = -1; ///< -1: queued
     int rank = 0;
     double quota_s = 0.0;
+    double released_s = 0.0; ///< by `release_prefill` (`finish_prefill` releases the rest)
   };
   struct decode_slot {
     rank_ref where;

@@ -45,6 +45,24 @@ BOOST_AUTO_TEST_CASE(prefills_wait_in_the_balancer_until_an_instance_has_quota_l
   BOOST_TEST(a[0].where.instance == "p0");
 }
 
+BOOST_AUTO_TEST_CASE(computed_chunks_give_their_quota_back_before_the_prefill_finishes) {
+  serving_router r(quota_of(1.0));
+  const std::vector<serving_router::instance_shape> one{{"p0", 1, 0}};
+  r.set_prefill_instances(one);
+  r.submit_prefill(1, 1000, 1.5);
+  BOOST_TEST_REQUIRE(r.dispatch_prefills().size() == 1u);
+  r.submit_prefill(2, 1000, 0.5);
+  BOOST_TEST(r.dispatch_prefills().empty()); // 1.5 held of 1.0
+  r.release_prefill(1, 1.0);                 // a chunk worth 1.0 computed: 0.5 left
+  BOOST_TEST(r.prefill().rank_load(0, 0) == 0.5, boost::test_tools::tolerance(1e-12));
+  BOOST_TEST(r.dispatch_prefills().size() == 1u);
+  r.release_prefill(1, 9.0); // never more than it holds
+  BOOST_TEST(r.prefill().rank_load(0, 0) == 0.5, boost::test_tools::tolerance(1e-12));
+  r.finish_prefill(1); // its rest is 0 now
+  r.finish_prefill(2);
+  BOOST_TEST(r.prefill().rank_load(0, 0) == 0.0, boost::test_tools::tolerance(1e-12));
+}
+
 BOOST_AUTO_TEST_CASE(a_prefill_goes_to_the_lowest_quota_rank_of_the_instance) {
   serving_router r(quota_of(10.0));
   const std::vector<serving_router::instance_shape> one{{"p0", 3, 0}};

@@ -18,12 +18,8 @@ namespace {
 struct prefill_balancer_state {
   std::unique_ptr<balancers::serving_router> router;
   balancer_view live;
-  /// Jobs waiting for an instance to pull them, with their requester.
-  struct waiting_job {
-    caf::typed_response_promise<rank_grant> promise;
-    caf::actor_addr requester;
-  };
-  std::unordered_map<uint64_t, waiting_job> waiting;
+  /// Jobs waiting for an instance to pull them (their requesters are in `held`).
+  std::unordered_map<uint64_t, caf::typed_response_promise<rank_grant>> waiting;
   /// Keys each requester holds (queued or running), so its DOWN releases them all.
   requester_keys held;
   std::shared_ptr<balancer_loads> loads;
@@ -41,11 +37,11 @@ void dispatch(prefill_pointer self) {
     auto grant = st.live.grant(p.where);
     if (grant) {
       log().debug("key={} prefill pulled by instance={} rank={}", p.id, p.where.instance, p.where.rank);
-      it->second.promise.deliver(std::move(*grant));
+      it->second.deliver(std::move(*grant));
     } else {
       // The view lags the router by nothing (both are updated together), so this is a rank
       // that went away in the same view: the request asks again.
-      it->second.promise.deliver(make_error(errc::instance_down, "the prefill rank went away"));
+      it->second.deliver(make_error(errc::instance_down, "the prefill rank went away"));
       st.router->finish_prefill(p.id);
     }
     st.waiting.erase(it);
@@ -59,7 +55,7 @@ void release(prefill_pointer self, uint64_t key) {
   if (auto gone = st.held.remove(key))
     self->demonitor(*gone);
   if (auto it = st.waiting.find(key); it != st.waiting.end()) {
-    it->second.promise.deliver(make_error(errc::no_capacity, "released before an instance pulled it"));
+    it->second.deliver(make_error(errc::no_capacity, "released before an instance pulled it"));
     st.waiting.erase(it);
   }
 }
@@ -83,7 +79,7 @@ prefill_balancer_actor::behavior_type prefill_balancer(prefill_pointer self, bal
       if (requester && st.held.add(requester, ask.key))
         self->monitor(requester);
       auto promise = self->make_response_promise<rank_grant>();
-      st.waiting[ask.key] = {promise, requester};
+      st.waiting[ask.key] = promise;
       st.router->submit_prefill(ask.key, ask.input_len, ask.quota_s);
       dispatch(self);
       return promise;

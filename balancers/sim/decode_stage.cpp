@@ -1,4 +1,5 @@
-// Decode half of the simulator: routing over every decode rank, synchronous steps, completion.
+// Decode half of the simulator: placement by serving_router over every decode rank, synchronous
+// steps that report each request's KV growth to it, completion.
 #include "kv/block_key.hpp"
 #include "balancers/sim/simulator.hpp"
 
@@ -12,22 +13,33 @@ void simulator::route_decode(uint64_t id) {
     decode_done(id);
     return;
   }
-  const auto g = router_.choose(dranks_, f.req.input_len);
-  if (!g) {
+  if (!try_decode(id))
     decode_waiting_.push_back(id);
-    return;
-  }
-  const int inst_index = *g / cfg_.decode_dp;
+}
+
+bool simulator::try_decode(uint64_t id) {
+  auto& f = flights_.at(id);
+  // Reserves what the request will reach, as the live path reserves prompt + max_tokens (here
+  // the request's real output length stands for its max_tokens).
+  const auto where = router_.place_decode(id, f.req.input_len, f.req.input_len + f.req.output_len - 1);
+  if (!where)
+    return false;
+  const int inst_index = instance_index(where->instance);
+  const int g = inst_index * cfg_.decode_dp + static_cast<int>(where->rank);
   auto& inst = decode_[static_cast<size_t>(inst_index)];
-  auto& r = dranks_[static_cast<size_t>(*g)];
+  auto& r = dranks_[static_cast<size_t>(g)];
   ++r.requests;
   r.kv_tokens += f.req.input_len;
-  f.decode_rank = *g;
+  f.decode_rank = g;
+  f.kv = f.req.input_len;
+  f.batch_pos = inst.batch.size();
+  inst.batch.push_back(&f);
   // Joins the next step; needs output_len - 1 steps.
   f.join_step = inst.steps + (inst.busy ? 1 : 0);
   inst.finish.emplace(f.join_step + f.req.output_len - 1, id);
   if (!inst.busy)
     start_decode_step(inst_index);
+  return true;
 }
 
 void simulator::start_decode_step(int inst_index) {
@@ -55,18 +67,18 @@ void simulator::start_decode_step(int inst_index) {
   res_.decode_ideal += (c.t0 + moe) * dp + attn_sum;
   res_.decode_active_s += t;
   inst.busy = true;
-  // Only requests in the batch now grow this step; joiners start next step.
-  std::vector<int64_t> batch(hi - lo);
-  for (size_t g = lo; g < hi; ++g)
-    batch[g - lo] = dranks_[g].requests;
-  q_.push(q_.now() + t, [this, inst_index, batch = std::move(batch)] {
+  // Only requests in the batch now grow this step; joiners (appended to `batch` while the step
+  // runs) start next step, and none leaves before the step ends.
+  const size_t stepping = inst.batch.size();
+  q_.push(q_.now() + t, [this, inst_index, stepping] {
     auto& in = decode_[static_cast<size_t>(inst_index)];
-    const size_t base = static_cast<size_t>(inst_index * cfg_.decode_dp);
-    int64_t tokens = 0;
-    for (size_t k = 0; k < batch.size(); ++k) {
-      dranks_[base + k].kv_tokens += batch[k];
-      tokens += batch[k];
+    for (size_t k = 0; k < stepping; ++k) {
+      flight& f = *in.batch[k];
+      ++f.kv;
+      ++dranks_[static_cast<size_t>(f.decode_rank)].kv_tokens;
+      router_.grow_decode(f.req.id, f.kv);
     }
+    const auto tokens = static_cast<int64_t>(stepping);
     res_.decode_tokens += tokens;
     win_decode_tokens_ += tokens;
     ++in.steps;
@@ -82,14 +94,9 @@ void simulator::end_decode_step(int inst_index) {
     inst.finish.pop();
     decode_done(id);
   }
-  while (!decode_waiting_.empty()) {
-    const auto g = router_.choose(dranks_, flights_.at(decode_waiting_.front()).req.input_len);
-    if (!g)
-      break;
-    const uint64_t id = decode_waiting_.front();
+  // The router refused these for lack of room; what just finished may have made some.
+  while (!decode_waiting_.empty() && try_decode(decode_waiting_.front()))
     decode_waiting_.pop_front();
-    route_decode(id);
-  }
   if (!inst.busy)
     start_decode_step(inst_index);
 }
@@ -101,7 +108,12 @@ void simulator::decode_done(uint64_t id) {
   if (f.decode_rank >= 0) {
     auto& r = dranks_[static_cast<size_t>(f.decode_rank)];
     --r.requests;
-    r.kv_tokens -= f.req.input_len + f.req.output_len - 1;
+    r.kv_tokens -= f.kv;
+    auto& batch = decode_[static_cast<size_t>(f.decode_rank / cfg_.decode_dp)].batch;
+    batch[f.batch_pos] = batch.back();
+    batch[f.batch_pos]->batch_pos = f.batch_pos;
+    batch.pop_back();
+    router_.finish_decode(id);
   }
   ++res_.completed;
   res_.last_event = now;

@@ -1,4 +1,4 @@
-// Prefill half of the simulator: placement (balancer or baseline), budgeted steps, completion.
+// Prefill half of the simulator: placement (serving_router or a baseline), budgeted steps, completion.
 #include "kv/block_key.hpp"
 #include "balancers/sim/simulator.hpp"
 
@@ -11,9 +11,8 @@ void simulator::place_prefill(uint64_t id) {
   const int ranks = cfg_.prefill_instances * cfg_.prefill_dp;
   switch (cfg_.policy) {
   case prefill_policy::quota_buckets:
-    balancer_->submit({id, f.req.input_len, f.quota});
-    for (const auto& a : balancer_->dispatch())
-      assign(a.id, a.engine, a.rank);
+    router_.submit_prefill(id, f.req.input_len, f.quota);
+    pull_prefills();
     return;
   case prefill_policy::round_robin: {
     const int g = static_cast<int>(rr_next_++ % static_cast<uint64_t>(ranks));
@@ -34,6 +33,11 @@ void simulator::place_prefill(uint64_t id) {
     return;
   }
   }
+}
+
+void simulator::pull_prefills() {
+  for (const auto& p : router_.dispatch_prefills())
+    assign(p.id, instance_index(p.where.instance), static_cast<int>(p.where.rank));
 }
 
 void simulator::assign(uint64_t id, int engine, int rank) {
@@ -80,8 +84,8 @@ void simulator::start_prefill_step(int inst_index) {
       const double give = std::min(spent, f.quota - f.released);
       f.released += give;
       r.quota_load = std::max(0.0, r.quota_load - give);
-      if (balancer_)
-        balancer_->complete(f.engine, f.rank, give);
+      if (cfg_.policy == prefill_policy::quota_buckets)
+        router_.release_prefill(id, give);
       any = true;
       if (f.done < f.req.input_len)
         break;
@@ -115,9 +119,8 @@ void simulator::end_prefill_step(int inst_index) {
     r.fifo.pop_front(); // jobs finish in FIFO order
     prefill_done(id);
   }
-  if (balancer_)
-    for (const auto& a : balancer_->dispatch())
-      assign(a.id, a.engine, a.rank);
+  if (cfg_.policy == prefill_policy::quota_buckets)
+    pull_prefills();
   if (!inst.busy)
     start_prefill_step(inst_index);
 }
@@ -129,8 +132,8 @@ void simulator::prefill_done(uint64_t id) {
   --r.outstanding;
   const double rest = f.quota - f.released;
   r.quota_load = std::max(0.0, r.quota_load - rest);
-  if (balancer_)
-    balancer_->complete(f.engine, f.rank, rest);
+  if (cfg_.policy == prefill_policy::quota_buckets)
+    router_.finish_prefill(id); // releases what the chunks did not
   const auto ttft = static_cast<float>(now - f.req.arrival);
   res_.ttft.push_back(ttft);
   win_ttft_.push_back(ttft);

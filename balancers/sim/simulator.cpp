@@ -5,21 +5,39 @@
 
 #include <cstdio>
 #include <numeric>
+#include <string>
 
 namespace deepinfer::balancers::sim {
 
 simulator::simulator(const sim_config& cfg, workload& wl)
     : cfg_(cfg), wl_(wl), cost_(balancers::cost_model::calibrate(cfg.prefill_calibration)), cache_(cfg.cache),
-      router_(cfg.decode_router), scaler_(cfg.scaling),
-      prefill_(static_cast<size_t>(cfg.prefill_instances)), decode_(static_cast<size_t>(cfg.decode_instances)),
+      router_(serving_router::config{.prefill = {.quota_per_rank_s = cfg.quota_per_rank_s},
+                                     .decode = cfg.decode_router}),
+      scaler_(cfg.scaling), prefill_(static_cast<size_t>(cfg.prefill_instances)),
+      decode_(static_cast<size_t>(cfg.decode_instances)),
       dranks_(static_cast<size_t>(cfg.decode_instances * cfg.decode_dp)) {
   for (auto& p : prefill_)
     p.ranks.resize(static_cast<size_t>(cfg.prefill_dp));
+  // The membership view once: every instance up, each decode rank sized by the router's
+  // default KV capacity (cfg.decode_router.max_kv_tokens).
+  std::vector<serving_router::instance_shape> shapes;
+  for (int i = 0; i < cfg.prefill_instances; ++i) {
+    shapes.push_back({"prefill-" + std::to_string(i), static_cast<uint32_t>(cfg.prefill_dp), 0});
+    instance_index_[shapes.back().name] = i;
+  }
   if (cfg.policy == prefill_policy::quota_buckets)
-    balancer_.emplace(prefill_balancer::config{.engines = cfg.prefill_instances,
-                                               .ranks_per_engine = cfg.prefill_dp,
-                                               .quota_per_rank_s = cfg.quota_per_rank_s});
+    router_.set_prefill_instances(shapes);
+  shapes.clear();
+  for (int i = 0; i < cfg.decode_instances; ++i) {
+    shapes.push_back({"decode-" + std::to_string(i), static_cast<uint32_t>(cfg.decode_dp), 0});
+    instance_index_[shapes.back().name] = i;
+  }
+  router_.set_decode_instances(shapes);
   res_.workload = wl.name();
+}
+
+int simulator::instance_index(const std::string& name) const {
+  return instance_index_.at(name);
 }
 
 void simulator::pull_arrival() {
@@ -123,11 +141,11 @@ void simulator::autoscale() {
 
 sim_result simulator::run() {
   pull_arrival();
-  const bool rounds = balancer_.has_value();
+  const bool rounds = cfg_.policy == prefill_policy::quota_buckets;
   const auto finished = [this] { return arrivals_done_ && flights_.empty() && pending_followups_ == 0; };
   // Periodic timers re-arm themselves until everything drained.
   std::function<void()> round_tick = [&] {
-    balancer_->new_round();
+    router_.new_round();
     if (!finished())
       q_.push(q_.now() + cfg_.round_s, round_tick);
   };

@@ -2,8 +2,7 @@
 
 #include "balancers/autoscaler.hpp"
 #include "balancers/cost_model.hpp"
-#include "balancers/decode_balancer.hpp"
-#include "balancers/prefill_balancer.hpp"
+#include "balancers/serving_router.hpp"
 #include "balancers/sim/event_queue.hpp"
 #include "balancers/sim/kv_cache.hpp"
 #include "balancers/sim/sim_config.hpp"
@@ -51,10 +50,16 @@ struct sim_result {
 };
 
 /// The discrete-event simulator of DESIGN §8: arrivals from a workload, kv's §4.3 hit policy over
-/// kv's CHECK index, block catalog with GC and SWA snapshot store (kv_cache), the prefill
-/// balancer (or a baseline), prefill instances stepping under a time budget with the cost model
-/// (balancers::cost_model, calibrated to the seeds' figures), the decode router over every decode
-/// rank, decode instances stepping synchronously, and advisory autoscaling decisions.
+/// kv's CHECK index, block catalog with GC and SWA snapshot store (kv_cache), placement by
+/// `serving_router` -- the class the live balancer actors own -- for prefill (quota buckets; round
+/// robin and least outstanding are baselines beside it) and for decode over every decode rank,
+/// prefill instances stepping under a time budget with the cost model (balancers::cost_model,
+/// calibrated to the seeds' figures), decode instances stepping synchronously, and advisory
+/// autoscaling decisions.
+///
+/// Instances are named `prefill-<i>` and `decode-<i>` in the router. The simulator keeps the
+/// engines' own state (FIFOs, batches, KV per rank) and reports to the router what a live engine
+/// reports to its balancer: prefill chunks computed and finished, decode KV growth and finishes.
 class simulator {
 public:
   simulator(const sim_config& cfg, workload& wl);
@@ -71,9 +76,10 @@ private:
     double released = 0.0;  ///< quota already given back chunk by chunk
     int engine = 0, rank = 0;
     double first_chunk = -1.0;
-    int decode_rank = -1;
+    int decode_rank = -1;   ///< global decode rank (instance x decode_dp + rank); -1: none
     int64_t join_step = 0;
-    int64_t kv_at_join = 0;
+    int64_t kv = 0;         ///< KV length on its decode rank now
+    size_t batch_pos = 0;   ///< index in its decode instance's `batch`
   };
   struct prefill_rank {
     std::deque<uint64_t> fifo;
@@ -85,9 +91,15 @@ private:
     bool busy = false;
     std::vector<uint64_t> finishing;
   };
+  /// A decode rank as its engine sees it (the router keeps its own view).
+  struct decode_rank {
+    int64_t requests = 0;
+    int64_t kv_tokens = 0;
+  };
   struct decode_inst {
     bool busy = false;
     int64_t steps = 0;
+    std::vector<flight*> batch; ///< placed requests; joiners at the end (not in a running step)
     std::priority_queue<std::pair<int64_t, uint64_t>, std::vector<std::pair<int64_t, uint64_t>>, std::greater<>> finish;
   };
 
@@ -98,12 +110,15 @@ private:
   void autoscale();
   // prefill (prefill_stage.cpp)
   void place_prefill(uint64_t id);
+  void pull_prefills(); ///< instances with quota left pull from the router's queue
   void assign(uint64_t id, int engine, int rank);
   void start_prefill_step(int inst);
   void end_prefill_step(int inst);
   void prefill_done(uint64_t id);
   // decode (decode_stage.cpp)
   void route_decode(uint64_t id);
+  bool try_decode(uint64_t id);
+  int instance_index(const std::string& name) const;
   void start_decode_step(int inst);
   void end_decode_step(int inst);
   void decode_done(uint64_t id);
@@ -113,13 +128,13 @@ private:
   balancers::cost_model cost_;
   event_queue q_;
   kv_cache cache_;
-  std::optional<prefill_balancer> balancer_;
-  decode_balancer router_;
+  serving_router router_;
+  std::unordered_map<std::string, int> instance_index_; ///< router name -> prefill or decode index
   autoscaler scaler_;
   std::unordered_map<uint64_t, flight> flights_;
   std::vector<prefill_inst> prefill_;
   std::vector<decode_inst> decode_;
-  std::vector<decode_balancer::rank_state> dranks_;
+  std::vector<decode_rank> dranks_;
   std::deque<uint64_t> decode_waiting_;
   uint64_t rr_next_ = 0;
   bool arrivals_done_ = false;

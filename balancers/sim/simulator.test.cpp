@@ -40,6 +40,12 @@ sim_request make(uint64_t id, double at, int64_t len, int64_t out, uint64_t salt
   return r;
 }
 
+/// Runs `cfg` over `reqs` (open loop).
+sim_result run_list(const sim_config& cfg, std::deque<sim_request> reqs) {
+  list_workload wl(std::move(reqs));
+  return simulator(cfg, wl).run();
+}
+
 } // namespace
 
 BOOST_AUTO_TEST_SUITE(simulator_suite)
@@ -103,6 +109,45 @@ BOOST_AUTO_TEST_CASE(one_request_timing_matches_the_cost_models_by_hand) {
   const double step2 = d.t0 + d.moe_lb * d.gamma + d.alpha + d.beta * 1001;
   BOOST_TEST(r.last_event == 1.0 + m.cost(1000, 0) + step1 + step2, boost::test_tools::tolerance(1e-6));
   BOOST_TEST(r.hit_tokens == 0);
+}
+
+BOOST_AUTO_TEST_CASE(the_router_holds_a_decode_back_until_its_kv_reservation_fits) {
+  // Two 1000-token prompts prefilled side by side (round robin over two instances) end at the
+  // same time; each reserves 1000 + 3 - 1 = 1002 KV tokens on the one decode rank. With a pool of
+  // 2003 (room for both prompts, not for both reservations) the serving_router refuses the second
+  // until the first is released, so they decode one after the other; with a pool of 2004 the
+  // second joins the first's second step (the first one's step started when it was placed).
+  const auto m = deepinfer::balancers::cost_model::calibrate(sim_config{}.prefill_calibration);
+  const auto d = sim_config{}.decode;
+  const auto step = [&](double n, double kv) { return d.t0 + d.moe_lb * d.gamma * n + d.alpha * n + d.beta * kv; };
+  for (const int64_t pool : {2003, 2004}) {
+    const auto r = run_list({.prefill_instances = 2, .prefill_dp = 1, .decode_instances = 1, .decode_dp = 1,
+                             .policy = prefill_policy::round_robin, .decode_router = {.max_kv_tokens = pool}},
+                            {make(0, 0.0, 1000, 3, 1), make(1, 0.0, 1000, 3, 2)});
+    BOOST_TEST(r.completed == 2);
+    BOOST_TEST(r.decode_tokens == 4);
+    const double decode = pool < 2004 ? 2.0 * (step(1, 1000) + step(1, 1001))
+                                      : step(1, 1000) + step(2, 1001 + 1000) + step(1, 1002);
+    BOOST_TEST(r.last_event == m.cost(1000, 0) + decode, boost::test_tools::tolerance(1e-6));
+  }
+}
+
+BOOST_AUTO_TEST_CASE(quota_buckets_keep_a_prefill_in_the_router_while_the_instance_has_no_quota_left) {
+  // One instance of two ranks: a short prompt starts a step, and two 16K prompts (0.223 s of quota
+  // each) arrive while it runs. With 1 s of quota per rank the router hands both out at once, one
+  // per rank, and they prefill side by side in the next steps, ending together. With 0.1 s the
+  // first 16K one spends the instance's 0.2 s, so the router keeps the other queued -- the idle
+  // rank does not take it -- until a computed chunk gives quota back, and it ends later.
+  for (const double quota : {1.0, 0.1}) {
+    const auto r = run_list({.prefill_instances = 1, .prefill_dp = 2, .decode_dp = 1, .quota_per_rank_s = quota},
+                            {make(0, 0.0, 128, 2, 1), make(1, 0.001, 16 * 1024, 2, 2), make(2, 0.001, 16 * 1024, 2, 3)});
+    BOOST_TEST_REQUIRE(r.ttft.size() == 3u); // in completion order
+    BOOST_TEST(r.completed == 3);
+    if (quota == 1.0)
+      BOOST_TEST(r.ttft[2] == r.ttft[1], boost::test_tools::tolerance(1e-9));
+    else
+      BOOST_TEST(r.ttft[2] > r.ttft[1] + 0.01);
+  }
 }
 
 BOOST_AUTO_TEST_CASE(a_repeated_prompt_hits_through_the_snapshot_exactly) {

@@ -5,6 +5,7 @@
 // over). Next to it, the cost of tokenizing the whole prompt (what the server did before).
 // Needs the tokenizer assets of scripts/prepare_tokenizer.sh. Goal (issue 14): <= 20 ms.
 
+#include "bench/median_ms.hpp"
 #include "actors/entrypoint/request_prepare.hpp"
 #include "actors/entrypoint/serving_context.hpp"
 #include "recipe/render/renderer.hpp"
@@ -13,28 +14,15 @@
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
-#include <chrono>
 #include <cstdio>
 #include <cstdlib>
-#include <functional>
 #include <string>
 #include <vector>
 
 using namespace deepinfer;
-using clock_type = std::chrono::steady_clock;
+using deepinfer::bench::median_ms;
 
 namespace {
-
-double median_ms(int reps, const std::function<void()>& f) {
-  std::vector<double> t;
-  for (int i = 0; i < reps; ++i) {
-    const auto t0 = clock_type::now();
-    f();
-    t.push_back(std::chrono::duration<double, std::milli>(clock_type::now() - t0).count());
-  }
-  std::sort(t.begin(), t.end());
-  return t[t.size() / 2];
-}
 
 std::string prose(std::size_t size) {
   static const std::string line =

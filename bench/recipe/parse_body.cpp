@@ -5,21 +5,20 @@
 // used before issue 14; skipped for the wide shape past 1 MiB, where it is quadratic).
 // Goal (issue 14): linear in the size, <= 50 ms per MiB on one core.
 
+#include "bench/median_ms.hpp"
 #include "recipe/json_parse.hpp"
 #include "recipe/protocol/parse_request.hpp"
 
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
-#include <chrono>
 #include <cstdio>
 #include <cstdlib>
-#include <functional>
 #include <string>
 #include <vector>
 
 using namespace deepinfer::recipe;
-using clock_type = std::chrono::steady_clock;
+using deepinfer::bench::median_ms;
 
 namespace {
 
@@ -67,17 +66,6 @@ std::string deepish(std::size_t size) {
   for (int i = 0; b.size() < size - 256; ++i)
     b += (i ? "," : "") + v;
   return b + "]}";
-}
-
-double median_ms(int reps, const std::function<void()>& f) {
-  std::vector<double> t;
-  for (int i = 0; i < reps; ++i) {
-    const auto t0 = clock_type::now();
-    f();
-    t.push_back(std::chrono::duration<double, std::milli>(clock_type::now() - t0).count());
-  }
-  std::sort(t.begin(), t.end());
-  return t[t.size() / 2];
 }
 
 } // namespace

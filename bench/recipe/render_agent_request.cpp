@@ -10,6 +10,8 @@
 #include "recipe/render/renderer.hpp"
 #include "recipe/tokenizer/tokenizer.hpp"
 
+#include "bench/benchmark_main.hpp"
+
 #include <benchmark/benchmark.h>
 #include <nlohmann/json.hpp>
 
@@ -143,9 +145,5 @@ BENCHMARK(parse_and_render)->Unit(benchmark::kMillisecond);
 BENCHMARK(render_only)->Unit(benchmark::kMillisecond);
 BENCHMARK(encode_rendered)->Unit(benchmark::kMillisecond);
 int main(int argc, char** argv) {
-  fx(); // load the tokenizer and build the input outside the timed loops
-  benchmark::Initialize(&argc, argv);
-  benchmark::RunSpecifiedBenchmarks();
-  benchmark::Shutdown();
-  return 0;
+  return deepinfer::bench::run_benchmarks(argc, argv, [] { fx(); }); // tokenizer and input built untimed
 }

@@ -10,6 +10,8 @@
 #include "recipe/testdata/samples.hpp"
 #include "recipe/tokenizer/tokenizer.hpp"
 
+#include "bench/benchmark_main.hpp"
+
 #include <benchmark/benchmark.h>
 
 #include <cstdlib>
@@ -93,9 +95,5 @@ BENCHMARK(baseline_append_token_bytes);
 BENCHMARK(parser_one_token_per_feed);
 BENCHMARK(parser_16_tokens_per_feed);
 int main(int argc, char** argv) {
-  fx(); // load the tokenizer and build the input outside the timed loops
-  benchmark::Initialize(&argc, argv);
-  benchmark::RunSpecifiedBenchmarks();
-  benchmark::Shutdown();
-  return 0;
+  return deepinfer::bench::run_benchmarks(argc, argv, [] { fx(); }); // tokenizer and input built untimed
 }

@@ -5,12 +5,7 @@
 //        [--long-words=6000] [--long-every=6] [--max-tokens=16]
 // Each stream sends requests back to back; every `long-every`-th request of a stream is long
 // (fresh words, so no prefix hit), the rest short. Prints one row per (binary, streams).
-import { spawn } from 'node:child_process';
-import fs from 'node:fs';
-import net from 'node:net';
-import os from 'node:os';
-import path from 'node:path';
-
+import { serverUp, startServer, stopServer } from '../../tests/serve/harness.mjs';
 import { streamTtft } from './stream_ttft.mjs';
 
 const opts = Object.fromEntries(process.argv.slice(2).filter((a) => a.startsWith('--')).map((a) => a.slice(2).split('=')));
@@ -26,25 +21,10 @@ const longEvery = Number(opts['long-every'] ?? 6);
 const maxTokens = Number(opts['max-tokens'] ?? 16);
 const MODEL = 'deepseek-v4.1-flash';
 
-const freePort = () => new Promise((r) => { const s = net.createServer(); s.listen(0, '127.0.0.1', () => { const p = s.address().port; s.close(() => r(p)); }); });
-
 async function start(exe) {
-  const port = await freePort();
-  const base = `http://127.0.0.1:${port}`;
-  const kvRoot = fs.mkdtempSync(path.join(os.tmpdir(), 'deepinfer-mixed-kv-'));
-  const proc = spawn(exe, ['--http', `127.0.0.1:${port}`, '--log-level', 'warn', '--kv-root', kvRoot], { stdio: 'ignore' });
-  const deadline = Date.now() + 120000;
-  for (;;) {
-    try { if ((await fetch(base + '/health')).ok) break; } catch { /* not up yet */ }
-    if (Date.now() > deadline) throw new Error(`${exe} did not come up within 120 s`);
-    await new Promise((r) => setTimeout(r, 50));
-  }
-  return { base, proc, kvRoot };
-}
-
-function stop(s) {
-  s.proc.kill('SIGTERM');
-  fs.rmSync(s.kvRoot, { recursive: true, force: true });
+  const s = await startServer(exe, { name: exe, kvPrefix: 'deepinfer-mixed-kv-' });
+  await serverUp(s);
+  return s;
 }
 
 const ttft = (base, content) => streamTtft(base, MODEL, content, maxTokens);
@@ -81,6 +61,6 @@ for (const streams of streamsList)
       const f = (xs) => `${pct(xs, 0.5).toFixed(0)} / ${pct(xs, 0.99).toFixed(0)}`;
       console.log(`| ${exe} | ${streams} | ${f(r.short)} | ${f(r.long)} | ${(requests / r.seconds).toFixed(2)} |`);
     } finally {
-      stop(s);
+      await stopServer(s);
     }
   }

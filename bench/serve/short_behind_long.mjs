@@ -2,12 +2,7 @@
 // prefilled (one prefill rank takes both: the embedded default has 2, so two longs go first to
 // fill both), for each caf-launch binary given, side by side in one run.
 // Usage: node bench/serve/short_behind_long.mjs EXE [EXE...] [--long-words=6000] [--rounds=3]
-import { spawn } from 'node:child_process';
-import fs from 'node:fs';
-import net from 'node:net';
-import os from 'node:os';
-import path from 'node:path';
-
+import { serverUp, startServer, stopServer } from '../../tests/serve/harness.mjs';
 import { streamTtft } from './stream_ttft.mjs';
 
 const opts = Object.fromEntries(process.argv.slice(2).filter((a) => a.startsWith('--')).map((a) => a.slice(2).split('=')));
@@ -23,11 +18,9 @@ const words = (n, seed) => Array.from({ length: n }, (_, i) => `w${(i * 7919 + s
 console.log(`| binary | long TTFT ms (median of ${rounds}) | short TTFT behind it ms | short alone ms |`);
 console.log('|---|---|---|---|');
 for (const exe of exes) {
-  const port = await new Promise((r) => { const s = net.createServer(); s.listen(0, '127.0.0.1', () => { const p = s.address().port; s.close(() => r(p)); }); });
-  const base = `http://127.0.0.1:${port}`;
-  const kvRoot = fs.mkdtempSync(path.join(os.tmpdir(), 'deepinfer-bench-kv-'));
-  const server = spawn(exe, ['--http', `127.0.0.1:${port}`, '--log-level', 'warn', '--kv-root', kvRoot], { stdio: 'ignore' });
-  for (;;) { try { if ((await fetch(base + '/health')).ok) break; } catch {} await new Promise((r) => setTimeout(r, 50)); }
+  const server = await startServer(exe, { name: exe, kvPrefix: 'deepinfer-bench-kv-' });
+  const base = server.base;
+  await serverUp(server);
   await ttft(base, 'Warm up.');
   const longs = []; const shorts = []; const alone = [];
   for (let i = 0; i < rounds; ++i) {
@@ -39,7 +32,5 @@ for (const exe of exes) {
     longs.push(...await Promise.all(l));
   }
   console.log(`| ${exe} | ${median(longs).toFixed(0)} | ${median(shorts).toFixed(0)} | ${median(alone).toFixed(0)} |`);
-  server.kill('SIGINT');
-  await new Promise((r) => server.on('exit', r));
-  fs.rmSync(kvRoot, { recursive: true, force: true });
+  await stopServer(server);
 }

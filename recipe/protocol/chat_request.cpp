@@ -2,6 +2,7 @@
 
 #include "recipe/protocol/json_reader.hpp"
 #include "recipe/protocol/request_common.hpp"
+#include "recipe/protocol/request_parsers.hpp"
 
 namespace deepinfer::recipe {
 
@@ -11,27 +12,16 @@ namespace jr = json_reader;
 namespace rc = request_common;
 
 std::vector<content_part> user_content(const json& v, const json_path& at) {
-  if (v.is_string())
-    return {content_part::text(v.get<std::string>())};
-  jr::array(v, at);
-  std::vector<content_part> out;
-  for (std::size_t i = 0; i < v.size(); ++i) {
-    const auto p = at / i;
-    const json& part = jr::object(v[i], p);
-    const auto type = jr::req_string(part, "type", p);
-    jr::one_of(type, {"text", "image_url"}, p / "type");
-    if (type == "text") {
-      out.push_back(content_part::text(jr::req_string(part, "text", p)));
-      continue;
-    }
+  return rc::content_parts(v, at, {"text", "image_url"}, [](const json& part, const json_path& p, const std::string& type) {
+    if (type == "text")
+      return content_part::text(jr::req_string(part, "text", p));
     const json* img = jr::find(part, "image_url");
     if (!img)
       (p / "image_url").fail("Missing required parameter: '" + (p / "image_url").str() + "'.");
     std::string url = img->is_string() ? img->get<std::string>() : jr::req_string(jr::object(*img, p / "image_url"), "url", p / "image_url");
     rc::check_image_url(url, p / "image_url" / "url");
-    out.push_back(content_part::image(std::move(url)));
-  }
-  return out;
+    return content_part::image(std::move(url));
+  });
 }
 
 message parse_message(const json& v, const json_path& at) {
@@ -128,7 +118,9 @@ void parse_tool_choice(const json& v, const json_path& at, conversation& c) {
   c.tool_choice.name = jr::req_string(jr::object(*fn, at / "function"), "name", at / "function");
 }
 
-conversation parse(const json& j, const json_path& root) {
+} // namespace
+
+conversation parse_chat_body(const json& j, const json_path& root) {
   conversation c;
   c.api = api_kind::chat;
   c.model = jr::req_string(j, "model", root);
@@ -182,18 +174,6 @@ conversation parse(const json& j, const json_path& root) {
   }
   rc::finish(c, j, root);
   return c;
-}
-
-using result = expected<conversation, api_error>;
-
-} // namespace
-
-result parse_chat_request_json(const nlohmann::ordered_json& body, const json_limits& limits) {
-  return guarded_parse<result>(api_kind::chat, limits, &body, {}, parse);
-}
-
-result parse_chat_request(std::string_view body, const json_limits& limits) {
-  return guarded_parse<result>(api_kind::chat, limits, nullptr, body, parse);
 }
 
 } // namespace deepinfer::recipe

@@ -5,8 +5,6 @@
 #include "recipe/protocol/api_error.hpp"
 #include "recipe/protocol/conversation.hpp"
 
-#include <nlohmann/json.hpp>
-
 #include <string_view>
 
 namespace deepinfer::recipe {
@@ -14,11 +12,8 @@ namespace deepinfer::recipe {
 /// Parses and validates an OpenAI Chat Completions request body (`POST /v1/chat/completions`) into
 /// a conversation. Unknown fields are ignored. On failure: a 400 with OpenAI's error body whose
 /// `param` names the field (`messages[1].tool_calls[0].function.name`).
-/// The body is parsed under `limits` (a deeper body is a 400 before any of it is built).
+/// The body is parsed under `limits` (a deeper body is a 400 before any of it is built); for an
+/// already parsed body, `parse_request_json` (parse_request.hpp).
 expected<conversation, api_error> parse_chat_request(std::string_view body, const json_limits& limits = {});
-
-/// The same for an already parsed body (key order must be preserved, hence `ordered_json`).
-expected<conversation, api_error> parse_chat_request_json(const nlohmann::ordered_json& body,
-                                                            const json_limits& limits = {});
 
 } // namespace deepinfer::recipe

@@ -2,6 +2,7 @@
 
 #include "recipe/protocol/json_reader.hpp"
 #include "recipe/protocol/request_common.hpp"
+#include "recipe/protocol/request_parsers.hpp"
 
 namespace deepinfer::recipe {
 
@@ -29,17 +30,9 @@ content_part image_block(const json& b, const json_path& at) {
 }
 
 std::vector<content_part> tool_result_content(const json& v, const json_path& at) {
-  if (v.is_string())
-    return {content_part::text(v.get<std::string>())};
-  jr::array(v, at);
-  std::vector<content_part> out;
-  for (std::size_t i = 0; i < v.size(); ++i) {
-    const auto p = at / i;
-    const auto type = jr::req_string(jr::object(v[i], p), "type", p);
-    jr::one_of(type, {"text", "image"}, p / "type");
-    out.push_back(type == "text" ? content_part::text(jr::req_string(v[i], "text", p)) : image_block(v[i], p));
-  }
-  return out;
+  return rc::content_parts(v, at, {"text", "image"}, [](const json& b, const json_path& p, const std::string& type) {
+    return type == "text" ? content_part::text(jr::req_string(b, "text", p)) : image_block(b, p);
+  });
 }
 
 void user_message(const json& content, const json_path& at, conversation& c) {
@@ -140,7 +133,9 @@ void parse_tools(const json& v, const json_path& at, conversation& c) {
   }
 }
 
-conversation parse(const json& j, const json_path& root) {
+} // namespace
+
+conversation parse_messages_body(const json& j, const json_path& root) {
   conversation c;
   c.api = api_kind::messages;
   c.model = jr::req_string(j, "model", root);
@@ -220,18 +215,6 @@ conversation parse(const json& j, const json_path& root) {
   c.stream = jr::opt_bool(j, "stream", root).value_or(false);
   rc::finish(c, j, root);
   return c;
-}
-
-using result = expected<conversation, api_error>;
-
-} // namespace
-
-result parse_messages_request_json(const nlohmann::ordered_json& body, const json_limits& limits) {
-  return guarded_parse<result>(api_kind::messages, limits, &body, {}, parse);
-}
-
-result parse_messages_request(std::string_view body, const json_limits& limits) {
-  return guarded_parse<result>(api_kind::messages, limits, nullptr, body, parse);
 }
 
 } // namespace deepinfer::recipe

@@ -5,8 +5,6 @@
 #include "recipe/protocol/api_error.hpp"
 #include "recipe/protocol/conversation.hpp"
 
-#include <nlohmann/json.hpp>
-
 #include <string_view>
 
 namespace deepinfer::recipe {
@@ -16,11 +14,8 @@ namespace deepinfer::recipe {
 /// become tool messages (in order) followed by the rest of that message; `thinking` blocks are the
 /// turn's reasoning and `tool_use` blocks its calls. Errors use Anthropic's body with the field
 /// path in the message (`messages.0.content.1.type: ...`).
-/// The body is parsed under `limits` (a deeper body is a 400 before any of it is built).
+/// The body is parsed under `limits` (a deeper body is a 400 before any of it is built); for an
+/// already parsed body, `parse_request_json` (parse_request.hpp).
 expected<conversation, api_error> parse_messages_request(std::string_view body, const json_limits& limits = {});
-
-/// The same for an already parsed body.
-expected<conversation, api_error> parse_messages_request_json(const nlohmann::ordered_json& body,
-                                                            const json_limits& limits = {});
 
 } // namespace deepinfer::recipe

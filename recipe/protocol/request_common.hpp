@@ -3,7 +3,10 @@
 #include "recipe/protocol/conversation.hpp"
 #include "recipe/protocol/json_reader.hpp"
 
+#include <initializer_list>
 #include <string>
+#include <string_view>
+#include <vector>
 
 namespace deepinfer::recipe::request_common {
 
@@ -20,6 +23,26 @@ void check_arguments(const std::string& arguments, const json_path& at);
 /// Reads text-only content (string or array of text parts whose type is one of `text_types`) as one
 /// string, parts joined by "\n\n".
 std::string text_content(const json& v, const json_path& at, std::initializer_list<std::string_view> text_types);
+
+/// Content given as a string (one text part) or as an array of part objects, each with a `type`
+/// among `types`: `part(object, path, type)` builds the part of each object once its type has
+/// been checked. `at` is the content's path.
+template <class Part>
+std::vector<content_part> content_parts(const json& v, const json_path& at, std::initializer_list<std::string_view> types,
+                                        Part&& part) {
+  if (v.is_string())
+    return {content_part::text(v.get<std::string>())};
+  json_reader::array(v, at);
+  std::vector<content_part> out;
+  for (std::size_t i = 0; i < v.size(); ++i) {
+    const auto p = at / i;
+    const json& obj = json_reader::object(v[i], p);
+    const auto type = json_reader::req_string(obj, "type", p);
+    json_reader::one_of(type, types, p / "type");
+    out.push_back(part(obj, p, type));
+  }
+  return out;
+}
 
 /// Validates the cross-API invariants once a conversation is built: a named tool choice names a
 /// declared tool, and there is at least one message. `at` is the root path.

@@ -2,6 +2,7 @@
 
 #include "recipe/protocol/json_reader.hpp"
 #include "recipe/protocol/request_common.hpp"
+#include "recipe/protocol/request_parsers.hpp"
 
 namespace deepinfer::recipe {
 
@@ -11,30 +12,19 @@ namespace jr = json_reader;
 namespace rc = request_common;
 
 std::vector<content_part> parts(const json& v, const json_path& at, bool assistant) {
-  if (v.is_string())
-    return {content_part::text(v.get<std::string>())};
-  jr::array(v, at);
-  std::vector<content_part> out;
-  for (std::size_t i = 0; i < v.size(); ++i) {
-    const auto p = at / i;
-    const json& part = jr::object(v[i], p);
-    const auto type = jr::req_string(part, "type", p);
-    if (assistant)
-      jr::one_of(type, {"output_text", "refusal", "input_text"}, p / "type");
-    else
-      jr::one_of(type, {"input_text", "input_image", "output_text"}, p / "type");
-    if (type == "input_image") {
-      auto url = jr::opt_string(part, "image_url", p);
-      if (!url)
-        (p / "image_url").fail("Missing required parameter: '" + (p / "image_url").str() +
-                               "'. Only images given by URL or data URI are supported.");
-      rc::check_image_url(*url, p / "image_url");
-      out.push_back(content_part::image(std::move(*url)));
-    } else {
-      out.push_back(content_part::text(jr::req_string(part, type == "refusal" ? "refusal" : "text", p)));
-    }
-  }
-  return out;
+  const auto part = [](const json& obj, const json_path& p, const std::string& type) {
+    if (type != "input_image")
+      return content_part::text(jr::req_string(obj, type == "refusal" ? "refusal" : "text", p));
+    auto url = jr::opt_string(obj, "image_url", p);
+    if (!url)
+      (p / "image_url").fail("Missing required parameter: '" + (p / "image_url").str() +
+                             "'. Only images given by URL or data URI are supported.");
+    rc::check_image_url(*url, p / "image_url");
+    return content_part::image(std::move(*url));
+  };
+  if (assistant)
+    return rc::content_parts(v, at, {"output_text", "refusal", "input_text"}, part);
+  return rc::content_parts(v, at, {"input_text", "input_image", "output_text"}, part);
 }
 
 // Assistant turns are assembled from consecutive reasoning, message and function_call items.
@@ -148,7 +138,9 @@ void parse_tools(const json& v, const json_path& at, conversation& c) {
   }
 }
 
-conversation parse(const json& j, const json_path& root) {
+} // namespace
+
+conversation parse_responses_body(const json& j, const json_path& root) {
   conversation c;
   c.api = api_kind::responses;
   c.model = jr::req_string(j, "model", root);
@@ -217,18 +209,6 @@ conversation parse(const json& j, const json_path& root) {
   c.stream = jr::opt_bool(j, "stream", root).value_or(false);
   rc::finish(c, j, root);
   return c;
-}
-
-using result = expected<conversation, api_error>;
-
-} // namespace
-
-result parse_responses_request_json(const nlohmann::ordered_json& body, const json_limits& limits) {
-  return guarded_parse<result>(api_kind::responses, limits, &body, {}, parse);
-}
-
-result parse_responses_request(std::string_view body, const json_limits& limits) {
-  return guarded_parse<result>(api_kind::responses, limits, nullptr, body, parse);
 }
 
 } // namespace deepinfer::recipe

@@ -5,8 +5,6 @@
 #include "recipe/protocol/api_error.hpp"
 #include "recipe/protocol/conversation.hpp"
 
-#include <nlohmann/json.hpp>
-
 #include <string_view>
 
 namespace deepinfer::recipe {
@@ -16,11 +14,8 @@ namespace deepinfer::recipe {
 /// `function_call_output` and `reasoning` items become turns (a reasoning item and the message and
 /// calls after it form one assistant turn). Stateful features (`previous_response_id`,
 /// `conversation`) and built-in tools are refused with a 400 naming the field.
-/// The body is parsed under `limits` (a deeper body is a 400 before any of it is built).
+/// The body is parsed under `limits` (a deeper body is a 400 before any of it is built); for an
+/// already parsed body, `parse_request_json` (parse_request.hpp).
 expected<conversation, api_error> parse_responses_request(std::string_view body, const json_limits& limits = {});
-
-/// The same for an already parsed body.
-expected<conversation, api_error> parse_responses_request_json(const nlohmann::ordered_json& body,
-                                                            const json_limits& limits = {});
 
 } // namespace deepinfer::recipe

@@ -1,7 +1,7 @@
 #include "recipe/render/renderer.hpp"
 #include "recipe/render/segment_builder.hpp"
 
-#include "recipe/protocol/chat_request.hpp"
+#include "recipe/protocol/parse_request.hpp"
 #include "recipe/testdata/tokenizers.hpp"
 
 #include <boost/test/unit_test.hpp>
@@ -32,7 +32,7 @@ BOOST_AUTO_TEST_CASE(dsv32_fixture_renders_byte_for_byte) {
   // message), thinking mode, BOS on.
   input["model"] = "deepseek";
   input["thinking"] = {{"type", "enabled"}};
-  auto conv = parse_chat_request_json(input);
+  auto conv = parse_request_json(api_kind::chat, input);
   BOOST_REQUIRE_MESSAGE(conv.has_value(), (conv.has_value() ? "" : conv.error().body()));
   auto segs = render(*conv, table(template_version::dsv32));
   BOOST_REQUIRE(segs.has_value());
@@ -56,7 +56,7 @@ BOOST_AUTO_TEST_CASE(dsv32_fixture_encodes_to_the_reference_token_count) {
   auto input = nlohmann::ordered_json::parse(test::read_file(dir + "test_input.json"));
   input["model"] = "deepseek";
   input["thinking"] = {{"type", "enabled"}};
-  auto segs = render(*parse_chat_request_json(input), table(template_version::dsv32));
+  auto segs = render(*parse_request_json(api_kind::chat, input), table(template_version::dsv32));
   const auto ids = test::real_tokenizer(template_version::dsv32).encode(*segs);
   BOOST_TEST(ids.size() == 1442u);
   BOOST_TEST(ids == test::real_tokenizer(template_version::dsv32).encode_with_special_tokens(to_text(*segs)));

@@ -56,20 +56,23 @@ rule_nfa::frag schema_builder::build_object(rule_nfa& n, const json& s) {
   for (auto& x : st)
     x = {n.add(), n.add()};
   const auto start = n.add(), end = n.add();
+  // One `key: value` member from state `from` to `to`; e == 1 (a member came before): a comma first.
+  const auto member = [&](int e, auto from, auto key, auto val, auto to) {
+    if (e == 1) {
+      auto c = n.add();
+      n.edge(from, comma, c);
+      from = c;
+    }
+    auto k = n.add();
+    n.edge(from, key, k);
+    n.edge(k, val, to);
+  };
   n.edge(start, open, st[0][0]);
   for (std::size_t i = 0; i < m; ++i) {
     const auto key = lex("k:" + members[i].key, key_rx(members[i].key));
     const auto val = value_rule(*members[i].schema);
     for (int e = 0; e < 2; ++e) {
-      auto cur = st[i][e];
-      if (e == 1) {
-        auto c = n.add();
-        n.edge(cur, comma, c);
-        cur = c;
-      }
-      auto k = n.add();
-      n.edge(cur, key, k);
-      n.edge(k, val, st[i + 1][1]);
+      member(e, st[i][e], key, val, st[i + 1][1]);
       if (!members[i].required)
         n.eps(st[i][e], st[i + 1][e]);
     }
@@ -98,17 +101,8 @@ rule_nfa::frag schema_builder::build_object(rule_nfa& n, const json& s) {
     else
       key = gb_.lexeme(std::move(any_key)), lexemes_.emplace(cache_key, key);
     const auto val = is_true(addl) ? any_value() : value_rule(addl);
-    for (int e = 0; e < 2; ++e) {
-      auto cur = st[m][e];
-      if (e == 1) {
-        auto c = n.add();
-        n.edge(cur, comma, c);
-        cur = c;
-      }
-      auto k = n.add();
-      n.edge(cur, key, k);
-      n.edge(k, val, st[m][1]);
-    }
+    for (int e = 0; e < 2; ++e)
+      member(e, st[m][e], key, val, st[m][1]);
   }
   return {start, end};
 }

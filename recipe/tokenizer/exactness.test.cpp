@@ -82,12 +82,7 @@ BOOST_AUTO_TEST_CASE(decode_of_encode_gives_back_every_record) {
 
 BOOST_AUTO_TEST_CASE(parallel_segments_equal_one_thread) {
   const auto& c = corpus_fixture::get();
-  tokenizer::config cfg;
-  cfg.threads = 2;
-  cfg.parallel_min_bytes = 1;
-  cfg.adaptive = false; // always the parallel path
-  auto par = tokenizer::load(test::asset("tokenizer_v32.json"), cfg);
-  BOOST_REQUIRE(par);
+  auto par = test::always_parallel("tokenizer_v32.json");
   auto one = test::shared("tokenizer_v32.json");
   // 400 records joined by the BOS id, in prompts of 40 segments each.
   for (std::size_t start = 0; start + 40 <= 400; start += 40) {
@@ -103,9 +98,9 @@ BOOST_AUTO_TEST_CASE(parallel_segments_equal_one_thread) {
       want.push_back(0);
       joined += r;
     }
-    BOOST_TEST(par.value->encode(segs) == want);
+    BOOST_TEST(par->encode(segs) == want);
     // One long segment is cut at safe line breaks only: same ids as one thread.
-    BOOST_TEST(par.value->encode(prompt_segments{prompt_segment::plain(joined)}) == one->encode(joined));
+    BOOST_TEST(par->encode(prompt_segments{prompt_segment::plain(joined)}) == one->encode(joined));
   }
 }
 

@@ -67,18 +67,13 @@ BOOST_AUTO_TEST_CASE(official_v32_fixture_encodes_to_1442_tokens_as_huggingface)
 
 BOOST_AUTO_TEST_CASE(fixture_as_segments_gives_the_same_ids_in_parallel) {
   auto one = test::shared("tokenizer_v32.json");
-  tokenizer::config cfg;
-  cfg.threads = 2;
-  cfg.parallel_min_bytes = 1;
-  cfg.adaptive = false; // always the parallel path
-  auto par = tokenizer::load(test::asset("tokenizer_v32.json"), cfg);
-  BOOST_REQUIRE(par);
+  auto par = test::always_parallel("tokenizer_v32.json");
   const std::string text = fixture_prompt();
   const auto segs = as_segments(*one, text);
   BOOST_TEST(segs.size() > 5u);
   const auto whole = one->encode_with_special_tokens(text);
   BOOST_TEST(one->encode(segs) == whole, boost::test_tools::per_element());
-  BOOST_TEST(par.value->encode(segs) == whole, boost::test_tools::per_element());
+  BOOST_TEST(par->encode(segs) == whole, boost::test_tools::per_element());
 }
 
 BOOST_AUTO_TEST_SUITE_END()

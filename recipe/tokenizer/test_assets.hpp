@@ -57,4 +57,17 @@ inline std::shared_ptr<const tokenizer> shared(const std::string& name) {
   return slot;
 }
 
+/// A fresh tokenizer from `<cache>/tokenizer/<name>` that always takes the parallel path (two
+/// threads, no size floor, not adaptive), for tests that hold it against the single-thread one.
+inline std::shared_ptr<const tokenizer> always_parallel(const std::string& name) {
+  tokenizer::config cfg;
+  cfg.threads = 2;
+  cfg.parallel_min_bytes = 1;
+  cfg.adaptive = false;
+  auto r = tokenizer::load(asset(name), cfg);
+  if (!r)
+    throw std::runtime_error(r.error);
+  return r.value;
+}
+
 } // namespace deepinfer::recipe::test

@@ -82,12 +82,7 @@ BOOST_AUTO_TEST_SUITE(tokenizer_concurrency)
 // Several callers share one pooled tokenizer: the pool serves whoever asks first, the others
 // encode on their own threads; every result must be the single-thread one.
 BOOST_AUTO_TEST_CASE(concurrent_callers_get_single_thread_ids) {
-  tokenizer::config cfg;
-  cfg.threads = 2;
-  cfg.parallel_min_bytes = 1;
-  cfg.adaptive = false; // always the parallel path
-  auto par = tokenizer::load(test::asset("tokenizer_v32.json"), cfg);
-  BOOST_REQUIRE(par);
+  auto par = test::always_parallel("tokenizer_v32.json");
   auto one = test::shared("tokenizer_v32.json");
   prompt_segments segs;
   for (int i = 0; i < 60; ++i) {
@@ -101,7 +96,7 @@ BOOST_AUTO_TEST_CASE(concurrent_callers_get_single_thread_ids) {
   for (int t = 0; t < 4; ++t)
     callers.emplace_back([&] {
       for (int r = 0; r < 25; ++r)
-        bad += par.value->encode(segs) != want;
+        bad += par->encode(segs) != want;
     });
   for (auto& c : callers)
     c.join();

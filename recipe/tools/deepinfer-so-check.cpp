@@ -16,6 +16,7 @@
 // With --warm the tests of each schema are walked a second time and that pass's mask times are
 // added as warm_mask_us_mean / warm_mask_hist (every lexer state's class already computed).
 
+#include "recipe/base/cli.hpp"
 #include "recipe/structured/compiler.hpp"
 #include "recipe/tokenizer/tokenizer.hpp"
 
@@ -79,21 +80,15 @@ int main(int argc, char** argv) {
   std::size_t limit = SIZE_MAX;
   long timeout_ms = 2000;
   bool warm = false;
-  for (int i = 1; i < argc; ++i) {
-    std::string a = argv[i];
-    if (a == "--tokenizer" && i + 1 < argc)
-      tok_path = argv[++i];
-    else if (a == "--limit" && i + 1 < argc)
-      limit = std::stoul(argv[++i]);
-    else if (a == "--warm")
-      warm = true;
-    else if (a == "--timeout-ms" && i + 1 < argc)
-      timeout_ms = std::stol(argv[++i]);
-    else {
-      std::cerr << "usage: deepinfer-so-check [--tokenizer PATH] [--limit N] [--timeout-ms MS] [--warm] < maskbench.jsonl\n";
-      return 2;
-    }
-  }
+  CLI::App app{"deepinfer-so-check: structured-output acceptance on MaskBench JSONL (stdin); one JSON line per "
+               "schema on stdout.",
+               "deepinfer-so-check"};
+  app.add_option("--tokenizer", tok_path, "tokenizer.json (default: the cache's tokenizer_v41.json)");
+  app.add_option("--limit", limit, "check at most this many schemas");
+  app.add_option("--timeout-ms", timeout_ms, "compile time limit per schema")->capture_default_str();
+  app.add_flag("--warm", warm, "walk each schema's tests a second time and report that pass's mask times too");
+  if (auto rc = deepinfer::parse_command_line(app, argc, argv))
+    return *rc;
   if (tok_path.empty()) {
     const char* c = std::getenv("DEEPINFER_CACHE");
     const char* home = std::getenv("HOME");

@@ -1,12 +1,93 @@
-// What the serve tests share: a free loopback port, named checks that record pass / fail and
-// keep going, so one run reports every broken behaviour, and waits on a state with a deadline.
+// What the serve tests and benches (tests/serve/, bench/serve/) share: a free loopback port, the
+// official API clients, an embedded-default server on a fresh KV root, a loopback cluster
+// manifest, named checks that record pass / fail and keep going, so one run reports every broken
+// behaviour, and waits on a state with a deadline.
+import { spawn } from 'node:child_process';
+import { createRequire } from 'node:module';
+import fs from 'node:fs';
 import net from 'node:net';
+import os from 'node:os';
+import path from 'node:path';
 
 export function freePort() {
   return new Promise((resolve) => {
     const s = net.createServer();
     s.listen(0, '127.0.0.1', () => { const p = s.address().port; s.close(() => resolve(p)); });
   });
+}
+
+/// The official API clients `packages` (e.g. ['openai', '@anthropic-ai/sdk']) from the cache that
+/// scripts/prepare_api_clients.sh fills; exits 77 (CTest's skip) saying so when one is missing.
+export function apiClients(packages) {
+  const cache = process.env.DEEPINFER_CACHE || path.join(os.homedir(), '.cache', 'deepinfer');
+  const clients = path.join(cache, 'api-clients', 'node_modules');
+  if (!packages.every((p) => fs.existsSync(path.join(clients, p)))) {
+    console.log(`skipped: API clients missing in ${clients}; run scripts/prepare_api_clients.sh`);
+    process.exit(77);
+  }
+  const require = createRequire(path.join(clients, 'x.js'));
+  return packages.map((p) => require(p));
+}
+
+/// Spawns the embedded default (`exe --http`) on a free loopback port with a fresh, private KV
+/// root (`kvPrefix` names its temp folder) and `flags` after the common ones; its output goes
+/// to `logPath` (or nowhere). The server is not up yet: `serverUp` waits for it.
+export async function startServer(exe, { flags = [], kvPrefix = 'deepinfer-serve-kv-', logPath, name = 'caf-launch' } = {}) {
+  const port = await freePort();
+  const kvRoot = fs.mkdtempSync(path.join(os.tmpdir(), kvPrefix));
+  const log = logPath ? fs.openSync(logPath, 'w') : 'ignore';
+  const proc = spawn(exe, ['--http', `127.0.0.1:${port}`, '--log-level', 'warn', '--kv-root', kvRoot, ...flags],
+                     { stdio: ['ignore', log, log] });
+  const s = { name, port, base: `http://127.0.0.1:${port}`, kvRoot, logPath, proc, exited: false };
+  proc.on('exit', () => { s.exited = true; });
+  return s;
+}
+
+/// Waits until `s` (from `startServer`) answers /health; returns the ms that took. Throws when it
+/// exits first or is not up within two minutes.
+export function serverUp(s) {
+  return waitFor(`${s.name} /health`, async () => {
+    if (s.exited) throw new Error(`${s.name} exited early` + (s.logPath ? ` (log: ${s.logPath})` : ''));
+    try { return (await fetch(s.base + '/health')).ok; } catch { return false; } // not up yet
+  }, { deadlineMs: 120000, everyMs: 50 });
+}
+
+/// Stops `s` (SIGINT, SIGKILL after `graceMs`), waits for its exit and removes its KV root.
+export async function stopServer(s, graceMs = 5000) {
+  s.proc.kill('SIGINT');
+  await new Promise((r) => {
+    if (s.exited) r();
+    else { s.proc.on('exit', r); setTimeout(() => { s.proc.kill('SIGKILL'); r(); }, graceMs); }
+  });
+  fs.rmSync(s.kvRoot, { recursive: true, force: true });
+}
+
+/// One `[[nodes]]` table of a loopback manifest; `extra` holds its further lines.
+export const manifestNode = (name, port, roles, extra = '') =>
+  `[[nodes]]\nname = "${name}"\nhost = "127.0.0.1"\nport = ${port}\nroles = ${JSON.stringify(roles)}\n${extra}`;
+
+/// A loopback cluster manifest on the tiny model, with heartbeats, timeouts and restarts fast
+/// enough for a test to kill nodes; `nodes` are `manifestNode` tables.
+export const clusterManifest = (kvRoot, nodes) => `model = "tiny"
+log_level = "info"
+[caf]
+heartbeat_interval_ms = 250
+connection_timeout_ms = 1500
+[kv]
+root = "${kvRoot}"
+[supervision]
+restart_delay_ms = 200
+${nodes.join('')}`;
+
+/// Starts the cluster of `manifest` (every node's output to `logPath`) and, beside it, the
+/// embedded default on port `oneHttp` with its own KV root `oneKvRoot`: the reference whose
+/// answers the cluster's must equal. Both are returned for `finish`.
+export function startClusterAndReference(exe, manifest, logPath, oneHttp, oneKvRoot) {
+  return [
+    spawn(exe, ['--manifest', manifest], { stdio: ['ignore', fs.openSync(logPath, 'w'), fs.openSync(logPath, 'a')] }),
+    spawn(exe, ['--http', `127.0.0.1:${oneHttp}`, '--log-level', 'warn', '--kv-root', oneKvRoot],
+          { stdio: ['ignore', 'ignore', 'ignore'] }),
+  ];
 }
 
 export const results = [];

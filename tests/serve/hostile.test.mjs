@@ -8,23 +8,14 @@
 // Two servers: `main` (small connection cap, short timeouts, tight admission) and `keyed` (API
 // keys, a 2 s total deadline). Usage: node hostile.test.mjs /path/to/caf-launch
 import { spawn } from 'node:child_process';
-import { createRequire } from 'node:module';
 import fs from 'node:fs';
 import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import assert from 'node:assert/strict';
-import { check, finish, freePort, results, waitFor } from './harness.mjs';
+import { apiClients, check, finish, results, serverUp, startServer, waitFor } from './harness.mjs';
 
-const cache = process.env.DEEPINFER_CACHE || path.join(os.homedir(), '.cache', 'deepinfer');
-const clients = path.join(cache, 'api-clients', 'node_modules');
-if (!fs.existsSync(path.join(clients, 'openai')) || !fs.existsSync(path.join(clients, '@anthropic-ai', 'sdk'))) {
-  console.log(`skipped: API clients missing in ${clients}; run scripts/prepare_api_clients.sh`);
-  process.exit(77);
-}
-const require = createRequire(path.join(clients, 'x.js'));
-const OpenAI = require('openai');
-const Anthropic = require('@anthropic-ai/sdk');
+const [OpenAI, Anthropic] = apiClients(['openai', '@anthropic-ai/sdk']);
 const MODEL = 'deepseek-v4.1-flash';
 const ROUTES = ['/v1/chat/completions', '/v1/responses', '/v1/messages'];
 const KEYS = ['key-alpha-0123456789', 'key-beta-9876543210'];
@@ -36,22 +27,13 @@ const t00 = Date.now();
 // -- servers -----------------------------------------------------------------------------------
 const servers = [];
 async function start(name, flags) {
-  const port = await freePort();
-  const kvRoot = fs.mkdtempSync(path.join(os.tmpdir(), `deepinfer-hostile-${name}-kv-`));
-  const logPath = path.join(os.tmpdir(), `deepinfer-hostile-${name}-${process.pid}.log`);
-  const log = fs.openSync(logPath, 'w');
-  const proc = spawn(exe, ['--http', `127.0.0.1:${port}`, '--log-level', 'warn', '--kv-root', kvRoot, ...flags],
-                     { stdio: ['ignore', log, log] });
-  const s = { name, port, base: `http://127.0.0.1:${port}`, kvRoot, logPath, proc, exited: false };
-  proc.on('exit', () => { s.exited = true; });
+  const s = await startServer(exe, { flags, name, kvPrefix: `deepinfer-hostile-${name}-kv-`,
+                                     logPath: path.join(os.tmpdir(), `deepinfer-hostile-${name}-${process.pid}.log`) });
   servers.push(s);
   return s;
 }
 async function up(s) {
-  const ms = await waitFor(`${s.name} /health`, async () => {
-    if (s.exited) throw new Error(`${s.name}: caf-launch exited early`);
-    try { return (await fetch(s.base + '/health')).ok; } catch { return false; } // not up yet
-  }, { deadlineMs: 120000, everyMs: 50 });
+  const ms = await serverUp(s);
   console.log(`${s.name} up in ${ms} ms on ${s.base}`);
 }
 

@@ -4,12 +4,13 @@
 // anchored at its own prompt (bounded mode, the default) on kernels whose bits depend on no batch,
 // chunking or ISA, so the continuation is the same token for token.
 // Usage: node reroute.test.mjs /path/to/caf-launch
-import { spawn, spawnSync } from 'node:child_process';
+import { spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import assert from 'node:assert/strict';
-import { check, finish, freePort, results, waitFor } from './harness.mjs';
+import { check, clusterManifest, finish, freePort, manifestNode, results, startClusterAndReference,
+         waitFor } from './harness.mjs';
 
 const MODEL = 'deepseek-v4.1-flash';
 const exe = process.argv[2];
@@ -19,28 +20,14 @@ const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'deepinfer-reroute-'));
 const ports = [await freePort(), await freePort(), await freePort(), await freePort()];
 const [clusterHttp, oneHttp] = [await freePort(), await freePort()];
 const manifest = path.join(dir, 'cluster.toml');
-const node = (name, port, roles, extra = '') =>
-  `[[nodes]]\nname = "${name}"\nhost = "127.0.0.1"\nport = ${port}\nroles = ${JSON.stringify(roles)}\n${extra}`;
-fs.writeFileSync(manifest, `model = "tiny"
-log_level = "info"
-[caf]
-heartbeat_interval_ms = 250
-connection_timeout_ms = 1500
-[kv]
-root = "${path.join(dir, 'kv-cluster')}"
-[supervision]
-restart_delay_ms = 200
-${node('n0', ports[0], ['controller', 'entrypoint', 'kvstore'], `http = "127.0.0.1:${clusterHttp}"\n`)}
-${node('p0', ports[1], ['prefill'], 'ranks = 2\n')}
-${node('d0', ports[2], ['decode'], 'ranks = 1\n')}
-${node('d1', ports[3], ['decode'], 'ranks = 1\n')}
-`);
+fs.writeFileSync(manifest, clusterManifest(path.join(dir, 'kv-cluster'), [
+  manifestNode('n0', ports[0], ['controller', 'entrypoint', 'kvstore'], `http = "127.0.0.1:${clusterHttp}"\n`),
+  manifestNode('p0', ports[1], ['prefill'], 'ranks = 2\n'),
+  manifestNode('d0', ports[2], ['decode'], 'ranks = 1\n'),
+  manifestNode('d1', ports[3], ['decode'], 'ranks = 1\n'),
+]));
 const logPath = path.join(dir, 'cluster.log');
-const procs = [
-  spawn(exe, ['--manifest', manifest], { stdio: ['ignore', fs.openSync(logPath, 'w'), fs.openSync(logPath, 'a')] }),
-  spawn(exe, ['--http', `127.0.0.1:${oneHttp}`, '--log-level', 'warn', '--kv-root', path.join(dir, 'kv-one')],
-        { stdio: ['ignore', 'ignore', 'ignore'] }),
-];
+const procs = startClusterAndReference(exe, manifest, logPath, oneHttp, path.join(dir, 'kv-one'));
 const cluster = `http://127.0.0.1:${clusterHttp}`;
 const one = `http://127.0.0.1:${oneHttp}`;
 

@@ -3,23 +3,13 @@
 // it with the official clients (openai: chat completions and responses, streaming and not;
 // @anthropic-ai/sdk: messages, streaming and not) and raw HTTP for the error shapes.
 // Usage: node serve.test.mjs /path/to/caf-launch
-import { spawn } from 'node:child_process';
-import { createRequire } from 'node:module';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import assert from 'node:assert/strict';
-import { check, freePort, results, waitFor } from './harness.mjs';
+import { apiClients, check, results, serverUp, startServer, stopServer, waitFor } from './harness.mjs';
 
-const cache = process.env.DEEPINFER_CACHE || path.join(os.homedir(), '.cache', 'deepinfer');
-const clients = path.join(cache, 'api-clients', 'node_modules');
-if (!fs.existsSync(path.join(clients, 'openai')) || !fs.existsSync(path.join(clients, '@anthropic-ai', 'sdk'))) {
-  console.log(`skipped: API clients missing in ${clients}; run scripts/prepare_api_clients.sh`);
-  process.exit(77);
-}
-const require = createRequire(path.join(clients, 'x.js'));
-const OpenAI = require('openai');
-const Anthropic = require('@anthropic-ai/sdk');
+const [OpenAI, Anthropic] = apiClients(['openai', '@anthropic-ai/sdk']);
 const MODEL = 'deepseek-v4.1-flash';
 
 
@@ -49,22 +39,13 @@ const idle = (text) => ['deepinfer_rank_kv_blocks_used', 'deepinfer_rank_active_
   'deepinfer_decode_router_requests', 'deepinfer_requests_in_flight'].every((n) => sum(text, n) === 0);
 
 const exe = process.argv[2];
-const port = await freePort();
-const base = `http://127.0.0.1:${port}`;
 const logPath = path.join(os.tmpdir(), `deepinfer-serve-test-${process.pid}.log`);
-const log = fs.openSync(logPath, 'w');
 // A private, empty KV root: the cache test must see its own first turn miss.
-const kvRoot = fs.mkdtempSync(path.join(os.tmpdir(), 'deepinfer-serve-kv-'));
-const server = spawn(exe, ['--http', `127.0.0.1:${port}`, '--log-level', 'warn', '--kv-root', kvRoot],
-                     { stdio: ['ignore', log, log] });
-let exited = false;
-server.on('exit', () => { exited = true; });
+const server = await startServer(exe, { logPath });
+const base = server.base;
 
 try {
-  const up = await waitFor('/health answer', async () => {
-    if (exited) throw new Error(`caf-launch exited early (log: ${logPath})`);
-    try { return (await fetch(base + '/health')).ok; } catch { return false; /* not up yet */ }
-  }, { deadlineMs: 120000, everyMs: 50 });
+  const up = await serverUp(server);
   console.log(`server up in ${up} ms on ${base}`);
 
   const openai = new OpenAI({ baseURL: base + '/v1', apiKey: 'none', maxRetries: 0, timeout: 60000 });
@@ -306,8 +287,7 @@ try {
   results.push(['setup', false]);
   console.log(`FAIL setup: ${e.stack || e}`);
 } finally {
-  server.kill('SIGINT');
-  await new Promise((r) => { if (exited) r(); else { server.on('exit', r); setTimeout(() => { server.kill('SIGKILL'); r(); }, 5000); } });
+  await stopServer(server);
 }
 const failed = results.filter(([, ok]) => !ok).length;
 console.log(`${results.length - failed}/${results.length} passed`);
@@ -316,5 +296,4 @@ if (failed) {
   const said = fs.readFileSync(logPath, 'utf8').split('\n').filter((l) => /warn|error|crit/.test(l));
   console.log(`server log ${logPath}, last of ${said.length} warn/error lines:\n` + said.slice(-30).join('\n'));
 }
-fs.rmSync(kvRoot, { recursive: true, force: true });
 process.exit(failed ? 1 : 0);

@@ -4,63 +4,28 @@
 // SIGKILLed in the middle of a request, then the prefill node in the middle of a prefill: each
 // time the request is resubmitted and still completes.
 // Usage: node split.test.mjs /path/to/caf-launch
-import { spawn, spawnSync } from 'node:child_process';
-import { createRequire } from 'node:module';
+import { spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import assert from 'node:assert/strict';
-import { check, finish, freePort, results, waitFor } from './harness.mjs';
+import { apiClients, check, clusterManifest, finish, freePort, manifestNode, results, startClusterAndReference,
+         waitFor } from './harness.mjs';
 
-const cache = process.env.DEEPINFER_CACHE || path.join(os.homedir(), '.cache', 'deepinfer');
-const clients = path.join(cache, 'api-clients', 'node_modules');
-if (!fs.existsSync(path.join(clients, 'openai'))) {
-  console.log(`skipped: API clients missing in ${clients}; run scripts/prepare_api_clients.sh`);
-  process.exit(77);
-}
-const require = createRequire(path.join(clients, 'x.js'));
-const OpenAI = require('openai');
+const [OpenAI] = apiClients(['openai']);
 const MODEL = 'deepseek-v4.1-flash';
 const exe = process.argv[2];
-
 
 const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'deepinfer-split-'));
 const [nodePorts, splitHttp, oneHttp] = [[await freePort(), await freePort(), await freePort()], await freePort(), await freePort()];
 const manifest = path.join(dir, 'cluster.toml');
-fs.writeFileSync(manifest, `model = "tiny"
-log_level = "info"
-[caf]
-heartbeat_interval_ms = 250
-connection_timeout_ms = 1500
-[kv]
-root = "${path.join(dir, 'kv-split')}"
-[supervision]
-restart_delay_ms = 200
-[[nodes]]
-name = "n0"
-host = "127.0.0.1"
-port = ${nodePorts[0]}
-roles = ["controller", "entrypoint", "kvstore"]
-http = "127.0.0.1:${splitHttp}"
-[[nodes]]
-name = "p0"
-host = "127.0.0.1"
-port = ${nodePorts[1]}
-roles = ["prefill"]
-ranks = 2
-[[nodes]]
-name = "d0"
-host = "127.0.0.1"
-port = ${nodePorts[2]}
-roles = ["decode"]
-ranks = 2
-`);
+fs.writeFileSync(manifest, clusterManifest(path.join(dir, 'kv-split'), [
+  manifestNode('n0', nodePorts[0], ['controller', 'entrypoint', 'kvstore'], `http = "127.0.0.1:${splitHttp}"\n`),
+  manifestNode('p0', nodePorts[1], ['prefill'], 'ranks = 2\n'),
+  manifestNode('d0', nodePorts[2], ['decode'], 'ranks = 2\n'),
+]));
 const logPath = path.join(dir, 'split.log');
-const procs = [
-  spawn(exe, ['--manifest', manifest], { stdio: ['ignore', fs.openSync(logPath, 'w'), fs.openSync(logPath, 'a')] }),
-  spawn(exe, ['--http', `127.0.0.1:${oneHttp}`, '--log-level', 'warn', '--kv-root', path.join(dir, 'kv-one')],
-        { stdio: ['ignore', 'ignore', 'ignore'] }),
-];
+const procs = startClusterAndReference(exe, manifest, logPath, oneHttp, path.join(dir, 'kv-one'));
 const split = `http://127.0.0.1:${splitHttp}`;
 const one = `http://127.0.0.1:${oneHttp}`;
 
