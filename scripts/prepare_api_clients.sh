@@ -16,13 +16,20 @@ dir="$cache/api-clients"
 # @anthropic-ai/sdk documents Node 18+ up to 0.106.0 and Node 20 or later after it.
 openai_version=4.104.0
 anthropic_version=0.106.0
+# The structured-output tests: zod schemas through openai's zodResponseFormat helper (zod 3.25:
+# openai 4.x asks for ^3.23.8, the Anthropic SDK for ^3.25 || ^4), and ajv to validate every object
+# against its JSON Schema.
+zod_version=3.25.76
+ajv_version=8.17.1
 have() { [[ -f "$dir/node_modules/$1/package.json" ]] && grep -q "\"version\": \"$2\"" "$dir/node_modules/$1/package.json"; }
-if have openai "$openai_version" && have @anthropic-ai/sdk "$anthropic_version"; then
+if have openai "$openai_version" && have @anthropic-ai/sdk "$anthropic_version" && have zod "$zod_version" \
+   && have ajv "$ajv_version"; then
   exit 0
 fi
 mkdir -p "$dir"
 [[ -f "$dir/package.json" ]] || echo '{"name":"deepinfer-api-clients","private":true}' > "$dir/package.json"
-npm_step prepare_api_clients "install openai@$openai_version and @anthropic-ai/sdk@$anthropic_version into $dir" \
+npm_step prepare_api_clients "install openai@$openai_version, @anthropic-ai/sdk@$anthropic_version, zod@$zod_version and ajv@$ajv_version into $dir" \
   "$cache/npm-api-clients.log" \
-  -- install --prefix "$dir" --no-audit --no-fund --save-exact "openai@$openai_version" "@anthropic-ai/sdk@$anthropic_version"
-echo "prepare_api_clients: openai@$openai_version and @anthropic-ai/sdk@$anthropic_version ready in $dir"
+  -- install --prefix "$dir" --no-audit --no-fund --save-exact "openai@$openai_version" "@anthropic-ai/sdk@$anthropic_version" \
+     "zod@$zod_version" "ajv@$ajv_version"
+echo "prepare_api_clients: openai@$openai_version, @anthropic-ai/sdk@$anthropic_version, zod@$zod_version and ajv@$ajv_version ready in $dir"

@@ -1,0 +1,118 @@
+// Structured output end to end (issue 19): the tiny random model, constrained by token masks on
+// the ranks, returns objects that validate against their schema (ajv) through the official
+// `openai` client — chat.completions.parse with a zod schema, response_format json_schema and
+// json_object, streamed and not, and Responses text.format — always complete within max_tokens
+// (finish_reason stop); a schema the compiler cannot enforce is a 400 naming the keyword.
+// Usage: node structured.test.mjs /path/to/caf-launch
+import { createRequire } from 'node:module';
+import os from 'node:os';
+import path from 'node:path';
+import assert from 'node:assert/strict';
+import { apiClients, check, results, serverUp, startServer, stopServer } from './harness.mjs';
+
+const [OpenAI, zodPkg, AjvPkg] = apiClients(['openai', 'zod', 'ajv']);
+const zodHelpers = createRequire(requireBase())('openai/helpers/zod');
+const { z } = zodPkg;
+const { zodResponseFormat } = zodHelpers;
+const Ajv = AjvPkg.default ?? AjvPkg;
+const MODEL = 'deepseek-v4.1-flash';
+
+/// A path inside the API-client cache (where apiClients found the packages), to require from.
+function requireBase() {
+  const cache = process.env.DEEPINFER_CACHE || path.join(os.homedir(), '.cache', 'deepinfer');
+  return path.join(cache, 'api-clients', 'node_modules', 'x.js');
+}
+
+const exe = process.argv[2];
+const logPath = path.join(os.tmpdir(), `deepinfer-structured-test-${process.pid}.log`);
+const server = await startServer(exe, { logPath, kvPrefix: 'deepinfer-structured-kv-' });
+const ajv = new Ajv({ allErrors: true, strict: false });
+
+const person = {
+  type: 'object',
+  properties: {
+    name: { type: 'string', maxLength: 12 },
+    age: { type: 'integer', minimum: 0, maximum: 150 },
+    tags: { type: 'array', items: { type: 'string', enum: ['a', 'b', 'c'] }, maxItems: 3 },
+    kind: { enum: ['cat', 'dog', null] },
+  },
+  required: ['name', 'age', 'tags', 'kind'],
+  additionalProperties: false,
+};
+
+function validObject(text, schema, what) {
+  let value;
+  try { value = JSON.parse(text); } catch (e) { assert.fail(`${what}: not JSON (${e.message}): ${JSON.stringify(text)}`); }
+  const validate = ajv.compile(schema);
+  assert.ok(validate(value), `${what}: ${JSON.stringify(value)} does not match: ${ajv.errorsText(validate.errors)}`);
+  return value;
+}
+
+try {
+  const up = await serverUp(server);
+  console.log(`server up in ${up} ms on ${server.base}`);
+  const openai = new OpenAI({ baseURL: server.base + '/v1', apiKey: 'none', maxRetries: 0, timeout: 120000 });
+  const messages = [{ role: 'user', content: 'Describe a pet owner as JSON.' }];
+
+  await check('chat response_format json_schema: every sampled object validates and ends with stop', async () => {
+    for (const [seed, temperature, max_tokens] of [[1, 0, 80], [2, 1.0, 80], [3, 1.3, 60], [4, 0.8, 40]]) {
+      const r = await openai.chat.completions.create({
+        model: MODEL, messages, max_tokens, temperature, seed,
+        response_format: { type: 'json_schema', json_schema: { name: 'person', strict: true, schema: person } } });
+      const c = r.choices[0];
+      assert.equal(c.finish_reason, 'stop', `seed ${seed}: ${c.finish_reason} after ${r.usage.completion_tokens} tokens`);
+      assert.ok(r.usage.completion_tokens <= max_tokens);
+      validObject(c.message.content, person, `seed ${seed}`);
+    }
+  });
+
+  await check('openai chat.completions.parse with a zod schema (zodResponseFormat)', async () => {
+    const Event = z.object({ title: z.string().max(20), day: z.enum(['mon', 'tue', 'wed']), guests: z.array(z.number().int()).max(4) });
+    const r = await openai.beta.chat.completions.parse({
+      model: MODEL, messages: [{ role: 'user', content: 'Plan an event.' }], max_tokens: 60, temperature: 0.9, seed: 11,
+      response_format: zodResponseFormat(Event, 'event') });
+    const parsed = r.choices[0].message.parsed;
+    assert.ok(parsed, `no parsed object: ${JSON.stringify(r.choices[0].message)}`);
+    Event.parse(parsed);
+  });
+
+  await check('streamed json_schema: the concatenated deltas are a valid object', async () => {
+    const stream = await openai.chat.completions.create({
+      model: MODEL, messages, max_tokens: 70, temperature: 1.0, seed: 5, stream: true,
+      response_format: { type: 'json_schema', json_schema: { name: 'person', strict: true, schema: person } } });
+    let text = '', finish = null;
+    for await (const chunk of stream) {
+      text += chunk.choices[0]?.delta?.content ?? '';
+      finish = chunk.choices[0]?.finish_reason ?? finish;
+    }
+    assert.equal(finish, 'stop');
+    validObject(text, person, 'stream');
+  });
+
+  await check('json_object: any JSON object or value, complete', async () => {
+    const r = await openai.chat.completions.create({ model: MODEL, messages, max_tokens: 30, temperature: 1.0, seed: 9,
+                                                     response_format: { type: 'json_object' } });
+    assert.equal(r.choices[0].finish_reason, 'stop');
+    JSON.parse(r.choices[0].message.content);
+  });
+
+  await check('Responses text.format json_schema', async () => {
+    const schema = { type: 'object', properties: { ok: { type: 'boolean' }, n: { type: 'integer', minimum: 1, maximum: 9 } },
+                     required: ['ok', 'n'], additionalProperties: false };
+    const r = await openai.responses.create({ model: MODEL, input: 'Answer as JSON.', max_output_tokens: 40, temperature: 0.7,
+                                              text: { format: { type: 'json_schema', name: 'answer', strict: true, schema } } });
+    validObject(r.output_text, schema, 'responses');
+  });
+
+  await check('a schema the compiler cannot enforce is a 400 naming the keyword', async () => {
+    await assert.rejects(
+      openai.chat.completions.create({ model: MODEL, messages, max_tokens: 10, response_format: {
+        type: 'json_schema', json_schema: { name: 'x', schema: { type: 'object', patternProperties: { '^a': {} } } } } }),
+      (e) => e.status === 400 && /patternProperties/.test(e.message) && e.param === 'response_format');
+  });
+} finally {
+  await stopServer(server);
+}
+const failed = results.filter(([, ok]) => !ok).length;
+console.log(`${results.length - failed}/${results.length} passed`);
+process.exit(failed ? 1 : 0);
