@@ -1,7 +1,9 @@
 #include "engine/rank_engine.hpp"
 
 #include <algorithm>
+#include <bit>
 #include <cstring>
+#include <limits>
 
 #include "engine/backends/cpu/cpu_backend.hpp"
 #include "engine/ep/ep_rank.hpp"
@@ -318,19 +320,57 @@ std::string rank_engine::attach_constraint(sequence& s) const {
   return {};
 }
 
-bool rank_engine::sample_and_append(sequence& s, const float* logits, sampled_token& tok) {
+namespace {
+
+/// Greedy over the allowed tokens only (ties to the lower id, as the sampler): a pass over the
+/// mask's set bits instead of the whole vocabulary. -1 when none is allowed.
+int32_t argmax_allowed(const float* logits, int64_t vocab, std::span<const uint64_t> bits) {
+  int32_t best = -1;
+  for (std::size_t w = 0; w < bits.size(); ++w)
+    for (uint64_t b = bits[w]; b != 0; b &= b - 1) {
+      const auto t = static_cast<int64_t>(w * 64) + std::countr_zero(b);
+      if (t >= vocab)
+        return best;
+      if (best < 0 || logits[t] > logits[best])
+        best = static_cast<int32_t>(t);
+    }
+  return best;
+}
+
+/// Sets every token the mask does not allow to -infinity, in place.
+void apply_mask(float* logits, int64_t vocab, std::span<const uint64_t> bits) {
+  constexpr float blocked = -std::numeric_limits<float>::infinity();
+  for (int64_t w = 0; w * 64 < vocab; ++w) {
+    const uint64_t b = static_cast<std::size_t>(w) < bits.size() ? bits[static_cast<std::size_t>(w)] : 0;
+    if (b == ~uint64_t{0})
+      continue;
+    const int64_t end = std::min<int64_t>(vocab, w * 64 + 64);
+    for (int64_t t = w * 64; t < end; ++t)
+      if (((b >> (t - w * 64)) & 1u) == 0)
+        logits[t] = blocked;
+  }
+}
+
+} // namespace
+
+bool rank_engine::sample_and_append(sequence& s, float* logits, sampled_token& tok) {
+  const auto vocab = model().vocab_size;
   if (s.constraint) {
-    // Masked on a copy: the forward's logits buffer serves the whole batch.
-    const auto vocab = model().vocab_size;
-    constrained_logits_.assign(logits, logits + vocab);
     // One token stays for the end (EOS), so a constrained output ends complete, with a stop.
     const int64_t left = std::max<int64_t>(0, int64_t{s.sampling.max_tokens} - s.generated - 1);
-    s.constraint->mask(constrained_logits_.data(), vocab, left);
-    logits = constrained_logits_.data();
-  }
-  tok = sampler::sample(logits, model().vocab_size, s.sampling, s.rng);
-  if (s.constraint)
+    const auto bits = s.constraint->allowed(left);
+    const bool plain_greedy = s.sampling.temperature <= 0.0f && !s.sampling.logprobs && s.sampling.top_logprobs == 0;
+    const int32_t greedy = plain_greedy ? argmax_allowed(logits, vocab, bits) : -1;
+    if (greedy >= 0)
+      tok = sampled_token{greedy, 0.0f, {}};
+    else {
+      // The row is this sequence's own: masked in place (what `logits` outputs return, too).
+      apply_mask(logits, vocab, bits);
+      tok = sampler::sample(logits, vocab, s.sampling, s.rng);
+    }
     s.constraint->advance(tok.id);
+  } else
+    tok = sampler::sample(logits, vocab, s.sampling, s.rng);
   s.tokens.push_back(tok.id);
   ++s.generated;
   const auto& stops = s.sampling.stop_ids;

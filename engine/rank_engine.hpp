@@ -190,7 +190,8 @@ private:
   void finish_prefill(sequence& s, prefill_progress& out);
   void run_decoder(sequence& s, int64_t begin, int64_t end);
   std::vector<std::byte> encode_snapshot(const sequence& s, bool with_decoder) const;
-  bool sample_and_append(sequence& s, const float* logits, sampled_token& tok);
+  /// Samples `s`'s next token from its row of `logits` (masked in place when it is constrained).
+  bool sample_and_append(sequence& s, float* logits, sampled_token& tok);
   /// Makes `s.constraint` from its sampling spec after the output it has; an error message when
   /// it cannot.
   std::string attach_constraint(sequence& s) const;
@@ -202,8 +203,6 @@ private:
   kv_pool pool_;
   std::unordered_map<sequence_id, std::unique_ptr<sequence>> seqs_;
   ep_rank* ep_ = nullptr;
-  /// A constrained sequence's masked row of logits (scratch).
-  std::vector<float> constrained_logits_;
 };
 
 } // namespace deepinfer::engine

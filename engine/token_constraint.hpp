@@ -15,11 +15,11 @@ namespace deepinfer::engine {
 class token_constraint {
 public:
   virtual ~token_constraint() = default;
-  /// Sets `logits[t]` to -infinity for every token t not allowed next. `tokens_left`: tokens the
-  /// sequence may still generate, this one included, before the one reserved for its end (EOS):
-  /// near 0 only tokens of a completion that still fits are allowed, so the output always ends
-  /// complete within max_tokens.
-  virtual void mask(float* logits, int64_t vocab, int64_t tokens_left) = 0;
+  /// The tokens allowed next, as a bitmask (bit t of word t / 64; tokens past its end are not
+  /// allowed), valid until the next call. `tokens_left`: tokens the sequence may still generate,
+  /// this one included, before the one reserved for its end (EOS): near 0 only tokens of a
+  /// completion that still fits are allowed, so the output always ends complete within max_tokens.
+  virtual std::span<const uint64_t> allowed(int64_t tokens_left) = 0;
   /// Follows the sampled token; false when it was not allowed (the constraint is then dead).
   virtual bool advance(int32_t token) = 0;
 };

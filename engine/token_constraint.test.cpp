@@ -22,13 +22,13 @@ namespace {
 class scripted final : public token_constraint {
 public:
   scripted(std::vector<int32_t> script, int32_t eos, std::size_t at) : script_(std::move(script)), eos_(eos), at_(at) {}
-  void mask(float* logits, int64_t vocab, int64_t tokens_left) override {
+  std::span<const uint64_t> allowed(int64_t tokens_left) override {
     ++masks;
     const int32_t allowed = at_ < script_.size() && tokens_left > 0 ? script_[at_] : eos_;
-    for (int64_t t = 0; t < vocab; ++t)
-      if (t != allowed)
-        logits[t] = -std::numeric_limits<float>::infinity();
+    bits_.assign(static_cast<std::size_t>(allowed / 64 + 1), 0);
+    bits_.back() = uint64_t{1} << (allowed % 64);
     last_left = tokens_left;
+    return bits_;
   }
   bool advance(int32_t token) override {
     if (at_ < script_.size() && token == script_[at_]) {
@@ -44,6 +44,7 @@ private:
   std::vector<int32_t> script_;
   int32_t eos_;
   std::size_t at_;
+  std::vector<uint64_t> bits_;
 };
 
 class scripted_factory final : public token_constraint_factory {

@@ -1,7 +1,5 @@
 #include "actors/node/structured_output.hpp"
 
-#include <cmath>
-#include <limits>
 
 #include "actors/log.hpp"
 #include "recipe/tokenizer/tokenizer.hpp"
@@ -16,19 +14,11 @@ public:
   matcher_constraint(std::shared_ptr<const recipe::so::matcher> m, recipe::so::matcher_state s)
       : m_(std::move(m)), state_(std::move(s)) {}
 
-  void mask(float* logits, int64_t vocab, int64_t tokens_left) override {
-    const auto allowed = m_->allowed_tokens(state_, static_cast<std::size_t>(std::max<int64_t>(tokens_left, 0)));
-    constexpr float blocked = -std::numeric_limits<float>::infinity();
-    const auto known = static_cast<int64_t>(m_->vocab().size());
-    for (int64_t w = 0; w * 64 < vocab; ++w) {
-      const uint64_t bits = w * 64 < known && static_cast<std::size_t>(w) < allowed.size() ? allowed[static_cast<std::size_t>(w)] : 0;
-      if (bits == ~uint64_t{0})
-        continue;
-      const int64_t end = std::min<int64_t>(vocab, w * 64 + 64);
-      for (int64_t t = w * 64; t < end; ++t)
-        if (((bits >> (t - w * 64)) & 1u) == 0 || t >= known)
-          logits[t] = blocked;
-    }
+  std::span<const uint64_t> allowed(int64_t tokens_left) override {
+    // The vocabulary's own tokens only (it has no added tokens; the model's rows past it are
+    // never allowed, the engine treats missing words as all blocked).
+    mask_ = m_->allowed_tokens(state_, static_cast<std::size_t>(std::max<int64_t>(tokens_left, 0)));
+    return mask_;
   }
 
   bool advance(int32_t token) override { return m_->advance(state_, token); }
@@ -36,6 +26,7 @@ public:
 private:
   std::shared_ptr<const recipe::so::matcher> m_;
   recipe::so::matcher_state state_;
+  recipe::so::token_mask mask_;
 };
 
 constexpr char kind_letter(recipe::so::constraint_kind k) {
