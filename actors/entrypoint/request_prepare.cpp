@@ -32,29 +32,37 @@ const char* format_param(recipe::api_kind api) {
 /// so that one it cannot enforce is refused before it is placed: never silently ignored.
 expected<std::string, recipe::api_error> constraint_of(const entrypoint::context& ctx, const recipe::conversation& conv) {
   using mode = recipe::response_format::mode;
-  if (!conv.format || conv.format->kind == mode::text)
+  const bool format = conv.format && conv.format->kind != mode::text;
+  if (!format && !conv.structured)
     return std::string{};
   const auto api = conv.api;
+  const char* param = format ? format_param(api) : "structured_outputs";
   if (conv.thinking)
     return error_of(api, 400, "invalid_request_error",
                     "A structured output format cannot be enforced while thinking is enabled (the constraint "
                     "would apply to the reasoning too); turn thinking off for this request.",
-                    format_param(api));
+                    param);
   recipe::so::constraint c;
-  if (conv.format->kind == mode::json_object)
+  if (format && conv.format->kind == mode::json_object)
     c.kind = recipe::so::constraint_kind::json_object;
-  else {
+  else if (format) {
     c.kind = recipe::so::constraint_kind::json_schema;
     c.text = conv.format->schema.dump();
+  } else {
+    using so_mode = recipe::structured_outputs::mode;
+    c.kind = conv.structured->kind == so_mode::regex     ? recipe::so::constraint_kind::regex
+             : conv.structured->kind == so_mode::grammar ? recipe::so::constraint_kind::grammar
+                                                         : recipe::so::constraint_kind::json_schema;
+    c.text = conv.structured->text;
   }
   if (!ctx.so)
     return error_of(api, 400, "invalid_request_error",
                     "This server has no structured-output compiler; send the request without a format.",
-                    format_param(api));
+                    param);
   auto m = ctx.so->compile(c);
   if (!m)
     return error_of(api, 400, "invalid_request_error",
-                    "The output format cannot be enforced: " + m.error() + ".", format_param(api));
+                    "The output format cannot be enforced: " + m.error() + ".", param);
   return structured_output::spec_of(c);
 }
 

@@ -79,6 +79,16 @@ struct response_format {
   nlohmann::ordered_json original;
 };
 
+/// vLLM's `structured_outputs` extension (accepted on every API): a constraint that is enforced
+/// by token masks but, unlike `response_format`, not written into the prompt.
+struct structured_outputs {
+  enum class mode : std::uint8_t { json_schema, regex, grammar };
+  mode kind = mode::json_schema;
+  /// The JSON Schema text, the regex (`choice` becomes one: an alternation of the literals), or
+  /// the Lark-style grammar.
+  std::string text;
+};
+
 /// Sampling and length controls; unset means the server default.
 struct sampling {
   std::optional<double> temperature;
@@ -107,6 +117,7 @@ struct conversation {
   std::optional<std::int64_t> thinking_budget;
   recipe::sampling sampling;
   std::optional<recipe::response_format> format;
+  std::optional<recipe::structured_outputs> structured;
   bool stream = false;
   /// Chat Completions `stream_options.include_usage`.
   bool stream_include_usage = false;

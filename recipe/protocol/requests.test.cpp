@@ -52,6 +52,24 @@ BOOST_AUTO_TEST_CASE(chat_errors_name_the_field) {
   BOOST_TEST(e.error().param == "tools[0].function.name");
 }
 
+BOOST_AUTO_TEST_CASE(structured_outputs_takes_one_constraint_and_choice_becomes_an_escaped_alternation) {
+  const std::string msgs = R"("model": "m", "messages": [{"role": "user", "content": "x"}])";
+  auto c = parse_chat_request("{" + msgs + R"(, "structured_outputs": {"choice": ["a.b", "(c)|d"]}})");
+  BOOST_REQUIRE_MESSAGE(c.has_value(), error_of(c));
+  BOOST_REQUIRE(c->structured.has_value());
+  BOOST_TEST((c->structured->kind == structured_outputs::mode::regex));
+  BOOST_TEST(c->structured->text == R"((a\.b|\(c\)\|d))");
+  BOOST_TEST(!c->format.has_value()); // not rendered into the prompt
+  c = parse_chat_request("{" + msgs + R"(, "structured_outputs": {"json": {"type": "integer"}}})");
+  BOOST_TEST(c->structured->text == R"({"type":"integer"})");
+  auto e = parse_chat_request("{" + msgs + R"(, "structured_outputs": {"regex": "a", "grammar": "start: \"a\""}})");
+  BOOST_REQUIRE(!e.has_value());
+  BOOST_TEST(e.error().param == "structured_outputs");
+  e = parse_chat_request("{" + msgs + R"(, "response_format": {"type": "json_object"}, "structured_outputs": {"regex": "a"}})");
+  BOOST_REQUIRE(!e.has_value());
+  BOOST_TEST(e.error().param == "structured_outputs");
+}
+
 BOOST_AUTO_TEST_CASE(responses_items_fold_into_turns) {
   auto c = parse_responses_request(R"({"model": "m", "instructions": "sys", "reasoning": {"effort": "high"}, "input": [
       {"role": "user", "content": "q"},

@@ -1,8 +1,9 @@
 // Structured output end to end (issue 19): the tiny random model, constrained by token masks on
 // the ranks, returns objects that validate against their schema (ajv) through the official
 // `openai` client — chat.completions.parse with a zod schema, response_format json_schema and
-// json_object, streamed and not, and Responses text.format — always complete within max_tokens
-// (finish_reason stop); a schema the compiler cannot enforce is a 400 naming the keyword.
+// json_object, streamed and not, Responses text.format, and vLLM's structured_outputs (regex,
+// choice, grammar) — always complete within max_tokens (finish_reason stop); a schema the
+// compiler cannot enforce is a 400 naming the keyword.
 // Usage: node structured.test.mjs /path/to/caf-launch
 import { createRequire } from 'node:module';
 import os from 'node:os';
@@ -102,6 +103,27 @@ try {
     const r = await openai.responses.create({ model: MODEL, input: 'Answer as JSON.', max_output_tokens: 40, temperature: 0.7,
                                               text: { format: { type: 'json_schema', name: 'answer', strict: true, schema } } });
     validObject(r.output_text, schema, 'responses');
+  });
+
+  await check('structured_outputs (vLLM): regex, choice and a Lark grammar, on Chat and Messages', async () => {
+    const ask = async (structured_outputs, max_tokens = 30) => {
+      const r = await openai.chat.completions.create({ model: MODEL, messages, max_tokens, temperature: 1.0, seed: 21,
+                                                       structured_outputs });
+      assert.equal(r.choices[0].finish_reason, 'stop');
+      return r.choices[0].message.content;
+    };
+    assert.match(await ask({ regex: '[a-z]{3,8}@example\\.(com|org)' }), /^[a-z]{3,8}@example\.(com|org)$/);
+    assert.ok(['yes', 'no', 'maybe (later)'].includes(await ask({ choice: ['yes', 'no', 'maybe (later)'] })));
+    const expr = await ask({ grammar: 'start: expr\nexpr: term (("+" | "*") term)*\nterm: NUMBER | "(" expr ")"\nNUMBER: /[0-9]{1,3}/\n' }, 24);
+    assert.match(expr, /^[0-9()+*]+$/);
+    assert.doesNotThrow(() => Function(`return (${expr})`)(), `not an expression: ${expr}`);
+    // The Anthropic Messages API takes the same extension.
+    const m = await fetch(server.base + '/v1/messages', { method: 'POST', headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ model: MODEL, max_tokens: 20, messages, structured_outputs: { regex: '(red|green|blue)!' } }) });
+    const mj = await m.json();
+    assert.equal(m.status, 200, JSON.stringify(mj));
+    assert.match(mj.content[0].text, /^(red|green|blue)!$/);
+    assert.equal(mj.stop_reason, 'end_turn');
   });
 
   await check('a schema the compiler cannot enforce is a 400 naming the keyword', async () => {
