@@ -32,18 +32,34 @@ const char* format_param(recipe::api_kind api) {
 /// so that one it cannot enforce is refused before it is placed: never silently ignored.
 expected<std::string, recipe::api_error> constraint_of(const entrypoint::context& ctx, const recipe::conversation& conv) {
   using mode = recipe::response_format::mode;
+  using choice = recipe::tool_choice::mode;
   const bool format = conv.format && conv.format->kind != mode::text;
-  if (!format && !conv.structured)
+  const bool forced_call = conv.tool_choice.kind == choice::required || conv.tool_choice.kind == choice::named;
+  if (!format && !conv.structured && !forced_call)
     return std::string{};
   const auto api = conv.api;
-  const char* param = format ? format_param(api) : "structured_outputs";
+  const char* param = format ? format_param(api) : conv.structured ? "structured_outputs" : "tool_choice";
+  if (forced_call && (format || conv.structured))
+    return error_of(api, 400, "invalid_request_error",
+                    "A forced tool call (tool_choice) and an output format cannot both be enforced; drop one.", param);
   if (conv.thinking)
     return error_of(api, 400, "invalid_request_error",
                     "A structured output format cannot be enforced while thinking is enabled (the constraint "
                     "would apply to the reasoning too); turn thinking off for this request.",
                     param);
   recipe::so::constraint c;
-  if (format && conv.format->kind == mode::json_object)
+  if (forced_call) {
+    // The DSML markup of a call to the named tool (or any tool), arguments by its schema.
+    nlohmann::ordered_json spec{{"tools", nlohmann::ordered_json::array()},
+                                {"parallel", conv.parallel_tool_calls && conv.tool_choice.kind == choice::required},
+                                {"v41", ctx.specials->version() == recipe::template_version::dsv41}};
+    for (const auto& t : conv.tools)
+      if (conv.tool_choice.kind == choice::required || t.name == conv.tool_choice.name)
+        spec["tools"].push_back({{"name", t.name},
+                                 {"parameters", t.function.value("parameters", nlohmann::ordered_json::object())}});
+    c.kind = recipe::so::constraint_kind::tool_calls;
+    c.text = spec.dump();
+  } else if (format && conv.format->kind == mode::json_object)
     c.kind = recipe::so::constraint_kind::json_object;
   else if (format) {
     c.kind = recipe::so::constraint_kind::json_schema;

@@ -35,6 +35,7 @@ constexpr char kind_letter(recipe::so::constraint_kind k) {
     case recipe::so::constraint_kind::json_object: return 'o';
     case recipe::so::constraint_kind::regex: return 'r';
     case recipe::so::constraint_kind::grammar: return 'g';
+    case recipe::so::constraint_kind::tool_calls: return 't';
   }
   return '?';
 }
@@ -80,6 +81,7 @@ expected<std::shared_ptr<const recipe::so::matcher>, std::string> structured_out
     case 'o': c.kind = recipe::so::constraint_kind::json_object; break;
     case 'r': c.kind = recipe::so::constraint_kind::regex; break;
     case 'g': c.kind = recipe::so::constraint_kind::grammar; break;
+    case 't': c.kind = recipe::so::constraint_kind::tool_calls; break;
     default: return std::string{"unknown structured-output spec kind"};
   }
   c.text = std::string{spec.substr(1)};

@@ -3,6 +3,7 @@
 #include "recipe/structured/ebnf.hpp"
 #include "recipe/structured/json_schema.hpp"
 #include "recipe/structured/regex_parser.hpp"
+#include "recipe/structured/tool_call.hpp"
 
 namespace deepinfer::recipe::so {
 
@@ -44,6 +45,16 @@ expected<std::shared_ptr<const matcher>, std::string> compiler::compile(const co
     case constraint_kind::json_object: g = compile_any_json(b); break;
     case constraint_kind::regex: g = compile_regex(c.text, b); break;
     case constraint_kind::grammar: g = compile_ebnf(c.text, b); break;
+    case constraint_kind::tool_calls: {
+      nlohmann::ordered_json spec;
+      try {
+        spec = nlohmann::ordered_json::parse(c.text);
+      } catch (const std::exception& e) {
+        return std::string{"the tool-call spec is not valid JSON: "} + e.what();
+      }
+      g = compile_tool_calls(spec, b);
+      break;
+    }
     }
   } catch (const compile_error& e) {
     return std::string{e.what()};

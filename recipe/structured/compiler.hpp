@@ -19,6 +19,7 @@ enum class constraint_kind : std::uint8_t {
   json_object,  ///< any JSON value (`text` ignored)
   regex,        ///< `text` is an ECMA-262 regex the whole output must match
   grammar,      ///< `text` is a Lark-style EBNF grammar (start rule `start`)
+  tool_calls,   ///< `text` is {"tools": [{"name", "parameters"}], "parallel", "v41"} (compile_tool_calls)
 };
 
 struct constraint {

@@ -60,6 +60,15 @@ symbol schema_builder::lex(const std::string& key, rx r) {
 
 symbol schema_builder::punct(const std::string& text) { return lex("p:" + text, rx::lit(text)); }
 
+symbol schema_builder::exact(const std::string& key, rx r) {
+  const auto k = "x:" + key;
+  if (auto it = lexemes_.find(k); it != lexemes_.end())
+    return it->second;
+  auto s = gb_.lexeme(std::move(r));
+  lexemes_.emplace(k, s);
+  return s;
+}
+
 symbol schema_builder::any_value() { return value_rule(json::object()); }
 
 symbol schema_builder::value_rule(const json& s) {

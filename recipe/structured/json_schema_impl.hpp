@@ -42,6 +42,10 @@ public:
   symbol value_rule(const json& s);
   std::shared_ptr<const grammar> finish(symbol root) { return gb_.finish(root); }
   symbol any_value();
+  /// A lexeme of exactly `r` (no whitespace before it), shared by `key` (grammars that embed
+  /// JSON values between fixed markup: forced tool calls).
+  symbol exact(const std::string& key, rx r);
+  grammar_builder& builder() { return gb_; }
 
 private:
   void build_plain(rule_nfa& n, std::vector<rule_nfa::frag>& out, const json& s);

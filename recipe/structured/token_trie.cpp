@@ -88,6 +88,15 @@ std::shared_ptr<const vocabulary> vocabulary::of(const tokenizer& tok) {
     if (tok.contains(id) && tok.find_added(id) == nullptr)
       bytes[i] = std::string{tok.token_bytes(id)};
   }
+  // V4.1's `｜DSML｜` is one special token: a forced tool call's grammar reads it as
+  // `dsml_code_point`. No other token may spell that code point, so tokens with its lead byte
+  // (0xF4: U+100000..U+10FFFF, private use) are not used by any constraint.
+  if (auto dsml = tok.special_id("｜DSML｜")) {
+    for (auto& b : bytes)
+      if (b.find('\xF4') != std::string::npos)
+        b.clear();
+    bytes[static_cast<std::size_t>(*dsml)] = std::string{dsml_spelling};
+  }
   auto eos = tok.special_id("<｜end▁of▁sentence｜>").value_or(1);
   return of(std::move(bytes), eos);
 }

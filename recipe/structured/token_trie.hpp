@@ -53,9 +53,15 @@ private:
 
 /// The vocabulary as the masks see it: every ordinary token's bytes in a `byte_trie`, the
 /// end-of-sequence id (allowed when the constraint is complete) and a fingerprint of both.
+/// The code point a constraint's grammar uses for V4.1's `｜DSML｜` special token (a forced tool
+/// call), and its UTF-8 bytes, which the vocabulary gives that token.
+inline constexpr std::uint32_t dsml_code_point = 0x10FFFD;
+inline constexpr std::string_view dsml_spelling = "\xF4\x8F\xBF\xBD";
+
 class vocabulary {
 public:
-  /// From a loaded tokenizer (added/special tokens are never allowed by a constraint).
+  /// From a loaded tokenizer (added/special tokens are never allowed by a constraint, except
+  /// V4.1's `｜DSML｜`, spelled `dsml_spelling`, for forced tool calls).
   static std::shared_ptr<const vocabulary> of(const tokenizer& tok);
   /// From explicit token byte strings (tests); `eos` is one past them unless given.
   static std::shared_ptr<const vocabulary> of(std::vector<std::string> tokens, token_id eos);

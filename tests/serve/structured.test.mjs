@@ -1,9 +1,10 @@
 // Structured output end to end (issue 19): the tiny random model, constrained by token masks on
 // the ranks, returns objects that validate against their schema (ajv) through the official
 // `openai` client — chat.completions.parse with a zod schema, response_format json_schema and
-// json_object, streamed and not, Responses text.format, and vLLM's structured_outputs (regex,
-// choice, grammar) — always complete within max_tokens (finish_reason stop); a schema the
-// compiler cannot enforce is a 400 naming the keyword.
+// json_object, streamed and not, Responses text.format, vLLM's structured_outputs (regex,
+// choice, grammar), and forced tool calls (openai named / required tool_choice, streamed
+// arguments; the Anthropic SDK's tool_choice tool / any) — always complete within max_tokens;
+// a schema the compiler cannot enforce is a 400 naming the keyword.
 // Usage: node structured.test.mjs /path/to/caf-launch
 import { createRequire } from 'node:module';
 import os from 'node:os';
@@ -11,7 +12,7 @@ import path from 'node:path';
 import assert from 'node:assert/strict';
 import { apiClients, check, results, serverUp, startServer, stopServer } from './harness.mjs';
 
-const [OpenAI, zodPkg, AjvPkg] = apiClients(['openai', 'zod', 'ajv']);
+const [OpenAI, Anthropic, zodPkg, AjvPkg] = apiClients(['openai', '@anthropic-ai/sdk', 'zod', 'ajv']);
 const zodHelpers = createRequire(requireBase())('openai/helpers/zod');
 const { z } = zodPkg;
 const { zodResponseFormat } = zodHelpers;
@@ -124,6 +125,64 @@ try {
     assert.equal(m.status, 200, JSON.stringify(mj));
     assert.match(mj.content[0].text, /^(red|green|blue)!$/);
     assert.equal(mj.stop_reason, 'end_turn');
+  });
+
+  const weather = { type: 'object', properties: { city: { type: 'string' }, days: { type: 'integer', minimum: 1, maximum: 7 },
+                                                  units: { enum: ['c', 'f'] } }, required: ['city', 'days'] };
+  const search = { type: 'object', properties: { query: { type: 'string' }, limit: { type: 'integer', minimum: 1, maximum: 20 },
+                                                 filters: { type: 'array', items: { type: 'string' }, maxItems: 3 } },
+                   required: ['query', 'limit'], additionalProperties: false };
+  const tools = [{ type: 'function', function: { name: 'get_weather', description: 'Weather forecast', parameters: weather } },
+                 { type: 'function', function: { name: 'search', description: 'Web search', parameters: search } }];
+  const byName = { get_weather: weather, search };
+
+  await check('openai: a named tool_choice forces a call whose arguments validate (non-streamed and streamed)', async () => {
+    for (const [seed, temperature] of [[1, 0], [2, 1.0], [3, 1.2]]) {
+      const r = await openai.chat.completions.create({ model: MODEL, messages, max_tokens: 90, temperature, seed, tools,
+                                                       tool_choice: { type: 'function', function: { name: 'search' } } });
+      const c = r.choices[0];
+      assert.equal(c.finish_reason, 'tool_calls', JSON.stringify(c));
+      assert.equal(c.message.tool_calls.length, 1);
+      assert.equal(c.message.tool_calls[0].function.name, 'search');
+      validObject(c.message.tool_calls[0].function.arguments, search, `seed ${seed}`);
+    }
+    const stream = await openai.chat.completions.create({ model: MODEL, messages, max_tokens: 90, temperature: 1.0, seed: 8,
+                                                          tools, tool_choice: { type: 'function', function: { name: 'get_weather' } },
+                                                          stream: true });
+    let args = '', name = null, finish = null;
+    for await (const chunk of stream) {
+      const tc = chunk.choices[0]?.delta?.tool_calls?.[0];
+      if (tc?.function?.name) name = tc.function.name;
+      args += tc?.function?.arguments ?? '';
+      finish = chunk.choices[0]?.finish_reason ?? finish;
+    }
+    assert.equal(name, 'get_weather');
+    assert.equal(finish, 'tool_calls');
+    validObject(args, weather, 'streamed arguments');
+  });
+
+  await check('openai: tool_choice required calls one of the tools, arguments by its schema', async () => {
+    const r = await openai.chat.completions.create({ model: MODEL, messages, max_tokens: 120, temperature: 1.0, seed: 4, tools,
+                                                     tool_choice: 'required' });
+    const calls = r.choices[0].message.tool_calls;
+    assert.ok(calls?.length >= 1, JSON.stringify(r.choices[0]));
+    for (const call of calls)
+      validObject(call.function.arguments, byName[call.function.name], call.function.name);
+  });
+
+  await check('anthropic: tool_choice tool and any force a tool_use whose input validates', async () => {
+    const anthropic = new Anthropic({ baseURL: server.base, apiKey: 'none', maxRetries: 0, timeout: 120000 });
+    const atools = [{ name: 'get_weather', description: 'Weather forecast', input_schema: weather },
+                    { name: 'search', description: 'Web search', input_schema: search }];
+    for (const tool_choice of [{ type: 'tool', name: 'get_weather' }, { type: 'any' }]) {
+      const m = await anthropic.messages.create({ model: MODEL, max_tokens: 120, temperature: 1.0, messages, tools: atools, tool_choice });
+      assert.equal(m.stop_reason, 'tool_use', JSON.stringify(m));
+      const use = m.content.find((b) => b.type === 'tool_use');
+      assert.ok(use, JSON.stringify(m.content));
+      if (tool_choice.type === 'tool') assert.equal(use.name, 'get_weather');
+      const v = ajv.compile(byName[use.name]);
+      assert.ok(v(use.input), `${JSON.stringify(use.input)}: ${ajv.errorsText(v.errors)}`);
+    }
   });
 
   await check('a schema the compiler cannot enforce is a 400 naming the keyword', async () => {
