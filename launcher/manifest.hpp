@@ -131,6 +131,9 @@ struct cluster_manifest {
   actors::request_limits requests;
   /// `[admission]`: admission control of every entrypoint.
   actors::admission_control::config admission;
+  /// `[so]`: structured-output compile cache (MiB) and compile timeout.
+  uint64_t so_cache_mib = 256;
+  uint32_t so_compile_timeout_ms = 2000;
   actors::system_settings caf;
   /// `kv_transport`: how KV crosses processes (auto | caf_message | rdma; actors/kv_transport_choice.hpp).
   actors::kv_transport_mode kv_transport = actors::kv_transport_mode::automatic;

@@ -198,12 +198,16 @@ BOOST_AUTO_TEST_CASE(limits_tables_reach_the_node_config_and_reject_bad_values) 
                            "cors_origins = [\"https://app.example\"]\n"
                            "[requests]\njson_max_depth = 32\nstall_timeout_ms = 5000\ndeadline_ms = 9000\n"
                            "api_keys = [\"key-0123456789\"]\n"
-                           "[admission]\nprefill_tokens_per_rank = 1000\nmax_waiting = 3\nqueue_timeout_ms = 700\n" +
+                           "[admission]\nprefill_tokens_per_rank = 1000\nmax_waiting = 3\nqueue_timeout_ms = 700\n"
+                           "[so]\ncache_mib = 64\ncompile_timeout_ms = 500\n" +
                            good_nodes;
   auto r = parse_manifest(text, "test.toml");
   BOOST_REQUIRE(std::holds_alternative<cluster_manifest>(r));
   auto& m = std::get<cluster_manifest>(r);
   BOOST_TEST(!m.caf.batch_threads);
+  BOOST_TEST(m.so_cache_mib == 64u);
+  BOOST_TEST(m.so_compile_timeout_ms == 500u);
+  BOOST_TEST(expect_error("model = \"/m\"\n[kv]\nroot = \"/kv\"\n[so]\ncache_mib = 0\n" + good_nodes).key == "so.cache_mib");
   BOOST_TEST(m.requests.json.max_depth == 32u);
   BOOST_TEST(m.requests.stall_timeout.count() == 5000);
   BOOST_TEST(m.requests.deadline.count() == 9000);

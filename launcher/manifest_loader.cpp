@@ -308,6 +308,13 @@ manifest_result parse_manifest(std::string_view text, const std::string& display
       read_balancer(*t, m.balancer);
     if (auto t = root.table("autoscaler"))
       read_autoscaler(*t, m.autoscaler);
+    if (auto t = root.table("so")) {
+      if (auto v = t->integer("cache_mib", 1, 1 << 20))
+        m.so_cache_mib = static_cast<uint64_t>(*v);
+      if (auto v = t->integer("compile_timeout_ms", 1, 600000))
+        m.so_compile_timeout_ms = static_cast<uint32_t>(*v);
+      t->finish();
+    }
     if (auto t = root.table("supervision")) {
       if (auto v = t->string("restart"))
         m.supervision.restart = parse_enum(*t, "restart", *v,

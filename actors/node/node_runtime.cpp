@@ -213,7 +213,12 @@ std::optional<std::string> node_runtime::start() {
   // its ranks mask tokens with it (built at the first constrained request).
   std::shared_ptr<structured_output> so;
   if (cfg.serving && !cfg.serving->tokenizer_path.empty())
-    so = std::make_shared<structured_output>(cfg.serving->tokenizer_path);
+  {
+    recipe::so::compiler::config soc;
+    soc.cache_bytes = cfg.serving->so_cache_bytes;
+    soc.timeout = cfg.serving->so_compile_timeout;
+    so = std::make_shared<structured_output>(cfg.serving->tokenizer_path, soc);
+  }
 
   // 3. Instances; with a model, every rank shares the process's prefix cache.
   for (auto& spec : cfg.instances) {

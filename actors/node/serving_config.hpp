@@ -57,6 +57,10 @@ struct serving_config {
   request_limits requests;
   /// Admission control (queues and limits per role, queue timeout; manifest `[admission]`).
   admission_control::config admission;
+  /// Structured output (`[so]`): compiled constraints kept, in bytes of their automata, and
+  /// how long one compile may take before the request gets a 400.
+  std::size_t so_cache_bytes = std::size_t{256} << 20;
+  std::chrono::milliseconds so_compile_timeout{2000};
   /// Limit for one prefill round trip (a dead rank never answers: CAF 0.17 pitfall P7).
   std::chrono::milliseconds prefill_timeout{60000};
   /// How long a request waits for a running prefill and decode instance (starting, restarting

@@ -263,6 +263,8 @@ int main(int argc, char** argv) {
       sc.rdma_port = m.rdma_port;
       sc.requests = m.requests;
       sc.admission = m.admission;
+      sc.so_cache_bytes = static_cast<std::size_t>(m.so_cache_mib) << 20;
+      sc.so_compile_timeout = std::chrono::milliseconds{m.so_compile_timeout_ms};
       if (auto rc = finish_serving_config(o, sc, node->cpu_isa, m.kv_transport))
         return *rc;
       cfg.serving = sc;
