@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include "actors/control/cluster_snapshot.hpp"
+#include "actors/control/membership.hpp"
 #include "actors/http/response_writer.hpp"
 #include "actors/interfaces.hpp"
 #include "actors/log.hpp"
@@ -33,22 +34,11 @@ void send_error(http::response_writer& w, int status, std::string message, std::
   w.send_json(static_cast<unsigned>(status), e.body());
 }
 
-const char* state_name(instance_state s) {
-  switch (s) {
-    case instance_state::starting: return "starting";
-    case instance_state::running: return "running";
-    case instance_state::restarting: return "restarting";
-    case instance_state::failed: return "failed";
-    case instance_state::stopped: return "stopped";
-  }
-  return "unknown";
-}
-
 json describe(const instance_status& s, const ep_report* ep) {
   json j{{"instance", s.instance},
          {"node", s.node},
          {"role", to_string(s.role)},
-         {"state", state_name(s.state)},
+         {"state", to_string(s.state)},
          {"generation", s.generation},
          {"configured_ranks", s.configured_ranks},
          {"ep_size", s.state == instance_state::running ? s.healthy_ranks : 0},
@@ -157,7 +147,7 @@ void fail_rank(const cluster_snapshot& cluster, const http::http_request& req, h
       continue;
     const auto r = rank->get<uint64_t>();
     if (s.state != instance_state::running || r >= s.ranks.size()) {
-      send_error(w, 409, "Instance '" + name + "' is " + state_name(s.state) + " with " +
+      send_error(w, 409, "Instance '" + name + "' is " + to_string(s.state) + " with " +
                          std::to_string(s.ranks.size()) + " running ranks; no rank " + std::to_string(r) +
                          " to fail now.", "rank");
       return;

@@ -48,6 +48,7 @@ bool join_ep(rank_pointer self) {
                                     "MoE load balance of the instance's EP group: the slowest rank's "
                                     "routed tokens over the mean, last window.", {"instance"})
                          .with(labels);
+    st.moe_lb_gauge->set(1.0); // balanced until the first step says otherwise (0 is no ratio)
     st.replacements_counter = &m->add_counter("deepinfer_expert_replacements_total",
                                               "Live re-placements of the instance's routed experts.",
                                               {"instance"})

@@ -9,7 +9,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import assert from 'node:assert/strict';
-import { check, finish, freePort, results, waitFor } from './harness.mjs';
+import { check, finish, freePort, results, singleNodeManifest, waitFor } from './harness.mjs';
 
 const MODEL = 'deepseek-v4.1-flash';
 const exe = process.argv[2];
@@ -25,13 +25,8 @@ const out = (p) => ({ stdio: ['ignore', fs.openSync(p, 'w'), fs.openSync(p, 'a')
 // The 4-rank server: one process with every role, from a manifest (the admin endpoints on, and
 // re-placement every few steps so that it happens many times during the run).
 const manifest = path.join(dir, 'four.toml');
-fs.writeFileSync(manifest, `model = "tiny"
-log_level = "info"
-[http]
-admin = true
-[kv]
-root = "${path.join(dir, 'kv-four')}"
-[supervision]
+fs.writeFileSync(manifest, singleNodeManifest({ kvRoot: path.join(dir, 'kv-four'), port: fourPort, http: fourHttp, ranks: 4,
+                                                tables: `[supervision]
 restart_delay_ms = 100
 [balancer.prefill]
 redundant_experts_per_rank = 4
@@ -40,15 +35,7 @@ ep_replace_steps = 3
 [balancer.decode]
 redundant_experts_per_rank = 1
 ep_window_steps = 20
-ep_replace_steps = 25
-[[nodes]]
-name = "local"
-host = "127.0.0.1"
-port = ${fourPort}
-roles = ["controller", "entrypoint", "prefill", "decode", "kvstore"]
-ranks = 4
-http = "127.0.0.1:${fourHttp}"
-`);
+ep_replace_steps = 25` }));
 const procs = [
   spawn(exe, ['--http', `127.0.0.1:${oneHttp}`, '--ranks', '1', '--kv-root', path.join(dir, 'kv-one')], out(logs.one)),
   spawn(exe, ['--http', `127.0.0.1:${twoHttp}`, '--ranks', '2', '--kv-root', path.join(dir, 'kv-two')], out(logs.two)),

@@ -79,6 +79,18 @@ root = "${kvRoot}"
 restart_delay_ms = 200
 ${nodes.join('')}`;
 
+/// A one-process manifest on the tiny model: one node `local` with every serving role, `ranks`
+/// ranks per instance (one EP group each), the admin routes on, HTTP on `http`; `tables` are
+/// further TOML tables (`[balancer.decode]` EP keys, `[supervision]`, ...).
+export const singleNodeManifest = ({ kvRoot, port, http, ranks, logLevel = 'info', tables = '' }) => `model = "tiny"
+log_level = "${logLevel}"
+[http]
+admin = true
+[kv]
+root = "${kvRoot}"
+${tables}
+${manifestNode('local', port, ['controller', 'entrypoint', 'prefill', 'decode', 'kvstore'], `ranks = ${ranks}\nhttp = "127.0.0.1:${http}"\n`)}`;
+
 /// Starts the cluster of `manifest` (every node's output to `logPath`) and, beside it, the
 /// embedded default on port `oneHttp` with its own KV root `oneKvRoot`: the reference whose
 /// answers the cluster's must equal. Both are returned for `finish`.
