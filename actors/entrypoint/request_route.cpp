@@ -19,9 +19,23 @@ namespace deepinfer::actors {
 
 namespace {
 
-constexpr int max_attempts = 5;
+/// Attempts of one request (its attempt id has 4 bits in the job id), within `instance_wait`.
+constexpr int max_attempts = 15;
 /// Pause before placing again when no instance can take the request (restarting, all full).
 constexpr auto retry_delay = std::chrono::milliseconds(100);
+/// After a lost rank the next attempt waits 2^(k-2) x 50 ms (k = its number, from 2), at most
+/// 1.6 s: a rank of a node that just died may still be in the view for a heartbeat, and an
+/// instance that restarts needs a moment, so attempts spread over seconds instead of being
+/// spent in milliseconds on ranks that are gone (issue 17).
+constexpr auto backoff_base = std::chrono::milliseconds(50);
+constexpr auto backoff_cap = std::chrono::milliseconds(1600);
+
+std::chrono::milliseconds backoff(int attempt) {
+  auto d = backoff_base;
+  for (int k = 2; k < attempt && d < backoff_cap; ++k)
+    d *= 2;
+  return std::min(d, backoff_cap);
+}
 /// Limit for the decode balancer's answer (it answers at once; a dead one never does).
 constexpr auto handle_timeout = std::chrono::seconds(5);
 /// The decode balancer hears of a request's KV growth every this many tokens (a block).
@@ -289,15 +303,21 @@ void attempt(request_pointer self) {
   }
   st.prefill_claim.reset();
   st.decode_claim.reset();
-  if (++st.attempts > max_attempts) {
-    fail(self, 503, "request failed after " + std::to_string(max_attempts) + " attempts");
+  ++st.attempts;
+  const auto waited = std::chrono::steady_clock::now() - st.arrived;
+  if (st.attempts > max_attempts || (st.attempts > 2 && waited > st.ctx->cfg.instance_wait)) {
+    fail(self, 503, "request failed after " + std::to_string(st.attempts - 1) +
+                      " attempts: its ranks kept failing; retry later");
     return;
   }
   st.job = st.id * 16 + static_cast<uint64_t>(st.attempts);
   st.prefilled = false;
   st.early.clear();
   st.transport.reset();
-  place(self);
+  if (st.attempts == 1)
+    place(self);
+  else
+    self->delayed_send(self, backoff(st.attempts), restart_atom::value);
 }
 
 } // namespace deepinfer::actors
