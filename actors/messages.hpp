@@ -18,6 +18,7 @@
 #include "engine/sampler.hpp"
 #include "kv/block_key.hpp"
 #include "kv/hash_chain.hpp"
+#include "kv/traffic_class.hpp"
 
 // -- plain-library types that travel as they are -----------------------------------------------
 
@@ -230,12 +231,14 @@ struct prefill_job {
   /// The prefix-cache namespace of the request's tenant (zero: shared): the rank looks up and
   /// stores this prompt's blocks and snapshots on the chain salted with it.
   kv::cache_salt cache_salt;
+  /// Its traffic class: the TTL its blocks are kept for (agent 3 days, chatbot 7 days).
+  kv::traffic_class traffic = kv::traffic_class::chatbot;
 };
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, prefill_job& x) {
   return f(caf::meta::type_name("prefill_job"), x.id, x.tokens, x.sampling, x.decode_rank, x.sink,
-           x.snapshot_end, x.snapshot_owner, x.decode_rdma, x.prompt_length, x.cache_salt);
+           x.snapshot_end, x.snapshot_owner, x.decode_rdma, x.prompt_length, x.cache_salt, x.traffic);
 }
 
 /// What a prefill rank answers: the first token, how the KV left for the decode rank, or `error`.
@@ -276,11 +279,13 @@ struct kv_handoff {
   /// The sequence's prefix-cache namespace (prefill_job::cache_salt): decode stores its blocks
   /// under it.
   kv::cache_salt cache_salt;
+  /// Its traffic class (prefill_job::traffic): decode stores its blocks with it.
+  kv::traffic_class traffic = kv::traffic_class::chatbot;
 };
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, kv_handoff& x) {
-  return f(caf::meta::type_name("kv_handoff"), x.id, x.transport, x.ticket, x.packed, x.cache_salt);
+  return f(caf::meta::type_name("kv_handoff"), x.id, x.transport, x.ticket, x.packed, x.cache_salt, x.traffic);
 }
 
 /// Tokens a decode rank produced for one sequence since its last batch.

@@ -11,12 +11,17 @@
 #include "kv/check_index.hpp"
 #include "kv/hash_chain.hpp"
 #include "kv/hit_policy.hpp"
+#include "kv/lru_ttl_policy.hpp"
 
 namespace deepinfer::kv {
 
 struct prefix_cache::impl {
-  std::unique_ptr<kv::block_store> store;
+  // The index first: the store's scan at open fills it, and it outlives the store.
   std::unique_ptr<kv::check_index> index;
+  std::unique_ptr<kv::block_store> store;
+  kv::lru_ttl_policy policy_ttl;
+  std::optional<kv::gc> collector;
+  std::mutex gc_mtx;
   std::optional<kv::hash_chain> chain;
   kv::hit_policy policy;
   std::unique_ptr<kv::swa_store> snapshots;
@@ -64,16 +69,25 @@ std::shared_ptr<prefix_cache> prefix_cache::open(const config& cfg, std::string*
   kv::block_store::config sc;
   sc.root = cfg.root;
   sc.fingerprint = fp;
-  sc.fsync = kv::fsync_policy::none;  // the cache is a cache: a power loss only costs hits
+  // Without fsync a power loss only costs hits: the cache is a cache ([kv] fsync to change it).
+  sc.fsync = cfg.fsync ? kv::fsync_policy::file : kv::fsync_policy::none;
   sc.io_threads = cfg.io_threads;
   sc.backend = cfg.use_io_uring ? kv::io_backend::uring : kv::io_backend::thread_pool;
-  d->store = kv::block_store::open(sc);
+  sc.time = cfg.time;
+  // CHECK's index, rebuilt from the store's scan at open; a miss is revalidated against the files.
+  auto* slot = &d->store;
+  d->index = std::make_unique<kv::check_index>([slot](const kv::block_key& k) { return *slot && (*slot)->exists(k); });
+  d->store = kv::block_store::open(sc, d->index.get());
   if (!d->store) {
     *error = "cannot open the KV block store at " + cfg.root;
     return nullptr;
   }
-  auto* store = d->store.get();
-  d->index = std::make_unique<kv::check_index>([store](const kv::block_key& k) { return store->exists(k); });
+  d->policy_ttl = kv::lru_ttl_policy{kv::lru_ttl_policy::config{cfg.ttl}};
+  kv::gc::config gc;
+  gc.low_watermark_bytes = std::min(cfg.gc_low_watermark_bytes, cfg.gc_high_watermark_bytes);
+  gc.high_watermark_bytes = cfg.gc_high_watermark_bytes;
+  gc.time = cfg.time;
+  d->collector.emplace(gc, d->store->catalog(), d->policy_ttl, d->store->remover(), d->index.get());
   d->chain.emplace(fp);
   kv::swa_store::config wc;
   wc.ttl_ms = cfg.snapshot_ttl_ms;
@@ -194,8 +208,15 @@ std::optional<block_key> prefix_cache::key_at(std::span<const int32_t> tokens, i
   return keys.back();
 }
 
+kv::gc_report prefix_cache::run_gc() {
+  std::lock_guard guard{d_->gc_mtx};
+  return d_->collector->run_once();
+}
+
+uint64_t prefix_cache::stored_bytes() { return d_->store->catalog().bytes(); }
+
 int64_t prefix_cache::store(std::span<const int32_t> tokens, int64_t full_blocks, const export_fn& export_block,
-                            kv::cache_salt salt) {
+                            kv::cache_salt salt, kv::traffic_class cls) {
   auto keys = d_->chain->salted(salt).keys(tokens);
   int64_t written = 0;
   for (int64_t i = 0; i < full_blocks && i < static_cast<int64_t>(keys.size()); ++i) {
@@ -205,7 +226,7 @@ int64_t prefix_cache::store(std::span<const int32_t> tokens, int64_t full_blocks
     auto bytes = export_block(i);
     if (!bytes)
       break;
-    auto st = d_->store->write(k, *bytes, kv::traffic_class::chatbot);
+    auto st = d_->store->write(k, *bytes, cls);
     if (st == kv::write_status::io_error)
       break;
     d_->index->insert(k);

@@ -3,6 +3,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <functional>
+#include <limits>
 #include <memory>
 #include <optional>
 #include <span>
@@ -11,8 +12,11 @@
 #include <vector>
 
 #include "kv/block_key.hpp"
+#include "kv/clock.hpp"
+#include "kv/gc.hpp"
 #include "kv/hash_chain.hpp"
 #include "kv/swa_store.hpp"
+#include "kv/traffic_class.hpp"
 
 namespace deepinfer::kv {
 
@@ -42,6 +46,15 @@ public:
     /// SWA snapshots: lifetime and memory cap (DESIGN §4.2: about 180 s).
     int64_t snapshot_ttl_ms = 180'000;
     uint64_t snapshot_memory_cap = 1ULL << 30;
+    /// The store's lifecycle (DESIGN §4.1, `run_gc`): blocks expire by traffic class, and above
+    /// the high watermark (bytes of block payloads) the least recently used go down to the low one.
+    ttl_table ttl = {};
+    uint64_t gc_low_watermark_bytes = std::numeric_limits<uint64_t>::max();
+    uint64_t gc_high_watermark_bytes = std::numeric_limits<uint64_t>::max();
+    /// fsync each block before it is visible (power-loss safety; the cache is a cache: off).
+    bool fsync = false;
+    /// The clock blocks age by (tests drive a manual one).
+    std::shared_ptr<const clock> time = system_clock();
   };
 
   /// Opens (creating) the store; nullptr and `error` when the root is unusable.
@@ -112,7 +125,14 @@ public:
   /// yet stored. Returns how many were written.
   using export_fn = std::function<std::optional<std::vector<std::byte>>(int64_t)>;
   int64_t store(std::span<const int32_t> tokens, int64_t full_blocks, const export_fn& export_block,
-                kv::cache_salt salt = {});
+                kv::cache_salt salt = {}, traffic_class cls = traffic_class::chatbot);
+
+  /// One lifecycle pass over the store (the kvstore node's GC worker runs it periodically):
+  /// expired blocks go, then the least recently used while above the high watermark; CHECK
+  /// forgets them first. One pass at a time (callers serialize; concurrent calls wait).
+  gc_report run_gc();
+  /// Bytes of block payloads in the store (what the watermarks compare).
+  uint64_t stored_bytes();
 
   /// Keeps the SWA snapshot of `tokens` ending at position `end` (a positive multiple of 128 not
   /// past the tokens), keyed by the key of block end / 128 - 1. False when refused.

@@ -138,3 +138,69 @@ BOOST_AUTO_TEST_CASE(hit_carries_the_snapshot_ending_at_l1_from_memory_or_the_re
 }
 
 BOOST_AUTO_TEST_SUITE_END()
+
+BOOST_AUTO_TEST_SUITE(prefix_cache_lifecycle)
+
+// The lifecycle a kvstore node's GC worker runs: agent blocks expire after their class's TTL
+// before chatbot ones, and a store past its budget is evicted to the low watermark, least
+// recently used first; CHECK stops answering what went.
+BOOST_AUTO_TEST_CASE(expired_agent_blocks_go_first_and_the_store_stays_under_its_high_watermark) {
+  temp_root root;
+  std::string err;
+  auto clock = std::make_shared<deepinfer::kv::manual_clock>(1'700'000'000'000);
+  prefix_cache::config cfg{root.path.string(), "model-a"};
+  cfg.time = clock;
+  cfg.ttl = deepinfer::kv::ttl_table{3'600'000, 7'200'000}; // agent 1 h, chatbot 2 h
+  auto cache = prefix_cache::open(cfg, &err);
+  BOOST_REQUIRE_MESSAGE(cache, err);
+  auto agent = tokens(1000, 11), chat = tokens(1000, 12);
+  BOOST_TEST(cache->store(agent, 7, payload, {}, deepinfer::kv::traffic_class::agent) == 7);
+  BOOST_TEST(cache->store(chat, 7, payload, {}, deepinfer::kv::traffic_class::chatbot) == 7);
+  clock->advance(1'800'000);
+  BOOST_TEST(cache->run_gc().expired == 0u); // nothing is an hour old yet
+  clock->advance(2'000'000);                 // 63 min: past the agent TTL only
+  auto r = cache->run_gc();
+  BOOST_TEST(r.expired == 7u);
+  BOOST_TEST(cache->lookup(agent).blocks.empty());
+  BOOST_TEST(cache->lookup(chat).blocks.size() == 6u); // and the lookup counts as a use
+  clock->advance(7'300'000);
+  BOOST_TEST(cache->run_gc().expired == 7u);
+  BOOST_TEST(cache->lookup(chat).blocks.empty());
+
+  // A budget: above the high watermark the oldest go, down to the low one.
+  prefix_cache::config small = cfg;
+  const uint64_t block = 1003; // payload(i) is 1000 + i bytes
+  small.gc_high_watermark_bytes = 12 * block;
+  small.gc_low_watermark_bytes = 8 * block;
+  cache.reset();
+  cache = prefix_cache::open(small, &err);
+  BOOST_REQUIRE_MESSAGE(cache, err);
+  auto older = tokens(1000, 21), newer = tokens(1000, 22);
+  BOOST_TEST(cache->store(older, 7, payload) == 7);
+  clock->advance(1000);
+  BOOST_TEST(cache->store(newer, 7, payload) == 7);
+  BOOST_TEST(cache->stored_bytes() > small.gc_high_watermark_bytes);
+  r = cache->run_gc();
+  BOOST_TEST(r.evicted >= 6u);
+  BOOST_TEST(cache->stored_bytes() <= small.gc_low_watermark_bytes);
+  BOOST_TEST(cache->lookup(older).blocks.empty());      // least recently used: gone
+  BOOST_TEST(cache->lookup(newer).blocks.size() == 6u); // the newer prompt is still a hit
+}
+
+// CHECK's index is rebuilt from the store when a process opens it: blocks another (now gone)
+// process wrote are hits at once.
+BOOST_AUTO_TEST_CASE(a_reopened_store_answers_check_from_its_scan) {
+  temp_root root;
+  std::string err;
+  auto prompt = tokens(1000, 31);
+  {
+    auto first = prefix_cache::open({root.path.string(), "model-a"}, &err);
+    BOOST_REQUIRE_MESSAGE(first, err);
+    BOOST_TEST(first->store(prompt, 7, payload) == 7);
+  }
+  auto again = prefix_cache::open({root.path.string(), "model-a"}, &err);
+  BOOST_REQUIRE_MESSAGE(again, err);
+  BOOST_TEST(again->plan(prompt).keys.size() == 6u);
+}
+
+BOOST_AUTO_TEST_SUITE_END()

@@ -206,6 +206,7 @@ bool prepare(request_pointer self, recipe::api_kind api, const std::string& body
   st.conv = std::move(p->conv);
   st.prompt = std::move(p->prompt);
   st.salt = p->salt;
+  st.traffic = p->traffic;
   st.sampling.max_tokens = p->max_tokens;
   st.sampling.constraint = std::move(p->constraint);
   // The constraint covers the output from the request's own prompt on (a resubmission's

@@ -84,6 +84,19 @@ expected<std::string, recipe::api_error> constraint_of(const entrypoint::context
 
 } // namespace
 
+kv::traffic_class traffic_class_of(const recipe::conversation& conv) {
+  if (conv.metadata.is_object())
+    if (auto it = conv.metadata.find("traffic_class"); it != conv.metadata.end() && it->is_string())
+      if (auto cls = kv::parse_traffic_class(it->get<std::string>()))
+        return *cls;
+  if (!conv.tools.empty())
+    return kv::traffic_class::agent;
+  for (const auto& m : conv.messages)
+    if (m.role == recipe::role::tool || !m.tool_calls.empty())
+      return kv::traffic_class::agent;
+  return kv::traffic_class::chatbot;
+}
+
 kv::cache_salt cache_salt_of(const std::string& tenant, const std::string& request_salt) {
   if (tenant.empty() && request_salt.empty())
     return {};
@@ -133,6 +146,7 @@ expected<prepared_request, recipe::api_error> prepare_request(const entrypoint::
   if (!constraint)
     return std::move(constraint).error();
   out.constraint = std::move(*constraint);
+  out.traffic = traffic_class_of(*conv);
   out.prompt = std::move(enc.ids);
   out.conv = std::move(*conv);
   return out;

@@ -7,6 +7,7 @@
 
 #include "actors/entrypoint/entrypoint.hpp"
 #include "kv/hash_chain.hpp"
+#include "kv/traffic_class.hpp"
 #include "recipe/base/expected.hpp"
 #include "recipe/protocol/api_error.hpp"
 #include "recipe/protocol/conversation.hpp"
@@ -21,7 +22,13 @@ struct prepared_request {
   kv::cache_salt salt;
   /// The structured-output constraint as the engine's spec (empty: none); compiled already.
   std::string constraint;
+  /// Its traffic class (`traffic_class_of`): how long its blocks stay in the prefix cache.
+  kv::traffic_class traffic = kv::traffic_class::chatbot;
 };
+
+/// A request's traffic class (DESIGN §4.1): `agent` when it carries tools or tool results,
+/// `chatbot` otherwise, unless its `metadata` says `"traffic_class": "agent" | "chatbot"`.
+kv::traffic_class traffic_class_of(const recipe::conversation& conv);
 
 /// The request-side work between the HTTP body and the routers, all of it off the HTTP I/O
 /// threads (the request actor calls it): parse `body` as an `api` request under the configured

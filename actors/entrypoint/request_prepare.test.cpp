@@ -86,3 +86,28 @@ BOOST_AUTO_TEST_CASE(each_key_and_salt_pair_is_its_own_namespace) {
 }
 
 BOOST_AUTO_TEST_SUITE_END()
+
+#include "recipe/protocol/chat_request.hpp"
+
+BOOST_AUTO_TEST_SUITE(request_traffic_class)
+
+// Blocks live by their request's class (agent 3 days, chatbot 7 days): tools or tool results make
+// an agent request, and the client's metadata has the last word.
+BOOST_AUTO_TEST_CASE(tools_or_tool_results_make_an_agent_request_unless_metadata_says_otherwise) {
+  using actors::traffic_class_of;
+  auto parse = [](const std::string& extra, const std::string& messages = R"([{"role": "user", "content": "hi"}])") {
+    auto c = recipe::parse_chat_request(R"({"model": "m", "messages": )" + messages + extra + "}");
+    BOOST_REQUIRE(c.has_value());
+    return std::move(*c);
+  };
+  const std::string tools = R"(, "tools": [{"type": "function", "function": {"name": "f", "parameters": {"type": "object"}}}])";
+  BOOST_TEST((traffic_class_of(parse("")) == kv::traffic_class::chatbot));
+  BOOST_TEST((traffic_class_of(parse(tools)) == kv::traffic_class::agent));
+  BOOST_TEST((traffic_class_of(parse(tools + R"(, "metadata": {"traffic_class": "chatbot"})")) == kv::traffic_class::chatbot));
+  BOOST_TEST((traffic_class_of(parse(R"(, "metadata": {"traffic_class": "agent"})")) == kv::traffic_class::agent));
+  const std::string tool_turn = R"([{"role": "user", "content": "hi"}, {"role": "assistant", "tool_calls": [{"id": "c1",
+      "type": "function", "function": {"name": "f", "arguments": "{}"}}]}, {"role": "tool", "tool_call_id": "c1", "content": "42"}])";
+  BOOST_TEST((traffic_class_of(parse("", tool_turn)) == kv::traffic_class::agent));
+}
+
+BOOST_AUTO_TEST_SUITE_END()

@@ -144,6 +144,7 @@ void send_prefill(request_pointer self, const placement& at, const caf::strong_a
   pj.decode_rdma = at.decode_rdma;
   pj.prompt_length = static_cast<int64_t>(st.prompt.size());
   pj.cache_salt = st.salt;
+  pj.traffic = st.traffic;
   auto job = at.job;
   self->request(caf::actor_cast<rank_actor>(pp), st.ctx->cfg.prefill_timeout, prefill_atom::value, std::move(pj))
     .then(

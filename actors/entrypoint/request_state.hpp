@@ -32,6 +32,7 @@ struct request_state {
   std::vector<int32_t> generated;
   engine::sampling_params sampling;
   kv::cache_salt salt;
+  kv::traffic_class traffic = kv::traffic_class::chatbot;
   std::unique_ptr<recipe::stream_parser> parser;
   std::unique_ptr<recipe::api_output> out;
   recipe::usage_counts usage;

@@ -19,13 +19,13 @@ namespace deepinfer::actors {
 namespace {
 
 /// Writes the full blocks of a sequence (prompt and output) to the prefix cache, then frees it.
-void release(rank_pointer self, engine::sequence_id seq, kv::cache_salt salt) {
+void release(rank_pointer self, engine::sequence_id seq, kv::cache_salt salt, kv::traffic_class traffic) {
   auto& st = self->state;
   if (auto& cache = st.cfg.engine.cache) {
     auto tokens = st.engine->tokens(seq);
     // The last token has no KV yet: the next decode step would have fed it.
     auto full = tokens.empty() ? 0 : static_cast<int64_t>(tokens.size() - 1) / 128;
-    cache->store(tokens, full, [&](int64_t i) { return st.engine->export_block(seq, i); }, salt);
+    cache->store(tokens, full, [&](int64_t i) { return st.engine->export_block(seq, i); }, salt, traffic);
     // The last window decode copied at a 128 boundary (DESIGN §4.2).
     if (auto at = st.engine->snapshot_end(seq))
       cache->store_snapshot(tokens, *at, *st.engine->export_snapshot(seq), salt);
@@ -50,7 +50,7 @@ namespace {
 /// Drops a decoding sequence (cancelled, or its client is gone), keeping its full blocks.
 void drop(rank_pointer self, std::map<uint64_t, decoding>::iterator it) {
   auto& st = self->state;
-  release(self, it->second.seq, it->second.salt);
+  release(self, it->second.seq, it->second.salt, it->second.traffic);
   st.active.erase(it);
   report(self);
 }
@@ -88,7 +88,7 @@ void start_decode(rank_pointer self, kv_handoff& h, const engine::sampling_param
   }
   // A request actor that goes away (client gone, entrypoint node dead) takes its sequence along.
   self->monitor(sink);
-  st.active[h.id] = decoding{seq, sink, span.size(), h.cache_salt};
+  st.active[h.id] = decoding{seq, sink, span.size(), h.cache_salt, h.traffic};
   report(self);
   if (!st.stepping) {
     st.stepping = true;
@@ -129,7 +129,7 @@ void decode_step(rank_pointer self) {
     auto sink = it->second.sink;
     if (b.finished) {
       // Store the blocks before the client hears of the end, so its next turn hits them.
-      release(self, it->second.seq, it->second.salt);
+      release(self, it->second.seq, it->second.salt, it->second.traffic);
       st.active.erase(it);
     }
     caf::send_as(caf::actor_cast<caf::actor>(self), sink, tokens_atom::value, std::move(b));

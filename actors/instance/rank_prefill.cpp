@@ -100,6 +100,7 @@ void hand_off(rank_pointer self, prefill_task& t, const caf::actor& decode) {
   caf::error err;
   kv_handoff h;
   h.cache_salt = t.job.cache_salt;
+  h.traffic = t.job.traffic;
   if (!bytes)
     err = make_error(errc::engine_export_failed, "cannot export the sequence");
   else

@@ -43,6 +43,8 @@ struct decoding {
   uint64_t kv_bytes = 0;
   /// Its prefix-cache namespace: its blocks are stored under it when it ends.
   kv::cache_salt salt;
+  /// The traffic class its blocks are stored with (their TTL).
+  kv::traffic_class traffic = kv::traffic_class::chatbot;
 };
 
 /// What the block fetcher brings back for one job: the plan and remote-window flag (written on

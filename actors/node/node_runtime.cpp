@@ -1,6 +1,8 @@
 #include "actors/node/node_runtime.hpp"
 
 #include <algorithm>
+#include <filesystem>
+#include <limits>
 #include <condition_variable>
 #include <mutex>
 #include <thread>
@@ -25,6 +27,7 @@
 #include "actors/http/metrics_registry.hpp"
 #include "actors/http/router.hpp"
 #include "actors/transport/kv_transport.hpp"
+#include "actors/node/kv_gc_worker.hpp"
 #include "actors/node/node_http.hpp"
 #include "actors/node/structured_output.hpp"
 #include "actors/control/snapshot_server.hpp"
@@ -37,6 +40,16 @@
 namespace deepinfer::actors {
 
 namespace {
+
+/// The KV store's disk budget: `[kv] disk_budget_gib`, or the filesystem's size when 0.
+uint64_t kv_budget_bytes(const serving_config& sc) {
+  if (sc.kv_disk_budget_bytes > 0)
+    return sc.kv_disk_budget_bytes;
+  std::error_code ec;
+  std::filesystem::create_directories(sc.kv_root, ec);
+  auto space = std::filesystem::space(sc.kv_root, ec);
+  return ec ? std::numeric_limits<uint64_t>::max() : static_cast<uint64_t>(space.capacity);
+}
 
 uint64_t make_incarnation() {
   using namespace std::chrono;
@@ -55,6 +68,8 @@ struct node_runtime::impl {
   std::map<node_role, instance_supervisor_actor> supervisors;
   std::unique_ptr<entrypoint> serving;
   std::unique_ptr<node_http> http;
+  /// The KV store's GC on a kvstore node (joined before the cache it runs on goes).
+  std::unique_ptr<kv_gc_worker> gc;
 
   // Bootstrap thread state: reaching the controller blocks (remote_actor), so it never runs on
   // a scheduler thread (CAF 0.17 pitfall P4).
@@ -135,9 +150,17 @@ std::optional<std::string> node_runtime::start() {
     pc.root = cfg.serving->kv_root;
     pc.fingerprint = mc.config->fingerprint;
     pc.snapshot_ttl_ms = cfg.serving->snapshot_ttl.count();
+    pc.snapshot_memory_cap = cfg.serving->swa_memory_bytes;
+    pc.fsync = cfg.serving->kv_fsync;
+    pc.ttl = {cfg.serving->kv_ttl_agent.count(), cfg.serving->kv_ttl_chatbot.count()};
+    const auto budget = kv_budget_bytes(*cfg.serving);
+    pc.gc_high_watermark_bytes = static_cast<uint64_t>(static_cast<double>(budget) * cfg.serving->kv_gc_high_watermark);
+    pc.gc_low_watermark_bytes = static_cast<uint64_t>(static_cast<double>(budget) * cfg.serving->kv_gc_low_watermark);
     cache = kv::prefix_cache::open(pc, &err);
     if (!cache)
       return err;
+    if (cfg.self.roles.has(node_role::kvstore))
+      d.gc = std::make_unique<kv_gc_worker>(cache, cfg.serving->kv_gc_interval, *metrics);
     cfg.self.snapshots = caf::actor_cast<caf::strong_actor_ptr>(
       spawn_snapshot_server(sys, [weak = std::weak_ptr<kv::prefix_cache>{cache}](const kv::block_key& k)
                                    -> std::optional<std::vector<std::byte>> {
@@ -326,6 +349,7 @@ void node_runtime::stop(std::chrono::milliseconds deadline) {
   ctl = nullptr;
   d.http.reset();
   d.serving.reset();
+  d.gc.reset();
   d.snap->clear_view();
   d.sys.reset();
   log().info("node={} stopped", d.cfg.self.name);

@@ -57,6 +57,17 @@ struct serving_config {
   request_limits requests;
   /// Admission control (queues and limits per role, queue timeout; manifest `[admission]`).
   admission_control::config admission;
+  /// The KV store's lifecycle (`[kv]`, DESIGN §4.1): TTL per traffic class, the GC watermarks
+  /// as fractions of the disk budget (0: the filesystem's size), fsync, SWA memory. A node with
+  /// the kvstore role runs the GC every `kv_gc_interval`.
+  std::chrono::milliseconds kv_ttl_agent{std::chrono::hours{72}};
+  std::chrono::milliseconds kv_ttl_chatbot{std::chrono::hours{168}};
+  uint64_t kv_disk_budget_bytes = 0;
+  double kv_gc_low_watermark = 0.80;
+  double kv_gc_high_watermark = 0.90;
+  bool kv_fsync = false;
+  uint64_t swa_memory_bytes = uint64_t{1} << 30;
+  std::chrono::milliseconds kv_gc_interval{10000};
   /// Structured output (`[so]`): compiled constraints kept, in bytes of their automata, and
   /// how long one compile may take before the request gets a 400.
   std::size_t so_cache_bytes = std::size_t{256} << 20;

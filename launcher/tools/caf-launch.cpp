@@ -260,6 +260,13 @@ int main(int argc, char** argv) {
       sc.model_dir = m.model_path;
       sc.kv_root = m.kv.root;
       sc.snapshot_ttl = std::chrono::milliseconds{static_cast<int64_t>(m.kv.swa_ttl_seconds * 1000)};
+      sc.kv_ttl_agent = std::chrono::milliseconds{static_cast<int64_t>(m.kv.ttl_agent_hours * 3'600'000)};
+      sc.kv_ttl_chatbot = std::chrono::milliseconds{static_cast<int64_t>(m.kv.ttl_chatbot_hours * 3'600'000)};
+      sc.kv_disk_budget_bytes = m.kv.disk_budget_gib << 30;
+      sc.kv_gc_low_watermark = m.kv.gc_low_watermark;
+      sc.kv_gc_high_watermark = m.kv.gc_high_watermark;
+      sc.kv_fsync = m.kv.fsync;
+      sc.swa_memory_bytes = m.kv.swa_memory_mib << 20;
       sc.rdma_port = m.rdma_port;
       sc.requests = m.requests;
       sc.admission = m.admission;

@@ -1,0 +1,44 @@
+#include "actors/node/kv_gc_worker.hpp"
+
+#include "actors/log.hpp"
+#include "kv/prefix_cache.hpp"
+
+namespace deepinfer::actors {
+
+kv_gc_worker::kv_gc_worker(std::shared_ptr<kv::prefix_cache> cache, std::chrono::milliseconds interval,
+                           http::metrics_registry& metrics)
+    : cache_(std::move(cache)), interval_(interval),
+      bytes_(metrics.add_gauge("deepinfer_kv_store_bytes", "Bytes of KV block payloads in this node's store.").with({})),
+      expired_(metrics.add_counter("deepinfer_kv_gc_removed_total",
+                                   "KV blocks removed by the store's GC: expired (their traffic class's TTL "
+                                   "passed) or evicted (least recently used, above the high watermark).",
+                                   {"reason"}).with({"expired"})),
+      evicted_(metrics.add_counter("deepinfer_kv_gc_removed_total", "", {"reason"}).with({"evicted"})),
+      thread_([this] { run(); }) {}
+
+kv_gc_worker::~kv_gc_worker() {
+  {
+    std::lock_guard g{mtx_};
+    stop_ = true;
+  }
+  cv_.notify_all();
+  thread_.join();
+}
+
+void kv_gc_worker::run() {
+  std::unique_lock lk{mtx_};
+  while (!stop_) {
+    lk.unlock();
+    const auto r = cache_->run_gc();
+    bytes_.set(static_cast<double>(r.bytes_after));
+    expired_.inc(static_cast<double>(r.expired));
+    evicted_.inc(static_cast<double>(r.evicted));
+    if (r.expired + r.evicted > 0)
+      log().info("kv gc: expired={} evicted={} freed_bytes={} store_bytes={} held_by_readers={}", r.expired,
+                 r.evicted, r.bytes_freed, r.bytes_after, r.skipped_held);
+    lk.lock();
+    cv_.wait_for(lk, interval_, [this] { return stop_; });
+  }
+}
+
+} // namespace deepinfer::actors
