@@ -33,8 +33,11 @@ def main():
                                                mask_sum=0.0, mask_n=0, hist=collections.Counter(), cus=[],
                                                wsum=0.0, wn=0, whist=collections.Counter(), mism=0))
     errors = collections.Counter()
+    sizes = []  # bytes of each compiled schema's automata (what [so] cache_mib bounds)
     for line in fileinput.input(sys.argv[1:]):
         d = json.loads(line)
+        if d['compiled'] and 'bytes' in d:
+            sizes.append(d['bytes'])
         src = d.get('source') or d['file'].split('---')[0]
         for key in (src, 'ALL'):
             s = per[key]
@@ -72,6 +75,11 @@ def main():
         print(f"{k:24} {s['n']:7} {100.0*s['comp']/s['n']:7.1f}% {s['inv_acc']:4}/{s['inv']:<5} {va:6.2f}% ({s['val']}) "
               f"{mm:6.1f}us {pct(s['hist'], 0.99):6.0f}us {cmean:7.2f}ms {cp99:6.2f}ms "
               f"{(s['wsum'] / s['wn'] if s['wn'] else 0):7.1f}us {pct(s['whist'], 0.99):6.0f}us {s['mism']:8}")
+    if sizes:
+        sizes.sort()
+        q = lambda f: sizes[min(len(sizes) - 1, int(len(sizes) * f))] / 1024
+        print(f"\nbytes per compiled schema: p50 {q(0.5):.0f} KiB, p99 {q(0.99):.0f} KiB, max {sizes[-1] / 1024:.0f} KiB "
+              f"({len(sizes)} schemas; the compiler's cache is bounded by [so] cache_mib)")
     print("\nmost common compile errors:")
     for e, c in errors.most_common(25):
         print(f"{c:6}  {e}")

@@ -9,6 +9,7 @@
 #include "engine/cost_model_file.hpp"
 #include "engine/cost_profile.hpp"
 #include "engine/kernels/isa.hpp"
+#include "recipe/base/cli.hpp"
 
 #include <spdlog/sinks/stdout_color_sinks.h>
 #include <spdlog/spdlog.h>
@@ -18,31 +19,24 @@ using namespace deepinfer::engine;
 int main(int argc, char** argv) {
   // stdout carries the result; logs go to stderr.
   spdlog::set_default_logger(spdlog::stderr_color_mt("stderr"));
+  CLI::App app{"deepinfer-profile: measures prefill chunks of a model on this CPU, fits the cost model and "
+               "adds the fit to MODEL_DIR/cost_model.json",
+               "deepinfer-profile"};
   std::string model_dir, out;
   int64_t max_context = 8192;
   int threads = 2;
   std::string isa_name = "auto";
-  for (int i = 1; i + 1 < argc; i += 2) {
-    std::string a = argv[i], v = argv[i + 1];
-    if (a == "--model")
-      model_dir = v;
-    else if (a == "--max-context")
-      max_context = std::stoll(v);
-    else if (a == "--threads")
-      threads = std::stoi(v);
-    else if (a == "--out")
-      out = v;
-    else if (a == "--cpu-isa")
-      isa_name = v;
-  }
+  app.add_option("--model", model_dir, "model directory (config.json + model.safetensors)")->required();
+  app.add_option("--max-context", max_context, "longest context measured")->capture_default_str()
+    ->check(CLI::Range(256, 1 << 20));
+  app.add_option("--threads", threads, "CPU backend threads")->capture_default_str()->check(CLI::Range(1, 256));
+  app.add_option("--cpu-isa", isa_name, "kernels: auto, portable, avx2 or avx512")->capture_default_str();
+  app.add_option("--out", out, "fit file (default MODEL_DIR/cost_model.json)");
+  if (auto rc = deepinfer::parse_command_line(app, argc, argv))
+    return *rc;
   const auto isa = kernels::choose_cpu_isa(isa_name);
   if (!isa.isa) {
     std::fprintf(stderr, "deepinfer-profile: --cpu-isa: %s\n", isa.error.c_str());
-    return 2;
-  }
-  if (model_dir.empty()) {
-    std::fprintf(stderr, "usage: deepinfer-profile --model DIR [--max-context N] [--threads N] "
-                         "[--cpu-isa auto|portable|avx2|avx512] [--out FILE]\n");
     return 2;
   }
   if (out.empty())
