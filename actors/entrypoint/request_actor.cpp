@@ -246,7 +246,8 @@ caf::behavior request_behavior(request_pointer self, std::shared_ptr<entrypoint:
   pc.tool_id_prefix = "call_" + std::to_string(st.id) + "_";
   auto tok = st.ctx->tok;
   st.parser = std::make_unique<recipe::stream_parser>(
-    pc, *st.ctx->specials, [tok](recipe::token_id id) { return tok->token_bytes(id); });
+    pc, *st.ctx->specials, [tok](recipe::token_id id) { return tok->token_bytes(id); },
+    [tok, hidden = recipe::special_added_tokens(*tok)](recipe::token_id id) { return hidden(id); });
   auto now = std::chrono::duration_cast<std::chrono::seconds>(
                std::chrono::system_clock::now().time_since_epoch()).count();
   st.out = std::make_unique<recipe::api_output>(st.conv, std::to_string(st.id), now);
