@@ -17,6 +17,7 @@
 #include "actors/entrypoint/request_state.hpp"
 #include "actors/entrypoint/serving_context.hpp"
 #include "recipe/protocol/api_error.hpp"
+#include "recipe/protocol/api_ids.hpp"
 
 // The life of one request: prepare (parse, render, tokenize: here, never on an HTTP I/O
 // thread), admission, the deadline timer, and the answer in the API's shape. Routing each
@@ -236,21 +237,24 @@ caf::behavior request_behavior(request_pointer self, std::shared_ptr<entrypoint:
   st.sampling.temperature = static_cast<float>(smp.temperature.value_or(0.0));
   st.sampling.top_p = static_cast<float>(smp.top_p.value_or(1.0));
   st.sampling.top_k = static_cast<int32_t>(smp.top_k.value_or(0));
-  st.sampling.seed = static_cast<uint64_t>(smp.seed.value_or(0));
+  // An unseeded request draws its own seed (once: a resubmission continues the same stream).
+  st.sampling.seed = smp.seed ? static_cast<uint64_t>(*smp.seed) : recipe::random_seed();
   st.sampling.stop_ids = {st.ctx->eos};
   st.usage.prompt_tokens = static_cast<int64_t>(st.prompt.size());
   st.ctx->prompt_tokens->inc(static_cast<double>(st.prompt.size()));
   recipe::stream_parser::config pc;
   pc.thinking = st.conv.thinking;
   pc.stop = st.conv.sampling.stop;
-  pc.tool_id_prefix = "call_" + std::to_string(st.id) + "_";
+  auto ids = recipe::api_ids::draw(st.conv.api);
+  pc.tool_id_prefix = ids.tool_prefix;
   auto tok = st.ctx->tok;
   st.parser = std::make_unique<recipe::stream_parser>(
     pc, *st.ctx->specials, [tok](recipe::token_id id) { return tok->token_bytes(id); },
     [tok, hidden = recipe::special_added_tokens(*tok)](recipe::token_id id) { return hidden(id); });
   auto now = std::chrono::duration_cast<std::chrono::seconds>(
                std::chrono::system_clock::now().time_since_epoch()).count();
-  st.out = std::make_unique<recipe::api_output>(st.conv, std::to_string(st.id), now);
+  st.out = std::make_unique<recipe::api_output>(st.conv, ids.response, now);
+  log().debug("request={} id={}", st.id, ids.response);
   self->set_down_handler([=](caf::down_msg& dm) {
     auto& st = self->state;
     if (st.done)

@@ -16,7 +16,7 @@ namespace deepinfer::recipe {
 /// behind one interface, so the request actor does not care which API it serves.
 class api_output {
 public:
-  /// `id` is the request's id (`chatcmpl-…`, `resp_…`, `msg_…` are prefixed here).
+  /// `id` is the request's public id in the API's style (api_ids::response).
   api_output(const recipe::conversation& conv, const std::string& id, int64_t created);
 
   /// The first SSE bytes of a stream.

@@ -1,0 +1,71 @@
+// What real clients and operators expect of the API surface beyond generation (issue 20), with
+// the official clients: each check names the behaviour it covers.
+// Usage: node api.test.mjs /path/to/caf-launch
+import os from 'node:os';
+import path from 'node:path';
+import assert from 'node:assert/strict';
+import { apiClients, check, serverUp, setupFailed, startServer, stopServer, verdict } from './harness.mjs';
+
+const [OpenAI, Anthropic] = apiClients(['openai', '@anthropic-ai/sdk']);
+const MODEL = 'deepseek-v4.1-flash';
+const exe = process.argv[2];
+const logPath = path.join(os.tmpdir(), `deepinfer-api-test-${process.pid}.log`);
+const messages = [{ role: 'user', content: 'Say hello in three words.' }];
+
+async function post(base, route, body) {
+  const r = await fetch(base + route, { method: 'POST', headers: { 'content-type': 'application/json' },
+                                         body: JSON.stringify(body) });
+  return { status: r.status, json: await r.json() };
+}
+
+/// One id of each API (and a tool-call-free answer) from the server at `base`.
+async function ids(base) {
+  const openai = new OpenAI({ baseURL: base + '/v1', apiKey: 'none', maxRetries: 0, timeout: 60000 });
+  const anthropic = new Anthropic({ baseURL: base, apiKey: 'none', maxRetries: 0, timeout: 60000 });
+  const c = await openai.chat.completions.create({ model: MODEL, messages, max_tokens: 2, temperature: 0 });
+  const r = await openai.responses.create({ model: MODEL, input: 'Hi', max_output_tokens: 2, temperature: 0 });
+  const m = await anthropic.messages.create({ model: MODEL, max_tokens: 2, messages, temperature: 0 });
+  return [c.id, r.id, m.id];
+}
+
+let server = await startServer(exe, { logPath });
+const seen = [];
+try {
+  await serverUp(server);
+  let base = server.base;
+  const openai = new OpenAI({ baseURL: base + '/v1', apiKey: 'none', maxRetries: 0, timeout: 60000 });
+  const anthropic = new Anthropic({ baseURL: base, apiKey: 'none', maxRetries: 0, timeout: 60000 });
+
+  // First, so the restart below would repeat these if ids were counters.
+  await check('ids in each API\'s style', async () => {
+    const [c, r, m] = await ids(base);
+    seen.push(c, r, m);
+    assert.match(c, /^chatcmpl-[0-9A-Za-z]{29}$/);
+    assert.match(r, /^resp_[0-9a-f]{48}$/);
+    assert.match(m, /^msg_01[0-9A-Za-z]{22}$/);
+  });
+
+  await check('unseeded temperature-1 requests draw different tokens; a seed still repeats', async () => {
+    const ask = (extra = {}) => openai.chat.completions.create({ model: MODEL, messages, max_tokens: 32, temperature: 1,
+                                                                 ...extra });
+    const [a, b] = await Promise.all([ask(), ask()]);
+    assert.equal(a.usage.completion_tokens, 32);
+    assert.notEqual(a.choices[0].message.content, b.choices[0].message.content);
+    const [x, y] = [await ask({ seed: 7 }), await ask({ seed: 7 })];
+    assert.equal(x.choices[0].message.content, y.choices[0].message.content);
+  });
+
+  await check('ids are unique across a server restart', async () => {
+    await stopServer(server);
+    server = await startServer(exe, { logPath: logPath + '.2' });
+    await serverUp(server);
+    base = server.base;
+    seen.push(...await ids(base), ...await ids(base));
+    assert.equal(new Set(seen).size, seen.length, `repeated ids: ${seen.join(' ')}`);
+  });
+} catch (e) {
+  setupFailed(e);
+} finally {
+  await stopServer(server);
+}
+verdict(logPath);
