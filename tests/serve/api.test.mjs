@@ -45,6 +45,24 @@ try {
     assert.match(m, /^msg_01[0-9A-Za-z]{22}$/);
   });
 
+  await check('messages stop_sequences: stop_reason "stop_sequence" and the matched string (streaming and not)', async () => {
+    const full = await anthropic.messages.create({ model: MODEL, max_tokens: 16, messages, temperature: 0 });
+    const text = full.content.filter((b) => b.type === 'text').map((b) => b.text).join('');
+    assert.ok(text.length >= 6, `greedy text long enough: ${JSON.stringify(text)}`);
+    const stop = text.slice(3, 5);
+    const r = await anthropic.messages.create({ model: MODEL, max_tokens: 16, messages, temperature: 0,
+                                               stop_sequences: ['never-in-this-text', stop] });
+    assert.equal(r.stop_reason, 'stop_sequence');
+    assert.equal(r.stop_sequence, stop);
+    assert.equal(r.content.filter((b) => b.type === 'text').map((b) => b.text).join(''), text.slice(0, text.indexOf(stop)));
+    const s = anthropic.messages.stream({ model: MODEL, max_tokens: 16, messages, temperature: 0, stop_sequences: [stop] });
+    const final = await s.finalMessage();
+    assert.equal(final.stop_reason, 'stop_sequence');
+    assert.equal(final.stop_sequence, stop);
+    const c = await openai.chat.completions.create({ model: MODEL, messages, max_tokens: 16, temperature: 0, stop: [stop] });
+    assert.equal(c.choices[0].finish_reason, 'stop');
+  });
+
   await check('unseeded temperature-1 requests draw different tokens; a seed still repeats', async () => {
     const ask = (extra = {}) => openai.chat.completions.create({ model: MODEL, messages, max_tokens: 32, temperature: 1,
                                                                  ...extra });
