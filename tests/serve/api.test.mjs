@@ -73,6 +73,26 @@ try {
     assert.equal(x.choices[0].message.content, y.choices[0].message.content);
   });
 
+  await check('count_tokens, /tokenize and /detokenize equal the usage of the same request', async () => {
+    const system = 'Answer briefly.';
+    const gen = await anthropic.messages.create({ model: MODEL, max_tokens: 2, system, messages, temperature: 0 });
+    const n = await anthropic.messages.countTokens({ model: MODEL, system, messages });
+    assert.equal(n.input_tokens, gen.usage.input_tokens);
+    const chat = await openai.chat.completions.create({ model: MODEL, messages, max_tokens: 2, temperature: 0 });
+    const t = await post(base, '/tokenize', { model: MODEL, messages });
+    assert.equal(t.status, 200);
+    assert.equal(t.json.count, chat.usage.prompt_tokens);
+    assert.equal(t.json.tokens.length, t.json.count);
+    assert.ok(t.json.max_model_len > t.json.count);
+    const p = await post(base, '/tokenize', { model: MODEL, prompt: 'Hello world', add_special_tokens: false });
+    assert.equal(p.status, 200);
+    const d = await post(base, '/detokenize', { model: MODEL, tokens: p.json.tokens });
+    assert.equal(d.status, 200);
+    assert.equal(d.json.prompt, 'Hello world');
+    const bad = await post(base, '/detokenize', { model: MODEL, tokens: [-5] });
+    assert.equal(bad.status, 400);
+  });
+
   await check('ids are unique across a server restart', async () => {
     await stopServer(server);
     server = await startServer(exe, { logPath: logPath + '.2' });
