@@ -111,6 +111,8 @@ std::unique_ptr<entrypoint> entrypoint::create(caf::actor_system& sys, const ser
                          http::metrics_registry::kind::gauge, {}, [a = ctx->admission] {
                            return std::vector<sample>{{{}, static_cast<double>(a->current().sequences)}};
                          });
+  ctx->vllm = vllm_metrics::add(*metrics, cfg.model_name,
+                                {ctx->admission, ctx->prompt_tokens, ctx->cached_tokens, ctx->generated_tokens});
   ctx->cluster = std::move(cluster);
   ctx->cache = std::move(cache);
   if (!cfg.prefill_cost) {

@@ -54,6 +54,8 @@ void cancel_ranks(request_pointer self) {
 void finish_ok(request_pointer self) {
   auto& st = self->state;
   st.done = true;
+  st.ctx->vllm.e2e->observe(std::chrono::duration<double>(clock_type::now() - st.arrived).count());
+  st.ctx->vllm.finished(st.finish == recipe::finish_reason::length ? "length" : "stop");
   if (st.conv.stream)
     st.writer->finish();
   else
@@ -69,6 +71,7 @@ void end_with_error(request_pointer self, int status, std::string type, std::str
   if (st.done)
     return;
   st.done = true;
+  st.ctx->vllm.finished("abort");
   cancel_ranks(self);
   if (st.streaming) {
     st.writer->write(st.out->fail(type, code, message, st.usage));
@@ -307,6 +310,7 @@ caf::behavior request_behavior(request_pointer self, std::shared_ptr<entrypoint:
       if (st.done)
         return;
       st.done = true;
+      st.ctx->vllm.finished("abort");
       log().info("request={} client went away; cancelling", st.id);
       if (st.waiting)
         st.ctx->admission->withdraw(st.waiting);
@@ -336,10 +340,15 @@ void on_tokens(request_pointer self, const std::vector<int32_t>& ids, bool finis
   auto now = clock_type::now();
   auto& ctx = *st.ctx;
   if (!ids.empty()) {
-    if (st.generated.empty())
-      ctx.ttft->observe(std::chrono::duration<double>(now - st.arrived).count());
-    else
-      ctx.itl->observe(std::chrono::duration<double>(now - st.last_token).count() / static_cast<double>(ids.size()));
+    if (st.generated.empty()) {
+      const double ttft = std::chrono::duration<double>(now - st.arrived).count();
+      ctx.ttft->observe(ttft);
+      ctx.vllm.ttft->observe(ttft);
+    } else {
+      const double itl = std::chrono::duration<double>(now - st.last_token).count() / static_cast<double>(ids.size());
+      ctx.itl->observe(itl);
+      ctx.vllm.itl->observe(itl);
+    }
     st.last_token = now;
     st.progress = now;
     ctx.generated_tokens->inc(static_cast<double>(ids.size()));
@@ -347,6 +356,9 @@ void on_tokens(request_pointer self, const std::vector<int32_t>& ids, bool finis
   st.generated.insert(st.generated.end(), ids.begin(), ids.end());
   report_growth(self);
   auto emit = [&](std::span<const recipe::stream_event> events) {
+    for (const auto& e : events)
+      if (e.type == recipe::stream_event::kind::finish)
+        st.finish = e.reason;
     auto c = st.parser->counts();
     st.usage.completion_tokens = static_cast<int64_t>(st.generated.size());
     st.usage.reasoning_tokens = c.reasoning_tokens;

@@ -35,6 +35,8 @@ struct request_state {
   std::unique_ptr<recipe::stream_parser> parser;
   std::unique_ptr<recipe::api_output> out;
   recipe::usage_counts usage;
+  /// How the answer ended (the parser's finish event), for the finished_reason metric.
+  recipe::finish_reason finish = recipe::finish_reason::stop;
   uint64_t id = 0;
   /// Id of the current attempt's job: token batches of an earlier attempt are ignored.
   uint64_t job = 0;

@@ -93,6 +93,25 @@ try {
     assert.equal(bad.status, 400);
   });
 
+  await check('/metrics has every vLLM name with model_name after one request', async () => {
+    const text = await (await fetch(base + '/metrics')).text();
+    for (const name of ['vllm:num_requests_running', 'vllm:num_requests_waiting', 'vllm:kv_cache_usage_perc',
+                        'vllm:prompt_tokens_total', 'vllm:generation_tokens_total',
+                        'vllm:time_to_first_token_seconds_bucket', 'vllm:inter_token_latency_seconds_bucket',
+                        'vllm:e2e_request_latency_seconds_bucket', 'vllm:prefix_cache_queries_total',
+                        'vllm:prefix_cache_hits_total', 'vllm:request_success_total'])
+      assert.ok(text.split('\n').some((l) => l.startsWith(name + '{') && l.includes(`model_name="${MODEL}"`)),
+                `${name}{model_name="${MODEL}"} missing`);
+    const v = (re) => Number((text.match(re) ?? [, 'NaN'])[1]);
+    assert.ok(v(/^vllm:request_success_total\{[^}]*finished_reason="stop"[^}]*\} (\S+)$/m) >= 1, 'stops counted');
+    assert.ok(v(/^vllm:request_success_total\{[^}]*finished_reason="length"[^}]*\} (\S+)$/m) >= 1, 'lengths counted');
+    assert.ok(v(/^vllm:generation_tokens_total\{[^}]*\} (\S+)$/m) >= 32, 'generated tokens counted');
+    assert.ok(v(/^vllm:e2e_request_latency_seconds_count\{[^}]*\} (\S+)$/m) >= 1);
+    const kv = v(/^vllm:kv_cache_usage_perc\{[^}]*\} (\S+)$/m);
+    assert.ok(kv >= 0 && kv <= 1, `kv usage ${kv}`);
+    assert.equal(v(/^vllm:num_requests_running\{[^}]*\} (\S+)$/m), 0);
+  });
+
   await check('ids are unique across a server restart', async () => {
     await stopServer(server);
     server = await startServer(exe, { logPath: logPath + '.2' });
