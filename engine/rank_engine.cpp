@@ -319,10 +319,19 @@ std::string rank_engine::attach_constraint(sequence& s) const {
 }
 
 bool rank_engine::sample_and_append(sequence& s, const float* logits, sampled_token& tok) {
+  if (s.sampling.processes_logits()) {
+    // Penalised on a copy (the forward's logits buffer serves the whole batch), from the
+    // sequence's own tokens only: a resubmission on another rank continues identically.
+    const auto vocab = model().vocab_size;
+    constrained_logits_.assign(logits, logits + vocab);
+    sampler::process_logits(constrained_logits_.data(), vocab, s.sampling, s.tokens);
+    logits = constrained_logits_.data();
+  }
   if (s.constraint) {
     // Masked on a copy: the forward's logits buffer serves the whole batch.
     const auto vocab = model().vocab_size;
-    constrained_logits_.assign(logits, logits + vocab);
+    if (logits != constrained_logits_.data())
+      constrained_logits_.assign(logits, logits + vocab);
     // One token stays for the end (EOS), so a constrained output ends complete, with a stop.
     const int64_t left = std::max<int64_t>(0, int64_t{s.sampling.max_tokens} - s.generated - 1);
     s.constraint->mask(constrained_logits_.data(), vocab, left);

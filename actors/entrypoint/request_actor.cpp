@@ -242,12 +242,20 @@ caf::behavior request_behavior(request_pointer self, std::shared_ptr<entrypoint:
   st.sampling.top_k = static_cast<int32_t>(smp.top_k.value_or(0));
   // An unseeded request draws its own seed (once: a resubmission continues the same stream).
   st.sampling.seed = smp.seed ? static_cast<uint64_t>(*smp.seed) : recipe::random_seed();
-  st.sampling.stop_ids = {st.ctx->eos};
+  // ignore_eos (vLLM): EOS is no stop for the ranks, and no text for the parser.
+  st.sampling.stop_ids = smp.ignore_eos ? std::vector<int32_t>{} : std::vector<int32_t>{st.ctx->eos};
+  st.sampling.presence_penalty = static_cast<float>(smp.presence_penalty.value_or(0.0));
+  st.sampling.frequency_penalty = static_cast<float>(smp.frequency_penalty.value_or(0.0));
+  st.sampling.repetition_penalty = static_cast<float>(smp.repetition_penalty.value_or(1.0));
+  st.sampling.min_tokens = static_cast<int32_t>(smp.min_tokens.value_or(0));
+  for (auto [id, bias] : smp.logit_bias)
+    st.sampling.logit_bias.emplace_back(id, static_cast<float>(bias));
   st.usage.prompt_tokens = static_cast<int64_t>(st.prompt.size());
   st.ctx->prompt_tokens->inc(static_cast<double>(st.prompt.size()));
   recipe::stream_parser::config pc;
   pc.thinking = st.conv.thinking;
   pc.stop = st.conv.sampling.stop;
+  pc.ignore_eos = smp.ignore_eos;
   auto ids = recipe::api_ids::draw(st.conv.api);
   pc.tool_id_prefix = ids.tool_prefix;
   auto tok = st.ctx->tok;

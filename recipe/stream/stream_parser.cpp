@@ -81,6 +81,8 @@ std::span<const stream_event> stream_parser::feed(std::span<const token_id> ids)
     if (phase_ == phase::reasoning)
       ++counts_.reasoning_tokens;
     if (id == eos_) {
+      if (cfg_.ignore_eos)
+        continue;
       do_finish(finish_reason::stop);
       break;
     }

@@ -36,6 +36,9 @@ public:
     /// Stop sequences (the request's `stop` / `stop_sequences`): the answer ends before the first
     /// one that appears in the content; it is not emitted and the finish event carries it.
     std::vector<std::string> stop = {};
+    /// vLLM's `ignore_eos`: EOS is a hidden special like any other and the stream ends only by
+    /// `finish` (the token limit).
+    bool ignore_eos = false;
   };
 
   /// Raw bytes of one token (the tokenizer's `token_bytes`); the view must outlive the call.

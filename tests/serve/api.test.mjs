@@ -93,6 +93,36 @@ try {
     assert.equal(bad.status, 400);
   });
 
+  await check('logit_bias, min_tokens and the penalties reach the sampler', async () => {
+    const t = await post(base, '/tokenize', { model: MODEL, prompt: ' hello', add_special_tokens: false });
+    assert.equal(t.json.count, 1, `one token: ${JSON.stringify(t.json)}`);
+    const id = t.json.tokens[0];
+    const biased = await openai.chat.completions.create({ model: MODEL, messages, max_tokens: 4, temperature: 1,
+                                                          logit_bias: { [id]: 100 } });
+    assert.equal(biased.choices[0].message.content, ' hello'.repeat(4));
+    // EOS (id 1 in DeepSeek's tokenizers) made certain by logit_bias ends the answer at once,
+    // unless min_tokens bans it until then.
+    const EOS = 1;
+    const short = await openai.chat.completions.create({ model: MODEL, messages, max_tokens: 12, temperature: 0,
+                                                         logit_bias: { [EOS]: 100 } });
+    assert.equal(short.usage.completion_tokens, 1);
+    assert.equal(short.choices[0].finish_reason, 'stop');
+    const long = await openai.chat.completions.create({ model: MODEL, messages, max_tokens: 12, temperature: 0,
+                                                        logit_bias: { [EOS]: 100 }, min_tokens: 5 });
+    assert.equal(long.usage.completion_tokens, 6);
+    assert.equal(long.choices[0].finish_reason, 'stop');
+    // ignore_eos: EOS is drawn every time and is neither a stop nor text.
+    const through = await openai.chat.completions.create({ model: MODEL, messages, max_tokens: 5, temperature: 0,
+                                                           logit_bias: { [EOS]: 100 }, ignore_eos: true });
+    assert.equal(through.usage.completion_tokens, 5);
+    assert.equal(through.choices[0].finish_reason, 'length');
+    assert.equal(through.choices[0].message.content, '');
+    // Penalties are accepted and applied (a greedy answer with them is still a valid answer).
+    const pen = await openai.chat.completions.create({ model: MODEL, messages, max_tokens: 8, temperature: 0,
+                                                       presence_penalty: 2, frequency_penalty: 2, repetition_penalty: 1.5 });
+    assert.ok(pen.usage.completion_tokens >= 1);
+  });
+
   await check('/metrics has every vLLM name with model_name after one request', async () => {
     const text = await (await fetch(base + '/metrics')).text();
     for (const name of ['vllm:num_requests_running', 'vllm:num_requests_waiting', 'vllm:kv_cache_usage_perc',
