@@ -250,6 +250,8 @@ caf::behavior request_behavior(request_pointer self, std::shared_ptr<entrypoint:
   st.sampling.min_tokens = static_cast<int32_t>(smp.min_tokens.value_or(0));
   for (auto [id, bias] : smp.logit_bias)
     st.sampling.logit_bias.emplace_back(id, static_cast<float>(bias));
+  st.sampling.logprobs = smp.logprobs;
+  st.sampling.top_logprobs = static_cast<int32_t>(smp.top_logprobs);
   st.usage.prompt_tokens = static_cast<int64_t>(st.prompt.size());
   st.ctx->prompt_tokens->inc(static_cast<double>(st.prompt.size()));
   recipe::stream_parser::config pc;
@@ -311,7 +313,7 @@ caf::behavior request_behavior(request_pointer self, std::shared_ptr<entrypoint:
         return;
       }
       count_kv_bytes(self, b);
-      on_tokens(self, b.tokens, b.finished);
+      on_tokens(self, b.tokens, b.finished, b.logprobs);
     },
     [=](cancel_atom, uint64_t) {
       auto& st = self->state;
@@ -341,9 +343,24 @@ caf::behavior request_behavior(request_pointer self, std::shared_ptr<entrypoint:
   };
 }
 
+/// The engine's log-probabilities of `ids` with each token's (and alternative's) bytes.
+std::vector<recipe::token_logprob> logprob_entries(const recipe::tokenizer& tok, const std::vector<int32_t>& ids,
+                                                   const token_logprobs& lp) {
+  std::vector<recipe::token_logprob> out(ids.size());
+  const auto n = static_cast<std::size_t>(std::max(lp.top_n, 0));
+  for (std::size_t i = 0; i < ids.size(); ++i) {
+    out[i].token = tok.token_bytes(ids[i]);
+    out[i].logprob = lp.logprob[i];
+    for (std::size_t k = i * n; k < (i + 1) * n && k < lp.top_ids.size(); ++k)
+      if (lp.top_ids[k] >= 0)
+        out[i].top.push_back({std::string(tok.token_bytes(lp.top_ids[k])), lp.top_logprobs[k]});
+  }
+  return out;
+}
+
 } // namespace
 
-void on_tokens(request_pointer self, const std::vector<int32_t>& ids, bool finished) {
+void on_tokens(request_pointer self, const std::vector<int32_t>& ids, bool finished, const token_logprobs& lp) {
   auto& st = self->state;
   auto now = clock_type::now();
   auto& ctx = *st.ctx;
@@ -375,6 +392,12 @@ void on_tokens(request_pointer self, const std::vector<int32_t>& ids, bool finis
     else
       st.out->apply(events);
   };
+  if (st.sampling.logprobs && lp.logprob.size() == ids.size()) {
+    // Before the events these tokens produce: the finish chunk comes after every entry.
+    auto entries = logprob_entries(*st.ctx->tok, ids, lp);
+    if (auto sse = st.out->logprobs(entries, st.conv.stream); !sse.empty())
+      st.writer->write(std::move(sse));
+  }
   emit(st.parser->feed(ids));
   if (st.parser->finished() && !finished) {
     // A stop string ended the answer (the parser matches them): the decode rank need not go on.

@@ -160,6 +160,10 @@ conversation parse_chat_body(const json& j, const json_path& root) {
   s.repetition_penalty = jr::opt_number(j, "repetition_penalty", root, 0.01, 100);
   s.min_tokens = jr::opt_int(j, "min_tokens", root, 0, INT32_MAX);
   s.ignore_eos = jr::opt_bool(j, "ignore_eos", root).value_or(false);
+  s.logprobs = jr::opt_bool(j, "logprobs", root).value_or(false);
+  s.top_logprobs = jr::opt_int(j, "top_logprobs", root, 0, 20).value_or(0);
+  if (s.top_logprobs > 0 && !s.logprobs)
+    (root / "top_logprobs").fail("Invalid value: 'top_logprobs' requires 'logprobs' to be true.");
   if (const json* lb = jr::find(j, "logit_bias")) {
     jr::object(*lb, root / "logit_bias");
     for (const auto& [key, v] : lb->items()) {

@@ -56,6 +56,12 @@ std::string api_output::encode(std::span<const recipe::stream_event> events,
   return std::visit([&](auto& e) { return e.encode(events, usage); }, enc_);
 }
 
+std::string api_output::logprobs(std::span<const recipe::token_logprob> entries, bool stream) {
+  if (auto* chat = std::get_if<recipe::chat_encoder>(&enc_))
+    return chat->logprobs(entries, stream);
+  return {}; // TODO: Responses' message.output_text.logprobs (issue 20)
+}
+
 void api_output::apply(std::span<const recipe::stream_event> events) {
   std::visit([&](auto& e) { e.apply(events); }, enc_);
 }
