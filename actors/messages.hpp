@@ -27,7 +27,8 @@ namespace deepinfer::engine {
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, sampling_params& x) {
   return f(caf::meta::type_name("sampling_params"), x.temperature, x.top_k, x.top_p, x.seed, x.stop_ids,
-           x.max_tokens, x.logprobs, x.top_logprobs, x.constraint, x.constraint_from);
+           x.max_tokens, x.logprobs, x.top_logprobs, x.constraint, x.constraint_from, x.presence_penalty,
+           x.frequency_penalty, x.repetition_penalty, x.min_tokens, x.logit_bias);
 }
 
 } // namespace deepinfer::engine
@@ -241,6 +242,23 @@ typename Inspector::result_type inspect(Inspector& f, prefill_job& x) {
            x.snapshot_end, x.snapshot_owner, x.decode_rdma, x.prompt_length, x.cache_salt, x.traffic);
 }
 
+/// Log-probabilities of generated tokens, one entry per token in order (asked for with
+/// sampling_params::logprobs / top_logprobs; empty otherwise). Flat, so a batch is three vectors.
+struct token_logprobs {
+  /// Of each token under the temperature-1 distribution (engine::sampled_token::logprob).
+  std::vector<float> logprob;
+  /// Alternatives per token (sampling_params::top_logprobs).
+  int32_t top_n = 0;
+  /// top_n (id, logprob) pairs per token, best first.
+  std::vector<int32_t> top_ids;
+  std::vector<float> top_logprobs;
+};
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, token_logprobs& x) {
+  return f(caf::meta::type_name("token_logprobs"), x.logprob, x.top_n, x.top_ids, x.top_logprobs);
+}
+
 /// What a prefill rank answers: the first token, how the KV left for the decode rank, or `error`.
 struct prefill_result {
   uint64_t id = 0;
@@ -259,12 +277,14 @@ struct prefill_result {
   /// token is answered before the KV is exported, so its size comes with the decode's first batch
   /// (token_batch::kv_bytes).
   kv_transport_kind transport = kv_transport_kind::in_process;
+  /// The first token's log-probabilities (when asked for).
+  token_logprobs logprobs;
 };
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, prefill_result& x) {
   return f(caf::meta::type_name("prefill_result"), x.id, x.first_token, x.finished, x.error,
-           x.cached, x.snapshot_hit, x.snapshot_remote, x.transport);
+           x.cached, x.snapshot_hit, x.snapshot_remote, x.transport, x.logprobs);
 }
 
 /// A prefilled sequence on its way to a decode rank (DESIGN §1 step 5). Which fields are set
@@ -297,11 +317,13 @@ struct token_batch {
   caf::error error;
   /// On the first batch after a handoff: the KV bytes that arrived (metrics).
   uint64_t kv_bytes = 0;
+  /// The tokens' log-probabilities (when asked for).
+  token_logprobs logprobs;
 };
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, token_batch& x) {
-  return f(caf::meta::type_name("token_batch"), x.id, x.tokens, x.finished, x.error, x.kv_bytes);
+  return f(caf::meta::type_name("token_batch"), x.id, x.tokens, x.finished, x.error, x.kv_bytes, x.logprobs);
 }
 
 // -- balancers ---------------------------------------------------------------------------------
@@ -394,4 +416,5 @@ CAF_BEGIN_TYPE_ID_BLOCK(deepinfer, caf::first_custom_type_id)
   CAF_ADD_TYPE_ID(deepinfer, (deepinfer::actors::decode_claim))
   CAF_ADD_TYPE_ID(deepinfer, (deepinfer::actors::rank_grant))
   CAF_ADD_TYPE_ID(deepinfer, (deepinfer::actors::ep_report))
+  CAF_ADD_TYPE_ID(deepinfer, (deepinfer::actors::token_logprobs))
 CAF_END_TYPE_ID_BLOCK(deepinfer)

@@ -355,6 +355,10 @@ void apply_mask(float* logits, int64_t vocab, std::span<const uint64_t> bits) {
 
 bool rank_engine::sample_and_append(sequence& s, float* logits, sampled_token& tok) {
   const auto vocab = model().vocab_size;
+  // Penalties in place on the sequence's own row, from its own tokens only: a resubmission on
+  // another rank continues identically.
+  if (s.sampling.processes_logits())
+    sampler::process_logits(logits, vocab, s.sampling, s.tokens);
   if (s.constraint) {
     // One token stays for the end (EOS), so a constrained output ends complete, with a stop.
     const int64_t left = std::max<int64_t>(0, int64_t{s.sampling.max_tokens} - s.generated - 1);

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <numeric>
 
 #include "engine/kernels/canonical.hpp"
@@ -20,6 +21,44 @@ double log_normalizer(const float* logits, int64_t vocab, float mx) {
 }
 
 } // namespace
+
+void sampler::process_logits(float* logits, int64_t vocab, const sampling_params& p,
+                             std::span<const int32_t> tokens) {
+  if (!p.processes_logits())
+    return;
+  auto valid = [vocab](int32_t id) { return id >= 0 && id < vocab; };
+  const auto from = static_cast<std::size_t>(std::clamp<int64_t>(p.constraint_from, 0, static_cast<int64_t>(tokens.size())));
+  // 1. repetition (vLLM): each distinct id of prompt and output once.
+  if (p.repetition_penalty != 1.0f && p.repetition_penalty > 0.0f) {
+    std::vector<int32_t> seen(tokens.begin(), tokens.end());
+    std::sort(seen.begin(), seen.end());
+    seen.erase(std::unique(seen.begin(), seen.end()), seen.end());
+    for (auto id : seen)
+      if (valid(id))
+        logits[id] = logits[id] > 0 ? logits[id] / p.repetition_penalty : logits[id] * p.repetition_penalty;
+  }
+  // 2. presence and frequency (OpenAI): over the output only, by count.
+  if (p.presence_penalty != 0.0f || p.frequency_penalty != 0.0f) {
+    std::vector<int32_t> out(tokens.begin() + static_cast<std::ptrdiff_t>(from), tokens.end());
+    std::sort(out.begin(), out.end());
+    for (std::size_t i = 0; i < out.size();) {
+      std::size_t j = i;
+      while (j < out.size() && out[j] == out[i])
+        ++j;
+      if (valid(out[i]))
+        logits[out[i]] -= static_cast<float>(j - i) * p.frequency_penalty + p.presence_penalty;
+      i = j;
+    }
+  }
+  // 3. logit_bias, then 4. no stop before min_tokens output tokens.
+  for (auto [id, bias] : p.logit_bias)
+    if (valid(id))
+      logits[id] += bias;
+  if (static_cast<int64_t>(tokens.size() - from) < p.min_tokens)
+    for (auto id : p.stop_ids)
+      if (valid(id))
+        logits[id] = -std::numeric_limits<float>::infinity();
+}
 
 sampled_token sampler::sample(const float* logits, int64_t vocab, const sampling_params& p,
                               std::mt19937_64& rng) {

@@ -2,6 +2,7 @@
 
 #include <cstdint>
 #include <random>
+#include <span>
 #include <string>
 #include <utility>
 #include <vector>
@@ -32,6 +33,24 @@ struct sampling_params {
   /// earlier output is part of its tokens).
   std::string constraint;
   int64_t constraint_from = 0;
+  /// OpenAI's penalties over the output so far (the sequence's tokens from `constraint_from`,
+  /// the request's own prompt length, on): a token's logit drops by `frequency_penalty` per time
+  /// it appeared and by `presence_penalty` once if it appeared at all. 0: off.
+  float presence_penalty = 0.0f;
+  float frequency_penalty = 0.0f;
+  /// vLLM's: a token of the prompt or the output has its logit divided by this when positive,
+  /// multiplied when negative. 1: off.
+  float repetition_penalty = 1.0f;
+  /// vLLM's: the stop ids cannot be drawn before this many output tokens.
+  int32_t min_tokens = 0;
+  /// OpenAI's: (id, bias) added to the logits before sampling (bias in [-100, 100]).
+  std::vector<std::pair<int32_t, float>> logit_bias;
+
+  /// Whether any logit processing (penalties, min_tokens, logit_bias) is asked for.
+  bool processes_logits() const noexcept {
+    return presence_penalty != 0.0f || frequency_penalty != 0.0f || repetition_penalty != 1.0f || min_tokens > 0 ||
+           !logit_bias.empty();
+  }
 };
 
 /// One sampled token with its log-probability under the temperature-1 distribution.
@@ -49,6 +68,14 @@ public:
   /// Samples from `logits[0..vocab)` under `p`, drawing from `rng` only when temperature > 0.
   static sampled_token sample(const float* logits, int64_t vocab, const sampling_params& p,
                               std::mt19937_64& rng);
+
+  /// Applies `p`'s penalties, min_tokens and logit_bias to `logits[0..vocab)` in place, given the
+  /// sequence's `tokens` (prompt, then output from `p.constraint_from`). Touches only the ids
+  /// that occur in `tokens` or the bias (never a pass over the vocabulary) and depends on
+  /// nothing but the tokens, so a resubmitted sequence continues identically. A no-op unless
+  /// `p.processes_logits()`.
+  static void process_logits(float* logits, int64_t vocab, const sampling_params& p,
+                             std::span<const int32_t> tokens);
 };
 
 } // namespace deepinfer::engine

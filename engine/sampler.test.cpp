@@ -59,4 +59,74 @@ BOOST_AUTO_TEST_CASE(same_seed_same_tokens_and_cuts_restrict_the_candidates) {
     BOOST_TEST(sampler::sample(l.data(), 8, p, r1).id == 1);
 }
 
+BOOST_AUTO_TEST_CASE(penalties_lower_the_logits_of_repeated_output_tokens_as_openai_documents) {
+  // Prompt [7, 1], output [4, 4, 3] (constraint_from = 2): OpenAI's
+  // mu[j] - c[j] * frequency_penalty - (c[j] > 0) * presence_penalty over the output only.
+  const std::vector<int32_t> tokens = {7, 1, 4, 4, 3};
+  sampling_params p;
+  p.constraint_from = 2;
+  p.frequency_penalty = 0.5f;
+  p.presence_penalty = 0.25f;
+  auto l = logits();
+  const auto before = l;
+  sampler::process_logits(l.data(), 8, p, tokens);
+  BOOST_TEST(l[4] == before[4] - 2 * 0.5f - 0.25f);
+  BOOST_TEST(l[3] == before[3] - 0.5f - 0.25f);
+  BOOST_TEST(l[1] == before[1]); // in the prompt only
+  BOOST_TEST(l[7] == before[7]);
+  // The distribution moves: a strong presence penalty takes greedy off the output's tokens 1 and
+  // 4 (the two best) onto the unseen 3.
+  std::mt19937_64 rng(1);
+  p.presence_penalty = 2.0f;
+  p.frequency_penalty = 0.0f;
+  l = logits();
+  sampler::process_logits(l.data(), 8, p, std::vector<int32_t>{7, 7, 1, 4});
+  BOOST_TEST(sampler::sample(l.data(), 8, p, rng).id == 3);
+  // Negative penalties favour repetition.
+  p.presence_penalty = -3.0f;
+  l = logits();
+  sampler::process_logits(l.data(), 8, p, std::vector<int32_t>{7, 7, 6});
+  BOOST_TEST(sampler::sample(l.data(), 8, p, rng).id == 6);
+}
+
+BOOST_AUTO_TEST_CASE(repetition_min_tokens_and_logit_bias_follow_vllm) {
+  sampling_params p;
+  p.constraint_from = 1;
+  p.repetition_penalty = 2.0f;
+  auto l = logits();
+  const auto before = l;
+  sampler::process_logits(l.data(), 8, p, std::vector<int32_t>{1, 2, 2});
+  BOOST_TEST(l[1] == before[1] / 2); // the prompt counts too; positive logits are divided
+  BOOST_TEST(l[2] == before[2] * 2); // negative ones multiplied, once per distinct id
+  BOOST_TEST(l[0] == before[0]);
+  // min_tokens: the stop id cannot win before that many output tokens, then it can.
+  sampling_params m;
+  m.stop_ids = {1};
+  m.min_tokens = 2;
+  m.constraint_from = 3;
+  std::mt19937_64 rng(1);
+  l = logits();
+  sampler::process_logits(l.data(), 8, m, std::vector<int32_t>{5, 5, 5, 0});
+  BOOST_TEST(std::isinf(l[1]));
+  BOOST_TEST(sampler::sample(l.data(), 8, m, rng).id == 4);
+  l = logits();
+  sampler::process_logits(l.data(), 8, m, std::vector<int32_t>{5, 5, 5, 0, 0});
+  BOOST_TEST(sampler::sample(l.data(), 8, m, rng).id == 1);
+  // logit_bias: +100 makes a token certain, -100 bans it, even at temperature 1.
+  sampling_params b;
+  b.temperature = 1.0f;
+  b.logit_bias = {{5, 100.0f}, {1, -100.0f}};
+  for (int i = 0; i < 20; ++i) {
+    l = logits();
+    sampler::process_logits(l.data(), 8, b, std::vector<int32_t>{});
+    BOOST_TEST(sampler::sample(l.data(), 8, b, rng).id == 5);
+  }
+  // Unused: untouched.
+  sampling_params none;
+  BOOST_TEST(!none.processes_logits());
+  l = logits();
+  sampler::process_logits(l.data(), 8, none, std::vector<int32_t>{1, 1, 1});
+  BOOST_TEST((l == logits()));
+}
+
 BOOST_AUTO_TEST_SUITE_END()

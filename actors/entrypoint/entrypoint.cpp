@@ -7,6 +7,7 @@
 #include "actors/log.hpp"
 #include "kv/prefix_cache.hpp"
 #include "actors/entrypoint/request_actor.hpp"
+#include "actors/entrypoint/token_routes.hpp"
 #include "actors/entrypoint/serving_context.hpp"
 #include "recipe/protocol/api_error.hpp"
 #include "recipe/render/renderer.hpp"
@@ -26,16 +27,15 @@ void send_api_error(http::response_writer& w, recipe::api_kind api, int status, 
   w.send_json(static_cast<unsigned>(status), e.body());
 }
 
-/// On the I/O thread only what costs nothing: the body's media type and the API key. Parse,
-/// render and tokenize run in the request actor, on the CAF scheduler.
-void handle(const std::shared_ptr<entrypoint::context>& ctx, recipe::api_kind api, http::http_request& req,
-            std::shared_ptr<http::response_writer> w) {
+/// On the I/O thread only what costs nothing: the body's media type and the API key; false
+/// (answered with the API's error) when the request may not go on. `tenant` is its API key.
+bool accepted(const std::shared_ptr<entrypoint::context>& ctx, recipe::api_kind api, http::http_request& req,
+              http::response_writer& w, std::string& tenant) {
   const bool anthropic = api == recipe::api_kind::messages;
   if (auto problem = http::json_body_problem(req)) {
-    send_api_error(*w, api, 415, "invalid_request_error", *problem);
-    return;
+    send_api_error(w, api, 415, "invalid_request_error", *problem);
+    return false;
   }
-  std::string tenant;
   if (!ctx->cfg.requests.api_keys.empty()) {
     tenant = http::api_key_of(req);
     if (!http::key_matches(tenant, ctx->cfg.requests.api_keys)) {
@@ -46,13 +46,20 @@ void handle(const std::shared_ptr<entrypoint::context>& ctx, recipe::api_kind ap
       e.code = "invalid_api_key";
       e.message = tenant.empty() ? "No API key provided; send it as 'Authorization: Bearer KEY' or 'x-api-key: KEY'."
                                  : "Incorrect API key provided; use one of the keys this server is configured with.";
-      w->send_json(401, e.body());
-      return;
+      w.send_json(401, e.body());
+      return false;
     }
   }
-  spawn_request_actor(ctx, api, std::move(req.body), std::move(tenant), std::move(w));
+  return true;
 }
 
+/// Parse, render and tokenize run in the request actor, on the CAF scheduler.
+void handle(const std::shared_ptr<entrypoint::context>& ctx, recipe::api_kind api, http::http_request& req,
+            std::shared_ptr<http::response_writer> w) {
+  std::string tenant;
+  if (accepted(ctx, api, req, *w, tenant))
+    spawn_request_actor(ctx, api, std::move(req.body), std::move(tenant), std::move(w));
+}
 
 } // namespace
 
@@ -104,6 +111,8 @@ std::unique_ptr<entrypoint> entrypoint::create(caf::actor_system& sys, const ser
                          http::metrics_registry::kind::gauge, {}, [a = ctx->admission] {
                            return std::vector<sample>{{{}, static_cast<double>(a->current().sequences)}};
                          });
+  ctx->vllm = vllm_metrics::add(*metrics, cfg.model_name,
+                                {ctx->admission, ctx->prompt_tokens, ctx->cached_tokens, ctx->generated_tokens});
   ctx->cluster = std::move(cluster);
   ctx->cache = std::move(cache);
   if (!cfg.prefill_cost) {
@@ -177,6 +186,15 @@ void entrypoint::add_routes(http::router& routes) {
                            std::pair{"/v1/messages", recipe::api_kind::messages}})
     routes.add("POST", path, [ctx = ctx_, api](http::http_request req, std::shared_ptr<http::response_writer> w) {
       handle(ctx, api, req, std::move(w));
+    });
+  for (auto [path, route] : {std::pair{"/v1/messages/count_tokens", token_route::count_tokens},
+                             std::pair{"/tokenize", token_route::tokenize},
+                             std::pair{"/detokenize", token_route::detokenize}})
+    routes.add("POST", path, [ctx = ctx_, route](http::http_request req, std::shared_ptr<http::response_writer> w) {
+      const auto api = route == token_route::count_tokens ? recipe::api_kind::messages : recipe::api_kind::chat;
+      std::string tenant;
+      if (accepted(ctx, api, req, *w, tenant))
+        spawn_token_request(ctx, route, std::move(req.body), std::move(tenant), std::move(w));
     });
   // The server's own answers (404, 405, 408, 413, 415, 431, 503) on Anthropic's routes in its shape.
   auto anthropic = [](unsigned status, std::string_view message, std::string_view) {

@@ -37,7 +37,8 @@ public:
                                             std::string* error);
   ~entrypoint();
 
-  /// Adds the three API routes.
+  /// Adds the three API routes and the token-counting ones (`/v1/messages/count_tokens`,
+  /// `/tokenize`, `/detokenize`).
   void add_routes(http::router& routes);
   /// The compiler that enforces `response_format` / `text.format` (node_runtime sets the
   /// process's, shared with its ranks); without one such requests get a 400.

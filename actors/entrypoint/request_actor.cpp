@@ -17,6 +17,7 @@
 #include "actors/entrypoint/request_state.hpp"
 #include "actors/entrypoint/serving_context.hpp"
 #include "recipe/protocol/api_error.hpp"
+#include "recipe/protocol/api_ids.hpp"
 
 // The life of one request: prepare (parse, render, tokenize: here, never on an HTTP I/O
 // thread), admission, the deadline timer, and the answer in the API's shape. Routing each
@@ -53,6 +54,8 @@ void cancel_ranks(request_pointer self) {
 void finish_ok(request_pointer self) {
   auto& st = self->state;
   st.done = true;
+  st.ctx->vllm.e2e->observe(std::chrono::duration<double>(clock_type::now() - st.arrived).count());
+  st.ctx->vllm.finished(st.finish == recipe::finish_reason::length ? "length" : "stop");
   if (st.conv.stream)
     st.writer->finish();
   else
@@ -68,6 +71,7 @@ void end_with_error(request_pointer self, int status, std::string type, std::str
   if (st.done)
     return;
   st.done = true;
+  st.ctx->vllm.finished("abort");
   cancel_ranks(self);
   if (st.streaming) {
     st.writer->write(st.out->fail(type, code, message, st.usage));
@@ -237,20 +241,34 @@ caf::behavior request_behavior(request_pointer self, std::shared_ptr<entrypoint:
   st.sampling.temperature = static_cast<float>(smp.temperature.value_or(0.0));
   st.sampling.top_p = static_cast<float>(smp.top_p.value_or(1.0));
   st.sampling.top_k = static_cast<int32_t>(smp.top_k.value_or(0));
-  st.sampling.seed = static_cast<uint64_t>(smp.seed.value_or(0));
-  st.sampling.stop_ids = {st.ctx->eos};
+  // An unseeded request draws its own seed (once: a resubmission continues the same stream).
+  st.sampling.seed = smp.seed ? static_cast<uint64_t>(*smp.seed) : recipe::random_seed();
+  // ignore_eos (vLLM): EOS is no stop for the ranks, and no text for the parser.
+  st.sampling.stop_ids = smp.ignore_eos ? std::vector<int32_t>{} : std::vector<int32_t>{st.ctx->eos};
+  st.sampling.presence_penalty = static_cast<float>(smp.presence_penalty.value_or(0.0));
+  st.sampling.frequency_penalty = static_cast<float>(smp.frequency_penalty.value_or(0.0));
+  st.sampling.repetition_penalty = static_cast<float>(smp.repetition_penalty.value_or(1.0));
+  st.sampling.min_tokens = static_cast<int32_t>(smp.min_tokens.value_or(0));
+  for (auto [id, bias] : smp.logit_bias)
+    st.sampling.logit_bias.emplace_back(id, static_cast<float>(bias));
+  st.sampling.logprobs = smp.logprobs;
+  st.sampling.top_logprobs = static_cast<int32_t>(smp.top_logprobs);
   st.usage.prompt_tokens = static_cast<int64_t>(st.prompt.size());
   st.ctx->prompt_tokens->inc(static_cast<double>(st.prompt.size()));
   recipe::stream_parser::config pc;
   pc.thinking = st.conv.thinking;
   pc.stop = st.conv.sampling.stop;
-  pc.tool_id_prefix = "call_" + std::to_string(st.id) + "_";
+  pc.ignore_eos = smp.ignore_eos;
+  auto ids = recipe::api_ids::draw(st.conv.api);
+  pc.tool_id_prefix = ids.tool_prefix;
   auto tok = st.ctx->tok;
   st.parser = std::make_unique<recipe::stream_parser>(
-    pc, *st.ctx->specials, [tok](recipe::token_id id) { return tok->token_bytes(id); });
+    pc, *st.ctx->specials, [tok](recipe::token_id id) { return tok->token_bytes(id); },
+    [tok, hidden = recipe::special_added_tokens(*tok)](recipe::token_id id) { return hidden(id); });
   auto now = std::chrono::duration_cast<std::chrono::seconds>(
                std::chrono::system_clock::now().time_since_epoch()).count();
-  st.out = std::make_unique<recipe::api_output>(st.conv, std::to_string(st.id), now);
+  st.out = std::make_unique<recipe::api_output>(st.conv, ids.response, now);
+  log().debug("request={} id={}", st.id, ids.response);
   self->set_down_handler([=](caf::down_msg& dm) {
     auto& st = self->state;
     if (st.done)
@@ -296,13 +314,14 @@ caf::behavior request_behavior(request_pointer self, std::shared_ptr<entrypoint:
         return;
       }
       count_kv_bytes(self, b);
-      on_tokens(self, b.tokens, b.finished);
+      on_tokens(self, b.tokens, b.finished, b.logprobs);
     },
     [=](cancel_atom, uint64_t) {
       auto& st = self->state;
       if (st.done)
         return;
       st.done = true;
+      st.ctx->vllm.finished("abort");
       log().info("request={} client went away; cancelling", st.id);
       if (st.waiting)
         st.ctx->admission->withdraw(st.waiting);
@@ -325,17 +344,37 @@ caf::behavior request_behavior(request_pointer self, std::shared_ptr<entrypoint:
   };
 }
 
+/// The engine's log-probabilities of `ids` with each token's (and alternative's) bytes.
+std::vector<recipe::token_logprob> logprob_entries(const recipe::tokenizer& tok, const std::vector<int32_t>& ids,
+                                                   const token_logprobs& lp) {
+  std::vector<recipe::token_logprob> out(ids.size());
+  const auto n = static_cast<std::size_t>(std::max(lp.top_n, 0));
+  for (std::size_t i = 0; i < ids.size(); ++i) {
+    out[i].token = tok.token_bytes(ids[i]);
+    out[i].logprob = lp.logprob[i];
+    for (std::size_t k = i * n; k < (i + 1) * n && k < lp.top_ids.size(); ++k)
+      if (lp.top_ids[k] >= 0)
+        out[i].top.push_back({std::string(tok.token_bytes(lp.top_ids[k])), lp.top_logprobs[k]});
+  }
+  return out;
+}
+
 } // namespace
 
-void on_tokens(request_pointer self, const std::vector<int32_t>& ids, bool finished) {
+void on_tokens(request_pointer self, const std::vector<int32_t>& ids, bool finished, const token_logprobs& lp) {
   auto& st = self->state;
   auto now = clock_type::now();
   auto& ctx = *st.ctx;
   if (!ids.empty()) {
-    if (st.generated.empty())
-      ctx.ttft->observe(std::chrono::duration<double>(now - st.arrived).count());
-    else
-      ctx.itl->observe(std::chrono::duration<double>(now - st.last_token).count() / static_cast<double>(ids.size()));
+    if (st.generated.empty()) {
+      const double ttft = std::chrono::duration<double>(now - st.arrived).count();
+      ctx.ttft->observe(ttft);
+      ctx.vllm.ttft->observe(ttft);
+    } else {
+      const double itl = std::chrono::duration<double>(now - st.last_token).count() / static_cast<double>(ids.size());
+      ctx.itl->observe(itl);
+      ctx.vllm.itl->observe(itl);
+    }
     st.last_token = now;
     st.progress = now;
     ctx.generated_tokens->inc(static_cast<double>(ids.size()));
@@ -343,6 +382,9 @@ void on_tokens(request_pointer self, const std::vector<int32_t>& ids, bool finis
   st.generated.insert(st.generated.end(), ids.begin(), ids.end());
   report_growth(self);
   auto emit = [&](std::span<const recipe::stream_event> events) {
+    for (const auto& e : events)
+      if (e.type == recipe::stream_event::kind::finish)
+        st.finish = e.reason;
     auto c = st.parser->counts();
     st.usage.completion_tokens = static_cast<int64_t>(st.generated.size());
     st.usage.reasoning_tokens = c.reasoning_tokens;
@@ -351,6 +393,12 @@ void on_tokens(request_pointer self, const std::vector<int32_t>& ids, bool finis
     else
       st.out->apply(events);
   };
+  if (st.sampling.logprobs && lp.logprob.size() == ids.size()) {
+    // Before the events these tokens produce: the finish chunk comes after every entry.
+    auto entries = logprob_entries(*st.ctx->tok, ids, lp);
+    if (auto sse = st.out->logprobs(entries, st.conv.stream); !sse.empty())
+      st.writer->write(std::move(sse));
+  }
   emit(st.parser->feed(ids));
   if (st.parser->finished() && !finished) {
     // A stop string ended the answer (the parser matches them): the decode rank need not go on.

@@ -96,12 +96,12 @@ void on_prefilled(request_pointer self, prefill_result& r) {
     st.ctx->kv_transfers->with({to_string(r.transport)}).inc();
   }
   st.prefilled = true;
-  on_tokens(self, {r.first_token}, r.finished);
+  on_tokens(self, {r.first_token}, r.finished, r.logprobs);
   auto early = std::move(st.early);
   for (auto& b : early) {
     count_kv_bytes(self, b);
     if (!st.done)
-      on_tokens(self, b.tokens, b.finished);
+      on_tokens(self, b.tokens, b.finished, b.logprobs);
   }
 }
 

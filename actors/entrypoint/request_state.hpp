@@ -36,6 +36,8 @@ struct request_state {
   std::unique_ptr<recipe::stream_parser> parser;
   std::unique_ptr<recipe::api_output> out;
   recipe::usage_counts usage;
+  /// How the answer ended (the parser's finish event), for the finished_reason metric.
+  recipe::finish_reason finish = recipe::finish_reason::stop;
   uint64_t id = 0;
   /// Id of the current attempt's job: token batches of an earlier attempt are ignored.
   uint64_t job = 0;
@@ -78,7 +80,8 @@ struct request_state {
 using request_pointer = caf::stateful_actor<request_state>*;
 
 /// request_actor.cpp: feeds tokens out to the client (and ends the request when they finish).
-void on_tokens(request_pointer self, const std::vector<int32_t>& ids, bool finished);
+/// `lp`: the tokens' log-probabilities (empty when the request did not ask for them).
+void on_tokens(request_pointer self, const std::vector<int32_t>& ids, bool finished, const token_logprobs& lp);
 /// request_actor.cpp: ends the request with the API's error (`status` 5xx; a stream gets the
 /// error event), cancelling what runs on the ranks.
 void fail(request_pointer self, int status, const std::string& message);

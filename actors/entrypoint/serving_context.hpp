@@ -7,6 +7,7 @@
 #include <caf/actor_system.hpp>
 
 #include "actors/control/cluster_snapshot.hpp"
+#include "actors/entrypoint/vllm_metrics.hpp"
 #include "actors/entrypoint/entrypoint.hpp"
 #include "actors/http/metrics_registry.hpp"
 #include "balancers/cost_model.hpp"
@@ -52,6 +53,8 @@ struct entrypoint::context {
   http::metrics_registry::family<http::metrics_registry::counter>* kv_transfer_bytes = nullptr;
   /// Requests refused by admission control, by reason (queue_full, queue_timeout).
   http::metrics_registry::family<http::metrics_registry::counter>* admission_refused = nullptr;
+  /// The same measures under vLLM's names (`vllm:*`, label model_name).
+  vllm_metrics vllm;
 };
 
 } // namespace deepinfer::actors

@@ -157,6 +157,17 @@ void metrics_registry::family<Metric>::render(std::string& out) const {
   }
 }
 
+template <class Metric>
+double metrics_registry::family<Metric>::total() const {
+  double sum = 0.0;
+  if constexpr (!std::is_same_v<Metric, histogram>) {
+    std::lock_guard guard{mutex_};
+    for (const auto& [values, metric] : children_)
+      sum += metric->value();
+  }
+  return sum;
+}
+
 template class metrics_registry::family<metrics_registry::counter>;
 template class metrics_registry::family<metrics_registry::gauge>;
 template class metrics_registry::family<metrics_registry::histogram>;

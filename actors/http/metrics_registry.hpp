@@ -113,6 +113,8 @@ public:
     Metric& with(const std::vector<std::string>& label_values);
     /// The metric of a family without labels.
     Metric& with() { return with(std::vector<std::string>{}); }
+    /// The sum of every child's value (counters and gauges; e.g. a pool's use over all ranks).
+    double total() const;
 
     /// Internal; use `metrics_registry::add_*`.
     family(std::string name, std::vector<std::string> label_names, std::vector<double> bounds);

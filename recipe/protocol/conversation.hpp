@@ -96,6 +96,16 @@ struct sampling {
   std::optional<std::int64_t> top_k;
   std::optional<double> presence_penalty;
   std::optional<double> frequency_penalty;
+  /// vLLM's extensions (Chat Completions): repetition_penalty, min_tokens, and OpenAI's
+  /// logit_bias as (token id, bias) pairs.
+  std::optional<double> repetition_penalty;
+  std::optional<std::int64_t> min_tokens;
+  std::vector<std::pair<std::int32_t, double>> logit_bias;
+  /// vLLM's: generate through EOS up to max_tokens.
+  bool ignore_eos = false;
+  /// Report each output token's log-probability and this many alternatives (0 to 20).
+  bool logprobs = false;
+  std::int64_t top_logprobs = 0;
   std::optional<std::int64_t> seed;
   std::optional<std::int64_t> max_tokens;
   std::vector<std::string> stop;

@@ -12,7 +12,7 @@ encoder_variant make_encoder(const recipe::conversation& conv, const std::string
   switch (conv.api) {
     case recipe::api_kind::responses: {
       recipe::responses_encoder::config c;
-      c.id = "resp_" + id;
+      c.id = id;
       c.model = conv.model;
       c.created = created;
       c.echo = recipe::responses_echo(conv);
@@ -20,7 +20,7 @@ encoder_variant make_encoder(const recipe::conversation& conv, const std::string
     }
     case recipe::api_kind::messages: {
       recipe::messages_encoder::config c;
-      c.id = "msg_" + id;
+      c.id = id;
       c.model = conv.model;
       return recipe::messages_encoder{std::move(c)};
     }
@@ -28,7 +28,7 @@ encoder_variant make_encoder(const recipe::conversation& conv, const std::string
       break;
   }
   recipe::chat_encoder::config c;
-  c.id = "chatcmpl-" + id;
+  c.id = id;
   c.model = conv.model;
   c.created = created;
   c.include_usage = conv.stream_include_usage;
@@ -54,6 +54,12 @@ std::string api_output::start(const recipe::usage_counts& usage) {
 std::string api_output::encode(std::span<const recipe::stream_event> events,
                                const recipe::usage_counts& usage) {
   return std::visit([&](auto& e) { return e.encode(events, usage); }, enc_);
+}
+
+std::string api_output::logprobs(std::span<const recipe::token_logprob> entries, bool stream) {
+  if (auto* chat = std::get_if<recipe::chat_encoder>(&enc_))
+    return chat->logprobs(entries, stream);
+  return {}; // TODO: Responses' message.output_text.logprobs (issue 20)
 }
 
 void api_output::apply(std::span<const recipe::stream_event> events) {

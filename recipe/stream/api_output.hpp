@@ -16,13 +16,17 @@ namespace deepinfer::recipe {
 /// behind one interface, so the request actor does not care which API it serves.
 class api_output {
 public:
-  /// `id` is the request's id (`chatcmpl-…`, `resp_…`, `msg_…` are prefixed here).
+  /// `id` is the request's public id in the API's style (api_ids::response).
   api_output(const recipe::conversation& conv, const std::string& id, int64_t created);
 
   /// The first SSE bytes of a stream.
   std::string start(const recipe::usage_counts& usage);
   /// SSE bytes for `events` (a stream); `usage` is read at the finish event.
   std::string encode(std::span<const recipe::stream_event> events, const recipe::usage_counts& usage);
+  /// The log-probabilities of the next generated tokens, before the events they produce are
+  /// encoded or applied: SSE bytes when `stream` (Chat Completions: a chunk that carries them),
+  /// else kept for the body. APIs without per-token logprobs ignore them (empty result).
+  std::string logprobs(std::span<const recipe::token_logprob> entries, bool stream);
   /// Records events without output (non-streaming requests).
   void apply(std::span<const recipe::stream_event> events);
   /// The non-streaming JSON body.

@@ -20,6 +20,11 @@ ojson usage_json(const usage_counts& u) {
   return j;
 }
 
+/// The fields every Chat Completions object starts with.
+ojson head(const chat_encoder::config& cfg, const char* object) {
+  return {{"id", cfg.id}, {"object", object}, {"created", cfg.created}, {"model", cfg.model}};
+}
+
 } // namespace
 
 const char* openai_finish_reason(finish_reason r) {
@@ -76,11 +81,7 @@ std::string chat_encoder::encode(std::span<const stream_event> events, const usa
       case stream_event::kind::finish: {
         out += chunk("{}", openai_finish_reason(e.reason));
         if (cfg_.include_usage) {
-          ojson u;
-          u["id"] = cfg_.id;
-          u["object"] = "chat.completion.chunk";
-          u["created"] = cfg_.created;
-          u["model"] = cfg_.model;
+          ojson u = head(cfg_, "chat.completion.chunk");
           u["choices"] = ojson::array();
           u["usage"] = usage_json(usage);
           out += "data: " + u.dump() + "\n\n";
@@ -92,6 +93,22 @@ std::string chat_encoder::encode(std::span<const stream_event> events, const usa
     out += chunk(std::move(d), nullptr);
   }
   return out;
+}
+
+std::string chat_encoder::logprobs(std::span<const token_logprob> entries, bool stream) {
+  if (entries.empty())
+    return {};
+  logprobs_.insert(logprobs_.end(), entries.begin(), entries.end());
+  if (!stream)
+    return {};
+  ojson c = head(cfg_, "chat.completion.chunk");
+  c["choices"] = ojson::array({ojson{{"index", 0},
+                                     {"delta", ojson::object()},
+                                     {"logprobs", {{"content", logprobs_json(entries)}, {"refusal", nullptr}}},
+                                     {"finish_reason", nullptr}}});
+  if (cfg_.include_usage)
+    c["usage"] = nullptr;
+  return "data: " + c.dump(-1, ' ', false, ojson::error_handler_t::replace) + "\n\n";
 }
 
 std::string chat_encoder::fail(std::string_view type, std::string_view code, std::string_view message) {
@@ -112,14 +129,12 @@ std::string chat_encoder::body(const usage_counts& usage) const {
       msg["tool_calls"].push_back(
           {{"id", c.id}, {"type", "function"}, {"function", {{"name", c.name}, {"arguments", c.arguments}}}});
   }
-  ojson j;
-  j["id"] = cfg_.id;
-  j["object"] = "chat.completion";
-  j["created"] = cfg_.created;
-  j["model"] = cfg_.model;
+  ojson j = head(cfg_, "chat.completion");
   j["choices"] = ojson::array({ojson{{"index", 0},
                                      {"message", msg},
-                                     {"logprobs", nullptr},
+                                     {"logprobs", logprobs_.empty() ? ojson()
+                                                                    : ojson{{"content", logprobs_json(logprobs_)},
+                                                                            {"refusal", nullptr}}},
                                      {"finish_reason", openai_finish_reason(result_.reason)}}});
   j["usage"] = usage_json(usage);
   return j.dump(-1, ' ', false, ojson::error_handler_t::replace);

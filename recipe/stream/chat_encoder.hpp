@@ -2,6 +2,7 @@
 
 #include "recipe/stream/completion.hpp"
 #include "recipe/stream/stream_event.hpp"
+#include "recipe/stream/token_logprob.hpp"
 
 #include <cstdint>
 #include <span>
@@ -37,6 +38,11 @@ public:
   std::string body(const usage_counts& usage) const;
   /// Records events without writing chunks (non-streaming requests).
   void apply(std::span<const stream_event> events) { result_.apply(events); }
+  /// Log-probabilities of the next generated tokens (the request asked for `logprobs`): kept
+  /// for the body, and returned as a chunk whose `logprobs.content` holds them (empty delta)
+  /// when streaming; call it before `encode` of the events those tokens produced, so the finish
+  /// chunk comes after every token's entry. Empty `entries`: nothing.
+  std::string logprobs(std::span<const token_logprob> entries, bool stream);
   const completion& result() const noexcept { return result_; }
 
 private:
@@ -44,6 +50,8 @@ private:
 
   config cfg_;
   completion result_;
+  /// Every token's entry so far; the body's `logprobs` is null while none arrived.
+  std::vector<token_logprob> logprobs_;
 };
 
 /// `stop` / `length` / `tool_calls`.

@@ -71,6 +71,31 @@ BOOST_AUTO_TEST_CASE(chat_chunks_carry_each_delta_and_end_with_usage_and_done) {
   BOOST_TEST(body["usage"]["total_tokens"] == 16);
 }
 
+BOOST_AUTO_TEST_CASE(chat_logprobs_come_in_openai_shape_streaming_and_not) {
+  const std::vector<token_logprob> lp = {{"A", -0.5f, {{"A", -0.5f}, {"B", -1.5f}}}, {" \xE2", -0.25f, {}}};
+  std::vector<stream_event> done(1);
+  done[0].type = stream_event::kind::finish;
+  chat_encoder enc({"chatcmpl-1", "m", 7, false});
+  std::string sse = enc.start();
+  sse += enc.logprobs(lp, true);
+  sse += enc.encode(done, {});
+  const auto p = payloads(sse);
+  BOOST_REQUIRE_EQUAL(p.size(), 3u); // role, logprobs, finish
+  BOOST_TEST(p[0]["choices"][0]["logprobs"].is_null());
+  BOOST_TEST(p[1]["choices"][0]["delta"].empty());
+  const auto& c = p[1]["choices"][0]["logprobs"]["content"];
+  BOOST_REQUIRE_EQUAL(c.size(), 2u);
+  BOOST_TEST(c[0] == nlohmann::json::parse(R"({"token":"A","logprob":-0.5,"bytes":[65],"top_logprobs":[
+    {"token":"A","logprob":-0.5,"bytes":[65]},{"token":"B","logprob":-1.5,"bytes":[66]}]})"));
+  BOOST_TEST(c[1]["bytes"] == nlohmann::json::parse("[32,226]")); // a piece of UTF-8: the bytes are exact
+  BOOST_TEST(p[2]["choices"][0]["finish_reason"] == "stop");
+  const auto body = nlohmann::json::parse(enc.body({}));
+  BOOST_TEST(body["choices"][0]["logprobs"]["content"] == c);
+  chat_encoder none({"chatcmpl-2", "m", 7, false});
+  none.apply(done);
+  BOOST_TEST(nlohmann::json::parse(none.body({}))["choices"][0]["logprobs"].is_null());
+}
+
 BOOST_AUTO_TEST_CASE(responses_events_are_numbered_and_close_every_item) {
   responses_encoder enc({"resp_1", "m", 7, nlohmann::ordered_json::object()});
   std::string sse = enc.start();

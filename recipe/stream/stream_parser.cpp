@@ -17,8 +17,20 @@ bool is_mark(unsigned char c) { return c >= 0xF8; }
 
 } // namespace
 
-stream_parser::stream_parser(const config& cfg, const special_table& specials, token_bytes_fn token_bytes)
-    : cfg_(cfg), token_bytes_(std::move(token_bytes)), eos_(*specials.id(spelling::eos)),
+stream_parser::hidden_fn special_added_tokens(const tokenizer& tok) {
+  return [&tok](token_id id) {
+    const auto* a = tok.find_added(id);
+    return a != nullptr && a->special;
+  };
+}
+
+namespace {
+
+} // namespace
+
+stream_parser::stream_parser(const config& cfg, const special_table& specials, token_bytes_fn token_bytes,
+                             hidden_fn hidden)
+    : cfg_(cfg), token_bytes_(std::move(token_bytes)), hidden_(std::move(hidden)), eos_(*specials.id(spelling::eos)),
       think_open_(*specials.id(spelling::think_open)), think_close_(*specials.id(spelling::think_close)),
       phase_(cfg.thinking ? phase::reasoning : phase::content), tool_start_(""), param_close_("") {
   const bool v41 = specials.version() == template_version::dsv41;
@@ -43,7 +55,8 @@ stream_parser::stream_parser(const config& cfg, const special_table& specials, t
 }
 
 stream_parser::stream_parser(const config& cfg, const special_table& specials, const tokenizer& tok)
-    : stream_parser(cfg, specials, [&tok](token_id id) { return tok.token_bytes(id); }) {}
+    : stream_parser(cfg, specials, [&tok](token_id id) { return tok.token_bytes(id); },
+                    special_added_tokens(tok)) {}
 
 stream_event& stream_parser::push(stream_event::kind k) {
   // Event objects (and their string buffers) are reused across calls: no allocation per token.
@@ -68,6 +81,8 @@ std::span<const stream_event> stream_parser::feed(std::span<const token_id> ids)
     if (phase_ == phase::reasoning)
       ++counts_.reasoning_tokens;
     if (id == eos_) {
+      if (cfg_.ignore_eos)
+        continue;
       do_finish(finish_reason::stop);
       break;
     }
@@ -78,8 +93,8 @@ std::span<const stream_event> stream_parser::feed(std::span<const token_id> ids)
       mark = mark_think_open;
     else if (dsml_ && id == *dsml_)
       mark = mark_dsml;
-    else if (std::find(ignored_.begin(), ignored_.end(), id) != ignored_.end())
-      continue;
+    else if (std::find(ignored_.begin(), ignored_.end(), id) != ignored_.end() || (hidden_ && hidden_(id)))
+      continue; // a special token is never text
     scratch_.clear();
     if (mark) {
       utf8_.flush(scratch_); // a character cut off by a marker token is broken

@@ -36,15 +36,25 @@ public:
     /// Stop sequences (the request's `stop` / `stop_sequences`): the answer ends before the first
     /// one that appears in the content; it is not emitted and the finish event carries it.
     std::vector<std::string> stop = {};
+    /// vLLM's `ignore_eos`: EOS is a hidden special like any other and the stream ends only by
+    /// `finish` (the token limit).
+    bool ignore_eos = false;
   };
 
   /// Raw bytes of one token (the tokenizer's `token_bytes`); the view must outlive the call.
   using token_bytes_fn = std::function<std::string_view(token_id)>;
+  /// Whether a generated id is a special token that is never text (empty: only the template's
+  /// own specials are).
+  using hidden_fn = std::function<bool(token_id)>;
 
   /// `specials` gives the marker ids and the template version (tag names differ by version).
-  stream_parser(const config& cfg, const special_table& specials, token_bytes_fn token_bytes);
+  /// Generated specials other than the markers (`specials`' other entries, and every id for
+  /// which `hidden` says so) are counted but never rendered as text.
+  stream_parser(const config& cfg, const special_table& specials, token_bytes_fn token_bytes,
+                hidden_fn hidden = {});
 
-  /// The same with the token bytes of `tok`, which must outlive the parser.
+  /// The same with the token bytes of `tok`, which must outlive the parser; every added token
+  /// the tokenizer marks special (e.g. `<｜place▁holder▁no▁611｜>`) is hidden.
   stream_parser(const config& cfg, const special_table& specials, const tokenizer& tok);
 
   /// Consumes the next tokens; returns the events they complete (valid until the next call).
@@ -87,6 +97,7 @@ private:
 
   config cfg_;
   token_bytes_fn token_bytes_;
+  hidden_fn hidden_;
   token_id eos_, think_open_, think_close_;
   std::optional<token_id> dsml_;
   std::vector<token_id> ignored_; // other specials the model should not emit
@@ -118,5 +129,9 @@ private:
   std::size_t value_bytes_ = 0;
   std::uint32_t tool_index_ = 0;
 };
+
+/// The ids `tok` lists as special added tokens (its `added_tokens` with `special: true`); `tok`
+/// must outlive the function.
+stream_parser::hidden_fn special_added_tokens(const tokenizer& tok);
 
 } // namespace deepinfer::recipe

@@ -276,3 +276,28 @@ BOOST_AUTO_TEST_CASE(stop_at_the_start_of_the_answer_emits_no_empty_event) {
 }
 
 BOOST_AUTO_TEST_SUITE_END()
+
+BOOST_AUTO_TEST_SUITE(special_tokens)
+
+BOOST_AUTO_TEST_CASE(generated_special_tokens_are_never_text_but_markers_still_work) {
+  for (auto v : {template_version::dsv41, template_version::dsv32}) {
+    const auto& tok = test::real_tokenizer(v);
+    const auto& t = table(v);
+    const auto placeholder = tok.special_id("<｜place▁holder▁no▁611｜>");
+    BOOST_REQUIRE(placeholder);
+    auto ids = tok.encode("Hi");
+    std::vector<token_id> out = {*t.id(spelling::think_close)};
+    out.insert(out.end(), ids.begin(), ids.end());
+    out.push_back(*placeholder);
+    out.insert(out.end(), ids.begin(), ids.end());
+    out.push_back(*t.id(spelling::eos));
+    stream_parser p({true, "call_"}, t, tok);
+    rebuilt r;
+    apply(r, p.feed(out));
+    BOOST_TEST(r.content == "HiHi");
+    BOOST_REQUIRE_EQUAL(r.finishes.size(), 1u);
+    BOOST_TEST(p.counts().completion_tokens == static_cast<std::int64_t>(out.size()));
+  }
+}
+
+BOOST_AUTO_TEST_SUITE_END()

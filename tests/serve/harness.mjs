@@ -116,6 +116,25 @@ export async function check(name, fn) {
   }
 }
 
+/// Records a failure outside the checks (the server did not start, a check threw past `check`).
+export function setupFailed(e) {
+  results.push(['setup', false]);
+  console.log(`FAIL setup: ${e.stack || e}`);
+}
+
+/// Prints the tally and, when a check failed, the last warnings and errors of the server log at
+/// `logPath` (failed requests are logged at warn with their status and reason); exits with the
+/// verdict.
+export function verdict(logPath) {
+  const failed = results.filter(([, ok]) => !ok).length;
+  console.log(`${results.length - failed}/${results.length} passed`);
+  if (failed) {
+    const said = fs.readFileSync(logPath, 'utf8').split('\n').filter((l) => /warn|error|crit/.test(l));
+    console.log(`server log ${logPath}, last of ${said.length} warn/error lines:\n` + said.slice(-30).join('\n'));
+  }
+  process.exit(failed ? 1 : 0);
+}
+
 /// Polls `probe` every `everyMs` until it returns a truthy value; returns the ms that took, or
 /// throws naming `what` after `deadlineMs` (with `probe`'s last value and `explain()` if given).
 /// Deadlines only bound a broken run: size them for a loaded 2-core machine, never for speed.

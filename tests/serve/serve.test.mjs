@@ -3,11 +3,10 @@
 // it with the official clients (openai: chat completions and responses, streaming and not;
 // @anthropic-ai/sdk: messages, streaming and not) and raw HTTP for the error shapes.
 // Usage: node serve.test.mjs /path/to/caf-launch
-import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import assert from 'node:assert/strict';
-import { apiClients, check, results, serverUp, startServer, stopServer, waitFor } from './harness.mjs';
+import { apiClients, check, serverUp, setupFailed, startServer, stopServer, verdict, waitFor } from './harness.mjs';
 
 const [OpenAI, Anthropic] = apiClients(['openai', '@anthropic-ai/sdk']);
 const MODEL = 'deepseek-v4.1-flash';
@@ -284,16 +283,8 @@ try {
     assert.ok(r.choices[0].message.content !== undefined);
   });
 } catch (e) {
-  results.push(['setup', false]);
-  console.log(`FAIL setup: ${e.stack || e}`);
+  setupFailed(e);
 } finally {
   await stopServer(server);
 }
-const failed = results.filter(([, ok]) => !ok).length;
-console.log(`${results.length - failed}/${results.length} passed`);
-if (failed) {
-  // What the server said (it logs at warn: failed requests with their status and reason).
-  const said = fs.readFileSync(logPath, 'utf8').split('\n').filter((l) => /warn|error|crit/.test(l));
-  console.log(`server log ${logPath}, last of ${said.length} warn/error lines:\n` + said.slice(-30).join('\n'));
-}
-process.exit(failed ? 1 : 0);
+verdict(logPath);

@@ -1,0 +1,158 @@
+// What real clients and operators expect of the API surface beyond generation (issue 20), with
+// the official clients: each check names the behaviour it covers.
+// Usage: node api.test.mjs /path/to/caf-launch
+import os from 'node:os';
+import path from 'node:path';
+import assert from 'node:assert/strict';
+import { apiClients, check, serverUp, setupFailed, startServer, stopServer, verdict } from './harness.mjs';
+
+const [OpenAI, Anthropic] = apiClients(['openai', '@anthropic-ai/sdk']);
+const MODEL = 'deepseek-v4.1-flash';
+const exe = process.argv[2];
+const logPath = path.join(os.tmpdir(), `deepinfer-api-test-${process.pid}.log`);
+const messages = [{ role: 'user', content: 'Say hello in three words.' }];
+
+async function post(base, route, body) {
+  const r = await fetch(base + route, { method: 'POST', headers: { 'content-type': 'application/json' },
+                                         body: JSON.stringify(body) });
+  return { status: r.status, json: await r.json() };
+}
+
+/// One id of each API (and a tool-call-free answer) from the server at `base`.
+async function ids(base) {
+  const openai = new OpenAI({ baseURL: base + '/v1', apiKey: 'none', maxRetries: 0, timeout: 60000 });
+  const anthropic = new Anthropic({ baseURL: base, apiKey: 'none', maxRetries: 0, timeout: 60000 });
+  const c = await openai.chat.completions.create({ model: MODEL, messages, max_tokens: 2, temperature: 0 });
+  const r = await openai.responses.create({ model: MODEL, input: 'Hi', max_output_tokens: 2, temperature: 0 });
+  const m = await anthropic.messages.create({ model: MODEL, max_tokens: 2, messages, temperature: 0 });
+  return [c.id, r.id, m.id];
+}
+
+let server = await startServer(exe, { logPath });
+const seen = [];
+try {
+  await serverUp(server);
+  let base = server.base;
+  const openai = new OpenAI({ baseURL: base + '/v1', apiKey: 'none', maxRetries: 0, timeout: 60000 });
+  const anthropic = new Anthropic({ baseURL: base, apiKey: 'none', maxRetries: 0, timeout: 60000 });
+
+  // First, so the restart below would repeat these if ids were counters.
+  await check('ids in each API\'s style', async () => {
+    const [c, r, m] = await ids(base);
+    seen.push(c, r, m);
+    assert.match(c, /^chatcmpl-[0-9A-Za-z]{29}$/);
+    assert.match(r, /^resp_[0-9a-f]{48}$/);
+    assert.match(m, /^msg_01[0-9A-Za-z]{22}$/);
+  });
+
+  await check('messages stop_sequences: stop_reason "stop_sequence" and the matched string (streaming and not)', async () => {
+    const full = await anthropic.messages.create({ model: MODEL, max_tokens: 16, messages, temperature: 0 });
+    const text = full.content.filter((b) => b.type === 'text').map((b) => b.text).join('');
+    assert.ok(text.length >= 6, `greedy text long enough: ${JSON.stringify(text)}`);
+    const stop = text.slice(3, 5);
+    const r = await anthropic.messages.create({ model: MODEL, max_tokens: 16, messages, temperature: 0,
+                                               stop_sequences: ['never-in-this-text', stop] });
+    assert.equal(r.stop_reason, 'stop_sequence');
+    assert.equal(r.stop_sequence, stop);
+    assert.equal(r.content.filter((b) => b.type === 'text').map((b) => b.text).join(''), text.slice(0, text.indexOf(stop)));
+    const s = anthropic.messages.stream({ model: MODEL, max_tokens: 16, messages, temperature: 0, stop_sequences: [stop] });
+    const final = await s.finalMessage();
+    assert.equal(final.stop_reason, 'stop_sequence');
+    assert.equal(final.stop_sequence, stop);
+    const c = await openai.chat.completions.create({ model: MODEL, messages, max_tokens: 16, temperature: 0, stop: [stop] });
+    assert.equal(c.choices[0].finish_reason, 'stop');
+  });
+
+  await check('unseeded temperature-1 requests draw different tokens; a seed still repeats', async () => {
+    const ask = (extra = {}) => openai.chat.completions.create({ model: MODEL, messages, max_tokens: 32, temperature: 1,
+                                                                 ...extra });
+    const [a, b] = await Promise.all([ask(), ask()]);
+    assert.equal(a.usage.completion_tokens, 32);
+    assert.notEqual(a.choices[0].message.content, b.choices[0].message.content);
+    const [x, y] = [await ask({ seed: 7 }), await ask({ seed: 7 })];
+    assert.equal(x.choices[0].message.content, y.choices[0].message.content);
+  });
+
+  await check('count_tokens, /tokenize and /detokenize equal the usage of the same request', async () => {
+    const system = 'Answer briefly.';
+    const gen = await anthropic.messages.create({ model: MODEL, max_tokens: 2, system, messages, temperature: 0 });
+    const n = await anthropic.messages.countTokens({ model: MODEL, system, messages });
+    assert.equal(n.input_tokens, gen.usage.input_tokens);
+    const chat = await openai.chat.completions.create({ model: MODEL, messages, max_tokens: 2, temperature: 0 });
+    const t = await post(base, '/tokenize', { model: MODEL, messages });
+    assert.equal(t.status, 200);
+    assert.equal(t.json.count, chat.usage.prompt_tokens);
+    assert.equal(t.json.tokens.length, t.json.count);
+    assert.ok(t.json.max_model_len > t.json.count);
+    const p = await post(base, '/tokenize', { model: MODEL, prompt: 'Hello world', add_special_tokens: false });
+    assert.equal(p.status, 200);
+    const d = await post(base, '/detokenize', { model: MODEL, tokens: p.json.tokens });
+    assert.equal(d.status, 200);
+    assert.equal(d.json.prompt, 'Hello world');
+    const bad = await post(base, '/detokenize', { model: MODEL, tokens: [-5] });
+    assert.equal(bad.status, 400);
+  });
+
+  await check('logit_bias, min_tokens and the penalties reach the sampler', async () => {
+    const t = await post(base, '/tokenize', { model: MODEL, prompt: ' hello', add_special_tokens: false });
+    assert.equal(t.json.count, 1, `one token: ${JSON.stringify(t.json)}`);
+    const id = t.json.tokens[0];
+    const biased = await openai.chat.completions.create({ model: MODEL, messages, max_tokens: 4, temperature: 1,
+                                                          logit_bias: { [id]: 100 } });
+    assert.equal(biased.choices[0].message.content, ' hello'.repeat(4));
+    // EOS (id 1 in DeepSeek's tokenizers) made certain by logit_bias ends the answer at once,
+    // unless min_tokens bans it until then.
+    const EOS = 1;
+    const short = await openai.chat.completions.create({ model: MODEL, messages, max_tokens: 12, temperature: 0,
+                                                         logit_bias: { [EOS]: 100 } });
+    assert.equal(short.usage.completion_tokens, 1);
+    assert.equal(short.choices[0].finish_reason, 'stop');
+    const long = await openai.chat.completions.create({ model: MODEL, messages, max_tokens: 12, temperature: 0,
+                                                        logit_bias: { [EOS]: 100 }, min_tokens: 5 });
+    assert.equal(long.usage.completion_tokens, 6);
+    assert.equal(long.choices[0].finish_reason, 'stop');
+    // ignore_eos: EOS is drawn every time and is neither a stop nor text.
+    const through = await openai.chat.completions.create({ model: MODEL, messages, max_tokens: 5, temperature: 0,
+                                                           logit_bias: { [EOS]: 100 }, ignore_eos: true });
+    assert.equal(through.usage.completion_tokens, 5);
+    assert.equal(through.choices[0].finish_reason, 'length');
+    assert.equal(through.choices[0].message.content, '');
+    // Penalties are accepted and applied (a greedy answer with them is still a valid answer).
+    const pen = await openai.chat.completions.create({ model: MODEL, messages, max_tokens: 8, temperature: 0,
+                                                       presence_penalty: 2, frequency_penalty: 2, repetition_penalty: 1.5 });
+    assert.ok(pen.usage.completion_tokens >= 1);
+  });
+
+  await check('/metrics has every vLLM name with model_name after one request', async () => {
+    const text = await (await fetch(base + '/metrics')).text();
+    for (const name of ['vllm:num_requests_running', 'vllm:num_requests_waiting', 'vllm:kv_cache_usage_perc',
+                        'vllm:prompt_tokens_total', 'vllm:generation_tokens_total',
+                        'vllm:time_to_first_token_seconds_bucket', 'vllm:inter_token_latency_seconds_bucket',
+                        'vllm:e2e_request_latency_seconds_bucket', 'vllm:prefix_cache_queries_total',
+                        'vllm:prefix_cache_hits_total', 'vllm:request_success_total'])
+      assert.ok(text.split('\n').some((l) => l.startsWith(name + '{') && l.includes(`model_name="${MODEL}"`)),
+                `${name}{model_name="${MODEL}"} missing`);
+    const v = (re) => Number((text.match(re) ?? [, 'NaN'])[1]);
+    assert.ok(v(/^vllm:request_success_total\{[^}]*finished_reason="stop"[^}]*\} (\S+)$/m) >= 1, 'stops counted');
+    assert.ok(v(/^vllm:request_success_total\{[^}]*finished_reason="length"[^}]*\} (\S+)$/m) >= 1, 'lengths counted');
+    assert.ok(v(/^vllm:generation_tokens_total\{[^}]*\} (\S+)$/m) >= 32, 'generated tokens counted');
+    assert.ok(v(/^vllm:e2e_request_latency_seconds_count\{[^}]*\} (\S+)$/m) >= 1);
+    const kv = v(/^vllm:kv_cache_usage_perc\{[^}]*\} (\S+)$/m);
+    assert.ok(kv >= 0 && kv <= 1, `kv usage ${kv}`);
+    assert.equal(v(/^vllm:num_requests_running\{[^}]*\} (\S+)$/m), 0);
+  });
+
+  await check('ids are unique across a server restart', async () => {
+    await stopServer(server);
+    server = await startServer(exe, { logPath: logPath + '.2' });
+    await serverUp(server);
+    base = server.base;
+    seen.push(...await ids(base), ...await ids(base));
+    assert.equal(new Set(seen).size, seen.length, `repeated ids: ${seen.join(' ')}`);
+  });
+} catch (e) {
+  setupFailed(e);
+} finally {
+  await stopServer(server);
+}
+verdict(logPath);
