@@ -8,6 +8,7 @@
 #include <caf/send.hpp>
 
 #include "actors/errors.hpp"
+#include "actors/logprobs.hpp"
 #include "actors/transport/kv_transport.hpp"
 #include "actors/log.hpp"
 #include "actors/instance/rank_prefill.hpp"
@@ -88,7 +89,8 @@ void start_decode(rank_pointer self, kv_handoff& h, const engine::sampling_param
   }
   // A request actor that goes away (client gone, entrypoint node dead) takes its sequence along.
   self->monitor(sink);
-  st.active[h.id] = decoding{seq, sink, span.size(), h.cache_salt, h.traffic};
+  st.active[h.id] = decoding{seq, sink, span.size(), h.cache_salt, h.traffic,
+                             s.logprobs || s.top_logprobs > 0 ? s.top_logprobs : -1};
   report(self);
   if (!st.stepping) {
     st.stepping = true;
@@ -123,6 +125,8 @@ void decode_step(rank_pointer self) {
       b.error = make_error(errc_of(outs[i].status), "decode step failed");
     } else {
       b.tokens.push_back(outs[i].token.id);
+      if (it->second.logprobs_top >= 0)
+        append_logprobs(b.logprobs, outs[i].token, it->second.logprobs_top);
       b.finished = outs[i].finished;
     }
     b.kv_bytes = std::exchange(it->second.kv_bytes, 0);

@@ -1,5 +1,7 @@
 #include "actors/instance/rank_prefill.hpp"
 
+#include "actors/logprobs.hpp"
+
 #include <algorithm>
 #include <chrono>
 #include <cstdlib>
@@ -133,6 +135,8 @@ void finish_prefill(rank_pointer self, uint64_t id, engine::prefill_progress& p)
   t.out.cached = t.req.hit_length;
   if (ok) {
     t.out.first_token = p.first.id;
+    if (t.job.sampling.logprobs || t.job.sampling.top_logprobs > 0)
+      append_logprobs(t.out.logprobs, p.first, t.job.sampling.top_logprobs);
     auto& stops = t.job.sampling.stop_ids;
     t.out.finished = t.job.sampling.max_tokens <= 1
                      || std::find(stops.begin(), stops.end(), p.first.id) != stops.end();

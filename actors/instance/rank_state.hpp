@@ -45,6 +45,8 @@ struct decoding {
   kv::cache_salt salt;
   /// The traffic class its blocks are stored with (their TTL).
   kv::traffic_class traffic = kv::traffic_class::chatbot;
+  /// Logprobs asked for: the alternatives per token (0: the sampled token's only); -1: none.
+  int32_t logprobs_top = -1;
 };
 
 /// What the block fetcher brings back for one job: the plan and remote-window flag (written on

@@ -123,6 +123,28 @@ try {
     assert.ok(pen.usage.completion_tokens >= 1);
   });
 
+  await check('chat logprobs: one entry per completion token, top-1 at temperature 0 is the token (stream and not)', async () => {
+    const r = await openai.chat.completions.create({ model: MODEL, messages, max_tokens: 12, temperature: 0,
+                                                     logprobs: true, top_logprobs: 3 });
+    const lp = r.choices[0].logprobs.content;
+    assert.equal(lp.length, r.usage.completion_tokens);
+    for (const e of lp) {
+      assert.equal(e.top_logprobs.length, 3);
+      assert.equal(e.top_logprobs[0].token, e.token);
+      assert.equal(e.top_logprobs[0].logprob, e.logprob);
+      assert.ok(e.logprob <= 0);
+      assert.ok(Array.isArray(e.bytes) && e.bytes.length > 0);
+    }
+    const s = await openai.chat.completions.create({ model: MODEL, messages, max_tokens: 12, temperature: 0,
+                                                     logprobs: true, top_logprobs: 3, stream: true,
+                                                     stream_options: { include_usage: true } });
+    const got = []; let usage;
+    for await (const c of s) { if (c.usage) usage = c.usage; for (const ch of c.choices) got.push(...(ch.logprobs?.content ?? [])); }
+    assert.equal(got.length, usage.completion_tokens);
+    assert.deepEqual(got.map((e) => e.token), lp.map((e) => e.token));
+    const plain = await openai.chat.completions.create({ model: MODEL, messages, max_tokens: 4, temperature: 0 });
+    assert.equal(plain.choices[0].logprobs, null);
+  });
   await check('/metrics has every vLLM name with model_name after one request', async () => {
     const text = await (await fetch(base + '/metrics')).text();
     for (const name of ['vllm:num_requests_running', 'vllm:num_requests_waiting', 'vllm:kv_cache_usage_perc',
