@@ -41,7 +41,9 @@ BOOST_AUTO_TEST_CASE(the_fit_predicts_measured_steps_within_the_stated_tolerance
   for (auto [q, c] : std::vector<std::pair<int64_t, int64_t>>{
          {64, 0}, {256, 0}, {768, 0}, {200, 1500}, {600, 1500}, {96, 3000}, {400, 3000}, {900, 2200}}) {
     std::vector<double> runs;
-    for (int rep = 0; rep < 3; ++rep) {
+    // The fastest of 5: on a shared 2-core machine (CTest runs two tests at once) another process
+    // only ever adds time to a run, so the minimum is the engine's own speed.
+    for (int rep = 0; rep < 5; ++rep) {
       prefill_request req;
       req.seq = next_seq();
       req.tokens = random_tokens(c + q + 1, static_cast<uint64_t>(100 + rep));
@@ -54,7 +56,7 @@ BOOST_AUTO_TEST_CASE(the_fit_predicts_measured_steps_within_the_stated_tolerance
       e.free(req.seq);
     }
     std::sort(runs.begin(), runs.end());
-    const double measured = runs[1], predicted = m.predict(q, c);
+    const double measured = runs[0], predicted = m.predict(q, c);
     BOOST_TEST_MESSAGE("q=" << q << " c=" << c << " measured " << measured / 1e6 << " ms predicted "
                             << predicted / 1e6 << " ms");
     BOOST_TEST(predicted < 3 * measured);
