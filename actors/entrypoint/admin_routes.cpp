@@ -10,6 +10,7 @@
 
 #include "actors/control/cluster_snapshot.hpp"
 #include "actors/control/membership.hpp"
+#include "actors/http/request_checks.hpp"
 #include "actors/http/response_writer.hpp"
 #include "actors/interfaces.hpp"
 #include "actors/log.hpp"
@@ -169,14 +170,29 @@ void fail_rank(const cluster_snapshot& cluster, const http::http_request& req, h
 
 } // namespace
 
-void add_admin_routes(http::router& routes, caf::actor_system& sys, std::shared_ptr<cluster_snapshot> cluster) {
+void add_admin_routes(http::router& routes, caf::actor_system& sys, std::shared_ptr<cluster_snapshot> cluster,
+                      std::vector<std::string> api_keys) {
+  // The operator routes take capacity away: behind the API keys whenever the server has some.
+  auto allowed = [keys = std::move(api_keys)](const http::http_request& req, http::response_writer& w) {
+    if (keys.empty() || http::key_matches(http::api_key_of(req), keys))
+      return true;
+    recipe::api_error e;
+    e.status = 401;
+    e.type = "invalid_request_error";
+    e.code = "invalid_api_key";
+    e.message = "The admin routes need one of this server's API keys ('Authorization: Bearer KEY' or 'x-api-key: KEY').";
+    w.send_json(401, e.body());
+    return false;
+  };
   routes.add("GET", "/admin/instances",
-             [&sys, cluster](http::http_request, std::shared_ptr<http::response_writer> w) {
-               list_instances(sys, *cluster, std::move(w));
+             [&sys, cluster, allowed](http::http_request req, std::shared_ptr<http::response_writer> w) {
+               if (allowed(req, *w))
+                 list_instances(sys, *cluster, std::move(w));
              });
   routes.add("POST", "/admin/fail-rank",
-             [cluster](http::http_request req, std::shared_ptr<http::response_writer> w) {
-               fail_rank(*cluster, req, *w);
+             [cluster, allowed](http::http_request req, std::shared_ptr<http::response_writer> w) {
+               if (allowed(req, *w))
+                 fail_rank(*cluster, req, *w);
              });
 }
 

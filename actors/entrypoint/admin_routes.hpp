@@ -1,6 +1,8 @@
 #pragma once
 
 #include <memory>
+#include <string>
+#include <vector>
 
 #include <caf/fwd.hpp>
 
@@ -17,7 +19,9 @@ class cluster_snapshot;
 /// - `POST /admin/fail-rank` `{"instance": "...", "rank": 0, "down_ms": 3000}`: fails that rank of
 ///   the instance's current generation as a crash would; the instance restarts without it and
 ///   grows back once `down_ms` (default 0) has passed. 202 when the failure was sent.
-/// Errors are in the OpenAI error shape.
-void add_admin_routes(http::router& routes, caf::actor_system& sys, std::shared_ptr<cluster_snapshot> cluster);
+/// Errors are in the OpenAI error shape. With `api_keys` set they need one of them, as the API
+/// routes do (401 otherwise).
+void add_admin_routes(http::router& routes, caf::actor_system& sys, std::shared_ptr<cluster_snapshot> cluster,
+                      std::vector<std::string> api_keys = {});
 
 } // namespace deepinfer::actors

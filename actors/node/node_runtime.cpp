@@ -284,10 +284,11 @@ std::optional<std::string> node_runtime::start() {
     extra_routes = [ep = d.serving.get()](http::router& r) { ep->add_routes(r); };
   }
   if (cfg.http && cfg.http->admin)
-    extra_routes = [inner = std::move(extra_routes), &sys, snap = d.snap](http::router& r) {
+    extra_routes = [inner = std::move(extra_routes), &sys, snap = d.snap,
+                    keys = cfg.serving ? cfg.serving->requests.api_keys : std::vector<std::string>{}](http::router& r) {
       if (inner)
         inner(r);
-      add_admin_routes(r, sys, snap);
+      add_admin_routes(r, sys, snap, keys);
     };
   if (cfg.http) {
     d.http = std::make_unique<node_http>(*cfg.http, d.snap, std::move(extra_routes), metrics);

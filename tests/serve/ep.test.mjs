@@ -14,6 +14,8 @@ import { check, finish, freePort, results, singleNodeManifest, waitFor } from '.
 const MODEL = 'deepseek-v4.1-flash';
 const exe = process.argv[2];
 const STREAMS = 8, MAX_TOKENS = 120, DOWN_MS = 3000;
+// The 2-rank server has an API key (the others none, where the header is ignored).
+const KEY = 'ep-test-key-0123';
 
 const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'deepinfer-ep-'));
 const [oneHttp, twoHttp, fourHttp, fourPort, embeddedFourHttp] =
@@ -38,7 +40,8 @@ ep_window_steps = 20
 ep_replace_steps = 25` }));
 const procs = [
   spawn(exe, ['--http', `127.0.0.1:${oneHttp}`, '--ranks', '1', '--kv-root', path.join(dir, 'kv-one')], out(logs.one)),
-  spawn(exe, ['--http', `127.0.0.1:${twoHttp}`, '--ranks', '2', '--kv-root', path.join(dir, 'kv-two')], out(logs.two)),
+  spawn(exe, ['--http', `127.0.0.1:${twoHttp}`, '--ranks', '2', '--kv-root', path.join(dir, 'kv-two'), '--admin',
+              '--api-key', KEY], out(logs.two)),
   spawn(exe, ['--manifest', manifest], out(logs.four)),
   spawn(exe, ['--http', `127.0.0.1:${embeddedFourHttp}`, '--ranks', '4', '--kv-root', path.join(dir, 'kv-embedded-four')],
         out(logs.embeddedFour)),
@@ -52,7 +55,7 @@ const prompts = Array.from({ length: STREAMS }, (_, i) =>
 
 async function complete(url, content) {
   const r = await fetch(url + '/v1/chat/completions', {
-    method: 'POST', headers: { 'content-type': 'application/json' },
+    method: 'POST', headers: { 'content-type': 'application/json', authorization: `Bearer ${KEY}` },
     body: JSON.stringify({ model: MODEL, temperature: 0, max_tokens: MAX_TOKENS, messages: [{ role: 'user', content }] }) });
   const json = await r.json();
   assert.equal(r.status, 200, JSON.stringify(json));
@@ -152,7 +155,7 @@ await check('experts were re-placed live, and the 4-rank server still gives the 
     assert.equal(again[i], reference[i], `prompt ${i} after re-placements`);
 });
 
-await check('GET /admin/instances: every expert on at least one slot, the configured slots per rank', async () => {
+await check('GET /admin/instances: every expert on at least one slot, the configured slots per rank; behind the API keys', async () => {
   const j = await (await fetch(base.four + '/admin/instances')).json();
   const decode = j.data.find((i) => i.instance === 'local/decode');
   const prefill = j.data.find((i) => i.instance === 'local/prefill');
@@ -176,6 +179,11 @@ await check('GET /admin/instances: every expert on at least one slot, the config
   assert.match((await bad.json()).error.message, /No instance 'nope'/);
   // Off unless asked: the 1-rank server has no admin routes.
   assert.equal((await fetch(base.one + '/admin/instances')).status, 404);
+  // Behind the API keys when the server has some.
+  assert.equal((await fetch(base.two + '/admin/instances')).status, 401);
+  const keyed = await fetch(base.two + '/admin/instances', { headers: { 'x-api-key': KEY } });
+  assert.equal(keyed.status, 200);
+  assert.equal((await keyed.json()).data.find((i) => i.instance === 'local/decode').ep_size, 2);
 });
 
 console.log(`EP 3 after ${shrankMs} ms, EP 4 again after ${grewMs} ms (down_ms ${DOWN_MS})`);
