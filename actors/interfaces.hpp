@@ -51,14 +51,14 @@ using rank_actor = caf::typed_actor<
 ///   after `down_ms`: then the instance grows back to its configured size (`POST /admin/fail-rank`).
 /// - `(ep) -> ep_report`: the expert-parallel group (size, generation, placement, moe_lb).
 /// - `(grow)`: internal, a rank's down time ended.
-/// - `(restart, uint32_t ranks)`: internal, sent to itself to start the next generation.
+/// - `(restart)`: internal, sent to itself to start the next generation (with the ranks available then).
 using instance_supervisor_actor = caf::typed_actor<
   caf::replies_to<status_atom>::with<instance_status>,
   caf::replies_to<caf::get_atom, uint32_t>::with<caf::strong_actor_ptr>,
   caf::reacts_to<fail_atom, uint32_t, std::string>,
   caf::reacts_to<fail_atom, uint32_t, std::string, int64_t>,
   caf::replies_to<ep_atom>::with<ep_report>,
-  caf::reacts_to<restart_atom, uint32_t>,
+  caf::reacts_to<restart_atom>,
   caf::reacts_to<grow_atom>>;
 
 /// One per process: registers with the controller, owns the node's role actors, relays instance

@@ -134,7 +134,7 @@ void restart(supervisor_pointer self) {
   st.status.healthy_ranks = healthy;
   set_ep_size(self, 0);
   publish(self);
-  self->delayed_send(self, st.cfg.restart_delay, restart_atom::value, healthy);
+  self->delayed_send(self, st.cfg.restart_delay, restart_atom::value);
 }
 
 void on_rank_down(supervisor_pointer self, const caf::down_msg& dm) {
@@ -254,7 +254,7 @@ instance_supervisor(supervisor_pointer self, instance_supervisor_config cfg,
       self->send(ranks[rank], fail_atom::value, std::move(reason));
     },
     [=](ep_atom) -> ep_report { return make_ep_report(self->state); },
-    [=](restart_atom, uint32_t) {
+    [=](restart_atom) {
       // Counted again now: a rank's down time may have ended during the delay.
       auto& st = self->state;
       const auto n = available_ranks(st);

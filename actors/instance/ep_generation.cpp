@@ -7,7 +7,6 @@
 namespace deepinfer::actors {
 
 ep_generation::ep_generation(engine::ep_group::config cfg) : cfg_(std::move(cfg)) {
-  summary_.ranks = cfg_.ranks;
   summary_.routed_expert_bytes.assign(static_cast<std::size_t>(cfg_.ranks), 0);
 }
 

@@ -28,7 +28,6 @@ class ep_generation {
 public:
   /// What rank 0 last published.
   struct summary {
-    int ranks = 0;
     int64_t steps = 0;
     double moe_lb = 1.0;
     int64_t replacements = 0;

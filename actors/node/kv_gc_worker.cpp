@@ -5,15 +5,22 @@
 
 namespace deepinfer::actors {
 
+namespace {
+
+http::metrics_registry::family<http::metrics_registry::counter>& removed_family(http::metrics_registry& m) {
+  return m.add_counter("deepinfer_kv_gc_removed_total",
+                       "KV blocks removed by the store's GC: expired (their traffic class's TTL passed) or "
+                       "evicted (least recently used, above the high watermark).",
+                       {"reason"});
+}
+
+} // namespace
+
 kv_gc_worker::kv_gc_worker(std::shared_ptr<kv::prefix_cache> cache, std::chrono::milliseconds interval,
                            http::metrics_registry& metrics)
     : cache_(std::move(cache)), interval_(interval),
       bytes_(metrics.add_gauge("deepinfer_kv_store_bytes", "Bytes of KV block payloads in this node's store.").with({})),
-      expired_(metrics.add_counter("deepinfer_kv_gc_removed_total",
-                                   "KV blocks removed by the store's GC: expired (their traffic class's TTL "
-                                   "passed) or evicted (least recently used, above the high watermark).",
-                                   {"reason"}).with({"expired"})),
-      evicted_(metrics.add_counter("deepinfer_kv_gc_removed_total", "", {"reason"}).with({"evicted"})),
+      expired_(removed_family(metrics).with({"expired"})), evicted_(removed_family(metrics).with({"evicted"})),
       thread_([this] { run(); }) {}
 
 kv_gc_worker::~kv_gc_worker() {

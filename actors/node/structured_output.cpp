@@ -1,5 +1,9 @@
 #include "actors/node/structured_output.hpp"
 
+#include <algorithm>
+#include <iterator>
+#include <utility>
+
 
 #include "actors/log.hpp"
 #include "recipe/tokenizer/tokenizer.hpp"
@@ -29,16 +33,12 @@ private:
   recipe::so::token_mask mask_;
 };
 
-constexpr char kind_letter(recipe::so::constraint_kind k) {
-  switch (k) {
-    case recipe::so::constraint_kind::json_schema: return 's';
-    case recipe::so::constraint_kind::json_object: return 'o';
-    case recipe::so::constraint_kind::regex: return 'r';
-    case recipe::so::constraint_kind::grammar: return 'g';
-    case recipe::so::constraint_kind::tool_calls: return 't';
-  }
-  return '?';
-}
+/// The spec's first byte for each kind (one table both ways).
+constexpr std::pair<recipe::so::constraint_kind, char> kind_letters[] = {
+  {recipe::so::constraint_kind::json_schema, 's'}, {recipe::so::constraint_kind::json_object, 'o'},
+  {recipe::so::constraint_kind::regex, 'r'},       {recipe::so::constraint_kind::grammar, 'g'},
+  {recipe::so::constraint_kind::tool_calls, 't'},
+};
 
 } // namespace
 
@@ -46,7 +46,10 @@ structured_output::structured_output(std::string tokenizer_path, recipe::so::com
     : tokenizer_path_(std::move(tokenizer_path)), cfg_(cfg) {}
 
 std::string structured_output::spec_of(const recipe::so::constraint& c) {
-  return std::string(1, kind_letter(c.kind)) + c.text;
+  for (auto [kind, letter] : kind_letters)
+    if (kind == c.kind)
+      return std::string(1, letter) + c.text;
+  return {};
 }
 
 expected<recipe::so::compiler*, std::string> structured_output::get() {
@@ -76,14 +79,11 @@ expected<std::shared_ptr<const recipe::so::matcher>, std::string> structured_out
   if (spec.empty())
     return std::string{"empty structured-output spec"};
   recipe::so::constraint c;
-  switch (spec.front()) {
-    case 's': c.kind = recipe::so::constraint_kind::json_schema; break;
-    case 'o': c.kind = recipe::so::constraint_kind::json_object; break;
-    case 'r': c.kind = recipe::so::constraint_kind::regex; break;
-    case 'g': c.kind = recipe::so::constraint_kind::grammar; break;
-    case 't': c.kind = recipe::so::constraint_kind::tool_calls; break;
-    default: return std::string{"unknown structured-output spec kind"};
-  }
+  const auto* entry = std::find_if(std::begin(kind_letters), std::end(kind_letters),
+                                   [&](const auto& e) { return e.second == spec.front(); });
+  if (entry == std::end(kind_letters))
+    return std::string{"unknown structured-output spec kind"};
+  c.kind = entry->first;
   c.text = std::string{spec.substr(1)};
   return compile(c);
 }
