@@ -393,13 +393,26 @@ void on_tokens(request_pointer self, const std::vector<int32_t>& ids, bool finis
     else
       st.out->apply(events);
   };
-  if (st.sampling.logprobs && lp.logprob.size() == ids.size()) {
-    // Before the events these tokens produce: the finish chunk comes after every entry.
+  const bool with_logprobs = st.sampling.logprobs && lp.logprob.size() == ids.size();
+  if (with_logprobs && st.conv.api == recipe::api_kind::responses) {
+    // Responses puts each token's entry on the output text it became: one token at a time,
+    // so an entry meets its own token's events; template tokens (end of reasoning, tool-call
+    // markup) are no output text.
     auto entries = logprob_entries(*st.ctx->tok, ids, lp);
-    if (auto sse = st.out->logprobs(entries, st.conv.stream); !sse.empty())
-      st.writer->write(std::move(sse));
+    for (std::size_t i = 0; i < ids.size() && !st.parser->finished(); ++i) {
+      if (st.ctx->tok->find_added(ids[i]) == nullptr)
+        st.out->logprobs(std::span(&entries[i], 1), st.conv.stream);
+      emit(st.parser->feed(std::span(&ids[i], 1)));
+    }
+  } else {
+    if (with_logprobs) {
+      // Before the events these tokens produce: the finish chunk comes after every entry.
+      auto entries = logprob_entries(*st.ctx->tok, ids, lp);
+      if (auto sse = st.out->logprobs(entries, st.conv.stream); !sse.empty())
+        st.writer->write(std::move(sse));
+    }
+    emit(st.parser->feed(ids));
   }
-  emit(st.parser->feed(ids));
   if (st.parser->finished() && !finished) {
     // A stop string ended the answer (the parser matches them): the decode rank need not go on.
     if (st.decode_rank)

@@ -206,6 +206,24 @@ conversation parse_responses_body(const json& j, const json_path& root) {
     if (const json* f = jr::find(*text, "format"))
       c.format = rc::parse_format(*f, root / "text" / "format", false);
   }
+  // Log-probabilities of the output text: asked for by `include` (OpenAI's switch) or by a
+  // positive `top_logprobs` alone (what vLLM accepts).
+  if (const json* inc = jr::find(j, "include"); inc && !inc->is_null()) {
+    jr::array(*inc, root / "include");
+    for (std::size_t i = 0; i < inc->size(); ++i) {
+      const auto p = root / "include" / i;
+      const auto what = jr::string((*inc)[i], p);
+      jr::one_of(what, {"message.output_text.logprobs", "reasoning.encrypted_content", "file_search_call.results",
+                        "web_search_call.results", "web_search_call.action.sources", "message.input_image.image_url",
+                        "computer_call_output.output.image_url", "code_interpreter_call.outputs"},
+                 p);
+      if (what == "message.output_text.logprobs")
+        s.logprobs = true;
+    }
+  }
+  s.top_logprobs = jr::opt_int(j, "top_logprobs", root, 0, 20).value_or(0);
+  if (s.top_logprobs > 0)
+    s.logprobs = true;
   c.stream = jr::opt_bool(j, "stream", root).value_or(false);
   rc::finish(c, j, root);
   return c;

@@ -59,7 +59,9 @@ std::string api_output::encode(std::span<const recipe::stream_event> events,
 std::string api_output::logprobs(std::span<const recipe::token_logprob> entries, bool stream) {
   if (auto* chat = std::get_if<recipe::chat_encoder>(&enc_))
     return chat->logprobs(entries, stream);
-  return {}; // TODO: Responses' message.output_text.logprobs (issue 20)
+  if (auto* responses = std::get_if<recipe::responses_encoder>(&enc_))
+    responses->logprobs(entries); // carried by the output-text events those tokens produce
+  return {};
 }
 
 void api_output::apply(std::span<const recipe::stream_event> events) {

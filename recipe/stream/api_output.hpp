@@ -25,7 +25,8 @@ public:
   std::string encode(std::span<const recipe::stream_event> events, const recipe::usage_counts& usage);
   /// The log-probabilities of the next generated tokens, before the events they produce are
   /// encoded or applied: SSE bytes when `stream` (Chat Completions: a chunk that carries them),
-  /// else kept for the body. APIs without per-token logprobs ignore them (empty result).
+  /// else kept for the body (Responses: kept for the output-text events and the body; give it
+  /// one token's entry before that token's events). Messages has no logprobs: ignored.
   std::string logprobs(std::span<const recipe::token_logprob> entries, bool stream);
   /// Records events without output (non-streaming requests).
   void apply(std::span<const recipe::stream_event> events);

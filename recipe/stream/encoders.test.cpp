@@ -96,6 +96,60 @@ BOOST_AUTO_TEST_CASE(chat_logprobs_come_in_openai_shape_streaming_and_not) {
   BOOST_TEST(nlohmann::json::parse(none.body({}))["choices"][0]["logprobs"].is_null());
 }
 
+// Each token's entry goes to the output text it became: reasoning's and a tool call's are
+// dropped, a token whose text is held back (no event yet) rides on the next output text.
+BOOST_AUTO_TEST_CASE(responses_logprobs_ride_on_the_output_text_they_became) {
+  const token_logprob think{"hm", -0.1f, {}}, a{"A", -0.5f, {{"A", -0.5f}, {"B", -1.5f}}}, held{" \xE2", -0.25f, {}},
+                      rest{"\x80\x94", -0.75f, {}}, call{"{", -2.0f, {}};
+  auto evs = answer_with_call(); // reasoning "hm", content, call start, arguments, end, finish
+  auto run = [&](bool stream) {
+    responses_encoder enc({"resp_1", "m", 7, nlohmann::ordered_json::object()});
+    std::string sse = enc.start();
+    auto step = [&](const token_logprob& lp, std::span<const stream_event> e) {
+      enc.logprobs(std::span(&lp, 1));
+      if (stream)
+        sse += enc.encode(e, {});
+      else
+        enc.apply(e);
+    };
+    step(think, std::span(evs).subspan(0, 1));
+    step(a, std::span(evs).subspan(1, 1));
+    step(held, {}); // its bytes wait for the rest of the character
+    std::vector<stream_event> more(1);
+    more[0].type = stream_event::kind::content;
+    more[0].text = " \xE2\x80\x94";
+    step(rest, more);
+    step(call, std::span(evs).subspan(2));
+    return std::pair{sse, nlohmann::json::parse(enc.body({}))};
+  };
+  const auto [sse, streamed] = run(true);
+  std::vector<nlohmann::json> deltas, done;
+  for (const auto& p : payloads(sse)) {
+    if (p["type"] == "response.output_text.delta")
+      deltas.push_back(p);
+    if (p["type"] == "response.output_text.done")
+      done.push_back(p);
+  }
+  BOOST_REQUIRE_EQUAL(deltas.size(), 2u);
+  BOOST_REQUIRE_EQUAL(deltas[0]["logprobs"].size(), 1u);
+  BOOST_TEST(deltas[0]["logprobs"][0] == nlohmann::json::parse(R"({"token":"A","logprob":-0.5,"bytes":[65],
+    "top_logprobs":[{"token":"A","logprob":-0.5,"bytes":[65]},{"token":"B","logprob":-1.5,"bytes":[66]}]})"));
+  BOOST_REQUIRE_EQUAL(deltas[1]["logprobs"].size(), 2u);
+  BOOST_TEST(deltas[1]["logprobs"][0]["bytes"] == nlohmann::json::parse("[32,226]"));
+  BOOST_TEST(deltas[1]["logprobs"][1]["logprob"] == -0.75);
+  BOOST_REQUIRE_EQUAL(done.size(), 1u);
+  BOOST_REQUIRE_EQUAL(done[0]["logprobs"].size(), 3u);
+  nlohmann::json msg;
+  for (const auto& it : streamed["output"])
+    if (it["type"] == "message")
+      msg = it;
+  BOOST_TEST(msg["content"][0]["logprobs"] == done[0]["logprobs"]);
+  const auto body = run(false).second;
+  for (const auto& it : body["output"])
+    if (it["type"] == "message")
+      BOOST_TEST(it["content"][0]["logprobs"] == done[0]["logprobs"]);
+}
+
 BOOST_AUTO_TEST_CASE(responses_events_are_numbered_and_close_every_item) {
   responses_encoder enc({"resp_1", "m", 7, nlohmann::ordered_json::object()});
   std::string sse = enc.start();

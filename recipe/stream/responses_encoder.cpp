@@ -17,6 +17,7 @@ ojson responses_echo(const conversation& conv) {
   e["parallel_tool_calls"] = conv.parallel_tool_calls;
   e["temperature"] = conv.sampling.temperature ? ojson(*conv.sampling.temperature) : ojson();
   e["top_p"] = conv.sampling.top_p ? ojson(*conv.sampling.top_p) : ojson();
+  e["top_logprobs"] = conv.sampling.logprobs ? ojson(conv.sampling.top_logprobs) : ojson();
   e["max_output_tokens"] = conv.sampling.max_tokens ? ojson(*conv.sampling.max_tokens) : ojson();
   switch (conv.tool_choice.kind) {
     case tool_choice::mode::automatic: e["tool_choice"] = "auto"; break;
@@ -38,10 +39,29 @@ ojson responses_echo(const conversation& conv) {
   return e;
 }
 
+// A token's bytes need not be whole UTF-8 (a logprob entry's `token`): replaced, never a throw.
+std::string responses_encoder::body(const usage_counts& usage) const { return dump(response(usage, true)); }
+
 std::string responses_encoder::event(ojson j) {
   j["sequence_number"] = seq_++;
   const std::string type = j["type"].get<std::string>();
   return "event: " + type + "\ndata: " + dump(j) + "\n\n";
+}
+
+std::vector<token_logprob> responses_encoder::take_logprobs(const stream_event& e) {
+  std::vector<token_logprob> out;
+  if (e.type == stream_event::kind::content && !e.text.empty())
+    out.swap(pending_);
+  else if (e.type != stream_event::kind::content)
+    pending_.clear();
+  body_logprobs_.insert(body_logprobs_.end(), out.begin(), out.end());
+  return out;
+}
+
+void responses_encoder::apply(std::span<const stream_event> events) {
+  for (const auto& e : events)
+    take_logprobs(e);
+  result_.apply(events);
 }
 
 std::string responses_encoder::item_id(item kind, std::size_t call) const {
@@ -61,7 +81,8 @@ ojson responses_encoder::item_json(item kind, std::size_t call, bool done) const
   if (kind == item::message) {
     ojson content = ojson::array();
     if (done)
-      content.push_back({{"type", "output_text"}, {"text", text_}, {"annotations", ojson::array()}, {"logprobs", ojson::array()}});
+      content.push_back({{"type", "output_text"}, {"text", text_}, {"annotations", ojson::array()},
+                         {"logprobs", logprobs_json(item_logprobs_)}});
     return {{"id", item_id(kind, call)}, {"type", "message"}, {"status", status}, {"role", "assistant"},
             {"content", content}};
   }
@@ -85,10 +106,11 @@ std::string responses_encoder::close_item() {
     ojson done = {{"type", r ? "response.reasoning_text.done" : "response.output_text.done"}, {"item_id", id},
                   {"output_index", idx}, {"content_index", 0}, {"text", text_}};
     if (!r)
-      done["logprobs"] = ojson::array();
+      done["logprobs"] = logprobs_json(item_logprobs_);
     out += event(done);
     ojson part = r ? ojson{{"type", "reasoning_text"}, {"text", text_}}
-                   : ojson{{"type", "output_text"}, {"text", text_}, {"annotations", ojson::array()}, {"logprobs", ojson::array()}};
+                   : ojson{{"type", "output_text"}, {"text", text_}, {"annotations", ojson::array()},
+                           {"logprobs", logprobs_json(item_logprobs_)}};
     out += event({{"type", "response.content_part.done"}, {"item_id", id}, {"output_index", idx},
                   {"content_index", 0}, {"part", part}});
   } else if (open_ == item::call) {
@@ -103,6 +125,7 @@ std::string responses_encoder::close_item() {
   }
   open_ = item::none;
   text_.clear();
+  item_logprobs_.clear();
   return out;
 }
 
@@ -110,6 +133,7 @@ std::string responses_encoder::encode(std::span<const stream_event> events, cons
   std::string out;
   for (const auto& e : events) {
     result_.apply(std::span(&e, 1));
+    auto lp = take_logprobs(e);
     const item want = e.type == stream_event::kind::reasoning ? item::reasoning
                       : e.type == stream_event::kind::content ? item::message
                                                               : item::call;
@@ -130,8 +154,10 @@ std::string responses_encoder::encode(std::span<const stream_event> events, cons
       ojson d = {{"type", want == item::reasoning ? "response.reasoning_text.delta" : "response.output_text.delta"},
                  {"item_id", item_id(want, 0)}, {"output_index", output_index_}, {"content_index", 0},
                  {"delta", e.text}};
-      if (want == item::message)
-        d["logprobs"] = ojson::array();
+      if (want == item::message) {
+        d["logprobs"] = logprobs_json(lp);
+        item_logprobs_.insert(item_logprobs_.end(), lp.begin(), lp.end());
+      }
       out += event(d);
     } else if (e.type == stream_event::kind::tool_call_start) {
       out += close_item();
@@ -188,7 +214,8 @@ ojson responses_encoder::response(const usage_counts& usage, bool final) const {
         r["output"].push_back({{"id", "msg_" + cfg_.id + "_" + std::to_string(r["output"].size())}, {"type", "message"},
                                {"status", "completed"}, {"role", "assistant"},
                                {"content", ojson::array({ojson{{"type", "output_text"}, {"text", result_.content},
-                                                               {"annotations", ojson::array()}, {"logprobs", ojson::array()}}})}});
+                                                               {"annotations", ojson::array()},
+                                                               {"logprobs", logprobs_json(body_logprobs_)}}})}});
       for (std::size_t i = 0; i < result_.calls.size(); ++i) {
         const auto& c = result_.calls[i];
         r["output"].push_back({{"id", "fc_" + cfg_.id + "_" + std::to_string(i)}, {"type", "function_call"},

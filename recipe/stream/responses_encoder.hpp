@@ -3,6 +3,7 @@
 #include "recipe/protocol/conversation.hpp"
 #include "recipe/stream/completion.hpp"
 #include "recipe/stream/stream_event.hpp"
+#include "recipe/stream/token_logprob.hpp"
 
 #include <nlohmann/json.hpp>
 
@@ -41,8 +42,13 @@ public:
   std::string fail(std::string_view type, std::string_view code, std::string_view message,
                    const usage_counts& usage);
   /// The `response` object of everything encoded or applied so far.
-  std::string body(const usage_counts& usage) const { return response(usage, true).dump(); }
-  void apply(std::span<const stream_event> events) { result_.apply(events); }
+  std::string body(const usage_counts& usage) const;
+  void apply(std::span<const stream_event> events);
+  /// Log-probabilities of the next generated tokens (the request asked for them): held until
+  /// the events those tokens produce are encoded or applied, then carried by the output text
+  /// they became (`output_text.delta`, `.done`, the content part, the body). Tokens that become
+  /// reasoning or a tool call have no place in a Responses object: theirs are dropped.
+  void logprobs(std::span<const token_logprob> entries) { pending_.insert(pending_.end(), entries.begin(), entries.end()); }
   const completion& result() const noexcept { return result_; }
 
 private:
@@ -51,6 +57,8 @@ private:
   std::string close_item();
   nlohmann::ordered_json response(const usage_counts& usage, bool final) const;
   nlohmann::ordered_json item_json(item kind, std::size_t call, bool done) const;
+  /// The held entries for one event: output text takes them (returned), anything else drops them.
+  std::vector<token_logprob> take_logprobs(const stream_event& e);
   std::string item_id(item kind, std::size_t call) const;
 
   config cfg_;
@@ -63,6 +71,9 @@ private:
   std::size_t call_ = 0;         // the open call's index
   std::vector<nlohmann::ordered_json> done_items_;
   nlohmann::ordered_json failure_; // {code, message} once fail() ran
+  std::vector<token_logprob> pending_;      // entries whose tokens' events are still to come
+  std::vector<token_logprob> item_logprobs_; // the open message item's
+  std::vector<token_logprob> body_logprobs_; // all output text's (the non-streaming body)
 };
 
 /// The request fields a Responses object echoes, from the parsed conversation.

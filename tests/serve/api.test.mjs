@@ -145,6 +145,37 @@ try {
     const plain = await openai.chat.completions.create({ model: MODEL, messages, max_tokens: 4, temperature: 0 });
     assert.equal(plain.choices[0].logprobs, null);
   });
+  await check('responses logprobs (include message.output_text.logprobs): the output text\'s tokens, equal to chat\'s for the same prompt (stream and not)', async () => {
+    // Chat and Responses render one user message the same way: one greedy answer, one set of
+    // log-probabilities; Responses carries only what became output text.
+    const c = await openai.chat.completions.create({ model: MODEL, messages, max_tokens: 12, temperature: 0,
+                                                     logprobs: true, top_logprobs: 2 });
+    const r = await openai.responses.create({ model: MODEL, input: messages, max_output_tokens: 12, temperature: 0,
+                                             include: ['message.output_text.logprobs'], top_logprobs: 2 });
+    const part = r.output.find((o) => o.type === 'message').content[0];
+    assert.equal(part.text, c.choices[0].message.content);
+    const bytes = (lp) => Buffer.from(lp.flatMap((e) => e.bytes)).toString('utf8');
+    assert.equal(bytes(part.logprobs), part.text);
+    // Chat's entries are every generated token's (the EOS too): the output text's come first.
+    assert.deepEqual(part.logprobs.map((e) => [e.token, e.logprob]),
+                     c.choices[0].logprobs.content.slice(0, part.logprobs.length).map((e) => [e.token, e.logprob]));
+    for (const e of part.logprobs)
+      assert.equal(e.top_logprobs.length, 2);
+    const s = await openai.responses.create({ model: MODEL, input: messages, max_output_tokens: 12, temperature: 0,
+                                              include: ['message.output_text.logprobs'], top_logprobs: 2, stream: true });
+    const deltas = []; let done;
+    for await (const e of s) {
+      if (e.type === 'response.output_text.delta') deltas.push(...e.logprobs);
+      if (e.type === 'response.output_text.done') done = e.logprobs;
+    }
+    assert.deepEqual(deltas, part.logprobs);
+    assert.deepEqual(done, part.logprobs);
+    const plain = await openai.responses.create({ model: MODEL, input: messages, max_output_tokens: 4, temperature: 0 });
+    assert.deepEqual(plain.output.find((o) => o.type === 'message').content[0].logprobs, []);
+    const bad = await post(base, '/v1/responses', { model: MODEL, input: 'Hi', include: ['no.such.thing'] });
+    assert.equal(bad.status, 400);
+    assert.equal(bad.json.error.param, 'include[0]');
+  });
   await check('/metrics has every vLLM name with model_name after one request', async () => {
     const text = await (await fetch(base + '/metrics')).text();
     for (const name of ['vllm:num_requests_running', 'vllm:num_requests_waiting', 'vllm:kv_cache_usage_perc',
