@@ -195,7 +195,8 @@ BOOST_AUTO_TEST_CASE(shell_quote_protects_spaces_and_quotes) {
 BOOST_AUTO_TEST_CASE(limits_tables_reach_the_node_config_and_reject_bad_values) {
   const std::string text = "model = \"/m\"\n[kv]\nroot = \"/kv\"\n[caf]\nbatch_threads = false\n"
                            "[http]\nmax_connections = 128\nheader_timeout_ms = 500\nallowed_hosts = [\"api.internal\"]\n"
-                           "cors_origins = [\"https://app.example\"]\n"
+                           "cors_origins = [\"https://app.example\"]\napi_keys_file = \"/etc/keys.txt\"\n"
+                           "protect_metrics = true\n"
                            "[requests]\njson_max_depth = 32\nstall_timeout_ms = 5000\ndeadline_ms = 9000\n"
                            "api_keys = [\"key-0123456789\"]\n"
                            "[admission]\nprefill_tokens_per_rank = 1000\nmax_waiting = 3\nqueue_timeout_ms = 700\n"
@@ -221,6 +222,8 @@ BOOST_AUTO_TEST_CASE(limits_tables_reach_the_node_config_and_reject_bad_values) 
   BOOST_TEST(cfg.http->header_timeout.count() == 500);
   BOOST_TEST(cfg.http->allowed_hosts == std::vector<std::string>{"api.internal"});
   BOOST_TEST(cfg.http->cors_origins.size() == 1u);
+  BOOST_TEST(cfg.http->api_keys_file == "/etc/keys.txt");
+  BOOST_TEST(cfg.http->protect_metrics);
   BOOST_TEST(cfg.http->port == 8000); // from the node, not [http]
   BOOST_TEST(expect_error("model = \"/m\"\n[kv]\nroot = \"/kv\"\n[requests]\njson_max_depth = 0\n" + good_nodes).key ==
              "requests.json_max_depth");

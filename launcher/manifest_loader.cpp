@@ -80,6 +80,10 @@ void read_http(toml_reader& r, actors::http_endpoint& h) {
     h.cors_origins = *v;
   if (auto v = r.boolean("admin"))
     h.admin = *v;
+  if (auto v = r.string("api_keys_file"))
+    h.api_keys_file = *v;
+  if (auto v = r.boolean("protect_metrics"))
+    h.protect_metrics = *v;
   r.finish();
 }
 

@@ -127,6 +127,7 @@ int process_supervisor::run() {
   sigemptyset(&stop_signals);
   sigaddset(&stop_signals, SIGINT);
   sigaddset(&stop_signals, SIGTERM);
+  sigaddset(&stop_signals, SIGHUP);
   int exit_code = 0;
   for (;;) {
     // 1. Reap.
@@ -158,6 +159,10 @@ int process_supervisor::run() {
       stop_all();
       return 0;
     }
+    if (sig == SIGHUP) // each node reloads its API keys file
+      for (auto& c : children_)
+        if (c.pid > 0)
+          ::kill(c.pid, SIGHUP);
   }
 }
 

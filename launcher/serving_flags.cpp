@@ -41,6 +41,11 @@ void serving_flags::add_to(CLI::App& app) {
     ->check(CLI::Range(0, 86400000));
   app.add_option("--api-key", api_keys, "An API key clients must send (repeatable; default none: no "
                                         "authentication); each key is its own prefix-cache namespace");
+  app.add_option("--api-keys-file", api_keys_file,
+                 "A file of more API keys, one per line (# comments); read again on SIGHUP without a "
+                 "restart (manifest [http] api_keys_file)");
+  app.add_flag("--protect-metrics", protect_metrics,
+               "/metrics needs an API key too when the server has keys (manifest [http] protect_metrics)");
   app.add_option("--admission-prefill-tokens", prefill_tokens_per_rank,
                  "Uncached prompt tokens admitted to prefill per prefill rank (default 65536)")
     ->check(CLI::Range(int64_t{1}, int64_t{1} << 40));
@@ -72,6 +77,10 @@ void serving_flags::apply(actors::http_endpoint& http, actors::request_limits& r
     http.cors_origins = cors_origins;
   if (admin)
     http.admin = true;
+  if (api_keys_file)
+    http.api_keys_file = *api_keys_file;
+  if (protect_metrics)
+    http.protect_metrics = true;
   if (json_max_depth)
     requests.json.max_depth = *json_max_depth;
   if (stall_timeout_ms)
@@ -116,6 +125,10 @@ std::vector<std::string> serving_flags::arguments() const {
   one("--admission-queue-timeout-ms", queue_timeout_ms);
   if (admin)
     out.push_back("--admin");
+  if (api_keys_file)
+    out.insert(out.end(), {"--api-keys-file", *api_keys_file});
+  if (protect_metrics)
+    out.push_back("--protect-metrics");
   return out;
 }
 

@@ -24,6 +24,8 @@ struct serving_flags {
   std::optional<std::size_t> max_waiting;
   std::optional<int64_t> queue_timeout_ms;
   bool admin = false;
+  std::optional<std::string> api_keys_file;
+  bool protect_metrics = false;
 
   /// Registers the flags on `app`.
   void add_to(CLI::App& app);

@@ -171,10 +171,10 @@ void fail_rank(const cluster_snapshot& cluster, const http::http_request& req, h
 } // namespace
 
 void add_admin_routes(http::router& routes, caf::actor_system& sys, std::shared_ptr<cluster_snapshot> cluster,
-                      std::vector<std::string> api_keys) {
+                      std::shared_ptr<const http::api_keys> keys) {
   // The operator routes take capacity away: behind the API keys whenever the server has some.
-  auto allowed = [keys = std::move(api_keys)](const http::http_request& req, http::response_writer& w) {
-    if (keys.empty() || http::key_matches(http::api_key_of(req), keys))
+  auto allowed = [keys = std::move(keys)](const http::http_request& req, http::response_writer& w) {
+    if (!keys || !keys->required() || keys->accepts(http::api_key_of(req)))
       return true;
     recipe::api_error e;
     e.status = 401;

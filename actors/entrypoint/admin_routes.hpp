@@ -6,6 +6,7 @@
 
 #include <caf/fwd.hpp>
 
+#include "actors/http/api_keys.hpp"
 #include "actors/http/router.hpp"
 
 namespace deepinfer::actors {
@@ -19,9 +20,9 @@ class cluster_snapshot;
 /// - `POST /admin/fail-rank` `{"instance": "...", "rank": 0, "down_ms": 3000}`: fails that rank of
 ///   the instance's current generation as a crash would; the instance restarts without it and
 ///   grows back once `down_ms` (default 0) has passed. 202 when the failure was sent.
-/// Errors are in the OpenAI error shape. With `api_keys` set they need one of them, as the API
-/// routes do (401 otherwise).
+/// Errors are in the OpenAI error shape. When `keys` requires keys they need one of them, as the
+/// API routes do (401 otherwise).
 void add_admin_routes(http::router& routes, caf::actor_system& sys, std::shared_ptr<cluster_snapshot> cluster,
-                      std::vector<std::string> api_keys = {});
+                      std::shared_ptr<const http::api_keys> keys = nullptr);
 
 } // namespace deepinfer::actors

@@ -36,9 +36,9 @@ bool accepted(const std::shared_ptr<entrypoint::context>& ctx, recipe::api_kind 
     send_api_error(w, api, 415, "invalid_request_error", *problem);
     return false;
   }
-  if (!ctx->cfg.requests.api_keys.empty()) {
+  if (ctx->keys && ctx->keys->required()) {
     tenant = http::api_key_of(req);
-    if (!http::key_matches(tenant, ctx->cfg.requests.api_keys)) {
+    if (!ctx->keys->accepts(tenant)) {
       recipe::api_error e;
       e.api = api;
       e.status = 401;
@@ -179,6 +179,8 @@ std::unique_ptr<entrypoint> entrypoint::create(caf::actor_system& sys, const ser
 }
 
 void entrypoint::set_structured_output(std::shared_ptr<structured_output> so) { ctx_->so = std::move(so); }
+
+void entrypoint::set_api_keys(std::shared_ptr<const http::api_keys> keys) { ctx_->keys = std::move(keys); }
 
 void entrypoint::add_routes(http::router& routes) {
   for (auto [path, api] : {std::pair{"/v1/chat/completions", recipe::api_kind::chat},

@@ -8,6 +8,7 @@
 
 #include <caf/fwd.hpp>
 
+#include "actors/http/api_keys.hpp"
 #include "actors/http/metrics_registry.hpp"
 #include "actors/http/router.hpp"
 #include "actors/interfaces.hpp"
@@ -43,6 +44,8 @@ public:
   /// The compiler that enforces `response_format` / `text.format` (node_runtime sets the
   /// process's, shared with its ranks); without one such requests get a 400.
   void set_structured_output(std::shared_ptr<structured_output> so);
+  /// The keys requests need (none when null or when it requires none).
+  void set_api_keys(std::shared_ptr<const http::api_keys> keys);
 
   struct context;
 

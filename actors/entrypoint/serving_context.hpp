@@ -36,6 +36,8 @@ struct entrypoint::context {
   std::shared_ptr<kv::prefix_cache> cache;
   /// The process's structured-output compiler (null: constrained requests are refused).
   std::shared_ptr<structured_output> so;
+  /// The API keys requests need; null: none.
+  std::shared_ptr<const http::api_keys> keys;
   std::atomic<uint64_t> next_id{1};
   /// Admission control of this entrypoint (shared by its request actors).
   std::shared_ptr<admission_control> admission;

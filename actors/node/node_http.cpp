@@ -2,7 +2,9 @@
 
 #include <nlohmann/json.hpp>
 
+#include "actors/http/api_keys.hpp"
 #include "actors/http/http_server.hpp"
+#include "actors/http/request_checks.hpp"
 #include "actors/http/metrics_registry.hpp"
 #include "actors/http/router.hpp"
 #include "actors/control/membership.hpp"
@@ -82,12 +84,15 @@ struct node_http::impl {
   std::function<void(http::router&)> extra_routes;
   std::shared_ptr<metrics_registry> metrics = std::make_shared<metrics_registry>();
   std::unique_ptr<http::http_server> server;
+  std::shared_ptr<const http::api_keys> keys;
 };
 
 node_http::node_http(http_endpoint cfg, std::shared_ptr<cluster_snapshot> snapshot,
                      std::function<void(http::router&)> extra_routes,
-                     std::shared_ptr<http::metrics_registry> metrics)
+                     std::shared_ptr<http::metrics_registry> metrics,
+                     std::shared_ptr<const http::api_keys> keys)
   : impl_(std::make_unique<impl>()) {
+  impl_->keys = std::move(keys);
   if (metrics)
     impl_->metrics = std::move(metrics);
   impl_->extra_routes = std::move(extra_routes);
@@ -109,14 +114,29 @@ std::optional<std::string> node_http::start() {
                         {"controller_connected", s.controller_connected}};
     w->send_json(200, body.dump());
   });
-  routes.add("GET", "/v1/models", [models = d.cfg.models](http::http_request, std::shared_ptr<http::response_writer> w) {
+  // A keyed server answers only its clients (OpenAI's 401 shape); /health stays open for
+  // probes and load balancers.
+  auto keyed = [keys = d.keys](const http::http_request& req, http::response_writer& w) {
+    if (!keys || !keys->required() || keys->accepts(http::api_key_of(req)))
+      return true;
+    w.send_json(401, nlohmann::json{{"error", {{"message", "This route needs one of this server's API keys "
+                                                           "('Authorization: Bearer KEY' or 'x-api-key: KEY')."},
+                                               {"type", "invalid_request_error"}, {"param", nullptr},
+                                               {"code", "invalid_api_key"}}}}.dump());
+    return false;
+  };
+  routes.add("GET", "/v1/models", [models = d.cfg.models, keyed](http::http_request req, std::shared_ptr<http::response_writer> w) {
+    if (!keyed(req, *w))
+      return;
     // OpenAI's list shape: {"object":"list","data":[{"id","object":"model","created","owned_by"}]}
     auto data = nlohmann::json::array();
     for (auto& m : models)
       data.push_back({{"id", m}, {"object", "model"}, {"created", 0}, {"owned_by", "deepinfer"}});
     w->send_json(200, nlohmann::json{{"object", "list"}, {"data", data}}.dump());
   });
-  routes.add("GET", "/v1/models/*", [models = d.cfg.models](http::http_request req, std::shared_ptr<http::response_writer> w) {
+  routes.add("GET", "/v1/models/*", [models = d.cfg.models, keyed](http::http_request req, std::shared_ptr<http::response_writer> w) {
+    if (!keyed(req, *w))
+      return;
     auto id = req.path.substr(std::string_view{"/v1/models/"}.size());
     for (auto& m : models)
       if (m == id)
@@ -125,7 +145,10 @@ std::optional<std::string> node_http::start() {
     w->send_error(404, "The model '" + id + "' does not exist; GET /v1/models lists the served models.",
                   "model_not_found");
   });
-  routes.add("GET", "/metrics", [metrics = d.metrics](http::http_request, std::shared_ptr<http::response_writer> w) {
+  routes.add("GET", "/metrics", [metrics = d.metrics, keyed, guard = d.cfg.protect_metrics](
+                                  http::http_request req, std::shared_ptr<http::response_writer> w) {
+    if (guard && !keyed(req, *w))
+      return;
     http::http_response r;
     r.content_type = std::string{metrics_registry::content_type};
     r.body = metrics->render();

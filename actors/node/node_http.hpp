@@ -13,6 +13,7 @@
 namespace deepinfer::actors {
 
 namespace http {
+class api_keys;
 class router;
 class metrics_registry;
 }
@@ -24,9 +25,11 @@ class node_http {
 public:
   /// `extra_routes` adds more routes (the serving APIs) before the server starts; `metrics` is
   /// the registry /metrics renders (a fresh one when null), shared with the node's actors.
+  /// With `keys` requiring keys, /v1/models needs one, and /metrics too with `protect_metrics`.
   node_http(http_endpoint cfg, std::shared_ptr<cluster_snapshot> snapshot,
             std::function<void(http::router&)> extra_routes = {},
-            std::shared_ptr<http::metrics_registry> metrics = nullptr);
+            std::shared_ptr<http::metrics_registry> metrics = nullptr,
+            std::shared_ptr<const http::api_keys> keys = nullptr);
   ~node_http();
   node_http(const node_http&) = delete;
   node_http& operator=(const node_http&) = delete;

@@ -20,6 +20,7 @@
 #include "actors/control/controller.hpp"
 #include "actors/entrypoint/admin_routes.hpp"
 #include "actors/entrypoint/entrypoint.hpp"
+#include "actors/http/api_keys.hpp"
 #include "actors/errors.hpp"
 #include "actors/control/instance_supervisor.hpp"
 #include "actors/log.hpp"
@@ -68,6 +69,8 @@ struct node_runtime::impl {
   std::map<node_role, instance_supervisor_actor> supervisors;
   std::unique_ptr<entrypoint> serving;
   std::unique_ptr<node_http> http;
+  /// The API keys every keyed route checks (the entrypoint's, the admin routes', /metrics).
+  std::shared_ptr<http::api_keys> keys;
   /// The KV store's GC on a kvstore node (joined before the cache it runs on goes).
   std::unique_ptr<kv_gc_worker> gc;
 
@@ -273,6 +276,15 @@ std::optional<std::string> node_runtime::start() {
 
   // 4. HTTP last: it answers only once the node can describe itself.
   std::function<void(http::router&)> extra_routes;
+  if (cfg.http) {
+    d.keys = std::make_shared<http::api_keys>(cfg.serving ? cfg.serving->requests.api_keys : std::vector<std::string>{},
+                                              cfg.http->api_keys_file);
+    if (auto err = d.keys->reload())
+      return *err;
+    if (d.keys->required())
+      log().info("node={} requires API keys: {} accepted{}", cfg.self.name, d.keys->size(),
+                 cfg.http->api_keys_file.empty() ? "" : " (SIGHUP reloads " + cfg.http->api_keys_file + ")");
+  }
   if (cfg.http && cfg.serving) {
     // The entrypoint serves through whatever prefill and decode instances the membership view
     // shows running: this node's own (embedded default) or other nodes' (a manifest's split).
@@ -281,17 +293,17 @@ std::optional<std::string> node_runtime::start() {
     if (!d.serving)
       return err;
     d.serving->set_structured_output(so);
+    d.serving->set_api_keys(d.keys);
     extra_routes = [ep = d.serving.get()](http::router& r) { ep->add_routes(r); };
   }
   if (cfg.http && cfg.http->admin)
-    extra_routes = [inner = std::move(extra_routes), &sys, snap = d.snap,
-                    keys = cfg.serving ? cfg.serving->requests.api_keys : std::vector<std::string>{}](http::router& r) {
+    extra_routes = [inner = std::move(extra_routes), &sys, snap = d.snap, keys = d.keys](http::router& r) {
       if (inner)
         inner(r);
       add_admin_routes(r, sys, snap, keys);
     };
   if (cfg.http) {
-    d.http = std::make_unique<node_http>(*cfg.http, d.snap, std::move(extra_routes), metrics);
+    d.http = std::make_unique<node_http>(*cfg.http, d.snap, std::move(extra_routes), metrics, d.keys);
     if (auto err = d.http->start())
       return "cannot serve HTTP on " + cfg.http->host + ":" + std::to_string(cfg.http->port) + ": "
              + *err;
@@ -366,6 +378,18 @@ cluster_snapshot::state node_runtime::snapshot() const {
 
 caf::actor_system& node_runtime::system() {
   return *impl_->sys;
+}
+
+std::optional<std::string> node_runtime::reload_api_keys() {
+  auto& d = *impl_;
+  if (!d.keys || d.keys->file().empty())
+    return std::nullopt;
+  if (auto err = d.keys->reload()) {
+    log().warn("node={} API keys not reloaded: {}; the {} keys in use stay", d.cfg.self.name, *err, d.keys->size());
+    return err;
+  }
+  log().info("node={} API keys reloaded from {}: {} accepted", d.cfg.self.name, d.keys->file(), d.keys->size());
+  return std::nullopt;
 }
 
 bool node_runtime::inject_rank_failure(node_role role, uint32_t rank,

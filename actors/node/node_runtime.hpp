@@ -46,6 +46,11 @@ struct http_endpoint {
   std::vector<std::string> models;
   /// Operator endpoints (`POST /admin/fail-rank`, `GET /admin/instances`); off by default.
   bool admin = false;
+  /// More API keys, one per line, read at start and again on `node_runtime::reload_api_keys`
+  /// (SIGHUP); empty: none. Any file means keys are required, even while it lists none.
+  std::string api_keys_file;
+  /// /metrics needs an API key too (when the server has keys); /health never does.
+  bool protect_metrics = false;
 };
 
 /// Everything one node process needs; built by launcher/ (or by an embedding service).
@@ -98,6 +103,10 @@ public:
   /// Fault injection for tests and operators: fails rank `rank` of the local instance `role`.
   /// Returns false when there is no such instance.
   bool inject_rank_failure(node_role role, uint32_t rank, const std::string& reason);
+
+  /// Reads `[http] api_keys_file` again (the launcher calls it on SIGHUP); the keys stay as
+  /// they were, and the error is returned and logged, when the file cannot be used.
+  std::optional<std::string> reload_api_keys();
 
   /// The status of a local instance as its supervisor reports it now.
   std::optional<instance_status> instance(node_role role);

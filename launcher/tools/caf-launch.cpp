@@ -56,13 +56,15 @@ std::string cache_dir() {
   return std::string{home ? home : "."} + "/.cache/deepinfer";
 }
 
-/// Blocks SIGINT/SIGTERM in this thread before any other starts, so every thread inherits the
-/// mask and only `wait_for_stop_signal` (or the supervisor loop) receives them.
+/// Blocks SIGINT/SIGTERM (stop) and SIGHUP (reload the API keys) in this thread before any
+/// other starts, so every thread inherits the mask and only `run_node`'s wait (or the supervisor
+/// loop, which passes SIGHUP on to its nodes) receives them.
 sigset_t block_stop_signals() {
   sigset_t set;
   sigemptyset(&set);
   sigaddset(&set, SIGINT);
   sigaddset(&set, SIGTERM);
+  sigaddset(&set, SIGHUP);
   pthread_sigmask(SIG_BLOCK, &set, nullptr);
   return set;
 }
@@ -79,7 +81,8 @@ int run_node(actors::node_runtime_config cfg, const sigset_t& stop_signals) {
   if (auto port = node.http_port())
     log().info("serving HTTP on port {}", port);
   int sig = 0;
-  sigwait(&stop_signals, &sig);
+  while (sigwait(&stop_signals, &sig) == 0 && sig == SIGHUP)
+    node.reload_api_keys(); // logs what it did; a bad file keeps the keys in use
   log().info("received {}; shutting down", strsignal(sig));
   node.stop(std::chrono::milliseconds{1500});
   return 0;

@@ -1,10 +1,11 @@
 // What real clients and operators expect of the API surface beyond generation (issue 20), with
 // the official clients: each check names the behaviour it covers.
 // Usage: node api.test.mjs /path/to/caf-launch
+import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import assert from 'node:assert/strict';
-import { apiClients, check, serverUp, setupFailed, startServer, stopServer, verdict } from './harness.mjs';
+import { apiClients, check, serverUp, setupFailed, startServer, stopServer, verdict, waitFor } from './harness.mjs';
 
 const [OpenAI, Anthropic] = apiClients(['openai', '@anthropic-ai/sdk']);
 const MODEL = 'deepseek-v4.1-flash';
@@ -193,6 +194,70 @@ try {
     const kv = v(/^vllm:kv_cache_usage_perc\{[^}]*\} (\S+)$/m);
     assert.ok(kv >= 0 && kv <= 1, `kv usage ${kv}`);
     assert.equal(v(/^vllm:num_requests_running\{[^}]*\} (\S+)$/m), 0);
+  });
+
+  await check('API keys: --api-key and a keys file reloaded on SIGHUP; 401 in each API\'s shape, never echoing the key; /health open, /metrics keyed with --protect-metrics', async () => {
+    const file = path.join(os.tmpdir(), `deepinfer-api-keys-${process.pid}.txt`);
+    const FIXED = 'fixed-key-0123456789', OLD = 'file-key-old-0123456789', NEW = 'file-key-new-0123456789';
+    fs.writeFileSync(file, `# keys of the test\n${OLD}\n`);
+    const keyed = await startServer(exe, { logPath: logPath + '.keys', name: 'keyed',
+                                           flags: ['--api-key', FIXED, '--api-keys-file', file, '--protect-metrics'] });
+    try {
+      await serverUp(keyed);
+      const b = keyed.base;
+      const call = (route, body, headers = {}) => fetch(b + route, { method: 'POST', body: JSON.stringify(body),
+        headers: { 'content-type': 'application/json', ...headers } });
+      const chat = { model: MODEL, messages, max_tokens: 2 };
+      const anth = { model: MODEL, messages, max_tokens: 2 };
+      const status = async (key) => (await call('/v1/chat/completions', chat, key ? { authorization: `Bearer ${key}` } : {})).status;
+      // No key, a wrong key: 401 in each API's shape, the key never in the answer.
+      const wrong = 'wrong-key-SECRET-0123';
+      const c401 = await call('/v1/chat/completions', chat, { authorization: `Bearer ${wrong}` });
+      assert.equal(c401.status, 401);
+      const cj = await c401.text();
+      assert.ok(!cj.includes(wrong), cj);
+      assert.equal(JSON.parse(cj).error.code, 'invalid_api_key');
+      const m401 = await call('/v1/messages', anth, { 'x-api-key': wrong });
+      assert.equal(m401.status, 401);
+      const mj = await m401.text();
+      assert.ok(!mj.includes(wrong), mj);
+      assert.equal(JSON.parse(mj).error.type, 'authentication_error');
+      assert.equal(await status(undefined), 401);
+      // Either header, either source of keys.
+      assert.equal(await status(FIXED), 200);
+      assert.equal(await status(OLD), 200);
+      assert.equal((await call('/v1/messages', anth, { 'x-api-key': OLD })).status, 200);
+      const sdk = new OpenAI({ baseURL: b + '/v1', apiKey: FIXED, maxRetries: 0, timeout: 60000 });
+      assert.ok((await sdk.chat.completions.create(chat)).choices.length === 1);
+      const asdk = new Anthropic({ baseURL: b, apiKey: OLD, maxRetries: 0, timeout: 60000 });
+      assert.equal((await asdk.messages.create(anth)).type, 'message');
+      await assert.rejects(new OpenAI({ baseURL: b + '/v1', apiKey: NEW, maxRetries: 0 }).chat.completions.create(chat),
+                           (e) => e.status === 401);
+      assert.equal((await fetch(b + '/health')).status, 200);
+      assert.equal((await fetch(b + '/metrics')).status, 401);
+      assert.equal((await fetch(b + '/metrics', { headers: { 'x-api-key': FIXED } })).status, 200);
+      assert.equal((await fetch(b + '/v1/models')).status, 401);
+      assert.equal((await fetch(b + '/v1/models', { headers: { authorization: `Bearer ${OLD}` } })).status, 200);
+      // SIGHUP: the file's new key in, its old key out, the fixed key stays.
+      fs.writeFileSync(file, `${NEW}\n`);
+      keyed.proc.kill('SIGHUP');
+      await waitFor('the new key accepted after SIGHUP', async () => (await status(NEW)) === 200, { deadlineMs: 20000, everyMs: 100 });
+      assert.equal(await status(OLD), 401);
+      assert.equal(await status(FIXED), 200);
+      // A bad file on SIGHUP changes nothing (and the server stays up).
+      fs.writeFileSync(file, 'short\n');
+      keyed.proc.kill('SIGHUP');
+      await waitFor('the reload refused in the log', async () => fs.readFileSync(logPath + '.keys', 'utf8').includes('not reloaded'),
+                    { deadlineMs: 20000, everyMs: 100 });
+      assert.equal(await status(NEW), 200);
+      assert.ok(!keyed.exited);
+      const log = fs.readFileSync(logPath + '.keys', 'utf8');
+      for (const k of [FIXED, OLD, NEW, wrong])
+        assert.ok(!log.includes(k), 'a key in the log');
+    } finally {
+      await stopServer(keyed);
+      fs.rmSync(file, { force: true });
+    }
   });
 
   await check('ids are unique across a server restart', async () => {
