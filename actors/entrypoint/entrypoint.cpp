@@ -185,7 +185,8 @@ void entrypoint::set_api_keys(std::shared_ptr<const http::api_keys> keys) { ctx_
 void entrypoint::add_routes(http::router& routes) {
   for (auto [path, api] : {std::pair{"/v1/chat/completions", recipe::api_kind::chat},
                            std::pair{"/v1/responses", recipe::api_kind::responses},
-                           std::pair{"/v1/messages", recipe::api_kind::messages}})
+                           std::pair{"/v1/messages", recipe::api_kind::messages},
+                           std::pair{"/v1/completions", recipe::api_kind::completions}})
     routes.add("POST", path, [ctx = ctx_, api](http::http_request req, std::shared_ptr<http::response_writer> w) {
       handle(ctx, api, req, std::move(w));
     });

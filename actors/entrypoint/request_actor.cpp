@@ -394,8 +394,8 @@ void on_tokens(request_pointer self, const std::vector<int32_t>& ids, bool finis
       st.out->apply(events);
   };
   const bool with_logprobs = st.sampling.logprobs && lp.logprob.size() == ids.size();
-  if (with_logprobs && st.conv.api == recipe::api_kind::responses) {
-    // Responses puts each token's entry on the output text it became: one token at a time,
+  if (with_logprobs && (st.conv.api == recipe::api_kind::responses || st.conv.api == recipe::api_kind::completions)) {
+    // Responses and legacy Completions put each token's entry on the text it became: one token at a time,
     // so an entry meets its own token's events; template tokens (end of reasoning, tool-call
     // markup) are no output text.
     auto entries = logprob_entries(*st.ctx->tok, ids, lp);

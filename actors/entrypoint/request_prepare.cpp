@@ -120,25 +120,52 @@ expected<prepared_request, recipe::api_error> prepare_request(const entrypoint::
   out.max_tokens = static_cast<int32_t>(conv->sampling.max_tokens.value_or(ctx.cfg.default_max_tokens));
   out.salt = cache_salt_of(tenant, conv->cache_salt);
   const int64_t limit = ctx.cfg.context_limit;
+  const bool legacy = api == recipe::api_kind::completions;
   auto too_long = [&](const std::string& prompt_part, int64_t total) {
     return error_of(api, 400, "invalid_request_error",
                     "This model's maximum context length is " + std::to_string(limit) + " tokens. However, you requested " +
-                      prompt_part + " (" + std::to_string(total - limit) + " over the limit). Shorten the messages or " +
-                      "lower the maximum number of output tokens.",
-                    "messages");
+                      prompt_part + " (" + std::to_string(total - limit) + " over the limit). Shorten the " +
+                      (legacy ? "prompt" : "messages") + " or lower the maximum number of output tokens.",
+                    legacy ? "prompt" : "messages");
   };
   if (out.max_tokens >= limit)
     return too_long(std::to_string(out.max_tokens) + " tokens for the output alone", out.max_tokens);
   // 2. Render, 3. tokenize, stopping once the prompt is certainly over what the limit leaves.
-  auto segments = recipe::render(*conv, *ctx.specials);
-  if (!segments)
-    return std::move(segments).error();
   const auto room = static_cast<std::size_t>(limit - out.max_tokens);
-  auto enc = ctx.tok->encode_within(*segments, room);
+  recipe::tokenizer::bounded_encoding enc;
+  if (conv->prompt && conv->prompt->is_ids) {
+    // A legacy completion of token ids: used as they are (the client tokenized).
+    const auto vocab = static_cast<int64_t>(ctx.tok->vocab_size());
+    for (auto id : conv->prompt->ids)
+      if (id >= vocab)
+        return error_of(api, 400, "invalid_request_error",
+                        "Invalid 'prompt': token id " + std::to_string(id) + " is not in the vocabulary (0 to " +
+                          std::to_string(vocab - 1) + ").",
+                        "prompt");
+    enc.ids = conv->prompt->ids;
+    enc.fits = enc.ids.size() <= room;
+    enc.exact = true;
+    enc.at_least = enc.ids.size();
+  } else {
+    recipe::prompt_segments segments;
+    if (conv->prompt) {
+      // A legacy completion of text: no template, only the BOS every prompt of the model starts
+      // with (what HF's tokenizer adds), then the text as ordinary text.
+      segments.push_back(recipe::prompt_segment::special(ctx.specials->id(recipe::spelling::bos).value_or(0),
+                                                         std::string(recipe::spelling::bos)));
+      segments.push_back(recipe::prompt_segment::plain(conv->prompt->text));
+    } else {
+      auto rendered = recipe::render(*conv, *ctx.specials);
+      if (!rendered)
+        return std::move(rendered).error();
+      segments = std::move(*rendered);
+    }
+    enc = ctx.tok->encode_within(segments, room);
+  }
   if (!enc.fits) {
     const auto prompt = static_cast<int64_t>(enc.at_least);
     const std::string n = (enc.exact ? "" : "at least ") + std::to_string(prompt + out.max_tokens);
-    return too_long(n + " tokens (" + (enc.exact ? "" : "at least ") + std::to_string(prompt) + " in the messages, " +
+    return too_long(n + " tokens (" + (enc.exact ? "" : "at least ") + std::to_string(prompt) + (legacy ? " in the prompt, " : " in the messages, ") +
                       std::to_string(out.max_tokens) + " in the completion)",
                     prompt + out.max_tokens);
   }

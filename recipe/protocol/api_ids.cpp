@@ -43,6 +43,7 @@ api_ids api_ids::draw(api_kind api) {
   switch (api) {
     case api_kind::responses: return {"resp_" + random_hex(48), "call_" + random_base62(24) + "_"};
     case api_kind::messages: return {"msg_01" + random_base62(22), "toolu_01" + random_base62(22) + "_"};
+    case api_kind::completions: return {"cmpl-" + random_base62(29), "call_" + random_base62(24) + "_"};
     case api_kind::chat: break;
   }
   return {"chatcmpl-" + random_base62(29), "call_" + random_base62(24) + "_"};

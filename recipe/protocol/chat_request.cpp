@@ -152,31 +152,11 @@ conversation parse_chat_body(const json& j, const json_path& root) {
     c.thinking = c.thinking || type == "enabled";
   }
   auto& s = c.sampling;
-  s.temperature = jr::opt_number(j, "temperature", root, 0, 2);
-  s.top_p = jr::opt_number(j, "top_p", root, 0, 1);
-  s.top_k = jr::opt_int(j, "top_k", root, -1, 1 << 20);
-  s.presence_penalty = jr::opt_number(j, "presence_penalty", root, -2, 2);
-  s.frequency_penalty = jr::opt_number(j, "frequency_penalty", root, -2, 2);
-  s.repetition_penalty = jr::opt_number(j, "repetition_penalty", root, 0.01, 100);
-  s.min_tokens = jr::opt_int(j, "min_tokens", root, 0, INT32_MAX);
-  s.ignore_eos = jr::opt_bool(j, "ignore_eos", root).value_or(false);
+  rc::parse_openai_sampling(j, root, s);
   s.logprobs = jr::opt_bool(j, "logprobs", root).value_or(false);
   s.top_logprobs = jr::opt_int(j, "top_logprobs", root, 0, 20).value_or(0);
   if (s.top_logprobs > 0 && !s.logprobs)
     (root / "top_logprobs").fail("Invalid value: 'top_logprobs' requires 'logprobs' to be true.");
-  if (const json* lb = jr::find(j, "logit_bias")) {
-    jr::object(*lb, root / "logit_bias");
-    for (const auto& [key, v] : lb->items()) {
-      std::int32_t id = -1;
-      auto [end, ec] = std::from_chars(key.data(), key.data() + key.size(), id);
-      if (ec != std::errc{} || end != key.data() + key.size() || id < 0)
-        (root / "logit_bias" / key).fail("Invalid key: logit_bias keys must be token ids.");
-      if (!v.is_number() || v.get<double>() < -100 || v.get<double>() > 100)
-        (root / "logit_bias" / key).fail("Invalid value: a bias must be a number from -100 to 100.");
-      s.logit_bias.emplace_back(id, v.get<double>());
-    }
-  }
-  s.seed = jr::opt_int(j, "seed", root, INT64_MIN, INT64_MAX);
   s.max_tokens = jr::opt_int(j, "max_completion_tokens", root, 1, INT32_MAX);
   if (!s.max_tokens)
     s.max_tokens = jr::opt_int(j, "max_tokens", root, 1, INT32_MAX);

@@ -10,7 +10,8 @@
 namespace deepinfer::recipe {
 
 /// Which public API a request arrived on (decides error bodies and the stream encoder).
-enum class api_kind : std::uint8_t { chat, responses, messages };
+/// `completions` is OpenAI's legacy `/v1/completions`: a raw prompt in, text out, no template.
+enum class api_kind : std::uint8_t { chat, responses, messages, completions };
 
 /// Who wrote a message. `developer` is OpenAI's newer name for a system prompt; `tool` carries one
 /// tool result.
@@ -111,10 +112,21 @@ struct sampling {
   std::vector<std::string> stop;
 };
 
+/// The prompt of a legacy completion (`/v1/completions`), tokenized as it is: no template.
+struct raw_prompt {
+  /// The text (after the BOS the tokenizer's template begins every prompt with)...
+  std::string text;
+  /// ... or the token ids themselves (`prompt: [1, 2, 3]`), used unchanged.
+  std::vector<std::int32_t> ids;
+  bool is_ids = false;
+};
+
 /// The API-neutral form of a request: what the renderer reads and the entrypoint schedules.
 struct conversation {
   api_kind api = api_kind::chat;
   std::string model;
+  /// Set for `api_kind::completions` only (which has no messages).
+  std::optional<recipe::raw_prompt> prompt;
   std::vector<message> messages;
   std::vector<tool_definition> tools;
   recipe::tool_choice tool_choice;

@@ -16,6 +16,7 @@ auto parser_of(api_kind api) {
   switch (api) {
     case api_kind::responses: return &parse_responses_body;
     case api_kind::messages: return &parse_messages_body;
+    case api_kind::completions: return &parse_completions_body;
     case api_kind::chat: break;
   }
   return &parse_chat_body;
@@ -51,6 +52,8 @@ std::optional<api_kind> parse_api_kind(std::string_view s) {
     return api_kind::responses;
   if (s == "messages")
     return api_kind::messages;
+  if (s == "completions")
+    return api_kind::completions;
   return std::nullopt;
 }
 

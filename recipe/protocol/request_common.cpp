@@ -1,5 +1,7 @@
 #include "recipe/protocol/request_common.hpp"
 
+#include <charconv>
+
 namespace deepinfer::recipe::request_common {
 
 namespace jr = json_reader;
@@ -19,6 +21,30 @@ void check_image_url(const std::string& url, const json_path& at) {
   if (url.rfind("data:image/", 0) == 0 && url.find(";base64,") != std::string::npos)
     return;
   at.fail("Invalid image URL: expected an http(s) URL or a base64 data URI (data:image/...;base64,...).");
+}
+
+void parse_openai_sampling(const json& j, const json_path& root, sampling& s) {
+  s.temperature = jr::opt_number(j, "temperature", root, 0, 2);
+  s.top_p = jr::opt_number(j, "top_p", root, 0, 1);
+  s.top_k = jr::opt_int(j, "top_k", root, -1, 1 << 20);
+  s.presence_penalty = jr::opt_number(j, "presence_penalty", root, -2, 2);
+  s.frequency_penalty = jr::opt_number(j, "frequency_penalty", root, -2, 2);
+  s.repetition_penalty = jr::opt_number(j, "repetition_penalty", root, 0.01, 100);
+  s.min_tokens = jr::opt_int(j, "min_tokens", root, 0, INT32_MAX);
+  s.ignore_eos = jr::opt_bool(j, "ignore_eos", root).value_or(false);
+  if (const json* lb = jr::find(j, "logit_bias"); lb && !lb->is_null()) {
+    jr::object(*lb, root / "logit_bias");
+    for (const auto& [key, v] : lb->items()) {
+      std::int32_t id = -1;
+      auto [end, ec] = std::from_chars(key.data(), key.data() + key.size(), id);
+      if (ec != std::errc{} || end != key.data() + key.size() || id < 0)
+        (root / "logit_bias" / key).fail("Invalid key: logit_bias keys must be token ids.");
+      if (!v.is_number() || v.get<double>() < -100 || v.get<double>() > 100)
+        (root / "logit_bias" / key).fail("Invalid value: a bias must be a number from -100 to 100.");
+      s.logit_bias.emplace_back(id, v.get<double>());
+    }
+  }
+  s.seed = jr::opt_int(j, "seed", root, INT64_MIN, INT64_MAX);
 }
 
 void check_arguments(const std::string& arguments, const json_path& at) {

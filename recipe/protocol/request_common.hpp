@@ -52,6 +52,10 @@ void check_conversation(const conversation& c, const json_path& at, std::string_
 /// The common tail of every parser: reads `metadata` and `cache_salt` and runs `check_conversation`.
 void finish(conversation& c, const json& body, const json_path& root);
 
+/// The sampling fields Chat Completions and legacy Completions share: temperature, top_p, top_k,
+/// the penalties, min_tokens, ignore_eos, logit_bias and seed (not logprobs: their forms differ).
+void parse_openai_sampling(const json& body, const json_path& root, sampling& s);
+
 /// Parses a `{"type": "json_schema", ...}` / `json_object` / `text` format object. `nested_schema`:
 /// Chat nests name/schema/strict in `json_schema`, Responses puts them at the top.
 std::optional<response_format> parse_format(const json& v, const json_path& at, bool nested_schema);

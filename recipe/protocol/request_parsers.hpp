@@ -12,5 +12,6 @@ namespace deepinfer::recipe {
 conversation parse_chat_body(const json& body, const json_path& root);
 conversation parse_responses_body(const json& body, const json_path& root);
 conversation parse_messages_body(const json& body, const json_path& root);
+conversation parse_completions_body(const json& body, const json_path& root);
 
 } // namespace deepinfer::recipe

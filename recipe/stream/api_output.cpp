@@ -6,7 +6,8 @@ namespace deepinfer::recipe {
 
 namespace {
 
-using encoder_variant = std::variant<recipe::chat_encoder, recipe::responses_encoder, recipe::messages_encoder>;
+using encoder_variant =
+  std::variant<recipe::chat_encoder, recipe::responses_encoder, recipe::messages_encoder, recipe::completions_encoder>;
 
 encoder_variant make_encoder(const recipe::conversation& conv, const std::string& id, int64_t created) {
   switch (conv.api) {
@@ -23,6 +24,14 @@ encoder_variant make_encoder(const recipe::conversation& conv, const std::string
       c.id = id;
       c.model = conv.model;
       return recipe::messages_encoder{std::move(c)};
+    }
+    case recipe::api_kind::completions: {
+      recipe::completions_encoder::config c;
+      c.id = id;
+      c.model = conv.model;
+      c.created = created;
+      c.include_usage = conv.stream_include_usage;
+      return recipe::completions_encoder{std::move(c)};
     }
     case recipe::api_kind::chat:
       break;
@@ -61,6 +70,8 @@ std::string api_output::logprobs(std::span<const recipe::token_logprob> entries,
     return chat->logprobs(entries, stream);
   if (auto* responses = std::get_if<recipe::responses_encoder>(&enc_))
     responses->logprobs(entries); // carried by the output-text events those tokens produce
+  if (auto* legacy = std::get_if<recipe::completions_encoder>(&enc_))
+    legacy->logprobs(entries); // carried by the text chunks those tokens produce
   return {};
 }
 

@@ -7,12 +7,13 @@
 #include "recipe/protocol/api_error.hpp"
 #include "recipe/protocol/conversation.hpp"
 #include "recipe/stream/chat_encoder.hpp"
+#include "recipe/stream/completions_encoder.hpp"
 #include "recipe/stream/messages_encoder.hpp"
 #include "recipe/stream/responses_encoder.hpp"
 
 namespace deepinfer::recipe {
 
-/// The output side of one request in the API it arrived on: one of recipe's three encoders
+/// The output side of one request in the API it arrived on: one of recipe's four encoders
 /// behind one interface, so the request actor does not care which API it serves.
 class api_output {
 public:
@@ -40,7 +41,8 @@ public:
   std::string failed_body(const recipe::api_error& e, const recipe::usage_counts& usage) const;
 
 private:
-  std::variant<recipe::chat_encoder, recipe::responses_encoder, recipe::messages_encoder> enc_;
+  std::variant<recipe::chat_encoder, recipe::responses_encoder, recipe::messages_encoder, recipe::completions_encoder>
+    enc_;
 };
 
 } // namespace deepinfer::recipe

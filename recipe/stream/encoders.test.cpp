@@ -1,4 +1,5 @@
 #include "recipe/stream/chat_encoder.hpp"
+#include "recipe/stream/completions_encoder.hpp"
 #include "recipe/stream/messages_encoder.hpp"
 #include "recipe/stream/responses_encoder.hpp"
 
@@ -234,6 +235,55 @@ BOOST_AUTO_TEST_CASE(a_stream_cut_short_ends_with_each_apis_error_event) {
   BOOST_TEST(p.back()["type"] == "error");
   BOOST_TEST(p.back()["error"]["type"] == "timeout_error");
   BOOST_TEST(sse.find("message_stop") == std::string::npos);
+}
+
+// Legacy completions: a chunk per piece of text with its tokens' entries in the legacy shape
+// (text_offset counting characters), a finish chunk, usage, [DONE]; the body holds them all.
+BOOST_AUTO_TEST_CASE(completions_chunks_carry_text_and_legacy_logprobs) {
+  const token_logprob a{"Hi", -0.5f, {{"Hi", -0.5f}, {"Ho", -1.5f}}}, held{" \xC3", -0.25f, {}}, rest{"\xA9!", -0.75f, {}};
+  std::vector<stream_event> one(1), two(1), fin(1);
+  one[0].type = stream_event::kind::content;
+  one[0].text = "Hi";
+  two[0].type = stream_event::kind::content;
+  two[0].text = " \xC3\xA9!";
+  fin[0].type = stream_event::kind::finish;
+  fin[0].reason = finish_reason::length;
+  const usage_counts usage{5, 1, 3, 0};
+  completions_encoder enc({"cmpl-1", "m", 7, true});
+  std::string sse = enc.start();
+  enc.logprobs(std::span(&a, 1));
+  sse += enc.encode(one, usage);
+  enc.logprobs(std::span(&held, 1));
+  sse += enc.encode({}, usage);
+  enc.logprobs(std::span(&rest, 1));
+  sse += enc.encode(two, usage);
+  sse += enc.encode(fin, usage);
+  BOOST_TEST(sse.substr(sse.size() - 14) == "data: [DONE]\n\n");
+  const auto p = payloads(sse);
+  BOOST_REQUIRE_EQUAL(p.size(), 4u); // two texts, finish, usage
+  BOOST_TEST(p[0]["object"] == "text_completion");
+  BOOST_TEST(p[0]["choices"][0]["text"] == "Hi");
+  BOOST_TEST(p[0]["choices"][0]["logprobs"] == nlohmann::json::parse(R"({"tokens":["Hi"],"token_logprobs":[-0.5],
+    "top_logprobs":[{"Hi":-0.5,"Ho":-1.5}],"text_offset":[0]})"));
+  BOOST_TEST(p[1]["choices"][0]["logprobs"]["text_offset"] == nlohmann::json::parse("[2,4]")); // " \xC3" is 2 chars
+  BOOST_TEST(p[1]["choices"][0]["logprobs"]["token_logprobs"] == nlohmann::json::parse("[-0.25,-0.75]"));
+  BOOST_TEST(p[2]["choices"][0]["finish_reason"] == "length");
+  BOOST_TEST(p[2]["choices"][0]["text"] == "");
+  BOOST_TEST(p[3]["choices"].empty());
+  BOOST_TEST(p[3]["usage"]["total_tokens"] == 8);
+  const auto body = nlohmann::json::parse(enc.body(usage));
+  BOOST_TEST(body["choices"][0]["text"] == "Hi \xC3\xA9!");
+  BOOST_TEST(body["choices"][0]["logprobs"]["tokens"].size() == 3u);
+  BOOST_TEST(body["choices"][0]["logprobs"]["text_offset"] == nlohmann::json::parse("[0,2,4]"));
+  BOOST_TEST(body["choices"][0]["finish_reason"] == "length");
+  completions_encoder plain({"cmpl-2", "m", 7, false});
+  plain.apply(one);
+  plain.apply(fin);
+  const auto pb = nlohmann::json::parse(plain.body(usage));
+  BOOST_TEST(pb["choices"][0]["logprobs"].is_null());
+  BOOST_TEST(pb["choices"][0]["text"] == "Hi");
+  const auto err = payloads(plain.fail("server_error", "deadline_exceeded", "late"));
+  BOOST_TEST(err.at(0)["error"]["code"] == "deadline_exceeded");
 }
 
 BOOST_AUTO_TEST_SUITE_END()

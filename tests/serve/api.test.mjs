@@ -177,6 +177,61 @@ try {
     assert.equal(bad.status, 400);
     assert.equal(bad.json.error.param, 'include[0]');
   });
+  await check('legacy /v1/completions: raw prompt (BOS + text, as /tokenize counts it) or token ids, legacy logprobs, stream and not', async () => {
+    const prompt = 'The quick brown fox';
+    const tok = await post(base, '/tokenize', { model: MODEL, prompt });
+    const r = await openai.completions.create({ model: MODEL, prompt, max_tokens: 10, temperature: 0, logprobs: 2 });
+    assert.equal(r.object, 'text_completion');
+    assert.match(r.id, /^cmpl-[0-9A-Za-z]{29}$/);
+    assert.equal(r.usage.prompt_tokens, tok.json.count);
+    const c = r.choices[0];
+    const lp = c.logprobs;
+    assert.ok(lp.tokens.length >= 1);
+    assert.ok(lp.tokens.length === r.usage.completion_tokens || (c.finish_reason === 'stop' && lp.tokens.length === r.usage.completion_tokens - 1),
+              `${lp.tokens.length} entries for ${r.usage.completion_tokens} tokens`);
+    assert.equal(lp.token_logprobs.length, lp.tokens.length);
+    for (let i = 0; i < lp.tokens.length; ++i) {
+      // Greedy: the sampled token is the likeliest alternative.
+      const best = Math.max(...Object.values(lp.top_logprobs[i]));
+      assert.equal(best, lp.token_logprobs[i]);
+      assert.ok(Object.keys(lp.top_logprobs[i]).length >= 1 && Object.keys(lp.top_logprobs[i]).length <= 2);
+    }
+    assert.equal(lp.text_offset[0], 0);
+    // The same prompt as token ids gives the same completion.
+    const byIds = await openai.completions.create({ model: MODEL, prompt: tok.json.tokens, max_tokens: 10, temperature: 0 });
+    assert.equal(byIds.choices[0].text, c.text);
+    assert.equal(byIds.choices[0].logprobs, null);
+    // Streaming: the text pieces and their entries add up to the body's.
+    const s = await openai.completions.create({ model: MODEL, prompt, max_tokens: 10, temperature: 0, logprobs: 2, stream: true,
+                                               stream_options: { include_usage: true } });
+    let text = '', tokens = [], finish, usage;
+    for await (const ch of s) {
+      if (ch.usage) usage = ch.usage;
+      for (const x of ch.choices) {
+        text += x.text;
+        if (x.logprobs) tokens.push(...x.logprobs.tokens);
+        if (x.finish_reason) finish = x.finish_reason;
+      }
+    }
+    assert.equal(text, c.text);
+    assert.deepEqual(tokens, lp.tokens);
+    assert.equal(finish, c.finish_reason);
+    assert.equal(usage.completion_tokens, r.usage.completion_tokens);
+    // A stop string ends it; refusals name their field.
+    if (c.text.length >= 4) {
+      const stop = c.text.slice(2, 4);
+      const st = await openai.completions.create({ model: MODEL, prompt, max_tokens: 10, temperature: 0, stop: [stop] });
+      assert.equal(st.choices[0].text, c.text.slice(0, c.text.indexOf(stop)));
+      assert.equal(st.choices[0].finish_reason, 'stop');
+    }
+    for (const [body, param] of [[{ prompt: ['a', 'b'] }, 'prompt'], [{ prompt: 'x', echo: true }, 'echo'],
+                                 [{ prompt: [999999999] }, 'prompt'], [{ prompt: 'x', n: 3 }, 'n']]) {
+      const bad = await post(base, '/v1/completions', { model: MODEL, ...body });
+      assert.equal(bad.status, 400, JSON.stringify(bad.json));
+      assert.equal(bad.json.error.param, param);
+    }
+    assert.equal((await post(base, '/v1/completions', { model: 'nope', prompt: 'x' })).status, 404);
+  });
   await check('/metrics has every vLLM name with model_name after one request', async () => {
     const text = await (await fetch(base + '/metrics')).text();
     for (const name of ['vllm:num_requests_running', 'vllm:num_requests_waiting', 'vllm:kv_cache_usage_perc',

@@ -1,0 +1,100 @@
+#include "recipe/protocol/json_reader.hpp"
+#include "recipe/protocol/request_common.hpp"
+#include "recipe/protocol/request_parsers.hpp"
+
+// OpenAI's legacy `/v1/completions` (what many tools and eval harnesses still call): a raw
+// prompt, text out. The prompt is one string or one list of token ids; a batch of prompts is
+// refused (send one request per prompt), as are the fields this server cannot honour.
+
+namespace deepinfer::recipe {
+
+namespace jr = json_reader;
+namespace rc = request_common;
+
+namespace {
+
+bool all_ints(const json& v) {
+  for (const auto& x : v)
+    if (!x.is_number_integer())
+      return false;
+  return true;
+}
+
+raw_prompt parse_prompt(const json& v, const json_path& at) {
+  raw_prompt p;
+  if (v.is_string()) {
+    p.text = v.get<std::string>();
+    return p;
+  }
+  jr::array(v, at);
+  if (v.empty())
+    at.fail("Invalid 'prompt': empty array. Expected a string or a list of token ids.");
+  const json* one = &v;
+  if (v[0].is_string() || v[0].is_array()) {
+    if (v.size() != 1)
+      at.fail("Invalid 'prompt': only one prompt per request is supported; send one request per prompt.");
+    one = &v[0];
+    if (one->is_string()) {
+      p.text = one->get<std::string>();
+      return p;
+    }
+    if (one->empty())
+      (at / 0).fail("Invalid 'prompt': empty token list.");
+  }
+  if (!all_ints(*one))
+    at.fail("Invalid 'prompt': expected a string, a list of token ids, or one list of either.");
+  p.is_ids = true;
+  for (const auto& x : *one) {
+    const auto id = x.get<std::int64_t>();
+    if (id < 0 || id > INT32_MAX)
+      at.fail("Invalid 'prompt': token ids must be non-negative.");
+    p.ids.push_back(static_cast<std::int32_t>(id));
+  }
+  return p;
+}
+
+} // namespace
+
+conversation parse_completions_body(const json& j, const json_path& root) {
+  conversation c;
+  c.api = api_kind::completions;
+  c.model = jr::req_string(j, "model", root);
+  const json* prompt = jr::find(j, "prompt");
+  if (!prompt || prompt->is_null())
+    (root / "prompt").fail("Missing required parameter: 'prompt'.");
+  c.prompt = parse_prompt(*prompt, root / "prompt");
+  auto& s = c.sampling;
+  rc::parse_openai_sampling(j, root, s);
+  // `logprobs` here is a count (0 to 5 in OpenAI's API; up to 20 here, as vLLM allows): the
+  // sampled token's log-probability and that many alternatives.
+  if (auto n = jr::opt_int(j, "logprobs", root, 0, 20)) {
+    s.logprobs = true;
+    s.top_logprobs = *n;
+  }
+  // OpenAI's default for this endpoint is 16 tokens, not the server's chat default.
+  s.max_tokens = jr::opt_int(j, "max_tokens", root, 1, INT32_MAX).value_or(16);
+  if (auto n = jr::opt_int(j, "n", root, 1, 128); n && *n != 1)
+    (root / "n").fail("Invalid value: only n=1 is supported.");
+  if (auto b = jr::opt_int(j, "best_of", root, 1, 128); b && *b != 1)
+    (root / "best_of").fail("Invalid value: only best_of=1 is supported.");
+  if (jr::opt_bool(j, "echo", root).value_or(false))
+    (root / "echo").fail("Unsupported value: 'echo' (prompt log-probabilities are not computed); send the request "
+                         "without it and prepend the prompt yourself.");
+  if (const json* suffix = jr::find(j, "suffix"); suffix && !suffix->is_null())
+    (root / "suffix").fail("Unsupported parameter: 'suffix' (fill-in-the-middle) is not supported by this model.");
+  if (const json* st = jr::find(j, "stop"); st && !st->is_null())
+    s.stop = jr::stop_list(*st, root / "stop", 16);
+  if (const json* rf = jr::find(j, "response_format"); rf && !rf->is_null())
+    c.format = rc::parse_format(*rf, root / "response_format", true);
+  c.stream = jr::opt_bool(j, "stream", root).value_or(false);
+  if (const json* so = jr::find(j, "stream_options"); so && !so->is_null()) {
+    jr::object(*so, root / "stream_options");
+    if (!c.stream)
+      (root / "stream_options").fail("The 'stream_options' parameter is only allowed when 'stream' is enabled.");
+    c.stream_include_usage = jr::opt_bool(*so, "include_usage", root / "stream_options").value_or(false);
+  }
+  rc::finish(c, j, root);
+  return c;
+}
+
+} // namespace deepinfer::recipe

@@ -1,0 +1,122 @@
+#include "recipe/stream/completions_encoder.hpp"
+
+#include "recipe/json_text.hpp"
+#include "recipe/stream/chat_encoder.hpp"
+
+#include <nlohmann/json.hpp>
+
+namespace deepinfer::recipe {
+
+namespace {
+
+using ojson = nlohmann::ordered_json;
+
+std::string dump(const ojson& j) { return j.dump(-1, ' ', false, ojson::error_handler_t::replace); }
+
+/// Characters (code points) in `s`: the bytes that do not continue a UTF-8 sequence.
+std::size_t chars(std::string_view s) {
+  std::size_t n = 0;
+  for (unsigned char c : s)
+    n += (c & 0xC0) != 0x80;
+  return n;
+}
+
+ojson usage_json(const usage_counts& u) {
+  return {{"prompt_tokens", u.prompt_tokens},
+          {"completion_tokens", u.completion_tokens},
+          {"total_tokens", u.prompt_tokens + u.completion_tokens},
+          {"prompt_tokens_details", {{"cached_tokens", u.cached_tokens}}}};
+}
+
+} // namespace
+
+std::string completions_encoder::logprobs_object(std::span<const token_logprob> entries, std::size_t offset) {
+  ojson tokens = ojson::array(), lps = ojson::array(), tops = ojson::array(), offsets = ojson::array();
+  for (const auto& e : entries) {
+    tokens.push_back(e.token);
+    lps.push_back(e.logprob);
+    ojson top = ojson::object();
+    for (const auto& a : e.top)
+      if (!top.contains(a.token)) // two ids can spell the same bytes: the likelier one is kept
+        top[a.token] = a.logprob;
+    tops.push_back(std::move(top));
+    offsets.push_back(offset);
+    offset += chars(e.token);
+  }
+  return dump({{"tokens", tokens}, {"token_logprobs", lps}, {"top_logprobs", tops}, {"text_offset", offsets}});
+}
+
+std::vector<token_logprob> completions_encoder::take(const stream_event& e) {
+  std::vector<token_logprob> out;
+  if (e.type == stream_event::kind::content && !e.text.empty())
+    out.swap(pending_);
+  else if (e.type != stream_event::kind::content)
+    pending_.clear();
+  all_.insert(all_.end(), out.begin(), out.end());
+  return out;
+}
+
+std::string completions_encoder::chunk(const std::string& text, const std::string& logprobs_json,
+                                       const char* finish) const {
+  std::string s = "data: {\"id\":";
+  append_json_string(s, cfg_.id);
+  s += ",\"object\":\"text_completion\",\"created\":" + std::to_string(cfg_.created) + ",\"model\":";
+  append_json_string(s, cfg_.model);
+  s += ",\"choices\":[{\"text\":";
+  append_json_string(s, text);
+  s += ",\"index\":0,\"logprobs\":" + (logprobs_json.empty() ? std::string("null") : logprobs_json);
+  s += ",\"finish_reason\":";
+  s += finish ? "\"" + std::string(finish) + "\"" : std::string("null");
+  s += "}]";
+  if (cfg_.include_usage)
+    s += ",\"usage\":null";
+  s += "}\n\n";
+  return s;
+}
+
+void completions_encoder::apply(std::span<const stream_event> events) {
+  for (const auto& e : events)
+    take(e);
+  result_.apply(events);
+}
+
+std::string completions_encoder::encode(std::span<const stream_event> events, const usage_counts& usage) {
+  std::string out;
+  for (const auto& e : events) {
+    result_.apply(std::span(&e, 1));
+    auto lp = take(e);
+    if (e.type == stream_event::kind::content && !e.text.empty()) {
+      out += chunk(e.text, asked_ ? logprobs_object(lp, chars_) : std::string(), nullptr);
+      for (const auto& x : lp)
+        chars_ += chars(x.token);
+    } else if (e.type == stream_event::kind::finish) {
+      out += chunk("", {}, openai_finish_reason(e.reason));
+      if (cfg_.include_usage) {
+        ojson u = {{"id", cfg_.id}, {"object", "text_completion"}, {"created", cfg_.created}, {"model", cfg_.model},
+                   {"choices", ojson::array()}, {"usage", usage_json(usage)}};
+        out += "data: " + dump(u) + "\n\n";
+      }
+      out += "data: [DONE]\n\n";
+    }
+    // No reasoning or tool calls on this endpoint (the parser runs without either).
+  }
+  return out;
+}
+
+std::string completions_encoder::fail(std::string_view type, std::string_view code, std::string_view message) {
+  ojson e;
+  e["error"] = {{"message", message}, {"type", type}, {"param", nullptr}, {"code", code}};
+  return "data: " + dump(e) + "\n\ndata: [DONE]\n\n";
+}
+
+std::string completions_encoder::body(const usage_counts& usage) const {
+  ojson j = {{"id", cfg_.id}, {"object", "text_completion"}, {"created", cfg_.created}, {"model", cfg_.model}};
+  ojson choice = {{"text", result_.content}, {"index", 0}};
+  choice["logprobs"] = asked_ ? ojson::parse(logprobs_object(all_, 0)) : ojson();
+  choice["finish_reason"] = openai_finish_reason(result_.reason);
+  j["choices"] = ojson::array({choice});
+  j["usage"] = usage_json(usage);
+  return dump(j);
+}
+
+} // namespace deepinfer::recipe

@@ -1,0 +1,62 @@
+#pragma once
+
+#include "recipe/stream/completion.hpp"
+#include "recipe/stream/stream_event.hpp"
+#include "recipe/stream/token_logprob.hpp"
+
+#include <cstdint>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace deepinfer::recipe {
+
+/// Writes parser events as OpenAI's legacy Completions output (`/v1/completions`): one
+/// `text_completion` SSE chunk per piece of text, a finish chunk, the usage chunk when
+/// `include_usage`, then `[DONE]`; or the `text_completion` body. Log-probabilities come in the
+/// legacy shape (`tokens`, `token_logprobs`, `top_logprobs` as {token: logprob}, `text_offset`),
+/// each on the chunk whose text its token became.
+class completions_encoder {
+public:
+  struct config {
+    std::string id = "cmpl-0";
+    std::string model;
+    std::int64_t created = 0;
+    bool include_usage = false;
+  };
+
+  explicit completions_encoder(config cfg) : cfg_(std::move(cfg)) {}
+
+  /// Nothing: a legacy stream starts with its first text.
+  std::string start() { return {}; }
+  std::string encode(std::span<const stream_event> events, const usage_counts& usage);
+  void apply(std::span<const stream_event> events);
+  /// Log-probabilities of the next tokens (give one token's before its events): held until
+  /// the text they became is encoded or applied.
+  void logprobs(std::span<const token_logprob> entries) {
+    asked_ = true;
+    pending_.insert(pending_.end(), entries.begin(), entries.end());
+  }
+  /// An error chunk (`data: {"error": ...}`, which the SDKs raise), then `[DONE]`.
+  std::string fail(std::string_view type, std::string_view code, std::string_view message);
+  std::string body(const usage_counts& usage) const;
+  const completion& result() const noexcept { return result_; }
+
+private:
+  /// The legacy `logprobs` object of `entries`, whose text starts at `offset` characters into
+  /// the completion.
+  static std::string logprobs_object(std::span<const token_logprob> entries, std::size_t offset);
+  std::string chunk(const std::string& text, const std::string& logprobs_json, const char* finish) const;
+  /// The held entries of one event: text takes them, a finish drops what never became text.
+  std::vector<token_logprob> take(const stream_event& e);
+
+  config cfg_;
+  completion result_;
+  std::vector<token_logprob> pending_;
+  std::vector<token_logprob> all_; ///< every text token's entry (the body)
+  bool asked_ = false;             ///< logprobs were given at all (else the field is null)
+  std::size_t chars_ = 0;          ///< characters of text streamed so far (text_offset)
+};
+
+} // namespace deepinfer::recipe
