@@ -198,7 +198,7 @@ BOOST_AUTO_TEST_CASE(limits_tables_reach_the_node_config_and_reject_bad_values) 
                            "cors_origins = [\"https://app.example\"]\napi_keys_file = \"/etc/keys.txt\"\n"
                            "protect_metrics = true\n"
                            "[requests]\njson_max_depth = 32\nstall_timeout_ms = 5000\ndeadline_ms = 9000\n"
-                           "api_keys = [\"key-0123456789\"]\n"
+                           "api_keys = [\"key-0123456789\"]\nresponses_ttl_s = 60\nresponses_store_mib = 8\n"
                            "[admission]\nprefill_tokens_per_rank = 1000\nmax_waiting = 3\nqueue_timeout_ms = 700\n"
                            "[so]\ncache_mib = 64\ncompile_timeout_ms = 500\n" +
                            good_nodes;
@@ -213,6 +213,8 @@ BOOST_AUTO_TEST_CASE(limits_tables_reach_the_node_config_and_reject_bad_values) 
   BOOST_TEST(m.requests.stall_timeout.count() == 5000);
   BOOST_TEST(m.requests.deadline.count() == 9000);
   BOOST_TEST(m.requests.api_keys.size() == 1u);
+  BOOST_TEST(m.requests.responses_ttl.count() == 60);
+  BOOST_TEST(m.requests.responses_max_bytes == 8u << 20);
   BOOST_TEST(m.admission.prefill_tokens_per_rank == 1000);
   BOOST_TEST(m.admission.decode_sequences_per_rank == 256); // default kept
   BOOST_TEST(m.admission.max_waiting == 3u);

@@ -101,6 +101,10 @@ void read_requests(toml_reader& r, actors::request_limits& q) {
         r.fail_element("api_keys", i, "an API key needs at least 8 characters");
     q.api_keys = *v;
   }
+  if (auto v = r.integer("responses_ttl_s", 1, 30 * 86400))
+    q.responses_ttl = std::chrono::seconds{*v};
+  if (auto v = r.integer("responses_store_mib", 0, 1 << 20))
+    q.responses_max_bytes = static_cast<std::size_t>(*v) << 20;
   r.finish();
 }
 

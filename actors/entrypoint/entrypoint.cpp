@@ -2,6 +2,8 @@
 
 #include <random>
 
+#include <nlohmann/json.hpp>
+
 #include "actors/http/anthropic_error.hpp"
 #include "actors/http/request_checks.hpp"
 #include "actors/log.hpp"
@@ -27,15 +29,11 @@ void send_api_error(http::response_writer& w, recipe::api_kind api, int status, 
   w.send_json(static_cast<unsigned>(status), e.body());
 }
 
-/// On the I/O thread only what costs nothing: the body's media type and the API key; false
-/// (answered with the API's error) when the request may not go on. `tenant` is its API key.
-bool accepted(const std::shared_ptr<entrypoint::context>& ctx, recipe::api_kind api, http::http_request& req,
-              http::response_writer& w, std::string& tenant) {
+/// The API key check; false (answered with the API's 401) when the request may not go on.
+/// `tenant` is its API key.
+bool key_accepted(const std::shared_ptr<entrypoint::context>& ctx, recipe::api_kind api, const http::http_request& req,
+                  http::response_writer& w, std::string& tenant) {
   const bool anthropic = api == recipe::api_kind::messages;
-  if (auto problem = http::json_body_problem(req)) {
-    send_api_error(w, api, 415, "invalid_request_error", *problem);
-    return false;
-  }
   if (ctx->keys && ctx->keys->required()) {
     tenant = http::api_key_of(req);
     if (!ctx->keys->accepts(tenant)) {
@@ -51,6 +49,39 @@ bool accepted(const std::shared_ptr<entrypoint::context>& ctx, recipe::api_kind 
     }
   }
   return true;
+}
+
+/// On the I/O thread only what costs nothing: the body's media type and the API key; false
+/// (answered with the API's error) when the request may not go on. `tenant` is its API key.
+bool accepted(const std::shared_ptr<entrypoint::context>& ctx, recipe::api_kind api, http::http_request& req,
+              http::response_writer& w, std::string& tenant) {
+  if (auto problem = http::json_body_problem(req)) {
+    send_api_error(w, api, 415, "invalid_request_error", *problem);
+    return false;
+  }
+  return key_accepted(ctx, api, req, w, tenant);
+}
+
+/// GET / DELETE /v1/responses/{id}: the tenant's stored response (OpenAI's 404 otherwise).
+void stored_response(const std::shared_ptr<entrypoint::context>& ctx, const http::http_request& req,
+                     http::response_writer& w, bool remove) {
+  std::string tenant;
+  if (!key_accepted(ctx, recipe::api_kind::responses, req, w, tenant))
+    return;
+  const auto id = std::string{req.path.substr(std::string_view{"/v1/responses/"}.size())};
+  auto missing = [&] {
+    send_api_error(w, recipe::api_kind::responses, 404, "invalid_request_error",
+                   "Response with id '" + id + "' not found.", "response_id");
+  };
+  if (remove) {
+    if (!ctx->responses->erase(tenant, id))
+      return missing();
+    return w.send_json(200, nlohmann::json{{"id", id}, {"object", "response.deleted"}, {"deleted", true}}.dump());
+  }
+  auto stored = ctx->responses->get(tenant, id);
+  if (!stored)
+    return missing();
+  w.send_json(200, stored->body);
 }
 
 /// Parse, render and tokenize run in the request actor, on the CAF scheduler.
@@ -90,6 +121,8 @@ std::unique_ptr<entrypoint> entrypoint::create(caf::actor_system& sys, const ser
                       .with({});
   ctx->sys = &sys;
   ctx->cfg = cfg;
+  ctx->responses = std::make_shared<response_store>(
+    response_store::limits{cfg.requests.responses_ttl, cfg.requests.responses_max_bytes});
   ctx->admission = std::make_shared<admission_control>(cfg.admission);
   ctx->admission_refused = &metrics->add_counter("deepinfer_admission_refused_total",
                                                  "Requests refused by admission control (429 / 529) before "
@@ -189,6 +222,10 @@ void entrypoint::add_routes(http::router& routes) {
                            std::pair{"/v1/completions", recipe::api_kind::completions}})
     routes.add("POST", path, [ctx = ctx_, api](http::http_request req, std::shared_ptr<http::response_writer> w) {
       handle(ctx, api, req, std::move(w));
+    });
+  for (auto [method, remove] : {std::pair{"GET", false}, std::pair{"DELETE", true}})
+    routes.add(method, "/v1/responses/*", [ctx = ctx_, remove](http::http_request req, std::shared_ptr<http::response_writer> w) {
+      stored_response(ctx, req, *w, remove);
     });
   for (auto [path, route] : {std::pair{"/v1/messages/count_tokens", token_route::count_tokens},
                              std::pair{"/tokenize", token_route::tokenize},

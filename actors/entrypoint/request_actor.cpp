@@ -51,15 +51,38 @@ void cancel_ranks(request_pointer self) {
     self->send(caf::actor_cast<rank_actor>(st.prefill_rank), cancel_atom::value, st.job);
 }
 
+/// A finished Responses turn with `store` (the default): kept for GET and for a later
+/// `previous_response_id`, with the conversation it ends (its instructions left out).
+void store_response(request_state& st, const std::string& body) {
+  if (st.conv.api != recipe::api_kind::responses || !st.conv.store || !st.ctx->responses)
+    return;
+  response_store::entry e;
+  e.body = body;
+  e.history.assign(st.conv.messages.begin() + (st.conv.instructions ? 1 : 0), st.conv.messages.end());
+  const auto& r = st.out->result();
+  recipe::message m;
+  m.role = recipe::role::assistant;
+  if (!r.content.empty())
+    m.content.push_back(recipe::content_part::text(r.content));
+  if (!r.reasoning.empty())
+    m.reasoning = r.reasoning;
+  for (const auto& c : r.calls)
+    m.tool_calls.push_back({c.id, c.name, c.arguments});
+  e.history.push_back(std::move(m));
+  st.ctx->responses->put(st.tenant, st.public_id, std::move(e));
+}
+
 void finish_ok(request_pointer self) {
   auto& st = self->state;
   st.done = true;
   st.ctx->vllm.e2e->observe(std::chrono::duration<double>(clock_type::now() - st.arrived).count());
   st.ctx->vllm.finished(st.finish == recipe::finish_reason::length ? "length" : "stop");
+  auto body = st.out->body(st.usage);
+  store_response(st, body);
   if (st.conv.stream)
     st.writer->finish();
   else
-    st.writer->send_json(200, st.out->body(st.usage));
+    st.writer->send_json(200, std::move(body));
   self->quit();
 }
 
@@ -201,6 +224,7 @@ void admit(request_pointer self) {
 bool prepare(request_pointer self, recipe::api_kind api, const std::string& body, const std::string& tenant) {
   auto& st = self->state;
   st.conv.api = api;
+  st.tenant = tenant;
   auto p = prepare_request(*st.ctx, api, body, tenant);
   if (!p) {
     st.done = true;
@@ -260,6 +284,7 @@ caf::behavior request_behavior(request_pointer self, std::shared_ptr<entrypoint:
   pc.stop = st.conv.sampling.stop;
   pc.ignore_eos = smp.ignore_eos;
   auto ids = recipe::api_ids::draw(st.conv.api);
+  st.public_id = ids.response;
   pc.tool_id_prefix = ids.tool_prefix;
   auto tok = st.ctx->tok;
   st.parser = std::make_unique<recipe::stream_parser>(

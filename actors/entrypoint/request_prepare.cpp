@@ -116,6 +116,22 @@ expected<prepared_request, recipe::api_error> prepare_request(const entrypoint::
     return error_of(api, 404, anthropic ? "not_found_error" : "invalid_request_error",
                     "The model '" + conv->model + "' does not exist; this server serves '" + ctx.cfg.model_name + "'.",
                     "model");
+  if (!conv->previous_response_id.empty()) {
+    // Continue a stored turn: its history goes between this request's instructions (which are
+    // the only ones that apply) and its input.
+    auto prev = ctx.responses ? ctx.responses->get(tenant, conv->previous_response_id) : nullptr;
+    if (!prev) {
+      auto e = error_of(api, 404, "invalid_request_error",
+                        "Previous response with id '" + conv->previous_response_id +
+                          "' not found. It was never stored (store: false), was deleted, or expired; send the "
+                          "full input instead.",
+                        "previous_response_id");
+      e.code = "previous_response_not_found";
+      return e;
+    }
+    auto at = conv->messages.begin() + (conv->instructions ? 1 : 0);
+    conv->messages.insert(at, prev->history.begin(), prev->history.end());
+  }
   prepared_request out;
   out.max_tokens = static_cast<int32_t>(conv->sampling.max_tokens.value_or(ctx.cfg.default_max_tokens));
   out.salt = cache_salt_of(tenant, conv->cache_salt);

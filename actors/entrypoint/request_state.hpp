@@ -39,6 +39,10 @@ struct request_state {
   /// How the answer ended (the parser's finish event), for the finished_reason metric.
   recipe::finish_reason finish = recipe::finish_reason::stop;
   uint64_t id = 0;
+  /// The API key the request came with (its tenant: prefix-cache namespace, stored responses).
+  std::string tenant;
+  /// The public id in the API's style (`resp_…`, `chatcmpl-…`).
+  std::string public_id;
   /// Id of the current attempt's job: token batches of an earlier attempt are ignored.
   uint64_t job = 0;
   int attempts = 0;

@@ -9,6 +9,7 @@
 #include "actors/control/cluster_snapshot.hpp"
 #include "actors/entrypoint/vllm_metrics.hpp"
 #include "actors/entrypoint/entrypoint.hpp"
+#include "actors/entrypoint/response_store.hpp"
 #include "actors/http/metrics_registry.hpp"
 #include "balancers/cost_model.hpp"
 #include "recipe/render/special_table.hpp"
@@ -36,6 +37,8 @@ struct entrypoint::context {
   std::shared_ptr<kv::prefix_cache> cache;
   /// The process's structured-output compiler (null: constrained requests are refused).
   std::shared_ptr<structured_output> so;
+  /// Stored Responses of this entrypoint.
+  std::shared_ptr<response_store> responses;
   /// The API keys requests need; null: none.
   std::shared_ptr<const http::api_keys> keys;
   std::atomic<uint64_t> next_id{1};

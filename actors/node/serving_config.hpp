@@ -29,6 +29,10 @@ struct request_limits {
   /// API keys clients must send (`Authorization: Bearer KEY` or `x-api-key: KEY`); empty: no
   /// authentication. Each key is also its tenant's prefix-cache namespace.
   std::vector<std::string> api_keys;
+  /// Stored Responses (`store`, `previous_response_id`, GET/DELETE /v1/responses/{id}): how long
+  /// one is kept and how many bytes all of them may take on this entrypoint; 0 bytes: none kept.
+  std::chrono::seconds responses_ttl{3600};
+  std::size_t responses_max_bytes = std::size_t{256} << 20;
 };
 
 /// What the serving path needs besides the actors: model, tokenizer, limits.

@@ -151,6 +151,10 @@ struct conversation {
   /// reads and writes, so only requests with the same salt (and API key) share cached prefixes.
   /// Empty: the key's namespace, or the shared one without keys.
   std::string cache_salt;
+  /// Responses `store` (default true: the entrypoint keeps the response for GET and for a later
+  /// `previous_response_id`) and `previous_response_id` (the stored turn this one continues).
+  bool store = true;
+  std::string previous_response_id;
 };
 
 } // namespace deepinfer::recipe

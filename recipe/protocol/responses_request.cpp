@@ -144,10 +144,17 @@ conversation parse_responses_body(const json& j, const json_path& root) {
   conversation c;
   c.api = api_kind::responses;
   c.model = jr::req_string(j, "model", root);
-  for (const char* stateful : {"previous_response_id", "conversation", "prompt"})
-    if (jr::find(j, stateful))
+  for (const char* stateful : {"conversation", "prompt"})
+    if (const json* v = jr::find(j, stateful); v && !v->is_null())
       (root / stateful).fail(std::string("Unsupported parameter: '") + stateful +
-                             "'. This server is stateless; send the full input.");
+                             "'. Continue a stored response with 'previous_response_id', or send the full input.");
+  if (const json* prev = jr::find(j, "previous_response_id"); prev && !prev->is_null()) {
+    c.previous_response_id = jr::string(*prev, root / "previous_response_id");
+    if (c.previous_response_id.empty())
+      (root / "previous_response_id").fail("Invalid 'previous_response_id': empty string.");
+  }
+  if (const json* st = jr::find(j, "store"); st && !st->is_null())
+    c.store = jr::opt_bool(j, "store", root).value_or(true);
   if (auto ins = jr::opt_string(j, "instructions", root)) {
     message m;
     m.role = role::system;

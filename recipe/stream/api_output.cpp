@@ -95,6 +95,10 @@ std::string api_output::fail(std::string_view type, std::string_view code, std::
     enc_);
 }
 
+const recipe::completion& api_output::result() const {
+  return std::visit([](const auto& e) -> const recipe::completion& { return e.result(); }, enc_);
+}
+
 std::string api_output::failed_body(const recipe::api_error& e, const recipe::usage_counts& usage) const {
   using ojson = nlohmann::ordered_json;
   auto err = ojson::parse(e.body());

@@ -39,6 +39,8 @@ public:
   /// The error body of `e` for a non-streamed request cut short, with what was generated so
   /// far under `partial` (the API's own body, its finish / stop reason null).
   std::string failed_body(const recipe::api_error& e, const recipe::usage_counts& usage) const;
+  /// What was generated so far (reasoning, text, tool calls).
+  const recipe::completion& result() const;
 
 private:
   std::variant<recipe::chat_encoder, recipe::responses_encoder, recipe::messages_encoder, recipe::completions_encoder>

@@ -17,6 +17,8 @@ ojson responses_echo(const conversation& conv) {
   e["parallel_tool_calls"] = conv.parallel_tool_calls;
   e["temperature"] = conv.sampling.temperature ? ojson(*conv.sampling.temperature) : ojson();
   e["top_p"] = conv.sampling.top_p ? ojson(*conv.sampling.top_p) : ojson();
+  e["previous_response_id"] = conv.previous_response_id.empty() ? ojson() : ojson(conv.previous_response_id);
+  e["store"] = conv.store;
   e["top_logprobs"] = conv.sampling.logprobs ? ojson(conv.sampling.top_logprobs) : ojson();
   e["max_output_tokens"] = conv.sampling.max_tokens ? ojson(*conv.sampling.max_tokens) : ojson();
   switch (conv.tool_choice.kind) {

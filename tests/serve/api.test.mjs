@@ -232,6 +232,48 @@ try {
     }
     assert.equal((await post(base, '/v1/completions', { model: 'nope', prompt: 'x' })).status, 404);
   });
+  await check('responses store + previous_response_id: GET and DELETE /v1/responses/{id}; a continuation equals sending the full input', async () => {
+    const first = 'My name is Ada. Please remember it.';
+    const r1 = await openai.responses.create({ model: MODEL, input: first, instructions: 'Answer briefly.',
+                                              max_output_tokens: 8, temperature: 0 });
+    assert.equal(r1.store, true);
+    const got = await openai.responses.retrieve(r1.id);
+    assert.equal(got.id, r1.id);
+    assert.deepEqual(got.output, r1.output);
+    assert.deepEqual(got.usage, r1.usage);
+    // The continuation: r1's input and output, not its instructions, then the new input.
+    const r2 = await openai.responses.create({ model: MODEL, previous_response_id: r1.id, input: 'What is my name?',
+                                              max_output_tokens: 8, temperature: 0 });
+    assert.equal(r2.previous_response_id, r1.id);
+    const full = await openai.responses.create({ model: MODEL, max_output_tokens: 8, temperature: 0,
+      input: [{ role: 'user', content: first }, ...r1.output, { role: 'user', content: 'What is my name?' }] });
+    assert.equal(r2.usage.input_tokens, full.usage.input_tokens);
+    assert.ok(r2.usage.input_tokens > r1.usage.input_tokens);
+    assert.deepEqual(r2.output.map((o) => o.content ?? o.arguments), full.output.map((o) => o.content ?? o.arguments));
+    // Streamed turns are stored too, and chains go on.
+    const s3 = await openai.responses.create({ model: MODEL, previous_response_id: r2.id, input: 'And again?',
+                                              max_output_tokens: 4, temperature: 0, stream: true });
+    let r3;
+    for await (const e of s3) if (e.type === 'response.completed' || e.type === 'response.incomplete') r3 = e.response;
+    assert.equal((await openai.responses.retrieve(r3.id)).id, r3.id);
+    // store: false keeps nothing; unknown and deleted ids are OpenAI's 404.
+    const unstored = await openai.responses.create({ model: MODEL, input: 'x', store: false, max_output_tokens: 2 });
+    assert.equal(unstored.store, false);
+    for (const id of [unstored.id, 'resp_does_not_exist']) {
+      const miss = await post(base, '/v1/responses', { model: MODEL, input: 'y', previous_response_id: id });
+      assert.equal(miss.status, 404);
+      assert.equal(miss.json.error.param, 'previous_response_id');
+      assert.equal((await fetch(`${base}/v1/responses/${id}`)).status, 404);
+    }
+    const del = await fetch(`${base}/v1/responses/${r1.id}`, { method: 'DELETE' });
+    assert.equal(del.status, 200);
+    assert.deepEqual(await del.json(), { id: r1.id, object: 'response.deleted', deleted: true });
+    const gone = await fetch(`${base}/v1/responses/${r1.id}`);
+    assert.equal(gone.status, 404);
+    assert.equal((await gone.json()).error.type, 'invalid_request_error');
+    assert.equal((await fetch(`${base}/v1/responses/${r1.id}`, { method: 'DELETE' })).status, 404);
+    assert.equal((await openai.responses.retrieve(r2.id)).id, r2.id); // the others stay
+  });
   await check('/metrics has every vLLM name with model_name after one request', async () => {
     const text = await (await fetch(base + '/metrics')).text();
     for (const name of ['vllm:num_requests_running', 'vllm:num_requests_waiting', 'vllm:kv_cache_usage_perc',
