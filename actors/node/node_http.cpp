@@ -8,6 +8,7 @@
 #include "actors/http/metrics_registry.hpp"
 #include "actors/http/router.hpp"
 #include "actors/control/membership.hpp"
+#include "actors/node/status_page.hpp"
 
 namespace deepinfer::actors {
 
@@ -153,6 +154,21 @@ std::optional<std::string> node_http::start() {
     r.content_type = std::string{metrics_registry::content_type};
     r.body = metrics->render();
     w->send(std::move(r));
+  });
+  // The status page (static; its data come from /status.json and /metrics, guarded like /metrics).
+  routes.add("GET", "/", [](http::http_request, std::shared_ptr<http::response_writer> w) {
+    http::http_response r;
+    r.content_type = "text/html; charset=utf-8";
+    r.body = std::string{status_page_html()};
+    r.headers = {{"Content-Security-Policy", "default-src 'self'; script-src 'unsafe-inline'; style-src 'unsafe-inline'"},
+                 {"Cache-Control", "no-cache"}};
+    w->send(std::move(r));
+  });
+  routes.add("GET", "/status.json", [snap = d.snap, keyed, guard = d.cfg.protect_metrics](
+                                      http::http_request req, std::shared_ptr<http::response_writer> w) {
+    if (guard && !keyed(req, *w))
+      return;
+    w->send_json(200, status_json(snap->get()));
   });
   if (d.extra_routes)
     d.extra_routes(routes);
