@@ -21,15 +21,26 @@ anthropic_version=0.106.0
 # against its JSON Schema.
 zod_version=3.25.76
 ajv_version=8.17.1
+# Third-party clients real users point at OpenAI-compatible servers (tests/serve/thirdparty.test.mjs):
+# the Vercel AI SDK 4.x with its OpenAI and Anthropic providers, and LangChain JS 0.3 (all Node 18+).
+ai_version=4.3.19
+ai_openai_version=1.3.24
+ai_anthropic_version=1.2.12
+langchain_openai_version=0.3.17
+langchain_core_version=0.3.80
 have() { [[ -f "$dir/node_modules/$1/package.json" ]] && grep -q "\"version\": \"$2\"" "$dir/node_modules/$1/package.json"; }
 if have openai "$openai_version" && have @anthropic-ai/sdk "$anthropic_version" && have zod "$zod_version" \
-   && have ajv "$ajv_version"; then
+   && have ajv "$ajv_version" && have ai "$ai_version" && have @ai-sdk/openai "$ai_openai_version" \
+   && have @ai-sdk/anthropic "$ai_anthropic_version" && have @langchain/openai "$langchain_openai_version" \
+   && have @langchain/core "$langchain_core_version"; then
   exit 0
 fi
 mkdir -p "$dir"
 [[ -f "$dir/package.json" ]] || echo '{"name":"deepinfer-api-clients","private":true}' > "$dir/package.json"
-npm_step prepare_api_clients "install openai@$openai_version, @anthropic-ai/sdk@$anthropic_version, zod@$zod_version and ajv@$ajv_version into $dir" \
+npm_step prepare_api_clients "install openai@$openai_version, @anthropic-ai/sdk@$anthropic_version, zod, ajv, ai@$ai_version (+ @ai-sdk/openai, @ai-sdk/anthropic) and @langchain/openai@$langchain_openai_version into $dir" \
   "$cache/npm-api-clients.log" \
   -- install --prefix "$dir" --no-audit --no-fund --save-exact "openai@$openai_version" "@anthropic-ai/sdk@$anthropic_version" \
-     "zod@$zod_version" "ajv@$ajv_version"
-echo "prepare_api_clients: openai@$openai_version, @anthropic-ai/sdk@$anthropic_version, zod@$zod_version and ajv@$ajv_version ready in $dir"
+     "zod@$zod_version" "ajv@$ajv_version" "ai@$ai_version" "@ai-sdk/openai@$ai_openai_version" \
+     "@ai-sdk/anthropic@$ai_anthropic_version" "@langchain/openai@$langchain_openai_version" \
+     "@langchain/core@$langchain_core_version"
+echo "prepare_api_clients: openai@$openai_version, @anthropic-ai/sdk@$anthropic_version, zod, ajv, the Vercel AI SDK and LangChain JS ready in $dir"
