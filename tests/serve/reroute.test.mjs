@@ -40,7 +40,8 @@ const prompts = Array.from({ length: STREAMS }, (_, i) =>
 async function complete(base, content) {
   const r = await fetch(base + '/v1/chat/completions', {
     method: 'POST', headers: { 'content-type': 'application/json' },
-    body: JSON.stringify({ model: MODEL, temperature: 0, max_tokens: MAX_TOKENS, messages: [{ role: 'user', content }] }) });
+    body: JSON.stringify({ model: MODEL, temperature: 0, max_tokens: MAX_TOKENS, logprobs: true,
+                           messages: [{ role: 'user', content }] }) });
   return { status: r.status, json: await r.json() };
 }
 
@@ -49,11 +50,12 @@ function stream(base, content, progress, i) {
   return (async () => {
     const r = await fetch(base + '/v1/chat/completions', {
       method: 'POST', headers: { 'content-type': 'application/json' },
-      body: JSON.stringify({ model: MODEL, temperature: 0, max_tokens: MAX_TOKENS, stream: true,
+      body: JSON.stringify({ model: MODEL, temperature: 0, max_tokens: MAX_TOKENS, stream: true, logprobs: true,
                              messages: [{ role: 'user', content }] }) });
     const reader = r.body.getReader();
     const dec = new TextDecoder();
     let buf = '', text = '', done = false, finish = null;
+    const logprobs = [];
     for (;;) {
       const { value, done: end } = await reader.read();
       if (end) break;
@@ -68,10 +70,11 @@ function stream(base, content, progress, i) {
         const chunk = JSON.parse(data);
         const c = chunk.choices?.[0];
         if (c?.delta?.content) { text += c.delta.content; progress[i]++; }
+        for (const e of c?.logprobs?.content ?? []) logprobs.push([e.token, e.logprob]);
         if (c?.finish_reason) finish = c.finish_reason;
       }
     }
-    return { status: r.status, text, done, finish };
+    return { status: r.status, text, done, finish, logprobs };
   })();
 }
 
@@ -84,11 +87,12 @@ async function ready(base) {
 try {
   await ready(one);
   await ready(cluster);
-  const reference = [];
+  const reference = [], referenceLogprobs = [];
   for (const p of prompts) {
     const r = await complete(one, p);
     assert.equal(r.status, 200, JSON.stringify(r.json));
     reference.push(r.json.choices[0].message.content);
+    referenceLogprobs.push(r.json.choices[0].logprobs.content.map((e) => [e.token, e.logprob]));
   }
   await check(`${STREAMS} greedy streams survive both decode nodes SIGKILLed at once, with the undisturbed text`, async () => {
     const progress = new Array(STREAMS).fill(0);
@@ -115,6 +119,8 @@ try {
       assert.ok(o.done, `stream ${i} ended with [DONE]`);
       assert.ok(o.finish === 'length' || o.finish === 'stop', `stream ${i} finish_reason ${o.finish}`);
       assert.equal(o.text, reference[i], `stream ${i}: the text after the reroute`);
+      // Tolerance 0: the resubmission's prefill recomputes exactly the undisturbed logits.
+      assert.deepEqual(o.logprobs, referenceLogprobs[i], `stream ${i}: every token's log-probability after the reroute`);
     });
   });
 } catch (e) {

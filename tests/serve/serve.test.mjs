@@ -179,7 +179,7 @@ try {
     for (const [label, sampling] of [['greedy', { temperature: 0 }], ['seeded', { temperature: 1, seed: 7 }]]) {
       const words = Array.from({ length: 1500 }, (_, i) => `${label[0]}${(i * 104729) % 2003}`).join(' ');
       const messages = [{ role: 'system', content: words }, { role: 'user', content: 'Tell me more.' }];
-      const ask = () => openai.chat.completions.create({ model: MODEL, messages, max_tokens: 24, ...sampling });
+      const ask = () => openai.chat.completions.create({ model: MODEL, messages, max_tokens: 24, logprobs: true, ...sampling });
       const miss = await ask();
       const hit = await ask();
       assert.equal(miss.usage.prompt_tokens_details?.cached_tokens ?? 0, 0, `${label}: the first send misses`);
@@ -188,6 +188,9 @@ try {
       assert.equal(miss.usage.completion_tokens, 24, `${label}: the comparison covers 24 tokens`);
       assert.equal(hit.usage.completion_tokens, miss.usage.completion_tokens);
       assert.equal(hit.choices[0].message.content ?? '', miss.choices[0].message.content ?? '', `${label}: same output with and without a hit`);
+      // Tolerance 0: the hit changes no log-probability of any generated token.
+      assert.deepEqual(hit.choices[0].logprobs.content.map((e) => e.logprob), miss.choices[0].logprobs.content.map((e) => e.logprob),
+                       `${label}: same log-probabilities with and without a hit`);
       console.log(`     ${label}: ${cached} of ${hit.usage.prompt_tokens} cached; ${miss.usage.completion_tokens} tokens equal`);
     }
   });

@@ -82,11 +82,15 @@ try {
       [{ role: 'user', content: 'Ünïcödé, emoji 🚀 and code: `for (;;) {}`' }],
     ];
     for (const messages of prompts) {
-      const [a, b] = await Promise.all([chat(split, { messages, max_tokens: 48 }), chat(one, { messages, max_tokens: 48 })]);
+      const [a, b] = await Promise.all([chat(split, { messages, max_tokens: 48, logprobs: true }),
+                                        chat(one, { messages, max_tokens: 48, logprobs: true })]);
       assert.equal(a.status, 200, JSON.stringify(a.json));
       assert.equal(b.status, 200, JSON.stringify(b.json));
       assert.equal(a.json.usage.completion_tokens, b.json.usage.completion_tokens);
       assert.equal(a.json.choices[0].message.content, b.json.choices[0].message.content);
+      // Tolerance 0: three processes over TCP compute the one process's logits bit for bit.
+      assert.deepEqual(a.json.choices[0].logprobs.content.map((e) => [e.token, e.logprob]),
+                       b.json.choices[0].logprobs.content.map((e) => [e.token, e.logprob]));
     }
   });
   await check('multi-turn through the split: SWA snapshots fetched across nodes, output equal to a cold run', async () => {
@@ -99,7 +103,7 @@ try {
     let previous = 0;
     for (let turn = 1; turn <= 3; ++turn) {
       conv.push({ role: 'user', content: `Turn ${turn}: ` + Array.from({ length: 200 }, (_, i) => `x${(i * 31 + turn) % 97}`).join(' ') });
-      last = await chat(split, { messages: conv, max_tokens: 150 });
+      last = await chat(split, { messages: conv, max_tokens: 150, logprobs: true });
       assert.equal(last.status, 200);
       const u = last.json.usage;
       console.log(`     turn ${turn}: prompt ${u.prompt_tokens} cached ${u.prompt_tokens_details.cached_tokens}`);
@@ -112,9 +116,11 @@ try {
     console.log(`     remote snapshot hits: ${remote}`);
     assert.ok(remote >= 1, 'at least one window came from the decode node');
     // The embedded default has never seen this conversation: a cold prefill of the same prompt.
-    const cold = await chat(one, { messages: conv, max_tokens: 150 });
+    const cold = await chat(one, { messages: conv, max_tokens: 150, logprobs: true });
     assert.equal(cold.json.usage.prompt_tokens_details.cached_tokens, 0);
     assert.equal(last.json.choices[0].message.content, cold.json.choices[0].message.content);
+    assert.deepEqual(last.json.choices[0].logprobs.content.map((e) => e.logprob),
+                     cold.json.choices[0].logprobs.content.map((e) => e.logprob), 'the hit changes no log-probability');
   });
   await check('streaming through the split equals non-streaming (official openai client)', async () => {
     const openai = new OpenAI({ baseURL: split + '/v1', apiKey: 'none', maxRetries: 0, timeout: 60000 });
