@@ -286,4 +286,30 @@ BOOST_AUTO_TEST_CASE(completions_chunks_carry_text_and_legacy_logprobs) {
   BOOST_TEST(err.at(0)["error"]["code"] == "deadline_exceeded");
 }
 
+// At the token limit the response is `incomplete` and so is the item the limit cut, streamed
+// and not; an answer that ends on its own leaves its items completed.
+BOOST_AUTO_TEST_CASE(responses_marks_the_item_cut_by_the_token_limit_incomplete) {
+  std::vector<stream_event> evs(2);
+  evs[0].type = stream_event::kind::content;
+  evs[0].text = "partial";
+  evs[1].type = stream_event::kind::finish;
+  for (auto reason : {finish_reason::length, finish_reason::stop}) {
+    evs[1].reason = reason;
+    const char* want = reason == finish_reason::length ? "incomplete" : "completed";
+    responses_encoder streamed({"resp_1", "m", 7, nlohmann::ordered_json::object()});
+    std::string sse = streamed.start() + streamed.encode(evs, {});
+    nlohmann::json done_item;
+    for (const auto& p : payloads(sse))
+      if (p["type"] == "response.output_item.done")
+        done_item = p["item"];
+    BOOST_TEST(done_item["status"] == want);
+    const auto body = nlohmann::json::parse(streamed.body({}));
+    BOOST_TEST(body["output"][0]["status"] == want);
+    BOOST_TEST(body["status"] == want);
+    responses_encoder plain({"resp_2", "m", 7, nlohmann::ordered_json::object()});
+    plain.apply(evs);
+    BOOST_TEST(nlohmann::json::parse(plain.body({}))["output"][0]["status"] == want);
+  }
+}
+
 BOOST_AUTO_TEST_SUITE_END()

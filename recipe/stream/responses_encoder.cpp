@@ -72,7 +72,7 @@ std::string responses_encoder::item_id(item kind, std::size_t call) const {
 }
 
 ojson responses_encoder::item_json(item kind, std::size_t call, bool done) const {
-  const char* status = done ? "completed" : "in_progress";
+  const char* status = !done ? "in_progress" : truncated_ ? "incomplete" : "completed";
   if (kind == item::reasoning) {
     ojson content = ojson::array();
     if (done)
@@ -174,8 +174,9 @@ std::string responses_encoder::encode(std::span<const stream_event> events, cons
     } else if (e.type == stream_event::kind::tool_call_end) {
       out += close_item();
     } else {
-      out += close_item();
       const bool incomplete = e.reason == finish_reason::length;
+      truncated_ = incomplete; // only the item the limit cut is incomplete
+      out += close_item();
       out += event({{"type", incomplete ? "response.incomplete" : "response.completed"},
                     {"response", response(usage, true)}});
     }
@@ -185,6 +186,7 @@ std::string responses_encoder::encode(std::span<const stream_event> events, cons
 
 std::string responses_encoder::fail(std::string_view type, std::string_view code, std::string_view message,
                                     const usage_counts& usage) {
+  truncated_ = true;
   std::string out = close_item();
   failure_ = {{"code", code}, {"message", message}};
   out += event({{"type", "error"}, {"code", code}, {"message", message}, {"param", nullptr}, {"error_type", type}});
@@ -223,6 +225,9 @@ ojson responses_encoder::response(const usage_counts& usage, bool final) const {
         r["output"].push_back({{"id", "fc_" + cfg_.id + "_" + std::to_string(i)}, {"type", "function_call"},
                                {"status", "completed"}, {"arguments", c.arguments}, {"call_id", c.id}, {"name", c.name}});
       }
+      // The token limit cut the last item short.
+      if (incomplete && !r["output"].empty())
+        r["output"].back()["status"] = "incomplete";
     }
   }
   for (const auto& [k, v] : cfg_.echo.items())

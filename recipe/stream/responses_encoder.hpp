@@ -71,6 +71,7 @@ private:
   std::size_t call_ = 0;         // the open call's index
   std::vector<nlohmann::ordered_json> done_items_;
   nlohmann::ordered_json failure_; // {code, message} once fail() ran
+  bool truncated_ = false; // the answer was cut (token limit, failure): the open item is incomplete
   std::vector<token_logprob> pending_;      // entries whose tokens' events are still to come
   std::vector<token_logprob> item_logprobs_; // the open message item's
   std::vector<token_logprob> body_logprobs_; // all output text's (the non-streaming body)
