@@ -175,6 +175,10 @@ std::unique_ptr<entrypoint> entrypoint::create(caf::actor_system& sys, const ser
     return nullptr;
   }
   ctx->eos = *eos;
+  // The engine ranks load the same config.json; an entrypoint that cannot read it (tests with
+  // a tokenizer only) refuses images with a 400 instead of failing to start.
+  if (auto mc = engine::load_config_file(cfg.model_dir + "/config.json"); mc.config)
+    ctx->vision = mc.config->vision;
   return std::unique_ptr<entrypoint>(new entrypoint(std::move(ctx)));
 }
 

@@ -145,6 +145,7 @@ void send_prefill(request_pointer self, const placement& at, const caf::strong_a
   pj.prompt_length = static_cast<int64_t>(st.prompt.size());
   pj.cache_salt = st.salt;
   pj.traffic = st.traffic;
+  pj.images = st.images;
   auto job = at.job;
   self->request(caf::actor_cast<rank_actor>(pp), st.ctx->cfg.prefill_timeout, prefill_atom::value, std::move(pj))
     .then(
@@ -239,7 +240,7 @@ void place(request_pointer self) {
   at.tokens = st.prompt;
   at.tokens.insert(at.tokens.end(), st.generated.begin(), st.generated.end());
   const auto prompt_length = static_cast<int64_t>(st.prompt.size());
-  auto hit = st.ctx->cache ? st.ctx->cache->check(at.tokens, prompt_length, st.salt) : kv::prefix_cache::check_result{};
+  auto hit = st.ctx->cache ? st.ctx->cache->check(at.tokens, prompt_length, st.salt, st.image_marks) : kv::prefix_cache::check_result{};
   at.hit_length = hit.length;
   // The rank must hold all it may reach: what is there now plus the tokens still to generate.
   const auto left = std::max<int64_t>(0, st.sampling.max_tokens - static_cast<int64_t>(st.generated.size()));

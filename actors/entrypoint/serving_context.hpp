@@ -11,6 +11,7 @@
 #include "actors/entrypoint/entrypoint.hpp"
 #include "actors/http/metrics_registry.hpp"
 #include "balancers/cost_model.hpp"
+#include "engine/model/model_config.hpp"
 #include "recipe/render/special_table.hpp"
 #include "recipe/tokenizer/tokenizer.hpp"
 #include "actors/node/structured_output.hpp"
@@ -24,6 +25,9 @@ struct entrypoint::context {
   std::shared_ptr<const recipe::tokenizer> tok;
   std::optional<recipe::special_table> specials;
   int32_t eos = 0;
+  /// The model's vision encoder shape (config.json; disabled when it has none or the config
+  /// cannot be read): how many placeholders an image takes.
+  engine::vision_config vision;
   /// What this node knows of the cluster: the running prefill and decode instances come from
   /// here, wherever they live (this process or other nodes).
   std::shared_ptr<cluster_snapshot> cluster;
