@@ -89,6 +89,7 @@ using release_atom = caf::atom_constant<caf::atom("release")>;
 using grow_atom = caf::atom_constant<caf::atom("grow")>;
 using round_atom = caf::atom_constant<caf::atom("round")>;
 using ep_wake_atom = caf::atom_constant<caf::atom("epwake")>;
+using encode_atom = caf::atom_constant<caf::atom("encode")>;
 using ep_atom = caf::atom_constant<caf::atom("ep")>;
 
 // -- cluster membership ------------------------------------------------------------------------
@@ -222,11 +223,41 @@ struct prompt_image {
   int32_t width = 0;
   int32_t height = 0;
   std::vector<uint8_t> rgb;
+  /// The placeholders' embeddings [mark.tokens x hidden] from a vision rank; empty: the prefill
+  /// rank encodes the pixels itself (no vision instance, or it failed).
+  std::vector<float> embedding;
 };
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, prompt_image& x) {
-  return f(caf::meta::type_name("prompt_image"), x.mark, x.width, x.height, x.rgb);
+  return f(caf::meta::type_name("prompt_image"), x.mark, x.width, x.height, x.rgb, x.embedding);
+}
+
+/// One image for a vision rank to encode (DESIGN §6.3): 8-bit RGB, row-major.
+struct vision_job {
+  uint64_t id = 0;
+  int32_t width = 0;
+  int32_t height = 0;
+  std::vector<uint8_t> rgb;
+};
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, vision_job& x) {
+  return f(caf::meta::type_name("vision_job"), x.id, x.width, x.height, x.rgb);
+}
+
+/// A vision rank's answer: the image's placeholder embeddings [tokens x hidden] and the time
+/// the encode itself took (the rest of the round trip is queue and transfer), or `error`.
+struct vision_result {
+  uint64_t id = 0;
+  std::vector<float> embedding;
+  double encode_seconds = 0;
+  caf::error error;
+};
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, vision_result& x) {
+  return f(caf::meta::type_name("vision_result"), x.id, x.embedding, x.encode_seconds, x.error);
 }
 
 /// A prompt for a prefill rank; `id` is unique per entrypoint attempt. Once prefilled, the rank
@@ -446,4 +477,6 @@ CAF_BEGIN_TYPE_ID_BLOCK(deepinfer, caf::first_custom_type_id)
   CAF_ADD_TYPE_ID(deepinfer, (deepinfer::actors::token_logprobs))
   CAF_ADD_TYPE_ID(deepinfer, (deepinfer::kv::image_mark))
   CAF_ADD_TYPE_ID(deepinfer, (deepinfer::actors::prompt_image))
+  CAF_ADD_TYPE_ID(deepinfer, (deepinfer::actors::vision_job))
+  CAF_ADD_TYPE_ID(deepinfer, (deepinfer::actors::vision_result))
 CAF_END_TYPE_ID_BLOCK(deepinfer)

@@ -37,6 +37,10 @@ struct request_state {
   /// the prefix cache keys the prompt).
   std::vector<prompt_image> images;
   std::vector<kv::image_mark> image_marks;
+  /// Images out at vision ranks; the request is placed once they are all back. Sent once per
+  /// request: an image that comes back without embeddings is encoded by the prefill rank.
+  int vision_pending = 0;
+  bool vision_sent = false;
   kv::traffic_class traffic = kv::traffic_class::chatbot;
   std::unique_ptr<recipe::stream_parser> parser;
   std::unique_ptr<recipe::api_output> out;

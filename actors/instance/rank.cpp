@@ -1,5 +1,6 @@
 #include "actors/instance/rank.hpp"
 
+#include <chrono>
 #include <span>
 #include <utility>
 
@@ -218,6 +219,30 @@ rank_actor::behavior_type rank_behavior(rank_pointer self, rank_config cfg) {
     [=](sink_atom, const byte_payload& payload) -> uint64_t {
       ++self->state.steps;
       return payload.bytes.size();
+    },
+    [=](encode_atom, vision_job& job) -> vision_result {
+      auto& s = self->state;
+      vision_result r;
+      r.id = job.id;
+      auto* vision = s.engine ? s.engine->vision() : nullptr;
+      if (vision == nullptr) {
+        r.error = make_error(errc::engine_missing, "this rank has no vision encoder");
+        return r;
+      }
+      if (vision->tokens_for(job.width, job.height) <= 0 ||
+          job.rgb.size() != static_cast<std::size_t>(job.width) * static_cast<std::size_t>(job.height) * 3) {
+        r.error = make_error(errc::engine_invalid_request, "the image does not cover one cell of the encoder");
+        return r;
+      }
+      const auto t0 = std::chrono::steady_clock::now();
+      r.embedding = vision->encode({job.width, job.height, job.rgb});
+      r.encode_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+      ++s.steps;
+      if (s.images_encoded) {
+        s.images_encoded->inc();
+        s.encode_seconds->observe(r.encode_seconds);
+      }
+      return r;
     },
     [=](prefill_atom, prefill_job& job) -> caf::typed_response_promise<prefill_result> {
       auto promise = self->make_response_promise<prefill_result>();

@@ -107,6 +107,13 @@ caf::error encode_images(rank_state& st, engine::rank_engine& engine, prefill_jo
     engine::image_embedding e;
     e.position = im.mark.position;
     e.tokens = tokens;
+    // A vision rank encoded it already (the same encoder and weights: the same bits).
+    if (im.embedding.size() == static_cast<std::size_t>(tokens * engine.model().hidden)) {
+      e.values = std::move(im.embedding);
+      req.images.push_back(std::move(e));
+      im.rgb = {};
+      continue;
+    }
     const auto t0 = std::chrono::steady_clock::now();
     e.values = vision->encode({im.width, im.height, im.rgb});
     if (st.images_encoded) {

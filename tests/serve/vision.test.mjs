@@ -2,7 +2,8 @@
 // `input_image` and Messages `image` (base64 source) are answered; the same conversation with the
 // same image again reports cached tokens past the image and gives the same greedy output; another
 // image gives other output; a corrupt, oversized or unsupported image is a 400 in the API's own
-// error shape, and the server keeps serving. The PNGs are written here (node:zlib), seeded.
+// error shape, and the server keeps serving. The embedded default's vision instance encodes the
+// images (the vision balancer routes them). The PNGs are written here (node:zlib), seeded.
 // Usage: node vision.test.mjs /path/to/caf-launch
 import os from 'node:os';
 import path from 'node:path';
@@ -188,6 +189,16 @@ try {
     // Chat A x3, B; Responses B x2; Messages C x2, D: every accepted image was encoded.
     const encoded = lines.reduce((a, m) => a + Number(m[1]), 0);
     assert.ok(encoded >= 9, `images encoded: ${encoded}`);
+    // The embedded default's vision instance encoded them (the vision balancer routed them there),
+    // not the prefill ranks' fallback.
+    const vision = lines.filter((m) => /instance="local\/vision"/.test(m[0])).reduce((a, m) => a + Number(m[1]), 0);
+    assert.ok(vision >= 9, `images encoded on the vision rank: ${vision} of ${encoded}`);
+    const queued = text.match(/^deepinfer_vision_queue_seconds_count(?:\{\})? (\S+)$/m);
+    assert.ok(queued && Number(queued[1]) >= 9, `encoder queue time observed for every routed image: ${queued?.[1]}`);
+    // Nothing is in flight once every answer is back.
+    const inFlight = [...text.matchAll(/^deepinfer_vision_patches_in_flight\{[^}]*\} (\S+)$/gm)];
+    assert.ok(inFlight.length > 0, 'patches in flight per vision rank are exported');
+    for (const m of inFlight) assert.equal(Number(m[1]), 0, m[0]);
   });
 } catch (e) {
   setupFailed(e);
