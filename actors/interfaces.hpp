@@ -27,6 +27,8 @@ namespace deepinfer::actors {
 /// - `(step)`: internal, the decode loop's self-message.
 /// - `(chunk)`: internal, the prefill loop's self-message (one budgeted step).
 /// - `(loaded, uint64_t id)`: internal, job `id`'s blocks are in host memory.
+/// - `(encode, vision_job) -> vision_result`: a vision rank's work (issue 21): the image's
+///   placeholder embeddings from the model's vision encoder (an error without one).
 using rank_actor = caf::typed_actor<
   caf::replies_to<caf::ping_atom>::with<rank_status>,
   caf::reacts_to<fail_atom, std::string>,
@@ -39,7 +41,8 @@ using rank_actor = caf::typed_actor<
   caf::reacts_to<chunk_atom>,
   caf::reacts_to<planned_atom, uint64_t>,
   caf::reacts_to<loaded_atom, uint64_t>,
-  caf::reacts_to<ep_wake_atom, int64_t>>;
+  caf::reacts_to<ep_wake_atom, int64_t>,
+  caf::replies_to<encode_atom, vision_job>::with<vision_result>>;
 
 /// Owns the N ranks of one prefill or decode instance. Any rank failure fails the instance; it
 /// restarts with its healthy ranks (EP = healthy ranks) and reports to its node agent.

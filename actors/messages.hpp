@@ -45,6 +45,11 @@ typename Inspector::result_type inspect(Inspector& f, cache_salt& x) {
   return f(caf::meta::type_name("cache_salt"), x.value);
 }
 
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, image_mark& x) {
+  return f(caf::meta::type_name("image_mark"), x.position, x.tokens, x.content);
+}
+
 } // namespace deepinfer::kv
 
 namespace deepinfer::actors {
@@ -84,6 +89,7 @@ using release_atom = caf::atom_constant<caf::atom("release")>;
 using grow_atom = caf::atom_constant<caf::atom("grow")>;
 using round_atom = caf::atom_constant<caf::atom("round")>;
 using ep_wake_atom = caf::atom_constant<caf::atom("epwake")>;
+using encode_atom = caf::atom_constant<caf::atom("encode")>;
 using ep_atom = caf::atom_constant<caf::atom("ep")>;
 
 // -- cluster membership ------------------------------------------------------------------------
@@ -209,6 +215,51 @@ typename Inspector::result_type inspect(Inspector& f, byte_payload& x) {
 
 // -- serving -----------------------------------------------------------------------------------
 
+/// One image of a prompt (issue 21): where its placeholders are and what it shows (`mark`), and
+/// its decoded pixels (8-bit RGB, row-major), which the prefill side has encoded into the
+/// placeholders' input embeddings.
+struct prompt_image {
+  kv::image_mark mark;
+  int32_t width = 0;
+  int32_t height = 0;
+  std::vector<uint8_t> rgb;
+  /// The placeholders' embeddings [mark.tokens x hidden] from a vision rank; empty: the prefill
+  /// rank encodes the pixels itself (no vision instance, or it failed).
+  std::vector<float> embedding;
+};
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, prompt_image& x) {
+  return f(caf::meta::type_name("prompt_image"), x.mark, x.width, x.height, x.rgb, x.embedding);
+}
+
+/// One image for a vision rank to encode (DESIGN §6.3): 8-bit RGB, row-major.
+struct vision_job {
+  uint64_t id = 0;
+  int32_t width = 0;
+  int32_t height = 0;
+  std::vector<uint8_t> rgb;
+};
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, vision_job& x) {
+  return f(caf::meta::type_name("vision_job"), x.id, x.width, x.height, x.rgb);
+}
+
+/// A vision rank's answer: the image's placeholder embeddings [tokens x hidden] and the time
+/// the encode itself took (the rest of the round trip is queue and transfer), or `error`.
+struct vision_result {
+  uint64_t id = 0;
+  std::vector<float> embedding;
+  double encode_seconds = 0;
+  caf::error error;
+};
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, vision_result& x) {
+  return f(caf::meta::type_name("vision_result"), x.id, x.embedding, x.encode_seconds, x.error);
+}
+
 /// A prompt for a prefill rank; `id` is unique per entrypoint attempt. Once prefilled, the rank
 /// hands the sequence's KV to `decode_rank` (chosen by the entrypoint's decode router), which
 /// streams tokens to `sink`.
@@ -234,12 +285,16 @@ struct prefill_job {
   kv::cache_salt cache_salt;
   /// Its traffic class: the TTL its blocks are kept for (agent 3 days, chatbot 7 days).
   kv::traffic_class traffic = kv::traffic_class::chatbot;
+  /// The prompt's images, ascending by position (empty: text only): their placeholders take the
+  /// vision encoder's embeddings, and their marks key the prefix cache.
+  std::vector<prompt_image> images;
 };
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, prefill_job& x) {
   return f(caf::meta::type_name("prefill_job"), x.id, x.tokens, x.sampling, x.decode_rank, x.sink,
-           x.snapshot_end, x.snapshot_owner, x.decode_rdma, x.prompt_length, x.cache_salt, x.traffic);
+           x.snapshot_end, x.snapshot_owner, x.decode_rdma, x.prompt_length, x.cache_salt, x.traffic,
+           x.images);
 }
 
 /// Log-probabilities of generated tokens, one entry per token in order (asked for with
@@ -301,11 +356,14 @@ struct kv_handoff {
   kv::cache_salt cache_salt;
   /// Its traffic class (prefill_job::traffic): decode stores its blocks with it.
   kv::traffic_class traffic = kv::traffic_class::chatbot;
+  /// Its images' marks (prefill_job::images): decode keys the blocks it stores with them.
+  std::vector<kv::image_mark> images;
 };
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, kv_handoff& x) {
-  return f(caf::meta::type_name("kv_handoff"), x.id, x.transport, x.ticket, x.packed, x.cache_salt, x.traffic);
+  return f(caf::meta::type_name("kv_handoff"), x.id, x.transport, x.ticket, x.packed, x.cache_salt, x.traffic,
+           x.images);
 }
 
 /// Tokens a decode rank produced for one sequence since its last batch.
@@ -417,4 +475,8 @@ CAF_BEGIN_TYPE_ID_BLOCK(deepinfer, caf::first_custom_type_id)
   CAF_ADD_TYPE_ID(deepinfer, (deepinfer::actors::rank_grant))
   CAF_ADD_TYPE_ID(deepinfer, (deepinfer::actors::ep_report))
   CAF_ADD_TYPE_ID(deepinfer, (deepinfer::actors::token_logprobs))
+  CAF_ADD_TYPE_ID(deepinfer, (deepinfer::kv::image_mark))
+  CAF_ADD_TYPE_ID(deepinfer, (deepinfer::actors::prompt_image))
+  CAF_ADD_TYPE_ID(deepinfer, (deepinfer::actors::vision_job))
+  CAF_ADD_TYPE_ID(deepinfer, (deepinfer::actors::vision_result))
 CAF_END_TYPE_ID_BLOCK(deepinfer)

@@ -36,6 +36,10 @@ rank_engine::rank_engine(std::unique_ptr<model_weights> w, const config& cfg)
       pool_(kv_pool::config{cfg.kv_blocks, weights_->config().kv_floats_per_token(), 128}) {
   // Every position the pool can hold (capped: a huge pool fills its table on demand).
   forward_.prepare_weights();
+  if (weights_->config().vision.enabled()) {
+    vision_ = std::make_unique<vision_encoder>(*weights_, *backend_);
+    vision_->prepare_weights();
+  }
   forward_.reserve_positions(std::min<int64_t>(cfg.kv_blocks * 128, int64_t{1} << 18));
   log().info("engine loaded model={} fingerprint={} backend={} kv_blocks={}",
              weights_->config().name, weights_->config().fingerprint, backend_->name(),
@@ -84,6 +88,14 @@ prefill_progress rank_engine::begin_prefill(const prefill_request& req) {
       return failure(engine_status::invalid_request, "token id out of range");
   if (req.decoder_from >= n)
     return failure(engine_status::invalid_request, "decoder_from must be below the prompt length");
+  for (std::size_t i = 0; i < req.images.size(); ++i) {
+    const auto& im = req.images[i];
+    const int64_t prev_end = i == 0 ? 0 : req.images[i - 1].position + req.images[i - 1].tokens;
+    if (im.tokens <= 0 || im.position < prev_end || im.position + im.tokens > n ||
+        static_cast<int64_t>(im.values.size()) != im.tokens * c.hidden)
+      return failure(engine_status::invalid_request,
+                     "image embeddings must be ascending, disjoint, within the prompt and hidden-sized");
+  }
   // 2. KV: shared blocks by reference, imported blocks by copy, then room for the rest.
   for (auto b : req.shared_blocks)
     pool_.append_shared(req.seq, b);
@@ -113,6 +125,7 @@ prefill_progress rank_engine::begin_prefill(const prefill_request& req) {
   s->mode = req.mode;
   s->windows = sequence_windows::make(c);
   s->sampling = req.sampling;
+  s->images = req.images;
   if (auto err = attach_constraint(*s); !err.empty()) {
     pool_.free(req.seq);
     return failure(engine_status::invalid_request, err);
@@ -190,6 +203,10 @@ void rank_engine::run_encoder(sequence& s, int64_t begin, int64_t end, bool writ
   std::vector<forward_row> rows(static_cast<std::size_t>(n));
   for (int64_t i = 0; i < n; ++i)
     rows[i] = {s.id, begin + i, &s.windows};
+  // Image placeholders take their vision embeddings, in every pass over them (replays too).
+  for (const auto& im : s.images)
+    for (int64_t p = std::max(begin, im.position); p < std::min(end, im.position + im.tokens); ++p)
+      rows[p - begin].embedding = im.values.data() + (p - im.position) * c.hidden;
   std::vector<float> out(static_cast<std::size_t>(n * c.hidden));
   forward_.encoder(rows, s.tokens.data() + begin, out.data());
   if (!write_kv)

@@ -16,6 +16,7 @@
 #include "engine/ids.hpp"
 #include "engine/kv_pool.hpp"
 #include "engine/model/forward.hpp"
+#include "engine/model/vision_encoder.hpp"
 #include "engine/model/weights.hpp"
 #include "engine/sampler.hpp"
 
@@ -52,6 +53,9 @@ struct prefill_request {
   /// continues unchanged; the hit must then end at or before decoder_from (the caller caps it).
   int64_t decoder_from = -1;
   sampling_params sampling;
+  /// The vision embeddings of the prompt's images (`encode_image`), ascending and disjoint:
+  /// every encoder pass over their positions (the prompt's own, a window replay) embeds them.
+  std::vector<image_embedding> images;
 };
 
 /// One SWA snapshot and the position it ends at (a multiple of 128).
@@ -173,6 +177,14 @@ public:
   /// The group member this engine computes with; nullptr when it runs every expert itself.
   ep_rank* ep_member() const { return ep_; }
 
+  /// True when the model has a vision encoder (`encode_image` works).
+  bool has_vision() const { return vision_ != nullptr; }
+  /// The placeholder embeddings of one image ([tokens x hidden], `vision_encoder::encode`).
+  /// Precondition: has_vision() and the image covers at least one cell.
+  std::vector<float> encode_image(const image_pixels& img) { return vision_->encode(img); }
+  /// The vision encoder; nullptr when the model has none.
+  vision_encoder* vision() { return vision_.get(); }
+
   /// Positions of `seq` with block KV computed (prefill progress); nullopt when unknown.
   std::optional<int64_t> computed(sequence_id seq) const;
   /// Tokens of `seq` so far (prompt + generated); empty when unknown.
@@ -201,6 +213,7 @@ private:
   std::unique_ptr<backend> backend_;
   ced_moe_forward forward_;
   kv_pool pool_;
+  std::unique_ptr<vision_encoder> vision_;
   std::unordered_map<sequence_id, std::unique_ptr<sequence>> seqs_;
   ep_rank* ep_ = nullptr;
 };

@@ -33,6 +33,8 @@ struct rank_engine::sequence {
   /// A `blocks_later` prefill: the hit's blocks (positions [0, kv_len at begin)) not in yet.
   int64_t awaited_blocks = 0;
   sampling_params sampling;
+  /// The prompt's image embeddings (prefill_request::images).
+  std::vector<image_embedding> images;
   /// Structured output (null: unconstrained), made from `sampling.constraint`.
   std::unique_ptr<token_constraint> constraint;
   std::mt19937_64 rng;

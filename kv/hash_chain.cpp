@@ -28,11 +28,44 @@ cache_salt cache_salt::of(std::string_view tenant) {
   return cache_salt{k};
 }
 
+block_key image_content_key(int32_t width, int32_t height, std::span<const uint8_t> rgb) {
+  XXH3_state_t* st = XXH3_createState();
+  XXH3_128bits_reset(st);
+  const std::array<int32_t, 2> size{width, height};
+  XXH3_128bits_update(st, size.data(), sizeof size);
+  XXH3_128bits_update(st, rgb.data(), rgb.size());
+  auto k = from_xxh(XXH3_128bits_digest(st));
+  XXH3_freeState(st);
+  return k;
+}
+
 hash_chain hash_chain::salted(cache_salt salt) const {
   if (salt.shared())
     return *this;
   const std::array<uint64_t, 4> both{fingerprint_.value.lo, fingerprint_.value.hi, salt.value.lo, salt.value.hi};
-  return hash_chain{model_fingerprint{from_xxh(XXH3_128bits(both.data(), sizeof both))}};
+  hash_chain out{model_fingerprint{from_xxh(XXH3_128bits(both.data(), sizeof both))}};
+  out.images_ = images_;
+  return out;
+}
+
+hash_chain hash_chain::with_images(std::span<const image_mark> images) const {
+  hash_chain out = *this;
+  out.images_.assign(images.begin(), images.end());
+  return out;
+}
+
+block_key hash_chain::next_at(std::optional<block_key> prev, std::span<const token_id> block, int64_t first) const {
+  block_key k = next(prev, block);
+  // Images whose first placeholder is in this block: (key, offset in the block, count) of
+  // each is hashed onto the token key. Later blocks chain from it.
+  for (const auto& im : images_) {
+    if (im.position < first || im.position >= first + static_cast<int64_t>(block_tokens))
+      continue;
+    const std::array<uint64_t, 6> mix{k.lo, k.hi, im.content.lo, im.content.hi,
+                                      static_cast<uint64_t>(im.position - first), static_cast<uint64_t>(im.tokens)};
+    k = from_xxh(XXH3_128bits_withSeed(mix.data(), sizeof mix, fingerprint_.value.lo ^ fingerprint_.value.hi));
+  }
+  return k;
 }
 
 block_key hash_chain::next(std::optional<block_key> prev, std::span<const token_id> block) const {
@@ -62,7 +95,8 @@ void hash_chain::extend(std::vector<block_key>& chain, std::span<const token_id>
     std::optional<block_key> prev;
     if (i > 0)
       prev = chain[i - 1];
-    chain.push_back(next(prev, tokens.subspan(i * block_tokens, block_tokens)));
+    chain.push_back(next_at(prev, tokens.subspan(i * block_tokens, block_tokens),
+                            static_cast<int64_t>(i * block_tokens)));
   }
 }
 

@@ -2,6 +2,7 @@
 
 #include "kv/block_key.hpp"
 
+#include <cstdint>
 #include <optional>
 #include <span>
 #include <string_view>
@@ -34,6 +35,20 @@ struct cache_salt {
   static cache_salt of(std::string_view tenant);
 };
 
+/// Where an image sits in a prompt and what it shows (issue 21): its placeholder positions
+/// [position, position + tokens) and a hash of its decoded pixels (`image_content_key`).
+struct image_mark {
+  int64_t position = 0;
+  int64_t tokens = 0;
+  block_key content;
+
+  friend bool operator==(const image_mark&, const image_mark&) = default;
+};
+
+/// The content key of a decoded image: XXH3-128 of its size and RGB bytes, so the same picture
+/// sent as PNG or as base64 of another encoder's file keys alike when the pixels are equal.
+block_key image_content_key(int32_t width, int32_t height, std::span<const uint8_t> rgb);
+
 /// The block hash chain of DESIGN §4.1: `h0 = H(fp, tokens[0,128))`, `hi = H(h(i-1), tokens[128i, 128i+128))`
 /// with H = XXH3-128 seeded by the fingerprint. Stateless apart from the fingerprint; cheap to copy.
 class hash_chain {
@@ -59,11 +74,20 @@ public:
   /// of the fingerprint; the shared salt gives this chain itself.
   hash_chain salted(cache_salt salt) const;
 
+  /// The same chain over a prompt whose image placeholders stand for `images` (ascending by
+  /// position; the marks are copied): the key of the block holding an image's first placeholder
+  /// also hashes the image's content key and offset, so every later key differs for another
+  /// image and equal images at equal places key alike. No images: this chain itself.
+  hash_chain with_images(std::span<const image_mark> images) const;
+
   /// The fingerprint this chain is seeded with.
   model_fingerprint fingerprint() const { return fingerprint_; }
 
 private:
+  block_key next_at(std::optional<block_key> prev, std::span<const token_id> block, int64_t first) const;
+
   model_fingerprint fingerprint_;
+  std::vector<image_mark> images_;
 };
 
 } // namespace deepinfer::kv

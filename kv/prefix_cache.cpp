@@ -101,9 +101,10 @@ void prefix_cache::set_snapshot_source(snapshot_source source) {
   d_->remote = std::move(source);
 }
 
-prefix_cache::hit_plan prefix_cache::plan(std::span<const int32_t> prompt, int64_t cap_length, kv::cache_salt salt) {
+prefix_cache::hit_plan prefix_cache::plan(std::span<const int32_t> prompt, int64_t cap_length, kv::cache_salt salt,
+                                         std::span<const image_mark> images) {
   hit_plan out;
-  auto keys = d_->chain->salted(salt).keys(prompt);
+  auto keys = d_->chain->salted(salt).with_images(images).keys(prompt);
   auto found = d_->index->longest_prefix(keys);
   kv::swa_snapshot snap;
   const auto length = cap_length > 0 ? std::min(static_cast<std::size_t>(cap_length), prompt.size()) : prompt.size();
@@ -161,9 +162,10 @@ std::vector<std::vector<std::byte>> prefix_cache::read(const hit_plan& plan) {
   return out;
 }
 
-prefix_cache::hit prefix_cache::lookup(std::span<const int32_t> prompt, kv::cache_salt salt) {
+prefix_cache::hit prefix_cache::lookup(std::span<const int32_t> prompt, kv::cache_salt salt,
+                                         std::span<const image_mark> images) {
   const auto t0 = std::chrono::steady_clock::now();
-  auto p = plan(prompt, 0, salt);
+  auto p = plan(prompt, 0, salt, images);
   hit out;
   out.blocks = read(p);
   out.length = static_cast<int64_t>(out.blocks.size() * kv::block_tokens);
@@ -189,8 +191,8 @@ void prefix_cache::reserve(std::size_t count, std::size_t bytes) {
 }
 
 prefix_cache::check_result prefix_cache::check(std::span<const int32_t> prompt, int64_t cap_length,
-                                                kv::cache_salt salt) {
-  auto keys = d_->chain->salted(salt).keys(prompt);
+                                                kv::cache_salt salt, std::span<const image_mark> images) {
+  auto keys = d_->chain->salted(salt).with_images(images).keys(prompt);
   auto found = d_->index->longest_prefix(keys);
   check_result out;
   const auto length = cap_length > 0 ? std::min(static_cast<std::size_t>(cap_length), prompt.size()) : prompt.size();
@@ -201,10 +203,10 @@ prefix_cache::check_result prefix_cache::check(std::span<const int32_t> prompt, 
 }
 
 std::optional<block_key> prefix_cache::key_at(std::span<const int32_t> tokens, int64_t end,
-                                              kv::cache_salt salt) const {
+                                              kv::cache_salt salt, std::span<const image_mark> images) const {
   if (end <= 0 || end % static_cast<int64_t>(kv::block_tokens) != 0 || end > static_cast<int64_t>(tokens.size()))
     return std::nullopt;
-  auto keys = d_->chain->salted(salt).keys(tokens.first(static_cast<std::size_t>(end)));
+  auto keys = d_->chain->salted(salt).with_images(images).keys(tokens.first(static_cast<std::size_t>(end)));
   return keys.back();
 }
 
@@ -216,8 +218,8 @@ kv::gc_report prefix_cache::run_gc() {
 uint64_t prefix_cache::stored_bytes() { return d_->store->catalog().bytes(); }
 
 int64_t prefix_cache::store(std::span<const int32_t> tokens, int64_t full_blocks, const export_fn& export_block,
-                            kv::cache_salt salt, kv::traffic_class cls) {
-  auto keys = d_->chain->salted(salt).keys(tokens);
+                            kv::cache_salt salt, kv::traffic_class cls, std::span<const image_mark> images) {
+  auto keys = d_->chain->salted(salt).with_images(images).keys(tokens);
   int64_t written = 0;
   for (int64_t i = 0; i < full_blocks && i < static_cast<int64_t>(keys.size()); ++i) {
     auto& k = keys[static_cast<std::size_t>(i)];
@@ -236,11 +238,12 @@ int64_t prefix_cache::store(std::span<const int32_t> tokens, int64_t full_blocks
 }
 
 bool prefix_cache::store_snapshot(std::span<const int32_t> tokens, int64_t end,
-                                  std::vector<std::byte> snapshot, kv::cache_salt salt) {
+                                  std::vector<std::byte> snapshot, kv::cache_salt salt,
+                                  std::span<const image_mark> images) {
   const auto block = static_cast<int64_t>(kv::block_tokens);
   if (end <= 0 || end % block != 0 || end > static_cast<int64_t>(tokens.size()))
     return false;
-  auto keys = d_->chain->salted(salt).keys(tokens.first(static_cast<std::size_t>(end)));
+  auto keys = d_->chain->salted(salt).with_images(images).keys(tokens.first(static_cast<std::size_t>(end)));
   if (!d_->snapshots->put(keys.back(), std::move(snapshot)))
     return false;
   snapshot_listener listener;

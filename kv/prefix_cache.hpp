@@ -28,7 +28,9 @@ namespace deepinfer::kv {
 ///
 /// Every call that names tokens takes the request's `cache_salt` (its tenant's namespace, shared
 /// when zero): keys are computed on the chain salted with it, so one tenant's blocks and
-/// snapshots are invisible to another (issue 14).
+/// snapshots are invisible to another (issue 14); and the prompt's `images` (placeholder
+/// positions and content keys, `hash_chain::with_images`), so a prefix with another image never
+/// hits (issue 21). Empty: a text-only prompt.
 class prefix_cache {
 public:
   struct config {
@@ -78,7 +80,7 @@ public:
 
   /// The reusable stored prefix of a prompt (capped at L - 134 so the window can be rebuilt),
   /// its blocks read in parallel; blocks that fail to read shorten the hit (and drop the snapshot).
-  hit lookup(std::span<const int32_t> prompt, kv::cache_salt salt = {});
+  hit lookup(std::span<const int32_t> prompt, kv::cache_salt salt = {}, std::span<const image_mark> images = {});
 
   /// `lookup` in two halves, so a prefill can start on the window while its blocks load: what
   /// the hit will be (CHECK, the hit policy, the SWA snapshot: metadata and memory only) ...
@@ -89,7 +91,8 @@ public:
   };
   /// With `cap_length` > 0 the hit policy caps the hit as for a prompt of that many tokens (a
   /// resubmission: its own prompt's length, prompt + generated tokens being `prompt`).
-  hit_plan plan(std::span<const int32_t> prompt, int64_t cap_length = 0, kv::cache_salt salt = {});
+  hit_plan plan(std::span<const int32_t> prompt, int64_t cap_length = 0, kv::cache_salt salt = {},
+                std::span<const image_mark> images = {});
   /// ... then its blocks, read in parallel; fewer than planned when one fails to read (the index
   /// was stale: the plan no longer holds).
   std::vector<std::vector<std::byte>> read(const hit_plan& plan);
@@ -114,18 +117,20 @@ public:
   /// CHECK only (metadata, no block read; DESIGN §1 step 3): the hit length `lookup` would
   /// most likely give. The entrypoint prices a request's quota with it and asks the SWA
   /// directory for the key.
-  check_result check(std::span<const int32_t> prompt, int64_t cap_length = 0, kv::cache_salt salt = {});
+  check_result check(std::span<const int32_t> prompt, int64_t cap_length = 0, kv::cache_salt salt = {},
+                     std::span<const image_mark> images = {});
 
   /// The chain key of the block that ends at position `end` of `tokens` (a positive multiple of
   /// 128 within them): how the SWA directory names the window ending there. nullopt otherwise.
   std::optional<block_key> key_at(std::span<const int32_t> tokens, int64_t end,
-                                                     kv::cache_salt salt = {}) const;
+                                  kv::cache_salt salt = {}, std::span<const image_mark> images = {}) const;
 
   /// Stores blocks [0, full_blocks) of `tokens`, asking `export_block(i)` only for blocks not
   /// yet stored. Returns how many were written.
   using export_fn = std::function<std::optional<std::vector<std::byte>>(int64_t)>;
   int64_t store(std::span<const int32_t> tokens, int64_t full_blocks, const export_fn& export_block,
-                kv::cache_salt salt = {}, traffic_class cls = traffic_class::chatbot);
+                kv::cache_salt salt = {}, traffic_class cls = traffic_class::chatbot,
+                std::span<const image_mark> images = {});
 
   /// One lifecycle pass over the store (the kvstore node's GC worker runs it periodically):
   /// expired blocks go, then the least recently used while above the high watermark; CHECK
@@ -137,7 +142,7 @@ public:
   /// Keeps the SWA snapshot of `tokens` ending at position `end` (a positive multiple of 128 not
   /// past the tokens), keyed by the key of block end / 128 - 1. False when refused.
   bool store_snapshot(std::span<const int32_t> tokens, int64_t end, std::vector<std::byte> snapshot,
-                      kv::cache_salt salt = {});
+                      kv::cache_salt salt = {}, std::span<const image_mark> images = {});
 
   /// The snapshot ending at `key` in this process's memory (no remote source); null if absent.
   kv::swa_snapshot local_snapshot(const kv::block_key& key) const;

@@ -204,3 +204,27 @@ BOOST_AUTO_TEST_CASE(a_reopened_store_answers_check_from_its_scan) {
 }
 
 BOOST_AUTO_TEST_SUITE_END()
+
+// Issue 21: blocks stored for a prompt with image A hit for A at the same place and never for
+// image B (the same token ids: both are placeholders) or for the text-only chain.
+BOOST_AUTO_TEST_SUITE(prefix_cache_images)
+
+BOOST_AUTO_TEST_CASE(blocks_of_one_image_never_hit_for_another) {
+  temp_root root;
+  std::string err;
+  auto cache = prefix_cache::open({root.path.string(), "model-a"}, &err);
+  BOOST_REQUIRE_MESSAGE(cache, err);
+  auto prompt = tokens(1000, 3);
+  std::fill(prompt.begin() + 20, prompt.begin() + 26, 129264);
+  const std::vector<uint8_t> a(96 * 64 * 3, 1), b(96 * 64 * 3, 2);
+  const std::vector<kv::image_mark> with_a{{20, 6, kv::image_content_key(96, 64, a)}};
+  const std::vector<kv::image_mark> with_b{{20, 6, kv::image_content_key(96, 64, b)}};
+  BOOST_TEST(cache->store(prompt, 7, payload, {}, kv::traffic_class::chatbot, with_a) == 7);
+  BOOST_TEST(cache->check(prompt, 0, {}, with_a).length == 768);
+  BOOST_TEST(cache->lookup(prompt, {}, with_a).blocks.size() == 6u);
+  BOOST_TEST(cache->check(prompt, 0, {}, with_b).length == 0);
+  BOOST_TEST(cache->lookup(prompt, {}, with_b).blocks.empty());
+  BOOST_TEST(cache->check(prompt).length == 0);
+}
+
+BOOST_AUTO_TEST_SUITE_END()

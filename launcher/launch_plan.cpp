@@ -199,12 +199,14 @@ actors::node_runtime_config make_embedded_config(const host_port& http, const st
   cfg.self.host = "127.0.0.1";
   cfg.self.port = 0;  // one process: nothing to publish
   cfg.self.roles = {node_role::controller, node_role::entrypoint, node_role::prefill, node_role::decode,
-                    node_role::kvstore};
+                    node_role::vision, node_role::kvstore};
   cfg.hosts_controller = true;
   cfg.balancers = make_balancer_config({});
   const balancer_params b;
+  // One vision instance (one rank) encodes the images (issue 21).
   cfg.instances = {{node_role::prefill, ranks, make_ep_settings(b.prefill_ep)},
-                   {node_role::decode, ranks, make_ep_settings(b.decode_ep)}};
+                   {node_role::decode, ranks, make_ep_settings(b.decode_ep)},
+                   {node_role::vision, 1}};
   actors::http_endpoint ep;
   ep.host = http.host;
   ep.port = http.port;

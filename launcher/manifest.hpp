@@ -134,6 +134,9 @@ struct cluster_manifest {
   /// `[so]`: structured-output compile cache (MiB) and compile timeout.
   uint64_t so_cache_mib = 256;
   uint32_t so_compile_timeout_ms = 2000;
+  /// `[vision]`: what one image may be (max_pixels) and how many a request may carry
+  /// (max_images_per_request).
+  recipe::image_limits vision;
   actors::system_settings caf;
   /// `kv_transport`: how KV crosses processes (auto | caf_message | rdma; actors/kv_transport_choice.hpp).
   actors::kv_transport_mode kv_transport = actors::kv_transport_mode::automatic;

@@ -192,6 +192,19 @@ BOOST_AUTO_TEST_CASE(shell_quote_protects_spaces_and_quotes) {
   BOOST_TEST(shell_quote("it's") == "'it'\\''s'");
 }
 
+BOOST_AUTO_TEST_CASE(vision_table_sets_the_image_limits_and_rejects_bad_values) {
+  auto r = parse_manifest("model = \"/m\"\n[kv]\nroot = \"/kv\"\n[vision]\nmax_pixels = 65536\n"
+                          "max_images_per_request = 2\n" + good_nodes, "test.toml");
+  BOOST_REQUIRE(std::holds_alternative<cluster_manifest>(r));
+  auto& m = std::get<cluster_manifest>(r);
+  BOOST_TEST(m.vision.max_pixels == 65536);
+  BOOST_TEST(m.vision.max_images_per_request == 2);
+  BOOST_TEST(expect_error("model = \"/m\"\n[kv]\nroot = \"/kv\"\n[vision]\nmax_pixels = 0\n" + good_nodes).key ==
+             "vision.max_pixels");
+  BOOST_TEST(expect_error("model = \"/m\"\n[kv]\nroot = \"/kv\"\n[vision]\nmax_images = 3\n" + good_nodes).key ==
+             "vision.max_images");
+}
+
 BOOST_AUTO_TEST_CASE(limits_tables_reach_the_node_config_and_reject_bad_values) {
   const std::string text = "model = \"/m\"\n[kv]\nroot = \"/kv\"\n[caf]\nbatch_threads = false\n"
                            "[http]\nmax_connections = 128\nheader_timeout_ms = 500\nallowed_hosts = [\"api.internal\"]\n"

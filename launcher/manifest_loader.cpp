@@ -323,6 +323,13 @@ manifest_result parse_manifest(std::string_view text, const std::string& display
         m.so_compile_timeout_ms = static_cast<uint32_t>(*v);
       t->finish();
     }
+    if (auto t = root.table("vision")) {
+      if (auto v = t->integer("max_pixels", 1, int64_t{1} << 28))
+        m.vision.max_pixels = *v;
+      if (auto v = t->integer("max_images_per_request", 0, 1024))
+        m.vision.max_images_per_request = static_cast<int32_t>(*v);
+      t->finish();
+    }
     if (auto t = root.table("supervision")) {
       if (auto v = t->string("restart"))
         m.supervision.restart = parse_enum(*t, "restart", *v,

@@ -12,14 +12,19 @@ namespace deepinfer::launcher {
 model_cache_result ensure_tiny_model(const std::string& cache_dir, uint64_t seed) {
   namespace fs = std::filesystem;
   model_cache_result out;
-  fs::path dir = fs::path{cache_dir} / "models" / "tiny";
+  // The tiny model with a vision encoder (issue 21) lives apart from the text-only one: builds
+  // without the encoder share the cache directory, and the vision tensors change the
+  // fingerprint they would check the text-only weights against.
+  const auto preset = engine::model_config::tiny();
+  fs::path dir = fs::path{cache_dir} / "models" / (preset.vision.enabled() ? "tiny-vision" : "tiny");
   out.dir = dir.string();
   std::error_code ec;
   if (fs::exists(dir / "config.json", ec) && fs::exists(dir / "model.safetensors", ec)) {
     // A tiny model made by an older build for another KV layout is made again (it is seeded:
     // the same weights), rather than refused at load.
     auto cfg = engine::load_config_file((dir / "config.json").string());
-    if (cfg.config && cfg.config->made_for_kv_layout == engine::model_config::tiny().kv_layout())
+    if (cfg.config && cfg.config->made_for_kv_layout == preset.kv_layout() &&
+        cfg.config->vision.enabled() == preset.vision.enabled())
       return out;
     log().info("the tiny model in {} was made for another KV layout; making it again", out.dir);
     auto stale = dir.parent_path() / (".tiny.stale." + std::to_string(::getpid()));

@@ -208,6 +208,21 @@ std::unique_ptr<entrypoint> entrypoint::create(caf::actor_system& sys, const ser
     return nullptr;
   }
   ctx->eos = *eos;
+  // The engine ranks load the same config.json; an entrypoint that cannot read it (tests with
+  // a tokenizer only) refuses images with a 400 instead of failing to start.
+  if (auto mc = engine::load_config_file(cfg.model_dir + "/config.json"); mc.config)
+    ctx->vision = mc.config->vision;
+  if (ctx->vision.enabled()) {
+    auto& in_flight = metrics->add_gauge("deepinfer_vision_patches_in_flight",
+                                         "Patches of the images this entrypoint has in flight on each vision rank.",
+                                         {"node", "rank"});
+    ctx->vision_routes = std::make_shared<vision_router>(ctx->vision.patch, &in_flight);
+    ctx->vision_queue = &metrics->add_histogram("deepinfer_vision_queue_seconds",
+                                                "Encoder queue time: an image's round trip to its vision rank "
+                                                "less the encode itself (mailbox wait and transfer).",
+                                                {}, http::metrics_registry::default_latency_buckets())
+                           .with();
+  }
   return std::unique_ptr<entrypoint>(new entrypoint(std::move(ctx)));
 }
 

@@ -201,7 +201,7 @@ void admit(request_pointer self) {
   for (auto& i : live_instances(view, node_role::decode))
     decode_ranks += i.ranks;
   // The uncached tokens are what the prefill ranks will compute (CHECK: metadata only).
-  const auto hit = st.ctx->cache ? st.ctx->cache->check(st.prompt, 0, st.salt).length : 0;
+  const auto hit = st.ctx->cache ? st.ctx->cache->check(st.prompt, 0, st.salt, st.image_marks).length : 0;
   auto d = admission_control::request(st.ctx->admission, static_cast<int64_t>(st.prompt.size()) - hit, prefill_ranks,
                               decode_ranks, [addr = self->address()] {
                                 if (auto h = caf::actor_cast<caf::actor>(addr))
@@ -234,6 +234,9 @@ bool prepare(request_pointer self, recipe::api_kind api, const std::string& body
   st.conv = std::move(p->conv);
   st.prompt = std::move(p->prompt);
   st.salt = p->salt;
+  st.images = std::move(p->images);
+  for (const auto& im : st.images)
+    st.image_marks.push_back(im.mark);
   st.traffic = p->traffic;
   st.sampling.max_tokens = p->max_tokens;
   st.sampling.constraint = std::move(p->constraint);

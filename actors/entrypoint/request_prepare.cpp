@@ -3,6 +3,7 @@
 #include "actors/entrypoint/serving_context.hpp"
 #include "recipe/protocol/parse_request.hpp"
 #include "recipe/render/renderer.hpp"
+#include "recipe/vision/image_decode.hpp"
 
 namespace deepinfer::actors {
 
@@ -82,6 +83,81 @@ expected<std::string, recipe::api_error> constraint_of(const entrypoint::context
   return structured_output::spec_of(c);
 }
 
+/// Where an API's messages are (the `param` of an image's 400).
+const char* messages_param(recipe::api_kind api) {
+  return api == recipe::api_kind::responses ? "input" : "messages";
+}
+
+/// Decodes every image part of `conv` under the `[vision]` limits and sets how many placeholders
+/// each takes; the decoded images in order (the order the renderer writes them). A 400 naming
+/// the image when one is refused.
+expected<std::vector<prompt_image>, recipe::api_error> decode_images(const entrypoint::context& ctx,
+                                                                     recipe::conversation& conv) {
+  const auto api = conv.api;
+  const auto& lim = ctx.cfg.vision;
+  std::vector<prompt_image> out;
+  int image = 0;
+  for (std::size_t m = 0; m < conv.messages.size(); ++m)
+    for (std::size_t p = 0; p < conv.messages[m].content.size(); ++p) {
+      auto& part = conv.messages[m].content[p];
+      if (part.type != recipe::content_part::kind::image)
+        continue;
+      ++image;
+      const std::string which = "Image " + std::to_string(image) + " (message " + std::to_string(m + 1) + ", part " +
+                                std::to_string(p + 1) + ")";
+      auto refuse = [&](const std::string& why) {
+        return error_of(api, 400, "invalid_request_error", which + ": " + why + ".", messages_param(api));
+      };
+      if (!ctx.vision.enabled())
+        return refuse("this model has no vision encoder; send the request without images");
+      if (image > lim.max_images_per_request)
+        return error_of(api, 400, "invalid_request_error",
+                        "The request has more than " + std::to_string(lim.max_images_per_request) +
+                          " images, the most this server accepts in one request; send fewer.",
+                        messages_param(api));
+      if (part.value.rfind("data:", 0) != 0)
+        return refuse("image URLs are not fetched by this server; send the image inline as a base64 data URI "
+                      "(or Anthropic's base64 source)");
+      auto img = recipe::decode_data_uri(part.value, lim);
+      if (!img)
+        return refuse(img.error());
+      const auto tokens = ctx.vision.tokens_for(img->width, img->height);
+      if (tokens <= 0)
+        return refuse("the image is " + std::to_string(img->width) + "x" + std::to_string(img->height) +
+                      " pixels; it must be at least " + std::to_string(ctx.vision.cell()) + " pixels on each side");
+      part.image_tokens = tokens;
+      prompt_image pi;
+      pi.width = img->width;
+      pi.height = img->height;
+      pi.rgb = std::move(img->rgb);
+      pi.mark.tokens = tokens;
+      pi.mark.content = kv::image_content_key(pi.width, pi.height, pi.rgb);
+      // Only the pixels the encoder reads matter, but the key covers the whole image: a crop
+      // that differs only outside the cells is still another image to the client.
+      out.push_back(std::move(pi));
+    }
+  return out;
+}
+
+/// Finds each image's run of placeholders in the token ids (the renderer writes them, never
+/// the tokenizer: client text cannot spell them) and records where it starts.
+bool place_images(std::vector<prompt_image>& images, const std::vector<int32_t>& prompt, int32_t placeholder) {
+  std::size_t at = 0;
+  for (auto& im : images) {
+    while (at < prompt.size() && prompt[at] != placeholder)
+      ++at;
+    const auto end = at + static_cast<std::size_t>(im.mark.tokens);
+    if (end > prompt.size())
+      return false;
+    for (auto i = at; i < end; ++i)
+      if (prompt[i] != placeholder)
+        return false;
+    im.mark.position = static_cast<int64_t>(at);
+    at = end;
+  }
+  return true;
+}
+
 } // namespace
 
 kv::traffic_class traffic_class_of(const recipe::conversation& conv) {
@@ -146,7 +222,11 @@ expected<prepared_request, recipe::api_error> prepare_request(const entrypoint::
   };
   if (out.max_tokens >= limit)
     return too_long(std::to_string(out.max_tokens) + " tokens for the output alone", out.max_tokens);
-  // 2. Render, 3. tokenize, stopping once the prompt is certainly over what the limit leaves.
+  // 2. Decode the images (their placeholder counts shape the prompt), 3. render, 4. tokenize,
+  // stopping once the prompt is certainly over what the limit leaves.
+  auto images = decode_images(ctx, *conv);
+  if (!images)
+    return std::move(images).error();
   const auto room = static_cast<std::size_t>(limit - out.max_tokens);
   recipe::tokenizer::bounded_encoding enc;
   if (conv->prompt && conv->prompt->is_ids) {
@@ -190,6 +270,13 @@ expected<prepared_request, recipe::api_error> prepare_request(const entrypoint::
     return std::move(constraint).error();
   out.constraint = std::move(*constraint);
   out.traffic = traffic_class_of(*conv);
+  if (!images->empty()) {
+    const auto placeholder = ctx.specials->id(recipe::spelling::image);
+    if (!placeholder || !place_images(*images, enc.ids, *placeholder))
+      return error_of(api, 500, "api_error", "the prompt lost an image's placeholders; please report this",
+                      messages_param(api));
+  }
+  out.images = std::move(*images);
   out.prompt = std::move(enc.ids);
   out.conv = std::move(*conv);
   return out;

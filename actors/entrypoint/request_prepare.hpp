@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "actors/entrypoint/entrypoint.hpp"
+#include "actors/messages.hpp"
 #include "kv/hash_chain.hpp"
 #include "kv/traffic_class.hpp"
 #include "recipe/base/expected.hpp"
@@ -24,6 +25,8 @@ struct prepared_request {
   std::string constraint;
   /// Its traffic class (`traffic_class_of`): how long its blocks stay in the prefix cache.
   kv::traffic_class traffic = kv::traffic_class::chatbot;
+  /// Its images, decoded, in prompt order, each with its placeholder positions and content key.
+  std::vector<prompt_image> images;
 };
 
 /// A request's traffic class (DESIGN §4.1): `agent` when it carries tools or tool results,
@@ -32,7 +35,8 @@ kv::traffic_class traffic_class_of(const recipe::conversation& conv);
 
 /// The request-side work between the HTTP body and the routers, all of it off the HTTP I/O
 /// threads (the request actor calls it): parse `body` as an `api` request under the configured
-/// JSON limits, check the model, render, and tokenize within the context limit, whose cost is
+/// JSON limits, check the model, decode its images (`[vision]` limits; each takes as many
+/// placeholders as the vision encoder gives it tokens), render, and tokenize within the context limit, whose cost is
 /// bounded by the limit, not the prompt (tokenizer::encode_within). `tenant` is the API key's
 /// tenant ("" without keys); with the body's `cache_salt` it names the prefix-cache namespace.
 /// The API's error (400 / 404) otherwise.

@@ -40,6 +40,8 @@ std::chrono::milliseconds backoff(int attempt) {
 constexpr auto handle_timeout = std::chrono::seconds(5);
 /// The decode balancer hears of a request's KV growth every this many tokens (a block).
 constexpr int64_t growth_report_tokens = 128;
+/// Limit for a vision rank's answer; without one the prefill rank encodes the image itself.
+constexpr auto vision_timeout = std::chrono::seconds(10);
 /// Limit for the SWA directory's answer; without one the prefill simply has no remote snapshot.
 constexpr auto swa_lookup_timeout = std::chrono::milliseconds(300);
 
@@ -145,6 +147,7 @@ void send_prefill(request_pointer self, const placement& at, const caf::strong_a
   pj.prompt_length = static_cast<int64_t>(st.prompt.size());
   pj.cache_salt = st.salt;
   pj.traffic = st.traffic;
+  pj.images = st.images;
   auto job = at.job;
   self->request(caf::actor_cast<rank_actor>(pp), st.ctx->cfg.prefill_timeout, prefill_atom::value, std::move(pj))
     .then(
@@ -217,6 +220,55 @@ void ask_swa_directory(request_pointer self, const membership_view& view, placem
       });
 }
 
+/// 0. Sends the request's images to vision ranks (DESIGN §6.3: the vision balancer picks a
+/// random vision machine, then its rank with the fewest patches in flight); true while they
+/// are out, and `place` runs again once all are back. An image whose rank fails or times out
+/// keeps no embeddings: the prefill rank encodes it (the same encoder, the same bits).
+bool send_to_vision(request_pointer self, const membership_view& view) {
+  auto& st = self->state;
+  if (st.vision_pending > 0)
+    return true;
+  if (st.vision_sent || st.images.empty() || !st.ctx->vision_routes)
+    return false;
+  st.vision_sent = true;
+  const auto vision = live_instances(view, node_role::vision);
+  auto router = st.ctx->vision_routes;
+  for (std::size_t i = 0; i < st.images.size(); ++i) {
+    const auto& im = st.images[i];
+    auto r = router->pick(vision, im.width, im.height);
+    if (!r)
+      break;
+    vision_job job{st.id * 64 + i, im.width, im.height, im.rgb};
+    ++st.vision_pending;
+    const auto sent = std::chrono::steady_clock::now();
+    auto back = [=](std::vector<float>* embedding) {
+      router->done(*r);
+      auto& s = self->state;
+      if (embedding && i < s.images.size())
+        s.images[i].embedding = std::move(*embedding);
+      if (--s.vision_pending == 0 && !s.done)
+        place(self);
+    };
+    self->request(caf::actor_cast<rank_actor>(r->rank), vision_timeout, encode_atom::value, std::move(job))
+      .then(
+        [=](vision_result& res) {
+          auto& s = self->state;
+          const double trip = std::chrono::duration<double>(std::chrono::steady_clock::now() - sent).count();
+          if (s.ctx->vision_queue)
+            s.ctx->vision_queue->observe(std::max(0.0, trip - res.encode_seconds));
+          if (res.error)
+            log().warn("request={} vision rank refused image {}: {}", s.id, i, self->system().render(res.error));
+          back(res.error ? nullptr : &res.embedding);
+        },
+        [=](caf::error& e) {
+          log().warn("request={} vision rank lost image {}: {}; the prefill rank encodes it", self->state.id, i,
+                     self->system().render(e));
+          back(nullptr);
+        });
+  }
+  return st.vision_pending > 0;
+}
+
 } // namespace
 
 /// Places the current attempt: 1. the decode balancer picks a decode rank with room for its KV,
@@ -234,12 +286,14 @@ void place(request_pointer self) {
     wait_for_capacity(self, "balancer");
     return;
   }
+  if (send_to_vision(self, view))
+    return;
   placement at;
   at.job = st.job;
   at.tokens = st.prompt;
   at.tokens.insert(at.tokens.end(), st.generated.begin(), st.generated.end());
   const auto prompt_length = static_cast<int64_t>(st.prompt.size());
-  auto hit = st.ctx->cache ? st.ctx->cache->check(at.tokens, prompt_length, st.salt) : kv::prefix_cache::check_result{};
+  auto hit = st.ctx->cache ? st.ctx->cache->check(at.tokens, prompt_length, st.salt, st.image_marks) : kv::prefix_cache::check_result{};
   at.hit_length = hit.length;
   // The rank must hold all it may reach: what is there now plus the tokens still to generate.
   const auto left = std::max<int64_t>(0, st.sampling.max_tokens - static_cast<int64_t>(st.generated.size()));

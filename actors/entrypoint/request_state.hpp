@@ -14,6 +14,7 @@
 #include <caf/stateful_actor.hpp>
 
 #include "actors/entrypoint/admission_control.hpp"
+#include "actors/messages.hpp"
 #include "recipe/stream/api_output.hpp"
 #include "actors/entrypoint/balancer_claim.hpp"
 #include "actors/entrypoint/entrypoint.hpp"
@@ -32,6 +33,14 @@ struct request_state {
   std::vector<int32_t> generated;
   engine::sampling_params sampling;
   kv::cache_salt salt;
+  /// The prompt's decoded images (sent with every attempt's prefill job) and their marks (how
+  /// the prefix cache keys the prompt).
+  std::vector<prompt_image> images;
+  std::vector<kv::image_mark> image_marks;
+  /// Images out at vision ranks; the request is placed once they are all back. Sent once per
+  /// request: an image that comes back without embeddings is encoded by the prefill rank.
+  int vision_pending = 0;
+  bool vision_sent = false;
   kv::traffic_class traffic = kv::traffic_class::chatbot;
   std::unique_ptr<recipe::stream_parser> parser;
   std::unique_ptr<recipe::api_output> out;

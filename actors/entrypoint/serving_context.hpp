@@ -10,8 +10,10 @@
 #include "actors/entrypoint/vllm_metrics.hpp"
 #include "actors/entrypoint/entrypoint.hpp"
 #include "actors/entrypoint/response_store.hpp"
+#include "actors/entrypoint/vision_router.hpp"
 #include "actors/http/metrics_registry.hpp"
 #include "balancers/cost_model.hpp"
+#include "engine/model/model_config.hpp"
 #include "recipe/render/special_table.hpp"
 #include "recipe/tokenizer/tokenizer.hpp"
 #include "actors/node/structured_output.hpp"
@@ -25,6 +27,13 @@ struct entrypoint::context {
   std::shared_ptr<const recipe::tokenizer> tok;
   std::optional<recipe::special_table> specials;
   int32_t eos = 0;
+  /// The model's vision encoder shape (config.json; disabled when it has none or the config
+  /// cannot be read): how many placeholders an image takes.
+  engine::vision_config vision;
+  /// Routes images to the vision ranks (null when the model has no vision encoder), and the
+  /// encoder queue time it measures (round trip less the encode).
+  std::shared_ptr<vision_router> vision_routes;
+  http::metrics_registry::histogram* vision_queue = nullptr;
   /// What this node knows of the cluster: the running prefill and decode instances come from
   /// here, wherever they live (this process or other nodes).
   std::shared_ptr<cluster_snapshot> cluster;

@@ -1,5 +1,6 @@
 #include "actors/instance/rank.hpp"
 
+#include <chrono>
 #include <span>
 #include <utility>
 
@@ -20,16 +21,17 @@ namespace deepinfer::actors {
 namespace {
 
 /// Writes the full blocks of a sequence (prompt and output) to the prefix cache, then frees it.
-void release(rank_pointer self, engine::sequence_id seq, kv::cache_salt salt, kv::traffic_class traffic) {
+void release(rank_pointer self, engine::sequence_id seq, kv::cache_salt salt, kv::traffic_class traffic,
+             const std::vector<kv::image_mark>& images) {
   auto& st = self->state;
   if (auto& cache = st.cfg.engine.cache) {
     auto tokens = st.engine->tokens(seq);
     // The last token has no KV yet: the next decode step would have fed it.
     auto full = tokens.empty() ? 0 : static_cast<int64_t>(tokens.size() - 1) / 128;
-    cache->store(tokens, full, [&](int64_t i) { return st.engine->export_block(seq, i); }, salt, traffic);
+    cache->store(tokens, full, [&](int64_t i) { return st.engine->export_block(seq, i); }, salt, traffic, images);
     // The last window decode copied at a 128 boundary (DESIGN §4.2).
     if (auto at = st.engine->snapshot_end(seq))
-      cache->store_snapshot(tokens, *at, *st.engine->export_snapshot(seq), salt);
+      cache->store_snapshot(tokens, *at, *st.engine->export_snapshot(seq), salt, images);
   }
   st.engine->free(seq);
 }
@@ -51,7 +53,7 @@ namespace {
 /// Drops a decoding sequence (cancelled, or its client is gone), keeping its full blocks.
 void drop(rank_pointer self, std::map<uint64_t, decoding>::iterator it) {
   auto& st = self->state;
-  release(self, it->second.seq, it->second.salt, it->second.traffic);
+  release(self, it->second.seq, it->second.salt, it->second.traffic, it->second.images);
   st.active.erase(it);
   report(self);
 }
@@ -90,7 +92,7 @@ void start_decode(rank_pointer self, kv_handoff& h, const engine::sampling_param
   // A request actor that goes away (client gone, entrypoint node dead) takes its sequence along.
   self->monitor(sink);
   st.active[h.id] = decoding{seq, sink, span.size(), h.cache_salt, h.traffic,
-                             s.logprobs || s.top_logprobs > 0 ? s.top_logprobs : -1};
+                             s.logprobs || s.top_logprobs > 0 ? s.top_logprobs : -1, h.images};
   report(self);
   if (!st.stepping) {
     st.stepping = true;
@@ -133,7 +135,7 @@ void decode_step(rank_pointer self) {
     auto sink = it->second.sink;
     if (b.finished) {
       // Store the blocks before the client hears of the end, so its next turn hits them.
-      release(self, it->second.seq, it->second.salt, it->second.traffic);
+      release(self, it->second.seq, it->second.salt, it->second.traffic, it->second.images);
       st.active.erase(it);
     }
     caf::send_as(caf::actor_cast<caf::actor>(self), sink, tokens_atom::value, std::move(b));
@@ -188,6 +190,15 @@ rank_actor::behavior_type rank_behavior(rank_pointer self, rank_config cfg) {
                                      "Prefill jobs on the rank: fetching blocks, waiting for pool "
                                      "room or being prefilled.", {"instance", "rank"})
                           .with(labels);
+      if (st.engine->has_vision()) {
+        st.images_encoded = &m->add_counter("deepinfer_vision_images_encoded_total",
+                                            "Images the rank's vision encoder turned into placeholder embeddings.",
+                                            {"instance", "rank"})
+                               .with(labels);
+        st.encode_seconds = &m->add_histogram("deepinfer_vision_encode_seconds", "Time to encode one image.",
+                                              {"instance", "rank"}, http::metrics_registry::default_latency_buckets())
+                               .with(labels);
+      }
       report(self);
     }
   }
@@ -208,6 +219,30 @@ rank_actor::behavior_type rank_behavior(rank_pointer self, rank_config cfg) {
     [=](sink_atom, const byte_payload& payload) -> uint64_t {
       ++self->state.steps;
       return payload.bytes.size();
+    },
+    [=](encode_atom, vision_job& job) -> vision_result {
+      auto& s = self->state;
+      vision_result r;
+      r.id = job.id;
+      auto* vision = s.engine ? s.engine->vision() : nullptr;
+      if (vision == nullptr) {
+        r.error = make_error(errc::engine_missing, "this rank has no vision encoder");
+        return r;
+      }
+      if (vision->tokens_for(job.width, job.height) <= 0 ||
+          job.rgb.size() != static_cast<std::size_t>(job.width) * static_cast<std::size_t>(job.height) * 3) {
+        r.error = make_error(errc::engine_invalid_request, "the image does not cover one cell of the encoder");
+        return r;
+      }
+      const auto t0 = std::chrono::steady_clock::now();
+      r.embedding = vision->encode({job.width, job.height, job.rgb});
+      r.encode_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+      ++s.steps;
+      if (s.images_encoded) {
+        s.images_encoded->inc();
+        s.encode_seconds->observe(r.encode_seconds);
+      }
+      return r;
     },
     [=](prefill_atom, prefill_job& job) -> caf::typed_response_promise<prefill_result> {
       auto promise = self->make_response_promise<prefill_result>();

@@ -60,8 +60,9 @@ engine::prefill_scheduler& scheduler(rank_pointer self) {
 /// node lacks that snapshot, fetch it (bounded wait; runs on the block fetcher's thread) and
 /// keep it here. True when a snapshot arrived.
 bool fetch_snapshot(caf::actor_system& sys, kv::prefix_cache& cache, std::span<const int32_t> tokens,
-                    int64_t end, const caf::strong_actor_ptr& owner, uint32_t rank, kv::cache_salt salt) {
-  auto key = cache.key_at(tokens, end, salt);
+                    int64_t end, const caf::strong_actor_ptr& owner, uint32_t rank, kv::cache_salt salt,
+                    std::span<const kv::image_mark> images) {
+  auto key = cache.key_at(tokens, end, salt, images);
   if (!key || cache.local_snapshot(*key))
     return false;
   std::vector<std::byte> bytes;
@@ -76,7 +77,53 @@ bool fetch_snapshot(caf::actor_system& sys, kv::prefix_cache& cache, std::span<c
       [&](caf::error& e) {
         log().info("rank={} remote SWA snapshot unavailable: {}", rank, sys.render(e));
       });
-  return !bytes.empty() && cache.store_snapshot(tokens, end, std::move(bytes), salt);
+  return !bytes.empty() && cache.store_snapshot(tokens, end, std::move(bytes), salt, images);
+}
+
+/// The prefix-cache marks of a job's images (their positions and content keys).
+std::vector<kv::image_mark> marks_of(const prefill_job& job) {
+  std::vector<kv::image_mark> out;
+  out.reserve(job.images.size());
+  for (const auto& im : job.images)
+    out.push_back(im.mark);
+  return out;
+}
+
+/// Encodes the job's images into the placeholders' input embeddings (`req.images`), dropping
+/// their pixels. An error when the model has no vision encoder or an image does not match its
+/// placeholders (the entrypoint counted them with the same model config).
+caf::error encode_images(rank_state& st, engine::rank_engine& engine, prefill_job& job, engine::prefill_request& req) {
+  if (job.images.empty())
+    return {};
+  auto* vision = engine.vision();
+  if (vision == nullptr)
+    return make_error(errc::engine_invalid_request,
+                      "this model has no vision encoder; send the request without images");
+  for (auto& im : job.images) {
+    const auto tokens = vision->tokens_for(im.width, im.height);
+    if (tokens != im.mark.tokens || tokens <= 0 ||
+        im.rgb.size() != static_cast<std::size_t>(im.width) * static_cast<std::size_t>(im.height) * 3)
+      return make_error(errc::engine_invalid_request, "an image does not match its placeholder positions");
+    engine::image_embedding e;
+    e.position = im.mark.position;
+    e.tokens = tokens;
+    // A vision rank encoded it already (the same encoder and weights: the same bits).
+    if (im.embedding.size() == static_cast<std::size_t>(tokens * engine.model().hidden)) {
+      e.values = std::move(im.embedding);
+      req.images.push_back(std::move(e));
+      im.rgb = {};
+      continue;
+    }
+    const auto t0 = std::chrono::steady_clock::now();
+    e.values = vision->encode({im.width, im.height, im.rgb});
+    if (st.images_encoded) {
+      st.images_encoded->inc();
+      st.encode_seconds->observe(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+    }
+    req.images.push_back(std::move(e));
+    im.rgb = {};
+  }
+  return {};
 }
 
 /// Answers the job with its error and forgets it (its sequence, if any, is already freed).
@@ -103,6 +150,7 @@ void hand_off(rank_pointer self, prefill_task& t, const caf::actor& decode) {
   kv_handoff h;
   h.cache_salt = t.job.cache_salt;
   h.traffic = t.job.traffic;
+  h.images = marks_of(t.job);
   if (!bytes)
     err = make_error(errc::engine_export_failed, "cannot export the sequence");
   else
@@ -131,7 +179,7 @@ void finish_prefill(rank_pointer self, uint64_t id, engine::prefill_progress& p)
   // has stored the blocks they end at.
   if (cache && ok)
     for (auto& snap : st.engine->export_snapshots(t.req.seq))
-      cache->store_snapshot(t.req.tokens, snap.end, std::move(snap.bytes), t.job.cache_salt);
+      cache->store_snapshot(t.req.tokens, snap.end, std::move(snap.bytes), t.job.cache_salt, marks_of(t.job));
   t.out.cached = t.req.hit_length;
   if (ok) {
     t.out.first_token = p.first.id;
@@ -238,6 +286,10 @@ void start_prefill(rank_pointer self, prefill_job& job,
   if (prompt_length < static_cast<int64_t>(t.req.tokens.size()))
     t.req.decoder_from = std::max<int64_t>(0, prompt_length - 128);
   t.job = std::move(job);
+  if (auto err = encode_images(st, *st.engine, t.job, t.req)) {
+    fail_prefill(self, id, std::move(err));
+    return;
+  }
   // A requester that goes away (client gone, entrypoint node dead) takes its job along.
   if (auto sink = caf::actor_cast<caf::actor>(t.job.sink))
     self->monitor(sink);
@@ -253,11 +305,11 @@ void start_prefill(rank_pointer self, prefill_job& job,
   t.fetching = std::make_shared<fetched_blocks>();
   st.fetcher->post([slot = t.fetching, tokens = t.req.tokens, prompt_length, cache, end = t.job.snapshot_end,
                     owner = t.job.snapshot_owner, sys = &self->system(), me = self->address(), id,
-                    rank = st.cfg.rank, salt = t.job.cache_salt] {
+                    rank = st.cfg.rank, salt = t.job.cache_salt, images = marks_of(t.job)] {
     if (owner)
-      slot->snapshot_remote = fetch_snapshot(*sys, *cache, tokens, end, owner, rank, salt);
+      slot->snapshot_remote = fetch_snapshot(*sys, *cache, tokens, end, owner, rank, salt, images);
     const auto t0 = std::chrono::steady_clock::now();
-    auto plan = cache->plan(tokens, prompt_length, salt);
+    auto plan = cache->plan(tokens, prompt_length, salt, images);
     slot->plan = plan;
     // A rank that is gone meanwhile does not hear of it.
     if (auto r = caf::actor_cast<caf::strong_actor_ptr>(me))

@@ -47,6 +47,8 @@ struct decoding {
   kv::traffic_class traffic = kv::traffic_class::chatbot;
   /// Logprobs asked for: the alternatives per token (0: the sampled token's only); -1: none.
   int32_t logprobs_top = -1;
+  /// Its images' marks: its blocks are keyed with them when stored.
+  std::vector<kv::image_mark> images;
 };
 
 /// What the block fetcher brings back for one job: the plan and remote-window flag (written on
@@ -115,6 +117,10 @@ struct rank_state {
   http::metrics_registry::gauge* pool_used = nullptr;
   http::metrics_registry::gauge* active_gauge = nullptr;
   http::metrics_registry::gauge* queue_gauge = nullptr;
+  /// Vision (issue 21): images this rank's encoder turned into placeholder embeddings, and the
+  /// time each took.
+  http::metrics_registry::counter* images_encoded = nullptr;
+  http::metrics_registry::histogram* encode_seconds = nullptr;
   static inline const char* name = "deepinfer.rank";
 };
 

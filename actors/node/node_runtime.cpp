@@ -270,6 +270,15 @@ std::optional<std::string> node_runtime::start() {
       sc.engine.prefill_step_ns = std::chrono::duration<double, std::nano>(cfg.serving->prefill_step).count();
       sc.engine.metrics = metrics;
       sc.engine.instance = sc.instance;
+    } else if (cfg.serving && spec.role == node_role::vision) {
+      // A vision rank (issue 21) runs the model's vision encoder only: the engine's KV pool is
+      // one block, it reads and stores no prefix cache, and the entrypoints route images to it.
+      sc.engine.model_dir = cfg.serving->model_dir;
+      sc.engine.threads = cfg.serving->threads_per_rank;
+      sc.engine.kv_blocks = 1;
+      sc.engine.cpu_isa = cfg.serving->cpu_isa;
+      sc.engine.metrics = metrics;
+      sc.engine.instance = sc.instance;
     }
     d.supervisors[spec.role] = spawn_instance_supervisor(sys, sc, d.agent);
   }

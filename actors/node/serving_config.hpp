@@ -12,6 +12,7 @@
 #include "engine/decoder_mode.hpp"
 #include "engine/kernels/isa.hpp"
 #include "recipe/json_parse.hpp"
+#include "recipe/vision/image_decode.hpp"
 
 namespace deepinfer::actors {
 
@@ -76,6 +77,8 @@ struct serving_config {
   /// how long one compile may take before the request gets a 400.
   std::size_t so_cache_bytes = std::size_t{256} << 20;
   std::chrono::milliseconds so_compile_timeout{2000};
+  /// Image inputs (`[vision]`, issue 21): pixels per image and images per request, at most.
+  recipe::image_limits vision;
   /// Limit for one prefill round trip (a dead rank never answers: CAF 0.17 pitfall P7).
   std::chrono::milliseconds prefill_timeout{60000};
   /// How long a request waits for a running prefill and decode instance (starting, restarting

@@ -91,7 +91,8 @@ void ced_moe_forward::encoder(std::span<const forward_row> rows, const int32_t* 
   const int64_t n = static_cast<int64_t>(rows.size()), h = c.hidden;
   ensure_rope(rows);
   for (int64_t r = 0; r < n; ++r)
-    std::memcpy(out + r * h, w_.embed + int64_t{tokens[r]} * h, sizeof(float) * h);
+    std::memcpy(out + r * h, rows[r].embedding ? rows[r].embedding : w_.embed + int64_t{tokens[r]} * h,
+                sizeof(float) * h);
   for (int l = 0; l < c.encoder_layers; ++l) {
     const auto& lw = w_.encoder[static_cast<std::size_t>(l)];
     {

@@ -39,12 +39,14 @@ struct index_key_cache {
 
 /// One token row of a forward batch: which sequence, which absolute position. Rows of one
 /// sequence are consecutive and ascending; their windows must end right before the first one.
-/// `index` (optional) is the sequence's indexer key cache.
+/// `index` (optional) is the sequence's indexer key cache. `embedding` (optional, `hidden`
+/// floats) replaces the row's token embedding: an image placeholder's vision embedding.
 struct forward_row {
   sequence_id seq;
   int64_t pos = 0;
   sequence_windows* windows = nullptr;
   index_key_cache* index = nullptr;
+  const float* embedding = nullptr;
 };
 
 /// The `ced_moe` forward pass (DESIGN.md §5.1) over a batch of rows, split by stage so prefill,
@@ -53,7 +55,7 @@ class ced_moe_forward {
 public:
   ced_moe_forward(const model_weights& w, backend& b);
 
-  /// Encoder layers: embeds `tokens` (one per row) and writes the encoder output to `out`
+  /// Encoder layers: embeds `tokens` (one per row; a row's `embedding` instead when set) and writes the encoder output to `out`
   /// [rows x hidden]; pushes each layer's K/V into the rows' encoder rings.
   void encoder(std::span<const forward_row> rows, const int32_t* tokens, float* out);
   /// Projects the global KV + indexer key of each row from the encoder output into `pool`

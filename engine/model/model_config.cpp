@@ -12,7 +12,9 @@ const char* to_string(weight_dtype x) {
 }
 
 model_config model_config::tiny() {
-  return model_config{};
+  model_config c;
+  c.vision.layers = 2;
+  return c;
 }
 
 model_config model_config::small() {
@@ -68,6 +70,15 @@ std::string model_config::validate() const {
     return "experts_per_token exceeds routed_experts";
   if (window != 128 || ring < window)
     return "window must be 128 and ring at least the window";
+  if (vision.layers < 0)
+    return "vision.layers must not be negative";
+  if (vision.enabled()) {
+    const auto& v = vision;
+    if (v.patch <= 0 || v.merge <= 0 || v.hidden <= 0 || v.heads <= 0 || v.ffn <= 0 || v.max_grid <= 0)
+      return "every vision size must be positive";
+    if (v.hidden % v.heads != 0)
+      return "vision.hidden must be a multiple of vision.heads";
+  }
   return {};
 }
 
@@ -98,6 +109,10 @@ std::string to_json(const model_config& c) {
   j["tied_embeddings"] = c.tied_embeddings;
   j["dtype"] = to_string(c.dtype);
   j["template_version"] = c.template_version;
+  if (c.vision.enabled())
+    j["vision"] = {{"layers", c.vision.layers}, {"patch", c.vision.patch}, {"merge", c.vision.merge},
+                   {"hidden", c.vision.hidden}, {"heads", c.vision.heads}, {"ffn", c.vision.ffn},
+                   {"max_grid", c.vision.max_grid}};
   j["fingerprint"] = c.fingerprint;
   j["kv_layout"] = c.kv_layout();
   return j.dump(2) + "\n";
@@ -141,6 +156,22 @@ config_result config_from_json(const std::string& text) {
     get("template_version", c.template_version);
     get("fingerprint", c.fingerprint);
     get("kv_layout", c.made_for_kv_layout);
+    // A config without a `vision` object describes a text-only model, whatever tiny has.
+    if (j.contains("vision")) {
+      const auto& v = j.at("vision");
+      auto vget = [&](const char* key, int32_t& field) {
+        if (v.contains(key))
+          v.at(key).get_to(field);
+      };
+      c.vision.layers = 1;
+      vget("layers", c.vision.layers);
+      vget("patch", c.vision.patch);
+      vget("merge", c.vision.merge);
+      vget("hidden", c.vision.hidden);
+      vget("heads", c.vision.heads);
+      vget("ffn", c.vision.ffn);
+      vget("max_grid", c.vision.max_grid);
+    }
     std::string dtype = j.value("dtype", std::string{"f32"});
     if (dtype == "f32")
       c.dtype = weight_dtype::f32;

@@ -12,6 +12,29 @@ enum class weight_dtype : uint8_t { f32, bf16 };
 /// Returns "f32" or "bf16".
 const char* to_string(weight_dtype x);
 
+/// Shape of the optional vision encoder (issue 21): patchify at `patch` pixels, `layers` ViT
+/// layers of width `hidden`, then each `merge` x `merge` group of patches is projected to one
+/// input embedding of the language model (one image placeholder position).
+struct vision_config {
+  /// ViT layers; 0: the model has no vision encoder (config.json without a `vision` object).
+  int32_t layers = 0;
+  int32_t patch = 16;
+  int32_t merge = 2;
+  int32_t hidden = 64;
+  int32_t heads = 4;
+  int32_t ffn = 128;
+  /// Rows / columns of the learned 2-D position tables; patches past them reuse the last entry.
+  int32_t max_grid = 128;
+
+  bool enabled() const { return layers > 0; }
+  /// Pixels one placeholder position covers along each side (patch x merge).
+  int32_t cell() const { return patch * merge; }
+  /// Placeholder positions of a width x height image: the image is cropped to whole cells.
+  int64_t tokens_for(int64_t width, int64_t height) const {
+    return (width / cell()) * (height / cell());
+  }
+};
+
 /// Shape of one `ced_moe` model (DESIGN.md §5.1). Every size is a free parameter; `tiny()` and
 /// `small()` are the built-in presets.
 struct model_config {
@@ -46,6 +69,8 @@ struct model_config {
   std::string template_version = "v4.1";
   /// Hex digest of weights + dtype + KV layout; written by mkmodel, checked by the loader.
   std::string fingerprint;
+  /// The vision encoder (disabled unless config.json has a `vision` object; tiny has one).
+  vision_config vision;
   /// The `kv_layout()` the fingerprint was made with (config.json's `kv_layout`; empty for
   /// files older than the field): a model made for another layout must be made again.
   std::string made_for_kv_layout;

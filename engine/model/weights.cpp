@@ -78,6 +78,30 @@ std::vector<tensor_spec> tensor_specs(const model_config& c) {
   v.push_back({"final_norm", {h}});
   if (!c.tied_embeddings)
     v.push_back({"lm_head", {c.vocab_size, h}});
+  // The vision encoder comes last, so a text-only model's tensors (and their seeded values) are
+  // the same with or without it.
+  if (c.vision.enabled()) {
+    const auto& vc = c.vision;
+    const int64_t vh = vc.hidden, vf = vc.ffn, mm = int64_t{vc.merge} * vc.merge * vh;
+    v.push_back({"vis.patch_embed", {vh, int64_t{vc.patch} * vc.patch * 3}});
+    v.push_back({"vis.row_embed", {vc.max_grid, vh}});
+    v.push_back({"vis.col_embed", {vc.max_grid, vh}});
+    for (int i = 0; i < vc.layers; ++i) {
+      auto p = fmt::format("vis.{}.", i);
+      v.push_back({p + "attn_norm", {vh}});
+      v.push_back({p + "attn.wq", {vh, vh}});
+      v.push_back({p + "attn.wk", {vh, vh}});
+      v.push_back({p + "attn.wv", {vh, vh}});
+      v.push_back({p + "attn.wo", {vh, vh}});
+      v.push_back({p + "mlp_norm", {vh}});
+      v.push_back({p + "mlp.w1", {vf, vh}});
+      v.push_back({p + "mlp.w3", {vf, vh}});
+      v.push_back({p + "mlp.w2", {vh, vf}});
+    }
+    v.push_back({"vis.merge_norm", {mm}});
+    v.push_back({"vis.proj", {h, mm}});
+    v.push_back({"vis.out_norm", {h}});
+  }
   return v;
 }
 
@@ -207,6 +231,21 @@ model_weights::load_result model_weights::load(const std::string& dir) {
     auto p = fmt::format("dec.{}.", i);
     w->decoder.push_back({attn(p), ptr[p + "cross_norm"], ptr[p + "cross.wq"],
                           ptr[p + "cross.wo"], ptr[p + "index.wq"], ptr[p + "index.w"], moe(p)});
+  }
+  if (c.vision.enabled()) {
+    auto& v = w->vision;
+    v.patch_embed = ptr["vis.patch_embed"];
+    v.row_embed = ptr["vis.row_embed"];
+    v.col_embed = ptr["vis.col_embed"];
+    for (int i = 0; i < c.vision.layers; ++i) {
+      auto p = fmt::format("vis.{}.", i);
+      v.layers.push_back({ptr[p + "attn_norm"], ptr[p + "attn.wq"], ptr[p + "attn.wk"], ptr[p + "attn.wv"],
+                          ptr[p + "attn.wo"], ptr[p + "mlp_norm"], ptr[p + "mlp.w1"], ptr[p + "mlp.w3"],
+                          ptr[p + "mlp.w2"]});
+    }
+    v.merge_norm = ptr["vis.merge_norm"];
+    v.proj = ptr["vis.proj"];
+    v.out_norm = ptr["vis.out_norm"];
   }
   out.weights = std::move(w);
   return out;

@@ -67,6 +67,31 @@ struct global_kv_weights {
   const float* wik = nullptr; ///< [index_dim, hidden]
 };
 
+/// One ViT layer of the vision encoder: bidirectional attention over the image's patches, then a
+/// gated MLP; each block pre-normed with a residual.
+struct vision_layer_weights {
+  const float* attn_norm = nullptr;
+  const float* wq = nullptr; ///< [vhidden, vhidden]
+  const float* wk = nullptr;
+  const float* wv = nullptr;
+  const float* wo = nullptr;
+  const float* mlp_norm = nullptr;
+  const float* w1 = nullptr; ///< [vffn, vhidden] (gate)
+  const float* w3 = nullptr; ///< [vffn, vhidden] (up)
+  const float* w2 = nullptr; ///< [vhidden, vffn] (down)
+};
+
+/// The vision encoder (`model_config::vision`; empty when the model has none).
+struct vision_weights {
+  const float* patch_embed = nullptr; ///< [vhidden, patch*patch*3] (RGB, row-major in the patch)
+  const float* row_embed = nullptr;   ///< [max_grid, vhidden]
+  const float* col_embed = nullptr;   ///< [max_grid, vhidden]
+  std::vector<vision_layer_weights> layers;
+  const float* merge_norm = nullptr;  ///< [merge*merge*vhidden]
+  const float* proj = nullptr;        ///< [hidden, merge*merge*vhidden]
+  const float* out_norm = nullptr;    ///< [hidden]
+};
+
 /// Loaded, validated weights (f32 in memory; f32 files are used straight from the mapping, bf16
 /// is widened once at load).
 class model_weights {
@@ -90,6 +115,7 @@ public:
   std::vector<encoder_layer_weights> encoder;
   global_kv_weights global;
   std::vector<decoder_layer_weights> decoder;
+  vision_weights vision;
 
 private:
   model_weights() = default;

@@ -275,6 +275,7 @@ int main(int argc, char** argv) {
       sc.admission = m.admission;
       sc.so_cache_bytes = static_cast<std::size_t>(m.so_cache_mib) << 20;
       sc.so_compile_timeout = std::chrono::milliseconds{m.so_compile_timeout_ms};
+      sc.vision = m.vision;
       if (auto rc = finish_serving_config(o, sc, node->cpu_isa, m.kv_transport))
         return *rc;
       cfg.serving = sc;

@@ -24,9 +24,12 @@ struct content_part {
   kind type = kind::text;
   /// The text, or the image URL / data URI.
   std::string value;
+  /// An image: how many placeholder positions the renderer writes for it (its vision-encoder
+  /// tokens, set by the entrypoint once the image is decoded).
+  int64_t image_tokens = 1;
 
   static content_part text(std::string s) { return {kind::text, std::move(s)}; }
-  static content_part image(std::string url) { return {kind::image, std::move(url)}; }
+  static content_part image(std::string url) { return {kind::image, std::move(url), 1}; }
 };
 
 /// A tool call made by an earlier assistant turn.

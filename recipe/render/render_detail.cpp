@@ -125,7 +125,9 @@ bool emit_content(segment_builder& b, const special_table& t, const message* m) 
     } else {
       if (!t.id(spelling::image))
         return false;
-      b.special(spelling::image);
+      // One placeholder per position the image's embeddings fill (set once it is decoded).
+      for (int64_t i = 0; i < p.image_tokens; ++i)
+        b.special(spelling::image);
     }
   }
   return true;

@@ -61,11 +61,13 @@ BOOST_AUTO_TEST_CASE(embedded_default_serves_health_models_and_metrics_and_stops
   BOOST_TEST(missing->status == 404u);
   BOOST_TEST(missing->body.find("\"error\"") != std::string::npos);
   BOOST_TEST(missing->body.find("\"type\"") != std::string::npos);
-  // Every role in one process: both instances report, with 2 ranks each.
+  // Every role in one process: prefill and decode report 2 ranks each, the vision instance
+  // (issue 21) its one.
   BOOST_REQUIRE(wait_until([&] {
     auto m = http_get(port, "/metrics");
     return m && has_sample(m->body, "deepinfer_instance_healthy_ranks{instance=\"local/prefill\"}", "2")
-           && has_sample(m->body, "deepinfer_instance_healthy_ranks{instance=\"local/decode\"}", "2");
+           && has_sample(m->body, "deepinfer_instance_healthy_ranks{instance=\"local/decode\"}", "2")
+           && has_sample(m->body, "deepinfer_instance_healthy_ranks{instance=\"local/vision\"}", "1");
   }, eventually));
   auto metrics = http_get(port, "/metrics")->body;
   BOOST_TEST(metrics.find("deepinfer_http_requests_total{route=\"/health\",method=\"GET\",status=\"200\"}")

@@ -1,0 +1,96 @@
+#include "recipe/vision/image_decode.hpp"
+
+#include <array>
+#include <cstring>
+#include <memory>
+
+#include <stb_image.h>
+
+namespace deepinfer::recipe {
+
+namespace {
+
+bool is_png(std::string_view b) {
+  return b.size() >= 8 && std::memcmp(b.data(), "\x89PNG\r\n\x1a\n", 8) == 0;
+}
+
+bool is_jpeg(std::string_view b) {
+  return b.size() >= 3 && static_cast<uint8_t>(b[0]) == 0xFF && static_cast<uint8_t>(b[1]) == 0xD8 &&
+         static_cast<uint8_t>(b[2]) == 0xFF;
+}
+
+} // namespace
+
+expected<std::vector<uint8_t>, std::string> decode_base64(std::string_view text) {
+  static const auto table = [] {
+    std::array<int8_t, 256> t{};
+    t.fill(-1);
+    const char* a = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    for (int i = 0; i < 64; ++i)
+      t[static_cast<uint8_t>(a[i])] = static_cast<int8_t>(i);
+    return t;
+  }();
+  while (!text.empty() && text.back() == '=')
+    text.remove_suffix(1);
+  if (text.size() % 4 == 1)
+    return std::string{"the base64 data has a truncated last group"};
+  std::vector<uint8_t> out;
+  out.reserve(text.size() / 4 * 3 + 3);
+  uint32_t acc = 0;
+  int bits = 0;
+  for (std::size_t i = 0; i < text.size(); ++i) {
+    const int8_t v = table[static_cast<uint8_t>(text[i])];
+    if (v < 0)
+      return "the base64 data has an invalid character at offset " + std::to_string(i);
+    acc = (acc << 6) | static_cast<uint32_t>(v);
+    bits += 6;
+    if (bits >= 8) {
+      bits -= 8;
+      out.push_back(static_cast<uint8_t>(acc >> bits));
+    }
+  }
+  return out;
+}
+
+expected<decoded_image, std::string> decode_image(std::string_view bytes, const image_limits& limits) {
+  if (static_cast<int64_t>(bytes.size()) > limits.max_bytes)
+    return "the image is " + std::to_string(bytes.size()) + " bytes; at most " + std::to_string(limits.max_bytes) +
+           " are accepted";
+  if (!is_png(bytes) && !is_jpeg(bytes))
+    return std::string{"unsupported image format: send a PNG or JPEG image"};
+  // stb takes an int length; the byte limit above keeps it in range.
+  const auto* data = reinterpret_cast<const stbi_uc*>(bytes.data());
+  const int len = static_cast<int>(bytes.size());
+  int w = 0, h = 0, comp = 0;
+  if (!stbi_info_from_memory(data, len, &w, &h, &comp))
+    return std::string{"the image cannot be decoded ("} + stbi_failure_reason() + "); send a valid PNG or JPEG file";
+  if (w <= 0 || h <= 0)
+    return std::string{"the image has no pixels"};
+  if (int64_t{w} * h > limits.max_pixels)
+    return "the image is " + std::to_string(w) + "x" + std::to_string(h) + " pixels; at most " +
+           std::to_string(limits.max_pixels) + " pixels are accepted (scale it down)";
+  std::unique_ptr<stbi_uc, void (*)(void*)> px{stbi_load_from_memory(data, len, &w, &h, &comp, 3), stbi_image_free};
+  if (!px)
+    return std::string{"the image cannot be decoded ("} + stbi_failure_reason() + "); send a valid PNG or JPEG file";
+  decoded_image out;
+  out.width = w;
+  out.height = h;
+  out.rgb.assign(px.get(), px.get() + static_cast<std::size_t>(w) * h * 3);
+  return out;
+}
+
+expected<decoded_image, std::string> decode_data_uri(std::string_view uri, const image_limits& limits) {
+  const auto comma = uri.find(";base64,");
+  if (uri.rfind("data:image/", 0) != 0 || comma == std::string_view::npos)
+    return std::string{"expected a base64 data URI (data:image/png;base64,...)"};
+  auto payload = uri.substr(comma + 8);
+  // Refuse oversize data before decoding it (base64: 4 characters per 3 bytes).
+  if (static_cast<int64_t>(payload.size()) / 4 * 3 > limits.max_bytes + 3)
+    return "the image is over " + std::to_string(limits.max_bytes) + " bytes; send a smaller one";
+  auto raw = decode_base64(payload);
+  if (!raw)
+    return std::move(raw).error();
+  return decode_image({reinterpret_cast<const char*>(raw->data()), raw->size()}, limits);
+}
+
+} // namespace deepinfer::recipe

@@ -1,0 +1,172 @@
+// Image inputs end to end (issue 21) with each official client: Chat `image_url`, Responses
+// `input_image` and Messages `image` (base64 source) are answered; the same conversation with the
+// same image again reports cached tokens past the image and gives the same greedy output; another
+// image gives other output; a corrupt, oversized or unsupported image is a 400 in the API's own
+// error shape, and the server keeps serving. The embedded default's vision instance encodes the
+// images (the vision balancer routes them). The PNGs are made in the test (png.mjs), seeded.
+// Usage: node vision.test.mjs /path/to/caf-launch
+import os from 'node:os';
+import path from 'node:path';
+import assert from 'node:assert/strict';
+import { apiClients, check, serverUp, setupFailed, startServer, stopServer, verdict } from './harness.mjs';
+import { dataUri, png } from './png.mjs';
+
+const [OpenAI, Anthropic] = apiClients(['openai', '@anthropic-ai/sdk']);
+const MODEL = 'deepseek-v4.1-flash';
+const exe = process.argv[2];
+const logPath = path.join(os.tmpdir(), `deepinfer-vision-test-${process.pid}.log`);
+
+// 256 x 192 pixels: 8 x 6 cells of 32 px on the tiny model, 48 placeholders.
+const imageA = png(256, 192, 1);
+const imageB = png(256, 192, 2);
+const corrupt = Buffer.concat([imageA.subarray(0, 40), Buffer.alloc(60, 7)]);
+const oversized = png(1100, 1000, 3, true); // over the default max_pixels (1048576)
+const gif = Buffer.from('GIF89a\x01\x00\x01\x00\x00\x00\x00', 'latin1');
+
+// The image comes first, so its placeholders sit in the first 128-token block; the text after it
+// makes the prompt long enough (> 262 tokens) for that block to be reusable, and short enough
+// that the last positions still see the image through the encoder's windows.
+const question = Array.from({ length: 120 }, (_, i) => `w${(i * 7919) % 1009}`).join(' ') + ' What is in the picture?';
+
+async function post(base, route, body) {
+  const r = await fetch(base + route, { method: 'POST', headers: { 'content-type': 'application/json' },
+                                         body: JSON.stringify(body) });
+  return { status: r.status, json: await r.json() };
+}
+
+let server = await startServer(exe, { logPath, kvPrefix: 'deepinfer-vision-kv-' });
+try {
+  await serverUp(server);
+  const base = server.base;
+  const openai = new OpenAI({ baseURL: base + '/v1', apiKey: 'none', maxRetries: 0, timeout: 120000 });
+  const anthropic = new Anthropic({ baseURL: base, apiKey: 'none', maxRetries: 0, timeout: 120000 });
+
+  const chat = (img, extra = {}) => openai.chat.completions.create({
+    model: MODEL, max_tokens: 16, temperature: 0, logprobs: true, ...extra,
+    messages: [{ role: 'user', content: [{ type: 'image_url', image_url: { url: dataUri(img) } },
+                                          { type: 'text', text: question }] }] });
+  const responses = (img) => openai.responses.create({
+    model: MODEL, max_output_tokens: 16, temperature: 0,
+    input: [{ role: 'user', content: [{ type: 'input_image', image_url: dataUri(img) },
+                                      { type: 'input_text', text: question }] }] });
+  const messages = (img, type = 'image/png') => anthropic.messages.create({
+    model: MODEL, max_tokens: 16, temperature: 0,
+    messages: [{ role: 'user', content: [{ type: 'image', source: { type: 'base64', media_type: type, data: img.toString('base64') } },
+                                         { type: 'text', text: question }] }] });
+  const firstLogprobs = (r) => JSON.stringify(r.choices[0].logprobs?.content?.map((t) => t.logprob) ?? []);
+
+  let chatA;
+  await check('chat image_url: answered; the same image again hits past the image with the same greedy output', async () => {
+    const miss = await chat(imageA);
+    chatA = miss;
+    const hit = await chat(imageA);
+    const cached = hit.usage.prompt_tokens_details?.cached_tokens ?? 0;
+    console.log(`     prompt ${hit.usage.prompt_tokens} tokens, cached ${miss.usage.prompt_tokens_details?.cached_tokens ?? 0} then ${cached}`);
+    assert.equal(miss.usage.prompt_tokens_details?.cached_tokens ?? 0, 0, 'a fresh KV root misses');
+    assert.equal(miss.usage.completion_tokens, 16);
+    // The image's placeholders lie in the first block (a few tokens of template before them):
+    // a hit of one block or more covers the image.
+    assert.ok(cached >= 128, `the second send hits past the image: ${cached} cached`);
+    assert.equal(hit.choices[0].message.content, miss.choices[0].message.content, 'same greedy output with the hit');
+    assert.equal(firstLogprobs(hit), firstLogprobs(miss), 'same log-probabilities with the hit');
+  });
+
+  await check('chat: another image at the same place never reuses the first one\'s KV and changes the output', async () => {
+    const other = await chat(imageB);
+    assert.equal(other.usage.prompt_tokens, chatA.usage.prompt_tokens, 'same prompt length (same image size)');
+    const cached = other.usage.prompt_tokens_details?.cached_tokens ?? 0;
+    assert.equal(cached, 0, `the block holding image A is not image B's: ${cached} cached`);
+    assert.notEqual(firstLogprobs(other), firstLogprobs(chatA), 'the image changes the greedy log-probabilities');
+    console.log(`     greedy A: ${JSON.stringify(chatA.choices[0].message.content)}\n     greedy B: ${JSON.stringify(other.choices[0].message.content)}`);
+    // A seeded sample (temperature 1) follows the whole distribution, which greedy decoding of a
+    // random model barely shows: the same seed gives the same text for the same image only.
+    const sampled = async (img) => (await chat(img, { temperature: 1, seed: 7, logprobs: false })).choices[0].message.content;
+    const [a1, a2, b1] = [await sampled(imageA), await sampled(imageA), await sampled(imageB)];
+    console.log(`     seeded A: ${JSON.stringify(a1)}\n     seeded B: ${JSON.stringify(b1)}`);
+    assert.equal(a2, a1, 'the same image and seed: the same sample');
+    assert.notEqual(b1, a1, 'another image: another sample');
+  });
+
+  await check('responses input_image: answered; again with the same image: cached past it, same output', async () => {
+    const miss = await responses(imageB);
+    const hit = await responses(imageB);
+    const cached = hit.usage.input_tokens_details?.cached_tokens ?? 0;
+    assert.ok(cached >= 128, `cached ${cached}`);
+    assert.equal(hit.output_text, miss.output_text);
+    assert.equal(miss.usage.output_tokens, 16);
+  });
+
+  await check('messages image (base64 source): answered; again: cache_read past the image, same output; another image differs', async () => {
+    const imageC = png(192, 192, 5), imageD = png(192, 192, 6);
+    const miss = await messages(imageC);
+    const hit = await messages(imageC);
+    const text = (m) => m.content.filter((b) => b.type === 'text').map((b) => b.text).join('');
+    assert.equal(miss.usage.cache_read_input_tokens ?? 0, 0);
+    assert.ok((hit.usage.cache_read_input_tokens ?? 0) >= 128, `cache_read ${hit.usage.cache_read_input_tokens}`);
+    assert.equal(text(hit), text(miss));
+    const other = await messages(imageD);
+    assert.equal(other.usage.cache_read_input_tokens ?? 0, 0, 'image D does not reuse image C\'s block');
+    assert.notEqual(text(other), text(miss), 'another image, other text');
+  });
+
+  await check('corrupt, oversized and unsupported images: 400 in each API\'s error shape (official clients)', async () => {
+    for (const [what, img] of [['corrupt', corrupt], ['oversized', oversized]]) {
+      await assert.rejects(chat(img), (e) => {
+        assert.ok(e instanceof OpenAI.BadRequestError, `${what} chat: ${e}`);
+        assert.equal(e.status, 400);
+        assert.equal(e.error?.type, 'invalid_request_error');
+        assert.match(e.error?.message ?? e.message, /Image 1/);
+        return true;
+      });
+      await assert.rejects(responses(img), (e) => e instanceof OpenAI.BadRequestError && e.status === 400);
+      await assert.rejects(messages(img), (e) => {
+        assert.ok(e instanceof Anthropic.BadRequestError, `${what} messages: ${e}`);
+        assert.equal(e.status, 400);
+        assert.equal(e.error?.type, 'error');
+        assert.equal(e.error?.error?.type, 'invalid_request_error');
+        return true;
+      });
+    }
+    await assert.rejects(messages(gif, 'image/gif'), (e) => e instanceof Anthropic.BadRequestError &&
+                         /PNG or JPEG/.test(e.error?.error?.message ?? ''));
+    const small = await post(base, '/v1/chat/completions', { model: MODEL, max_tokens: 4,
+      messages: [{ role: 'user', content: [{ type: 'image_url', image_url: { url: dataUri(png(8, 8, 1)) } }] }] });
+    assert.equal(small.status, 400);
+    assert.match(small.json.error.message, /at least/);
+    const tooMany = await post(base, '/v1/chat/completions', { model: MODEL, max_tokens: 4,
+      messages: [{ role: 'user', content: Array.from({ length: 9 }, () => ({ type: 'image_url', image_url: { url: dataUri(imageA) } })) }] });
+    assert.equal(tooMany.status, 400);
+    assert.match(tooMany.json.error.message, /more than 8 images/);
+  });
+
+  await check('the server keeps serving after the refusals (the same image answers as before)', async () => {
+    const again = await chat(imageA);
+    assert.equal(again.choices[0].message.content, chatA.choices[0].message.content);
+    const h = await fetch(base + '/health');
+    assert.ok(h.ok);
+  });
+
+  await check('metrics count the images encoded', async () => {
+    const text = await (await fetch(base + '/metrics')).text();
+    const lines = [...text.matchAll(/^deepinfer_vision_images_encoded_total(?:\{[^}]*\})? (\S+)$/gm)];
+    assert.ok(lines.length > 0, 'deepinfer_vision_images_encoded_total is exported');
+    // Chat A x3, B; Responses B x2; Messages C x2, D: every accepted image was encoded.
+    const encoded = lines.reduce((a, m) => a + Number(m[1]), 0);
+    assert.ok(encoded >= 9, `images encoded: ${encoded}`);
+    // The embedded default's vision instance encoded them (the vision balancer routed them there),
+    // not the prefill ranks' fallback.
+    const vision = lines.filter((m) => /instance="local\/vision"/.test(m[0])).reduce((a, m) => a + Number(m[1]), 0);
+    assert.ok(vision >= 9, `images encoded on the vision rank: ${vision} of ${encoded}`);
+    const queued = text.match(/^deepinfer_vision_queue_seconds_count(?:\{\})? (\S+)$/m);
+    assert.ok(queued && Number(queued[1]) >= 9, `encoder queue time observed for every routed image: ${queued?.[1]}`);
+    // Nothing is in flight once every answer is back.
+    const inFlight = [...text.matchAll(/^deepinfer_vision_patches_in_flight\{[^}]*\} (\S+)$/gm)];
+    assert.ok(inFlight.length > 0, 'patches in flight per vision rank are exported');
+    for (const m of inFlight) assert.equal(Number(m[1]), 0, m[0]);
+  });
+} catch (e) {
+  setupFailed(e);
+} finally {
+  await stopServer(server);
+}
+verdict(logPath);

@@ -1,0 +1,77 @@
+// Images through a split cluster (issue 21): an entrypoint node, a prefill node, a decode node and
+// two vision nodes, each its own process. The entrypoint's vision balancer sends every image to a
+// vision node over CAF (vision_job / vision_result serialized across processes); the answers
+// equal the one-process embedded default's, both vision nodes get images, and nothing stays in
+// flight.
+// Usage: node vision_split.test.mjs /path/to/caf-launch
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import assert from 'node:assert/strict';
+import { check, clusterManifest, finish, freePort, manifestNode, startClusterAndReference } from './harness.mjs';
+import { dataUri, png } from './png.mjs';
+
+const MODEL = 'deepseek-v4.1-flash';
+const exe = process.argv[2];
+const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'deepinfer-vision-split-'));
+const ports = [];
+for (let i = 0; i < 5; ++i) ports.push(await freePort());
+const [splitHttp, oneHttp] = [await freePort(), await freePort()];
+const manifest = path.join(dir, 'cluster.toml');
+fs.writeFileSync(manifest, clusterManifest(path.join(dir, 'kv-split'), [
+  manifestNode('n0', ports[0], ['controller', 'entrypoint', 'kvstore'], `http = "127.0.0.1:${splitHttp}"\n`),
+  manifestNode('p0', ports[1], ['prefill'], 'ranks = 1\n'),
+  manifestNode('d0', ports[2], ['decode'], 'ranks = 1\n'),
+  manifestNode('v0', ports[3], ['vision']),
+  manifestNode('v1', ports[4], ['vision']),
+]));
+const logPath = path.join(dir, 'split.log');
+const procs = startClusterAndReference(exe, manifest, logPath, oneHttp, path.join(dir, 'kv-one'));
+const split = `http://127.0.0.1:${splitHttp}`;
+const one = `http://127.0.0.1:${oneHttp}`;
+
+const ask = async (base, img) => {
+  const r = await fetch(base + '/v1/chat/completions', {
+    method: 'POST', headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ model: MODEL, temperature: 0, max_tokens: 12, messages: [{ role: 'user', content: [
+      { type: 'image_url', image_url: { url: dataUri(img) } }, { type: 'text', text: 'What is this?' }] }] }) });
+  return { status: r.status, json: await r.json() };
+};
+
+async function ready(base, needVision) {
+  const t0 = Date.now();
+  for (;;) {
+    try {
+      const text = await (await fetch(base + '/metrics')).text();
+      const r = await fetch(base + '/v1/chat/completions', { method: 'POST', headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ model: MODEL, max_tokens: 1, messages: [{ role: 'user', content: 'ping' }] }) });
+      // Both vision nodes report a healthy rank in the controller's view.
+      const vision = ['v0', 'v1'].every((n) => text.includes(`deepinfer_instance_healthy_ranks{instance="${n}/vision"} 1`));
+      if (r.status === 200 && (!needVision || vision)) return Date.now() - t0;
+    } catch { /* not up yet */ }
+    if (Date.now() - t0 > 120000) throw new Error(`${base} not serving within 120 s (log: ${logPath})`);
+    await new Promise((r) => setTimeout(r, 200));
+  }
+}
+
+try {
+  console.log(`five-process manifest ready in ${await ready(split, true)} ms, embedded default in ${await ready(one, false)} ms`);
+  await check('images encoded on remote vision nodes: answers equal the one-process default, both nodes used', async () => {
+    for (let i = 0; i < 10; ++i) {
+      const img = png(64 + 32 * (i % 4), 64, 100 + i);
+      const [a, b] = [await ask(split, img), await ask(one, img)];
+      assert.equal(a.status, 200, JSON.stringify(a.json));
+      assert.equal(a.json.choices[0].message.content, b.json.choices[0].message.content, `image ${i}`);
+    }
+    const text = await (await fetch(split + '/metrics')).text();
+    const queued = text.match(/^deepinfer_vision_queue_seconds_count(?:\{\})? (\S+)$/m);
+    assert.ok(queued && Number(queued[1]) >= 10, `every image went to a vision rank: ${queued?.[1]}`);
+    const nodes = [...text.matchAll(/^deepinfer_vision_patches_in_flight\{node="([^"]+)",rank="\d+"\} (\S+)$/gm)];
+    const seen = new Set(nodes.map((m) => m[1]));
+    assert.ok(seen.has('v0') && seen.has('v1'), `images on both vision nodes: ${[...seen]}`);
+    for (const m of nodes) assert.equal(Number(m[2]), 0, m[0]);
+  });
+} catch (e) {
+  await check('setup', () => { throw e; });
+}
+await finish(procs, logPath, () => fs.rmSync(dir, { recursive: true, force: true }));
