@@ -46,7 +46,8 @@ vision_sim_result run_vision_sim(const vision_sim_config& cfg, vision_policy pol
     }
     auto& free_at = card_free[static_cast<std::size_t>(p.machine * cfg.cards_per_machine + p.card)];
     const double start = std::max(t, free_at);
-    const double service = cfg.fixed_s + cfg.per_patch_s * static_cast<double>(p.patches);
+    const auto patches = static_cast<double>(p.patches);
+    const double service = cfg.fixed_s + cfg.per_patch_s * patches + cfg.per_patch2_s * patches * patches;
     free_at = start + service;
     busy += service;
     if (policy == vision_policy::patches)

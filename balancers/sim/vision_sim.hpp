@@ -30,9 +30,11 @@ struct vision_sim_config {
   double large_share = 0.1;
   int large_side = 1024;
   int small_side = 256;
-  /// Encode time of one image on a card: fixed + per patch (seconds).
+  /// Encode time of one image on a card: fixed + per patch + per patch squared (seconds; the
+  /// encoder's attention over all patches is quadratic).
   double fixed_s = 0.002;
   double per_patch_s = 20e-6;
+  double per_patch2_s = 0;
   int64_t images = 200'000;
   uint64_t seed = 1;
 };

@@ -4,6 +4,7 @@
 //
 //   deepinfer-vision-sim [--machines 2] [--cards 4] [--rate 450] [--large-share 0.1]
 //                        [--large 1024] [--small 256] [--images 200000] [--seed 1]
+//                        [--fixed-s 0.002] [--per-patch-s 20e-6] [--per-patch2-s 0]
 #include <cstdio>
 
 #include "balancers/sim/vision_sim.hpp"
@@ -23,13 +24,16 @@ int main(int argc, char** argv) {
   app.add_option("--small", cfg.small_side, "side of a small image (pixels)")->capture_default_str();
   app.add_option("--fixed-s", cfg.fixed_s, "encode time per image, fixed part (s)")->capture_default_str();
   app.add_option("--per-patch-s", cfg.per_patch_s, "encode time per patch (s)")->capture_default_str();
+  app.add_option("--per-patch2-s", cfg.per_patch2_s, "encode time per patch squared (s)")->capture_default_str();
   app.add_option("--images", cfg.images, "images to simulate")->capture_default_str();
   app.add_option("--seed", cfg.seed, "seed of arrivals, sizes and the machine choice")->capture_default_str();
   if (auto rc = deepinfer::parse_command_line(app, argc, argv))
     return *rc;
-  std::printf("machines=%d cards=%d rate=%.0f/s large=%.0f%% (%dpx) small=%dpx images=%lld seed=%llu\n",
+  std::printf("machines=%d cards=%d rate=%.0f/s large=%.0f%% (%dpx) small=%dpx images=%lld seed=%llu "
+              "encode=%g + %g p + %g p^2 s\n",
               cfg.machines, cfg.cards_per_machine, cfg.rate, 100 * cfg.large_share, cfg.large_side,
-              cfg.small_side, static_cast<long long>(cfg.images), static_cast<unsigned long long>(cfg.seed));
+              cfg.small_side, static_cast<long long>(cfg.images), static_cast<unsigned long long>(cfg.seed),
+              cfg.fixed_s, cfg.per_patch_s, cfg.per_patch2_s);
   std::printf("| policy | encoder queue p50 (ms) | p99 (ms) | mean (ms) | card utilization |\n|---|---|---|---|---|\n");
   double p99[2] = {0, 0};
   int i = 0;
