@@ -68,6 +68,10 @@ std::string model_config::validate() const {
     return "experts_per_token exceeds routed_experts";
   if (window != 128 || ring < window)
     return "window must be 128 and ring at least the window";
+  if (draft_positions < 0 || draft_positions > ring - window - 1)
+    return "draft_positions must be in [0, ring - window - 1] (the ring's spare slots absorb a rejected draft)";
+  if (draft_positions > 0 && (draft_rank <= 0 || draft_vocab <= 0 || draft_vocab > vocab_size))
+    return "a draft head needs a positive draft_rank and a draft_vocab in [1, vocab_size]";
   return {};
 }
 
@@ -100,6 +104,11 @@ std::string to_json(const model_config& c) {
   j["template_version"] = c.template_version;
   j["fingerprint"] = c.fingerprint;
   j["kv_layout"] = c.kv_layout();
+  if (c.draft_positions > 0) {
+    j["draft_positions"] = c.draft_positions;
+    j["draft_rank"] = c.draft_rank;
+    j["draft_vocab"] = c.draft_vocab;
+  }
   return j.dump(2) + "\n";
 }
 
@@ -141,6 +150,9 @@ config_result config_from_json(const std::string& text) {
     get("template_version", c.template_version);
     get("fingerprint", c.fingerprint);
     get("kv_layout", c.made_for_kv_layout);
+    get("draft_positions", c.draft_positions);
+    get("draft_rank", c.draft_rank);
+    get("draft_vocab", c.draft_vocab);
     std::string dtype = j.value("dtype", std::string{"f32"});
     if (dtype == "f32")
       c.dtype = weight_dtype::f32;
