@@ -3,6 +3,7 @@
 // Internal to the rank actor (rank.cpp: decode and the behavior; rank_prefill.cpp: the prefill
 // queue): its state, shared by both files.
 
+#include <array>
 #include <cstdint>
 #include <deque>
 #include <map>
@@ -22,6 +23,7 @@
 #include "actors/instance/rank.hpp"
 #include "engine/prefill_scheduler.hpp"
 #include "engine/rank_engine.hpp"
+#include "engine/spec_planner.hpp"
 
 namespace deepinfer::actors {
 
@@ -115,6 +117,13 @@ struct rank_state {
   http::metrics_registry::gauge* pool_used = nullptr;
   http::metrics_registry::gauge* active_gauge = nullptr;
   http::metrics_registry::gauge* queue_gauge = nullptr;
+  /// Speculative decoding (DESIGN §5.3): the drafts each step verifies, and vLLM's counters of
+  /// them (null without a registry). Null planner: the rank decodes one token per step.
+  std::unique_ptr<engine::spec_planner> planner;
+  http::metrics_registry::counter* spec_drafts = nullptr;
+  http::metrics_registry::counter* spec_draft_tokens = nullptr;
+  http::metrics_registry::counter* spec_accepted = nullptr;
+  std::array<http::metrics_registry::counter*, engine::max_draft_positions> spec_accepted_at{};
   static inline const char* name = "deepinfer.rank";
 };
 
