@@ -31,8 +31,8 @@ spec_planner::cost_curve spec_planner::curve() const {
     return {1.0, 1.0 / 16.0};
   const double mx = sx_ / sw_, my = sy_ / sw_;
   const double var = sxx_ / sw_ - mx * mx;
-  // Too little spread in the row counts seen to tell the slope: the prior's shape, scaled to
-  // the mean cost measured.
+  // Too little spread in the row counts seen to tell the slope (the first steps, before a probe):
+  // the prior's shape, scaled to the mean cost measured.
   if (var < 1e-9 * std::max(1.0, mx * mx))
     return {my / (1.0 + mx / 16.0), my / (16.0 + mx)};
   double slope = (sxy_ / sw_ - mx * my) / var;
@@ -41,15 +41,18 @@ spec_planner::cost_curve spec_planner::curve() const {
   return {fixed, slope};
 }
 
-std::vector<int32_t> spec_planner::plan(std::span<const draft_proposal> proposals) const {
+std::vector<int32_t> spec_planner::plan(std::span<const draft_proposal> proposals) {
   std::vector<int32_t> out(proposals.size(), 0);
   if (mode_ == speculative_mode::off)
     return out;
+  ++plans_;
   if (mode_ == speculative_mode::fixed) {
     for (std::size_t i = 0; i < proposals.size(); ++i)
       out[i] = proposals[i].count;
     return out;
   }
+  if (!fixed_curve_ && plans_ % probe_every == 0)
+    return out;
   struct candidate {
     float gain;
     uint32_t request;

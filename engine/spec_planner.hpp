@@ -14,8 +14,8 @@ namespace deepinfer::engine {
 /// (the confidences' product: the chance that drafts 1..k are all accepted); candidates sorted
 /// by e are taken best first, and the step keeps the count m that maximises the expected tokens
 /// per second, (requests + sum of the first m gains) / cost(requests + m rows), on the verify
-/// cost curve measured from the rank's own steps (`observe`). Stateless per step apart from the
-/// curve; deterministic given it.
+/// cost curve measured from the rank's own steps (`observe`). Deterministic given the curve and
+/// the step count.
 class spec_planner {
 public:
   /// The verify cost curve cost(rows) = fixed + per_row * rows (seconds).
@@ -27,7 +27,11 @@ public:
   explicit spec_planner(speculative_mode mode);
 
   /// Drafts per request, in the order of `proposals` (0 for a request without drafts).
-  std::vector<int32_t> plan(std::span<const draft_proposal> proposals) const;
+  /// Variable mode makes every `probe_every`-th step a plain one (no drafts): the curve is fitted
+  /// from the rank's own steps, and steps of one row count only would never show what a row
+  /// costs against the step's fixed part.
+  std::vector<int32_t> plan(std::span<const draft_proposal> proposals);
+  static constexpr uint64_t probe_every = 8;
 
   /// Adds one measured verify step (rows of the forward, seconds it took) to the curve.
   void observe(int64_t rows, double seconds);
@@ -45,6 +49,7 @@ private:
   // moves with the machine's load).
   double sw_ = 0, sx_ = 0, sy_ = 0, sxx_ = 0, sxy_ = 0;
   bool fixed_curve_ = false;
+  uint64_t plans_ = 0;
   cost_curve set_;
 };
 
