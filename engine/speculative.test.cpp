@@ -3,6 +3,7 @@
 // at temperature > 0 (the sampled tokens' distribution, from independent seeds).
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <deque>
 #include <map>
 
@@ -99,6 +100,32 @@ BOOST_AUTO_TEST_CASE(the_draft_head_loads_and_proposes_deterministically) {
   const auto b = again->proposal(req.seq);
   BOOST_TEST(std::equal(a.tokens, a.tokens + 5, b.tokens));
   BOOST_TEST(std::equal(a.confidence, a.confidence + 5, b.confidence));
+}
+
+BOOST_AUTO_TEST_CASE(every_isa_proposes_the_same_drafts_and_confidences) {
+  // The head runs on the backend's matmul and norm kernels (bit-identical on every ISA) and
+  // scalar code: its proposals must not depend on the CPU.
+  std::vector<draft_proposal> seen;
+  for (auto isa : kernels::supported_cpu_isas()) {
+    rank_engine::config cfg{64, 2, isa};
+    cfg.speculative = speculative_mode::fixed;
+    auto r = rank_engine::load(draft_model_dir(), cfg);
+    BOOST_REQUIRE_MESSAGE(r.engine, r.error);
+    prefill_request req;
+    req.seq = next_seq();
+    req.tokens = random_tokens(200, 9, 512);
+    req.sampling.max_tokens = 20;
+    r.engine->prefill(req);
+    std::vector<verify_request> one{{req.seq, 5}};
+    r.engine->verify_step(one);
+    seen.push_back(r.engine->proposal(req.seq));
+  }
+  BOOST_REQUIRE(!seen.empty());
+  for (const auto& p : seen) {
+    BOOST_TEST(p.count == 5);
+    BOOST_TEST(std::memcmp(p.tokens, seen[0].tokens, sizeof p.tokens) == 0);
+    BOOST_TEST(std::memcmp(p.confidence, seen[0].confidence, sizeof p.confidence) == 0);
+  }
 }
 
 BOOST_AUTO_TEST_CASE(greedy_output_is_plain_decodes_token_for_token_in_changing_batches) {
