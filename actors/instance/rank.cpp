@@ -149,8 +149,10 @@ void decode_step(rank_pointer self) {
   auto& st = self->state;
   if (st.active.empty()) {
     st.stepping = false;
+    st.last_compute_end.reset(); // waiting for requests is not idling between steps
     return;
   }
+  const auto compute_start = std::chrono::steady_clock::now();
   std::vector<engine::sequence_id> seqs;
   std::vector<uint64_t> ids;
   for (auto& [id, d] : st.active) {
@@ -161,6 +163,16 @@ void decode_step(rank_pointer self) {
   if (!end_ep_step(self))
     return;
   ++st.steps;
+  {
+    const auto end = std::chrono::steady_clock::now();
+    const double idle = st.last_compute_end ? std::chrono::duration<double>(compute_start - *st.last_compute_end).count() : 0.0;
+    const double busy = std::chrono::duration<double>(end - compute_start).count();
+    st.idle_weighted = 0.95 * st.idle_weighted + idle;
+    st.busy_weighted = 0.95 * st.busy_weighted + busy;
+    st.last_compute_end = end;
+    if (st.idle_gauge && st.idle_weighted + st.busy_weighted > 0)
+      st.idle_gauge->set(st.idle_weighted / (st.idle_weighted + st.busy_weighted));
+  }
   for (size_t i = 0; i < outs.size() && i < ids.size(); ++i) {
     auto it = st.active.find(ids[i]);
     token_batch b;
@@ -241,6 +253,12 @@ rank_actor::behavior_type rank_behavior(rank_pointer self, rank_config cfg) {
                                      "Prefill jobs on the rank: fetching blocks, waiting for pool "
                                      "room or being prefilled.", {"instance", "rank"})
                           .with(labels);
+      if (!cfg.engine.reads_hits) // decode ranks only (prefill ranks read hits)
+        st.idle_gauge = &m->add_gauge("deepinfer_decode_idle_fraction",
+                                    "Share of decode time the compute threads waited between steps of a running "
+                                    "batch (synchronous scheduling: the rank thread's post-processing).",
+                                    {"instance", "rank"})
+                         .with(labels);
       if (st.planner) {
         // vLLM's names (existing dashboards work), labelled like the rank's other series.
         st.spec_drafts = &m->add_counter("vllm:spec_decode_num_drafts_total",

@@ -4,10 +4,12 @@
 // queue): its state, shared by both files.
 
 #include <array>
+#include <chrono>
 #include <cstdint>
 #include <deque>
 #include <map>
 #include <memory>
+#include <optional>
 #include <set>
 
 #include <caf/stateful_actor.hpp>
@@ -124,6 +126,12 @@ struct rank_state {
   http::metrics_registry::counter* spec_draft_tokens = nullptr;
   http::metrics_registry::counter* spec_accepted = nullptr;
   std::array<http::metrics_registry::counter*, engine::max_draft_positions> spec_accepted_at{};
+  /// deepinfer_decode_idle_fraction{rank}: time the compute threads waited between two decode
+  /// steps of a running batch (the rank thread streaming, cutting and scheduling: steps are
+  /// synchronous) over step time, exponentially weighted over about the last 20 steps.
+  http::metrics_registry::gauge* idle_gauge = nullptr;
+  std::optional<std::chrono::steady_clock::time_point> last_compute_end;
+  double idle_weighted = 0, busy_weighted = 0;
   static inline const char* name = "deepinfer.rank";
 };
 

@@ -2,7 +2,7 @@
 // three times, with --speculative off, fixed and variable; the official openai client's greedy
 // answers (streamed and not, and with stop strings taken from the middle of an answer, so they
 // land inside accepted drafts) must be the same text in all three, and the speculating servers
-// count their drafts under vLLM's metric names.
+// count their drafts under vLLM's metric names; every decode rank reports its idle fraction.
 // Usage: node spec.test.mjs /path/to/caf-launch /path/to/deepinfer-mkmodel /path/to/deepinfer-distill-draft
 import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
@@ -94,6 +94,12 @@ try {
       assert.ok(drafts > 0 && tokens >= drafts, `drafts ${drafts}, draft tokens ${tokens}`);
       assert.ok(accepted > 0, 'some drafts were accepted');
       assert.equal(perPos, accepted, 'the per-position counts add up to the accepted tokens');
+    }
+    for (const [i, t] of texts.entries()) {
+      const idle = t.split('\n').filter((l) => l.startsWith('deepinfer_decode_idle_fraction{'))
+        .map((l) => Number(l.trim().split(/\s+/).pop()));
+      assert.ok(idle.length > 0 && idle.every((x) => x >= 0 && x < 1), `idle fractions ${idle}`);
+      console.log(`     ${servers[i].name}: deepinfer_decode_idle_fraction ${idle.map((x) => x.toFixed(3)).join(' ')}`);
     }
   });
 } catch (e) {
