@@ -18,3 +18,5 @@ const t = await (await fetch(base + '/metrics')).text();
 console.log(mode, 'batch', n, t.split('\n').filter((l) => l.startsWith('deepinfer_decode_idle_fraction{')).join(' | '));
 const res = await all; console.log(JSON.stringify(res[0]).slice(0, 300));
 p.kill('SIGINT');
+await new Promise((r) => p.on('exit', r));
+fs.rmSync(kv, { recursive: true, force: true });
