@@ -40,6 +40,10 @@ rank_engine::rank_engine(std::unique_ptr<model_weights> w, const config& cfg)
     vision_ = std::make_unique<vision_encoder>(*weights_, *backend_);
     vision_->prepare_weights();
   }
+  if (cfg.speculative != speculative_mode::off && weights_->draft) {
+    draft_ = std::make_unique<draft_head>(*weights_, *backend_);
+    draft_->prepare_weights();
+  }
   forward_.reserve_positions(std::min<int64_t>(cfg.kv_blocks * 128, int64_t{1} << 18));
   log().info("engine loaded model={} fingerprint={} backend={} kv_blocks={}",
              weights_->config().name, weights_->config().fingerprint, backend_->name(),
@@ -315,10 +319,14 @@ void rank_engine::finish_prefill(sequence& s, prefill_progress& out) {
   run_decoder(s, done, s.prompt_len);
   out.logits.resize(static_cast<std::size_t>(c.vocab_size));
   forward_.logits(s.tail.data() + (n - 1) * c.hidden, 1, out.logits.data());
-  s.tail = {};
   s.prefilling = false;
   out.done = true;
   sample_and_append(s, out.logits.data(), out.first);
+  if (draft_) {
+    sequence* one[] = {&s};
+    propose(one, s.tail.data() + (n - 1) * c.hidden);
+  }
+  s.tail = {};
   log().debug("req={} prefill done tokens={} first={}", s.id.value, s.prompt_len, out.first.id);
 }
 

@@ -15,10 +15,12 @@
 #include "engine/kernels/isa.hpp"
 #include "engine/ids.hpp"
 #include "engine/kv_pool.hpp"
+#include "engine/model/draft_head.hpp"
 #include "engine/model/forward.hpp"
 #include "engine/model/vision_encoder.hpp"
 #include "engine/model/weights.hpp"
 #include "engine/sampler.hpp"
+#include "engine/speculative_mode.hpp"
 
 namespace deepinfer::engine {
 
@@ -89,6 +91,26 @@ struct decode_output {
   bool finished = false;
 };
 
+/// One sequence's part of a speculative step: verify the first `drafts` tokens of its current
+/// proposal (`rank_engine::proposal`); 0 is a plain decode step for it.
+struct verify_request {
+  sequence_id seq;
+  int32_t drafts = 0;
+};
+
+/// What one sequence did in a speculative step.
+struct verify_output {
+  sequence_id seq;
+  engine_status status = engine_status::ok;
+  /// The tokens appended: the accepted drafts, then the target's own token after them (fewer
+  /// when a stop id or max tokens ended the request inside the drafts).
+  std::vector<sampled_token> tokens;
+  /// Drafts verified and how many of them the target accepted (a prefix).
+  int32_t drafted = 0;
+  int32_t accepted = 0;
+  bool finished = false;
+};
+
 /// One rank's engine: the model, its backend, the paged KV pool and the sequences it holds.
 /// Synchronous and single-threaded from the caller's side (an actor owns one); the backend
 /// parallelizes inside each call.
@@ -106,6 +128,9 @@ public:
     /// Makes the token masks of requests with a structured-output spec
     /// (`sampling_params::constraint`); null: such requests are refused (invalid_request).
     std::shared_ptr<token_constraint_factory> constraints = nullptr;
+    /// Not off: after every prefill and decode step the model's draft head (when it has one)
+    /// proposes the next tokens of each sequence, for `verify_step`.
+    speculative_mode speculative = speculative_mode::off;
   };
 
   /// Result of `load`.
@@ -129,8 +154,30 @@ public:
 
   /// One batched decode step: feeds each sequence's last token and samples the next. Sequences
   /// that are unknown, finished or out of KV get a non-ok status and do not advance.
+  /// `logits` / `hidden` (optional) receive the live rows' logits [rows x vocab] and final
+  /// hidden states before the final norm [rows x hidden] (draft distillation fits on them), in
+  /// the order of `seqs` with the non-ok ones left out.
   std::vector<decode_output> decode_step(std::span<const sequence_id> seqs,
-                                         std::vector<float>* logits = nullptr);
+                                         std::vector<float>* logits = nullptr,
+                                         std::vector<float>* hidden = nullptr);
+
+  /// One batched speculative step (DESIGN.md §5.3): every sequence's last token and its chosen
+  /// drafts go through one forward as consecutive rows; the longest prefix of drafts the target
+  /// itself samples is accepted, then the target's token after it. Each emitted token is drawn
+  /// exactly as `decode_step` draws it (same logits, same generator draw), so under greedy and
+  /// at any temperature the output equals non-speculative decoding token for token: a draft is
+  /// accepted iff the target's sample equals it, which for a point-mass draft is rejection
+  /// sampling (accept with probability p(draft), else a sample of the residual). The K/V of the
+  /// rejected rows is dropped (the rings' spare slots held it). Sequences that are unknown,
+  /// finished or out of KV get a non-ok status and do not advance.
+  std::vector<verify_output> verify_step(std::span<const verify_request> reqs);
+  /// The draft head's proposal for `seq`'s next tokens (count 0: no head, speculation off, or
+  /// unknown sequence).
+  draft_proposal proposal(sequence_id seq) const;
+  /// Replaces `seq`'s proposal (drafts from elsewhere; tests). False when unknown.
+  bool set_proposal(sequence_id seq, const draft_proposal& p);
+  /// True when the model has a draft head and the engine proposes with it.
+  bool drafting() const { return draft_ != nullptr; }
 
   /// Replaces the token the next decode step feeds (teacher forcing for measurements and
   /// speculative verification). False when the sequence is unknown or still prefilling.
@@ -207,11 +254,18 @@ private:
   /// Makes `s.constraint` from its sampling spec after the output it has; an error message when
   /// it cannot.
   std::string attach_constraint(sequence& s) const;
+  /// The proposals after rows `x` [n x hidden] of `seqs` (each sequence's last token is the
+  /// first draft's previous token).
+  void propose(std::span<sequence* const> seqs, const float* x);
+  /// The SWA snapshot of the windows as they were at `end` (<= the windows' end, within the
+  /// spare slots): a speculative step crosses a 128 boundary with up to 5 tokens past it.
+  std::vector<std::byte> encode_snapshot_at(const sequence& s, int64_t end) const;
 
   config config_;
   std::unique_ptr<model_weights> weights_;
   std::unique_ptr<backend> backend_;
   ced_moe_forward forward_;
+  std::unique_ptr<draft_head> draft_;
   kv_pool pool_;
   std::unique_ptr<vision_encoder> vision_;
   std::unordered_map<sequence_id, std::unique_ptr<sequence>> seqs_;

@@ -48,7 +48,8 @@ bool take_section(std::span<const std::byte>& in, std::span<const std::byte>& s)
 } // namespace
 
 std::vector<decode_output> rank_engine::decode_step(std::span<const sequence_id> ids,
-                                                    std::vector<float>* logits) {
+                                                    std::vector<float>* logits,
+                                                    std::vector<float>* hidden) {
   const auto& c = model();
   std::vector<decode_output> out(ids.size());
   std::vector<sequence*> live;
@@ -92,8 +93,23 @@ std::vector<decode_output> rank_engine::decode_step(std::span<const sequence_id>
     auto& o = out[slot[r]];
     o.finished = sample_and_append(s, lg.data() + r * c.vocab_size, o.token);
   }
+  if (draft_) {
+    // Keeps the proposals current, so a later verify_step drafts from this step's states.
+    std::vector<sequence*> next;
+    std::vector<float> next_x;
+    for (int64_t r = 0; r < n; ++r)
+      if (live[r]->finished)
+        live[r]->proposal = {};
+      else {
+        next.push_back(live[r]);
+        next_x.insert(next_x.end(), x.data() + r * c.hidden, x.data() + (r + 1) * c.hidden);
+      }
+    propose(next, next_x.data());
+  }
   if (logits != nullptr)
     *logits = std::move(lg);
+  if (hidden != nullptr)
+    *hidden = std::move(x);
   return out;
 }
 

@@ -22,4 +22,9 @@ void swa_ring::reset(int64_t pos) {
   count_ = 0;
 }
 
+void swa_ring::truncate(int64_t end) {
+  count_ -= end_ - end;
+  end_ = end;
+}
+
 } // namespace deepinfer::engine

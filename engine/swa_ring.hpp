@@ -21,6 +21,10 @@ public:
   void push(int64_t pos, const float* k, const float* v);
   /// Forgets everything and starts empty at `pos` (for a window that begins mid-sequence).
   void reset(int64_t pos);
+  /// Drops positions [end, end()) (a rejected speculative draft), keeping the ones before;
+  /// precondition: begin() <= end <= end(). The spare slots beyond the window are what keep a
+  /// full window behind `end` after up to ring - window - 1 positions are dropped.
+  void truncate(int64_t end);
   /// K / V of `pos`; precondition: begin() <= pos < end().
   const float* k(int64_t pos) const { return k_.data() + (pos % config_.slots) * config_.width; }
   const float* v(int64_t pos) const { return v_.data() + (pos % config_.slots) * config_.width; }

@@ -100,24 +100,80 @@ void start_decode(rank_pointer self, kv_handoff& h, const engine::sampling_param
   }
 }
 
+/// One token per sequence (speculation off, or a model without a draft head).
+std::vector<engine::verify_output> plain_step(rank_pointer self, std::span<const engine::sequence_id> seqs) {
+  auto outs = self->state.engine->decode_step(seqs);
+  std::vector<engine::verify_output> v(outs.size());
+  for (std::size_t i = 0; i < outs.size(); ++i) {
+    v[i].seq = outs[i].seq;
+    v[i].status = outs[i].status;
+    v[i].finished = outs[i].finished;
+    if (outs[i].status == engine::engine_status::ok)
+      v[i].tokens.push_back(std::move(outs[i].token));
+  }
+  return v;
+}
+
+/// Verifies each sequence's drafts in one forward (the planner picks how many), times the step
+/// for the planner's cost curve and counts drafts and acceptances under vLLM's names.
+std::vector<engine::verify_output> speculative_step(rank_pointer self, std::span<const engine::sequence_id> seqs) {
+  auto& st = self->state;
+  std::vector<engine::draft_proposal> props(seqs.size());
+  for (std::size_t i = 0; i < seqs.size(); ++i)
+    props[i] = st.engine->proposal(seqs[i]);
+  const auto lengths = st.planner->plan(props);
+  std::vector<engine::verify_request> reqs(seqs.size());
+  int64_t rows = 0;
+  for (std::size_t i = 0; i < seqs.size(); ++i) {
+    reqs[i] = {seqs[i], lengths[i]};
+    rows += 1 + lengths[i];
+  }
+  const auto t0 = std::chrono::steady_clock::now();
+  auto outs = st.engine->verify_step(reqs);
+  st.planner->observe(rows, std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+  if (st.spec_drafts)
+    for (const auto& o : outs) {
+      if (o.drafted == 0)
+        continue;
+      st.spec_drafts->inc();
+      st.spec_draft_tokens->inc(o.drafted);
+      st.spec_accepted->inc(o.accepted);
+      for (int32_t j = 0; j < o.accepted && j < engine::max_draft_positions; ++j)
+        st.spec_accepted_at[static_cast<std::size_t>(j)]->inc();
+    }
+  return outs;
+}
+
 /// One decode step over every active sequence; re-arms itself while any remain, so new
 /// sequences join the batch at the next step (continuous batching).
 void decode_step(rank_pointer self) {
   auto& st = self->state;
   if (st.active.empty()) {
     st.stepping = false;
+    st.last_compute_end.reset(); // waiting for requests is not idling between steps
     return;
   }
+  const auto compute_start = std::chrono::steady_clock::now();
   std::vector<engine::sequence_id> seqs;
   std::vector<uint64_t> ids;
   for (auto& [id, d] : st.active) {
     seqs.push_back(d.seq);
     ids.push_back(id);
   }
-  auto outs = st.engine->decode_step(seqs);
+  auto outs = st.planner ? speculative_step(self, seqs) : plain_step(self, seqs);
   if (!end_ep_step(self))
     return;
   ++st.steps;
+  {
+    const auto end = std::chrono::steady_clock::now();
+    const double idle = st.last_compute_end ? std::chrono::duration<double>(compute_start - *st.last_compute_end).count() : 0.0;
+    const double busy = std::chrono::duration<double>(end - compute_start).count();
+    st.idle_weighted = 0.95 * st.idle_weighted + idle;
+    st.busy_weighted = 0.95 * st.busy_weighted + busy;
+    st.last_compute_end = end;
+    if (st.idle_gauge && st.idle_weighted + st.busy_weighted > 0)
+      st.idle_gauge->set(st.idle_weighted / (st.idle_weighted + st.busy_weighted));
+  }
   for (size_t i = 0; i < outs.size() && i < ids.size(); ++i) {
     auto it = st.active.find(ids[i]);
     token_batch b;
@@ -126,9 +182,13 @@ void decode_step(rank_pointer self) {
       b.finished = true;
       b.error = make_error(errc_of(outs[i].status), "decode step failed");
     } else {
-      b.tokens.push_back(outs[i].token.id);
-      if (it->second.logprobs_top >= 0)
-        append_logprobs(b.logprobs, outs[i].token, it->second.logprobs_top);
+      // Several tokens when drafts were accepted: the request actor streams them and cuts at a
+      // stop string inside them as it does across batches.
+      for (const auto& t : outs[i].tokens) {
+        b.tokens.push_back(t.id);
+        if (it->second.logprobs_top >= 0)
+          append_logprobs(b.logprobs, t, it->second.logprobs_top);
+      }
       b.finished = outs[i].finished;
     }
     b.kv_bytes = std::exchange(it->second.kv_bytes, 0);
@@ -162,6 +222,8 @@ rank_actor::behavior_type rank_behavior(rank_pointer self, rank_config cfg) {
     ec.kv_blocks = cfg.engine.kv_blocks;
     ec.isa = cfg.engine.cpu_isa;
     ec.constraints = cfg.engine.constraints;
+    // Without a draft head the engine drafts nothing and the rank decodes plainly.
+    ec.speculative = cfg.engine.speculative.value_or(engine::speculative_mode::variable);
     auto loaded = engine::rank_engine::load(cfg.engine.model_dir, ec);
     if (!loaded.engine) {
       log().error("rank={} cannot load model {}: {}", cfg.rank, cfg.engine.model_dir, loaded.error);
@@ -169,6 +231,8 @@ rank_actor::behavior_type rank_behavior(rank_pointer self, rank_config cfg) {
       self->quit(make_error(errc::rank_failed, "cannot load model: " + loaded.error));
     } else {
       self->state.engine = std::move(loaded.engine);
+      if (self->state.engine->drafting())
+        self->state.planner = std::make_unique<engine::spec_planner>(ec.speculative);
       join_ep(self);
     }
     // The staging buffers a hit's blocks are read into (shared by the process's prefill ranks).
@@ -198,6 +262,28 @@ rank_actor::behavior_type rank_behavior(rank_pointer self, rank_config cfg) {
         st.encode_seconds = &m->add_histogram("deepinfer_vision_encode_seconds", "Time to encode one image.",
                                               {"instance", "rank"}, http::metrics_registry::default_latency_buckets())
                                .with(labels);
+      }
+      if (!cfg.engine.reads_hits) // decode ranks only (prefill ranks read hits)
+        st.idle_gauge = &m->add_gauge("deepinfer_decode_idle_fraction",
+                                    "Share of decode time the compute threads waited between steps of a running "
+                                    "batch (synchronous scheduling: the rank thread's post-processing).",
+                                    {"instance", "rank"})
+                         .with(labels);
+      if (st.planner) {
+        // vLLM's names (existing dashboards work), labelled like the rank's other series.
+        st.spec_drafts = &m->add_counter("vllm:spec_decode_num_drafts_total",
+                                         "Decode steps of a request that verified at least one draft.",
+                                         {"instance", "rank"}).with(labels);
+        st.spec_draft_tokens = &m->add_counter("vllm:spec_decode_num_draft_tokens_total", "Draft tokens verified.",
+                                               {"instance", "rank"}).with(labels);
+        st.spec_accepted = &m->add_counter("vllm:spec_decode_num_accepted_tokens_total", "Draft tokens accepted.",
+                                           {"instance", "rank"}).with(labels);
+        auto& per_pos = m->add_counter("vllm:spec_decode_num_accepted_tokens_per_pos_total",
+                                       "Draft tokens accepted, by draft position (0: the first draft).",
+                                       {"instance", "rank", "position"});
+        for (int j = 0; j < engine::max_draft_positions; ++j)
+          st.spec_accepted_at[static_cast<std::size_t>(j)] =
+            &per_pos.with({cfg.engine.instance, std::to_string(cfg.rank), std::to_string(j)});
       }
       report(self);
     }

@@ -12,6 +12,7 @@
 #include "balancers/cost_model.hpp"
 #include "engine/decoder_mode.hpp"
 #include "engine/kernels/isa.hpp"
+#include "engine/speculative_mode.hpp"
 
 namespace deepinfer::kv {
 class prefix_cache;
@@ -57,6 +58,10 @@ struct rank_engine_config {
   engine::decoder_mode decoder_mode = engine::decoder_mode::bounded;
   /// CPU kernels (nullopt: the best the CPU runs; every ISA gives the same bits).
   std::optional<engine::kernels::cpu_isa> cpu_isa;
+  /// Speculative decoding on a decode rank (DESIGN §5.3): off, fixed (verify every draft) or
+  /// variable (the prefix per request that maximises expected tokens per second); nullopt:
+  /// variable when the model has a draft head. Greedy output is the same in every mode.
+  std::optional<engine::speculative_mode> speculative;
   /// Chunked prefill (DESIGN §5.3, engine::prefill_scheduler): the time budget of one prefill
   /// step, ns. Between steps the rank takes new jobs, cancels and pings, so a step bounds how
   /// long they wait. Chunk sizes come from `prefill_cost`. 100 ms: on

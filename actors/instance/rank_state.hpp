@@ -3,10 +3,13 @@
 // Internal to the rank actor (rank.cpp: decode and the behavior; rank_prefill.cpp: the prefill
 // queue): its state, shared by both files.
 
+#include <array>
+#include <chrono>
 #include <cstdint>
 #include <deque>
 #include <map>
 #include <memory>
+#include <optional>
 #include <set>
 
 #include <caf/stateful_actor.hpp>
@@ -22,6 +25,7 @@
 #include "actors/instance/rank.hpp"
 #include "engine/prefill_scheduler.hpp"
 #include "engine/rank_engine.hpp"
+#include "engine/spec_planner.hpp"
 
 namespace deepinfer::actors {
 
@@ -121,6 +125,19 @@ struct rank_state {
   /// time each took.
   http::metrics_registry::counter* images_encoded = nullptr;
   http::metrics_registry::histogram* encode_seconds = nullptr;
+  /// Speculative decoding (DESIGN §5.3): the drafts each step verifies, and vLLM's counters of
+  /// them (null without a registry). Null planner: the rank decodes one token per step.
+  std::unique_ptr<engine::spec_planner> planner;
+  http::metrics_registry::counter* spec_drafts = nullptr;
+  http::metrics_registry::counter* spec_draft_tokens = nullptr;
+  http::metrics_registry::counter* spec_accepted = nullptr;
+  std::array<http::metrics_registry::counter*, engine::max_draft_positions> spec_accepted_at{};
+  /// deepinfer_decode_idle_fraction{rank}: time the compute threads waited between two decode
+  /// steps of a running batch (the rank thread streaming, cutting and scheduling: steps are
+  /// synchronous) over step time, exponentially weighted over about the last 20 steps.
+  http::metrics_registry::gauge* idle_gauge = nullptr;
+  std::optional<std::chrono::steady_clock::time_point> last_compute_end;
+  double idle_weighted = 0, busy_weighted = 0;
   static inline const char* name = "deepinfer.rank";
 };
 

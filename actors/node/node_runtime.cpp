@@ -265,6 +265,9 @@ std::optional<std::string> node_runtime::start() {
       sc.engine.constraints = so;
       sc.engine.reads_hits = spec.role == node_role::prefill;
       sc.engine.decoder_mode = cfg.serving->decoder_mode;
+      // Only decode ranks draft: a prefill rank's proposal would not travel with the sequence.
+      sc.engine.speculative =
+        spec.role == node_role::decode ? cfg.serving->speculative : std::optional{engine::speculative_mode::off};
       sc.engine.cpu_isa = cfg.serving->cpu_isa;
       sc.engine.prefill_cost = cfg.serving->prefill_cost;
       sc.engine.prefill_step_ns = std::chrono::duration<double, std::nano>(cfg.serving->prefill_step).count();

@@ -10,6 +10,7 @@
 #include "actors/transport/kv_transport_choice.hpp"
 #include "balancers/cost_model.hpp"
 #include "engine/decoder_mode.hpp"
+#include "engine/speculative_mode.hpp"
 #include "engine/kernels/isa.hpp"
 #include "recipe/json_parse.hpp"
 #include "recipe/vision/image_decode.hpp"
@@ -89,6 +90,9 @@ struct serving_config {
   /// How prefills run the decoder (rank_engine_config::decoder_mode): bounded, the seeds'
   /// production mode, by default; exact for measurement.
   engine::decoder_mode decoder_mode = engine::decoder_mode::bounded;
+  /// Speculative decoding on the node's decode ranks (`--speculative`; rank_engine_config::
+  /// speculative): nullopt is variable when the model has a draft head, else off.
+  std::optional<engine::speculative_mode> speculative;
   /// CPU kernels of this node's ranks (nullopt: the best the CPU runs); every ISA gives the same
   /// bits, so nodes of a cluster may differ.
   std::optional<engine::kernels::cpu_isa> cpu_isa;

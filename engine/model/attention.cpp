@@ -230,6 +230,17 @@ void ced_moe_forward::cross_attention(const decoder_layer_weights& d,
   b_.matmul(att, n, qd, d.cross_wo, h, x, true);
 }
 
+void truncate_index_keys(index_key_cache& cache, int64_t count, int64_t index_dim) {
+  if (cache.count <= count)
+    return;
+  constexpr int64_t tile = indexer::tile;
+  const int64_t tile_bytes = indexer::tile_code_bytes(index_dim);
+  for (int64_t j = count; j < cache.count; ++j)
+    indexer::put_zero_key(index_dim, j % tile, cache.codes.data() + (j / tile) * tile_bytes,
+                          cache.scales.data() + (j / tile) * tile);
+  cache.count = count;
+}
+
 void ced_moe_forward::gather_index_keys(std::span<const forward_row> rows, const kv_pool& pool) {
   const auto& c = config();
   const int64_t n = static_cast<int64_t>(rows.size()), idim = c.index_dim;

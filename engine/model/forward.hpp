@@ -37,6 +37,10 @@ struct index_key_cache {
   std::vector<float> scales;
 };
 
+/// Forgets the keys of positions [count, cache.count) (a rejected speculative draft wrote
+/// them): their slots hold zero keys again and the next forward re-reads them from the pool.
+void truncate_index_keys(index_key_cache& cache, int64_t count, int64_t index_dim);
+
 /// One token row of a forward batch: which sequence, which absolute position. Rows of one
 /// sequence are consecutive and ascending; their windows must end right before the first one.
 /// `index` (optional) is the sequence's indexer key cache. `embedding` (optional, `hidden`

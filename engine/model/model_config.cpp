@@ -79,6 +79,10 @@ std::string model_config::validate() const {
     if (v.hidden % v.heads != 0)
       return "vision.hidden must be a multiple of vision.heads";
   }
+  if (draft_positions < 0 || draft_positions > ring - window - 1)
+    return "draft_positions must be in [0, ring - window - 1] (the ring's spare slots absorb a rejected draft)";
+  if (draft_positions > 0 && (draft_rank <= 0 || draft_vocab <= 0 || draft_vocab > vocab_size))
+    return "a draft head needs a positive draft_rank and a draft_vocab in [1, vocab_size]";
   return {};
 }
 
@@ -115,6 +119,11 @@ std::string to_json(const model_config& c) {
                    {"max_grid", c.vision.max_grid}};
   j["fingerprint"] = c.fingerprint;
   j["kv_layout"] = c.kv_layout();
+  if (c.draft_positions > 0) {
+    j["draft_positions"] = c.draft_positions;
+    j["draft_rank"] = c.draft_rank;
+    j["draft_vocab"] = c.draft_vocab;
+  }
   return j.dump(2) + "\n";
 }
 
@@ -172,6 +181,9 @@ config_result config_from_json(const std::string& text) {
       vget("ffn", c.vision.ffn);
       vget("max_grid", c.vision.max_grid);
     }
+    get("draft_positions", c.draft_positions);
+    get("draft_rank", c.draft_rank);
+    get("draft_vocab", c.draft_vocab);
     std::string dtype = j.value("dtype", std::string{"f32"});
     if (dtype == "f32")
       c.dtype = weight_dtype::f32;

@@ -74,6 +74,13 @@ struct model_config {
   /// The `kv_layout()` the fingerprint was made with (config.json's `kv_layout`; empty for
   /// files older than the field): a model made for another layout must be made again.
   std::string made_for_kv_layout;
+  /// Draft head (DESIGN.md §5.1, `draft.safetensors` beside the model): how many tokens it
+  /// drafts per step (0: the model has none), the rank of its previous-token logit bias and the
+  /// size of its draft vocabulary (the ids it can propose). Not in the fingerprint: the head
+  /// changes no KV and no target logit, and distilling it again must not invalidate caches.
+  int32_t draft_positions = 0;
+  int32_t draft_rank = 32;
+  int32_t draft_vocab = 4096;
 
   /// The built-in tiny preset: runs on two CPU cores.
   static model_config tiny();

@@ -7,6 +7,7 @@
 #include <random>
 #include <vector>
 
+#include "engine/model/draft_head.hpp"
 #include "engine/model/safetensors.hpp"
 #include "engine/model/weights.hpp"
 
@@ -102,6 +103,9 @@ std::string random_model::write(const model_config& c, uint64_t seed, const std:
   }
   if (!w.finish())
     return "I/O error writing " + dir + "/model.safetensors";
+  if (c.draft_positions > 0)
+    if (auto err = write_draft_file(c, random_draft_tensors(c, seed), dir); !err.empty())
+      return err;
   model_config out = c;
   out.fingerprint = make_fingerprint(hashes, c);
   std::ofstream cfg(dir + "/config.json", std::ios::trunc);

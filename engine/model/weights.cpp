@@ -105,6 +105,16 @@ std::vector<tensor_spec> tensor_specs(const model_config& c) {
   return v;
 }
 
+std::vector<tensor_spec> draft_tensor_specs(const model_config& c) {
+  if (c.draft_positions <= 0)
+    return {};
+  const int64_t p = c.draft_positions, h = c.hidden, r = c.draft_rank, vd = c.draft_vocab;
+  return {{"draft.proj", {p, h, h}},        {"draft.norm", {h}},
+          {"draft.vocab", {vd}},            {"draft.out", {vd, h}},
+          {"draft.bias_in", {c.vocab_size, r}}, {"draft.bias_out", {vd, r}},
+          {"draft.conf", {p, h + 2}}};
+}
+
 uint64_t hash_bytes(const void* data, std::size_t n, uint64_t seed) {
   constexpr uint64_t k = 0x9E3779B97F4A7C15ull;
   uint64_t h = seed ^ (n * k);
@@ -246,6 +256,48 @@ model_weights::load_result model_weights::load(const std::string& dir) {
     v.merge_norm = ptr["vis.merge_norm"];
     v.proj = ptr["vis.proj"];
     v.out_norm = ptr["vis.out_norm"];
+  }
+  if (c.draft_positions > 0) {
+    // f32 always: the head is small, and distillation writes it back without narrowing.
+    auto dopen = safetensors_file::open(dir + "/draft.safetensors");
+    if (!dopen.file) {
+      out.error = fmt::format("{}: config.json declares a draft head ({} positions) but {}; make it with "
+                              "deepinfer-mkmodel or drop the draft_* fields",
+                              dir, c.draft_positions, dopen.error);
+      return out;
+    }
+    w->draft_file_ = std::move(dopen.file);
+    std::map<std::string, const float*> dptr;
+    for (auto& s : draft_tensor_specs(c)) {
+      auto* e = w->draft_file_->find(s.name);
+      std::size_t n = 1;
+      for (auto d : s.shape)
+        n *= static_cast<std::size_t>(d);
+      if (e == nullptr || e->dtype != "F32" || e->shape != s.shape || e->end - e->begin != n * 4) {
+        out.error = fmt::format("{}/draft.safetensors: tensor '{}' is missing or not F32 {}; run "
+                                "deepinfer-distill-draft or deepinfer-mkmodel again",
+                                dir, s.name, shape_text(s.shape));
+        return out;
+      }
+      const std::byte* src = w->draft_file_->data(*e);
+      if (reinterpret_cast<uintptr_t>(src) % alignof(float) == 0)
+        dptr[s.name] = reinterpret_cast<const float*>(src);
+      else {
+        auto& buf = w->owned_.emplace_back(n);
+        std::memcpy(buf.data(), src, n * 4);
+        dptr[s.name] = buf.data();
+      }
+    }
+    w->draft = draft_weights{dptr["draft.proj"],    dptr["draft.norm"],     dptr["draft.vocab"],
+                             dptr["draft.out"],     dptr["draft.bias_in"],  dptr["draft.bias_out"],
+                             dptr["draft.conf"]};
+    for (int64_t i = 0; i < c.draft_vocab; ++i) {
+      const float id = w->draft->vocab[i];
+      if (!(id >= 0.0f && id < static_cast<float>(c.vocab_size)) || id != static_cast<float>(static_cast<int32_t>(id))) {
+        out.error = fmt::format("{}/draft.safetensors: draft.vocab[{}] = {} is not a token id", dir, i, id);
+        return out;
+      }
+    }
   }
   out.weights = std::move(w);
   return out;

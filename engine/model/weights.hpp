@@ -2,6 +2,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -91,6 +92,23 @@ struct vision_weights {
   const float* proj = nullptr;        ///< [hidden, merge*merge*vhidden]
   const float* out_norm = nullptr;    ///< [hidden]
 };
+/// The draft head (DESIGN.md §5.1), from `draft.safetensors`; P = draft_positions, r =
+/// draft_rank, Vd = draft_vocab. Draft j of a row with final hidden state x and previous token t:
+/// z_j = rms_norm(proj_j * final_norm(x), norm); logits_j = out * z_j + bias_out * bias_in[t]
+/// over the draft vocabulary; the draft is the argmax (ties to the lower index), and t becomes
+/// it for j + 1. Its confidence is sigmoid(conf_j . [z_j, top probability of logits_j, 1]).
+struct draft_weights {
+  const float* proj = nullptr;     ///< [P, hidden, hidden]
+  const float* norm = nullptr;     ///< [hidden]
+  const float* vocab = nullptr;    ///< [Vd] token ids (exact in f32: ids < 2^24)
+  const float* out = nullptr;      ///< [Vd, hidden]
+  const float* bias_in = nullptr;  ///< [vocab, r]
+  const float* bias_out = nullptr; ///< [Vd, r]
+  const float* conf = nullptr;     ///< [P, hidden + 2]
+};
+
+/// Every tensor of the draft head with `c`'s shape, in file order (empty when it has none).
+std::vector<tensor_spec> draft_tensor_specs(const model_config& c);
 
 /// Loaded, validated weights (f32 in memory; f32 files are used straight from the mapping, bf16
 /// is widened once at load).
@@ -116,11 +134,14 @@ public:
   global_kv_weights global;
   std::vector<decoder_layer_weights> decoder;
   vision_weights vision;
+  /// Set when config().draft_positions > 0.
+  std::optional<draft_weights> draft;
 
 private:
   model_weights() = default;
   model_config config_;
   std::unique_ptr<safetensors_file> file_;
+  std::unique_ptr<safetensors_file> draft_file_;
   std::vector<std::vector<float>> owned_;
 };
 

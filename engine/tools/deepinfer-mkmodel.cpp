@@ -1,5 +1,6 @@
-// deepinfer-mkmodel --config tiny|small|FILE.json --seed N --out DIR [--dtype f32|bf16]
-// Writes a seeded random ced_moe model directory (config.json + model.safetensors), then fits its
+// deepinfer-mkmodel --config tiny|small|FILE.json --seed N --out DIR [--dtype f32|bf16] [--draft-positions N]
+// Writes a seeded random ced_moe model directory (config.json + model.safetensors, and
+// draft.safetensors: a random draft head for deepinfer-distill-draft to fit), then fits its
 // prefill cost model on this machine (cost_model.json, engine::cost_profile).
 #include <cstdio>
 #include <string>
@@ -15,6 +16,7 @@ using namespace deepinfer::engine;
 int main(int argc, char** argv) {
   std::string config = "tiny", out, dtype;
   uint64_t seed = 0;
+  int32_t draft_positions = 5;
   CLI::App app{"deepinfer-mkmodel: writes a seeded random ced_moe model directory (config.json + "
                "model.safetensors).",
                "deepinfer-mkmodel"};
@@ -22,6 +24,10 @@ int main(int argc, char** argv) {
   app.add_option("--seed", seed, "seed of the weights: the same seed writes the same bytes")->capture_default_str();
   app.add_option("--out", out, "the model directory to write")->required();
   app.add_option("--dtype", dtype, "weight dtype (default: the config's)")->check(CLI::IsMember({"f32", "bf16"}));
+  auto* draft_opt = app.add_option("--draft-positions", draft_positions,
+                                   "tokens the draft head drafts per step (0: no draft head; default: the "
+                                   "config file's, 5 for the presets)")
+                        ->check(CLI::Range(0, 5));
   if (auto rc = deepinfer::parse_command_line(app, argc, argv))
     return *rc;
   model_config c;
@@ -35,6 +41,8 @@ int main(int argc, char** argv) {
     }
     c = *r.config;
   }
+  if (draft_opt->count() > 0 || model_config::preset(config))
+    c.draft_positions = draft_positions;
   if (dtype == "bf16")
     c.dtype = weight_dtype::bf16;
   else if (dtype == "f32")

@@ -11,6 +11,7 @@
 
 #include "actors/node/node_runtime.hpp"
 #include "engine/decoder_mode.hpp"
+#include "engine/speculative_mode.hpp"
 #include "engine/kernels/isa.hpp"
 #include "launcher/launch_plan.hpp"
 #include "launcher/log.hpp"
@@ -39,6 +40,7 @@ struct options {
   std::string model_dir;
   std::string kv_root;
   std::string decoder_mode; // empty: bounded
+  std::string speculative;  // empty: variable when the model has a draft head, else off
   std::string cpu_isa;      // empty: the manifest node's cpu_isa, else auto
   std::string kv_transport;
   int prefill_step_ms = 0;  // 0: 100
@@ -121,6 +123,8 @@ std::optional<int> finish_serving_config(const options& o, actors::serving_confi
   if (!o.kv_root.empty())
     sc.kv_root = o.kv_root;
   sc.decoder_mode = *engine::parse_decoder_mode(o.decoder_mode.empty() ? "bounded" : o.decoder_mode);
+  if (!o.speculative.empty())
+    sc.speculative = engine::parse_speculative_mode(o.speculative);
   sc.prefill_step = std::chrono::milliseconds{o.prefill_step_ms > 0 ? o.prefill_step_ms : 100};
   sc.cpu_isa = choose_isa(o.cpu_isa.empty() ? isa : o.cpu_isa);
   if (!sc.cpu_isa)
@@ -170,6 +174,11 @@ int main(int argc, char** argv) {
                  "mode: over the prompt's last 128 tokens; exact, for measurement: its windows equal a "
                  "full run's)")
     ->check(CLI::IsMember({"exact", "bounded"}));
+  app.add_option("--speculative", o.speculative,
+                 "off|fixed|variable: speculative decoding on decode ranks with the model's draft head "
+                 "(default variable when the model has one; fixed verifies all 5 drafts; greedy output "
+                 "is the same in every mode)")
+    ->check(CLI::IsMember({"off", "fixed", "variable"}));
   app.add_option("--cpu-isa", o.cpu_isa,
                  "auto|portable|avx2|avx512: the CPU kernels (overrides the manifest node's cpu_isa; "
                  "default auto, the best this CPU runs; every choice computes the same bits)")
@@ -309,6 +318,7 @@ int main(int argc, char** argv) {
   // Every flag that changes a node's behaviour reaches the children; each node resolves
   // --cpu-isa against its own CPU.
   for (auto [flag, value] : {std::pair{"--kv-transport", &o.kv_transport}, std::pair{"--decoder-mode", &o.decoder_mode},
+                             std::pair{"--speculative", &o.speculative},
                              std::pair{"--kv-root", &o.kv_root}, std::pair{"--cpu-isa", &o.cpu_isa}})
     if (!value->empty())
       extra.insert(extra.end(), {flag, *value});

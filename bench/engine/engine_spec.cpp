@@ -1,0 +1,147 @@
+// bench_engine_spec MODEL_DIR [--batches 1,8,64,256] [--tokens 64] [--prompt-len 32] [--threads 1]
+//   [--cpu-time]
+// Speculative decoding side by side in one run (issue 18): for each batch size, greedy decode
+// tokens/s and mean tokens per request-step with --speculative off, fixed (all 5 drafts) and
+// variable (engine::spec_planner on the cost curve it measures from its own steps), from the
+// same prompts. Every mode must produce the same tokens (checked: the bench fails otherwise).
+#include <cstdio>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "engine/rank_engine.hpp"
+#include "engine/spec_planner.hpp"
+
+#include "bench_clock.hpp"
+#include "bench_inputs.hpp"
+
+using namespace deepinfer::engine;
+using namespace deepinfer::bench;
+
+namespace {
+
+struct run_result {
+  double tokens_per_s = 0;
+  double tokens_per_request_step = 0;
+  std::vector<std::vector<int32_t>> outputs;
+};
+
+run_result run(const std::string& dir, speculative_mode mode, int64_t batch, int64_t tokens, int64_t prompt_len,
+               int threads) {
+  rank_engine::config cfg;
+  cfg.threads = threads;
+  cfg.kv_blocks = batch * ((prompt_len + tokens + 16) / 128 + 2) + 8;
+  cfg.speculative = mode;
+  auto loaded = rank_engine::load(dir, cfg);
+  if (!loaded.engine) {
+    std::fprintf(stderr, "bench_engine_spec: %s\n", loaded.error.c_str());
+    std::exit(1);
+  }
+  auto& e = *loaded.engine;
+  if (mode != speculative_mode::off && !e.drafting()) {
+    std::fprintf(stderr, "bench_engine_spec: %s has no draft head\n", dir.c_str());
+    std::exit(1);
+  }
+  std::vector<sequence_id> ids;
+  run_result r;
+  r.outputs.resize(static_cast<std::size_t>(batch));
+  for (int64_t i = 0; i < batch; ++i) {
+    prefill_request req;
+    req.seq = sequence_id{static_cast<uint64_t>(i + 1)};
+    req.tokens = random_prompt(prompt_len, 1000 + static_cast<uint64_t>(i), e.model().vocab_size);
+    req.sampling.max_tokens = static_cast<int32_t>(tokens + 1);
+    r.outputs[static_cast<std::size_t>(i)].push_back(e.prefill(req).first.id);
+    ids.push_back(req.seq);
+  }
+  spec_planner planner{mode};
+  int64_t emitted = 0, request_steps = 0;
+  const double t0 = clock_now();
+  std::vector<sequence_id> live = ids;
+  while (!live.empty()) {
+    std::vector<sequence_id> next;
+    if (mode == speculative_mode::off) {
+      auto outs = e.decode_step(live);
+      for (auto& o : outs) {
+        r.outputs[o.seq.value - 1].push_back(o.token.id);
+        ++emitted;
+        ++request_steps;
+        if (!o.finished)
+          next.push_back(o.seq);
+      }
+    } else {
+      std::vector<draft_proposal> props;
+      for (auto id : live)
+        props.push_back(e.proposal(id));
+      const auto lengths = planner.plan(props);
+      std::vector<verify_request> reqs;
+      int64_t rows = 0;
+      for (std::size_t i = 0; i < live.size(); ++i) {
+        reqs.push_back({live[i], lengths[i]});
+        rows += 1 + lengths[i];
+      }
+      const double s0 = clock_now();
+      auto outs = e.verify_step(reqs);
+      planner.observe(rows, seconds_since(s0));
+      for (auto& o : outs) {
+        for (auto& t : o.tokens)
+          r.outputs[o.seq.value - 1].push_back(t.id);
+        emitted += static_cast<int64_t>(o.tokens.size());
+        ++request_steps;
+        if (!o.finished)
+          next.push_back(o.seq);
+      }
+    }
+    live = std::move(next);
+  }
+  const double secs = seconds_since(t0);
+  r.tokens_per_s = static_cast<double>(emitted) / secs;
+  r.tokens_per_request_step = static_cast<double>(emitted) / static_cast<double>(request_steps);
+  return r;
+}
+
+} // namespace
+
+int main(int argc, char** argv) {
+  if (argc < 2) {
+    std::fprintf(stderr, "usage: bench_engine_spec MODEL_DIR [--batches 1,8,64,256] [--tokens 64] "
+                         "[--prompt-len 32] [--threads 1] [--cpu-time]\n");
+    return 2;
+  }
+  std::string dir = argv[1];
+  std::vector<int64_t> batches{1, 8, 64, 256};
+  int64_t tokens = 64, prompt_len = 32;
+  int threads = 1;
+  for (int i = 2; i < argc; ++i) {
+    std::string a = argv[i];
+    auto value = [&] { return i + 1 < argc ? std::string{argv[++i]} : std::string{}; };
+    if (a == "--batches")
+      batches = parse_list(value());
+    else if (a == "--tokens")
+      tokens = std::stoll(value());
+    else if (a == "--prompt-len")
+      prompt_len = std::stoll(value());
+    else if (a == "--threads")
+      threads = std::stoi(value());
+    else if (a == "--cpu-time")
+      use_cpu_time = true;
+  }
+  std::printf("| batch | off tok/s | fixed-5 tok/s | variable tok/s | tokens/step off / fixed / variable | "
+              "variable vs fixed | fixed vs off | variable vs off |\n|---|---|---|---|---|---|---|---|\n");
+  for (auto b : batches) {
+    auto off = run(dir, speculative_mode::off, b, tokens, prompt_len, threads);
+    auto fixed = run(dir, speculative_mode::fixed, b, tokens, prompt_len, threads);
+    auto var = run(dir, speculative_mode::variable, b, tokens, prompt_len, threads);
+    if (fixed.outputs != off.outputs || var.outputs != off.outputs) {
+      std::fprintf(stderr, "bench_engine_spec: batch %lld: speculative output differs from plain decode\n",
+                   static_cast<long long>(b));
+      return 1;
+    }
+    std::printf("| %lld | %.0f | %.0f | %.0f | %.2f / %.2f / %.2f | %+.1f %% | %+.1f %% | %+.1f %% |\n",
+                static_cast<long long>(b), off.tokens_per_s, fixed.tokens_per_s, var.tokens_per_s,
+                off.tokens_per_request_step, fixed.tokens_per_request_step, var.tokens_per_request_step,
+                100.0 * (var.tokens_per_s / fixed.tokens_per_s - 1.0), 100.0 * (fixed.tokens_per_s / off.tokens_per_s - 1.0),
+                100.0 * (var.tokens_per_s / off.tokens_per_s - 1.0));
+    std::fflush(stdout);
+  }
+  return 0;
+}

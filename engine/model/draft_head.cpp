@@ -1,0 +1,152 @@
+#include "engine/model/draft_head.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <numeric>
+#include <random>
+
+#include "engine/model/safetensors.hpp"
+
+namespace deepinfer::engine {
+
+draft_head::draft_head(const model_weights& w, backend& b) : w_(w), d_(*w.draft), b_(b) {}
+
+void draft_head::prepare_weights() {
+  const auto& c = config();
+  const int64_t h = c.hidden;
+  b_.prepare_weight(d_.proj, int64_t{c.draft_positions} * h, h);
+  b_.prepare_weight(d_.out, c.draft_vocab, h);
+}
+
+namespace {
+
+/// logits[v] += bias_out[v] . bias_in[prev]: a fixed-order scalar sum (the same on every ISA).
+void add_bias(const draft_weights& d, int64_t vd, int64_t r, int32_t prev, float* logits) {
+  const float* u = d.bias_in + int64_t{prev} * r;
+  for (int64_t v = 0; v < vd; ++v) {
+    const float* b = d.bias_out + v * r;
+    float s = 0.0f;
+    for (int64_t i = 0; i < r; ++i)
+      s += b[i] * u[i];
+    logits[v] += s;
+  }
+}
+
+} // namespace
+
+void draft_head::features(const float* x, const int32_t* prev_of, float* z, float* logits) {
+  const auto& c = config();
+  const int64_t h = c.hidden, p = c.draft_positions, vd = c.draft_vocab, r = c.draft_rank;
+  const auto& k = b_.kernels();
+  xn_.resize(static_cast<std::size_t>(h));
+  proj_.resize(static_cast<std::size_t>(p * h));
+  k.rms_norm(x, 1, h, w_.final_norm, c.norm_eps, xn_.data());
+  // One product drafts every position: proj is [P*hidden x hidden].
+  b_.matmul(xn_.data(), 1, h, d_.proj, p * h, proj_.data());
+  k.rms_norm(proj_.data(), p, h, d_.norm, c.norm_eps, z);
+  b_.matmul(z, p, h, d_.out, vd, logits);
+  for (int64_t j = 0; j < p; ++j)
+    add_bias(d_, vd, r, prev_of[j], logits + j * vd);
+}
+
+void draft_head::propose(const float* x, const int32_t* prev, int64_t n, draft_proposal* out) {
+  const auto& c = config();
+  const int64_t h = c.hidden, p = c.draft_positions, vd = c.draft_vocab, r = c.draft_rank;
+  if (n <= 0)
+    return;
+  const auto& k = b_.kernels();
+  xn_.resize(static_cast<std::size_t>(n * h));
+  proj_.resize(static_cast<std::size_t>(n * p * h));
+  z_.resize(proj_.size());
+  logits_.resize(static_cast<std::size_t>(n * p * vd));
+  k.rms_norm(x, n, h, w_.final_norm, c.norm_eps, xn_.data());
+  b_.matmul(xn_.data(), n, h, d_.proj, p * h, proj_.data());
+  k.rms_norm(proj_.data(), n * p, h, d_.norm, c.norm_eps, z_.data());
+  b_.matmul(z_.data(), n * p, h, d_.out, vd, logits_.data());
+  b_.parallel_for(n, [&](int64_t i) {
+    auto& o = out[i];
+    o.count = static_cast<int32_t>(p);
+    int32_t before = prev[i];
+    for (int64_t j = 0; j < p; ++j) {
+      float* lg = logits_.data() + (i * p + j) * vd;
+      // The bias depends on the token drafted just before, so positions chain here (cheap:
+      // r multiply-adds per draft id), while the base logits came from one parallel product.
+      add_bias(d_, vd, r, before, lg);
+      int64_t best = 0;
+      for (int64_t v = 1; v < vd; ++v)
+        if (lg[v] > lg[best])
+          best = v;
+      double sum = 0.0;
+      for (int64_t v = 0; v < vd; ++v)
+        sum += std::exp(static_cast<double>(lg[v] - lg[best]));
+      const auto top = static_cast<float>(1.0 / sum);
+      const float* cw = d_.conf + j * (h + 2);
+      const float* zj = z_.data() + (i * p + j) * h;
+      float a = cw[h] * top + cw[h + 1];
+      for (int64_t t = 0; t < h; ++t)
+        a += cw[t] * zj[t];
+      o.tokens[j] = static_cast<int32_t>(d_.vocab[best]);
+      o.confidence[j] = 1.0f / (1.0f + std::exp(-a));
+      before = o.tokens[j];
+    }
+  });
+}
+
+draft_tensors random_draft_tensors(const model_config& c, uint64_t seed) {
+  draft_tensors t;
+  const auto specs = draft_tensor_specs(c);
+  for (std::size_t i = 0; i < specs.size(); ++i) {
+    const auto& s = specs[i];
+    std::size_t n = 1;
+    for (auto d : s.shape)
+      n *= static_cast<std::size_t>(d);
+    std::vector<float> v(n);
+    // Streams apart from the target's (random_model seeds tensor i with seed * 1000003 + i).
+    std::mt19937_64 rng(seed * 7000009ull + 0xD5A7 + i);
+    std::normal_distribution<float> n01(0.0f, 1.0f);
+    if (s.name == "draft.norm") {
+      std::fill(v.begin(), v.end(), 1.0f);
+    } else if (s.name == "draft.vocab") {
+      // A seeded sample of distinct ids, ascending.
+      std::vector<int32_t> ids(static_cast<std::size_t>(c.vocab_size));
+      std::iota(ids.begin(), ids.end(), 0);
+      std::shuffle(ids.begin(), ids.end(), rng);
+      ids.resize(n);
+      std::sort(ids.begin(), ids.end());
+      for (std::size_t k = 0; k < n; ++k)
+        v[k] = static_cast<float>(ids[k]);
+    } else if (s.name == "draft.conf") {
+      // Untrained: every draft predicted at about 1/4 acceptance.
+      for (std::size_t k = 0; k < n; ++k)
+        v[k] = (k % static_cast<std::size_t>(c.hidden + 2)) == static_cast<std::size_t>(c.hidden + 1) ? -1.0f : 0.0f;
+    } else {
+      const float scale = 1.0f / std::sqrt(static_cast<float>(s.shape.back()));
+      for (auto& x : v)
+        x = scale * n01(rng);
+    }
+    t.values.push_back(std::move(v));
+  }
+  return t;
+}
+
+std::string write_draft_file(const model_config& c, const draft_tensors& t, const std::string& dir) {
+  const auto specs = draft_tensor_specs(c);
+  if (specs.size() != t.values.size())
+    return "draft tensors do not match the config's draft head";
+  safetensors_writer w;
+  for (const auto& s : specs)
+    w.add(s.name, "F32", s.shape);
+  // Written beside and renamed over: a reader never maps a half-written head.
+  const std::string path = dir + "/draft.safetensors", tmp = path + ".tmp";
+  if (!w.begin(tmp))
+    return "cannot write " + tmp;
+  for (const auto& v : t.values)
+    w.write(v.data(), v.size() * sizeof(float));
+  if (!w.finish())
+    return "I/O error writing " + tmp;
+  if (std::rename(tmp.c_str(), path.c_str()) != 0)
+    return "cannot rename " + tmp + " to " + path;
+  return {};
+}
+
+} // namespace deepinfer::engine

@@ -1,0 +1,63 @@
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "engine/backends/backend.hpp"
+#include "engine/model/weights.hpp"
+
+namespace deepinfer::engine {
+
+/// The most draft tokens a head proposes per step (the ring's spare slots bound it, §4.2).
+inline constexpr int max_draft_positions = 5;
+
+/// What the draft head proposes after one row: up to `max_draft_positions` tokens, each with the
+/// confidence head's predicted probability that the target accepts it given the ones before.
+struct draft_proposal {
+  int32_t count = 0;
+  int32_t tokens[max_draft_positions] = {};
+  float confidence[max_draft_positions] = {};
+};
+
+/// The DSpark-style draft head (DESIGN.md §5.1, `draft_weights`): base logits of every drafted
+/// position from one matrix product over the rows' final states, then the previous-token bias
+/// and the confidence per position. Deterministic and ISA-independent: the products go through
+/// the backend's matmul (bit-identical on every ISA), the rest is scalar code in a fixed order.
+class draft_head {
+public:
+  draft_head(const model_weights& w, backend& b);
+
+  /// Drafts after `n` rows: `x` [n x hidden] their final hidden states (before the final norm),
+  /// `prev[i]` the token the target chose after row i (the first draft's previous token).
+  void propose(const float* x, const int32_t* prev, int64_t n, draft_proposal* out);
+
+  /// The intermediate values of one row (for distillation): z [P x hidden] the normed
+  /// projections, logits [P x Vd] with the bias of the given previous tokens `prev_of` (P of them:
+  /// the token before each drafted position).
+  void features(const float* x, const int32_t* prev_of, float* z, float* logits);
+
+  /// Hands the head's matrices to the backend (at load, like the forward's).
+  void prepare_weights();
+
+  const model_config& config() const { return w_.config(); }
+
+private:
+  const model_weights& w_;
+  const draft_weights& d_;
+  backend& b_;
+  std::vector<float> xn_, proj_, z_, logits_;
+};
+
+/// The draft head's tensors in `draft_tensor_specs` order, as values (what mkmodel draws and
+/// distillation fits).
+struct draft_tensors {
+  std::vector<std::vector<float>> values;
+};
+
+/// Seeded random draft tensors for `c` (mkmodel): the head drafts badly until distilled.
+draft_tensors random_draft_tensors(const model_config& c, uint64_t seed);
+/// Writes `dir/draft.safetensors`; an error text, or empty.
+std::string write_draft_file(const model_config& c, const draft_tensors& t, const std::string& dir);
+
+} // namespace deepinfer::engine
