@@ -67,7 +67,7 @@ std::vector<node_launch> make_launch_plan(const cluster_manifest& m, const std::
       // -tt gives the remote node a terminal, so it gets SIGHUP when the session drops and never
       // outlives the launcher that started it.
       std::string remote = shell_quote(m.remote.command) + " --manifest " + shell_quote(m.remote.manifest)
-                           + " --node " + shell_quote(n.name);
+                           + " --node " + shell_quote(n.name) + " --hangup-stops";
       for (auto& a : extra_args)
         remote += " " + shell_quote(a);
       auto target = n.ssh_user.empty() ? n.host : n.ssh_user + "@" + n.host;

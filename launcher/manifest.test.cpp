@@ -180,7 +180,7 @@ BOOST_AUTO_TEST_CASE(remote_nodes_start_over_ssh_with_the_shown_command) {
   BOOST_TEST(!plan[2].local);
   std::vector<std::string> want{"ssh", "-tt", "-o", "BatchMode=yes", "-o", "ConnectTimeout=5", "-p", "22",
                                 "svc@gpu-7.example", "--",
-                                "exec caf-launch --manifest /shared/c.toml --node d0 --log-level debug"};
+                                "exec caf-launch --manifest /shared/c.toml --node d0 --hangup-stops --log-level debug"};
   BOOST_TEST(plan[2].argv == want, boost::test_tools::per_element());
   auto text_plan = describe_plan(m, plan);
   BOOST_TEST(text_plan.find("ssh: ssh -tt -o BatchMode=yes") != std::string::npos);

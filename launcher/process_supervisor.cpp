@@ -154,7 +154,7 @@ int process_supervisor::run() {
     // 3. Wait for a stop signal, polling children every 50 ms.
     timespec tick{0, 50'000'000};
     int sig = ::sigtimedwait(&stop_signals, nullptr, &tick);
-    if (sig == SIGINT || sig == SIGTERM) {
+    if (sig == SIGINT || sig == SIGTERM || (sig == SIGHUP && !cfg_.forward_hangup)) {
       log().info("received {}; stopping {} node(s)", strsignal(sig), children_.size());
       stop_all();
       return 0;

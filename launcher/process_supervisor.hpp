@@ -26,6 +26,9 @@ public:
     std::chrono::milliseconds restart_delay{1000};
     uint32_t max_restarts_per_minute = 10;
     std::chrono::milliseconds stop_grace{3000};
+    /// SIGHUP is passed on to every child (they reload their API keys); false: it stops every
+    /// child like SIGTERM.
+    bool forward_hangup = false;
   };
 
   process_supervisor(config cfg, std::vector<child_spec> children);

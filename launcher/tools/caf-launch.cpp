@@ -47,6 +47,7 @@ struct options {
   bool no_serve = false;
   int ranks = 2;            // ranks (EP size) of each instance of the embedded default
   bool no_batch_threads = false;
+  bool hangup_stops = false; // set for nodes started over ssh: their session's end must stop them
   serving_flags serving;
 };
 
@@ -58,9 +59,11 @@ std::string cache_dir() {
   return std::string{home ? home : "."} + "/.cache/deepinfer";
 }
 
-/// Blocks SIGINT/SIGTERM (stop) and SIGHUP (reload the API keys) in this thread before any
-/// other starts, so every thread inherits the mask and only `run_node`'s wait (or the supervisor
-/// loop, which passes SIGHUP on to its nodes) receives them.
+/// Blocks SIGINT/SIGTERM (stop) and SIGHUP in this thread before any other starts, so every
+/// thread inherits the mask and only `run_node`'s wait (or the supervisor loop) receives them.
+/// SIGHUP reloads the API keys where a keys file is configured (the supervisor passes it on to
+/// its nodes), and stops the process like SIGTERM everywhere else: a terminal or ssh session
+/// that hangs up still ends what it started.
 sigset_t block_stop_signals() {
   sigset_t set;
   sigemptyset(&set);
@@ -71,7 +74,8 @@ sigset_t block_stop_signals() {
   return set;
 }
 
-int run_node(actors::node_runtime_config cfg, const sigset_t& stop_signals) {
+int run_node(actors::node_runtime_config cfg, const sigset_t& stop_signals, bool hangup_stops) {
+  const bool reloads = !hangup_stops && cfg.http && !cfg.http->api_keys_file.empty();
   if (cfg.http)
     fit_open_files(*cfg.http);
   actors::node_runtime node{std::move(cfg)};
@@ -83,8 +87,10 @@ int run_node(actors::node_runtime_config cfg, const sigset_t& stop_signals) {
   if (auto port = node.http_port())
     log().info("serving HTTP on port {}", port);
   int sig = 0;
-  while (sigwait(&stop_signals, &sig) == 0 && sig == SIGHUP)
+  while (sigwait(&stop_signals, &sig) == 0 && sig == SIGHUP && reloads)
     node.reload_api_keys(); // logs what it did; a bad file keeps the keys in use
+  if (sig == SIGHUP) // a hangup ends the process at once, as SIGHUP's default action always did
+    std::_Exit(128 + SIGHUP);
   log().info("received {}; shutting down", strsignal(sig));
   node.stop(std::chrono::milliseconds{1500});
   return 0;
@@ -194,6 +200,9 @@ int main(int argc, char** argv) {
   app.add_flag("--no-batch-threads", o.no_batch_threads,
                "CAF threads (ranks, actors) keep the default scheduling policy instead of SCHED_BATCH "
                "(overrides the manifest's caf.batch_threads)");
+  app.add_flag("--hangup-stops", o.hangup_stops,
+               "SIGHUP stops this node even with an API keys file (the launcher passes it to the nodes it "
+               "starts over ssh, so they end with their session)");
   app.add_flag("--no-serve", o.no_serve, "Run without the model (membership, supervision and HTTP only), "
                                          "for the embedded default or every node of a manifest");
   app.add_option("--ranks", o.ranks, "Ranks of each prefill and decode instance of the embedded default: "
@@ -238,7 +247,7 @@ int main(int argc, char** argv) {
     actors::serving_config unused;
     auto& serving = cfg.serving ? *cfg.serving : unused;
     o.serving.apply(*cfg.http, serving.requests, serving.admission);
-    return run_node(std::move(cfg), stop_signals);
+    return run_node(std::move(cfg), stop_signals, o.hangup_stops);
   }
 
   // 2. A manifest: validate first, whatever the mode.
@@ -304,7 +313,7 @@ int main(int argc, char** argv) {
       cfg.http->port = http_override->port;
     }
     auto stop_signals = block_stop_signals();
-    return run_node(std::move(cfg), stop_signals);
+    return run_node(std::move(cfg), stop_signals, o.hangup_stops);
   }
 
   // 2b. The whole cluster: every node as a child process or over ssh, supervised.
@@ -359,6 +368,8 @@ int main(int argc, char** argv) {
   sc.policy = m.supervision.restart;
   sc.restart_delay = std::chrono::milliseconds{m.supervision.restart_delay_ms};
   sc.max_restarts_per_minute = m.supervision.max_restarts_per_minute;
+  // A keys file anywhere: SIGHUP means "reload" and goes to the nodes; otherwise it stops them.
+  sc.forward_hangup = !m.http.api_keys_file.empty() || o.serving.api_keys_file.has_value();
   process_supervisor sup{sc, std::move(children)};
   return sup.run();
 }
