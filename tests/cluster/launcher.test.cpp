@@ -76,8 +76,10 @@ BOOST_AUTO_TEST_CASE(embedded_default_serves_health_models_and_metrics_and_stops
   BOOST_TEST(has_sample(metrics, "deepinfer_node_up{node=\"local\"", "1"));
   auto t0 = std::chrono::steady_clock::now();
   p.signal(SIGINT);
-  auto status = p.wait(2000ms);
-  BOOST_REQUIRE_MESSAGE(status, "did not stop within 2 s after SIGINT; log:\n" + p.log());
+  // The deadline only bounds a broken run (a stop that hangs): sized for a loaded 2-core
+  // machine running the other tests (CI once took over 2 s); idle it takes ~0.1 s.
+  auto status = p.wait(10000ms);
+  BOOST_REQUIRE_MESSAGE(status, "did not stop within 10 s after SIGINT; log:\n" + p.log());
   BOOST_TEST_MESSAGE("stopped " << std::chrono::duration_cast<std::chrono::milliseconds>(
                                      std::chrono::steady_clock::now() - t0).count() << " ms after SIGINT");
   BOOST_TEST(WIFEXITED(*status));
