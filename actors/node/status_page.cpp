@@ -2,29 +2,11 @@
 
 #include <nlohmann/json.hpp>
 
+#include "actors/control/membership.hpp"
+
 namespace deepinfer::actors {
 
 namespace {
-
-const char* state_name(node_state s) {
-  switch (s) {
-    case node_state::alive: return "alive";
-    case node_state::dead: return "dead";
-    case node_state::left: return "left";
-  }
-  return "unknown";
-}
-
-const char* state_name(instance_state s) {
-  switch (s) {
-    case instance_state::starting: return "starting";
-    case instance_state::running: return "running";
-    case instance_state::restarting: return "restarting";
-    case instance_state::failed: return "failed";
-    case instance_state::stopped: return "stopped";
-  }
-  return "unknown";
-}
 
 // The page. Kept small and dependency-free: tables filled from /status.json, per-rank load and
 // the KV store from /metrics, and two canvas charts of the latency histograms' p50 / p99 over the
@@ -167,12 +149,12 @@ std::string status_json(const cluster_snapshot::state& s) {
       if (n.info.roles.has(r))
         roles.push_back(to_string(r));
     nodes.push_back({{"name", n.info.name}, {"host", n.info.host}, {"port", n.info.port}, {"roles", roles},
-                     {"state", state_name(n.state)}, {"since_ms", n.since_ms}, {"reason", n.reason}, {"joins", n.joins}});
+                     {"state", to_string(n.state)}, {"since_ms", n.since_ms}, {"reason", n.reason}, {"joins", n.joins}});
   }
   nlohmann::json instances = nlohmann::json::array();
   for (const auto& i : s.view.instances)
     instances.push_back({{"instance", i.instance}, {"node", i.node}, {"role", to_string(i.role)},
-                         {"state", state_name(i.state)}, {"healthy_ranks", i.healthy_ranks},
+                         {"state", to_string(i.state)}, {"healthy_ranks", i.healthy_ranks},
                          {"configured_ranks", i.configured_ranks}, {"generation", i.generation},
                          {"last_failure", i.last_failure}});
   return nlohmann::json{{"node", s.self.name}, {"controller_connected", s.controller_connected},

@@ -166,13 +166,7 @@ conversation parse_chat_body(const json& j, const json_path& root) {
     s.stop = jr::stop_list(*st, root / "stop", 16);
   if (const json* rf = jr::find(j, "response_format"))
     c.format = request_common::parse_format(*rf, root / "response_format", true);
-  c.stream = jr::opt_bool(j, "stream", root).value_or(false);
-  if (const json* so = jr::find(j, "stream_options")) {
-    jr::object(*so, root / "stream_options");
-    if (!c.stream)
-      (root / "stream_options").fail("The 'stream_options' parameter is only allowed when 'stream' is enabled.");
-    c.stream_include_usage = jr::opt_bool(*so, "include_usage", root / "stream_options").value_or(false);
-  }
+  rc::parse_openai_stream(j, root, c);
   rc::finish(c, j, root);
   return c;
 }

@@ -47,6 +47,16 @@ void parse_openai_sampling(const json& j, const json_path& root, sampling& s) {
   s.seed = jr::opt_int(j, "seed", root, INT64_MIN, INT64_MAX);
 }
 
+void parse_openai_stream(const json& j, const json_path& root, conversation& c) {
+  c.stream = jr::opt_bool(j, "stream", root).value_or(false);
+  if (const json* so = jr::find(j, "stream_options"); so && !so->is_null()) {
+    jr::object(*so, root / "stream_options");
+    if (!c.stream)
+      (root / "stream_options").fail("The 'stream_options' parameter is only allowed when 'stream' is enabled.");
+    c.stream_include_usage = jr::opt_bool(*so, "include_usage", root / "stream_options").value_or(false);
+  }
+}
+
 void check_arguments(const std::string& arguments, const json_path& at) {
   if (arguments.empty())
     return;

@@ -56,6 +56,10 @@ void finish(conversation& c, const json& body, const json_path& root);
 /// the penalties, min_tokens, ignore_eos, logit_bias and seed (not logprobs: their forms differ).
 void parse_openai_sampling(const json& body, const json_path& root, sampling& s);
 
+/// `stream` and `stream_options` (`include_usage`; only with `stream`), as Chat Completions and
+/// legacy Completions take them; a null `stream_options` is absent.
+void parse_openai_stream(const json& body, const json_path& root, conversation& c);
+
 /// Parses a `{"type": "json_schema", ...}` / `json_object` / `text` format object. `nested_schema`:
 /// Chat nests name/schema/strict in `json_schema`, Responses puts them at the top.
 std::optional<response_format> parse_format(const json& v, const json_path& at, bool nested_schema);

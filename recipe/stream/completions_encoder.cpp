@@ -46,16 +46,6 @@ std::string completions_encoder::logprobs_object(std::span<const token_logprob> 
   return dump({{"tokens", tokens}, {"token_logprobs", lps}, {"top_logprobs", tops}, {"text_offset", offsets}});
 }
 
-std::vector<token_logprob> completions_encoder::take(const stream_event& e) {
-  std::vector<token_logprob> out;
-  if (e.type == stream_event::kind::content && !e.text.empty())
-    out.swap(pending_);
-  else if (e.type != stream_event::kind::content)
-    pending_.clear();
-  all_.insert(all_.end(), out.begin(), out.end());
-  return out;
-}
-
 std::string completions_encoder::chunk(const std::string& text, const std::string& logprobs_json,
                                        const char* finish) const {
   std::string s = "data: {\"id\":";
@@ -76,7 +66,7 @@ std::string completions_encoder::chunk(const std::string& text, const std::strin
 
 void completions_encoder::apply(std::span<const stream_event> events) {
   for (const auto& e : events)
-    take(e);
+    logprobs_.take(e);
   result_.apply(events);
 }
 
@@ -84,9 +74,9 @@ std::string completions_encoder::encode(std::span<const stream_event> events, co
   std::string out;
   for (const auto& e : events) {
     result_.apply(std::span(&e, 1));
-    auto lp = take(e);
+    auto lp = logprobs_.take(e);
     if (e.type == stream_event::kind::content && !e.text.empty()) {
-      out += chunk(e.text, asked_ ? logprobs_object(lp, chars_) : std::string(), nullptr);
+      out += chunk(e.text, logprobs_.asked() ? logprobs_object(lp, chars_) : std::string(), nullptr);
       for (const auto& x : lp)
         chars_ += chars(x.token);
     } else if (e.type == stream_event::kind::finish) {
@@ -112,7 +102,7 @@ std::string completions_encoder::fail(std::string_view type, std::string_view co
 std::string completions_encoder::body(const usage_counts& usage) const {
   ojson j = {{"id", cfg_.id}, {"object", "text_completion"}, {"created", cfg_.created}, {"model", cfg_.model}};
   ojson choice = {{"text", result_.content}, {"index", 0}};
-  choice["logprobs"] = asked_ ? ojson::parse(logprobs_object(all_, 0)) : ojson();
+  choice["logprobs"] = logprobs_.asked() ? ojson::parse(logprobs_object(logprobs_.all(), 0)) : ojson();
   choice["finish_reason"] = openai_finish_reason(result_.reason);
   j["choices"] = ojson::array({choice});
   j["usage"] = usage_json(usage);

@@ -34,10 +34,7 @@ public:
   void apply(std::span<const stream_event> events);
   /// Log-probabilities of the next tokens (give one token's before its events): held until
   /// the text they became is encoded or applied.
-  void logprobs(std::span<const token_logprob> entries) {
-    asked_ = true;
-    pending_.insert(pending_.end(), entries.begin(), entries.end());
-  }
+  void logprobs(std::span<const token_logprob> entries) { logprobs_.hold(entries); }
   /// An error chunk (`data: {"error": ...}`, which the SDKs raise), then `[DONE]`.
   std::string fail(std::string_view type, std::string_view code, std::string_view message);
   std::string body(const usage_counts& usage) const;
@@ -48,14 +45,10 @@ private:
   /// the completion.
   static std::string logprobs_object(std::span<const token_logprob> entries, std::size_t offset);
   std::string chunk(const std::string& text, const std::string& logprobs_json, const char* finish) const;
-  /// The held entries of one event: text takes them, a finish drops what never became text.
-  std::vector<token_logprob> take(const stream_event& e);
 
   config cfg_;
   completion result_;
-  std::vector<token_logprob> pending_;
-  std::vector<token_logprob> all_; ///< every text token's entry (the body)
-  bool asked_ = false;             ///< logprobs were given at all (else the field is null)
+  text_logprobs logprobs_;
   std::size_t chars_ = 0;          ///< characters of text streamed so far (text_offset)
 };
 

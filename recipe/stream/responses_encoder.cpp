@@ -50,19 +50,9 @@ std::string responses_encoder::event(ojson j) {
   return "event: " + type + "\ndata: " + dump(j) + "\n\n";
 }
 
-std::vector<token_logprob> responses_encoder::take_logprobs(const stream_event& e) {
-  std::vector<token_logprob> out;
-  if (e.type == stream_event::kind::content && !e.text.empty())
-    out.swap(pending_);
-  else if (e.type != stream_event::kind::content)
-    pending_.clear();
-  body_logprobs_.insert(body_logprobs_.end(), out.begin(), out.end());
-  return out;
-}
-
 void responses_encoder::apply(std::span<const stream_event> events) {
   for (const auto& e : events)
-    take_logprobs(e);
+    logprobs_.take(e);
   result_.apply(events);
 }
 
@@ -135,7 +125,7 @@ std::string responses_encoder::encode(std::span<const stream_event> events, cons
   std::string out;
   for (const auto& e : events) {
     result_.apply(std::span(&e, 1));
-    auto lp = take_logprobs(e);
+    auto lp = logprobs_.take(e);
     const item want = e.type == stream_event::kind::reasoning ? item::reasoning
                       : e.type == stream_event::kind::content ? item::message
                                                               : item::call;
@@ -219,7 +209,7 @@ ojson responses_encoder::response(const usage_counts& usage, bool final) const {
                                {"status", "completed"}, {"role", "assistant"},
                                {"content", ojson::array({ojson{{"type", "output_text"}, {"text", result_.content},
                                                                {"annotations", ojson::array()},
-                                                               {"logprobs", logprobs_json(body_logprobs_)}}})}});
+                                                               {"logprobs", logprobs_json(logprobs_.all())}}})}});
       for (std::size_t i = 0; i < result_.calls.size(); ++i) {
         const auto& c = result_.calls[i];
         r["output"].push_back({{"id", "fc_" + cfg_.id + "_" + std::to_string(i)}, {"type", "function_call"},

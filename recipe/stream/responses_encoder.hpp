@@ -48,7 +48,7 @@ public:
   /// the events those tokens produce are encoded or applied, then carried by the output text
   /// they became (`output_text.delta`, `.done`, the content part, the body). Tokens that become
   /// reasoning or a tool call have no place in a Responses object: theirs are dropped.
-  void logprobs(std::span<const token_logprob> entries) { pending_.insert(pending_.end(), entries.begin(), entries.end()); }
+  void logprobs(std::span<const token_logprob> entries) { logprobs_.hold(entries); }
   const completion& result() const noexcept { return result_; }
 
 private:
@@ -57,8 +57,6 @@ private:
   std::string close_item();
   nlohmann::ordered_json response(const usage_counts& usage, bool final) const;
   nlohmann::ordered_json item_json(item kind, std::size_t call, bool done) const;
-  /// The held entries for one event: output text takes them (returned), anything else drops them.
-  std::vector<token_logprob> take_logprobs(const stream_event& e);
   std::string item_id(item kind, std::size_t call) const;
 
   config cfg_;
@@ -72,9 +70,8 @@ private:
   std::vector<nlohmann::ordered_json> done_items_;
   nlohmann::ordered_json failure_; // {code, message} once fail() ran
   bool truncated_ = false; // the answer was cut (token limit, failure): the open item is incomplete
-  std::vector<token_logprob> pending_;      // entries whose tokens' events are still to come
+  text_logprobs logprobs_;
   std::vector<token_logprob> item_logprobs_; // the open message item's
-  std::vector<token_logprob> body_logprobs_; // all output text's (the non-streaming body)
 };
 
 /// The request fields a Responses object echoes, from the parsed conversation.

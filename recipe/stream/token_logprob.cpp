@@ -24,4 +24,14 @@ nlohmann::ordered_json logprobs_json(std::span<const token_logprob> entries) {
   return content;
 }
 
+std::vector<token_logprob> text_logprobs::take(const stream_event& e) {
+  std::vector<token_logprob> out;
+  if (e.type == stream_event::kind::content && !e.text.empty())
+    out.swap(held_);
+  else if (e.type != stream_event::kind::content)
+    held_.clear();
+  all_.insert(all_.end(), out.begin(), out.end());
+  return out;
+}
+
 } // namespace deepinfer::recipe

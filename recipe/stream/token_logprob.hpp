@@ -6,6 +6,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "recipe/stream/stream_event.hpp"
+
 namespace deepinfer::recipe {
 
 /// One generated token's log-probability with its most likely alternatives, as OpenAI's
@@ -25,5 +27,28 @@ struct token_logprob {
 /// `token` the text (bytes that are not whole UTF-8 replaced when dumped with the replace
 /// handler) and `bytes` the raw bytes as integers.
 nlohmann::ordered_json logprobs_json(std::span<const token_logprob> entries);
+
+/// The entries of APIs that put each token's log-probability on the text it became (Responses'
+/// output text, legacy Completions' chunks): `hold` one token's entry before that token's events,
+/// `take` each event. Text takes every held entry (a token whose bytes waited for the next one's
+/// rides along); anything else (reasoning, a tool call, the finish) drops them.
+class text_logprobs {
+public:
+  void hold(std::span<const token_logprob> entries) {
+    asked_ = true;
+    held_.insert(held_.end(), entries.begin(), entries.end());
+  }
+  /// The entries `e`'s text carries (empty for anything but text).
+  std::vector<token_logprob> take(const stream_event& e);
+  /// Every entry text took so far (the non-streaming body).
+  const std::vector<token_logprob>& all() const noexcept { return all_; }
+  /// Whether any entry was ever held (the request asked for log-probabilities).
+  bool asked() const noexcept { return asked_; }
+
+private:
+  std::vector<token_logprob> held_;
+  std::vector<token_logprob> all_;
+  bool asked_ = false;
+};
 
 } // namespace deepinfer::recipe
