@@ -260,6 +260,41 @@ typename Inspector::result_type inspect(Inspector& f, vision_result& x) {
   return f(caf::meta::type_name("vision_result"), x.id, x.embedding, x.encode_seconds, x.error);
 }
 
+/// Log-probabilities of generated tokens, one entry per token in order (asked for with
+/// sampling_params::logprobs / top_logprobs; empty otherwise). Flat, so a batch is three vectors.
+struct token_logprobs {
+  /// Of each token under the temperature-1 distribution (engine::sampled_token::logprob).
+  std::vector<float> logprob;
+  /// Alternatives per token (sampling_params::top_logprobs).
+  int32_t top_n = 0;
+  /// top_n (id, logprob) pairs per token, best first.
+  std::vector<int32_t> top_ids;
+  std::vector<float> top_logprobs;
+};
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, token_logprobs& x) {
+  return f(caf::meta::type_name("token_logprobs"), x.logprob, x.top_n, x.top_ids, x.top_logprobs);
+}
+
+/// One of a request's parallel samples (OpenAI's `n`) besides the job's own, sharing its
+/// prefill: the sample's job id and seed (prefill_job::samples), then the first token the
+/// prefill drew for it (prefill_result::samples; kv_handoff::samples starts those that go on).
+struct parallel_sample {
+  uint64_t id = 0;
+  uint64_t seed = 0;
+  int32_t first_token = -1;
+  /// The first token ended this sample: it goes to no decode rank.
+  bool finished = false;
+  /// The first token's log-probabilities (when asked for).
+  token_logprobs logprobs;
+};
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, parallel_sample& x) {
+  return f(caf::meta::type_name("parallel_sample"), x.id, x.seed, x.first_token, x.finished, x.logprobs);
+}
+
 /// A prompt for a prefill rank; `id` is unique per entrypoint attempt. Once prefilled, the rank
 /// hands the sequence's KV to `decode_rank` (chosen by the entrypoint's decode router), which
 /// streams tokens to `sink`.
@@ -288,30 +323,16 @@ struct prefill_job {
   /// The prompt's images, ascending by position (empty: text only): their placeholders take the
   /// vision encoder's embeddings, and their marks key the prefix cache.
   std::vector<prompt_image> images;
+  /// The request's other parallel samples (id and seed; empty: n = 1): one prefill draws each
+  /// its first token, and the decode rank starts each from the same KV.
+  std::vector<parallel_sample> samples;
 };
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, prefill_job& x) {
   return f(caf::meta::type_name("prefill_job"), x.id, x.tokens, x.sampling, x.decode_rank, x.sink,
            x.snapshot_end, x.snapshot_owner, x.decode_rdma, x.prompt_length, x.cache_salt, x.traffic,
-           x.images);
-}
-
-/// Log-probabilities of generated tokens, one entry per token in order (asked for with
-/// sampling_params::logprobs / top_logprobs; empty otherwise). Flat, so a batch is three vectors.
-struct token_logprobs {
-  /// Of each token under the temperature-1 distribution (engine::sampled_token::logprob).
-  std::vector<float> logprob;
-  /// Alternatives per token (sampling_params::top_logprobs).
-  int32_t top_n = 0;
-  /// top_n (id, logprob) pairs per token, best first.
-  std::vector<int32_t> top_ids;
-  std::vector<float> top_logprobs;
-};
-
-template <class Inspector>
-typename Inspector::result_type inspect(Inspector& f, token_logprobs& x) {
-  return f(caf::meta::type_name("token_logprobs"), x.logprob, x.top_n, x.top_ids, x.top_logprobs);
+           x.images, x.samples);
 }
 
 /// What a prefill rank answers: the first token, how the KV left for the decode rank, or `error`.
@@ -334,12 +355,14 @@ struct prefill_result {
   kv_transport_kind transport = kv_transport_kind::in_process;
   /// The first token's log-probabilities (when asked for).
   token_logprobs logprobs;
+  /// prefill_job::samples with their first tokens (and whether each ended there).
+  std::vector<parallel_sample> samples;
 };
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, prefill_result& x) {
   return f(caf::meta::type_name("prefill_result"), x.id, x.first_token, x.finished, x.error,
-           x.cached, x.snapshot_hit, x.snapshot_remote, x.transport, x.logprobs);
+           x.cached, x.snapshot_hit, x.snapshot_remote, x.transport, x.logprobs, x.samples);
 }
 
 /// A prefilled sequence on its way to a decode rank (DESIGN §1 step 5). Which fields are set
@@ -358,12 +381,16 @@ struct kv_handoff {
   kv::traffic_class traffic = kv::traffic_class::chatbot;
   /// Its images' marks (prefill_job::images): decode keys the blocks it stores with them.
   std::vector<kv::image_mark> images;
+  /// Parallel samples (empty: the one sequence `id`, as exported): decode starts one sequence
+  /// per entry from this KV, each with its own id, seed and first token (the job's own sample
+  /// is an entry too, unless its first token ended it).
+  std::vector<parallel_sample> samples;
 };
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, kv_handoff& x) {
   return f(caf::meta::type_name("kv_handoff"), x.id, x.transport, x.ticket, x.packed, x.cache_salt, x.traffic,
-           x.images);
+           x.images, x.samples);
 }
 
 /// Tokens a decode rank produced for one sequence since its last batch.
@@ -475,6 +502,7 @@ CAF_BEGIN_TYPE_ID_BLOCK(deepinfer, caf::first_custom_type_id)
   CAF_ADD_TYPE_ID(deepinfer, (deepinfer::actors::rank_grant))
   CAF_ADD_TYPE_ID(deepinfer, (deepinfer::actors::ep_report))
   CAF_ADD_TYPE_ID(deepinfer, (deepinfer::actors::token_logprobs))
+  CAF_ADD_TYPE_ID(deepinfer, (deepinfer::actors::parallel_sample))
   CAF_ADD_TYPE_ID(deepinfer, (deepinfer::kv::image_mark))
   CAF_ADD_TYPE_ID(deepinfer, (deepinfer::actors::prompt_image))
   CAF_ADD_TYPE_ID(deepinfer, (deepinfer::actors::vision_job))

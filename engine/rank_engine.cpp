@@ -130,6 +130,7 @@ prefill_progress rank_engine::begin_prefill(const prefill_request& req) {
   s->windows = sequence_windows::make(c);
   s->sampling = req.sampling;
   s->images = req.images;
+  s->sample_seeds = req.sample_seeds;
   if (auto err = attach_constraint(*s); !err.empty()) {
     pool_.free(req.seq);
     return failure(engine_status::invalid_request, err);
@@ -321,6 +322,9 @@ void rank_engine::finish_prefill(sequence& s, prefill_progress& out) {
   forward_.logits(s.tail.data() + (n - 1) * c.hidden, 1, out.logits.data());
   s.prefilling = false;
   out.done = true;
+  // Before the sequence's own draw changes the logits (penalties, mask) and appends its token.
+  for (auto seed : s.sample_seeds)
+    out.samples.push_back(draw_first(s, seed, out.logits));
   sample_and_append(s, out.logits.data(), out.first);
   if (draft_) {
     sequence* one[] = {&s};
@@ -406,6 +410,28 @@ bool rank_engine::sample_and_append(sequence& s, float* logits, sampled_token& t
   s.finished = s.generated >= s.sampling.max_tokens ||
                std::find(stops.begin(), stops.end(), tok.id) != stops.end();
   return s.finished;
+}
+
+sampled_token rank_engine::draw_first(const sequence& s, uint64_t seed, std::vector<float> logits) const {
+  const auto vocab = model().vocab_size;
+  auto sampling = s.sampling;
+  sampling.seed = seed;
+  std::mt19937_64 rng(seed);
+  if (sampling.processes_logits())
+    sampler::process_logits(logits.data(), vocab, sampling, s.tokens);
+  if (s.constraint) {
+    // A constraint of its own over the same (empty) output: the sequence's is advanced by its
+    // own first token once drawn, never by this one.
+    auto made = config_.constraints->make(sampling.constraint, {});
+    if (made.constraint) {
+      const auto bits = made.constraint->allowed(std::max<int64_t>(0, int64_t{sampling.max_tokens} - 1));
+      const bool plain_greedy = sampling.temperature <= 0.0f && !sampling.logprobs && sampling.top_logprobs == 0;
+      if (const int32_t greedy = plain_greedy ? argmax_allowed(logits.data(), vocab, bits) : -1; greedy >= 0)
+        return sampled_token{greedy, 0.0f, {}};
+      apply_mask(logits.data(), vocab, bits);
+    }
+  }
+  return sampler::sample(logits.data(), vocab, sampling, rng);
 }
 
 prefill_progress rank_engine::prefill(const prefill_request& req) {

@@ -58,6 +58,11 @@ struct prefill_request {
   /// The vision embeddings of the prompt's images (`encode_image`), ascending and disjoint:
   /// every encoder pass over their positions (the prompt's own, a window replay) embeds them.
   std::vector<image_embedding> images;
+  /// Parallel samples of this prompt besides its own (OpenAI's `n`): each seed draws its own
+  /// first token from the same last-position logits, as a request of that seed alone would
+  /// (`prefill_progress::samples`); their sequences are this one's export with that first token
+  /// (`import_sequence`'s `first_token`). One prefill for all of them.
+  std::vector<uint64_t> sample_seeds;
 };
 
 /// One SWA snapshot and the position it ends at (a multiple of 128).
@@ -78,6 +83,8 @@ struct prefill_progress {
   /// True once the whole prompt is done; `first` and `logits` are then set.
   bool done = false;
   sampled_token first;
+  /// The first token of each of `prefill_request::sample_seeds`, in order.
+  std::vector<sampled_token> samples;
   /// Logits of the last prompt position (vocab floats).
   std::vector<float> logits;
 };
@@ -197,9 +204,12 @@ public:
   std::vector<snapshot_copy> export_snapshots(sequence_id seq) const;
   /// Everything decode needs to continue `seq` elsewhere: tokens, KV rows, both windows.
   std::optional<std::vector<std::byte>> export_sequence(sequence_id seq) const;
-  /// Recreates a sequence from `export_sequence` with its own sampling settings.
+  /// Recreates a sequence from `export_sequence` with its own sampling settings. `first_token`
+  /// (>= 0) replaces the exported last token, which has no KV yet: a parallel sample of the
+  /// same prompt (`prefill_request::sample_seeds`) starts from the shared KV with its own.
   engine_status import_sequence(sequence_id seq, std::span<const std::byte> bytes,
-                                const sampling_params& sampling, std::string* error = nullptr);
+                                const sampling_params& sampling, std::string* error = nullptr,
+                                int32_t first_token = -1);
   /// Drops the sequence and its block references.
   void free(sequence_id seq);
 
@@ -251,6 +261,9 @@ private:
   std::vector<std::byte> encode_snapshot(const sequence& s, bool with_decoder) const;
   /// Samples `s`'s next token from its row of `logits` (masked in place when it is constrained).
   bool sample_and_append(sequence& s, float* logits, sampled_token& tok);
+  /// The first token a parallel sample of `s` (seed `seed`) draws from the prompt's raw last
+  /// logits (a copy: each sample processes its own), before `s` appends its own.
+  sampled_token draw_first(const sequence& s, uint64_t seed, std::vector<float> logits) const;
   /// Makes `s.constraint` from its sampling spec after the output it has; an error message when
   /// it cannot.
   std::string attach_constraint(sequence& s) const;

@@ -188,7 +188,8 @@ std::optional<std::vector<std::byte>> rank_engine::export_sequence(sequence_id i
 }
 
 engine_status rank_engine::import_sequence(sequence_id id, std::span<const std::byte> in,
-                                           const sampling_params& sampling, std::string* error) {
+                                           const sampling_params& sampling, std::string* error,
+                                           int32_t first_token) {
   const auto& c = model();
   auto fail = [&](engine_status st, const std::string& what) {
     if (error != nullptr)
@@ -211,6 +212,11 @@ engine_status rank_engine::import_sequence(sequence_id id, std::span<const std::
   s->tokens.resize(static_cast<std::size_t>(h.tokens));
   std::memcpy(s->tokens.data(), in.data() + sizeof(h), s->tokens.size() * 4);
   in = in.subspan(sizeof(h) + s->tokens.size() * 4);
+  if (first_token >= 0) {
+    if (h.tokens != h.prompt_len + 1 || first_token >= model().vocab_size)
+      return fail(engine_status::invalid_request, "a parallel sample starts right after its prompt, with a token of the vocabulary");
+    s->tokens.back() = first_token;
+  }
   s->prompt_len = h.prompt_len;
   s->kv_len = h.kv_len;
   s->mode = static_cast<decoder_mode>(h.flags & 0xff);

@@ -38,6 +38,8 @@ struct rank_engine::sequence {
   /// Structured output (null: unconstrained), made from `sampling.constraint`.
   std::unique_ptr<token_constraint> constraint;
   std::mt19937_64 rng;
+  /// Prefill only: the parallel samples' seeds (prefill_request::sample_seeds).
+  std::vector<uint64_t> sample_seeds;
   int32_t generated = 0;
   /// The draft head's tokens after the last one (count 0 when not drafting).
   draft_proposal proposal;

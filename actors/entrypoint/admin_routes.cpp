@@ -174,15 +174,7 @@ void add_admin_routes(http::router& routes, caf::actor_system& sys, std::shared_
                       std::shared_ptr<const http::api_keys> keys) {
   // The operator routes take capacity away: behind the API keys whenever the server has some.
   auto allowed = [keys = std::move(keys)](const http::http_request& req, http::response_writer& w) {
-    if (!keys || !keys->required() || keys->accepts(http::api_key_of(req)))
-      return true;
-    recipe::api_error e;
-    e.status = 401;
-    e.type = "invalid_request_error";
-    e.code = "invalid_api_key";
-    e.message = "The admin routes need one of this server's API keys ('Authorization: Bearer KEY' or 'x-api-key: KEY').";
-    w.send_json(401, e.body());
-    return false;
+    return http::key_allows(keys.get(), req, w);
   };
   routes.add("GET", "/admin/instances",
              [&sys, cluster, allowed](http::http_request req, std::shared_ptr<http::response_writer> w) {

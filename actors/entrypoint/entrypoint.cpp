@@ -33,22 +33,7 @@ void send_api_error(http::response_writer& w, recipe::api_kind api, int status, 
 /// `tenant` is its API key.
 bool key_accepted(const std::shared_ptr<entrypoint::context>& ctx, recipe::api_kind api, const http::http_request& req,
                   http::response_writer& w, std::string& tenant) {
-  const bool anthropic = api == recipe::api_kind::messages;
-  if (ctx->keys && ctx->keys->required()) {
-    tenant = http::api_key_of(req);
-    if (!ctx->keys->accepts(tenant)) {
-      recipe::api_error e;
-      e.api = api;
-      e.status = 401;
-      e.type = anthropic ? "authentication_error" : "invalid_request_error";
-      e.code = "invalid_api_key";
-      e.message = tenant.empty() ? "No API key provided; send it as 'Authorization: Bearer KEY' or 'x-api-key: KEY'."
-                                 : "Incorrect API key provided; use one of the keys this server is configured with.";
-      w.send_json(401, e.body());
-      return false;
-    }
-  }
-  return true;
+  return http::key_allows(ctx->keys.get(), req, w, api, &tenant);
 }
 
 /// On the I/O thread only what costs nothing: the body's media type and the API key; false

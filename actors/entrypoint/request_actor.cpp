@@ -42,13 +42,14 @@ void send_error(request_state& st, const recipe::api_error& e, http::response_wr
   st.writer->send(std::move(r));
 }
 
-/// Stops whatever runs on the ranks for this request.
+/// Stops whatever runs on the ranks for this request (every sample's current attempt).
 void cancel_ranks(request_pointer self) {
-  auto& st = self->state;
-  if (st.decode_rank)
-    self->send(caf::actor_cast<rank_actor>(st.decode_rank), cancel_atom::value, st.job);
-  if (st.prefill_rank) // still queued or prefilling there: free its blocks
-    self->send(caf::actor_cast<rank_actor>(st.prefill_rank), cancel_atom::value, st.job);
+  for (auto& sm : self->state.samples) {
+    if (sm.decode_rank)
+      self->send(caf::actor_cast<rank_actor>(sm.decode_rank), cancel_atom::value, sm.job);
+    if (sm.prefill_rank) // still queued or prefilling there: free its blocks
+      self->send(caf::actor_cast<rank_actor>(sm.prefill_rank), cancel_atom::value, sm.job);
+  }
 }
 
 /// A finished Responses turn with `store` (the default): kept for GET and for a later
@@ -59,7 +60,7 @@ void store_response(request_state& st, const std::string& body) {
   response_store::entry e;
   e.body = body;
   e.history.assign(st.conv.messages.begin() + (st.conv.instructions ? 1 : 0), st.conv.messages.end());
-  const auto& r = st.out->result();
+  const auto& r = st.samples.front().out->result();
   recipe::message m;
   m.role = recipe::role::assistant;
   if (!r.content.empty())
@@ -72,16 +73,28 @@ void store_response(request_state& st, const std::string& body) {
   st.ctx->responses->put(st.tenant, st.public_id, std::move(e));
 }
 
+/// Every sample's answer is complete: the stream's end, or the body with every choice.
 void finish_ok(request_pointer self) {
   auto& st = self->state;
   st.done = true;
   st.ctx->vllm.e2e->observe(std::chrono::duration<double>(clock_type::now() - st.arrived).count());
-  st.ctx->vllm.finished(st.finish == recipe::finish_reason::length ? "length" : "stop");
-  auto body = st.out->body(st.usage);
+  const auto& first = st.samples.front();
+  st.ctx->vllm.finished(first.finish == recipe::finish_reason::length ? "length" : "stop");
+  const auto usage = st.usage_now();
+  // The body also when streamed: a streamed Responses turn is stored too.
+  auto body = first.out->body(usage);
+  if (st.samples.size() > 1 && !st.conv.stream) {
+    std::vector<std::string> others;
+    for (std::size_t k = 1; k < st.samples.size(); ++k)
+      others.push_back(st.samples[k].out->body(usage));
+    body = recipe::api_output::with_choices(body, others);
+  }
   store_response(st, body);
-  if (st.conv.stream)
+  if (st.conv.stream) {
+    if (st.samples.size() > 1) // no choice's finish ended the stream
+      st.writer->write(first.out->end(usage));
     st.writer->finish();
-  else
+  } else
     st.writer->send_json(200, std::move(body));
   self->quit();
 }
@@ -96,8 +109,9 @@ void end_with_error(request_pointer self, int status, std::string type, std::str
   st.done = true;
   st.ctx->vllm.finished("abort");
   cancel_ranks(self);
+  auto& out = *st.samples.front().out;
   if (st.streaming) {
-    st.writer->write(st.out->fail(type, code, message, st.usage));
+    st.writer->write(out.fail(type, code, message, st.usage_now()));
     st.writer->finish();
   } else {
     recipe::api_error e;
@@ -108,7 +122,7 @@ void end_with_error(request_pointer self, int status, std::string type, std::str
     e.message = message;
     http::http_response r;
     r.status = static_cast<unsigned>(status);
-    r.body = st.out && !st.generated.empty() ? st.out->failed_body(e, st.usage) : e.body();
+    r.body = !st.samples.front().generated.empty() ? out.failed_body(e, st.usage_now()) : e.body();
     st.writer->send(std::move(r));
   }
   self->quit();
@@ -117,9 +131,9 @@ void end_with_error(request_pointer self, int status, std::string type, std::str
 /// The deadline or the stall timeout passed: the API's error, never a normal-looking end.
 void deadline_exceeded(request_pointer self, const std::string& why) {
   auto& st = self->state;
-  log().warn("request={} {} after {} tokens", st.id, why, st.generated.size());
+  log().warn("request={} {} after {} tokens", st.id, why, st.generated_tokens());
   end_with_error(self, 504, anthropic(st) ? "timeout_error" : "server_error", "deadline_exceeded",
-                 "The request " + why + " after generating " + std::to_string(st.generated.size()) +
+                 "The request " + why + " after generating " + std::to_string(st.generated_tokens()) +
                    " tokens; retry, or ask for fewer tokens (max_tokens).");
 }
 
@@ -155,17 +169,22 @@ void arm_deadline(request_pointer self) {
   self->delayed_send(self, wait, deadline_atom::value, ++st.timer);
 }
 
-/// Admitted: the stream starts, the deadline counts, the first attempt is placed.
+/// Admitted: the stream starts, the deadline counts, the first attempt is placed (one for all
+/// samples: the others ride on sample 0's, so they are set up first).
 void begin(request_pointer self) {
   auto& st = self->state;
   st.progress = clock_type::now();
   if (st.conv.stream) {
     st.streaming = true;
     st.writer->start_stream(200, "text/event-stream", {{"Cache-Control", "no-cache"}});
-    st.writer->write(st.out->start(st.usage));
+    std::string head;
+    for (auto& sm : st.samples)
+      head += sm.out->start(st.usage);
+    st.writer->write(std::move(head));
   }
   arm_deadline(self);
-  attempt(self);
+  for (std::size_t i = st.samples.size(); i-- > 0;)
+    attempt(self, static_cast<int>(i));
 }
 
 void on_deadline(request_pointer self, uint64_t timer) {
@@ -220,8 +239,10 @@ void admit(request_pointer self) {
   }
 }
 
-/// Parse + render + tokenize + limits; false (the error answered) when the request cannot run.
-bool prepare(request_pointer self, recipe::api_kind api, const std::string& body, const std::string& tenant) {
+/// Parse + render + tokenize + limits into the state and `sampling`; false (the error answered)
+/// when the request cannot run.
+bool prepare(request_pointer self, recipe::api_kind api, const std::string& body, const std::string& tenant,
+             engine::sampling_params& sampling) {
   auto& st = self->state;
   st.conv.api = api;
   st.tenant = tenant;
@@ -238,11 +259,11 @@ bool prepare(request_pointer self, recipe::api_kind api, const std::string& body
   for (const auto& im : st.images)
     st.image_marks.push_back(im.mark);
   st.traffic = p->traffic;
-  st.sampling.max_tokens = p->max_tokens;
-  st.sampling.constraint = std::move(p->constraint);
+  sampling.max_tokens = p->max_tokens;
+  sampling.constraint = std::move(p->constraint);
   // The constraint covers the output from the request's own prompt on (a resubmission's
   // tokens hold what it generated before).
-  st.sampling.constraint_from = static_cast<int64_t>(st.prompt.size());
+  sampling.constraint_from = static_cast<int64_t>(st.prompt.size());
   return true;
 }
 
@@ -259,27 +280,28 @@ caf::behavior request_behavior(request_pointer self, std::shared_ptr<entrypoint:
     if (auto h = caf::actor_cast<caf::actor>(addr))
       caf::anon_send(h, cancel_atom::value, uint64_t{0});
   });
-  if (!prepare(self, api, body, tenant)) {
+  engine::sampling_params sampling;
+  if (!prepare(self, api, body, tenant, sampling)) {
     self->quit();
     return {};
   }
   std::string().swap(body); // the body (up to the body limit) is not needed any more
   auto& smp = st.conv.sampling;
-  st.sampling.temperature = static_cast<float>(smp.temperature.value_or(0.0));
-  st.sampling.top_p = static_cast<float>(smp.top_p.value_or(1.0));
-  st.sampling.top_k = static_cast<int32_t>(smp.top_k.value_or(0));
+  sampling.temperature = static_cast<float>(smp.temperature.value_or(0.0));
+  sampling.top_p = static_cast<float>(smp.top_p.value_or(1.0));
+  sampling.top_k = static_cast<int32_t>(smp.top_k.value_or(0));
   // An unseeded request draws its own seed (once: a resubmission continues the same stream).
-  st.sampling.seed = smp.seed ? static_cast<uint64_t>(*smp.seed) : recipe::random_seed();
+  sampling.seed = smp.seed ? static_cast<uint64_t>(*smp.seed) : recipe::random_seed();
   // ignore_eos (vLLM): EOS is no stop for the ranks, and no text for the parser.
-  st.sampling.stop_ids = smp.ignore_eos ? std::vector<int32_t>{} : std::vector<int32_t>{st.ctx->eos};
-  st.sampling.presence_penalty = static_cast<float>(smp.presence_penalty.value_or(0.0));
-  st.sampling.frequency_penalty = static_cast<float>(smp.frequency_penalty.value_or(0.0));
-  st.sampling.repetition_penalty = static_cast<float>(smp.repetition_penalty.value_or(1.0));
-  st.sampling.min_tokens = static_cast<int32_t>(smp.min_tokens.value_or(0));
+  sampling.stop_ids = smp.ignore_eos ? std::vector<int32_t>{} : std::vector<int32_t>{st.ctx->eos};
+  sampling.presence_penalty = static_cast<float>(smp.presence_penalty.value_or(0.0));
+  sampling.frequency_penalty = static_cast<float>(smp.frequency_penalty.value_or(0.0));
+  sampling.repetition_penalty = static_cast<float>(smp.repetition_penalty.value_or(1.0));
+  sampling.min_tokens = static_cast<int32_t>(smp.min_tokens.value_or(0));
   for (auto [id, bias] : smp.logit_bias)
-    st.sampling.logit_bias.emplace_back(id, static_cast<float>(bias));
-  st.sampling.logprobs = smp.logprobs;
-  st.sampling.top_logprobs = static_cast<int32_t>(smp.top_logprobs);
+    sampling.logit_bias.emplace_back(id, static_cast<float>(bias));
+  sampling.logprobs = smp.logprobs;
+  sampling.top_logprobs = static_cast<int32_t>(smp.top_logprobs);
   st.usage.prompt_tokens = static_cast<int64_t>(st.prompt.size());
   st.ctx->prompt_tokens->inc(static_cast<double>(st.prompt.size()));
   recipe::stream_parser::config pc;
@@ -290,29 +312,43 @@ caf::behavior request_behavior(request_pointer self, std::shared_ptr<entrypoint:
   st.public_id = ids.response;
   pc.tool_id_prefix = ids.tool_prefix;
   auto tok = st.ctx->tok;
-  st.parser = std::make_unique<recipe::stream_parser>(
-    pc, *st.ctx->specials, [tok](recipe::token_id id) { return tok->token_bytes(id); },
-    [tok, hidden = recipe::special_added_tokens(*tok)](recipe::token_id id) { return hidden(id); });
   auto now = std::chrono::duration_cast<std::chrono::seconds>(
                std::chrono::system_clock::now().time_since_epoch()).count();
-  st.out = std::make_unique<recipe::api_output>(st.conv, ids.response, now);
-  log().debug("request={} id={}", st.id, ids.response);
+  // OpenAI's `n`: choice k samples with the request's seed + k (as vLLM), so choice k equals a
+  // request of that seed alone.
+  const auto choices = static_cast<int>(std::clamp<int64_t>(smp.n, 1, 16));
+  st.samples.resize(static_cast<std::size_t>(choices));
+  for (int k = 0; k < choices; ++k) {
+    auto& sm = st.samples[static_cast<std::size_t>(k)];
+    sm.index = k;
+    sm.sampling = sampling;
+    sm.sampling.seed = sampling.seed + static_cast<uint64_t>(k);
+    sm.parser = std::make_unique<recipe::stream_parser>(
+      pc, *st.ctx->specials, [tok](recipe::token_id id) { return tok->token_bytes(id); },
+      [tok, hidden = recipe::special_added_tokens(*tok)](recipe::token_id id) { return hidden(id); });
+    sm.out = std::make_unique<recipe::api_output>(st.conv, ids.response, now, k, choices);
+  }
+  log().debug("request={} id={} choices={}", st.id, ids.response, choices);
   self->set_down_handler([=](caf::down_msg& dm) {
     auto& st = self->state;
     if (st.done)
       return;
     st.dead.insert(dm.source);
-    if (st.prefill_rank && dm.source == st.prefill_rank.address()) {
-      log().warn("request={} prefill rank down: {}; resubmitting", st.id, self->system().render(dm.reason));
-      st.prefill_rank = nullptr;
-      attempt(self);
-      return;
+    for (auto& sm : st.samples) {
+      if (st.done)
+        return;
+      if (sm.done)
+        continue;
+      if (sm.prefill_rank && dm.source == sm.prefill_rank.address()) {
+        log().warn("request={} prefill rank down: {}; resubmitting", st.id, self->system().render(dm.reason));
+        prefill_lost(self, sm.index);
+      } else if (sm.decode_rank && dm.source == sm.decode_rank.address()) {
+        log().warn("request={} decode rank down: {}; resubmitting sample {}", st.id,
+                   self->system().render(dm.reason), sm.index);
+        sm.decode_rank = nullptr;
+        attempt(self, sm.index);
+      }
     }
-    if (!st.decode_rank || dm.source != st.decode_rank.address())
-      return;
-    log().warn("request={} decode rank down: {}; resubmitting", st.id, self->system().render(dm.reason));
-    st.decode_rank = nullptr;
-    attempt(self);
   });
   admit(self);
   return {
@@ -320,29 +356,32 @@ caf::behavior request_behavior(request_pointer self, std::shared_ptr<entrypoint:
       auto& st = self->state;
       if (st.done)
         return;
-      if (b.id != st.job) {
-        // A sequence of an abandoned attempt still decoding somewhere: stop it.
+      auto* sm = st.sample_of_job(b.id);
+      if (sm == nullptr || sm->done) {
+        // A sequence of an abandoned attempt (or of a sample already answered) still decoding
+        // somewhere: stop it.
         if (auto sender = caf::actor_cast<rank_actor>(self->current_sender()); sender && !b.finished)
           self->send(sender, cancel_atom::value, b.id);
         return;
       }
+      const int i = sm->index;
       if (b.error) {
         if (!is_retryable(b.error)) {
           fail(self, 500, "decode failed: " + self->system().render(b.error));
           return;
         }
-        log().warn("request={} decode rank: {}; resubmitting", st.id, self->system().render(b.error));
+        log().warn("request={} decode rank: {}; resubmitting sample {}", st.id, self->system().render(b.error), i);
         // The error can overtake the prefill's answer, which names the transport: the code says it.
-        st.rdma_failed = st.rdma_failed || is(b.error, errc::kv_rdma_failed) || st.transport == kv_transport_kind::rdma;
-        attempt(self);
+        sm->rdma_failed = sm->rdma_failed || is(b.error, errc::kv_rdma_failed) || sm->transport == kv_transport_kind::rdma;
+        attempt(self, i);
         return;
       }
-      if (!st.prefilled) {
-        st.early.push_back(std::move(b));
+      if (!sm->prefilled) {
+        sm->early.push_back(std::move(b));
         return;
       }
-      count_kv_bytes(self, b);
-      on_tokens(self, b.tokens, b.finished, b.logprobs);
+      count_kv_bytes(self, i, b);
+      on_tokens(self, i, b.tokens, b.finished, b.logprobs);
     },
     [=](cancel_atom, uint64_t) {
       auto& st = self->state;
@@ -365,9 +404,10 @@ caf::behavior request_behavior(request_pointer self, std::shared_ptr<entrypoint:
       begin(self);
     },
     [=](deadline_atom, uint64_t timer) { on_deadline(self, timer); },
-    [=](restart_atom) {
-      if (!self->state.done)
-        place(self);
+    [=](restart_atom, int i) {
+      auto& st = self->state;
+      if (!st.done && i >= 0 && i < static_cast<int>(st.samples.size()) && !st.samples[static_cast<std::size_t>(i)].done)
+        place(self, i);
     },
   };
 }
@@ -389,70 +429,68 @@ std::vector<recipe::token_logprob> logprob_entries(const recipe::tokenizer& tok,
 
 } // namespace
 
-void on_tokens(request_pointer self, const std::vector<int32_t>& ids, bool finished, const token_logprobs& lp) {
+void on_tokens(request_pointer self, int i, const std::vector<int32_t>& ids, bool finished, const token_logprobs& lp) {
   auto& st = self->state;
+  auto& sm = st.samples[static_cast<std::size_t>(i)];
   auto now = clock_type::now();
   auto& ctx = *st.ctx;
   if (!ids.empty()) {
-    if (st.generated.empty()) {
+    if (!st.first_token_out) {
+      st.first_token_out = true;
       const double ttft = std::chrono::duration<double>(now - st.arrived).count();
       ctx.ttft->observe(ttft);
       ctx.vllm.ttft->observe(ttft);
-    } else {
-      const double itl = std::chrono::duration<double>(now - st.last_token).count() / static_cast<double>(ids.size());
+    } else if (!sm.generated.empty()) {
+      const double itl = std::chrono::duration<double>(now - sm.last_token).count() / static_cast<double>(ids.size());
       ctx.itl->observe(itl);
       ctx.vllm.itl->observe(itl);
     }
-    st.last_token = now;
+    sm.last_token = now;
     st.progress = now;
     ctx.generated_tokens->inc(static_cast<double>(ids.size()));
   }
-  st.generated.insert(st.generated.end(), ids.begin(), ids.end());
-  report_growth(self);
+  sm.generated.insert(sm.generated.end(), ids.begin(), ids.end());
+  report_growth(self, sm.rides ? 0 : i);
   auto emit = [&](std::span<const recipe::stream_event> events) {
     for (const auto& e : events)
       if (e.type == recipe::stream_event::kind::finish)
-        st.finish = e.reason;
-    auto c = st.parser->counts();
-    st.usage.completion_tokens = static_cast<int64_t>(st.generated.size());
-    st.usage.reasoning_tokens = c.reasoning_tokens;
+        sm.finish = e.reason;
     if (st.conv.stream)
-      st.writer->write(st.out->encode(events, st.usage));
+      st.writer->write(sm.out->encode(events, st.usage_now()));
     else
-      st.out->apply(events);
+      sm.out->apply(events);
   };
-  const bool with_logprobs = st.sampling.logprobs && lp.logprob.size() == ids.size();
+  const bool with_logprobs = sm.sampling.logprobs && lp.logprob.size() == ids.size();
   if (with_logprobs && (st.conv.api == recipe::api_kind::responses || st.conv.api == recipe::api_kind::completions)) {
     // Responses and legacy Completions put each token's entry on the text it became: one token at a time,
     // so an entry meets its own token's events; template tokens (end of reasoning, tool-call
     // markup) are no output text.
     auto entries = logprob_entries(*st.ctx->tok, ids, lp);
-    for (std::size_t i = 0; i < ids.size() && !st.parser->finished(); ++i) {
-      if (st.ctx->tok->find_added(ids[i]) == nullptr)
-        st.out->logprobs(std::span(&entries[i], 1), st.conv.stream);
-      emit(st.parser->feed(std::span(&ids[i], 1)));
+    for (std::size_t k = 0; k < ids.size() && !sm.parser->finished(); ++k) {
+      if (st.ctx->tok->find_added(ids[k]) == nullptr)
+        sm.out->logprobs(std::span(&entries[k], 1), st.conv.stream);
+      emit(sm.parser->feed(std::span(&ids[k], 1)));
     }
   } else {
     if (with_logprobs) {
       // Before the events these tokens produce: the finish chunk comes after every entry.
       auto entries = logprob_entries(*st.ctx->tok, ids, lp);
-      if (auto sse = st.out->logprobs(entries, st.conv.stream); !sse.empty())
+      if (auto sse = sm.out->logprobs(entries, st.conv.stream); !sse.empty())
         st.writer->write(std::move(sse));
     }
-    emit(st.parser->feed(ids));
+    emit(sm.parser->feed(ids));
   }
-  if (st.parser->finished() && !finished) {
-    // A stop string ended the answer (the parser matches them): the decode rank need not go on.
-    if (st.decode_rank)
-      self->send(caf::actor_cast<rank_actor>(st.decode_rank), cancel_atom::value, st.job);
-    finish_ok(self);
-    return;
-  }
-  if (finished && !st.parser->finished())
-    emit(st.parser->finish(static_cast<int32_t>(st.generated.size()) >= st.sampling.max_tokens
+  if (!sm.parser->finished() && finished)
+    emit(sm.parser->finish(static_cast<int32_t>(sm.generated.size()) >= sm.sampling.max_tokens
                              ? recipe::finish_reason::length
                              : recipe::finish_reason::stop));
-  if (st.parser->finished())
+  if (!sm.parser->finished())
+    return;
+  sm.done = true;
+  // A stop string ended the answer (the parser matches them): the decode rank need not go on.
+  if (!finished && sm.decode_rank)
+    self->send(caf::actor_cast<rank_actor>(sm.decode_rank), cancel_atom::value, sm.job);
+  if (std::all_of(st.samples.begin(), st.samples.end(), [](const sample_state& s) { return s.done; }))
     finish_ok(self);
 }
 

@@ -1,3 +1,4 @@
+#include <algorithm>
 #include <chrono>
 
 #include <caf/actor_cast.hpp>
@@ -45,40 +46,72 @@ constexpr auto vision_timeout = std::chrono::seconds(10);
 /// Limit for the SWA directory's answer; without one the prefill simply has no remote snapshot.
 constexpr auto swa_lookup_timeout = std::chrono::milliseconds(300);
 
-/// Nothing can take the request now: place it again shortly, within the configured wait.
-void wait_for_capacity(request_pointer self, const std::string& what) {
+/// Nothing can take sample `i` now: place it again shortly, within the configured wait.
+void wait_for_capacity(request_pointer self, int i, const std::string& what) {
   auto& st = self->state;
-  st.prefill_claim.reset();
-  st.decode_claim.reset();
+  auto& sm = st.samples[static_cast<std::size_t>(i)];
+  sm.prefill_claim.reset();
+  sm.decode_claim.reset();
   if (std::chrono::steady_clock::now() - st.arrived > st.ctx->cfg.instance_wait) {
     fail(self, 503, "no " + what + " can take the request now; try again later");
     return;
   }
-  self->delayed_send(self, retry_delay, restart_atom::value);
+  self->delayed_send(self, retry_delay, restart_atom::value, i);
 }
 
-/// The key a balancer knows this attempt by: unique in the cluster (the entrypoint's random tag
-/// above the request's attempt id).
-uint64_t balancer_key(request_pointer self) {
-  return self->state.ctx->balancer_tag ^ self->state.job;
+/// The key a balancer knows an attempt by: unique in the cluster (the entrypoint's random tag
+/// above the attempt's job id).
+uint64_t balancer_key(request_pointer self, uint64_t job) {
+  return self->state.ctx->balancer_tag ^ job;
+}
+
+sample_state& sample(request_pointer self, int i) {
+  return self->state.samples[static_cast<std::size_t>(i)];
+}
+
+/// The samples whose current attempt rides on sample 0's first one (besides sample 0).
+std::vector<int> riders(request_pointer self) {
+  std::vector<int> out;
+  for (auto& s : self->state.samples)
+    if (s.rides)
+      out.push_back(s.index);
+  return out;
 }
 
 } // namespace
 
-void count_kv_bytes(request_pointer self, const token_batch& b) {
-  auto& st = self->state;
-  if (b.kv_bytes > 0 && st.transport)
-    st.ctx->kv_transfer_bytes->with({to_string(*st.transport)}).inc(static_cast<double>(b.kv_bytes));
+void count_kv_bytes(request_pointer self, int i, const token_batch& b) {
+  auto& sm = sample(self, i);
+  if (b.kv_bytes > 0 && sm.transport)
+    self->state.ctx->kv_transfer_bytes->with({to_string(*sm.transport)}).inc(static_cast<double>(b.kv_bytes));
 }
 
 namespace {
 
-void on_prefilled(request_pointer self, prefill_result& r) {
+/// Sample `i`'s first token of its current attempt is out: it streams, then what its decode
+/// rank sent meanwhile.
+void on_first_token(request_pointer self, int i, int32_t token, bool finished, const token_logprobs& lp,
+                    kv_transport_kind transport) {
+  auto& sm = sample(self, i);
+  if (!finished)
+    sm.transport = transport;
+  sm.prefilled = true;
+  on_tokens(self, i, {token}, finished, lp);
+  auto early = std::move(sample(self, i).early);
+  for (auto& b : early) {
+    count_kv_bytes(self, i, b);
+    if (!sample(self, i).done && !self->state.done)
+      on_tokens(self, i, b.tokens, b.finished, b.logprobs);
+  }
+}
+
+void on_prefilled(request_pointer self, int i, prefill_result& r) {
   auto& st = self->state;
-  st.prefill_claim.reset();
-  if (st.prefill_rank) {
-    self->demonitor(st.prefill_rank);
-    st.prefill_rank = nullptr;
+  auto& sm = sample(self, i);
+  sm.prefill_claim.reset();
+  if (sm.prefill_rank) {
+    self->demonitor(sm.prefill_rank);
+    sm.prefill_rank = nullptr;
   }
   if (r.error) {
     fail(self, 500, "prefill failed: " + error_text(r.error));
@@ -87,23 +120,23 @@ void on_prefilled(request_pointer self, prefill_result& r) {
   if (st.ticket)
     st.ticket->prefilled(); // its tokens leave the prefill queue
   st.progress = std::chrono::steady_clock::now();
-  if (st.attempts == 1) {
+  if (sm.attempts == 1 && i == 0) {
     st.usage.cached_tokens = r.cached;
     st.ctx->cached_tokens->inc(static_cast<double>(r.cached));
   }
   if (r.snapshot_hit)
     st.ctx->snapshot_hits->with({r.snapshot_remote ? "remote" : "local"}).inc();
-  if (!r.finished) {
-    st.transport = r.transport;
+  // One transfer, however many samples its KV starts on the decode rank.
+  if (!r.finished || std::any_of(r.samples.begin(), r.samples.end(), [](const parallel_sample& x) { return !x.finished; }))
     st.ctx->kv_transfers->with({to_string(r.transport)}).inc();
-  }
-  st.prefilled = true;
-  on_tokens(self, {r.first_token}, r.finished, r.logprobs);
-  auto early = std::move(st.early);
-  for (auto& b : early) {
-    count_kv_bytes(self, b);
-    if (!st.done)
-      on_tokens(self, b.tokens, b.finished, b.logprobs);
+  const auto job = sm.job;
+  on_first_token(self, i, r.first_token, r.finished, r.logprobs, r.transport);
+  // The samples that rode on this prefill: each its own first token.
+  for (auto& x : r.samples) {
+    if (st.done || sample(self, i).job != job)
+      return;
+    if (auto* rider = st.sample_of_job(x.id); rider && rider->rides && !rider->done && !rider->prefilled)
+      on_first_token(self, rider->index, x.first_token, x.finished, x.logprobs, r.transport);
   }
 }
 
@@ -121,24 +154,26 @@ struct placement {
   std::string decode_rdma;
 };
 
-bool current(request_pointer self, uint64_t job) {
-  return !self->state.done && self->state.job == job;
+bool current(request_pointer self, int i, uint64_t job) {
+  return !self->state.done && !sample(self, i).done && sample(self, i).job == job;
 }
 
 bool usable(request_pointer self, const caf::strong_actor_ptr& rank) {
   return rank && self->state.dead.count(caf::actor_cast<caf::actor_addr>(rank)) == 0;
 }
 
-/// Sends the prefill job to the prefill rank `pp`; it hands the KV to the decode rank.
-void send_prefill(request_pointer self, const placement& at, const caf::strong_actor_ptr& pp) {
+/// Sends sample `i`'s prefill job to the prefill rank `pp`; it hands the KV to the decode rank
+/// (for sample 0's first attempt: one sequence per sample, from one prefill).
+void send_prefill(request_pointer self, int i, const placement& at, const caf::strong_actor_ptr& pp) {
   auto& st = self->state;
-  st.prefill_rank = caf::actor_cast<caf::actor>(pp);
-  self->monitor(st.prefill_rank);
+  auto& sm = sample(self, i);
+  sm.prefill_rank = caf::actor_cast<caf::actor>(pp);
+  self->monitor(sm.prefill_rank);
   prefill_job pj;
   pj.id = at.job;
   pj.tokens = at.tokens;
-  pj.sampling = st.sampling;
-  pj.sampling.max_tokens = st.sampling.max_tokens - static_cast<int32_t>(st.generated.size());
+  pj.sampling = sm.sampling;
+  pj.sampling.max_tokens = sm.sampling.max_tokens - static_cast<int32_t>(sm.generated.size());
   pj.decode_rank = at.decode_rank;
   pj.sink = caf::actor_cast<caf::strong_actor_ptr>(self);
   pj.snapshot_end = at.snapshot_end;
@@ -148,75 +183,80 @@ void send_prefill(request_pointer self, const placement& at, const caf::strong_a
   pj.cache_salt = st.salt;
   pj.traffic = st.traffic;
   pj.images = st.images;
+  for (int r : riders(self)) {
+    auto& rider = sample(self, r);
+    rider.decode_rank = sm.decode_rank; // the same rank: its death ends every sample on it
+    pj.samples.push_back({rider.job, rider.sampling.seed, -1, false, {}});
+  }
   auto job = at.job;
   self->request(caf::actor_cast<rank_actor>(pp), st.ctx->cfg.prefill_timeout, prefill_atom::value, std::move(pj))
     .then(
       [=](prefill_result& r) {
-        if (current(self, job))
-          on_prefilled(self, r);
+        if (current(self, i, job))
+          on_prefilled(self, i, r);
       },
       [=](caf::error& e) {
         // The prefill rank died or timed out: try again (the cache makes it cheap).
-        if (!current(self, job))
+        if (!current(self, i, job))
           return;
         log().info("request={} prefill lost: {}", self->state.id, self->system().render(e));
-        attempt(self);
+        prefill_lost(self, i);
       });
 }
 
 /// 3. The prefill balancer queues the job until a prefill instance with compute-quota left
 /// pulls it (DESIGN §6.1: backpressure instead of a push into a rank's queue).
-void ask_prefill_balancer(request_pointer self, placement at, const caf::strong_actor_ptr& balancer) {
+void ask_prefill_balancer(request_pointer self, int i, placement at, const caf::strong_actor_ptr& balancer) {
   auto& st = self->state;
   const auto length = static_cast<int64_t>(at.tokens.size());
-  prefill_ask ask{balancer_key(self), length,
+  prefill_ask ask{balancer_key(self, at.job), length,
                   st.ctx->quota->cost(static_cast<double>(length - at.hit_length), static_cast<double>(at.hit_length))};
-  st.prefill_claim = std::make_unique<balancer_claim>(balancer, ask.key);
+  sample(self, i).prefill_claim = std::make_unique<balancer_claim>(balancer, ask.key);
   self->request(caf::actor_cast<prefill_balancer_actor>(balancer), st.ctx->cfg.prefill_timeout, place_atom::value, ask)
     .then(
       [=](rank_grant& g) {
-        if (!current(self, at.job))
+        if (!current(self, i, at.job))
           return;
         if (!usable(self, g.handle)) {
-          wait_for_capacity(self, "prefill rank");
+          wait_for_capacity(self, i, "prefill rank");
           return;
         }
-        send_prefill(self, at, g.handle);
+        send_prefill(self, i, at, g.handle);
       },
       [=](caf::error& e) {
-        if (!current(self, at.job))
+        if (!current(self, i, at.job))
           return;
         log().debug("request={} prefill balancer: {}", self->state.id, self->system().render(e));
-        wait_for_capacity(self, "prefill instance");
+        wait_for_capacity(self, i, "prefill instance");
       });
 }
 
 /// 2. Asks the SWA directory (DESIGN §1 step 3) which node holds the window ending at the hit,
 /// whose block key CHECK gave. Without an answer in time the prefill rank uses its own memory or
 /// replays the window.
-void ask_swa_directory(request_pointer self, const membership_view& view, placement at,
+void ask_swa_directory(request_pointer self, int i, const membership_view& view, placement at,
                        const kv::prefix_cache::check_result& hit) {
   auto key = hit.key ? std::optional{*hit.key} : std::nullopt;
   auto shard = key ? swa_shard_for(view, *key) : nullptr;
   auto balancer = view.prefill_balancer;
   if (!shard) {
-    ask_prefill_balancer(self, std::move(at), balancer);
+    ask_prefill_balancer(self, i, std::move(at), balancer);
     return;
   }
   self->request(caf::actor_cast<swa_shard_actor>(shard), swa_lookup_timeout, swa_lookup_atom::value, *key)
     .then(
       [=](caf::strong_actor_ptr& owner) mutable {
-        if (!current(self, at.job))
+        if (!current(self, i, at.job))
           return;
         if (owner) {
           at.snapshot_end = hit.length;
           at.snapshot_owner = owner;
         }
-        ask_prefill_balancer(self, at, balancer);
+        ask_prefill_balancer(self, i, at, balancer);
       },
       [=](caf::error&) {
-        if (current(self, at.job))
-          ask_prefill_balancer(self, at, balancer);
+        if (current(self, i, at.job))
+          ask_prefill_balancer(self, i, at, balancer);
       });
 }
 
@@ -224,7 +264,7 @@ void ask_swa_directory(request_pointer self, const membership_view& view, placem
 /// random vision machine, then its rank with the fewest patches in flight); true while they
 /// are out, and `place` runs again once all are back. An image whose rank fails or times out
 /// keeps no embeddings: the prefill rank encodes it (the same encoder, the same bits).
-bool send_to_vision(request_pointer self, const membership_view& view) {
+bool send_to_vision(request_pointer self, int placing, const membership_view& view) {
   auto& st = self->state;
   if (st.vision_pending > 0)
     return true;
@@ -247,7 +287,7 @@ bool send_to_vision(request_pointer self, const membership_view& view) {
       if (embedding && i < s.images.size())
         s.images[i].embedding = std::move(*embedding);
       if (--s.vision_pending == 0 && !s.done)
-        place(self);
+        place(self, placing);
     };
     self->request(caf::actor_cast<rank_actor>(r->rank), vision_timeout, encode_atom::value, std::move(job))
       .then(
@@ -271,70 +311,78 @@ bool send_to_vision(request_pointer self, const membership_view& view) {
 
 } // namespace
 
-/// Places the current attempt: 1. the decode balancer picks a decode rank with room for its KV,
-/// 2. the SWA directory says where its window is, 3. the prefill balancer hands it to a prefill
-/// rank when one pulls it; the prefill rank hands the KV to the decode rank itself.
-void place(request_pointer self) {
+/// Places sample `i`'s current attempt: 1. the decode balancer picks a decode rank with room
+/// for its KV (and the KV of the samples that ride on it), 2. the SWA directory says where its
+/// window is, 3. the prefill balancer hands it to a prefill rank when one pulls it; the prefill
+/// rank hands the KV to the decode rank itself.
+void place(request_pointer self, int i) {
   auto& st = self->state;
+  auto& sm = sample(self, i);
   auto view = st.ctx->cluster->get().view;
   const bool no_prefill = live_instances(view, node_role::prefill).empty();
   if (no_prefill || live_instances(view, node_role::decode).empty()) {
-    wait_for_capacity(self, no_prefill ? "prefill instance" : "decode instance");
+    wait_for_capacity(self, i, no_prefill ? "prefill instance" : "decode instance");
     return;
   }
   if (!view.prefill_balancer || !view.decode_balancer) {
-    wait_for_capacity(self, "balancer");
+    wait_for_capacity(self, i, "balancer");
     return;
   }
-  if (send_to_vision(self, view))
+  if (send_to_vision(self, i, view))
     return;
   placement at;
-  at.job = st.job;
+  at.job = sm.job;
   at.tokens = st.prompt;
-  at.tokens.insert(at.tokens.end(), st.generated.begin(), st.generated.end());
+  at.tokens.insert(at.tokens.end(), sm.generated.begin(), sm.generated.end());
   const auto prompt_length = static_cast<int64_t>(st.prompt.size());
   auto hit = st.ctx->cache ? st.ctx->cache->check(at.tokens, prompt_length, st.salt, st.image_marks) : kv::prefix_cache::check_result{};
   at.hit_length = hit.length;
-  // The rank must hold all it may reach: what is there now plus the tokens still to generate.
-  const auto left = std::max<int64_t>(0, st.sampling.max_tokens - static_cast<int64_t>(st.generated.size()));
-  decode_claim ask{balancer_key(self), {}, 0, static_cast<int64_t>(at.tokens.size()),
-                   static_cast<int64_t>(at.tokens.size()) + left};
-  st.decode_claim = std::make_unique<balancer_claim>(view.decode_balancer, ask.key);
-  st.decode_claim->kv_tokens = ask.kv_tokens;
-  st.decode_claim->reserve_tokens = ask.reserve_tokens;
+  // The rank must hold all it may reach: what is there now plus the tokens still to generate,
+  // for this sample and each that rides on it (each its own copy of the prompt's KV).
+  const auto left = std::max<int64_t>(0, sm.sampling.max_tokens - static_cast<int64_t>(sm.generated.size()));
+  const auto copies = static_cast<int64_t>(1 + (i == 0 ? riders(self).size() : 0));
+  decode_claim ask{balancer_key(self, at.job), {}, 0, copies * static_cast<int64_t>(at.tokens.size()),
+                   copies * (static_cast<int64_t>(at.tokens.size()) + left)};
+  sm.decode_claim = std::make_unique<balancer_claim>(view.decode_balancer, ask.key);
+  sm.decode_claim->kv_tokens = ask.kv_tokens;
+  sm.decode_claim->reserve_tokens = ask.reserve_tokens;
   self->request(caf::actor_cast<decode_balancer_actor>(view.decode_balancer), handle_timeout, place_atom::value, ask)
     .then(
       [=](rank_grant& g) mutable {
-        auto& st = self->state;
-        if (!current(self, at.job) || !st.decode_claim)
+        auto& sm = sample(self, i);
+        if (!current(self, i, at.job) || !sm.decode_claim)
           return;
         if (!usable(self, g.handle)) {
-          wait_for_capacity(self, "decode rank");
+          wait_for_capacity(self, i, "decode rank");
           return;
         }
-        st.decode_claim->instance = g.instance;
-        st.decode_claim->rank = g.rank;
-        st.decode_rank = caf::actor_cast<caf::actor>(g.handle);
-        self->monitor(st.decode_rank);
+        sm.decode_claim->instance = g.instance;
+        sm.decode_claim->rank = g.rank;
+        sm.decode_rank = caf::actor_cast<caf::actor>(g.handle);
+        self->monitor(sm.decode_rank);
         at.decode_rank = g.handle;
-        if (!st.rdma_failed)
+        if (!sm.rdma_failed)
           at.decode_rdma = g.rdma;
-        ask_swa_directory(self, view, std::move(at), hit);
+        ask_swa_directory(self, i, view, std::move(at), hit);
       },
       [=](caf::error& e) {
-        if (!current(self, at.job))
+        if (!current(self, i, at.job))
           return;
         log().debug("request={} decode balancer: {}", self->state.id, self->system().render(e));
-        wait_for_capacity(self, "decode rank");
+        wait_for_capacity(self, i, "decode rank");
       });
 }
 
-void report_growth(request_pointer self) {
+void report_growth(request_pointer self, int i) {
   auto& st = self->state;
-  auto& c = st.decode_claim;
+  auto& c = sample(self, i).decode_claim;
   if (!c || c->instance.empty())
     return;
-  const auto kv = static_cast<int64_t>(st.prompt.size() + st.generated.size());
+  // Sample 0's claim holds the KV of the samples that ride on it too.
+  auto kv = static_cast<int64_t>(st.prompt.size() + sample(self, i).generated.size());
+  if (i == 0)
+    for (int r : riders(self))
+      kv += static_cast<int64_t>(st.prompt.size() + sample(self, r).generated.size());
   if (kv - c->kv_tokens < growth_report_tokens)
     return;
   c->kv_tokens = kv;
@@ -342,37 +390,67 @@ void report_growth(request_pointer self) {
              decode_claim{c->key(), c->instance, c->rank, kv, c->reserve_tokens});
 }
 
+void prefill_lost(request_pointer self, int i) {
+  auto& sm = sample(self, i);
+  if (sm.prefill_rank) {
+    self->demonitor(sm.prefill_rank);
+    sm.prefill_rank = nullptr;
+  }
+  const bool carried = i == 0 && sm.attempts == 1;
+  attempt(self, i);
+  if (!carried)
+    return;
+  for (auto& s : self->state.samples)
+    if (s.rides && !s.prefilled && !s.done && !self->state.done)
+      attempt(self, s.index);
+}
+
 /// One attempt: prefill prompt + tokens generated so far, then decode the rest.
-void attempt(request_pointer self) {
+void attempt(request_pointer self, int i) {
   auto& st = self->state;
-  if (st.decode_rank) {
-    self->demonitor(st.decode_rank);
-    self->send(caf::actor_cast<rank_actor>(st.decode_rank), cancel_atom::value, st.job);
-    st.decode_rank = nullptr;
+  auto& sm = sample(self, i);
+  if (sm.decode_rank) {
+    // Samples that rode together share the rank (and its one monitor): only this sample's
+    // sequence stops there, and the monitor stays while another sample decodes on it.
+    const bool shared = std::any_of(st.samples.begin(), st.samples.end(), [&](const sample_state& o) {
+      return o.index != i && o.decode_rank == sm.decode_rank;
+    });
+    if (!shared)
+      self->demonitor(sm.decode_rank);
+    self->send(caf::actor_cast<rank_actor>(sm.decode_rank), cancel_atom::value, sm.job);
+    sm.decode_rank = nullptr;
   }
-  if (st.prefill_rank) {
+  if (sm.prefill_rank) {
     // The last attempt's prefill (timed out) would only hold blocks there.
-    self->send(caf::actor_cast<rank_actor>(st.prefill_rank), cancel_atom::value, st.job);
-    self->demonitor(st.prefill_rank);
-    st.prefill_rank = nullptr;
+    self->send(caf::actor_cast<rank_actor>(sm.prefill_rank), cancel_atom::value, sm.job);
+    self->demonitor(sm.prefill_rank);
+    sm.prefill_rank = nullptr;
   }
-  st.prefill_claim.reset();
-  st.decode_claim.reset();
-  ++st.attempts;
+  sm.prefill_claim.reset();
+  sm.decode_claim.reset();
+  sm.rides = false;
+  ++sm.attempts;
   const auto waited = std::chrono::steady_clock::now() - st.arrived;
-  if (st.attempts > max_attempts || (st.attempts > 2 && waited > st.ctx->cfg.instance_wait)) {
-    fail(self, 503, "request failed after " + std::to_string(st.attempts - 1) +
+  if (sm.attempts > max_attempts || (sm.attempts > 2 && waited > st.ctx->cfg.instance_wait)) {
+    fail(self, 503, "request failed after " + std::to_string(sm.attempts - 1) +
                       " attempts: its ranks kept failing; retry later");
     return;
   }
-  st.job = st.id * 16 + static_cast<uint64_t>(st.attempts);
-  st.prefilled = false;
-  st.early.clear();
-  st.transport.reset();
-  if (st.attempts == 1)
-    place(self);
-  else
-    self->delayed_send(self, backoff(st.attempts), restart_atom::value);
+  // Unique per entrypoint: the request, the sample (< 16) and the attempt (< 16).
+  sm.job = (st.id * 16 + static_cast<uint64_t>(i)) * 16 + static_cast<uint64_t>(sm.attempts);
+  sm.prefilled = false;
+  sm.early.clear();
+  sm.transport.reset();
+  if (sm.attempts > 1) {
+    self->delayed_send(self, backoff(sm.attempts), restart_atom::value, i);
+    return;
+  }
+  if (i > 0) {
+    // The first attempt of every other sample rides on sample 0's: one prefill for all.
+    sm.rides = true;
+    return;
+  }
+  place(self, 0);
 }
 
 } // namespace deepinfer::actors

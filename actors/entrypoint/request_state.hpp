@@ -25,13 +25,52 @@
 
 namespace deepinfer::actors {
 
+/// One of a request's choices (OpenAI's `n`; one for every other request): what it generated,
+/// its output, and its own attempts on the ranks. The first attempt of every sample rides on
+/// sample 0's (one prefill job whose KV the decode rank starts each sample from); a sample that
+/// loses its rank then goes alone, with the prompt and what it generated so far.
+struct sample_state {
+  int index = 0;
+  /// The request's sampling settings with this sample's seed (the request's + index).
+  engine::sampling_params sampling;
+  std::vector<int32_t> generated;
+  std::unique_ptr<recipe::stream_parser> parser;
+  std::unique_ptr<recipe::api_output> out;
+  /// How the answer ended (the parser's finish event), for the finished_reason metric.
+  recipe::finish_reason finish = recipe::finish_reason::stop;
+  /// Id of the current attempt's job: token batches of an earlier attempt are ignored.
+  uint64_t job = 0;
+  int attempts = 0;
+  /// This attempt rides on sample 0's first one: its job is one of that prefill job's
+  /// `samples`, its KV space sample 0's decode claim.
+  bool rides = false;
+  caf::actor decode_rank;
+  /// The prefill rank working on the current attempt (monitored: a request to a dead remote
+  /// actor never fails by itself in CAF 0.17); null once it answered, and for a sample that rides.
+  caf::actor prefill_rank;
+  /// What the balancers placed for the current attempt; released when the prefill answers /
+  /// the attempt or the request ends.
+  std::unique_ptr<balancer_claim> prefill_claim;
+  std::unique_ptr<balancer_claim> decode_claim;
+  /// The current attempt's prefill answered (its first token is out): token batches of the
+  /// decode rank that overtook that answer wait in `early` until then.
+  bool prefilled = false;
+  std::vector<token_batch> early;
+  /// The KV transport of the current attempt (for the bytes the decode rank reports); none
+  /// until its prefill answered.
+  std::optional<kv_transport_kind> transport;
+  /// A decode rank could not receive this sample's KV over RDMA: later attempts avoid RDMA.
+  bool rdma_failed = false;
+  /// Its answer is complete.
+  bool done = false;
+  std::chrono::steady_clock::time_point last_token;
+};
+
 struct request_state {
   std::shared_ptr<entrypoint::context> ctx;
   std::shared_ptr<http::response_writer> writer;
   recipe::conversation conv;
   std::vector<int32_t> prompt;
-  std::vector<int32_t> generated;
-  engine::sampling_params sampling;
   kv::cache_salt salt;
   /// The prompt's decoded images (sent with every attempt's prefill job) and their marks (how
   /// the prefix cache keys the prompt).
@@ -42,71 +81,81 @@ struct request_state {
   int vision_pending = 0;
   bool vision_sent = false;
   kv::traffic_class traffic = kv::traffic_class::chatbot;
-  std::unique_ptr<recipe::stream_parser> parser;
-  std::unique_ptr<recipe::api_output> out;
+  /// The choices, index = choice (one unless the request asked for `n`).
+  std::vector<sample_state> samples;
+  /// Prompt and cached tokens; the completion counts are the samples' sums (`usage_now`).
   recipe::usage_counts usage;
-  /// How the answer ended (the parser's finish event), for the finished_reason metric.
-  recipe::finish_reason finish = recipe::finish_reason::stop;
   uint64_t id = 0;
   /// The API key the request came with (its tenant: prefix-cache namespace, stored responses).
   std::string tenant;
   /// The public id in the API's style (`resp_…`, `chatcmpl-…`).
   std::string public_id;
-  /// Id of the current attempt's job: token batches of an earlier attempt are ignored.
-  uint64_t job = 0;
-  int attempts = 0;
-  caf::actor decode_rank;
-  /// The prefill rank working on the current attempt (monitored: a request to a dead remote
-  /// actor never fails by itself in CAF 0.17); null once it answered.
-  caf::actor prefill_rank;
-  /// What the balancers placed for the current attempt; released when the prefill answers /
-  /// the attempt or the request ends.
-  std::unique_ptr<balancer_claim> prefill_claim;
-  std::unique_ptr<balancer_claim> decode_claim;
   /// Admission: the place in line while waiting, then the ticket (held until the request ends).
   std::shared_ptr<admission_control::waiter> waiting;
   std::unique_ptr<admission_control::ticket> ticket;
-  /// The current attempt's prefill answered (its first token is out): token batches of the
-  /// decode rank that overtook that answer wait in `early` until then.
-  bool prefilled = false;
-  std::vector<token_batch> early;
-  /// The KV transport of the current attempt (for the bytes the decode rank reports); none
-  /// until its prefill answered.
-  std::optional<kv_transport_kind> transport;
   /// Ranks this request saw die: their supervisor may still hand them out for a moment (it
   /// learns of the death by its own monitor), and a resubmission must not pick them again.
   std::set<caf::actor_addr> dead;
-  /// A decode rank could not receive this request's KV over RDMA: later attempts avoid RDMA.
-  bool rdma_failed = false;
   /// The SSE head is out (only once admitted: a refusal before is a plain error response).
   bool streaming = false;
   bool done = false;
+  /// The first token of any sample is out (time to first token).
+  bool first_token_out = false;
   std::chrono::steady_clock::time_point arrived = std::chrono::steady_clock::now();
-  std::chrono::steady_clock::time_point last_token;
   /// Last time the request moved (admitted, prefilled, a token): the stall timeout counts from it.
   std::chrono::steady_clock::time_point progress;
   /// Tells the current deadline timer from stale ones.
   uint64_t timer = 0;
   static inline const char* name = "deepinfer.request";
+
+  /// The sample whose current attempt is `job`; null when none.
+  sample_state* sample_of_job(uint64_t job) {
+    for (auto& s : samples)
+      if (s.job == job)
+        return &s;
+    return nullptr;
+  }
+  /// Tokens generated by all samples.
+  int64_t generated_tokens() const {
+    int64_t n = 0;
+    for (const auto& s : samples)
+      n += static_cast<int64_t>(s.generated.size());
+    return n;
+  }
+  /// `usage` with the samples' completion and reasoning tokens summed.
+  recipe::usage_counts usage_now() const {
+    auto u = usage;
+    u.completion_tokens = generated_tokens();
+    u.reasoning_tokens = 0;
+    for (const auto& s : samples)
+      if (s.parser)
+        u.reasoning_tokens += s.parser->counts().reasoning_tokens;
+    return u;
+  }
 };
 
 using request_pointer = caf::stateful_actor<request_state>*;
 
-/// request_actor.cpp: feeds tokens out to the client (and ends the request when they finish).
-/// `lp`: the tokens' log-probabilities (empty when the request did not ask for them).
-void on_tokens(request_pointer self, const std::vector<int32_t>& ids, bool finished, const token_logprobs& lp);
+/// request_actor.cpp: feeds sample `i`'s tokens out to the client (and ends the sample, and
+/// once all have, the request, when they finish). `lp`: the tokens' log-probabilities (empty
+/// when the request did not ask for them).
+void on_tokens(request_pointer self, int i, const std::vector<int32_t>& ids, bool finished, const token_logprobs& lp);
 /// request_actor.cpp: ends the request with the API's error (`status` 5xx; a stream gets the
 /// error event), cancelling what runs on the ranks.
 void fail(request_pointer self, int status, const std::string& message);
 
-/// request_route.cpp: counts the KV bytes a decode rank reports for the current attempt.
-void count_kv_bytes(request_pointer self, const token_batch& b);
-/// request_route.cpp: one attempt (prefill prompt + tokens so far, then decode the rest).
-void attempt(request_pointer self);
-/// request_route.cpp: places the current attempt again (after a wait for capacity).
-void place(request_pointer self);
-/// request_route.cpp: tells the decode balancer how long the request's KV is now (every
-/// block's worth of generated tokens).
-void report_growth(request_pointer self);
+/// request_route.cpp: counts the KV bytes a decode rank reports for sample `i`'s attempt.
+void count_kv_bytes(request_pointer self, int i, const token_batch& b);
+/// request_route.cpp: one attempt of sample `i` (prefill prompt + its tokens so far, then
+/// decode the rest); sample 0's first attempt carries every sample's.
+void attempt(request_pointer self, int i);
+/// request_route.cpp: places sample `i`'s current attempt again (after a wait for capacity).
+void place(request_pointer self, int i);
+/// request_route.cpp: tells the decode balancer how long sample `i`'s KV is now (every block's
+/// worth of generated tokens), counting the samples that ride on its claim.
+void report_growth(request_pointer self, int i);
+/// request_route.cpp: sample `i`'s prefill rank is gone (down, or its answer lost): it, and the
+/// samples that ride on it and wait for their first token, try again.
+void prefill_lost(request_pointer self, int i);
 
 } // namespace deepinfer::actors

@@ -6,6 +6,28 @@
 
 namespace deepinfer::actors::http {
 
+bool key_allows(const api_keys* keys, const http_request& req, response_writer& w, recipe::api_kind api,
+                std::string* key) {
+  if (!keys || !keys->required())
+    return true;
+  auto given = api_key_of(req);
+  const bool ok = keys->accepts(given);
+  const bool empty = given.empty();
+  if (key)
+    *key = std::move(given);
+  if (ok)
+    return true;
+  recipe::api_error e;
+  e.api = api;
+  e.status = 401;
+  e.type = api == recipe::api_kind::messages ? "authentication_error" : "invalid_request_error";
+  e.code = "invalid_api_key";
+  e.message = empty ? "No API key provided; send it as 'Authorization: Bearer KEY' or 'x-api-key: KEY'."
+                    : "Incorrect API key provided; use one of the keys this server is configured with.";
+  w.send_json(401, e.body());
+  return false;
+}
+
 api_keys_file_result read_api_keys_file(const std::string& path) {
   api_keys_file_result r;
   std::ifstream in{path};

@@ -7,6 +7,10 @@
 #include <string_view>
 #include <vector>
 
+#include "actors/http/http_request.hpp"
+#include "actors/http/response_writer.hpp"
+#include "recipe/protocol/api_error.hpp"
+
 namespace deepinfer::actors::http {
 
 /// The API keys a server accepts: the fixed ones (`--api-key`, `[requests] api_keys`) plus those
@@ -45,5 +49,12 @@ struct api_keys_file_result {
   std::string error;
 };
 api_keys_file_result read_api_keys_file(const std::string& path);
+
+/// The key check of every keyed route: true when `keys` let `req` through (none configured, or
+/// its key is one of them); otherwise answers 401 in the error shape of `api` (Messages:
+/// Anthropic's; else OpenAI's) without echoing the key, and returns false. `key` (when given)
+/// receives the request's key: its tenant.
+bool key_allows(const api_keys* keys, const http_request& req, response_writer& w,
+                recipe::api_kind api = recipe::api_kind::chat, std::string* key = nullptr);
 
 } // namespace deepinfer::actors::http

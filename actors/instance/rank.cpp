@@ -69,30 +69,48 @@ void start_decode(rank_pointer self, kv_handoff& h, const engine::sampling_param
                              std::string{"this node has no KV transport "} + to_string(h.transport))};
   if (!sink)
     return;
-  if (st.cancelled.erase(h.id) > 0)
-    return;  // cancelled while its KV was on the way
-  token_batch fail;
-  fail.id = h.id;
-  fail.finished = true;
+  // One sequence, or one per parallel sample, each with its own seed and first token (the same
+  // KV imported once per sample).
+  std::vector<parallel_sample> starts = h.samples;
+  if (starts.empty())
+    starts.push_back({h.id, s.seed, -1, false, {}});
+  auto fail = [&](uint64_t id, caf::error e) {
+    token_batch failed;
+    failed.id = id;
+    failed.finished = true;
+    failed.error = std::move(e);
+    caf::send_as(caf::actor_cast<caf::actor>(self), sink, tokens_atom::value, std::move(failed));
+  };
   if (!bytes || !st.engine) {
-    fail.error = !st.engine ? make_error(errc::engine_missing, "rank has no engine") : std::move(bytes.error());
-    caf::send_as(caf::actor_cast<caf::actor>(self), sink, tokens_atom::value, std::move(fail));
+    auto e = !st.engine ? make_error(errc::engine_missing, "rank has no engine") : std::move(bytes.error());
+    for (const auto& x : starts)
+      if (st.cancelled.erase(x.id) == 0)
+        fail(x.id, e);
     return;
   }
-  engine::sequence_id seq{st.next_seq++};
   std::span<const std::byte> span{bytes->data(), bytes->size()};
-  std::string err;
-  if (auto status = st.engine->import_sequence(seq, span, s, &err); status != engine::engine_status::ok) {
-    fail.error = make_error(status == engine::engine_status::invalid_request ? errc::engine_invalid_request
+  bool first = true;
+  for (const auto& x : starts) {
+    if (st.cancelled.erase(x.id) > 0)
+      continue; // cancelled while its KV was on the way
+    auto sampling = s;
+    sampling.seed = x.seed;
+    engine::sequence_id seq{st.next_seq++};
+    std::string err;
+    if (auto status = st.engine->import_sequence(seq, span, sampling, &err, x.first_token);
+        status != engine::engine_status::ok) {
+      fail(x.id, make_error(status == engine::engine_status::invalid_request ? errc::engine_invalid_request
                                                                              : errc::engine_import_failed,
-                            "cannot import the sequence: " + err);
-    caf::send_as(caf::actor_cast<caf::actor>(self), sink, tokens_atom::value, std::move(fail));
-    return;
+                            "cannot import the sequence: " + err));
+      continue;
+    }
+    // A request actor that goes away (client gone, entrypoint node dead) takes its sequence along.
+    self->monitor(sink);
+    // The bytes that arrived count once, on the first sequence's first batch.
+    st.active[x.id] = decoding{seq, sink, first ? span.size() : 0, h.cache_salt, h.traffic,
+                               s.logprobs || s.top_logprobs > 0 ? s.top_logprobs : -1, h.images};
+    first = false;
   }
-  // A request actor that goes away (client gone, entrypoint node dead) takes its sequence along.
-  self->monitor(sink);
-  st.active[h.id] = decoding{seq, sink, span.size(), h.cache_salt, h.traffic,
-                             s.logprobs || s.top_logprobs > 0 ? s.top_logprobs : -1, h.images};
   report(self);
   if (!st.stepping) {
     st.stepping = true;

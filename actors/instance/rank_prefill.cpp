@@ -135,10 +135,25 @@ void fail_prefill(rank_pointer self, uint64_t id, caf::error error) {
   st.prefills.erase(it);
 }
 
+/// The sequences the decode rank starts from a job's KV: none for n = 1 (the one exported),
+/// else the job's own sample (unless its first token ended it) and each of its parallel
+/// samples that goes on.
+std::vector<parallel_sample> decoding_samples(const prefill_task& t) {
+  std::vector<parallel_sample> out;
+  if (t.out.samples.empty())
+    return out;
+  if (!t.out.finished)
+    out.push_back({t.job.id, t.job.sampling.seed, t.out.first_token, false, {}});
+  for (const auto& x : t.out.samples)
+    if (!x.finished)
+      out.push_back({x.id, x.seed, x.first_token, false, {}});
+  return out;
+}
+
 /// Hands a prefilled sequence to the job's decode rank over the transport that fits the pair
 /// (DESIGN §1 step 5) and frees it here. The first token (`t.out`) is answered first: TTFT does
 /// not wait for the export (tens of ms at 30K). A failure from then on reaches the request as a
-/// token batch error.
+/// token batch error (one per sequence that was to go on).
 void hand_off(rank_pointer self, prefill_task& t, const caf::actor& decode) {
   auto& st = self->state;
   auto& transport = choose_kv_transport(decode.node() == self->node(), !t.job.decode_rdma.empty());
@@ -151,17 +166,26 @@ void hand_off(rank_pointer self, prefill_task& t, const caf::actor& decode) {
   h.cache_salt = t.job.cache_salt;
   h.traffic = t.job.traffic;
   h.images = marks_of(t.job);
+  h.samples = decoding_samples(t);
   if (!bytes)
     err = make_error(errc::engine_export_failed, "cannot export the sequence");
   else
     err = transport.send(t.job.id, std::move(*bytes), h);
   if (err) {
-    token_batch fail;
-    fail.id = t.job.id;
-    fail.finished = true;
-    fail.error = std::move(err);
+    std::vector<uint64_t> ids{t.job.id};
+    if (!h.samples.empty()) {
+      ids.clear();
+      for (const auto& x : h.samples)
+        ids.push_back(x.id);
+    }
     if (auto sink = caf::actor_cast<caf::actor>(t.job.sink))
-      caf::send_as(caf::actor_cast<caf::actor>(self), sink, tokens_atom::value, std::move(fail));
+      for (auto id : ids) {
+        token_batch fail;
+        fail.id = id;
+        fail.finished = true;
+        fail.error = err;
+        caf::send_as(caf::actor_cast<caf::actor>(self), sink, tokens_atom::value, std::move(fail));
+      }
     return;
   }
   self->send(caf::actor_cast<rank_actor>(decode), decode_atom::value, std::move(h), t.job.sampling,
@@ -186,14 +210,27 @@ void finish_prefill(rank_pointer self, uint64_t id, engine::prefill_progress& p)
     if (t.job.sampling.logprobs || t.job.sampling.top_logprobs > 0)
       append_logprobs(t.out.logprobs, p.first, t.job.sampling.top_logprobs);
     auto& stops = t.job.sampling.stop_ids;
-    t.out.finished = t.job.sampling.max_tokens <= 1
-                     || std::find(stops.begin(), stops.end(), p.first.id) != stops.end();
+    auto ends = [&](int32_t token) {
+      return t.job.sampling.max_tokens <= 1 || std::find(stops.begin(), stops.end(), token) != stops.end();
+    };
+    t.out.finished = ends(p.first.id);
+    for (std::size_t i = 0; i < t.job.samples.size() && i < p.samples.size(); ++i) {
+      auto x = t.job.samples[i];
+      x.first_token = p.samples[i].id;
+      x.finished = ends(x.first_token);
+      if (t.job.sampling.logprobs || t.job.sampling.top_logprobs > 0)
+        append_logprobs(x.logprobs, p.samples[i], t.job.sampling.top_logprobs);
+      t.out.samples.push_back(std::move(x));
+    }
   } else
     t.out.error = make_error(errc_of(p.status), p.error.empty() ? "prefill failed" : p.error);
   auto decode = caf::actor_cast<caf::actor>(t.job.decode_rank);
-  if (ok && !t.out.finished && !decode)
+  // The KV goes on while any sample does (the job's own, or a parallel one).
+  const bool goes_on = !t.out.finished || std::any_of(t.out.samples.begin(), t.out.samples.end(),
+                                                      [](const parallel_sample& x) { return !x.finished; });
+  if (ok && goes_on && !decode)
     t.out.error = make_error(errc::no_decode_rank, "the job names no decode rank");
-  if (!ok || t.out.finished || t.out.error) {
+  if (!ok || !goes_on || t.out.error) {
     st.engine->free(t.req.seq);
     t.promise.deliver(std::move(t.out));
     return;
@@ -280,6 +317,8 @@ void start_prefill(rank_pointer self, prefill_job& job,
   t.req.seq = engine::sequence_id{st.next_seq++};
   t.req.tokens = std::move(job.tokens);
   t.req.sampling = job.sampling;
+  for (const auto& x : job.samples)
+    t.req.sample_seeds.push_back(x.seed);
   t.req.mode = st.cfg.engine.decoder_mode;
   const auto prompt_length = job.prompt_length > 0 ? std::min<int64_t>(job.prompt_length, static_cast<int64_t>(t.req.tokens.size()))
                                                     : static_cast<int64_t>(t.req.tokens.size());

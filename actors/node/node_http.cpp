@@ -118,13 +118,7 @@ std::optional<std::string> node_http::start() {
   // A keyed server answers only its clients (OpenAI's 401 shape); /health stays open for
   // probes and load balancers.
   auto keyed = [keys = d.keys](const http::http_request& req, http::response_writer& w) {
-    if (!keys || !keys->required() || keys->accepts(http::api_key_of(req)))
-      return true;
-    w.send_json(401, nlohmann::json{{"error", {{"message", "This route needs one of this server's API keys "
-                                                           "('Authorization: Bearer KEY' or 'x-api-key: KEY')."},
-                                               {"type", "invalid_request_error"}, {"param", nullptr},
-                                               {"code", "invalid_api_key"}}}}.dump());
-    return false;
+    return http::key_allows(keys.get(), req, w);
   };
   routes.add("GET", "/v1/models", [models = d.cfg.models, keyed](http::http_request req, std::shared_ptr<http::response_writer> w) {
     if (!keyed(req, *w))

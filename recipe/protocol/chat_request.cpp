@@ -160,8 +160,6 @@ conversation parse_chat_body(const json& j, const json_path& root) {
   s.max_tokens = jr::opt_int(j, "max_completion_tokens", root, 1, INT32_MAX);
   if (!s.max_tokens)
     s.max_tokens = jr::opt_int(j, "max_tokens", root, 1, INT32_MAX);
-  if (auto n = jr::opt_int(j, "n", root, 1, 128); n && *n != 1)
-    (root / "n").fail("Invalid value: only n=1 is supported.");
   if (const json* st = jr::find(j, "stop"))
     s.stop = jr::stop_list(*st, root / "stop", 16);
   if (const json* rf = jr::find(j, "response_format"))

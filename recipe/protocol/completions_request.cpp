@@ -73,10 +73,10 @@ conversation parse_completions_body(const json& j, const json_path& root) {
   }
   // OpenAI's default for this endpoint is 16 tokens, not the server's chat default.
   s.max_tokens = jr::opt_int(j, "max_tokens", root, 1, INT32_MAX).value_or(16);
-  if (auto n = jr::opt_int(j, "n", root, 1, 128); n && *n != 1)
-    (root / "n").fail("Invalid value: only n=1 is supported.");
-  if (auto b = jr::opt_int(j, "best_of", root, 1, 128); b && *b != 1)
-    (root / "best_of").fail("Invalid value: only best_of=1 is supported.");
+  // best_of > n would rank candidates by log-probability, which is not implemented.
+  if (auto b = jr::opt_int(j, "best_of", root, 1, 16); b && *b != s.n)
+    (root / "best_of").fail("Invalid value: only best_of equal to n (or absent) is supported; ask for n choices and "
+                            "pick among them.");
   if (jr::opt_bool(j, "echo", root).value_or(false))
     (root / "echo").fail("Unsupported value: 'echo' (prompt log-probabilities are not computed); send the request "
                          "without it and prepend the prompt yourself.");

@@ -48,6 +48,7 @@ BOOST_AUTO_TEST_CASE(logprobs_is_a_count_and_sampling_is_chats) {
   BOOST_TEST(c->stream_include_usage);
   BOOST_TEST(!parse(R"({"model": "m", "prompt": "x", "logprobs": null})")->sampling.logprobs);
   BOOST_TEST(parse(R"({"model": "m", "prompt": "x", "logprobs": 0})")->sampling.logprobs);
+  BOOST_TEST(parse(R"({"model": "m", "prompt": "x", "n": 3, "best_of": 3})")->sampling.n == 3);
 }
 
 BOOST_AUTO_TEST_CASE(what_cannot_be_honoured_is_refused_naming_the_field) {
@@ -60,7 +61,8 @@ BOOST_AUTO_TEST_CASE(what_cannot_be_honoured_is_refused_naming_the_field) {
   BOOST_TEST(param_of(R"({"model": "m", "prompt": {"a": 1}})") == "prompt");
   BOOST_TEST(param_of(R"({"model": "m", "prompt": "x", "echo": true})") == "echo");
   BOOST_TEST(param_of(R"({"model": "m", "prompt": "x", "suffix": "end"})") == "suffix");
-  BOOST_TEST(param_of(R"({"model": "m", "prompt": "x", "n": 2})") == "n");
+  BOOST_TEST(param_of(R"({"model": "m", "prompt": "x", "n": 17})") == "n");
+  BOOST_TEST(param_of(R"({"model": "m", "prompt": "x", "n": 0})") == "n");
   BOOST_TEST(param_of(R"({"model": "m", "prompt": "x", "best_of": 3})") == "best_of");
   BOOST_TEST(param_of(R"({"model": "m", "prompt": "x", "logprobs": 21})") == "logprobs");
   BOOST_TEST(param_of(R"({"model": "m", "prompt": "x", "stream_options": {"include_usage": true}})") == "stream_options");

@@ -113,6 +113,9 @@ struct sampling {
   std::optional<std::int64_t> seed;
   std::optional<std::int64_t> max_tokens;
   std::vector<std::string> stop;
+  /// OpenAI's `n` (Chat and legacy Completions): this many choices, sampled in parallel from
+  /// one prefill of the prompt (1 to 16).
+  std::int64_t n = 1;
 };
 
 /// The prompt of a legacy completion (`/v1/completions`), tokenized as it is: no template.

@@ -45,6 +45,7 @@ void parse_openai_sampling(const json& j, const json_path& root, sampling& s) {
     }
   }
   s.seed = jr::opt_int(j, "seed", root, INT64_MIN, INT64_MAX);
+  s.n = jr::opt_int(j, "n", root, 1, 16).value_or(1);
 }
 
 void parse_openai_stream(const json& j, const json_path& root, conversation& c) {

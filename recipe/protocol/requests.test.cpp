@@ -36,12 +36,16 @@ BOOST_AUTO_TEST_CASE(chat_reads_sampling_and_ignores_unknown_fields) {
   BOOST_TEST(c->sampling.stop == (std::vector<std::string>{"a", "b"}));
   BOOST_TEST(c->stream);
   BOOST_TEST(c->stream_include_usage);
+  BOOST_TEST(c->sampling.n == 1);
+  BOOST_TEST(parse_chat_request(R"({"model": "m", "messages": [{"role": "user", "content": "x"}], "n": 16})")->sampling.n == 16);
 }
 
 BOOST_AUTO_TEST_CASE(chat_errors_name_the_field) {
   auto e = parse_chat_request(R"({"model": "m", "messages": [{"role": "user", "content": "x"}], "temperature": 3})");
   BOOST_REQUIRE(!e.has_value());
   BOOST_TEST(e.error().param == "temperature");
+  e = parse_chat_request(R"({"model": "m", "messages": [{"role": "user", "content": "x"}], "n": 17})");
+  BOOST_TEST(e.error().param == "n");
   e = parse_chat_request(R"({"model": "m", "messages": [{"role": "user", "content": "x"}], "stream_options": {}})");
   BOOST_TEST(e.error().param == "stream_options");
   e = parse_chat_request(R"({"model": "m", "messages": [{"role": "user", "content": [{"type": "image_url",

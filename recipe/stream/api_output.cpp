@@ -9,7 +9,8 @@ namespace {
 using encoder_variant =
   std::variant<recipe::chat_encoder, recipe::responses_encoder, recipe::messages_encoder, recipe::completions_encoder>;
 
-encoder_variant make_encoder(const recipe::conversation& conv, const std::string& id, int64_t created) {
+encoder_variant make_encoder(const recipe::conversation& conv, const std::string& id, int64_t created, int index,
+                             int choices) {
   switch (conv.api) {
     case recipe::api_kind::responses: {
       recipe::responses_encoder::config c;
@@ -31,6 +32,8 @@ encoder_variant make_encoder(const recipe::conversation& conv, const std::string
       c.model = conv.model;
       c.created = created;
       c.include_usage = conv.stream_include_usage;
+      c.index = index;
+      c.ends_stream = choices <= 1;
       return recipe::completions_encoder{std::move(c)};
     }
     case recipe::api_kind::chat:
@@ -41,13 +44,35 @@ encoder_variant make_encoder(const recipe::conversation& conv, const std::string
   c.model = conv.model;
   c.created = created;
   c.include_usage = conv.stream_include_usage;
+  c.index = index;
+  c.ends_stream = choices <= 1;
   return recipe::chat_encoder{std::move(c)};
 }
 
 } // namespace
 
-api_output::api_output(const recipe::conversation& conv, const std::string& id, int64_t created)
-  : enc_(make_encoder(conv, id, created)) {}
+api_output::api_output(const recipe::conversation& conv, const std::string& id, int64_t created, int index,
+                       int choices)
+  : enc_(make_encoder(conv, id, created, index, choices)) {}
+
+std::string api_output::end(const recipe::usage_counts& usage) const {
+  if (const auto* chat = std::get_if<recipe::chat_encoder>(&enc_))
+    return chat->end(usage);
+  if (const auto* legacy = std::get_if<recipe::completions_encoder>(&enc_))
+    return legacy->end(usage);
+  return {}; // the other APIs have one choice, whose finish ended the stream
+}
+
+std::string api_output::with_choices(const std::string& first, std::span<const std::string> others) {
+  using ojson = nlohmann::ordered_json;
+  auto j = ojson::parse(first);
+  for (const auto& o : others) {
+    auto other = ojson::parse(o);
+    for (auto& c : other["choices"])
+      j["choices"].push_back(std::move(c));
+  }
+  return j.dump(-1, ' ', false, ojson::error_handler_t::replace);
+}
 
 std::string api_output::start(const recipe::usage_counts& usage) {
   return std::visit(

@@ -17,8 +17,11 @@ namespace deepinfer::recipe {
 /// behind one interface, so the request actor does not care which API it serves.
 class api_output {
 public:
-  /// `id` is the request's public id in the API's style (api_ids::response).
-  api_output(const recipe::conversation& conv, const std::string& id, int64_t created);
+  /// `id` is the request's public id in the API's style (api_ids::response). `index` is the
+  /// choice this output writes of `choices` (OpenAI's `n`; Chat and legacy Completions only):
+  /// with more than one, no choice's finish ends the stream (`end` does, once all finished).
+  api_output(const recipe::conversation& conv, const std::string& id, int64_t created, int index = 0,
+             int choices = 1);
 
   /// The first SSE bytes of a stream.
   std::string start(const recipe::usage_counts& usage);
@@ -29,6 +32,11 @@ public:
   /// else kept for the body (Responses: kept for the output-text events and the body; give it
   /// one token's entry before that token's events). Messages has no logprobs: ignored.
   std::string logprobs(std::span<const recipe::token_logprob> entries, bool stream);
+  /// The SSE bytes that end a stream of several choices (the usage chunk, `[DONE]`).
+  std::string end(const recipe::usage_counts& usage) const;
+  /// The body of a request of several choices: `first` (choice 0's body, with the request's
+  /// usage) with the `choices` of `others` (each one choice's body) appended in order.
+  static std::string with_choices(const std::string& first, std::span<const std::string> others);
   /// Records events without output (non-streaming requests).
   void apply(std::span<const recipe::stream_event> events);
   /// The non-streaming JSON body.

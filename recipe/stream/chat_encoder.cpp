@@ -42,7 +42,7 @@ std::string chat_encoder::chunk(std::string delta_json, const char* finish) cons
   append_json_string(s, cfg_.id);
   s += ",\"object\":\"chat.completion.chunk\",\"created\":" + std::to_string(cfg_.created) + ",\"model\":";
   append_json_string(s, cfg_.model);
-  s += ",\"choices\":[{\"index\":0,\"delta\":" + delta_json + ",\"logprobs\":null,\"finish_reason\":";
+  s += ",\"choices\":[{\"index\":" + std::to_string(cfg_.index) + ",\"delta\":" + delta_json + ",\"logprobs\":null,\"finish_reason\":";
   s += finish ? "\"" + std::string(finish) + "\"" : std::string("null");
   s += "}]";
   if (cfg_.include_usage)
@@ -80,19 +80,25 @@ std::string chat_encoder::encode(std::span<const stream_event> events, const usa
       case stream_event::kind::tool_call_end: continue;
       case stream_event::kind::finish: {
         out += chunk("{}", openai_finish_reason(e.reason));
-        if (cfg_.include_usage) {
-          ojson u = head(cfg_, "chat.completion.chunk");
-          u["choices"] = ojson::array();
-          u["usage"] = usage_json(usage);
-          out += "data: " + u.dump() + "\n\n";
-        }
-        out += "data: [DONE]\n\n";
+        if (cfg_.ends_stream)
+          out += end(usage);
         continue;
       }
     }
     out += chunk(std::move(d), nullptr);
   }
   return out;
+}
+
+std::string chat_encoder::end(const usage_counts& usage) const {
+  std::string out;
+  if (cfg_.include_usage) {
+    ojson u = head(cfg_, "chat.completion.chunk");
+    u["choices"] = ojson::array();
+    u["usage"] = usage_json(usage);
+    out += "data: " + u.dump() + "\n\n";
+  }
+  return out + "data: [DONE]\n\n";
 }
 
 std::string chat_encoder::logprobs(std::span<const token_logprob> entries, bool stream) {
@@ -102,7 +108,7 @@ std::string chat_encoder::logprobs(std::span<const token_logprob> entries, bool 
   if (!stream)
     return {};
   ojson c = head(cfg_, "chat.completion.chunk");
-  c["choices"] = ojson::array({ojson{{"index", 0},
+  c["choices"] = ojson::array({ojson{{"index", cfg_.index},
                                      {"delta", ojson::object()},
                                      {"logprobs", {{"content", logprobs_json(entries)}, {"refusal", nullptr}}},
                                      {"finish_reason", nullptr}}});
@@ -130,7 +136,7 @@ std::string chat_encoder::body(const usage_counts& usage) const {
           {{"id", c.id}, {"type", "function"}, {"function", {{"name", c.name}, {"arguments", c.arguments}}}});
   }
   ojson j = head(cfg_, "chat.completion");
-  j["choices"] = ojson::array({ojson{{"index", 0},
+  j["choices"] = ojson::array({ojson{{"index", cfg_.index},
                                      {"message", msg},
                                      {"logprobs", logprobs_.empty() ? ojson()
                                                                     : ojson{{"content", logprobs_json(logprobs_)},

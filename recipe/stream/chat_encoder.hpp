@@ -22,6 +22,11 @@ public:
     std::int64_t created = 0;
     /// `stream_options.include_usage`: every chunk carries `"usage": null` and a usage chunk ends.
     bool include_usage = false;
+    /// The choice this encoder writes (OpenAI's `n`: one encoder per choice, chunks interleaved).
+    int index = 0;
+    /// Its finish also ends the stream (usage chunk, `[DONE]`); false for every choice of an
+    /// `n` > 1 request, whose stream `end` closes once all have finished.
+    bool ends_stream = true;
   };
 
   explicit chat_encoder(config cfg) : cfg_(std::move(cfg)) {}
@@ -31,6 +36,8 @@ public:
   /// Chunks for `events`; on `finish` also the usage chunk and `data: [DONE]`. `usage` is read
   /// only at `finish`.
   std::string encode(std::span<const stream_event> events, const usage_counts& usage);
+  /// The end of a stream: the usage chunk (when `include_usage`) and `data: [DONE]`.
+  std::string end(const usage_counts& usage) const;
   /// The end of a stream cut short by the server (deadline, overload, a failure): the API's
   /// error event (a `data: {"error": ...}` chunk, which the SDKs raise, then `data: [DONE]`). `type` and `code` are the error's type and code in the API's terms.
   std::string fail(std::string_view type, std::string_view code, std::string_view message);

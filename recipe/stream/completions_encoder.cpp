@@ -54,7 +54,8 @@ std::string completions_encoder::chunk(const std::string& text, const std::strin
   append_json_string(s, cfg_.model);
   s += ",\"choices\":[{\"text\":";
   append_json_string(s, text);
-  s += ",\"index\":0,\"logprobs\":" + (logprobs_json.empty() ? std::string("null") : logprobs_json);
+  s += ",\"index\":" + std::to_string(cfg_.index);
+  s += ",\"logprobs\":" + (logprobs_json.empty() ? std::string("null") : logprobs_json);
   s += ",\"finish_reason\":";
   s += finish ? "\"" + std::string(finish) + "\"" : std::string("null");
   s += "}]";
@@ -81,16 +82,22 @@ std::string completions_encoder::encode(std::span<const stream_event> events, co
         chars_ += chars(x.token);
     } else if (e.type == stream_event::kind::finish) {
       out += chunk("", {}, openai_finish_reason(e.reason));
-      if (cfg_.include_usage) {
-        ojson u = {{"id", cfg_.id}, {"object", "text_completion"}, {"created", cfg_.created}, {"model", cfg_.model},
-                   {"choices", ojson::array()}, {"usage", usage_json(usage)}};
-        out += "data: " + dump(u) + "\n\n";
-      }
-      out += "data: [DONE]\n\n";
+      if (cfg_.ends_stream)
+        out += end(usage);
     }
     // No reasoning or tool calls on this endpoint (the parser runs without either).
   }
   return out;
+}
+
+std::string completions_encoder::end(const usage_counts& usage) const {
+  std::string out;
+  if (cfg_.include_usage) {
+    ojson u = {{"id", cfg_.id}, {"object", "text_completion"}, {"created", cfg_.created}, {"model", cfg_.model},
+               {"choices", ojson::array()}, {"usage", usage_json(usage)}};
+    out += "data: " + dump(u) + "\n\n";
+  }
+  return out + "data: [DONE]\n\n";
 }
 
 std::string completions_encoder::fail(std::string_view type, std::string_view code, std::string_view message) {
@@ -101,7 +108,7 @@ std::string completions_encoder::fail(std::string_view type, std::string_view co
 
 std::string completions_encoder::body(const usage_counts& usage) const {
   ojson j = {{"id", cfg_.id}, {"object", "text_completion"}, {"created", cfg_.created}, {"model", cfg_.model}};
-  ojson choice = {{"text", result_.content}, {"index", 0}};
+  ojson choice = {{"text", result_.content}, {"index", cfg_.index}};
   choice["logprobs"] = logprobs_.asked() ? ojson::parse(logprobs_object(logprobs_.all(), 0)) : ojson();
   choice["finish_reason"] = openai_finish_reason(result_.reason);
   j["choices"] = ojson::array({choice});

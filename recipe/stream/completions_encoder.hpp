@@ -24,6 +24,11 @@ public:
     std::string model;
     std::int64_t created = 0;
     bool include_usage = false;
+    /// The choice this encoder writes (OpenAI's `n`: one encoder per choice, chunks interleaved).
+    int index = 0;
+    /// Its finish also ends the stream (usage chunk, `[DONE]`); false for every choice of an
+    /// `n` > 1 request, whose stream `end` closes once all have finished.
+    bool ends_stream = true;
   };
 
   explicit completions_encoder(config cfg) : cfg_(std::move(cfg)) {}
@@ -31,6 +36,8 @@ public:
   /// Nothing: a legacy stream starts with its first text.
   std::string start() { return {}; }
   std::string encode(std::span<const stream_event> events, const usage_counts& usage);
+  /// The end of a stream: the usage chunk (when `include_usage`) and `data: [DONE]`.
+  std::string end(const usage_counts& usage) const;
   void apply(std::span<const stream_event> events);
   /// Log-probabilities of the next tokens (give one token's before its events): held until
   /// the text they became is encoded or applied.

@@ -1,3 +1,4 @@
+#include "recipe/stream/api_output.hpp"
 #include "recipe/stream/chat_encoder.hpp"
 #include "recipe/stream/completions_encoder.hpp"
 #include "recipe/stream/messages_encoder.hpp"
@@ -70,6 +71,49 @@ BOOST_AUTO_TEST_CASE(chat_chunks_carry_each_delta_and_end_with_usage_and_done) {
   const auto body = nlohmann::json::parse(enc.body(usage));
   BOOST_TEST(body["choices"][0]["message"]["reasoning_content"] == "hm");
   BOOST_TEST(body["usage"]["total_tokens"] == 16);
+}
+
+BOOST_AUTO_TEST_CASE(several_choices_carry_their_index_and_one_end_closes_the_stream) {
+  for (auto api : {api_kind::chat, api_kind::completions}) {
+    conversation conv;
+    conv.api = api;
+    conv.model = "m";
+    conv.stream = true;
+    conv.stream_include_usage = true;
+    api_output first(conv, "id-1", 7, 0, 2), second(conv, "id-1", 7, 1, 2);
+    std::vector<stream_event> evs(2);
+    evs[0].type = stream_event::kind::content;
+    evs[0].text = "hi";
+    evs[1].type = stream_event::kind::finish;
+    const usage_counts usage{10, 0, 4, 0};
+    std::string sse = first.start(usage) + second.start(usage);
+    sse += first.encode(evs, usage);
+    BOOST_TEST(sse.find("[DONE]") == std::string::npos); // a choice's finish leaves the stream open
+    sse += second.encode(evs, usage);
+    BOOST_TEST(sse.find("[DONE]") == std::string::npos);
+    sse += first.end(usage);
+    BOOST_TEST(sse.substr(sse.size() - 14) == "data: [DONE]\n\n");
+    int finishes[2] = {0, 0};
+    for (const auto& p : payloads(sse)) {
+      if (p["choices"].empty()) {
+        BOOST_TEST(p["usage"]["completion_tokens"] == 4); // the one usage chunk, at the end
+        continue;
+      }
+      const int index = p["choices"][0]["index"];
+      BOOST_REQUIRE(index >= 0);
+      BOOST_REQUIRE(index <= 1);
+      finishes[index] += p["choices"][0]["finish_reason"].is_string();
+    }
+    BOOST_TEST(finishes[0] == 1);
+    BOOST_TEST(finishes[1] == 1);
+    // The body: choice 0's with the other's choices after it, in order.
+    const std::string other = second.body(usage);
+    const auto body = nlohmann::json::parse(api_output::with_choices(first.body(usage), std::span(&other, 1)));
+    BOOST_REQUIRE_EQUAL(body["choices"].size(), 2u);
+    BOOST_TEST(body["choices"][0]["index"] == 0);
+    BOOST_TEST(body["choices"][1]["index"] == 1);
+    BOOST_TEST(body["usage"]["completion_tokens"] == 4);
+  }
 }
 
 BOOST_AUTO_TEST_CASE(chat_logprobs_come_in_openai_shape_streaming_and_not) {

@@ -225,7 +225,8 @@ try {
       assert.equal(st.choices[0].finish_reason, 'stop');
     }
     for (const [body, param] of [[{ prompt: ['a', 'b'] }, 'prompt'], [{ prompt: 'x', echo: true }, 'echo'],
-                                 [{ prompt: [999999999] }, 'prompt'], [{ prompt: 'x', n: 3 }, 'n']]) {
+                                 [{ prompt: [999999999] }, 'prompt'], [{ prompt: 'x', n: 17 }, 'n'],
+                                 [{ prompt: 'x', best_of: 2 }, 'best_of']]) {
       const bad = await post(base, '/v1/completions', { model: MODEL, ...body });
       assert.equal(bad.status, 400, JSON.stringify(bad.json));
       assert.equal(bad.json.error.param, param);
@@ -355,6 +356,65 @@ try {
       await stopServer(keyed);
       fs.rmSync(file, { force: true });
     }
+  });
+
+  await check('n: parallel samples from one prefill (one KV transfer), choice k equals the request seeded seed + k, stream interleaved by index (chat and legacy completions)', async () => {
+    const transfers = async () => {
+      const text = await (await fetch(base + '/metrics')).text();
+      return text.split('\n').filter((l) => l.startsWith('deepinfer_kv_transfers_total'))
+                 .reduce((sum, l) => sum + Number(l.split(' ').pop()), 0);
+    };
+    const ask = (extra) => openai.chat.completions.create({ model: MODEL, messages, max_tokens: 12, temperature: 1,
+                                                            logprobs: true, ...extra });
+    const before = await transfers();
+    const r = await ask({ n: 4, seed: 40 });
+    assert.equal(await transfers() - before, 1, 'one prefill and one KV transfer for the four samples');
+    assert.deepEqual(r.choices.map((c) => c.index), [0, 1, 2, 3]);
+    const alone = [];
+    for (let k = 0; k < 4; ++k)
+      alone.push(await ask({ seed: 40 + k }));
+    for (let k = 0; k < 4; ++k) {
+      assert.equal(r.choices[k].message.content, alone[k].choices[0].message.content, `choice ${k}`);
+      assert.deepEqual(r.choices[k].logprobs.content.map((e) => [e.token, e.logprob]),
+                       alone[k].choices[0].logprobs.content.map((e) => [e.token, e.logprob]), `choice ${k} logprobs`);
+    }
+    assert.ok(new Set(r.choices.map((c) => c.message.content)).size > 1, 'four seeds at temperature 1 differ');
+    assert.equal(r.usage.prompt_tokens, alone[0].usage.prompt_tokens);
+    assert.equal(r.usage.completion_tokens, alone.reduce((s, a) => s + a.usage.completion_tokens, 0));
+    // Streamed: each choice's deltas under its index, one finish each, one usage chunk, then the end.
+    const s = await ask({ n: 4, seed: 40, stream: true, stream_options: { include_usage: true } });
+    const text = ['', '', '', ''], finishes = [0, 0, 0, 0];
+    let usage = null, usageChunks = 0;
+    for await (const c of s) {
+      if (c.usage) { usage = c.usage; ++usageChunks; }
+      for (const ch of c.choices) {
+        text[ch.index] += ch.delta?.content ?? '';
+        if (ch.finish_reason) ++finishes[ch.index];
+      }
+    }
+    assert.deepEqual(text, r.choices.map((c) => c.message.content));
+    assert.deepEqual(finishes, [1, 1, 1, 1]);
+    assert.equal(usageChunks, 1);
+    assert.equal(usage.completion_tokens, r.usage.completion_tokens);
+    // Legacy Completions, stream and not.
+    const prompt = 'Once upon a time';
+    const legacy = await openai.completions.create({ model: MODEL, prompt, max_tokens: 8, temperature: 1, seed: 5, n: 3 });
+    assert.equal(legacy.choices.length, 3);
+    for (let k = 0; k < 3; ++k) {
+      const one = await openai.completions.create({ model: MODEL, prompt, max_tokens: 8, temperature: 1, seed: 5 + k });
+      assert.equal(legacy.choices[k].index, k);
+      assert.equal(legacy.choices[k].text, one.choices[0].text, `legacy choice ${k}`);
+    }
+    const ls = await openai.completions.create({ model: MODEL, prompt, max_tokens: 8, temperature: 1, seed: 5, n: 3,
+                                                 stream: true });
+    const lt = ['', '', ''];
+    for await (const c of ls)
+      for (const ch of c.choices) lt[ch.index] += ch.text;
+    assert.deepEqual(lt, legacy.choices.map((c) => c.text));
+    // Out of range: the API's 400 naming the field.
+    const bad = await post(base, '/v1/chat/completions', { model: MODEL, messages, n: 17 });
+    assert.equal(bad.status, 400);
+    assert.equal(bad.json.error.param, 'n');
   });
 
   await check('ids are unique across a server restart', async () => {

@@ -150,10 +150,10 @@ try {
     assert.equal(r.status, 400);
     assert.ok(JSON.parse(r.text).error.message);
   });
-  await check('n > 1 rejected clearly', async () => {
-    const r = await post(base, '/v1/chat/completions', { model: MODEL, messages, n: 2 });
+  await check('n above 16 rejected clearly, naming the field', async () => {
+    const r = await post(base, '/v1/chat/completions', { model: MODEL, messages, n: 17 });
     assert.equal(r.status, 400);
-    assert.match(JSON.parse(r.text).error.message, /n=1/);
+    assert.equal(JSON.parse(r.text).error.param, 'n');
   });
   await check('10-turn conversation: later turns hit the prefix cache (>= 90 %)', async () => {
     // A long system prompt makes every later turn mostly a prefix of the one before.

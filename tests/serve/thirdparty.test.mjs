@@ -92,6 +92,18 @@ try {
     const obj = await structured.invoke('A city, please.');
     assert.equal(schema.safeParse(obj).success, true, JSON.stringify(obj));
   });
+
+  await check('LangChain JS (ChatOpenAI, n: 3): three generations, each the official client\'s choice of the same index', async () => {
+    const chat = new lcOpenAI.ChatOpenAI({ model: MODEL, apiKey: 'none', configuration: { baseURL: base + '/v1' },
+                                           temperature: 1, maxTokens: N, maxRetries: 0, n: 3,
+                                           modelKwargs: { seed: 11 } });
+    const r = await chat.generate([[['human', prompt]]]);
+    const texts = r.generations[0].map((g) => g.text);
+    assert.equal(texts.length, 3);
+    const official = await openai.chat.completions.create({ model: MODEL, messages: [{ role: 'user', content: prompt }],
+                                                          max_tokens: N, temperature: 1, n: 3, seed: 11 });
+    assert.deepEqual(texts, official.choices.map((c) => c.message.content));
+  });
 } catch (e) {
   setupFailed(e);
 } finally {
