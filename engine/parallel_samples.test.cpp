@@ -1,5 +1,6 @@
 // Parallel samples (OpenAI's `n`): one prefill serves every sample, and each sample continues
-// exactly as a request of its seed alone would.
+// exactly as a request of its seed alone would; a seeded request resubmitted with what it
+// generated continues its own random stream (one draw per output token, from output_from).
 #include <set>
 
 #include <boost/test/unit_test.hpp>
@@ -91,6 +92,35 @@ BOOST_AUTO_TEST_CASE(a_first_token_replaces_only_a_token_without_kv) {
   std::string why;
   BOOST_TEST((e.import_sequence(next_seq(), *bytes, req.sampling, &why, p.first.id) == engine_status::invalid_request));
   BOOST_TEST(!why.empty());
+}
+
+BOOST_AUTO_TEST_CASE(a_resubmitted_seeded_request_continues_its_own_random_stream) {
+  auto& e = tiny_engine();
+  const auto prompt = random_tokens(300, 23);
+  auto first = sampled_request(prompt, 77);
+  first.sampling.output_from = static_cast<int64_t>(prompt.size());
+  auto p = e.prefill(first);
+  const auto run = decode_all(e, first.seq, p.first.id, 11);
+  e.free(first.seq);
+  BOOST_REQUIRE(run.size() >= 7u);
+  // Resubmitted after 5 tokens (its decode rank died): the prompt and those tokens, its decoder
+  // anchored as for the prompt alone, what is left of max_tokens.
+  auto again = first;
+  again.seq = next_seq();
+  again.tokens.insert(again.tokens.end(), run.begin(), run.begin() + 5);
+  again.decoder_from = static_cast<int64_t>(prompt.size()) - 128;
+  again.sampling.max_tokens = first.sampling.max_tokens - 5;
+  auto q = e.prefill(again);
+  BOOST_TEST(q.first.id == run[5]);
+  // ... and moved once more (exported, imported elsewhere) it still draws the same tokens.
+  auto bytes = e.export_sequence(again.seq);
+  e.free(again.seq);
+  const sequence_id moved = next_seq();
+  BOOST_REQUIRE(e.import_sequence(moved, *bytes, again.sampling) == engine_status::ok);
+  auto rest = decode_all(e, moved, q.first.id, 11);
+  e.free(moved);
+  const std::vector<int32_t> want(run.begin() + 5, run.end());
+  BOOST_TEST(rest == want, boost::test_tools::per_element());
 }
 
 BOOST_AUTO_TEST_SUITE_END()

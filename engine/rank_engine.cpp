@@ -135,7 +135,11 @@ prefill_progress rank_engine::begin_prefill(const prefill_request& req) {
     pool_.free(req.seq);
     return failure(engine_status::invalid_request, err);
   }
+  // A resubmission's earlier output drew from the stream already (one draw per token).
   s->rng.seed(req.sampling.seed);
+  if (req.sampling.temperature > 0.0f && req.sampling.output_from > 0)
+    s->rng.discard(static_cast<unsigned long long>(
+      std::max<int64_t>(0, static_cast<int64_t>(req.tokens.size()) - req.sampling.output_from)));
   s->prefilling = true;
   s->awaited_blocks = req.blocks_later ? h / 128 : 0;
   int64_t start = 0;
@@ -340,7 +344,7 @@ std::string rank_engine::attach_constraint(sequence& s) const {
     return {};
   if (!config_.constraints)
     return "this engine has no structured-output compiler (rank_engine::config::constraints)";
-  const auto from = std::clamp<int64_t>(s.sampling.constraint_from, 0, static_cast<int64_t>(s.tokens.size()));
+  const auto from = std::clamp<int64_t>(s.sampling.output_from, 0, static_cast<int64_t>(s.tokens.size()));
   auto made = config_.constraints->make(s.sampling.constraint,
                                         std::span<const int32_t>{s.tokens}.subspan(static_cast<std::size_t>(from)));
   if (!made.constraint)
@@ -417,6 +421,9 @@ sampled_token rank_engine::draw_first(const sequence& s, uint64_t seed, std::vec
   auto sampling = s.sampling;
   sampling.seed = seed;
   std::mt19937_64 rng(seed);
+  if (sampling.temperature > 0.0f && sampling.output_from > 0) // as begin_prefill does
+    rng.discard(static_cast<unsigned long long>(
+      std::max<int64_t>(0, static_cast<int64_t>(s.tokens.size()) - sampling.output_from)));
   if (sampling.processes_logits())
     sampler::process_logits(logits.data(), vocab, sampling, s.tokens);
   if (s.constraint) {

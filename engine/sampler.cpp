@@ -27,7 +27,7 @@ void sampler::process_logits(float* logits, int64_t vocab, const sampling_params
   if (!p.processes_logits())
     return;
   auto valid = [vocab](int32_t id) { return id >= 0 && id < vocab; };
-  const auto from = static_cast<std::size_t>(std::clamp<int64_t>(p.constraint_from, 0, static_cast<int64_t>(tokens.size())));
+  const auto from = static_cast<std::size_t>(std::clamp<int64_t>(p.output_from, 0, static_cast<int64_t>(tokens.size())));
   // 1. repetition (vLLM): each distinct id of prompt and output once.
   if (p.repetition_penalty != 1.0f && p.repetition_penalty > 0.0f) {
     std::vector<int32_t> seen(tokens.begin(), tokens.end());

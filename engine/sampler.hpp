@@ -29,11 +29,16 @@ struct sampling_params {
   int32_t top_logprobs = 0;
   /// Structured output: an opaque spec the engine's `token_constraint_factory` turns into a
   /// token mask per step (empty: unconstrained), over the output from token position
-  /// `constraint_from` of the sequence (the request's own prompt length: a resubmitted request's
+  /// `output_from` of the sequence (the request's own prompt length: a resubmitted request's
   /// earlier output is part of its tokens).
   std::string constraint;
-  int64_t constraint_from = 0;
-  /// OpenAI's penalties over the output so far (the sequence's tokens from `constraint_from`,
+  /// Where the request's own output starts in a sequence's tokens: its own prompt length (0:
+  /// the sequence's prompt, as for a request never resubmitted). A resubmitted request's tokens
+  /// hold its earlier output; the constraint, the penalties and the random stream (one draw per
+  /// output token at temperature > 0) all count from here, so a request continues anywhere as
+  /// if it had never moved.
+  int64_t output_from = 0;
+  /// OpenAI's penalties over the output so far (the sequence's tokens from `output_from`,
   /// the request's own prompt length, on): a token's logit drops by `frequency_penalty` per time
   /// it appeared and by `presence_penalty` once if it appeared at all. 0: off.
   float presence_penalty = 0.0f;
@@ -70,7 +75,7 @@ public:
                               std::mt19937_64& rng);
 
   /// Applies `p`'s penalties, min_tokens and logit_bias to `logits[0..vocab)` in place, given the
-  /// sequence's `tokens` (prompt, then output from `p.constraint_from`). Touches only the ids
+  /// sequence's `tokens` (prompt, then output from `p.output_from`). Touches only the ids
   /// that occur in `tokens` or the bias (never a pass over the vocabulary) and depends on
   /// nothing but the tokens, so a resubmitted sequence continues identically. A no-op unless
   /// `p.processes_logits()`.

@@ -60,11 +60,11 @@ BOOST_AUTO_TEST_CASE(same_seed_same_tokens_and_cuts_restrict_the_candidates) {
 }
 
 BOOST_AUTO_TEST_CASE(penalties_lower_the_logits_of_repeated_output_tokens_as_openai_documents) {
-  // Prompt [7, 1], output [4, 4, 3] (constraint_from = 2): OpenAI's
+  // Prompt [7, 1], output [4, 4, 3] (output_from = 2): OpenAI's
   // mu[j] - c[j] * frequency_penalty - (c[j] > 0) * presence_penalty over the output only.
   const std::vector<int32_t> tokens = {7, 1, 4, 4, 3};
   sampling_params p;
-  p.constraint_from = 2;
+  p.output_from = 2;
   p.frequency_penalty = 0.5f;
   p.presence_penalty = 0.25f;
   auto l = logits();
@@ -91,7 +91,7 @@ BOOST_AUTO_TEST_CASE(penalties_lower_the_logits_of_repeated_output_tokens_as_ope
 
 BOOST_AUTO_TEST_CASE(repetition_min_tokens_and_logit_bias_follow_vllm) {
   sampling_params p;
-  p.constraint_from = 1;
+  p.output_from = 1;
   p.repetition_penalty = 2.0f;
   auto l = logits();
   const auto before = l;
@@ -103,7 +103,7 @@ BOOST_AUTO_TEST_CASE(repetition_min_tokens_and_logit_bias_follow_vllm) {
   sampling_params m;
   m.stop_ids = {1};
   m.min_tokens = 2;
-  m.constraint_from = 3;
+  m.output_from = 3;
   std::mt19937_64 rng(1);
   l = logits();
   sampler::process_logits(l.data(), 8, m, std::vector<int32_t>{5, 5, 5, 0});

@@ -98,7 +98,7 @@ BOOST_AUTO_TEST_CASE(every_sampled_token_follows_the_constraint_across_an_export
   req.sampling.temperature = 0.8f; // sampled, not greedy: the mask decides, not the argmax
   req.sampling.seed = 3;
   req.sampling.constraint = "4242,17,99000,5";
-  req.sampling.constraint_from = static_cast<int64_t>(req.tokens.size());
+  req.sampling.output_from = static_cast<int64_t>(req.tokens.size());
   auto p = e.prefill(req);
   BOOST_REQUIRE((p.status == engine_status::ok));
   BOOST_TEST(p.first.id == script[0]);
@@ -128,7 +128,7 @@ BOOST_AUTO_TEST_CASE(one_token_is_kept_for_the_end_and_a_refused_spec_fails_the_
   req.sampling.max_tokens = 3; // room for 2 script tokens and the end
   req.sampling.stop_ids = {eos};
   req.sampling.constraint = "300,301,302,303";
-  req.sampling.constraint_from = static_cast<int64_t>(req.tokens.size());
+  req.sampling.output_from = static_cast<int64_t>(req.tokens.size());
   auto p = e.prefill(req);
   BOOST_REQUIRE((p.status == engine_status::ok));
   BOOST_TEST(p.first.id == 300);

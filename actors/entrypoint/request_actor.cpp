@@ -263,7 +263,7 @@ bool prepare(request_pointer self, recipe::api_kind api, const std::string& body
   sampling.constraint = std::move(p->constraint);
   // The constraint covers the output from the request's own prompt on (a resubmission's
   // tokens hold what it generated before).
-  sampling.constraint_from = static_cast<int64_t>(st.prompt.size());
+  sampling.output_from = static_cast<int64_t>(st.prompt.size());
   return true;
 }
 

@@ -2,7 +2,9 @@
 // still completes, with the text an undisturbed server gives (the embedded default, one process).
 // A request whose decode rank died is prefilled again with what it had generated, its decoder
 // anchored at its own prompt (bounded mode, the default) on kernels whose bits depend on no batch,
-// chunking or ISA, so the continuation is the same token for token.
+// chunking or ISA, so the continuation is the same token for token. Every sixth stream asks for
+// three seeded samples at temperature 0.8 (OpenAI's `n`): they share one prefill, then each
+// sample that lost its rank is resubmitted alone and must continue its own random stream.
 // Usage: node reroute.test.mjs /path/to/caf-launch
 import { spawnSync } from 'node:child_process';
 import fs from 'node:fs';
@@ -37,10 +39,13 @@ const one = `http://127.0.0.1:${oneHttp}`;
 const prompts = Array.from({ length: STREAMS }, (_, i) =>
   Array.from({ length: 150 + ((i * 37) % 9) * 40 }, (_, j) => `w${(i * 131 + j * 7) % 997}`).join(' '));
 
-async function complete(base, content) {
+// Stream i's sampling: greedy, or three samples of seed 1000 + i at temperature 0.8.
+const sampling = (i) => (i % 6 === 3 ? { temperature: 0.8, n: 3, seed: 1000 + i } : { temperature: 0 });
+
+async function complete(base, content, extra = { temperature: 0 }) {
   const r = await fetch(base + '/v1/chat/completions', {
     method: 'POST', headers: { 'content-type': 'application/json' },
-    body: JSON.stringify({ model: MODEL, temperature: 0, max_tokens: MAX_TOKENS, logprobs: true,
+    body: JSON.stringify({ model: MODEL, max_tokens: MAX_TOKENS, logprobs: true, ...extra,
                            messages: [{ role: 'user', content }] }) });
   return { status: r.status, json: await r.json() };
 }
@@ -50,12 +55,13 @@ function stream(base, content, progress, i) {
   return (async () => {
     const r = await fetch(base + '/v1/chat/completions', {
       method: 'POST', headers: { 'content-type': 'application/json' },
-      body: JSON.stringify({ model: MODEL, temperature: 0, max_tokens: MAX_TOKENS, stream: true, logprobs: true,
+      body: JSON.stringify({ model: MODEL, max_tokens: MAX_TOKENS, stream: true, logprobs: true, ...sampling(i),
                              messages: [{ role: 'user', content }] }) });
     const reader = r.body.getReader();
     const dec = new TextDecoder();
-    let buf = '', text = '', done = false, finish = null;
-    const logprobs = [];
+    let buf = '', done = false;
+    // Per choice index.
+    const text = [], finish = [], logprobs = [];
     for (;;) {
       const { value, done: end } = await reader.read();
       if (end) break;
@@ -68,10 +74,13 @@ function stream(base, content, progress, i) {
         const data = event.slice(6);
         if (data === '[DONE]') { done = true; continue; }
         const chunk = JSON.parse(data);
-        const c = chunk.choices?.[0];
-        if (c?.delta?.content) { text += c.delta.content; progress[i]++; }
-        for (const e of c?.logprobs?.content ?? []) logprobs.push([e.token, e.logprob]);
-        if (c?.finish_reason) finish = c.finish_reason;
+        for (const c of chunk.choices ?? []) {
+          const k = c.index;
+          text[k] ??= ''; logprobs[k] ??= [];
+          if (c.delta?.content) { text[k] += c.delta.content; if (k === 0) progress[i]++; }
+          for (const e of c.logprobs?.content ?? []) logprobs[k].push([e.token, e.logprob]);
+          if (c.finish_reason) finish[k] = c.finish_reason;
+        }
       }
     }
     return { status: r.status, text, done, finish, logprobs };
@@ -88,13 +97,13 @@ try {
   await ready(one);
   await ready(cluster);
   const reference = [], referenceLogprobs = [];
-  for (const p of prompts) {
-    const r = await complete(one, p);
+  for (const [i, p] of prompts.entries()) {
+    const r = await complete(one, p, sampling(i));
     assert.equal(r.status, 200, JSON.stringify(r.json));
-    reference.push(r.json.choices[0].message.content);
-    referenceLogprobs.push(r.json.choices[0].logprobs.content.map((e) => [e.token, e.logprob]));
+    reference.push(r.json.choices.map((c) => c.message.content));
+    referenceLogprobs.push(r.json.choices.map((c) => c.logprobs.content.map((e) => [e.token, e.logprob])));
   }
-  await check(`${STREAMS} greedy streams survive both decode nodes SIGKILLed at once, with the undisturbed text`, async () => {
+  await check(`${STREAMS} streams (greedy, and seeded n = 3 at temperature 0.8) survive both decode nodes SIGKILLed at once, with the undisturbed text`, async () => {
     const progress = new Array(STREAMS).fill(0);
     const runs = prompts.map((p, i) => stream(cluster, p, progress, i));
     // Kill once a quarter of the streams are well into their decode and far from their end: on a
@@ -117,8 +126,10 @@ try {
     out.forEach((o, i) => {
       assert.equal(o.status, 200, `stream ${i}`);
       assert.ok(o.done, `stream ${i} ended with [DONE]`);
-      assert.ok(o.finish === 'length' || o.finish === 'stop', `stream ${i} finish_reason ${o.finish}`);
-      assert.equal(o.text, reference[i], `stream ${i}: the text after the reroute`);
+      assert.equal(o.finish.length, reference[i].length, `stream ${i}: every choice finished`);
+      for (const f of o.finish)
+        assert.ok(f === 'length' || f === 'stop', `stream ${i} finish_reason ${f}`);
+      assert.deepEqual(o.text, reference[i], `stream ${i}: the text of every choice after the reroute`);
       // Tolerance 0: the resubmission's prefill recomputes exactly the undisturbed logits.
       assert.deepEqual(o.logprobs, referenceLogprobs[i], `stream ${i}: every token's log-probability after the reroute`);
     });
