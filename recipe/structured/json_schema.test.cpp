@@ -31,6 +31,38 @@ BOOST_AUTO_TEST_CASE(additional_properties_never_shadow_declared_keys) {
   BOOST_TEST(!accepts(*m, R"({"b":2})"));
 }
 
+BOOST_AUTO_TEST_CASE(pattern_properties_constrain_the_keys_their_patterns_find) {
+  auto m = schema_matcher(R"({"type":"object","properties":{"id":{"type":"integer"}},
+      "patternProperties":{"^x-":{"type":"string"},"^[0-9]+$":{"type":"boolean"}},"additionalProperties":false})");
+  BOOST_TEST(accepts(*m, R"({"id":1,"x-a":"s","12":true})"));
+  BOOST_TEST(accepts(*m, R"({"x-":"","x-b":"t"})"));
+  BOOST_TEST(!accepts(*m, R"({"x-a":1})"));     // the pattern's schema
+  BOOST_TEST(!accepts(*m, R"({"12":"s"})"));
+  BOOST_TEST(!accepts(*m, R"({"y":"s"})"));     // found by no pattern, and additionalProperties false
+  BOOST_TEST(!accepts(*m, R"({"a12":true})"));  // anchored pattern: not found
+  // Unanchored: found anywhere in the key; the rest meets additionalProperties.
+  auto u = schema_matcher(R"({"type":"object","patternProperties":{"_id":{"type":"integer"}},
+      "additionalProperties":{"type":"string"}})");
+  BOOST_TEST(accepts(*u, R"({"user_id":3,"name":"n"})"));
+  BOOST_TEST(!accepts(*u, R"({"user_id":"3"})"));
+  BOOST_TEST(!accepts(*u, R"({"name":3})"));
+}
+
+BOOST_AUTO_TEST_CASE(min_and_max_properties_count_every_member) {
+  auto m = schema_matcher(R"({"type":"object","properties":{"a":{"type":"integer"},"b":{"type":"integer"}},
+      "minProperties":1,"maxProperties":2})");
+  BOOST_TEST(!accepts(*m, "{}"));
+  BOOST_TEST(accepts(*m, R"({"b":1})"));
+  BOOST_TEST(accepts(*m, R"({"a":1,"zz":true})"));      // additional members count too
+  BOOST_TEST(!accepts(*m, R"({"a":1,"b":2,"c":3})"));
+  auto open = schema_matcher(R"({"type":"object","minProperties":3})");
+  BOOST_TEST(!accepts(*open, R"({"x":1,"y":2})"));
+  BOOST_TEST(accepts(*open, R"({"x":1,"y":2,"z":3,"w":4})"));
+  auto none = schema_matcher(R"({"type":"object","maxProperties":0})");
+  BOOST_TEST(accepts(*none, "{}"));
+  BOOST_TEST(!accepts(*none, R"({"x":1})"));
+}
+
 BOOST_AUTO_TEST_CASE(unions_enums_consts_and_combinators) {
   auto m = schema_matcher(R"({"anyOf":[{"type":["string","null"]},{"enum":[1,"two",[3]]}]})");
   BOOST_TEST(accepts(*m, R"("x")"));
@@ -105,7 +137,9 @@ BOOST_AUTO_TEST_CASE(arrays_with_prefix_items_and_counts) {
 BOOST_AUTO_TEST_CASE(unsupported_keywords_are_errors_never_ignored) {
   auto& c = deepinfer::recipe::so::test::shared_compiler();
   for (auto [schema, word] : {std::pair{R"({"not":{"pattern":"a"}})", "not"},
-                              {R"({"type":"object","patternProperties":{"^a":{}}})", "patternProperties"},
+                              {R"({"type":"object","properties":{"ab":{}},"patternProperties":{"^a":{}}})", "patternProperties"},
+                              {R"({"type":"object","patternProperties":{"a":{},"b":{}}})", "patternProperties"},
+                              {R"({"allOf":[{"patternProperties":{"^a":{}}},{"properties":{"x":{}}}]})", "patternProperties"},
                               {R"({"type":"array","uniqueItems":true})", "uniqueItems"},
                               {R"({"type":"string","format":"country-code"})", "country-code"},
                               {R"({"$ref":"other.json#/x"})", "not local"},

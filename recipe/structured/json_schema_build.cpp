@@ -13,7 +13,7 @@ namespace {
 const std::set<std::string>& unsupported() {
   static const std::set<std::string> s{
     "if", "then", "else", "dependencies", "dependentRequired", "dependentSchemas",
-    "patternProperties", "propertyNames", "minProperties", "maxProperties", "multipleOf", "contains",
+    "propertyNames", "multipleOf", "contains",
     "minContains", "maxContains", "unevaluatedProperties", "unevaluatedItems", "$dynamicRef",
     "$recursiveRef", "uniqueItems", "x-patterns-unsupported"};
   return s;
@@ -26,7 +26,7 @@ bool trivially_true(const std::string& k, const json& v) {
     return v.is_boolean() && !v.get<bool>();
   if (k == "multipleOf")
     return false;
-  if (k == "dependencies" || k == "dependentRequired" || k == "dependentSchemas" || k == "patternProperties")
+  if (k == "dependencies" || k == "dependentRequired" || k == "dependentSchemas")
     return v.is_object() && v.empty();
   return false;
 }
@@ -154,7 +154,8 @@ void schema_builder::build_plain(rule_nfa& n, std::vector<rule_nfa::frag>& out, 
       values = keep;
     }
     for (auto k : {"pattern", "x-patterns", "format", "properties", "items", "prefixItems", "required",
-                   "additionalProperties", "minItems", "maxItems"})
+                   "additionalProperties", "patternProperties", "minProperties", "maxProperties", "minItems",
+                   "maxItems"})
       if (s.contains(k))
         throw compile_error(std::string{"'enum'/'const' together with '"} + k + "' (unsupported)");
     for (auto& v : values) {

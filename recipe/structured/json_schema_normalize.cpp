@@ -225,7 +225,11 @@ bool schema_normalizer::disjoint(const json& a, const json& b) const {
         }
       }
     // One requires what the other forbids.
-    auto closed = [](const json& s) { return s.contains("additionalProperties") && is_false(s["additionalProperties"]); };
+    // (A pattern of patternProperties may let the key in: not closed then.)
+    auto closed = [](const json& s) {
+      return s.contains("additionalProperties") && is_false(s["additionalProperties"]) &&
+             (!s.contains("patternProperties") || s["patternProperties"].empty());
+    };
     for (auto& k : rb)
       if (closed(a) && !pa.contains(k))
         return true;
@@ -239,6 +243,14 @@ bool schema_normalizer::disjoint(const json& a, const json& b) const {
 json schema_normalizer::merge(const json& a, const json& b) const {
   if (a.is_null() || b.is_null())
     return nullptr;
+  // A pattern's keys meet the other side's properties and additionalProperties: their
+  // conjunction is not written here.
+  auto object_keywords = [](const json& s) {
+    return s.contains("properties") || s.contains("additionalProperties") || s.contains("patternProperties");
+  };
+  const auto has_patterns = [](const json& s) { return s.contains("patternProperties") && !s["patternProperties"].empty(); };
+  if ((has_patterns(a) && object_keywords(b)) || (has_patterns(b) && object_keywords(a)))
+    throw compile_error("allOf combines patternProperties with other object keywords (unsupported)");
   json r = a;
   const json* bp = &b;
   json b2;
@@ -295,10 +307,12 @@ json schema_normalizer::merge(const json& a, const json& b) const {
       r[k] = keep;
     } else if (k == "const") {
       return nullptr;  // different constants
-    } else if (k == "minimum" || k == "exclusiveMinimum" || k == "minLength" || k == "minItems") {
+    } else if (k == "minimum" || k == "exclusiveMinimum" || k == "minLength" || k == "minItems" ||
+               k == "minProperties") {
       if (v.is_number() && r[k].is_number() && v > r[k])
         r[k] = v;
-    } else if (k == "maximum" || k == "exclusiveMaximum" || k == "maxLength" || k == "maxItems") {
+    } else if (k == "maximum" || k == "exclusiveMaximum" || k == "maxLength" || k == "maxItems" ||
+               k == "maxProperties") {
       if (v.is_number() && r[k].is_number() && v < r[k])
         r[k] = v;
     } else if (k == "pattern") {

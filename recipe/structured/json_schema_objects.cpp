@@ -1,5 +1,6 @@
 #include "recipe/structured/json_schema.hpp"
 #include "recipe/structured/json_schema_impl.hpp"
+#include "recipe/structured/regex_parser.hpp"
 
 namespace deepinfer::recipe::so {
 namespace detail {
@@ -10,10 +11,21 @@ bool is_false(const json& s) { return s.is_boolean() && !s.get<bool>(); }
 rx key_rx(const std::string& key) {
   return rx::seq({rx::lit(json(key).dump()), json_ws(), rx::lit(":")});
 }
+/// Keys whose text a `patternProperties` pattern finds (ECMA-262 search: unanchored unless the
+/// pattern anchors itself), spelled canonically, then `:`.
+rx pattern_key_rx(const std::string& pattern) {
+  return rx::seq({json_lex::string_of(search_regex(pattern, spelling::json)), json_ws(), rx::lit(":")});
+}
 } // namespace
 
 // `{` members in the schema's order (optional ones may be skipped), additional ones after, `}`.
-// States (i, e): before declared member i, e = whether a member was written (so a comma goes first).
+// States (i, c): before declared member i, c members written so far (c > 0: a comma goes first),
+// counted exactly up to maxProperties, else capped at max(1, minProperties); `}` once c reaches
+// minProperties.
+// Additional members are those of `patternProperties` (a key its pattern finds, with that
+// pattern's value) and the rest (`additionalProperties`). A key two of the schemas would
+// constrain at once (a declared key a pattern finds, a key two patterns find) needs the values'
+// conjunction: refused, never guessed.
 rule_nfa::frag schema_builder::build_object(rule_nfa& n, const json& s) {
   const json empty = json::object();
   const json t = true;
@@ -50,11 +62,35 @@ rule_nfa::frag schema_builder::build_object(rule_nfa& n, const json& s) {
       all_keys.push_back(r);
     }
   const bool extras = !is_false(addl);
+  auto bound = [&](const char* k, std::int64_t d) -> std::int64_t {
+    if (!s.contains(k))
+      return d;
+    if (!s[k].is_number() || s[k].get<double>() < 0)
+      throw compile_error(std::string{"'"} + k + "' must be a non-negative number");
+    return static_cast<std::int64_t>(std::min(s[k].get<double>(), 1e9));
+  };
+  constexpr std::int64_t no_max = -1;
+  const auto minp = bound("minProperties", 0), maxp = bound("maxProperties", no_max);
+  if (maxp != no_max && minp > maxp)
+    return {n.add(), n.add()};
+  if (minp > 64 || maxp > 64)
+    throw compile_error("minProperties/maxProperties above 64 (unsupported)");
+  const int counts = maxp != no_max ? static_cast<int>(maxp) + 1 : static_cast<int>(std::max<std::int64_t>(2, minp + 1));
+  // The count after one more member; -1 past maxProperties.
+  const auto next = [&](int c) {
+    if (maxp != no_max)
+      return c + 1 <= maxp ? c + 1 : -1;
+    return std::min(c + 1, counts - 1);
+  };
+  const auto& patterns = s.contains("patternProperties") ? s["patternProperties"] : empty;
+  if (!patterns.is_object())
+    throw compile_error("'patternProperties' must be an object");
   const auto open = punct("{"), close = punct("}"), comma = punct(",");
   const std::size_t m = members.size();
-  std::vector<std::array<std::int32_t, 2>> st(m + 1);
+  std::vector<std::vector<std::int32_t>> st(m + 1, std::vector<std::int32_t>(static_cast<std::size_t>(counts)));
   for (auto& x : st)
-    x = {n.add(), n.add()};
+    for (auto& q : x)
+      q = n.add();
   const auto start = n.add(), end = n.add();
   // One `key: value` member from state `from` to `to`; e == 1 (a member came before): a comma first.
   const auto member = [&](int e, auto from, auto key, auto val, auto to) {
@@ -71,38 +107,70 @@ rule_nfa::frag schema_builder::build_object(rule_nfa& n, const json& s) {
   for (std::size_t i = 0; i < m; ++i) {
     const auto key = lex("k:" + members[i].key, key_rx(members[i].key));
     const auto val = value_rule(*members[i].schema);
-    for (int e = 0; e < 2; ++e) {
-      member(e, st[i][e], key, val, st[i + 1][1]);
+    for (int c = 0; c < counts; ++c) {
+      if (const int d = next(c); d >= 0)
+        member(c > 0 ? 1 : 0, st[i][c], key, val, st[i + 1][d]);
       if (!members[i].required)
-        n.eps(st[i][e], st[i + 1][e]);
+        n.eps(st[i][c], st[i + 1][c]);
     }
   }
-  for (int e = 0; e < 2; ++e)
-    n.edge(st[m][e], close, end);
-  if (extras) {
-    // Any other key (spelled canonically, so a declared key can never pass as an extra one).
-    auto& b = gb_.bud();
-    auto any_key = byte_dfa::of(json_lex::lead(rx::seq({json_lex::string_len(0, rx::unbounded), json_ws(), rx::lit(":")})), b);
-    if (!all_keys.empty()) {
-      std::vector<byte_dfa> keys;
-      for (auto& k : all_keys)
-        keys.push_back(byte_dfa::of(json_lex::lead(key_rx(k)), b));
-      std::vector<const byte_dfa*> ptrs;
-      for (auto& k : keys)
-        ptrs.push_back(&k);
-      any_key = byte_dfa::minus(any_key, byte_dfa::unite(ptrs, b), b);
+  for (int c = 0; c < counts; ++c)
+    if (c >= minp)
+      n.edge(st[m][c], close, end);
+  // One more member after the declared ones, from every count.
+  const auto additional = [&](auto key, auto val) {
+    for (int c = 0; c < counts; ++c)
+      if (const int d = next(c); d >= 0)
+        member(c > 0 ? 1 : 0, st[m][c], key, val, st[m][d]);
+  };
+  auto& b = gb_.bud();
+  std::vector<byte_dfa> declared;
+  for (auto& k : all_keys)
+    declared.push_back(byte_dfa::of(json_lex::lead(key_rx(k)), b));
+  std::vector<byte_dfa> found;  // the keys each pattern finds
+  for (auto it = patterns.begin(); it != patterns.end(); ++it) {
+    auto keys = byte_dfa::of(json_lex::lead(pattern_key_rx(it.key())), b);
+    for (std::size_t d = 0; d < declared.size(); ++d)
+      if (!byte_dfa::intersect(keys, declared[d], b).empty())
+        throw compile_error("patternProperties pattern '" + it.key() + "' also matches the declared property '" +
+                            all_keys[d] + "' (unsupported: its value would need both schemas)");
+    for (std::size_t q = 0; q < found.size(); ++q)
+      if (!byte_dfa::intersect(keys, found[q], b).empty())
+        throw compile_error("two patternProperties patterns match the same key (unsupported: its value would need "
+                            "both schemas)");
+    found.push_back(std::move(keys));
+  }
+  {
+    std::size_t q = 0;
+    for (auto it = patterns.begin(); it != patterns.end(); ++it, ++q) {
+      if (is_false(it.value()))
+        continue;  // such keys may not appear
+      const auto key = gb_.lexeme(byte_dfa(found[q]));
+      additional(key, is_true(it.value()) ? any_value() : value_rule(it.value()));
     }
+  }
+  if (extras) {
+    // Any other key (spelled canonically, so a declared key can never pass as an extra one):
+    // not declared, and found by no pattern.
+    auto any_key = byte_dfa::of(json_lex::lead(rx::seq({json_lex::string_len(0, rx::unbounded), json_ws(), rx::lit(":")})), b);
+    std::vector<const byte_dfa*> ptrs;
+    for (auto& k : declared)
+      ptrs.push_back(&k);
+    for (auto& k : found)
+      ptrs.push_back(&k);
+    if (!ptrs.empty())
+      any_key = byte_dfa::minus(any_key, byte_dfa::unite(ptrs, b), b);
     std::string cache_key = "x:";
     for (auto& k : all_keys)
       cache_key += json(k).dump() + ",";
+    for (auto it = patterns.begin(); it != patterns.end(); ++it)
+      cache_key += "/" + it.key() + "/\x1f";
     symbol key;
     if (auto it = lexemes_.find(cache_key); it != lexemes_.end())
       key = it->second;
     else
       key = gb_.lexeme(std::move(any_key)), lexemes_.emplace(cache_key, key);
-    const auto val = is_true(addl) ? any_value() : value_rule(addl);
-    for (int e = 0; e < 2; ++e)
-      member(e, st[m][e], key, val, st[m][1]);
+    additional(key, is_true(addl) ? any_value() : value_rule(addl));
   }
   return {start, end};
 }
