@@ -6,8 +6,9 @@
 
 namespace deepinfer::actors {
 
-vision_router::vision_router(int patch, http::metrics_registry::family<http::metrics_registry::gauge>* in_flight)
-    : patch_(patch), gauge_(in_flight) {}
+vision_router::vision_router(int patch, http::metrics_registry::family<http::metrics_registry::gauge>* in_flight,
+                             balancers::vision_policy policy)
+    : patch_(patch), policy_(policy), gauge_(in_flight) {}
 
 std::optional<vision_router::route> vision_router::pick(const std::vector<live_instance>& vision, int64_t width,
                                                         int64_t height) {
@@ -44,6 +45,7 @@ std::optional<vision_router::route> vision_router::pick(const std::vector<live_i
     cfg.cards_per_machine = static_cast<int>(cards);
     cfg.patch = patch_;
     cfg.seed = ++generation_ * 0x9e3779b97f4a7c15ull;
+    cfg.policy = policy_;
     balancer_.emplace(cfg);
     shape_ = std::move(shape);
     ranks_ = std::move(ranks);
