@@ -294,6 +294,8 @@ int main(int argc, char** argv) {
       sc.so_cache_bytes = static_cast<std::size_t>(m.so_cache_mib) << 20;
       sc.so_compile_timeout = std::chrono::milliseconds{m.so_compile_timeout_ms};
       sc.vision = m.vision;
+      sc.image_fetch = m.image_fetch;
+      sc.vision_balancer = m.vision_balancer;
       if (auto rc = finish_serving_config(o, sc, node->cpu_isa, m.kv_transport))
         return *rc;
       cfg.serving = sc;
