@@ -4,6 +4,8 @@
 
 #include <caf/actor_cast.hpp>
 
+#include "actors/log.hpp"
+
 namespace deepinfer::actors {
 
 vision_router::vision_router(int patch, http::metrics_registry::family<http::metrics_registry::gauge>* in_flight,
@@ -55,6 +57,9 @@ std::optional<vision_router::route> vision_router::pick(const std::vector<live_i
   r.rank = ranks_[static_cast<std::size_t>(r.pick.machine)][static_cast<std::size_t>(r.pick.card)];
   r.generation = generation_;
   publish(r.pick);
+  log().debug("vision route node={} rank={} patches={} in_flight={} policy={} generation={}",
+              shape_[static_cast<std::size_t>(r.pick.machine)].first, r.pick.card, r.pick.patches,
+              balancer_->in_flight(r.pick.machine, r.pick.card), balancers::to_string(policy_), generation_);
   return r;
 }
 
