@@ -2,8 +2,11 @@
 // `input_image` and Messages `image` (base64 source) are answered; the same conversation with the
 // same image again reports cached tokens past the image and gives the same greedy output; another
 // image gives other output; a corrupt, oversized or unsupported image is a 400 in the API's own
-// error shape, and the server keeps serving. The embedded default's vision instance encodes the
-// images (the vision balancer routes them). The PNGs are made in the test (png.mjs), seeded.
+// error shape, and the server keeps serving. http(s) URLs (Chat, Responses, Messages' url source)
+// are fetched from a local origin in the test: the same answer and prefix-cache entry as the data
+// URI, a redirect followed, a 404 / non-image / unreachable URL a 400 naming the field. The
+// embedded default's vision instance encodes the images (the vision balancer routes them). The
+// PNGs are made in the test (png.mjs), seeded.
 // Usage: node vision.test.mjs /path/to/caf-launch
 import http from 'node:http';
 import os from 'node:os';
