@@ -6,8 +6,21 @@
 
 namespace deepinfer::balancers {
 
+/// How a vision balancer picks a card.
+enum class vision_policy : uint8_t {
+  /// DESIGN §6.3: a random machine, then its card with the fewest patches in flight.
+  patches,
+  /// Every card of every machine in turn, whatever it holds: the baseline the patch rule is
+  /// measured against (bench/, `[vision] balancer = "round_robin"`).
+  round_robin,
+};
+
+/// "patches" | "round_robin".
+const char* to_string(vision_policy p);
+
 /// Vision encoder balancer of DESIGN §6.3: a random machine, then on it the card with the fewest
-/// patches in flight, where patches = (width / patch) x (height / patch).
+/// patches in flight, where patches = (width / patch) x (height / patch). Under
+/// `vision_policy::round_robin` it deals the cards in turn instead (patches still counted).
 class vision_balancer {
 public:
   struct config {
@@ -15,6 +28,7 @@ public:
     int cards_per_machine = 8;
     int patch = 16;       ///< patch edge in pixels
     uint64_t seed = 1;    ///< the machine choice is random but reproducible
+    vision_policy policy = vision_policy::patches;
   };
 
   /// A card chosen for one image.
@@ -42,6 +56,8 @@ private:
   config cfg_;
   std::mt19937_64 rng_;
   std::vector<int64_t> in_flight_;
+  /// The next card of round robin (machine-major).
+  std::size_t next_ = 0;
 };
 
 } // namespace deepinfer::balancers

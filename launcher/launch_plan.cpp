@@ -109,7 +109,13 @@ std::string describe_plan(const cluster_manifest& m, const std::vector<node_laun
       << " ttl_agent_hours=" << m.kv.ttl_agent_hours << " ttl_chatbot_hours=" << m.kv.ttl_chatbot_hours
       << " gc_watermarks=" << m.kv.gc_low_watermark << ".." << m.kv.gc_high_watermark
       << " swa_ttl_seconds=" << m.kv.swa_ttl_seconds << " swa_memory_mib=" << m.kv.swa_memory_mib
-      << " fsync=" << (m.kv.fsync ? "true" : "false") << "\n";
+      << " fsync=" << (m.kv.fsync ? "true" : "false") << "\n"
+      << "vision: max_pixels=" << m.vision.max_pixels << " max_images_per_request=" << m.vision.max_images_per_request
+      << " max_image_bytes=" << m.vision.max_bytes << " fetch_timeout_ms=" << m.image_fetch.timeout.count()
+      << " fetch_max_redirects=" << m.image_fetch.max_redirects << " fetch_private_addresses="
+      << (m.image_fetch.private_hosts == actors::http::private_addresses::allow ? "true" : "false")
+      << " fetch_ca_file=" << (m.image_fetch.ca_file.empty() ? "(system)" : m.image_fetch.ca_file)
+      << " balancer=" << balancers::to_string(m.vision_balancer) << "\n";
   auto& b = m.balancer;
   out << "balancer.prefill: bucket_bounds=" << b.prefill_bucket_bounds[0] << ","
       << b.prefill_bucket_bounds[1] << "," << b.prefill_bucket_bounds[2]
@@ -180,7 +186,7 @@ actors::node_runtime_config make_node_config(const cluster_manifest& m, const no
                                make_ep_settings(role == node_role::prefill ? m.balancer.prefill_ep
                                                                            : m.balancer.decode_ep)});
   if (node.has(node_role::vision))
-    cfg.instances.push_back({node_role::vision, 1});
+    cfg.instances.push_back({node_role::vision, node.ranks}); // each rank one "card" of the machine (DESIGN §6.3)
   if (node.has(node_role::entrypoint) && node.http) {
     actors::http_endpoint http = m.http;
     http.host = node.http->host;

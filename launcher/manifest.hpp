@@ -134,9 +134,14 @@ struct cluster_manifest {
   /// `[so]`: structured-output compile cache (MiB) and compile timeout.
   uint64_t so_cache_mib = 256;
   uint32_t so_compile_timeout_ms = 2000;
-  /// `[vision]`: what one image may be (max_pixels) and how many a request may carry
-  /// (max_images_per_request).
+  /// `[vision]`: what one image may be (max_pixels, max_image_bytes) and how many a request may
+  /// carry (max_images_per_request).
   recipe::image_limits vision;
+  /// `[vision]`: how http(s) image URLs are fetched (fetch_timeout_s, fetch_max_redirects,
+  /// fetch_private_addresses, fetch_ca_file).
+  actors::http::image_fetcher::config image_fetch;
+  /// `[vision] balancer`: "patches" (the seeds' rule, default) or "round_robin".
+  balancers::vision_policy vision_balancer = balancers::vision_policy::patches;
   actors::system_settings caf;
   /// `kv_transport`: how KV crosses processes (auto | caf_message | rdma; actors/kv_transport_choice.hpp).
   actors::kv_transport_mode kv_transport = actors::kv_transport_mode::automatic;

@@ -205,6 +205,31 @@ BOOST_AUTO_TEST_CASE(vision_table_sets_the_image_limits_and_rejects_bad_values) 
              "vision.max_images");
 }
 
+BOOST_AUTO_TEST_CASE(vision_table_sets_the_url_fetch_limits_and_the_balancer) {
+  const std::string head = "model = \"/m\"\n[kv]\nroot = \"/kv\"\n[vision]\n";
+  {
+    auto r = parse_manifest(head + good_nodes, "test.toml");
+    BOOST_REQUIRE(std::holds_alternative<cluster_manifest>(r));
+    auto& m = std::get<cluster_manifest>(r);
+    // Defaults: loopback and private addresses are fetched (documented), the patch rule routes.
+    BOOST_TEST((m.image_fetch.private_hosts == deepinfer::actors::http::private_addresses::allow));
+    BOOST_TEST((m.vision_balancer == deepinfer::balancers::vision_policy::patches));
+  }
+  auto r = parse_manifest(head + "max_image_bytes = 1000\nfetch_timeout_s = 2.5\nfetch_max_redirects = 1\n"
+                                 "fetch_private_addresses = false\nbalancer = \"round_robin\"\n" + good_nodes,
+                          "test.toml");
+  BOOST_REQUIRE(std::holds_alternative<cluster_manifest>(r));
+  auto& m = std::get<cluster_manifest>(r);
+  BOOST_TEST(m.vision.max_bytes == 1000);
+  BOOST_TEST(m.image_fetch.timeout.count() == 2500);
+  BOOST_TEST(m.image_fetch.max_redirects == 1);
+  BOOST_TEST((m.image_fetch.private_hosts == deepinfer::actors::http::private_addresses::refuse));
+  BOOST_TEST((m.vision_balancer == deepinfer::balancers::vision_policy::round_robin));
+  BOOST_TEST(expect_error(head + "balancer = \"random\"\n" + good_nodes).key == "vision.balancer");
+  BOOST_TEST(expect_error(head + "fetch_timeout_s = 0\n" + good_nodes).key == "vision.fetch_timeout_s");
+  BOOST_TEST(expect_error(head + "max_image_bytes = 0\n" + good_nodes).key == "vision.max_image_bytes");
+}
+
 BOOST_AUTO_TEST_CASE(limits_tables_reach_the_node_config_and_reject_bad_values) {
   const std::string text = "model = \"/m\"\n[kv]\nroot = \"/kv\"\n[caf]\nbatch_threads = false\n"
                            "[http]\nmax_connections = 128\nheader_timeout_ms = 500\nallowed_hosts = [\"api.internal\"]\n"

@@ -328,6 +328,19 @@ manifest_result parse_manifest(std::string_view text, const std::string& display
         m.vision.max_pixels = *v;
       if (auto v = t->integer("max_images_per_request", 0, 1024))
         m.vision.max_images_per_request = static_cast<int32_t>(*v);
+      if (auto v = t->integer("max_image_bytes", 1, int64_t{1} << 30))
+        m.vision.max_bytes = *v;
+      if (auto v = t->number("fetch_timeout_s", 0.001, 3600))
+        m.image_fetch.timeout = std::chrono::milliseconds{static_cast<int64_t>(*v * 1000 + 0.5)};
+      if (auto v = t->integer("fetch_max_redirects", 0, 20))
+        m.image_fetch.max_redirects = static_cast<int>(*v);
+      if (auto v = t->boolean("fetch_private_addresses"))
+        m.image_fetch.private_hosts = *v ? actors::http::private_addresses::allow : actors::http::private_addresses::refuse;
+      if (auto v = t->string("fetch_ca_file"))
+        m.image_fetch.ca_file = *v;
+      if (auto v = t->string("balancer"))
+        m.vision_balancer = parse_enum(*t, "balancer", *v,
+          std::array{balancers::vision_policy::patches, balancers::vision_policy::round_robin});
       t->finish();
     }
     if (auto t = root.table("supervision")) {

@@ -201,11 +201,20 @@ std::unique_ptr<entrypoint> entrypoint::create(caf::actor_system& sys, const ser
     auto& in_flight = metrics->add_gauge("deepinfer_vision_patches_in_flight",
                                          "Patches of the images this entrypoint has in flight on each vision rank.",
                                          {"node", "rank"});
-    ctx->vision_routes = std::make_shared<vision_router>(ctx->vision.patch, &in_flight);
+    ctx->vision_routes = std::make_shared<vision_router>(ctx->vision.patch, &in_flight, cfg.vision_balancer);
+    // http(s) image URLs: fetched on the fetcher's own thread, under the same byte limit as an
+    // inline image.
+    auto fetch = cfg.image_fetch;
+    fetch.max_bytes = cfg.vision.max_bytes;
+    ctx->fetcher = std::make_shared<http::image_fetcher>(fetch);
     ctx->vision_queue = &metrics->add_histogram("deepinfer_vision_queue_seconds",
                                                 "Encoder queue time: an image's round trip to its vision rank "
                                                 "less the encode itself (mailbox wait and transfer).",
-                                                {}, http::metrics_registry::default_latency_buckets())
+                                                // Finer than the default latency buckets from 0.1 s to
+                                                // 10 s, where one large image holds a rank: the
+                                                // balancer comparison reads its p99 from them.
+                                                {}, {0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.15, 0.2, 0.3, 0.4,
+                                                     0.5, 0.75, 1, 1.5, 2, 2.5, 3, 4, 5, 7.5, 10, 30, 120})
                            .with();
   }
   return std::unique_ptr<entrypoint>(new entrypoint(std::move(ctx)));

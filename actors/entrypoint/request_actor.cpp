@@ -239,14 +239,12 @@ void admit(request_pointer self) {
   }
 }
 
-/// Parse + render + tokenize + limits into the state and `sampling`; false (the error answered)
-/// when the request cannot run.
-bool prepare(request_pointer self, recipe::api_kind api, const std::string& body, const std::string& tenant,
+/// Images + render + tokenize + limits of a parsed request into the state and `sampling`; false
+/// (the error answered) when it cannot run.
+bool prepare(request_pointer self, recipe::conversation conv, const fetched_images& fetched,
              engine::sampling_params& sampling) {
   auto& st = self->state;
-  st.conv.api = api;
-  st.tenant = tenant;
-  auto p = prepare_request(*st.ctx, api, body, tenant);
+  auto p = prepare_conversation(*st.ctx, std::move(conv), st.tenant, fetched);
   if (!p) {
     st.done = true;
     send_error(st, p.error());
@@ -267,6 +265,9 @@ bool prepare(request_pointer self, recipe::api_kind api, const std::string& body
   return true;
 }
 
+caf::behavior await_images(request_pointer self, recipe::conversation conv, const std::vector<std::string>& urls);
+caf::behavior start(request_pointer self, recipe::conversation conv, const fetched_images& fetched);
+
 caf::behavior request_behavior(request_pointer self, std::shared_ptr<entrypoint::context> ctx, recipe::api_kind api,
                                std::string body, std::string tenant, std::shared_ptr<http::response_writer> writer) {
   auto& st = self->state;
@@ -280,12 +281,60 @@ caf::behavior request_behavior(request_pointer self, std::shared_ptr<entrypoint:
     if (auto h = caf::actor_cast<caf::actor>(addr))
       caf::anon_send(h, cancel_atom::value, uint64_t{0});
   });
-  engine::sampling_params sampling;
-  if (!prepare(self, api, body, tenant, sampling)) {
+  st.conv.api = api;
+  st.tenant = tenant;
+  auto conv = parse_for_serving(*st.ctx, api, body, tenant);
+  std::string().swap(body); // the body (up to the body limit) is not needed any more
+  if (!conv) {
+    st.done = true;
+    send_error(st, conv.error());
     self->quit();
     return {};
   }
-  std::string().swap(body); // the body (up to the body limit) is not needed any more
+  if (auto urls = image_urls(*conv); !urls.empty() && st.ctx->fetcher)
+    return await_images(self, std::move(*conv), urls);
+  return start(self, std::move(*conv), {});
+}
+
+/// Waits for the request's image URLs, fetched on the fetcher's thread (never on this actor's,
+/// which would hold a CAF worker for the whole fetch), then starts it; a client gone meanwhile
+/// ends it.
+caf::behavior await_images(request_pointer self, recipe::conversation conv, const std::vector<std::string>& urls) {
+  log().debug("request={} fetching {} image URL(s)", self->state.id, urls.size());
+  auto parsed = std::make_shared<recipe::conversation>(std::move(conv));
+  auto fetched = std::make_shared<fetched_images>();
+  // The callback holds the actor strongly: nothing else does while it waits (no request is out
+  // yet), and CAF ends an actor nobody references.
+  fetch_images(*self->state.ctx->fetcher, urls, [fetched, h = caf::actor_cast<caf::actor>(self)](fetched_images got) {
+    // The message orders the write before the actor reads it.
+    *fetched = std::move(got);
+    caf::anon_send(h, fetched_atom::value);
+  });
+  return {
+    [=](fetched_atom) {
+      log().debug("request={} image URLs fetched", self->state.id);
+      if (auto next = start(self, std::move(*parsed), *fetched))
+        self->become(std::move(next));
+    },
+    [=](cancel_atom, uint64_t) {
+      auto& st = self->state;
+      st.done = true;
+      st.ctx->vllm.finished("abort");
+      log().info("request={} client went away while its images were fetched", st.id);
+      self->quit();
+    },
+  };
+}
+
+/// The rest of a request once its images are at hand: prepare, the stream parser and encoder,
+/// admission, and the behavior that carries it to the end.
+caf::behavior start(request_pointer self, recipe::conversation conv, const fetched_images& fetched) {
+  auto& st = self->state;
+  engine::sampling_params sampling;
+  if (!prepare(self, std::move(conv), fetched, sampling)) {
+    self->quit();
+    return {};
+  }
   auto& smp = st.conv.sampling;
   sampling.temperature = static_cast<float>(smp.temperature.value_or(0.0));
   sampling.top_p = static_cast<float>(smp.top_p.value_or(1.0));

@@ -5,6 +5,10 @@
 #include "recipe/render/renderer.hpp"
 #include "recipe/vision/image_decode.hpp"
 
+#include <algorithm>
+#include <mutex>
+#include <optional>
+
 namespace deepinfer::actors {
 
 namespace {
@@ -89,10 +93,11 @@ const char* messages_param(recipe::api_kind api) {
 }
 
 /// Decodes every image part of `conv` under the `[vision]` limits and sets how many placeholders
-/// each takes; the decoded images in order (the order the renderer writes them). A 400 naming
-/// the image when one is refused.
+/// each takes; the decoded images in order (the order the renderer writes them). Image URLs
+/// take their bytes from `fetched`. A 400 naming the image and its field when one is refused.
 expected<std::vector<prompt_image>, recipe::api_error> decode_images(const entrypoint::context& ctx,
-                                                                     recipe::conversation& conv) {
+                                                                     recipe::conversation& conv,
+                                                                     const fetched_images& fetched) {
   const auto api = conv.api;
   const auto& lim = ctx.cfg.vision;
   std::vector<prompt_image> out;
@@ -106,7 +111,8 @@ expected<std::vector<prompt_image>, recipe::api_error> decode_images(const entry
       const std::string which = "Image " + std::to_string(image) + " (message " + std::to_string(m + 1) + ", part " +
                                 std::to_string(p + 1) + ")";
       auto refuse = [&](const std::string& why) {
-        return error_of(api, 400, "invalid_request_error", which + ": " + why + ".", messages_param(api));
+        return error_of(api, 400, "invalid_request_error", which + ": " + why + ".",
+                        part.path.empty() ? messages_param(api) : part.path);
       };
       if (!ctx.vision.enabled())
         return refuse("this model has no vision encoder; send the request without images");
@@ -115,21 +121,32 @@ expected<std::vector<prompt_image>, recipe::api_error> decode_images(const entry
                         "The request has more than " + std::to_string(lim.max_images_per_request) +
                           " images, the most this server accepts in one request; send fewer.",
                         messages_param(api));
-      if (part.value.rfind("data:", 0) != 0)
-        return refuse("image URLs are not fetched by this server; send the image inline as a base64 data URI "
-                      "(or Anthropic's base64 source)");
-      auto img = recipe::decode_data_uri(part.value, lim);
-      if (!img)
-        return refuse(img.error());
-      const auto tokens = ctx.vision.tokens_for(img->width, img->height);
+      std::optional<expected<recipe::decoded_image, std::string>> img;
+      if (part.value.rfind("data:", 0) == 0) {
+        img.emplace(recipe::decode_data_uri(part.value, lim));
+      } else {
+        auto file = fetched.find(part.value);
+        if (file == fetched.end())
+          return refuse("image URLs are not fetched on this route; send the image inline as a base64 data URI "
+                        "(or Anthropic's base64 source)");
+        if (!file->second)
+          return refuse("cannot fetch " + part.value + ": " + file->second.error().message);
+        // The fetched file goes the way of an inline one from here: the same decode, the same
+        // content key, so the same image by URL or by data URI shares its prefix-cache entry.
+        img.emplace(recipe::decode_image(*file->second, lim));
+      }
+      if (!*img)
+        return refuse(img->error());
+      auto& pixels = **img;
+      const auto tokens = ctx.vision.tokens_for(pixels.width, pixels.height);
       if (tokens <= 0)
-        return refuse("the image is " + std::to_string(img->width) + "x" + std::to_string(img->height) +
+        return refuse("the image is " + std::to_string(pixels.width) + "x" + std::to_string(pixels.height) +
                       " pixels; it must be at least " + std::to_string(ctx.vision.cell()) + " pixels on each side");
       part.image_tokens = tokens;
       prompt_image pi;
-      pi.width = img->width;
-      pi.height = img->height;
-      pi.rgb = std::move(img->rgb);
+      pi.width = pixels.width;
+      pi.height = pixels.height;
+      pi.rgb = std::move(pixels.rgb);
       pi.mark.tokens = tokens;
       pi.mark.content = kv::image_content_key(pi.width, pi.height, pi.rgb);
       // Only the pixels the encoder reads matter, but the key covers the whole image: a crop
@@ -180,9 +197,9 @@ kv::cache_salt cache_salt_of(const std::string& tenant, const std::string& reque
   return kv::cache_salt::of("key:" + std::to_string(tenant.size()) + ":" + tenant + "salt:" + request_salt);
 }
 
-expected<prepared_request, recipe::api_error> prepare_request(const entrypoint::context& ctx,
-                                                                      recipe::api_kind api, std::string_view body,
-                                                                      const std::string& tenant) {
+expected<recipe::conversation, recipe::api_error> parse_for_serving(const entrypoint::context& ctx,
+                                                                    recipe::api_kind api, std::string_view body,
+                                                                    const std::string& tenant) {
   const bool anthropic = api == recipe::api_kind::messages;
   // 1. Parse (bounded by the body limit; linear, depth-limited).
   auto conv = recipe::parse_request(api, body, ctx.cfg.requests.json);
@@ -208,9 +225,60 @@ expected<prepared_request, recipe::api_error> prepare_request(const entrypoint::
     auto at = conv->messages.begin() + (conv->instructions ? 1 : 0);
     conv->messages.insert(at, prev->history.begin(), prev->history.end());
   }
+  return conv;
+}
+
+std::vector<std::string> image_urls(const recipe::conversation& conv) {
+  std::vector<std::string> out;
+  for (const auto& m : conv.messages)
+    for (const auto& part : m.content)
+      if (part.type == recipe::content_part::kind::image && part.value.rfind("data:", 0) != 0 &&
+          std::find(out.begin(), out.end(), part.value) == out.end())
+        out.push_back(part.value);
+  return out;
+}
+
+void fetch_images(http::image_fetcher& fetcher, const std::vector<std::string>& urls,
+                  std::function<void(fetched_images)> done) {
+  struct pending {
+    std::mutex mtx;
+    fetched_images got;
+    std::size_t left = 0;
+    std::function<void(fetched_images)> done;
+  };
+  auto p = std::make_shared<pending>();
+  p->left = urls.size();
+  p->done = std::move(done);
+  if (urls.empty())
+    return p->done({});
+  for (const auto& url : urls)
+    fetcher.fetch(url, [p, url](http::fetch_result r) {
+      std::unique_lock lock{p->mtx};
+      p->got.insert_or_assign(url, std::move(r));
+      if (--p->left == 0) {
+        lock.unlock();
+        p->done(std::move(p->got));
+      }
+    });
+}
+
+expected<prepared_request, recipe::api_error> prepare_request(const entrypoint::context& ctx,
+                                                                      recipe::api_kind api, std::string_view body,
+                                                                      const std::string& tenant) {
+  auto conv = parse_for_serving(ctx, api, body, tenant);
+  if (!conv)
+    return std::move(conv).error();
+  return prepare_conversation(ctx, std::move(*conv), tenant, {});
+}
+
+expected<prepared_request, recipe::api_error> prepare_conversation(const entrypoint::context& ctx,
+                                                                   recipe::conversation conv,
+                                                                   const std::string& tenant,
+                                                                   const fetched_images& fetched) {
+  const auto api = conv.api;
   prepared_request out;
-  out.max_tokens = static_cast<int32_t>(conv->sampling.max_tokens.value_or(ctx.cfg.default_max_tokens));
-  out.salt = cache_salt_of(tenant, conv->cache_salt);
+  out.max_tokens = static_cast<int32_t>(conv.sampling.max_tokens.value_or(ctx.cfg.default_max_tokens));
+  out.salt = cache_salt_of(tenant, conv.cache_salt);
   const int64_t limit = ctx.cfg.context_limit;
   const bool legacy = api == recipe::api_kind::completions;
   auto too_long = [&](const std::string& prompt_part, int64_t total) {
@@ -224,34 +292,34 @@ expected<prepared_request, recipe::api_error> prepare_request(const entrypoint::
     return too_long(std::to_string(out.max_tokens) + " tokens for the output alone", out.max_tokens);
   // 2. Decode the images (their placeholder counts shape the prompt), 3. render, 4. tokenize,
   // stopping once the prompt is certainly over what the limit leaves.
-  auto images = decode_images(ctx, *conv);
+  auto images = decode_images(ctx, conv, fetched);
   if (!images)
     return std::move(images).error();
   const auto room = static_cast<std::size_t>(limit - out.max_tokens);
   recipe::tokenizer::bounded_encoding enc;
-  if (conv->prompt && conv->prompt->is_ids) {
+  if (conv.prompt && conv.prompt->is_ids) {
     // A legacy completion of token ids: used as they are (the client tokenized).
     const auto vocab = static_cast<int64_t>(ctx.tok->vocab_size());
-    for (auto id : conv->prompt->ids)
+    for (auto id : conv.prompt->ids)
       if (id >= vocab)
         return error_of(api, 400, "invalid_request_error",
                         "Invalid 'prompt': token id " + std::to_string(id) + " is not in the vocabulary (0 to " +
                           std::to_string(vocab - 1) + ").",
                         "prompt");
-    enc.ids = conv->prompt->ids;
+    enc.ids = conv.prompt->ids;
     enc.fits = enc.ids.size() <= room;
     enc.exact = true;
     enc.at_least = enc.ids.size();
   } else {
     recipe::prompt_segments segments;
-    if (conv->prompt) {
+    if (conv.prompt) {
       // A legacy completion of text: no template, only the BOS every prompt of the model starts
       // with (what HF's tokenizer adds), then the text as ordinary text.
       segments.push_back(recipe::prompt_segment::special(ctx.specials->id(recipe::spelling::bos).value_or(0),
                                                          std::string(recipe::spelling::bos)));
-      segments.push_back(recipe::prompt_segment::plain(conv->prompt->text));
+      segments.push_back(recipe::prompt_segment::plain(conv.prompt->text));
     } else {
-      auto rendered = recipe::render(*conv, *ctx.specials);
+      auto rendered = recipe::render(conv, *ctx.specials);
       if (!rendered)
         return std::move(rendered).error();
       segments = std::move(*rendered);
@@ -265,11 +333,11 @@ expected<prepared_request, recipe::api_error> prepare_request(const entrypoint::
                       std::to_string(out.max_tokens) + " in the completion)",
                     prompt + out.max_tokens);
   }
-  auto constraint = constraint_of(ctx, *conv);
+  auto constraint = constraint_of(ctx, conv);
   if (!constraint)
     return std::move(constraint).error();
   out.constraint = std::move(*constraint);
-  out.traffic = traffic_class_of(*conv);
+  out.traffic = traffic_class_of(conv);
   if (!images->empty()) {
     const auto placeholder = ctx.specials->id(recipe::spelling::image);
     if (!placeholder || !place_images(*images, enc.ids, *placeholder))
@@ -278,7 +346,7 @@ expected<prepared_request, recipe::api_error> prepare_request(const entrypoint::
   }
   out.images = std::move(*images);
   out.prompt = std::move(enc.ids);
-  out.conv = std::move(*conv);
+  out.conv = std::move(conv);
   return out;
 }
 

@@ -1,11 +1,14 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
+#include <map>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include "actors/entrypoint/entrypoint.hpp"
+#include "actors/http/image_fetcher.hpp"
 #include "actors/messages.hpp"
 #include "kv/hash_chain.hpp"
 #include "kv/traffic_class.hpp"
@@ -33,16 +36,41 @@ struct prepared_request {
 /// `chatbot` otherwise, unless its `metadata` says `"traffic_class": "agent" | "chatbot"`.
 kv::traffic_class traffic_class_of(const recipe::conversation& conv);
 
+/// Fetched image files by URL: the body, or why it could not be fetched.
+using fetched_images = std::map<std::string, http::fetch_result>;
+
 /// The request-side work between the HTTP body and the routers, all of it off the HTTP I/O
 /// threads (the request actor calls it): parse `body` as an `api` request under the configured
 /// JSON limits, check the model, decode its images (`[vision]` limits; each takes as many
 /// placeholders as the vision encoder gives it tokens), render, and tokenize within the context limit, whose cost is
 /// bounded by the limit, not the prompt (tokenizer::encode_within). `tenant` is the API key's
 /// tenant ("" without keys); with the body's `cache_salt` it names the prefix-cache namespace.
-/// The API's error (400 / 404) otherwise.
+/// The API's error (400 / 404) otherwise. An http(s) image URL is a 400 here: requests that
+/// may carry them go through `parse_for_serving`, `fetch_images` and `prepare_conversation`.
 expected<prepared_request, recipe::api_error> prepare_request(const entrypoint::context& ctx,
                                                                       recipe::api_kind api, std::string_view body,
                                                                       const std::string& tenant);
+
+/// The first half of `prepare_request`: parse, check the model, and put a stored turn's history
+/// in (`previous_response_id`).
+expected<recipe::conversation, recipe::api_error> parse_for_serving(const entrypoint::context& ctx,
+                                                                    recipe::api_kind api, std::string_view body,
+                                                                    const std::string& tenant);
+
+/// The http(s) URLs of `conv`'s images, each once, in order (empty: every image is inline).
+std::vector<std::string> image_urls(const recipe::conversation& conv);
+
+/// Fetches `urls` with `fetcher` (on its thread, all at once) and calls `done` with every
+/// result once the last one is in, on the fetcher's thread.
+void fetch_images(http::image_fetcher& fetcher, const std::vector<std::string>& urls,
+                  std::function<void(fetched_images)> done);
+
+/// The second half of `prepare_request`, for a conversation from `parse_for_serving`: image URLs
+/// take their bytes from `fetched` (a fetch error is the image's 400) and then go the way of
+/// inline images (the same decode, the same content key: the same prefix-cache entry).
+expected<prepared_request, recipe::api_error> prepare_conversation(const entrypoint::context& ctx,
+                                                                   recipe::conversation conv, const std::string& tenant,
+                                                                   const fetched_images& fetched);
 
 /// The salt of a tenant (API key, "" without keys) and a request's `cache_salt`: each pair names
 /// its own namespace, and ("", "") the shared one.

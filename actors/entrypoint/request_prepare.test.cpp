@@ -85,6 +85,47 @@ BOOST_AUTO_TEST_CASE(each_key_and_salt_pair_is_its_own_namespace) {
   BOOST_TEST((r->salt == cache_salt_of("k", "team-1")));
 }
 
+BOOST_AUTO_TEST_CASE(image_urls_are_listed_once_and_their_fetch_errors_are_400s_naming_the_field) {
+  static const auto ctx = [] {
+    auto c = std::make_unique<actors::entrypoint::context>();
+    c->cfg.model_name = context().cfg.model_name;
+    c->tok = context().tok;
+    c->specials = context().specials;
+    c->vision.layers = 1; // the tiny encoder's shape: 32-pixel cells
+    return c;
+  }();
+  const std::string body = R"({"model": "m", "max_tokens": 4, "messages": [{"role": "user", "content": [
+      {"type": "text", "text": "two pictures"},
+      {"type": "image_url", "image_url": {"url": "http://127.0.0.1:1/a.png"}},
+      {"type": "image_url", "image_url": {"url": "http://127.0.0.1:1/a.png"}},
+      {"type": "image_url", "image_url": {"url": "https://example.com/b.png"}}]}]})";
+  auto conv = actors::parse_for_serving(*ctx, recipe::api_kind::chat, body, "");
+  BOOST_REQUIRE(conv.has_value());
+  const auto urls = actors::image_urls(*conv);
+  BOOST_TEST((urls == std::vector<std::string>{"http://127.0.0.1:1/a.png", "https://example.com/b.png"}));
+  // Not fetched at all (count_tokens' route): a 400 that says to send it inline.
+  auto unfetched = actors::prepare_conversation(*ctx, *conv, "", {});
+  BOOST_REQUIRE(!unfetched.has_value());
+  BOOST_TEST(unfetched.error().status == 400);
+  BOOST_TEST(unfetched.error().param == "messages[0].content[1].image_url.url");
+  BOOST_TEST(unfetched.error().message.find("inline") != std::string::npos, unfetched.error().message);
+  // The origin's 404: the image's field is named, with what the origin answered.
+  const actors::http::fetch_error not_found{actors::http::fetch_error::kind::http_status,
+                                            "the origin answered HTTP 404 Not Found"};
+  auto gone = actors::prepare_conversation(*ctx, *conv, "", {{urls[0], not_found}, {urls[1], not_found}});
+  BOOST_REQUIRE(!gone.has_value());
+  BOOST_TEST(gone.error().param == "messages[0].content[1].image_url.url");
+  BOOST_TEST(gone.error().message.find("Image 1 (message 1, part 2): cannot fetch http://127.0.0.1:1/a.png: the origin "
+                                       "answered HTTP 404 Not Found.") != std::string::npos,
+             gone.error().message);
+  // Fetched bytes that are no image: decoded (and refused) like an inline image's.
+  auto junk = actors::prepare_conversation(
+    *ctx, *conv, "", {{urls[0], std::string("\x89PNG\r\n\x1a\n", 8) + "not really"}, {urls[1], not_found}});
+  BOOST_REQUIRE(!junk.has_value());
+  BOOST_TEST(junk.error().param == "messages[0].content[1].image_url.url");
+  BOOST_TEST(junk.error().message.find("cannot fetch") == std::string::npos, junk.error().message);
+}
+
 BOOST_AUTO_TEST_SUITE_END()
 
 #include "recipe/protocol/chat_request.hpp"

@@ -11,6 +11,7 @@
 #include "actors/entrypoint/entrypoint.hpp"
 #include "actors/entrypoint/response_store.hpp"
 #include "actors/entrypoint/vision_router.hpp"
+#include "actors/http/image_fetcher.hpp"
 #include "actors/http/metrics_registry.hpp"
 #include "balancers/cost_model.hpp"
 #include "engine/model/model_config.hpp"
@@ -34,6 +35,8 @@ struct entrypoint::context {
   /// encoder queue time it measures (round trip less the encode).
   std::shared_ptr<vision_router> vision_routes;
   http::metrics_registry::histogram* vision_queue = nullptr;
+  /// Fetches http(s) image URLs (null when the model has no vision encoder).
+  std::shared_ptr<http::image_fetcher> fetcher;
   /// What this node knows of the cluster: the running prefill and decode instances come from
   /// here, wherever they live (this process or other nodes).
   std::shared_ptr<cluster_snapshot> cluster;

@@ -4,10 +4,13 @@
 
 #include <caf/actor_cast.hpp>
 
+#include "actors/log.hpp"
+
 namespace deepinfer::actors {
 
-vision_router::vision_router(int patch, http::metrics_registry::family<http::metrics_registry::gauge>* in_flight)
-    : patch_(patch), gauge_(in_flight) {}
+vision_router::vision_router(int patch, http::metrics_registry::family<http::metrics_registry::gauge>* in_flight,
+                             balancers::vision_policy policy)
+    : patch_(patch), policy_(policy), gauge_(in_flight) {}
 
 std::optional<vision_router::route> vision_router::pick(const std::vector<live_instance>& vision, int64_t width,
                                                         int64_t height) {
@@ -44,6 +47,7 @@ std::optional<vision_router::route> vision_router::pick(const std::vector<live_i
     cfg.cards_per_machine = static_cast<int>(cards);
     cfg.patch = patch_;
     cfg.seed = ++generation_ * 0x9e3779b97f4a7c15ull;
+    cfg.policy = policy_;
     balancer_.emplace(cfg);
     shape_ = std::move(shape);
     ranks_ = std::move(ranks);
@@ -53,6 +57,9 @@ std::optional<vision_router::route> vision_router::pick(const std::vector<live_i
   r.rank = ranks_[static_cast<std::size_t>(r.pick.machine)][static_cast<std::size_t>(r.pick.card)];
   r.generation = generation_;
   publish(r.pick);
+  log().debug("vision route node={} rank={} patches={} in_flight={} policy={} generation={}",
+              shape_[static_cast<std::size_t>(r.pick.machine)].first, r.pick.card, r.pick.patches,
+              balancer_->in_flight(r.pick.machine, r.pick.card), balancers::to_string(policy_), generation_);
   return r;
 }
 

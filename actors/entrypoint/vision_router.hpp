@@ -22,8 +22,11 @@ namespace deepinfer::actors {
 class vision_router {
 public:
   /// `patch`: the encoder's patch side (patches = (w / patch) x (h / patch)); `in_flight`:
-  /// the gauge family of patches in flight per vision rank (labels node, rank; may be null).
-  vision_router(int patch, http::metrics_registry::family<http::metrics_registry::gauge>* in_flight);
+  /// the gauge family of patches in flight per vision rank (labels node, rank; may be null);
+  /// `policy`: the seeds' patch rule, or round robin over every rank (the baseline bench/
+  /// measures it against, `[vision] balancer`).
+  vision_router(int patch, http::metrics_registry::family<http::metrics_registry::gauge>* in_flight,
+                balancers::vision_policy policy = balancers::vision_policy::patches);
 
   /// One image's route: the rank and what to hand back to `done`.
   struct route {
@@ -43,6 +46,7 @@ private:
 
   std::mutex mtx_;
   int patch_;
+  balancers::vision_policy policy_;
   http::metrics_registry::family<http::metrics_registry::gauge>* gauge_;
   /// The machines the balancer was built for: node name and rank handles, in view order.
   std::vector<std::pair<std::string, std::vector<caf::actor_addr>>> shape_;

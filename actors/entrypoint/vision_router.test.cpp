@@ -1,7 +1,7 @@
 // The entrypoint's vision router (issue 21): the vision balancer of DESIGN §6.3 over the live
 // vision instances: on a machine, the rank with the fewest patches in flight; done() gives them
 // back; a changed set of ranks starts a fresh balancer and ignores the old one's routes; the
-// per-rank gauge follows the counts.
+// per-rank gauge follows the counts; round robin (the bench baseline) deals the ranks in turn.
 #include "actors/entrypoint/vision_router.hpp"
 
 #include <boost/test/unit_test.hpp>
@@ -110,6 +110,17 @@ BOOST_AUTO_TEST_CASE(both_machines_are_chosen_and_a_new_set_of_ranks_starts_afre
   BOOST_TEST(gauge(node, 0) == 256);
   router.done(*fresh);
   BOOST_TEST(gauge(node, 0) == 0);
+}
+
+BOOST_AUTO_TEST_CASE(round_robin_deals_every_rank_of_every_machine_in_turn) {
+  vision_router router(16, nullptr, deepinfer::balancers::vision_policy::round_robin);
+  auto a = rank(), b = rank(), c = rank(), d = rank();
+  const std::vector<live_instance> view{instance("v0", {a, b}), instance("v1", {c, d})};
+  std::vector<caf::strong_actor_ptr> order;
+  for (int i = 0; i < 8; ++i)
+    order.push_back(router.pick(view, i == 0 ? 1024 : 256, 256)->rank);
+  // The big first image does not keep the next small ones off its rank (the patch rule would).
+  BOOST_TEST((order == std::vector<caf::strong_actor_ptr>{a, b, c, d, a, b, c, d}));
 }
 
 BOOST_AUTO_TEST_SUITE_END()

@@ -7,8 +7,10 @@
 #include <vector>
 
 #include "actors/entrypoint/admission_control.hpp"
+#include "actors/http/image_fetcher.hpp"
 #include "actors/transport/kv_transport_choice.hpp"
 #include "balancers/cost_model.hpp"
+#include "balancers/vision_balancer.hpp"
 #include "engine/decoder_mode.hpp"
 #include "engine/speculative_mode.hpp"
 #include "engine/kernels/isa.hpp"
@@ -80,6 +82,11 @@ struct serving_config {
   std::chrono::milliseconds so_compile_timeout{2000};
   /// Image inputs (`[vision]`, issue 21): pixels per image and images per request, at most.
   recipe::image_limits vision;
+  /// How the entrypoint fetches http(s) image URLs (`[vision]` fetch_timeout_s,
+  /// fetch_max_redirects, fetch_private_addresses; its size limit is `vision.max_bytes`).
+  http::image_fetcher::config image_fetch;
+  /// How the entrypoint spreads images over the vision ranks (`[vision] balancer`).
+  balancers::vision_policy vision_balancer = balancers::vision_policy::patches;
   /// Limit for one prefill round trip (a dead rank never answers: CAF 0.17 pitfall P7).
   std::chrono::milliseconds prefill_timeout{60000};
   /// How long a request waits for a running prefill and decode instance (starting, restarting

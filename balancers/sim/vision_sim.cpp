@@ -10,10 +10,6 @@
 
 namespace deepinfer::balancers::sim {
 
-const char* to_string(vision_policy p) {
-  return p == vision_policy::patches ? "patches" : "round_robin";
-}
-
 vision_sim_result run_vision_sim(const vision_sim_config& cfg, vision_policy policy) {
   const int cards = cfg.machines * cfg.cards_per_machine;
   vision_balancer balancer({cfg.machines, cfg.cards_per_machine, cfg.patch, cfg.seed * 7 + 1});

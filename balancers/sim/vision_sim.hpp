@@ -3,19 +3,12 @@
 #include <cstdint>
 #include <string>
 
+#include "balancers/vision_balancer.hpp"
+
 namespace deepinfer::balancers::sim {
 
-/// How images are spread over the vision cards.
-enum class vision_policy : uint8_t {
-  /// DESIGN §6.3 with the real `vision_balancer`: a random machine, then its card with the
-  /// fewest patches in flight.
-  patches,
-  /// Every card in turn, whatever it holds.
-  round_robin,
-};
-
-/// "patches" | "round_robin".
-const char* to_string(vision_policy p);
+/// The two policies compared (the live router takes the same enum, `[vision] balancer`).
+using deepinfer::balancers::vision_policy;
 
 /// A mixed image load on vision-encoder cards, in virtual time (issue 21): Poisson arrivals, a
 /// share of large images among many small ones, each card encoding FIFO with a cost linear in

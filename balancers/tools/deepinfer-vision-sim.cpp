@@ -39,7 +39,7 @@ int main(int argc, char** argv) {
   int i = 0;
   for (auto policy : {sim::vision_policy::patches, sim::vision_policy::round_robin}) {
     auto r = sim::run_vision_sim(cfg, policy);
-    std::printf("| %s | %.2f | %.2f | %.2f | %.1f %% |\n", sim::to_string(policy), 1e3 * r.queue_p50_s,
+    std::printf("| %s | %.2f | %.2f | %.2f | %.1f %% |\n", deepinfer::balancers::to_string(policy), 1e3 * r.queue_p50_s,
                 1e3 * r.queue_p99_s, 1e3 * r.queue_mean_s, 100 * r.utilization);
     p99[i++] = r.queue_p99_s;
   }

@@ -41,7 +41,7 @@ int main(int argc, char** argv) {
   const char* cache_env = std::getenv("DEEPINFER_CACHE");
   const std::string cache = cache_env ? cache_env : std::string{std::getenv("HOME")} + "/.cache/deepinfer";
   actors::entrypoint::context ctx;
-  ctx.cfg.model_name = "m";
+  ctx.cfg.model_name = std::string(1, 'm'); // not = "m": GCC 12 warns falsely (-Wrestrict, PR 105329) on that assignment here
   auto loaded = recipe::tokenizer::load(cache + "/tokenizer/tokenizer_v41.json");
   if (!loaded) {
     std::fprintf(stderr, "cannot load the tokenizer: %s (run scripts/prepare_tokenizer.sh)\n", loaded.error.c_str());

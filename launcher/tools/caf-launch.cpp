@@ -273,8 +273,10 @@ int main(int argc, char** argv) {
     }
     auto cfg = make_node_config(m, *node);
     if (!o.no_serve
-        && (node->has(node_role::entrypoint) || node->has(node_role::prefill) || node->has(node_role::decode))) {
-      // Every serving node loads the same model.
+        && (node->has(node_role::entrypoint) || node->has(node_role::prefill) || node->has(node_role::decode) ||
+            node->has(node_role::vision))) {
+      // Every serving node loads the same model (a vision node its encoder: without it, its
+      // ranks refuse every image and the prefill ranks encode them instead).
       actors::serving_config sc;
       sc.model_name = m.model_name;
       sc.template_version = m.template_version;
@@ -294,6 +296,8 @@ int main(int argc, char** argv) {
       sc.so_cache_bytes = static_cast<std::size_t>(m.so_cache_mib) << 20;
       sc.so_compile_timeout = std::chrono::milliseconds{m.so_compile_timeout_ms};
       sc.vision = m.vision;
+      sc.image_fetch = m.image_fetch;
+      sc.vision_balancer = m.vision_balancer;
       if (auto rc = finish_serving_config(o, sc, node->cpu_isa, m.kv_transport))
         return *rc;
       cfg.serving = sc;

@@ -22,7 +22,7 @@ std::vector<content_part> user_content(const json& v, const json_path& at) {
       (p / "image_url").fail("Missing required parameter: '" + (p / "image_url").str() + "'.");
     std::string url = img->is_string() ? img->get<std::string>() : jr::req_string(jr::object(*img, p / "image_url"), "url", p / "image_url");
     rc::check_image_url(url, p / "image_url" / "url");
-    return content_part::image(std::move(url));
+    return content_part::image(std::move(url), (p / "image_url" / "url").str());
   });
 }
 

@@ -27,9 +27,14 @@ struct content_part {
   /// An image: how many placeholder positions the renderer writes for it (its vision-encoder
   /// tokens, set by the entrypoint once the image is decoded).
   int64_t image_tokens = 1;
+  /// An image: the request field that gave it (`messages[0].content[1].image_url.url`), which
+  /// its 400s name; empty for images that did not come from a request body.
+  std::string path = {};
 
   static content_part text(std::string s) { return {kind::text, std::move(s)}; }
-  static content_part image(std::string url) { return {kind::image, std::move(url), 1}; }
+  static content_part image(std::string url, std::string path = {}) {
+    return {kind::image, std::move(url), 1, std::move(path)};
+  }
 };
 
 /// A tool call made by an earlier assistant turn.

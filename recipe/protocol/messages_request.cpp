@@ -22,11 +22,11 @@ content_part image_block(const json& b, const json_path& at) {
   if (type == "url") {
     auto url = jr::req_string(*src, "url", p);
     rc::check_image_url(url, p / "url");
-    return content_part::image(std::move(url));
+    return content_part::image(std::move(url), (p / "url").str());
   }
   const auto media = jr::req_string(*src, "media_type", p);
   jr::one_of(media, {"image/jpeg", "image/png", "image/gif", "image/webp"}, p / "media_type");
-  return content_part::image("data:" + media + ";base64," + jr::req_string(*src, "data", p));
+  return content_part::image("data:" + media + ";base64," + jr::req_string(*src, "data", p), (p / "data").str());
 }
 
 std::vector<content_part> tool_result_content(const json& v, const json_path& at) {

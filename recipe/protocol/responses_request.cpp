@@ -20,7 +20,7 @@ std::vector<content_part> parts(const json& v, const json_path& at, bool assista
       (p / "image_url").fail("Missing required parameter: '" + (p / "image_url").str() +
                              "'. Only images given by URL or data URI are supported.");
     rc::check_image_url(*url, p / "image_url");
-    return content_part::image(std::move(*url));
+    return content_part::image(std::move(*url), (p / "image_url").str());
   };
   if (assistant)
     return rc::content_parts(v, at, {"output_text", "refusal", "input_text"}, part);

@@ -2,9 +2,13 @@
 // `input_image` and Messages `image` (base64 source) are answered; the same conversation with the
 // same image again reports cached tokens past the image and gives the same greedy output; another
 // image gives other output; a corrupt, oversized or unsupported image is a 400 in the API's own
-// error shape, and the server keeps serving. The embedded default's vision instance encodes the
-// images (the vision balancer routes them). The PNGs are made in the test (png.mjs), seeded.
+// error shape, and the server keeps serving. http(s) URLs (Chat, Responses, Messages' url source)
+// are fetched from a local origin in the test: the same answer and prefix-cache entry as the data
+// URI, a redirect followed, a 404 / non-image / unreachable URL a 400 naming the field. The
+// embedded default's vision instance encodes the images (the vision balancer routes them). The
+// PNGs are made in the test (png.mjs), seeded.
 // Usage: node vision.test.mjs /path/to/caf-launch
+import http from 'node:http';
 import os from 'node:os';
 import path from 'node:path';
 import assert from 'node:assert/strict';
@@ -33,6 +37,26 @@ async function post(base, route, body) {
                                          body: JSON.stringify(body) });
   return { status: r.status, json: await r.json() };
 }
+
+// The image origin for the URL cases: a plain node:http server on loopback (the entrypoint
+// fetches from loopback by default, [vision] fetch_private_addresses).
+const origin = await (async () => {
+  const files = { '/a.png': imageA, '/b.png': imageB, '/c.png': png(192, 192, 5) };
+  const srv = http.createServer((req, res) => {
+    if (req.url.startsWith('/moved/')) { res.writeHead(302, { location: '/' + req.url.slice(7) }); return res.end(); }
+    if (req.url === '/page') { res.writeHead(200, { 'content-type': 'text/html' }); return res.end('<html></html>'); }
+    const body = files[req.url];
+    if (!body) { res.writeHead(404, { 'content-type': 'text/plain' }); return res.end('not found'); }
+    res.writeHead(200, { 'content-type': 'image/png', 'content-length': body.length });
+    res.end(body);
+  });
+  await new Promise((r) => srv.listen(0, '127.0.0.1', r));
+  const closed = http.createServer();
+  await new Promise((r) => closed.listen(0, '127.0.0.1', r));
+  const closedPort = closed.address().port;
+  await new Promise((r) => closed.close(r));
+  return { srv, base: `http://127.0.0.1:${srv.address().port}`, closedPort };
+})();
 
 let server = await startServer(exe, { logPath, kvPrefix: 'deepinfer-vision-kv-' });
 try {
@@ -109,6 +133,64 @@ try {
     assert.notEqual(text(other), text(miss), 'another image, other text');
   });
 
+  await check('http(s) image URLs: fetched by the entrypoint, the same answer and cache entry as the data URI; a 404 URL is a 400', async () => {
+    const url = (p) => `${origin.base}${p}`;
+    // Chat: the URL of image A answers as its data URI did, from the same prefix-cache entry
+    // (the key covers the pixels, not how they came).
+    const byUrl = await openai.chat.completions.create({
+      model: MODEL, max_tokens: 16, temperature: 0, logprobs: true,
+      messages: [{ role: 'user', content: [{ type: 'image_url', image_url: { url: url('/a.png') } },
+                                            { type: 'text', text: question }] }] });
+    const cached = byUrl.usage.prompt_tokens_details?.cached_tokens ?? 0;
+    console.log(`     by URL: prompt ${byUrl.usage.prompt_tokens} tokens, cached ${cached}`);
+    assert.equal(byUrl.usage.prompt_tokens, chatA.usage.prompt_tokens);
+    assert.ok(cached >= 128, `the URL hits the data URI's entry past the image: ${cached} cached`);
+    assert.equal(byUrl.choices[0].message.content, chatA.choices[0].message.content, 'same greedy output as the data URI');
+    assert.equal(firstLogprobs(byUrl), firstLogprobs(chatA));
+    // A redirect is followed; Responses takes the URL too.
+    const viaRedirect = await openai.responses.create({
+      model: MODEL, max_output_tokens: 16, temperature: 0,
+      input: [{ role: 'user', content: [{ type: 'input_image', image_url: url('/moved/b.png') },
+                                        { type: 'input_text', text: question }] }] });
+    const inline = await responses(imageB);
+    assert.equal(viaRedirect.output_text, inline.output_text);
+    assert.ok((viaRedirect.usage.input_tokens_details?.cached_tokens ?? 0) >= 128);
+    // Messages: Anthropic's url source.
+    const imageC = png(192, 192, 5);
+    const text = (m) => m.content.filter((b) => b.type === 'text').map((b) => b.text).join('');
+    const byAnthropicUrl = await anthropic.messages.create({
+      model: MODEL, max_tokens: 16, temperature: 0,
+      messages: [{ role: 'user', content: [{ type: 'image', source: { type: 'url', url: url('/c.png') } },
+                                           { type: 'text', text: question }] }] });
+    assert.equal(text(byAnthropicUrl), text(await messages(imageC)));
+    assert.ok((byAnthropicUrl.usage.cache_read_input_tokens ?? 0) >= 128);
+    // Errors: a 400 in each API's shape naming the field, the origin's answer in the message.
+    await assert.rejects(openai.chat.completions.create({
+      model: MODEL, max_tokens: 4,
+      messages: [{ role: 'user', content: [{ type: 'text', text: 'hi' }, { type: 'image_url', image_url: { url: url('/missing.png') } }] }] }),
+    (e) => {
+      assert.ok(e instanceof OpenAI.BadRequestError, `${e}`);
+      assert.equal(e.error?.type, 'invalid_request_error');
+      assert.equal(e.error?.param, 'messages[0].content[1].image_url.url');
+      assert.match(e.error?.message ?? '', /HTTP 404/);
+      return true;
+    });
+    await assert.rejects(anthropic.messages.create({
+      model: MODEL, max_tokens: 4,
+      messages: [{ role: 'user', content: [{ type: 'image', source: { type: 'url', url: url('/page') } }] }] }),
+    (e) => {
+      assert.ok(e instanceof Anthropic.BadRequestError, `${e}`);
+      assert.equal(e.error?.error?.type, 'invalid_request_error');
+      assert.match(e.error?.error?.message ?? '', /not an image/);
+      return true;
+    });
+    const refused = await post(base, '/v1/chat/completions', { model: MODEL, max_tokens: 4,
+      messages: [{ role: 'user', content: [{ type: 'image_url', image_url: { url: `http://127.0.0.1:${origin.closedPort}/a.png` } }] }] });
+    assert.equal(refused.status, 400);
+    assert.match(refused.json.error.message, /cannot fetch/);
+    console.log(`     unreachable: ${refused.json.error.message}`);
+  });
+
   await check('corrupt, oversized and unsupported images: 400 in each API\'s error shape (official clients)', async () => {
     for (const [what, img] of [['corrupt', corrupt], ['oversized', oversized]]) {
       await assert.rejects(chat(img), (e) => {
@@ -168,5 +250,6 @@ try {
   setupFailed(e);
 } finally {
   await stopServer(server);
+  origin.srv.close();
 }
 verdict(logPath);

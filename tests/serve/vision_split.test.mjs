@@ -70,6 +70,10 @@ try {
     const seen = new Set(nodes.map((m) => m[1]));
     assert.ok(seen.has('v0') && seen.has('v1'), `images on both vision nodes: ${[...seen]}`);
     for (const m of nodes) assert.equal(Number(m[2]), 0, m[0]);
+    // The vision nodes encoded them: a vision rank without the encoder refuses each image (and
+    // the prefill rank encodes it, which gives the same answers and would hide it).
+    const refused = fs.readFileSync(logPath, 'utf8').split('\n').filter((l) => l.includes('vision rank refused'));
+    assert.equal(refused.length, 0, `vision ranks refused images: ${refused[0]}`);
   });
 } catch (e) {
   await check('setup', () => { throw e; });

@@ -1,0 +1,189 @@
+// bench/serve/vision_live.mjs: the vision balancer live (issue 21, acceptance 2). A loopback
+// cluster of five processes (entrypoint, prefill, decode, two vision nodes of `cards` ranks each)
+// serves a mixed image load under `[vision] balancer = "patches"` (the seeds' rule: a random
+// vision node, then its rank with the fewest patches in flight) and under "round_robin", the
+// policies alternating run by run in one invocation, so drift on a shared machine hits both.
+// Each run: text-only probes alone (no image load), then the image load (Poisson arrivals, a
+// `large-share` of `large`-pixel images among `small`-pixel ones, each a one-token chat) with
+// the same text probes beside it. Measured: encoder queue time from the entrypoint's
+// `deepinfer_vision_queue_seconds` (round trip to the vision rank less the encode: mailbox wait
+// and transfer; p99 interpolated inside its buckets, mean exact), and the text probes' TTFT
+// (client-side latency of a one-token, non-streamed answer) with and without the image load.
+// Usage: node bench/serve/vision_live.mjs EXE [--runs=2] [--rate=6] [--seconds=40] [--idle-seconds=12]
+//        [--large-share=0.05] [--large=1024] [--small=256] [--cards=2] [--probe-rate=2] [--keep]
+import { spawn } from 'node:child_process';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+
+import { clusterManifest, freePort, manifestNode } from '../../tests/serve/harness.mjs';
+import { dataUri, png } from '../../tests/serve/png.mjs';
+
+const opts = Object.fromEntries(process.argv.slice(2).filter((a) => a.startsWith('--')).map((a) => a.slice(2).split('=')));
+const exe = process.argv.slice(2).find((a) => !a.startsWith('--'));
+if (!exe) {
+  console.error('usage: node bench/serve/vision_live.mjs EXE [--runs=2] [--rate=6] [--seconds=40] ...');
+  process.exit(2);
+}
+const runs = Number(opts.runs ?? 2), rate = Number(opts.rate ?? 6), seconds = Number(opts.seconds ?? 40);
+const idleSeconds = Number(opts['idle-seconds'] ?? 12), largeShare = Number(opts['large-share'] ?? 0.05);
+const large = Number(opts.large ?? 1024), small = Number(opts.small ?? 256), cards = Number(opts.cards ?? 2);
+const probeRate = Number(opts['probe-rate'] ?? 2);
+const MODEL = 'deepseek-v4.1-flash';
+
+// A seeded stream, so every run sends the same images at the same offsets.
+function rng(seed) {
+  let x = seed >>> 0;
+  return () => { x = (Math.imul(x, 1664525) + 1013904223) >>> 0; return x / 2 ** 32; };
+}
+// Distinct images (a cache hit would skip nothing on the encoder, but distinct is the honest load).
+const smallImages = Array.from({ length: 16 }, (_, i) => dataUri(png(small, small, 1000 + i)));
+const largeImages = Array.from({ length: 4 }, (_, i) => dataUri(png(large, large, 2000 + i)));
+
+async function start(policy) {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'deepinfer-vision-live-'));
+  const ports = [];
+  for (let i = 0; i < 5; ++i) ports.push(await freePort());
+  const http = await freePort();
+  const manifest = path.join(dir, 'cluster.toml');
+  const text = clusterManifest(path.join(dir, 'kv'), [
+    manifestNode('n0', ports[0], ['controller', 'entrypoint', 'kvstore'], `http = "127.0.0.1:${http}"\n`),
+    manifestNode('p0', ports[1], ['prefill'], 'ranks = 1\n'),
+    manifestNode('d0', ports[2], ['decode'], 'ranks = 1\n'),
+    manifestNode('v0', ports[3], ['vision'], `ranks = ${cards}\n`),
+    manifestNode('v1', ports[4], ['vision'], `ranks = ${cards}\n`),
+  ]).replace('log_level = "info"', `log_level = "${opts['log-level'] ?? 'warn'}"\n[vision]\nbalancer = "${policy}"`);
+  fs.writeFileSync(manifest, text);
+  const proc = spawn(exe, ['--manifest', manifest], { stdio: ['ignore', fs.openSync(path.join(dir, 'log'), 'w'), fs.openSync(path.join(dir, 'log'), 'a')] });
+  const base = `http://127.0.0.1:${http}`;
+  const t0 = Date.now();
+  for (;;) {
+    try {
+      const m = await (await fetch(base + '/metrics')).text();
+      const up = ['v0', 'v1'].every((n) => m.includes(`deepinfer_instance_healthy_ranks{instance="${n}/vision"} ${cards}`));
+      if (up && (await chat(base, 'ping')).ok) break;
+    } catch { /* not up yet */ }
+    if (Date.now() - t0 > 180000) throw new Error(`the cluster did not come up within 180 s (log: ${dir}/log)`);
+    await new Promise((r) => setTimeout(r, 250));
+  }
+  return { base, proc, dir };
+}
+
+async function stop(s) {
+  s.proc.kill('SIGINT');
+  await new Promise((r) => { s.proc.on('exit', r); setTimeout(() => { s.proc.kill('SIGKILL'); r(); }, 15000); });
+  if ('keep' in opts) console.log(`kept ${s.dir}`);
+  else fs.rmSync(s.dir, { recursive: true, force: true });
+}
+
+async function chat(base, content) {
+  const r = await fetch(base + '/v1/chat/completions', { method: 'POST', headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ model: MODEL, temperature: 0, max_tokens: 1, messages: [{ role: 'user', content }] }) });
+  await r.arrayBuffer();
+  return r;
+}
+
+let probeSalt = 0;
+/// Text-only probes at `probeRate`/s until `until()`: each a fresh short prompt (no prefix hit).
+async function probes(base, until) {
+  const ttft = [];
+  const inflight = [];
+  while (!until()) {
+    const s = ++probeSalt;
+    const prompt = Array.from({ length: 24 }, (_, i) => `t${(i * 7919 + s * 104729) % 99991}`).join(' ');
+    inflight.push((async () => {
+      const t = performance.now();
+      const r = await chat(base, prompt);
+      if (r.ok) ttft.push(performance.now() - t);
+    })());
+    await new Promise((r) => setTimeout(r, 1000 / probeRate));
+  }
+  await Promise.all(inflight);
+  return ttft;
+}
+
+/// The image load: Poisson arrivals at `rate`/s for `seconds`, each a one-token chat with one image.
+async function imageLoad(base) {
+  const next = rng(42);
+  const sent = [];
+  const t0 = performance.now();
+  let at = 0, failed = 0, nLarge = 0;
+  const smallMs = [], largeMs = [];
+  for (let i = 0; ; ++i) {
+    at += -Math.log(1 - next()) / rate;
+    if (at > seconds) break;
+    const big = next() < largeShare;
+    nLarge += big ? 1 : 0;
+    const img = big ? largeImages[i % largeImages.length] : smallImages[i % smallImages.length];
+    const wait = t0 + at * 1000 - performance.now();
+    if (wait > 0) await new Promise((r) => setTimeout(r, wait));
+    const t = performance.now();
+    sent.push(chat(base, [{ type: 'image_url', image_url: { url: img } }, { type: 'text', text: 'What is this?' }])
+      .then((r) => { if (!r.ok) ++failed; else (big ? largeMs : smallMs).push(performance.now() - t); }, () => { ++failed; }));
+  }
+  await Promise.all(sent);
+  return { images: sent.length, large: nLarge, failed, small_p50: pct(smallMs, 0.5), small_p99: pct(smallMs, 0.99),
+           large_p50: pct(largeMs, 0.5) };
+}
+
+/// The histogram `name` (no labels) from /metrics: [upper bound, cumulative count] pairs, sum, count.
+async function histogram(base, name) {
+  const text = await (await fetch(base + '/metrics')).text();
+  const buckets = [...text.matchAll(new RegExp(`^${name}_bucket\\{le="([^"]+)"\\} (\\S+)$`, 'gm'))]
+    .map((m) => [m[1] === '+Inf' ? Infinity : Number(m[1]), Number(m[2])]);
+  const num = (k) => Number(text.match(new RegExp(`^${name}_${k}(?:\\{\\})? (\\S+)$`, 'm'))?.[1] ?? 0);
+  return { buckets, sum: num('sum'), count: num('count') };
+}
+function minus(a, b) {
+  return { buckets: a.buckets.map(([le, c], i) => [le, c - (b.buckets[i]?.[1] ?? 0)]), sum: a.sum - b.sum, count: a.count - b.count };
+}
+function quantile(h, q) {
+  const rank = q * h.count;
+  let lo = 0, below = 0;
+  for (const [le, c] of h.buckets) {
+    if (c >= rank) return le === Infinity ? lo : lo + (le - lo) * (c === below ? 0 : (rank - below) / (c - below));
+    [lo, below] = [le, c];
+  }
+  return lo;
+}
+const pct = (xs, q) => { const s = [...xs].sort((a, b) => a - b); return s[Math.min(s.length - 1, Math.floor(q * s.length))]; };
+
+async function measure(policy) {
+  const s = await start(policy);
+  try {
+    // 1. Text alone.
+    let idleEnd = performance.now() + idleSeconds * 1000;
+    const idle = await probes(s.base, () => performance.now() > idleEnd);
+    // 2. Images, with the same probes beside them.
+    const before = await histogram(s.base, 'deepinfer_vision_queue_seconds');
+    let loading = true;
+    const [load, busy] = await Promise.all([imageLoad(s.base).finally(() => { loading = false; }), probes(s.base, () => !loading)]);
+    const q = minus(await histogram(s.base, 'deepinfer_vision_queue_seconds'), before);
+    return { policy, ...load, queue_p50: quantile(q, 0.5), queue_p99: quantile(q, 0.99), queue_mean: q.sum / Math.max(1, q.count),
+             queued: q.count, idle_p50: pct(idle, 0.5), idle_p90: pct(idle, 0.9), busy_p50: pct(busy, 0.5), busy_p90: pct(busy, 0.9),
+             probes: [idle.length, busy.length] };
+  } finally {
+    await stop(s);
+  }
+}
+
+console.log(`# vision live: 2 vision nodes x ${cards} ranks, ${rate} images/s for ${seconds} s, ${Math.round(largeShare * 100)} % ${large}x${large} ` +
+            `among ${small}x${small}, text probes ${probeRate}/s; ${os.cpus()[0]?.model} x ${os.cpus().length}`);
+console.log('| run | policy | images (large, failed) | queue p50 | queue p99 | queue mean | small-image answer p50 / p99 | large p50 | text TTFT p50 / p90 alone | with images | p50 change |');
+console.log('|---|---|---|---|---|---|---|---|---|---|---|');
+const all = [];
+for (let r = 0; r < runs; ++r)
+  for (const policy of ['patches', 'round_robin']) {
+    const m = await measure(policy);
+    all.push(m);
+    const ms = (x) => `${(x * 1000).toFixed(1)} ms`;
+    console.log(`| ${r + 1} | ${policy} | ${m.images} (${m.large}, ${m.failed}) | ${ms(m.queue_p50)} | ${ms(m.queue_p99)} | ${ms(m.queue_mean)} | ` +
+                `${m.small_p50.toFixed(0)} / ${m.small_p99.toFixed(0)} ms | ${m.large_p50?.toFixed(0)} ms | ` +
+                `${m.idle_p50.toFixed(1)} / ${m.idle_p90.toFixed(1)} ms | ${m.busy_p50.toFixed(1)} / ${m.busy_p90.toFixed(1)} ms | ` +
+                `${((m.busy_p50 / m.idle_p50 - 1) * 100).toFixed(1)} % |`);
+  }
+const mean = (p, k) => { const xs = all.filter((m) => m.policy === p).map((m) => m[k]); return xs.reduce((a, b) => a + b, 0) / xs.length; };
+console.log(`\nqueue p99 patches / round robin (mean over runs): ${(mean('patches', 'queue_p99') / mean('round_robin', 'queue_p99')).toFixed(2)}x ` +
+            `(goal <= 0.7x); queue mean: ${(mean('patches', 'queue_mean') / mean('round_robin', 'queue_mean')).toFixed(2)}x`);
+for (const p of ['patches', 'round_robin'])
+  console.log(`text TTFT p50 with images / alone, ${p}: ${((mean(p, 'busy_p50') / mean(p, 'idle_p50') - 1) * 100).toFixed(1)} % (goal within +5 %)`);
