@@ -134,7 +134,6 @@ prefill_progress rank_engine::begin_prefill(const prefill_request& req) {
     pool_.free(req.seq);
     return failure(engine_status::invalid_request, err);
   }
-  s->rng.seed(req.sampling.seed);
   s->prefilling = true;
   s->awaited_blocks = req.blocks_later ? h / 128 : 0;
   int64_t start = 0;
@@ -395,11 +394,11 @@ bool rank_engine::sample_and_append(sequence& s, float* logits, sampled_token& t
     else {
       // The row is this sequence's own: masked in place (what `logits` outputs return, too).
       apply_mask(logits, vocab, bits);
-      tok = sampler::sample(logits, vocab, s.sampling, s.rng);
+      tok = sampler::sample(logits, vocab, s.sampling, static_cast<int64_t>(s.tokens.size()));
     }
     s.constraint->advance(tok.id);
   } else
-    tok = sampler::sample(logits, vocab, s.sampling, s.rng);
+    tok = sampler::sample(logits, vocab, s.sampling, static_cast<int64_t>(s.tokens.size()));
   s.tokens.push_back(tok.id);
   ++s.generated;
   const auto& stops = s.sampling.stop_ids;

@@ -247,11 +247,6 @@ engine_status rank_engine::import_sequence(sequence_id id, std::span<const std::
     pool_.free(id);
     return fail(engine_status::invalid_request, cerr);
   }
-  // The sampler draws once per sampled token when temperature > 0: skip the draws the
-  // producing rank made so a seed gives the same tokens wherever the request runs.
-  s->rng.seed(sampling.seed);
-  if (sampling.temperature > 0.0f)
-    s->rng.discard(static_cast<unsigned long long>(s->generated));
   seqs_.emplace(id, std::move(s));
   return engine_status::ok;
 }

@@ -37,7 +37,6 @@ struct rank_engine::sequence {
   std::vector<image_embedding> images;
   /// Structured output (null: unconstrained), made from `sampling.constraint`.
   std::unique_ptr<token_constraint> constraint;
-  std::mt19937_64 rng;
   int32_t generated = 0;
   /// The draft head's tokens after the last one (count 0 when not drafting).
   draft_proposal proposal;

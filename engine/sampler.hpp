@@ -1,7 +1,6 @@
 #pragma once
 
 #include <cstdint>
-#include <random>
 #include <span>
 #include <string>
 #include <utility>
@@ -62,12 +61,19 @@ struct sampled_token {
   std::vector<std::pair<int32_t, float>> top;
 };
 
-/// Turns one row of logits into a token. Stateless; the caller owns each request's generator.
+/// Turns one row of logits into a token. Stateless: the random stream is counter-based.
 class sampler {
 public:
-  /// Samples from `logits[0..vocab)` under `p`, drawing from `rng` only when temperature > 0.
-  static sampled_token sample(const float* logits, int64_t vocab, const sampling_params& p,
-                              std::mt19937_64& rng);
+  /// Samples from `logits[0..vocab)` under `p` the token at sequence position `position` (the
+  /// number of tokens before it, prompt included). At temperature > 0 its one random draw is
+  /// `random_bits(p.seed, position)`: a function of the seed and the position only, so a
+  /// request moved to another rank (rerouted, handed off, speculated) draws what it would have
+  /// drawn in place, whatever it drew before.
+  static sampled_token sample(const float* logits, int64_t vocab, const sampling_params& p, int64_t position);
+
+  /// The 64 random bits of position `position` under `seed` (SplitMix64's output at step
+  /// `position` of a stream that starts at a mix of `seed`).
+  static uint64_t random_bits(uint64_t seed, int64_t position);
 
   /// Applies `p`'s penalties, min_tokens and logit_bias to `logits[0..vocab)` in place, given the
   /// sequence's `tokens` (prompt, then output from `p.constraint_from`). Touches only the ids
