@@ -308,6 +308,15 @@ caf::behavior request_behavior(request_pointer self, std::shared_ptr<entrypoint:
       attempt(self);
       return;
     }
+    if (st.moving_from && dm.source == st.moving_from.address()) {
+      // The draining rank went before it said whether the KV left: start over (a new rank
+      // that gets it after all drops it, the attempt cancelled).
+      log().warn("request={} draining decode rank down mid-handoff: {}; resubmitting", st.id,
+                 self->system().render(dm.reason));
+      st.moving_from = nullptr;
+      attempt(self);
+      return;
+    }
     if (!st.decode_rank || dm.source != st.decode_rank.address())
       return;
     log().warn("request={} decode rank down: {}; resubmitting", st.id, self->system().render(dm.reason));
@@ -337,6 +346,9 @@ caf::behavior request_behavior(request_pointer self, std::shared_ptr<entrypoint:
         attempt(self);
         return;
       }
+      // The first tokens of the rank a handoff moved the request to (the old rank sends none
+      // after its offer).
+      on_handoff_done(self);
       if (!st.prefilled) {
         st.early.push_back(std::move(b));
         return;
@@ -365,6 +377,8 @@ caf::behavior request_behavior(request_pointer self, std::shared_ptr<entrypoint:
       begin(self);
     },
     [=](deadline_atom, uint64_t timer) { on_deadline(self, timer); },
+    [=](move_atom, uint64_t job) { on_move_offer(self, job); },
+    [=](move_atom, uint64_t job, const caf::error& err) { on_moved(self, job, err); },
     [=](restart_atom) {
       if (!self->state.done)
         place(self);

@@ -342,9 +342,109 @@ void report_growth(request_pointer self) {
              decode_claim{c->key(), c->instance, c->rank, kv, c->reserve_tokens});
 }
 
+void on_move_offer(request_pointer self, uint64_t job) {
+  auto& st = self->state;
+  auto from = caf::actor_cast<caf::actor>(self->current_sender());
+  if (!from)
+    return;
+  auto old_rank = caf::actor_cast<rank_actor>(from);
+  if (!current(self, job) || from != st.decode_rank) {
+    // An abandoned attempt's sequence (or one of a request that ended): stop it there.
+    self->send(old_rank, cancel_atom::value, job);
+    return;
+  }
+  auto stay = [=] { self->send(old_rank, move_atom::value, job, rank_grant{}); };
+  auto view = st.ctx->cluster->get().view;
+  if (!view.decode_balancer) {
+    stay();
+    return;
+  }
+  // The same key: the balancer's place moves the claim (it finishes the old placement first).
+  const auto kv = static_cast<int64_t>(st.prompt.size() + st.generated.size());
+  const auto left = std::max<int64_t>(0, st.sampling.max_tokens - static_cast<int64_t>(st.generated.size()));
+  // The instance it leaves: the whole instance drains, so a rank of it is no place to go (a
+  // balancer that has not heard of the drain yet may offer one).
+  const auto leaving = st.decode_claim ? st.decode_claim->instance : std::string{};
+  if (!st.decode_claim || st.decode_claim->balancer() != view.decode_balancer)
+    st.decode_claim = std::make_unique<balancer_claim>(view.decode_balancer, balancer_key(self));
+  st.decode_claim->kv_tokens = kv;
+  st.decode_claim->reserve_tokens = kv + left;
+  st.move_offered = std::chrono::steady_clock::now();
+  decode_claim ask{st.decode_claim->key(), {}, 0, kv, kv + left};
+  self->request(caf::actor_cast<decode_balancer_actor>(view.decode_balancer), handle_timeout, place_atom::value, ask)
+    .then(
+      [=](rank_grant& g) {
+        auto& st = self->state;
+        if (!current(self, job) || st.decode_rank != from) {
+          self->send(old_rank, cancel_atom::value, job);
+          return;
+        }
+        auto to = caf::actor_cast<caf::actor>(g.handle);
+        if (!usable(self, g.handle) || to == from || g.instance == leaving) {
+          st.move_offered.reset();
+          stay();
+          return;
+        }
+        st.decode_claim->instance = g.instance;
+        st.decode_claim->rank = g.rank;
+        // The new rank from now on (its tokens, its death); the old one until it says the KV left.
+        st.moving_from = from;
+        st.decode_rank = to;
+        self->monitor(st.decode_rank);
+        if (st.rdma_failed)
+          g.rdma.clear();
+        log().debug("request={} moving from a draining decode rank to instance={} rank={}", st.id, g.instance, g.rank);
+        self->send(old_rank, move_atom::value, job, std::move(g));
+      },
+      [=](caf::error& e) {
+        auto& st = self->state;
+        if (!current(self, job) || st.decode_rank != from)
+          return;
+        log().debug("request={} no decode rank to move to ({}); it stays for now", st.id, self->system().render(e));
+        st.move_offered.reset();
+        stay();
+      });
+}
+
+void on_moved(request_pointer self, uint64_t job, const caf::error& err) {
+  auto& st = self->state;
+  if (!current(self, job) || !st.moving_from
+      || caf::actor_cast<caf::actor_addr>(self->current_sender()) != st.moving_from.address())
+    return;
+  self->demonitor(st.moving_from);
+  st.moving_from = nullptr;
+  if (err) {
+    log().warn("request={} handoff failed: {}; resubmitting", st.id, self->system().render(err));
+    attempt(self);
+  }
+}
+
+void on_handoff_done(request_pointer self) {
+  auto& st = self->state;
+  if (!st.move_offered)
+    return;
+  const double took = std::chrono::duration<double>(std::chrono::steady_clock::now() - *st.move_offered).count();
+  st.move_offered.reset();
+  // Tokens from the new rank: the KV has left the old one, whatever becomes of it now.
+  if (st.moving_from) {
+    self->demonitor(st.moving_from);
+    st.moving_from = nullptr;
+  }
+  st.ctx->handoffs->inc();
+  st.ctx->handoff_seconds->observe(took);
+  log().info("request={} id={} handed off: {} tokens so far, stream paused {:.1f} ms", st.id, st.public_id,
+             st.generated.size(), took * 1000.0);
+}
+
 /// One attempt: prefill prompt + tokens generated so far, then decode the rest.
 void attempt(request_pointer self) {
   auto& st = self->state;
+  st.move_offered.reset();
+  if (st.moving_from) {
+    self->demonitor(st.moving_from);
+    self->send(caf::actor_cast<rank_actor>(st.moving_from), cancel_atom::value, st.job);
+    st.moving_from = nullptr;
+  }
   if (st.decode_rank) {
     self->demonitor(st.decode_rank);
     self->send(caf::actor_cast<rank_actor>(st.decode_rank), cancel_atom::value, st.job);

@@ -73,6 +73,10 @@ struct request_state {
   /// The KV transport of the current attempt (for the bytes the decode rank reports); none
   /// until its prefill answered.
   std::optional<kv_transport_kind> transport;
+  /// A handoff (a draining decode rank offered the sequence, issue 17): when the offer came
+  /// (set until the new rank's first tokens), and the old rank, watched until it says the KV left.
+  std::optional<std::chrono::steady_clock::time_point> move_offered;
+  caf::actor moving_from;
   /// Ranks this request saw die: their supervisor may still hand them out for a moment (it
   /// learns of the death by its own monitor), and a resubmission must not pick them again.
   std::set<caf::actor_addr> dead;
@@ -108,5 +112,13 @@ void place(request_pointer self);
 /// request_route.cpp: tells the decode balancer how long the request's KV is now (every
 /// block's worth of generated tokens).
 void report_growth(request_pointer self);
+/// request_route.cpp: a draining decode rank (`current_sender`) offers sequence `job` for a
+/// handoff: a rank of another decode instance from the decode balancer, or "stay" without one.
+void on_move_offer(request_pointer self, uint64_t job);
+/// request_route.cpp: the old rank's word that the KV left for the new rank (`err` none) or
+/// could not (the request is resubmitted).
+void on_moved(request_pointer self, uint64_t job, const caf::error& err);
+/// request_route.cpp: the first tokens of the current attempt after a handoff came: counted.
+void on_handoff_done(request_pointer self);
 
 } // namespace deepinfer::actors
