@@ -9,27 +9,14 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import assert from 'node:assert/strict';
-import { check, clusterManifest, finish, freePort, manifestNode, results, startClusterAndReference,
-         waitFor } from './harness.mjs';
+import { check, finish, results, startTwoDecodeCluster, streamChat, waitFor } from './harness.mjs';
 
 const MODEL = 'deepseek-v4.1-flash';
 const exe = process.argv[2];
 const STREAMS = 24, MAX_TOKENS = 128;
 
 const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'deepinfer-reroute-'));
-const ports = [await freePort(), await freePort(), await freePort(), await freePort()];
-const [clusterHttp, oneHttp] = [await freePort(), await freePort()];
-const manifest = path.join(dir, 'cluster.toml');
-fs.writeFileSync(manifest, clusterManifest(path.join(dir, 'kv-cluster'), [
-  manifestNode('n0', ports[0], ['controller', 'entrypoint', 'kvstore'], `http = "127.0.0.1:${clusterHttp}"\n`),
-  manifestNode('p0', ports[1], ['prefill'], 'ranks = 2\n'),
-  manifestNode('d0', ports[2], ['decode'], 'ranks = 1\n'),
-  manifestNode('d1', ports[3], ['decode'], 'ranks = 1\n'),
-]));
-const logPath = path.join(dir, 'cluster.log');
-const procs = startClusterAndReference(exe, manifest, logPath, oneHttp, path.join(dir, 'kv-one'));
-const cluster = `http://127.0.0.1:${clusterHttp}`;
-const one = `http://127.0.0.1:${oneHttp}`;
+const { manifest, logPath, procs, cluster, one } = await startTwoDecodeCluster(exe, dir);
 
 // Prompts of different lengths, all past one 128-token block (so the bounded decoder's window
 // starts inside the prompt and a resubmission that did not anchor it would compute other
@@ -46,36 +33,10 @@ async function complete(base, content) {
 }
 
 // A streamed request that reports how many content events it has seen so far.
-function stream(base, content, progress, i) {
-  return (async () => {
-    const r = await fetch(base + '/v1/chat/completions', {
-      method: 'POST', headers: { 'content-type': 'application/json' },
-      body: JSON.stringify({ model: MODEL, temperature: 0, max_tokens: MAX_TOKENS, stream: true, logprobs: true,
-                             messages: [{ role: 'user', content }] }) });
-    const reader = r.body.getReader();
-    const dec = new TextDecoder();
-    let buf = '', text = '', done = false, finish = null;
-    const logprobs = [];
-    for (;;) {
-      const { value, done: end } = await reader.read();
-      if (end) break;
-      buf += dec.decode(value, { stream: true });
-      let at;
-      while ((at = buf.indexOf('\n\n')) >= 0) {
-        const event = buf.slice(0, at);
-        buf = buf.slice(at + 2);
-        if (!event.startsWith('data: ')) continue;
-        const data = event.slice(6);
-        if (data === '[DONE]') { done = true; continue; }
-        const chunk = JSON.parse(data);
-        const c = chunk.choices?.[0];
-        if (c?.delta?.content) { text += c.delta.content; progress[i]++; }
-        for (const e of c?.logprobs?.content ?? []) logprobs.push([e.token, e.logprob]);
-        if (c?.finish_reason) finish = c.finish_reason;
-      }
-    }
-    return { status: r.status, text, done, finish, logprobs };
-  })();
+async function stream(base, content, progress, i) {
+  const o = await streamChat(base, { model: MODEL, temperature: 0, max_tokens: MAX_TOKENS, logprobs: true,
+                                     messages: [{ role: 'user', content }] }, () => progress[i]++);
+  return { ...o, logprobs: o.logprobs.map((e) => [e.token, e.logprob]) };
 }
 
 async function ready(base) {
