@@ -2,6 +2,8 @@
 #include <chrono>
 
 #include <caf/actor_cast.hpp>
+#include <caf/actor_system.hpp>
+#include <caf/event_based_actor.hpp>
 #include <caf/send.hpp>
 
 #include "actors/errors.hpp"
@@ -26,6 +28,21 @@ using clock = engine::decode_drain::clock;
 /// `next_check` in the past until the answer comes).
 constexpr auto min_timer = std::chrono::milliseconds{20};
 
+/// Relays the drain's timer to the rank (`rank`, weakly): a delayed message to the rank itself
+/// would hold it, and CAF 0.17 stops its clock before it waits for detached actors' threads, so
+/// a rank (detached) with a timer pending at shutdown kept its process from ever exiting. The
+/// relay is an event-based actor, which the system does not wait for; it goes with the rank.
+caf::behavior drain_relay(caf::event_based_actor* self, caf::actor_addr rank) {
+  self->monitor(rank);
+  self->set_down_handler([=](caf::down_msg&) { self->quit(); });
+  return {
+    [=](drain_atom) {
+      if (auto r = caf::actor_cast<rank_actor>(rank))
+        self->send(r, drain_atom::value);
+    },
+  };
+}
+
 void arm_timer(rank_pointer self) {
   auto& st = self->state;
   if (st.drain_timer || !st.drain)
@@ -34,9 +51,11 @@ void arm_timer(rank_pointer self) {
   auto next = st.drain->next_check(now);
   if (!next)
     return;
+  if (!st.drain_relay)
+    st.drain_relay = self->system().spawn(drain_relay, caf::actor_cast<caf::actor_addr>(self));
   st.drain_timer = true;
   auto wait = std::chrono::ceil<std::chrono::milliseconds>(*next - now);
-  self->delayed_send(self, std::max(wait, min_timer), drain_atom::value);
+  caf::delayed_anon_send(st.drain_relay, std::max(wait, min_timer), drain_atom::value);
 }
 
 /// Sends the offer for `id` when the drain says it is due.

@@ -150,6 +150,8 @@ struct rank_state {
   std::vector<caf::typed_response_promise<uint64_t>> drained_promises;
   uint64_t handed_off = 0;
   bool drain_timer = false;
+  /// Relays the drain's timer (rank_drain.cpp says why it is not a delayed message to the rank).
+  caf::actor drain_relay;
   static inline const char* name = "deepinfer.rank";
 };
 

@@ -118,4 +118,6 @@ try {
   results.push(['setup', false]);
   console.log(`FAIL setup: ${e.stack || e}`);
 }
-await finish(procs, logPath, () => fs.rmSync(dir, { recursive: true, force: true }));
+// A failed run keeps its folder (manifest, every node's log) for a look.
+await finish(procs, logPath, () => (results.every(([, ok]) => ok) ? fs.rmSync(dir, { recursive: true, force: true })
+                                                                  : console.log(`kept ${dir}`)));
