@@ -29,6 +29,14 @@ namespace deepinfer::actors {
 /// - `(loaded, uint64_t id)`: internal, job `id`'s blocks are in host memory.
 /// - `(encode, vision_job) -> vision_result`: a vision rank's work (issue 21): the image's
 ///   placeholder embeddings from the model's vision encoder (an error without one).
+/// - `(drain, int64_t grace_ms) -> uint64_t`: the drain notice (issue 17; decode ranks): decode on
+///   for `grace_ms`, then offer every sequence for a handoff by sending `(move, uint64_t id)` to
+///   its sink; answered once the rank holds no sequence, with how many it handed off.
+/// - `(move, uint64_t id, rank_grant)`: the sink's answer to a move offer: hand sequence `id`
+///   (KV, sampler and stop state: the exported sequence and its sampling_params) to the grant's
+///   rank over a KV transport, then tell the sink `(move, uint64_t id, caf::error)` (none: the KV
+///   left). A null handle: keep decoding it here (no other rank has room); offered again later.
+/// - `(drain)`: internal, the drain's timer (end of the grace period, retries).
 using rank_actor = caf::typed_actor<
   caf::replies_to<caf::ping_atom>::with<rank_status>,
   caf::reacts_to<fail_atom, std::string>,
@@ -42,7 +50,10 @@ using rank_actor = caf::typed_actor<
   caf::reacts_to<planned_atom, uint64_t>,
   caf::reacts_to<loaded_atom, uint64_t>,
   caf::reacts_to<ep_wake_atom, int64_t>,
-  caf::replies_to<encode_atom, vision_job>::with<vision_result>>;
+  caf::replies_to<encode_atom, vision_job>::with<vision_result>,
+  caf::replies_to<drain_atom, int64_t>::with<uint64_t>,
+  caf::reacts_to<move_atom, uint64_t, rank_grant>,
+  caf::reacts_to<drain_atom>>;
 
 /// Owns the N ranks of one prefill or decode instance. Any rank failure fails the instance; it
 /// restarts with its healthy ranks (EP = healthy ranks) and reports to its node agent.
@@ -53,6 +64,10 @@ using rank_actor = caf::typed_actor<
 /// - `(fail, uint32_t rank, std::string, int64_t down_ms)`: the same, but the rank is healthy again
 ///   after `down_ms`: then the instance grows back to its configured size (`POST /admin/fail-rank`).
 /// - `(ep) -> ep_report`: the expert-parallel group (size, generation, placement, moe_lb).
+/// - `(drain, int64_t grace_ms) -> uint64_t`: a decode instance's drain notice (SIGTERM to its
+///   node, `POST /admin/drain`; issue 17): it reports itself `draining` (routers pass it over) and
+///   tells every rank (`grace_ms` < 0: the instance's configured grace); answered once every rank
+///   holds no sequence, with how many were handed off. An error for other roles.
 /// - `(grow)`: internal, a rank's down time ended.
 /// - `(restart)`: internal, sent to itself to start the next generation (with the ranks available then).
 using instance_supervisor_actor = caf::typed_actor<
@@ -62,7 +77,8 @@ using instance_supervisor_actor = caf::typed_actor<
   caf::reacts_to<fail_atom, uint32_t, std::string, int64_t>,
   caf::replies_to<ep_atom>::with<ep_report>,
   caf::reacts_to<restart_atom>,
-  caf::reacts_to<grow_atom>>;
+  caf::reacts_to<grow_atom>,
+  caf::replies_to<drain_atom, int64_t>::with<uint64_t>>;
 
 /// One per process: registers with the controller, owns the node's role actors, relays instance
 /// reports, keeps the latest membership view for local readers (HTTP /metrics).

@@ -93,6 +93,8 @@ using round_atom = caf::atom_constant<caf::atom("round")>;
 using ep_wake_atom = caf::atom_constant<caf::atom("epwake")>;
 using encode_atom = caf::atom_constant<caf::atom("encode")>;
 using ep_atom = caf::atom_constant<caf::atom("ep")>;
+using drain_atom = caf::atom_constant<caf::atom("drain")>;
+using move_atom = caf::atom_constant<caf::atom("move")>;
 
 // -- cluster membership ------------------------------------------------------------------------
 
@@ -120,8 +122,10 @@ typename Inspector::result_type inspect(Inspector& f, node_info& x) {
            x.swa_shard, x.snapshots, x.rdma);
 }
 
-/// Lifecycle of an instance (one prefill or decode communication domain).
-enum class instance_state : uint8_t { starting, running, restarting, failed, stopped };
+/// Lifecycle of an instance (one prefill or decode communication domain). `draining`: a decode
+/// instance that got a drain notice (issue 17): routers send it nothing new; it decodes what it
+/// holds for the grace period, then hands it to other decode instances.
+enum class instance_state : uint8_t { starting, running, restarting, failed, stopped, draining };
 
 /// One instance as its supervisor reports it.
 struct instance_status {

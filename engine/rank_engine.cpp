@@ -135,11 +135,6 @@ prefill_progress rank_engine::begin_prefill(const prefill_request& req) {
     pool_.free(req.seq);
     return failure(engine_status::invalid_request, err);
   }
-  // A resubmission's earlier output drew from the stream already (one draw per token).
-  s->rng.seed(req.sampling.seed);
-  if (req.sampling.temperature > 0.0f && req.sampling.output_from > 0)
-    s->rng.discard(static_cast<unsigned long long>(
-      std::max<int64_t>(0, static_cast<int64_t>(req.tokens.size()) - req.sampling.output_from)));
   s->prefilling = true;
   s->awaited_blocks = req.blocks_later ? h / 128 : 0;
   int64_t start = 0;
@@ -403,11 +398,11 @@ bool rank_engine::sample_and_append(sequence& s, float* logits, sampled_token& t
     else {
       // The row is this sequence's own: masked in place (what `logits` outputs return, too).
       apply_mask(logits, vocab, bits);
-      tok = sampler::sample(logits, vocab, s.sampling, s.rng);
+      tok = sampler::sample(logits, vocab, s.sampling, static_cast<int64_t>(s.tokens.size()));
     }
     s.constraint->advance(tok.id);
   } else
-    tok = sampler::sample(logits, vocab, s.sampling, s.rng);
+    tok = sampler::sample(logits, vocab, s.sampling, static_cast<int64_t>(s.tokens.size()));
   s.tokens.push_back(tok.id);
   ++s.generated;
   const auto& stops = s.sampling.stop_ids;
@@ -420,10 +415,6 @@ sampled_token rank_engine::draw_first(const sequence& s, uint64_t seed, std::vec
   const auto vocab = model().vocab_size;
   auto sampling = s.sampling;
   sampling.seed = seed;
-  std::mt19937_64 rng(seed);
-  if (sampling.temperature > 0.0f && sampling.output_from > 0) // as begin_prefill does
-    rng.discard(static_cast<unsigned long long>(
-      std::max<int64_t>(0, static_cast<int64_t>(s.tokens.size()) - sampling.output_from)));
   if (sampling.processes_logits())
     sampler::process_logits(logits.data(), vocab, sampling, s.tokens);
   if (s.constraint) {
@@ -438,7 +429,8 @@ sampled_token rank_engine::draw_first(const sequence& s, uint64_t seed, std::vec
       apply_mask(logits.data(), vocab, bits);
     }
   }
-  return sampler::sample(logits.data(), vocab, sampling, rng);
+  // The draw of the same position under its own seed: what a request of that seed draws.
+  return sampler::sample(logits.data(), vocab, sampling, static_cast<int64_t>(s.tokens.size()));
 }
 
 prefill_progress rank_engine::prefill(const prefill_request& req) {

@@ -253,13 +253,6 @@ engine_status rank_engine::import_sequence(sequence_id id, std::span<const std::
     pool_.free(id);
     return fail(engine_status::invalid_request, cerr);
   }
-  // The sampler draws once per sampled token when temperature > 0: skip the draws made for
-  // the output so far (on the producing rank, and before a resubmission: from output_from)
-  // so a seed gives the same tokens wherever the request runs.
-  s->rng.seed(sampling.seed);
-  const int64_t output_start = sampling.output_from > 0 ? sampling.output_from : h.prompt_len;
-  if (sampling.temperature > 0.0f)
-    s->rng.discard(static_cast<unsigned long long>(std::max<int64_t>(0, h.tokens - output_start)));
   seqs_.emplace(id, std::move(s));
   return engine_status::ok;
 }

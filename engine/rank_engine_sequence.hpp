@@ -37,7 +37,6 @@ struct rank_engine::sequence {
   std::vector<image_embedding> images;
   /// Structured output (null: unconstrained), made from `sampling.constraint`.
   std::unique_ptr<token_constraint> constraint;
-  std::mt19937_64 rng;
   /// Prefill only: the parallel samples' seeds (prefill_request::sample_seeds).
   std::vector<uint64_t> sample_seeds;
   int32_t generated = 0;

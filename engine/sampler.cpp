@@ -20,7 +20,21 @@ double log_normalizer(const float* logits, int64_t vocab, float mx) {
   return std::log(sum) + mx;
 }
 
+// SplitMix64's finalizer (Steele, Lea, Flood 2014): a bijection whose outputs over consecutive
+// inputs pass BigCrush, which is what makes a counter a random stream.
+uint64_t mix64(uint64_t z) {
+  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+  return z ^ (z >> 31);
+}
+
 } // namespace
+
+uint64_t sampler::random_bits(uint64_t seed, int64_t position) {
+  // The seed is mixed first so seeds 1, 2, 3 ... start streams far apart.
+  constexpr uint64_t golden_gamma = 0x9E3779B97F4A7C15ull;
+  return mix64(mix64(seed) + (static_cast<uint64_t>(position) + 1) * golden_gamma);
+}
 
 void sampler::process_logits(float* logits, int64_t vocab, const sampling_params& p,
                              std::span<const int32_t> tokens) {
@@ -60,8 +74,7 @@ void sampler::process_logits(float* logits, int64_t vocab, const sampling_params
         logits[id] = -std::numeric_limits<float>::infinity();
 }
 
-sampled_token sampler::sample(const float* logits, int64_t vocab, const sampling_params& p,
-                              std::mt19937_64& rng) {
+sampled_token sampler::sample(const float* logits, int64_t vocab, const sampling_params& p, int64_t position) {
   sampled_token out;
   const float mx = *std::max_element(logits, logits + vocab);
   const bool want = p.logprobs || p.top_logprobs > 0;
@@ -109,7 +122,7 @@ sampled_token sampler::sample(const float* logits, int64_t vocab, const sampling
     total = std::accumulate(w.begin(), w.end(), 0.0);
   }
   // A uniform double from 53 random bits: identical on every platform for a given seed.
-  double u = static_cast<double>(rng() >> 11) * 0x1.0p-53 * total;
+  double u = static_cast<double>(random_bits(p.seed, position) >> 11) * 0x1.0p-53 * total;
   std::size_t pick = 0;
   for (double acc = w[0]; acc <= u && pick + 1 < ids.size(); acc += w[++pick]) {
   }

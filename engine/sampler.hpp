@@ -1,7 +1,6 @@
 #pragma once
 
 #include <cstdint>
-#include <random>
 #include <span>
 #include <string>
 #include <utility>
@@ -34,9 +33,9 @@ struct sampling_params {
   std::string constraint;
   /// Where the request's own output starts in a sequence's tokens: its own prompt length (0:
   /// the sequence's prompt, as for a request never resubmitted). A resubmitted request's tokens
-  /// hold its earlier output; the constraint, the penalties and the random stream (one draw per
-  /// output token at temperature > 0) all count from here, so a request continues anywhere as
-  /// if it had never moved.
+  /// hold its earlier output; the constraint and the penalties count from here (and the random
+  /// draw is a function of the seed and the absolute position: `sampler::sample`), so a request
+  /// continues anywhere as if it had never moved.
   int64_t output_from = 0;
   /// OpenAI's penalties over the output so far (the sequence's tokens from `output_from`,
   /// the request's own prompt length, on): a token's logit drops by `frequency_penalty` per time
@@ -67,12 +66,19 @@ struct sampled_token {
   std::vector<std::pair<int32_t, float>> top;
 };
 
-/// Turns one row of logits into a token. Stateless; the caller owns each request's generator.
+/// Turns one row of logits into a token. Stateless: the random stream is counter-based.
 class sampler {
 public:
-  /// Samples from `logits[0..vocab)` under `p`, drawing from `rng` only when temperature > 0.
-  static sampled_token sample(const float* logits, int64_t vocab, const sampling_params& p,
-                              std::mt19937_64& rng);
+  /// Samples from `logits[0..vocab)` under `p` the token at sequence position `position` (the
+  /// number of tokens before it, prompt included). At temperature > 0 its one random draw is
+  /// `random_bits(p.seed, position)`: a function of the seed and the position only, so a
+  /// request moved to another rank (rerouted, handed off, speculated) draws what it would have
+  /// drawn in place, whatever it drew before.
+  static sampled_token sample(const float* logits, int64_t vocab, const sampling_params& p, int64_t position);
+
+  /// The 64 random bits of position `position` under `seed` (SplitMix64's output at step
+  /// `position` of a stream that starts at a mix of `seed`).
+  static uint64_t random_bits(uint64_t seed, int64_t position);
 
   /// Applies `p`'s penalties, min_tokens and logit_bias to `logits[0..vocab)` in place, given the
   /// sequence's `tokens` (prompt, then output from `p.output_from`). Touches only the ids

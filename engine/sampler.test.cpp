@@ -18,11 +18,10 @@ BOOST_AUTO_TEST_SUITE(sampler_suite)
 
 BOOST_AUTO_TEST_CASE(greedy_takes_the_argmax_with_its_logprob) {
   auto l = logits();
-  std::mt19937_64 rng(1);
   sampling_params p;
-  BOOST_TEST(sampler::sample(l.data(), 8, p, rng).logprob == 0.0f); // not asked for
+  BOOST_TEST(sampler::sample(l.data(), 8, p, 0).logprob == 0.0f); // not asked for
   p.top_logprobs = 3;
-  auto t = sampler::sample(l.data(), 8, p, rng);
+  auto t = sampler::sample(l.data(), 8, p, 1);
   BOOST_TEST(t.id == 1);
   double z = 0;
   for (float x : l)
@@ -40,23 +39,50 @@ BOOST_AUTO_TEST_CASE(same_seed_same_tokens_and_cuts_restrict_the_candidates) {
   sampling_params p;
   p.temperature = 1.5f;
   p.seed = 9;
-  std::mt19937_64 r1(p.seed), r2(p.seed);
   std::vector<int32_t> a, b;
   for (int i = 0; i < 200; ++i) {
-    a.push_back(sampler::sample(l.data(), 8, p, r1).id);
-    b.push_back(sampler::sample(l.data(), 8, p, r2).id);
+    a.push_back(sampler::sample(l.data(), 8, p, i).id);
+    b.push_back(sampler::sample(l.data(), 8, p, i).id);
   }
   BOOST_TEST(a == b);
   BOOST_TEST(std::set<int32_t>(a.begin(), a.end()).size() > 3u); // really samples
   p.top_k = 2;
   std::set<int32_t> seen;
   for (int i = 0; i < 200; ++i)
-    seen.insert(sampler::sample(l.data(), 8, p, r1).id);
+    seen.insert(sampler::sample(l.data(), 8, p, i).id);
   BOOST_TEST((seen == std::set<int32_t>{1, 4}));
   p.top_k = 0;
   p.top_p = 0.01f; // the top token alone already exceeds 1 %
   for (int i = 0; i < 50; ++i)
-    BOOST_TEST(sampler::sample(l.data(), 8, p, r1).id == 1);
+    BOOST_TEST(sampler::sample(l.data(), 8, p, i).id == 1);
+}
+
+BOOST_AUTO_TEST_CASE(a_draw_depends_on_the_seed_and_the_position_alone) {
+  // What lets a moved request (rerouted, handed off) continue as it would have in place: the
+  // token at position 1000 is the same whether positions before it were sampled or not.
+  auto l = logits();
+  sampling_params p;
+  p.temperature = 0.8f;
+  p.seed = 42;
+  std::vector<int32_t> forward, backward(64);
+  for (int64_t i = 0; i < 64; ++i)
+    forward.push_back(sampler::sample(l.data(), 8, p, 1000 + i).id);
+  for (int64_t i = 63; i >= 0; --i)
+    backward[static_cast<std::size_t>(i)] = sampler::sample(l.data(), 8, p, 1000 + i).id;
+  BOOST_TEST(forward == backward);
+  BOOST_TEST(sampler::random_bits(42, 7) == sampler::random_bits(42, 7));
+  // Neighbouring seeds and positions give unrelated streams: no two of 4 x 256 draws collide,
+  // and their bits are balanced.
+  std::set<uint64_t> bits;
+  int ones = 0;
+  for (uint64_t seed = 1; seed <= 4; ++seed)
+    for (int64_t pos = 0; pos < 256; ++pos) {
+      auto r = sampler::random_bits(seed, pos);
+      bits.insert(r);
+      ones += __builtin_popcountll(r);
+    }
+  BOOST_TEST(bits.size() == 1024u);
+  BOOST_TEST(std::abs(ones - 1024 * 32) < 1024 * 2);
 }
 
 BOOST_AUTO_TEST_CASE(penalties_lower_the_logits_of_repeated_output_tokens_as_openai_documents) {
@@ -76,17 +102,16 @@ BOOST_AUTO_TEST_CASE(penalties_lower_the_logits_of_repeated_output_tokens_as_ope
   BOOST_TEST(l[7] == before[7]);
   // The distribution moves: a strong presence penalty takes greedy off the output's tokens 1 and
   // 4 (the two best) onto the unseen 3.
-  std::mt19937_64 rng(1);
   p.presence_penalty = 2.0f;
   p.frequency_penalty = 0.0f;
   l = logits();
   sampler::process_logits(l.data(), 8, p, std::vector<int32_t>{7, 7, 1, 4});
-  BOOST_TEST(sampler::sample(l.data(), 8, p, rng).id == 3);
+  BOOST_TEST(sampler::sample(l.data(), 8, p, 4).id == 3);
   // Negative penalties favour repetition.
   p.presence_penalty = -3.0f;
   l = logits();
   sampler::process_logits(l.data(), 8, p, std::vector<int32_t>{7, 7, 6});
-  BOOST_TEST(sampler::sample(l.data(), 8, p, rng).id == 6);
+  BOOST_TEST(sampler::sample(l.data(), 8, p, 3).id == 6);
 }
 
 BOOST_AUTO_TEST_CASE(repetition_min_tokens_and_logit_bias_follow_vllm) {
@@ -104,14 +129,13 @@ BOOST_AUTO_TEST_CASE(repetition_min_tokens_and_logit_bias_follow_vllm) {
   m.stop_ids = {1};
   m.min_tokens = 2;
   m.output_from = 3;
-  std::mt19937_64 rng(1);
   l = logits();
   sampler::process_logits(l.data(), 8, m, std::vector<int32_t>{5, 5, 5, 0});
   BOOST_TEST(std::isinf(l[1]));
-  BOOST_TEST(sampler::sample(l.data(), 8, m, rng).id == 4);
+  BOOST_TEST(sampler::sample(l.data(), 8, m, 4).id == 4);
   l = logits();
   sampler::process_logits(l.data(), 8, m, std::vector<int32_t>{5, 5, 5, 0, 0});
-  BOOST_TEST(sampler::sample(l.data(), 8, m, rng).id == 1);
+  BOOST_TEST(sampler::sample(l.data(), 8, m, 5).id == 1);
   // logit_bias: +100 makes a token certain, -100 bans it, even at temperature 1.
   sampling_params b;
   b.temperature = 1.0f;
@@ -119,7 +143,7 @@ BOOST_AUTO_TEST_CASE(repetition_min_tokens_and_logit_bias_follow_vllm) {
   for (int i = 0; i < 20; ++i) {
     l = logits();
     sampler::process_logits(l.data(), 8, b, std::vector<int32_t>{});
-    BOOST_TEST(sampler::sample(l.data(), 8, b, rng).id == 5);
+    BOOST_TEST(sampler::sample(l.data(), 8, b, i).id == 5);
   }
   // Unused: untouched.
   sampling_params none;

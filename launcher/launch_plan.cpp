@@ -184,7 +184,8 @@ actors::node_runtime_config make_node_config(const cluster_manifest& m, const no
     if (node.has(role))
       cfg.instances.push_back({role, node.ranks,
                                make_ep_settings(role == node_role::prefill ? m.balancer.prefill_ep
-                                                                           : m.balancer.decode_ep)});
+                                                                           : m.balancer.decode_ep),
+                               std::chrono::milliseconds{static_cast<int64_t>(m.autoscaler.decode_grace_seconds * 1000.0)}});
   if (node.has(node_role::vision))
     cfg.instances.push_back({node_role::vision, node.ranks}); // each rank one "card" of the machine (DESIGN §6.3)
   if (node.has(node_role::entrypoint) && node.http) {

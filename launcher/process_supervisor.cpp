@@ -45,8 +45,9 @@ bool process_supervisor::start(child& c) {
     return false;
   }
   if (pid == 0) {
-    // Child: die with the launcher, take signals normally again, then become the node.
-    ::prctl(PR_SET_PDEATHSIG, SIGTERM);
+    // Child: die with the launcher, take signals normally again, then become the node. SIGINT,
+    // not SIGTERM: a node's SIGTERM drains it (a decode node decodes on for its grace period).
+    ::prctl(PR_SET_PDEATHSIG, SIGINT);
     if (::getppid() != parent)
       ::_exit(1);
     sigset_t none;
@@ -86,9 +87,11 @@ void process_supervisor::on_exit(child& c, int status) {
 }
 
 void process_supervisor::stop_all() {
+  // The whole cluster stops: SIGINT stops each node at once, where SIGTERM would drain a decode
+  // node into the others, which are stopping too.
   for (auto& c : children_)
     if (c.pid > 0)
-      ::kill(c.pid, SIGTERM);
+      ::kill(c.pid, SIGINT);
   auto deadline = std::chrono::steady_clock::now() + cfg_.stop_grace;
   for (;;) {
     bool any = false;

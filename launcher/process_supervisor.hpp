@@ -17,8 +17,10 @@ struct child_spec {
 
 /// Starts node processes and keeps them running under a restart policy, like a tiny init:
 /// exited children are restarted after a delay (at most N times a minute); SIGINT/SIGTERM stop
-/// every child (SIGTERM, then SIGKILL after a grace period). Children die with the launcher
-/// (PR_SET_PDEATHSIG), so a killed launcher never leaves orphans holding ports.
+/// every child (SIGINT, then SIGKILL after a grace period: a node's own SIGTERM drains it, which
+/// a whole cluster stopping has no use for). Children die with the launcher (PR_SET_PDEATHSIG,
+/// SIGINT), so a killed launcher never leaves orphans holding ports. A child that exits with
+/// status 0 (a decode node drained by SIGTERM) is not restarted under on_failure.
 class process_supervisor {
 public:
   struct config {
@@ -27,7 +29,7 @@ public:
     uint32_t max_restarts_per_minute = 10;
     std::chrono::milliseconds stop_grace{3000};
     /// SIGHUP is passed on to every child (they reload their API keys); false: it stops every
-    /// child like SIGTERM.
+    /// child like SIGINT.
     bool forward_hangup = false;
   };
 

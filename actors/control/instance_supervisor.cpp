@@ -40,6 +40,8 @@ struct supervisor_state {
   /// Rank of the current generation -> how long it stays out once its failure arrives.
   std::map<uint32_t, std::chrono::milliseconds> failing_for;
   http::metrics_registry::gauge* ep_size = nullptr;
+  /// A drain notice came (issue 17): every generation from now on reports `draining` and drains.
+  bool draining = false;
   static inline const char* name = "deepinfer.instance_supervisor";
 };
 
@@ -59,7 +61,7 @@ void publish(supervisor_pointer self) {
   // The handle travels only in reports: kept in our own state it would keep us alive.
   auto status = self->state.status;
   status.supervisor = caf::actor_cast<caf::strong_actor_ptr>(self);
-  if (status.state == instance_state::running)
+  if (status.state == instance_state::running || status.state == instance_state::draining)
     for (auto& r : *self->state.ranks)
       status.ranks.push_back(caf::actor_cast<caf::strong_actor_ptr>(r));
   self->send(self->state.observer, report_atom::value, std::move(status));
@@ -92,7 +94,11 @@ void start_generation(supervisor_pointer self, uint32_t n) {
     st.ranks->push_back(r);
   }
   st.status.healthy_ranks = n;
-  st.status.state = instance_state::running;
+  st.status.state = st.draining ? instance_state::draining : instance_state::running;
+  // A generation restarted during a drain hands off at once what reaches it.
+  if (st.draining)
+    for (auto& r : *st.ranks)
+      caf::anon_send(r, drain_atom::value, int64_t{0});
   if (st.ep)
     log().info("instance={} generation={} running ranks={}: one EP group, experts placed over them from {}",
                st.cfg.instance, st.status.generation, n,
@@ -163,6 +169,48 @@ void on_rank_down(supervisor_pointer self, const caf::down_msg& dm) {
   restart(self);
 }
 
+/// The drain notice (interfaces.hpp): `draining` in the view at once, so the routers pass the
+/// instance over while its ranks decode on for the grace period and then hand off.
+caf::typed_response_promise<uint64_t> drain(supervisor_pointer self, int64_t grace_ms) {
+  auto& st = self->state;
+  auto promise = self->make_response_promise<uint64_t>();
+  if (st.cfg.role != node_role::decode) {
+    promise.deliver(make_error(errc::engine_invalid_request, "only decode instances drain"));
+    return promise;
+  }
+  const auto grace = grace_ms >= 0 ? std::chrono::milliseconds{grace_ms} : st.cfg.drain_grace;
+  if (!st.draining) {
+    st.draining = true;
+    if (st.status.state == instance_state::running)
+      st.status.state = instance_state::draining;
+    publish(self);
+  }
+  log().info("instance={} generation={} draining: grace {} ms, then its requests move to other decode instances",
+             st.cfg.instance, st.status.generation, grace.count());
+  if (st.ranks->empty()) {
+    promise.deliver(uint64_t{0});
+    return promise;
+  }
+  struct tally {
+    std::size_t left;
+    uint64_t moved = 0;
+  };
+  auto t = std::make_shared<tally>(tally{st.ranks->size(), 0});
+  auto one_done = [=, instance = st.cfg.instance](uint64_t moved) mutable {
+    t->moved += moved;
+    if (--t->left > 0)
+      return;
+    log().info("instance={} drained: {} request(s) handed off", instance, t->moved);
+    promise.deliver(t->moved);
+  };
+  // No timeout: a rank that dies answers with an error (its promise breaks), and the caller
+  // bounds its own wait (node_runtime::drain).
+  for (auto& r : *st.ranks)
+    self->request(r, caf::infinite, drain_atom::value, grace.count())
+      .then([=](uint64_t moved) mutable { one_done(moved); }, [=](caf::error&) mutable { one_done(0); });
+  return promise;
+}
+
 /// A rank's down time ended: grow back when the next generation would be larger.
 void on_grow(supervisor_pointer self) {
   auto& st = self->state;
@@ -173,7 +221,7 @@ void on_grow(supervisor_pointer self) {
     self->delayed_send(self, std::chrono::ceil<std::chrono::milliseconds>(next - clock::now()), grow_atom::value);
   }
   if (st.status.state != instance_state::running || target <= st.ranks->size())
-    return; // restarting: that restart counts the rank in; failed: stays so
+    return; // restarting: that restart counts the rank in; failed: stays so; draining: leaving
   log().info("instance={} generation={} a rank is healthy again: growing from {} to {} ranks",
              st.cfg.instance, st.status.generation, st.ranks->size(), target);
   stop_generation(self, {});
@@ -184,7 +232,9 @@ ep_report make_ep_report(supervisor_state& st) {
   ep_report r;
   r.instance = st.cfg.instance;
   r.generation = st.status.generation;
-  r.ep_size = st.status.state == instance_state::running ? st.status.healthy_ranks : 0;
+  r.ep_size = st.status.state == instance_state::running || st.status.state == instance_state::draining
+                ? st.status.healthy_ranks
+                : 0;
   r.configured_ranks = st.cfg.ranks;
   if (!st.ep)
     return r;
@@ -266,6 +316,7 @@ instance_supervisor(supervisor_pointer self, instance_supervisor_config cfg,
       start_generation(self, n);
     },
     [=](grow_atom) { on_grow(self); },
+    [=](drain_atom, int64_t grace_ms) { return drain(self, grace_ms); },
   };
 }
 

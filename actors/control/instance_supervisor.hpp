@@ -25,6 +25,9 @@ struct instance_supervisor_config {
   /// The EP group of an instance of several ranks with a model (redundant slots, window,
   /// re-placement interval: the manifest's `[balancer.*]` EP keys).
   engine::ep_settings ep = engine::ep_settings::decode();
+  /// Decode: how long a drain notice lets the ranks decode on before they hand their sequences
+  /// to other instances (`[autoscaler] decode_grace_seconds`).
+  std::chrono::milliseconds drain_grace{60000};
 };
 
 /// Spawns the supervisor of one instance and its first generation of ranks. An instance is one

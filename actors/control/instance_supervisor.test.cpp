@@ -165,4 +165,43 @@ BOOST_AUTO_TEST_CASE(instance_fails_when_its_last_rank_fails) {
   run();
 }
 
+BOOST_AUTO_TEST_CASE(a_drain_notice_marks_the_instance_draining_and_is_answered_once_its_ranks_hold_nothing) {
+  auto sup = spawn_instance_supervisor(sys, three_ranks(), node_agent_actor{});
+  run();
+  // No grace and no sequence: every rank is drained at once, none handed off.
+  self->send(sup, drain_atom::value, int64_t{0});
+  run();
+  uint64_t moved = 99;
+  self->receive([&](uint64_t n) { moved = n; },
+                caf::after(std::chrono::seconds(5)) >> [] { BOOST_FAIL("drain not answered"); });
+  BOOST_TEST(moved == 0u);
+  auto s = status_of(sup);
+  BOOST_TEST((s.state == instance_state::draining)); // the routers pass it over
+  // A rank failing now restarts the instance still draining (it never serves again).
+  self->send(sup, fail_atom::value, uint32_t{0}, std::string{"injected fault"});
+  run();
+  s = status_of(sup);
+  BOOST_TEST(s.generation == 2u);
+  BOOST_TEST((s.state == instance_state::draining));
+  self->send_exit(sup, caf::exit_reason::user_shutdown);
+  run();
+}
+
+BOOST_AUTO_TEST_CASE(only_decode_instances_drain) {
+  auto cfg = three_ranks();
+  cfg.instance = "n0/prefill";
+  cfg.role = node_role::prefill;
+  auto sup = spawn_instance_supervisor(sys, cfg, node_agent_actor{});
+  run();
+  self->send(sup, drain_atom::value, int64_t{0});
+  run();
+  bool refused = false;
+  self->receive([&](uint64_t) {}, [&](caf::error& e) { refused = is(e, errc::engine_invalid_request); },
+                caf::after(std::chrono::seconds(5)) >> [] { BOOST_FAIL("drain not answered"); });
+  BOOST_TEST(refused);
+  BOOST_TEST((status_of(sup).state == instance_state::running));
+  self->send_exit(sup, caf::exit_reason::user_shutdown);
+  run();
+}
+
 BOOST_AUTO_TEST_SUITE_END()

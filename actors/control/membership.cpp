@@ -110,6 +110,7 @@ const char* to_string(instance_state x) {
     case instance_state::restarting: return "restarting";
     case instance_state::failed: return "failed";
     case instance_state::stopped: return "stopped";
+    case instance_state::draining: return "draining";
   }
   return "unknown";
 }

@@ -1,6 +1,7 @@
 #include "actors/entrypoint/admin_routes.hpp"
 
 #include <chrono>
+#include <optional>
 
 #include <caf/actor_cast.hpp>
 #include <caf/actor_system.hpp>
@@ -42,7 +43,7 @@ json describe(const instance_status& s, const ep_report* ep) {
          {"state", to_string(s.state)},
          {"generation", s.generation},
          {"configured_ranks", s.configured_ranks},
-         {"ep_size", s.state == instance_state::running ? s.healthy_ranks : 0},
+         {"ep_size", s.state == instance_state::running || s.state == instance_state::draining ? s.healthy_ranks : 0},
          {"ranks", json::array()},
          {"last_failure", s.last_failure}};
   for (uint32_t r = 0; r < s.ranks.size(); ++r)
@@ -116,17 +117,32 @@ void list_instances(caf::actor_system& sys, const cluster_snapshot& cluster,
   });
 }
 
-void fail_rank(const cluster_snapshot& cluster, const http::http_request& req, http::response_writer& w) {
+/// The body of a route about one instance: a JSON object with an `instance` string (its `name`);
+/// nullopt once a 400 is answered (`shape` shows the object expected).
+struct instance_request {
+  json body;
+  std::string name;
+};
+std::optional<instance_request> instance_body(const http::http_request& req, http::response_writer& w,
+                                              const std::string& shape) {
   auto body = json::parse(req.body, nullptr, false);
   if (body.is_discarded() || !body.is_object()) {
-    send_error(w, 400, "The body must be a JSON object: {\"instance\": \"<node>/<role>\", \"rank\": 0, \"down_ms\": 3000}.");
-    return;
+    send_error(w, 400, "The body must be a JSON object: " + shape + ".");
+    return std::nullopt;
   }
   auto instance = body.find("instance");
   if (instance == body.end() || !instance->is_string()) {
     send_error(w, 400, "'instance' (a string, as GET /admin/instances lists it) is required.", "instance");
-    return;
+    return std::nullopt;
   }
+  return instance_request{body, instance->get<std::string>()};
+}
+
+void fail_rank(const cluster_snapshot& cluster, const http::http_request& req, http::response_writer& w) {
+  auto parsed = instance_body(req, w, "{\"instance\": \"<node>/<role>\", \"rank\": 0, \"down_ms\": 3000}");
+  if (!parsed)
+    return;
+  auto& [body, name] = *parsed;
   auto rank = body.find("rank");
   if (rank == body.end() || !rank->is_number_unsigned()) {
     send_error(w, 400, "'rank' (a rank index of the instance's current generation, >= 0) is required.", "rank");
@@ -142,7 +158,6 @@ void fail_rank(const cluster_snapshot& cluster, const http::http_request& req, h
     down_ms = d->get<int64_t>();
   }
   auto view = cluster.get().view;
-  const auto name = instance->get<std::string>();
   for (auto& s : view.instances) {
     if (s.instance != name)
       continue;
@@ -168,6 +183,44 @@ void fail_rank(const cluster_snapshot& cluster, const http::http_request& req, h
   send_error(w, 404, "No instance '" + name + "'; GET /admin/instances lists them.", "instance");
 }
 
+/// `POST /admin/drain`: the decode instance's drain notice (issue 17), answered 202 once sent;
+/// the drain itself runs on (GET /admin/instances shows it `draining`).
+void drain_instance(const cluster_snapshot& cluster, const http::http_request& req, http::response_writer& w) {
+  auto parsed = instance_body(req, w, "{\"instance\": \"<node>/decode\", \"grace_s\": 60}");
+  if (!parsed)
+    return;
+  auto& [body, name] = *parsed;
+  int64_t grace_ms = -1; // the instance's own ([autoscaler] decode_grace_seconds)
+  if (auto g = body.find("grace_s"); g != body.end()) {
+    if (!g->is_number() || g->get<double>() < 0 || g->get<double>() > 86400) {
+      send_error(w, 400, "'grace_s' must be a number of seconds from 0 to 86400 (how long the instance "
+                         "decodes on before it hands its requests off).", "grace_s");
+      return;
+    }
+    grace_ms = static_cast<int64_t>(g->get<double>() * 1000.0);
+  }
+  auto view = cluster.get().view;
+  for (auto& s : view.instances) {
+    if (s.instance != name)
+      continue;
+    auto sup = caf::actor_cast<instance_supervisor_actor>(s.supervisor);
+    if (s.role != node_role::decode || !sup) {
+      send_error(w, 409, "Instance '" + name + "' is a " + to_string(s.role) + " instance" +
+                         (sup ? "" : " without a reachable supervisor") + "; only decode instances drain.",
+                 "instance");
+      return;
+    }
+    log().warn("admin: draining instance={} grace_ms={}", name, grace_ms);
+    caf::anon_send(sup, drain_atom::value, grace_ms);
+    json out{{"instance", name}, {"state", "draining"}};
+    if (grace_ms >= 0)
+      out["grace_s"] = static_cast<double>(grace_ms) / 1000.0;
+    w.send_json(202, out.dump());
+    return;
+  }
+  send_error(w, 404, "No instance '" + name + "'; GET /admin/instances lists them.", "instance");
+}
+
 } // namespace
 
 void add_admin_routes(http::router& routes, caf::actor_system& sys, std::shared_ptr<cluster_snapshot> cluster,
@@ -185,6 +238,11 @@ void add_admin_routes(http::router& routes, caf::actor_system& sys, std::shared_
              [cluster, allowed](http::http_request req, std::shared_ptr<http::response_writer> w) {
                if (allowed(req, *w))
                  fail_rank(*cluster, req, *w);
+             });
+  routes.add("POST", "/admin/drain",
+             [cluster, allowed](http::http_request req, std::shared_ptr<http::response_writer> w) {
+               if (allowed(req, *w))
+                 drain_instance(*cluster, req, *w);
              });
 }
 

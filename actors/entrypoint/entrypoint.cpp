@@ -157,6 +157,13 @@ std::unique_ptr<entrypoint> entrypoint::create(caf::actor_system& sys, const ser
   ctx->kv_transfer_bytes = &metrics->add_counter("deepinfer_kv_transfer_bytes_total",
                                                  "KV bytes moved prefill -> decode, by transport.",
                                                  {"transport"});
+  ctx->handoffs = &metrics->add_counter("deepinfer_handoffs_total",
+                                        "Requests a draining decode rank handed, with their KV, to a rank "
+                                        "of another decode instance.").with({});
+  ctx->handoff_seconds = &metrics->add_histogram("deepinfer_handoff_seconds",
+                                                 "A handoff's offer to the new rank's first tokens: the pause "
+                                                 "its stream sees.",
+                                                 {}, http::metrics_registry::default_latency_buckets()).with({});
   ctx->snapshot_hits = &metrics->add_counter("deepinfer_prefix_cache_snapshot_hits_total",
                                              "Prefix hits with their SWA snapshot (exact, no replay), by "
                                              "where the snapshot was: this node (local) or another (remote).",

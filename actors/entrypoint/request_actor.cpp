@@ -391,6 +391,13 @@ caf::behavior start(request_pointer self, recipe::conversation conv, const fetch
       if (sm.prefill_rank && dm.source == sm.prefill_rank.address()) {
         log().warn("request={} prefill rank down: {}; resubmitting", st.id, self->system().render(dm.reason));
         prefill_lost(self, sm.index);
+      } else if (sm.moving_from && dm.source == sm.moving_from.address()) {
+        // The draining rank went before it said whether the KV left: start over (a new rank
+        // that gets it after all drops it, the attempt cancelled).
+        log().warn("request={} draining decode rank down mid-handoff: {}; resubmitting sample {}", st.id,
+                   self->system().render(dm.reason), sm.index);
+        sm.moving_from = nullptr;
+        attempt(self, sm.index);
       } else if (sm.decode_rank && dm.source == sm.decode_rank.address()) {
         log().warn("request={} decode rank down: {}; resubmitting sample {}", st.id,
                    self->system().render(dm.reason), sm.index);
@@ -425,6 +432,9 @@ caf::behavior start(request_pointer self, recipe::conversation conv, const fetch
         attempt(self, i);
         return;
       }
+      // The first tokens of the rank a handoff moved the sample to (the old rank sends none
+      // after its offer).
+      on_handoff_done(self, i);
       if (!sm->prefilled) {
         sm->early.push_back(std::move(b));
         return;
@@ -453,6 +463,8 @@ caf::behavior start(request_pointer self, recipe::conversation conv, const fetch
       begin(self);
     },
     [=](deadline_atom, uint64_t timer) { on_deadline(self, timer); },
+    [=](move_atom, uint64_t job) { on_move_offer(self, job); },
+    [=](move_atom, uint64_t job, const caf::error& err) { on_moved(self, job, err); },
     [=](restart_atom, int i) {
       auto& st = self->state;
       if (!st.done && i >= 0 && i < static_cast<int>(st.samples.size()) && !st.samples[static_cast<std::size_t>(i)].done)

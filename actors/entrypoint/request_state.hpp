@@ -59,6 +59,10 @@ struct sample_state {
   /// The KV transport of the current attempt (for the bytes the decode rank reports); none
   /// until its prefill answered.
   std::optional<kv_transport_kind> transport;
+  /// A handoff (a draining decode rank offered the sequence, issue 17): when the offer came
+  /// (set until the new rank's first tokens), and the old rank, watched until it says the KV left.
+  std::optional<std::chrono::steady_clock::time_point> move_offered;
+  caf::actor moving_from;
   /// A decode rank could not receive this sample's KV over RDMA: later attempts avoid RDMA.
   bool rdma_failed = false;
   /// Its answer is complete.
@@ -157,5 +161,17 @@ void report_growth(request_pointer self, int i);
 /// request_route.cpp: sample `i`'s prefill rank is gone (down, or its answer lost): it, and the
 /// samples that ride on it and wait for their first token, try again.
 void prefill_lost(request_pointer self, int i);
+/// request_route.cpp: a draining decode rank (`current_sender`) offers sequence `job` (one
+/// sample's) for a handoff: a rank of another decode instance from the decode balancer, or
+/// "stay" without one.
+void on_move_offer(request_pointer self, uint64_t job);
+/// request_route.cpp: the old rank's word that sequence `job`'s KV left for the new rank (`err`
+/// none) or could not (the sample is resubmitted).
+void on_moved(request_pointer self, uint64_t job, const caf::error& err);
+/// request_route.cpp: the first tokens of sample `i`'s attempt after a handoff came: counted.
+void on_handoff_done(request_pointer self, int i);
+/// request_route.cpp: stops watching `rank` unless another sample still decodes, prefills or
+/// moves there (samples that rode together share one monitor).
+void unwatch(request_pointer self, const caf::actor& rank);
 
 } // namespace deepinfer::actors

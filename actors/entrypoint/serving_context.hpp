@@ -68,6 +68,10 @@ struct entrypoint::context {
   /// Prefix hits that came with their SWA snapshot (exact), by where it was: local / remote.
   http::metrics_registry::family<http::metrics_registry::counter>* snapshot_hits = nullptr;
   http::metrics_registry::family<http::metrics_registry::counter>* kv_transfer_bytes = nullptr;
+  /// Requests a draining decode rank handed to another (issue 17), and the time from its offer
+  /// to the new rank's first tokens (the pause the stream sees).
+  http::metrics_registry::counter* handoffs = nullptr;
+  http::metrics_registry::histogram* handoff_seconds = nullptr;
   /// Requests refused by admission control, by reason (queue_full, queue_timeout).
   http::metrics_registry::family<http::metrics_registry::counter>* admission_refused = nullptr;
   /// The same measures under vLLM's names (`vllm:*`, label model_name).

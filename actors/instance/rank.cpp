@@ -53,9 +53,11 @@ namespace {
 /// Drops a decoding sequence (cancelled, or its client is gone), keeping its full blocks.
 void drop(rank_pointer self, std::map<uint64_t, decoding>::iterator it) {
   auto& st = self->state;
+  const auto id = it->first;
   release(self, it->second.seq, it->second.salt, it->second.traffic, it->second.images);
   st.active.erase(it);
   report(self);
+  drain_forget(self, id);
 }
 
 void start_decode(rank_pointer self, kv_handoff& h, const engine::sampling_params& s,
@@ -108,14 +110,15 @@ void start_decode(rank_pointer self, kv_handoff& h, const engine::sampling_param
     self->monitor(sink);
     // The bytes that arrived count once, on the first sequence's first batch.
     st.active[x.id] = decoding{seq, sink, first ? span.size() : 0, h.cache_salt, h.traffic,
-                               s.logprobs || s.top_logprobs > 0 ? s.top_logprobs : -1, h.images};
+                               s.logprobs || s.top_logprobs > 0 ? s.top_logprobs : -1, h.images, sampling, false};
     first = false;
   }
   report(self);
-  if (!st.stepping) {
-    st.stepping = true;
-    self->send(self, step_atom::value);
-  }
+  ensure_stepping(self);
+  // KV that was on its way when the drain's grace ended (placed before the routers heard).
+  for (const auto& x : starts)
+    if (st.active.count(x.id) > 0)
+      offer_if_handing_off(self, x.id);
 }
 
 /// One token per sequence (speculation off, or a model without a draft head).
@@ -166,17 +169,19 @@ std::vector<engine::verify_output> speculative_step(rank_pointer self, std::span
 /// sequences join the batch at the next step (continuous batching).
 void decode_step(rank_pointer self) {
   auto& st = self->state;
-  if (st.active.empty()) {
-    st.stepping = false;
-    st.last_compute_end.reset(); // waiting for requests is not idling between steps
-    return;
-  }
   const auto compute_start = std::chrono::steady_clock::now();
   std::vector<engine::sequence_id> seqs;
   std::vector<uint64_t> ids;
   for (auto& [id, d] : st.active) {
+    if (d.moving)
+      continue; // offered for a handoff: not a token more here until its sink answers
     seqs.push_back(d.seq);
     ids.push_back(id);
+  }
+  if (seqs.empty()) {
+    st.stepping = false;
+    st.last_compute_end.reset(); // waiting for requests is not idling between steps
+    return;
   }
   auto outs = st.planner ? speculative_step(self, seqs) : plain_step(self, seqs);
   if (!end_ep_step(self))
@@ -211,12 +216,15 @@ void decode_step(rank_pointer self) {
     }
     b.kv_bytes = std::exchange(it->second.kv_bytes, 0);
     auto sink = it->second.sink;
-    if (b.finished) {
+    const bool finished = b.finished;
+    if (finished) {
       // Store the blocks before the client hears of the end, so its next turn hits them.
       release(self, it->second.seq, it->second.salt, it->second.traffic, it->second.images);
       st.active.erase(it);
     }
     caf::send_as(caf::actor_cast<caf::actor>(self), sink, tokens_atom::value, std::move(b));
+    if (finished)
+      drain_forget(self, ids[i]);
   }
   report(self);
   self->send(self, step_atom::value);
@@ -375,6 +383,13 @@ rank_actor::behavior_type rank_behavior(rank_pointer self, rank_config cfg) {
     [=](planned_atom, uint64_t id) { on_hit_planned(self, id); },
     [=](loaded_atom, uint64_t id) { on_blocks_loaded(self, id); },
     [=](ep_wake_atom, int64_t step) { on_ep_wake(self, step); },
+    [=](drain_atom, int64_t grace_ms) -> caf::typed_response_promise<uint64_t> {
+      auto promise = self->make_response_promise<uint64_t>();
+      begin_drain(self, std::chrono::milliseconds{grace_ms}, promise);
+      return promise;
+    },
+    [=](move_atom, uint64_t id, const rank_grant& to) { on_move(self, id, to); },
+    [=](drain_atom) { on_drain_timer(self); },
   };
 }
 

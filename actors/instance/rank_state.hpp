@@ -23,6 +23,7 @@
 #include "actors/interfaces.hpp"
 #include "kv/prefix_cache.hpp"
 #include "actors/instance/rank.hpp"
+#include "engine/decode_drain.hpp"
 #include "engine/prefill_scheduler.hpp"
 #include "engine/rank_engine.hpp"
 #include "engine/spec_planner.hpp"
@@ -53,6 +54,11 @@ struct decoding {
   int32_t logprobs_top = -1;
   /// Its images' marks: its blocks are keyed with them when stored.
   std::vector<kv::image_mark> images;
+  /// Its sampling settings as the decode message brought them: they travel on with a handoff
+  /// (seed, penalties, stop ids, max_tokens; the position is the sequence's own length).
+  engine::sampling_params sampling;
+  /// Offered for a handoff (drain): left out of the batch until its sink answers.
+  bool moving = false;
 };
 
 /// What the block fetcher brings back for one job: the plan and remote-window flag (written on
@@ -138,6 +144,14 @@ struct rank_state {
   http::metrics_registry::gauge* idle_gauge = nullptr;
   std::optional<std::chrono::steady_clock::time_point> last_compute_end;
   double idle_weighted = 0, busy_weighted = 0;
+  /// The drain (issue 17): set by the first drain notice; the supervisors waiting for its end,
+  /// the sequences handed off so far, and whether its timer is armed.
+  std::optional<engine::decode_drain> drain;
+  std::vector<caf::typed_response_promise<uint64_t>> drained_promises;
+  uint64_t handed_off = 0;
+  bool drain_timer = false;
+  /// Relays the drain's timer (rank_drain.cpp says why it is not a delayed message to the rank).
+  caf::actor drain_relay;
   static inline const char* name = "deepinfer.rank";
 };
 
@@ -145,6 +159,21 @@ using rank_pointer = rank_actor::stateful_pointer<rank_state>;
 
 /// Publishes pool use, batch size and prefill queue length.
 void report(rank_pointer self);
+
+// -- drain and handoff (rank_drain.cpp) ---------------------------------------------------------
+
+/// The drain notice: decode on for `grace`, then hand off; `promise` is answered when drained.
+void begin_drain(rank_pointer self, std::chrono::milliseconds grace, caf::typed_response_promise<uint64_t> promise);
+/// The drain's timer: offers what is due, answers the promises once drained, re-arms.
+void on_drain_timer(rank_pointer self);
+/// A sequence joined the batch (`id`): during the handoff it is offered at once.
+void offer_if_handing_off(rank_pointer self, uint64_t id);
+/// Sequence `id` left the batch (finished, cancelled, dropped): the drain may be complete.
+void drain_forget(rank_pointer self, uint64_t id);
+/// The sink's answer to a move offer (`interfaces.hpp`, `(move, id, rank_grant)`).
+void on_move(rank_pointer self, uint64_t id, const rank_grant& to);
+/// Starts the decode loop unless it runs.
+void ensure_stepping(rank_pointer self);
 
 // -- expert parallelism (rank_ep.cpp) ----------------------------------------------------------
 

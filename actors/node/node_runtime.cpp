@@ -255,6 +255,7 @@ std::optional<std::string> node_runtime::start() {
     sc.ranks = spec.ranks;
     sc.ep = spec.ep;
     sc.restart_delay = cfg.instance_restart_delay;
+    sc.drain_grace = spec.drain_grace;
     if (cfg.serving && (spec.role == node_role::prefill || spec.role == node_role::decode)) {
       sc.engine.model_dir = cfg.serving->model_dir;
       sc.engine.threads = cfg.serving->threads_per_rank;
@@ -411,6 +412,28 @@ bool node_runtime::inject_rank_failure(node_role role, uint32_t rank,
     return false;
   caf::anon_send(i->second, fail_atom::value, rank, reason);
   return true;
+}
+
+std::optional<uint64_t> node_runtime::drain(std::chrono::milliseconds handoff_limit) {
+  auto& d = *impl_;
+  auto i = d.supervisors.find(node_role::decode);
+  if (i == d.supervisors.end() || !d.sys)
+    return std::nullopt;
+  auto spec = std::find_if(d.cfg.instances.begin(), d.cfg.instances.end(),
+                           [](const instance_spec& s) { return s.role == node_role::decode; });
+  const auto grace = spec != d.cfg.instances.end() ? spec->drain_grace : std::chrono::milliseconds{0};
+  const auto t0 = std::chrono::steady_clock::now();
+  std::optional<uint64_t> moved;
+  caf::scoped_actor self{*d.sys};
+  self->request(i->second, grace + handoff_limit, drain_atom::value, int64_t{-1})
+    .receive([&](uint64_t n) { moved = n; },
+             [&](caf::error& e) {
+               log().warn("node={} drain did not complete: {}; stopping anyway", d.cfg.self.name, d.sys->render(e));
+             });
+  log().info("node={} drain took {} ms: {} request(s) handed off", d.cfg.self.name,
+             std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - t0).count(),
+             moved.value_or(0));
+  return moved.value_or(0);
 }
 
 std::optional<instance_status> node_runtime::instance(node_role role) {

@@ -27,6 +27,9 @@ struct instance_spec {
   /// Its EP group when it has several ranks (the manifest's `[balancer.<role>]` EP keys).
   engine::ep_settings ep = role == node_role::prefill ? engine::ep_settings::prefill()
                                                       : engine::ep_settings::decode();
+  /// Decode: how long a drain notice lets it decode on before it hands its requests to other
+  /// decode instances (`[autoscaler] decode_grace_seconds`).
+  std::chrono::milliseconds drain_grace{60000};
 };
 
 /// The HTTP entrypoint of a node.
@@ -90,6 +93,13 @@ public:
   /// this node leaves, actors stopped. Idempotent. An embedding service must first stop the
   /// actors it spawned on `system()` (scoped_actors included): the system waits for all of them.
   void stop(std::chrono::milliseconds deadline = std::chrono::milliseconds{1500});
+
+  /// Drains this node's decode instance (SIGTERM; issue 17): the routers pass it over at once,
+  /// it decodes on for its grace period, then hands every unfinished request to other decode
+  /// instances. Blocks until it holds none, or at most the grace plus `handoff_limit` (what is
+  /// left then is resubmitted by its request once the node stops). The requests handed off;
+  /// nullopt when the node has no decode instance.
+  std::optional<uint64_t> drain(std::chrono::milliseconds handoff_limit = std::chrono::seconds{30});
 
   /// The bound HTTP port (after start), or 0 without an entrypoint.
   uint16_t http_port() const;

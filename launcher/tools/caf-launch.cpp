@@ -92,6 +92,11 @@ int run_node(actors::node_runtime_config cfg, const sigset_t& stop_signals, bool
   if (sig == SIGHUP) // a hangup ends the process at once, as SIGHUP's default action always did
     std::_Exit(128 + SIGHUP);
   log().info("received {}; shutting down", strsignal(sig));
+  // SIGTERM (an orchestrator's stop, a scale-down) drains a decode node first: its requests
+  // finish in the grace period or move to other decode instances with their KV (issue 17).
+  // SIGINT (Ctrl-C, the launcher stopping the whole cluster) stops at once.
+  if (sig == SIGTERM)
+    node.drain();
   node.stop(std::chrono::milliseconds{1500});
   return 0;
 }

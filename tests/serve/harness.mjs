@@ -102,6 +102,62 @@ export function startClusterAndReference(exe, manifest, logPath, oneHttp, oneKvR
   ];
 }
 
+/// Streams one Chat Completions request (`body` as JSON, `stream: true` added) from `base`,
+/// calling `onContent()` at every content delta: its status, id, text, whether `[DONE]` came, its
+/// finish_reason and every `logprobs.content` entry in order.
+export async function streamChat(base, body, onContent = () => {}) {
+  const r = await fetch(base + '/v1/chat/completions', {
+    method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ ...body, stream: true }) });
+  const reader = r.body.getReader();
+  const dec = new TextDecoder();
+  let buf = '', id = null, done = false;
+  // Per choice index (`n`): its text, finish reason and log-probability entries.
+  const choices = [];
+  for (;;) {
+    const { value, done: end } = await reader.read();
+    if (end) break;
+    buf += dec.decode(value, { stream: true });
+    let at;
+    while ((at = buf.indexOf('\n\n')) >= 0) {
+      const event = buf.slice(0, at);
+      buf = buf.slice(at + 2);
+      if (!event.startsWith('data: ')) continue;
+      const data = event.slice(6);
+      if (data === '[DONE]') { done = true; continue; }
+      const chunk = JSON.parse(data);
+      id ??= chunk.id;
+      for (const c of chunk.choices ?? []) {
+        const k = (choices[c.index] ??= { text: '', finish: null, logprobs: [] });
+        if (c.delta?.content) { k.text += c.delta.content; if (c.index === 0) onContent(); }
+        k.logprobs.push(...(c.logprobs?.content ?? []));
+        if (c.finish_reason) k.finish = c.finish_reason;
+      }
+    }
+  }
+  const first = choices[0] ?? { text: '', finish: null, logprobs: [] };
+  return { status: r.status, id, text: first.text, done, finish: first.finish, logprobs: first.logprobs, choices };
+}
+
+/// A four-process loopback cluster under `dir` (n0: controller, entrypoint, kvstore; p0: prefill
+/// of `prefillRanks` ranks; d0, d1: decode of one rank each; `tables`: more TOML for its
+/// manifest) and beside it the embedded default, the reference (`startClusterAndReference`). Not
+/// up yet. Its manifest path, log path, processes (for `finish`) and both HTTP bases.
+export async function startTwoDecodeCluster(exe, dir, { prefillRanks = 2, tables = '' } = {}) {
+  const ports = [await freePort(), await freePort(), await freePort(), await freePort()];
+  const [clusterHttp, oneHttp] = [await freePort(), await freePort()];
+  const manifest = path.join(dir, 'cluster.toml');
+  fs.writeFileSync(manifest, clusterManifest(path.join(dir, 'kv-cluster'), [
+    tables,
+    manifestNode('n0', ports[0], ['controller', 'entrypoint', 'kvstore'], `http = "127.0.0.1:${clusterHttp}"\n`),
+    manifestNode('p0', ports[1], ['prefill'], `ranks = ${prefillRanks}\n`),
+    manifestNode('d0', ports[2], ['decode'], 'ranks = 1\n'),
+    manifestNode('d1', ports[3], ['decode'], 'ranks = 1\n'),
+  ]));
+  const logPath = path.join(dir, 'cluster.log');
+  const procs = startClusterAndReference(exe, manifest, logPath, oneHttp, path.join(dir, 'kv-one'));
+  return { manifest, logPath, procs, cluster: `http://127.0.0.1:${clusterHttp}`, one: `http://127.0.0.1:${oneHttp}` };
+}
+
 export const results = [];
 
 export async function check(name, fn) {

@@ -11,27 +11,14 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import assert from 'node:assert/strict';
-import { check, clusterManifest, finish, freePort, manifestNode, results, startClusterAndReference,
-         waitFor } from './harness.mjs';
+import { check, finish, results, startTwoDecodeCluster, streamChat, waitFor } from './harness.mjs';
 
 const MODEL = 'deepseek-v4.1-flash';
 const exe = process.argv[2];
 const STREAMS = 24, MAX_TOKENS = 128;
 
 const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'deepinfer-reroute-'));
-const ports = [await freePort(), await freePort(), await freePort(), await freePort()];
-const [clusterHttp, oneHttp] = [await freePort(), await freePort()];
-const manifest = path.join(dir, 'cluster.toml');
-fs.writeFileSync(manifest, clusterManifest(path.join(dir, 'kv-cluster'), [
-  manifestNode('n0', ports[0], ['controller', 'entrypoint', 'kvstore'], `http = "127.0.0.1:${clusterHttp}"\n`),
-  manifestNode('p0', ports[1], ['prefill'], 'ranks = 2\n'),
-  manifestNode('d0', ports[2], ['decode'], 'ranks = 1\n'),
-  manifestNode('d1', ports[3], ['decode'], 'ranks = 1\n'),
-]));
-const logPath = path.join(dir, 'cluster.log');
-const procs = startClusterAndReference(exe, manifest, logPath, oneHttp, path.join(dir, 'kv-one'));
-const cluster = `http://127.0.0.1:${clusterHttp}`;
-const one = `http://127.0.0.1:${oneHttp}`;
+const { manifest, logPath, procs, cluster, one } = await startTwoDecodeCluster(exe, dir);
 
 // Prompts of different lengths, all past one 128-token block (so the bounded decoder's window
 // starts inside the prompt and a resubmission that did not anchor it would compute other
@@ -50,41 +37,13 @@ async function complete(base, content, extra = { temperature: 0 }) {
   return { status: r.status, json: await r.json() };
 }
 
-// A streamed request that reports how many content events it has seen so far.
-function stream(base, content, progress, i) {
-  return (async () => {
-    const r = await fetch(base + '/v1/chat/completions', {
-      method: 'POST', headers: { 'content-type': 'application/json' },
-      body: JSON.stringify({ model: MODEL, max_tokens: MAX_TOKENS, stream: true, logprobs: true, ...sampling(i),
-                             messages: [{ role: 'user', content }] }) });
-    const reader = r.body.getReader();
-    const dec = new TextDecoder();
-    let buf = '', done = false;
-    // Per choice index.
-    const text = [], finish = [], logprobs = [];
-    for (;;) {
-      const { value, done: end } = await reader.read();
-      if (end) break;
-      buf += dec.decode(value, { stream: true });
-      let at;
-      while ((at = buf.indexOf('\n\n')) >= 0) {
-        const event = buf.slice(0, at);
-        buf = buf.slice(at + 2);
-        if (!event.startsWith('data: ')) continue;
-        const data = event.slice(6);
-        if (data === '[DONE]') { done = true; continue; }
-        const chunk = JSON.parse(data);
-        for (const c of chunk.choices ?? []) {
-          const k = c.index;
-          text[k] ??= ''; logprobs[k] ??= [];
-          if (c.delta?.content) { text[k] += c.delta.content; if (k === 0) progress[i]++; }
-          for (const e of c.logprobs?.content ?? []) logprobs[k].push([e.token, e.logprob]);
-          if (c.finish_reason) finish[k] = c.finish_reason;
-        }
-      }
-    }
-    return { status: r.status, text, done, finish, logprobs };
-  })();
+// A streamed request that reports how many content events of choice 0 it has seen so far.
+async function stream(base, content, progress, i) {
+  const o = await streamChat(base, { model: MODEL, max_tokens: MAX_TOKENS, logprobs: true, ...sampling(i),
+                                     messages: [{ role: 'user', content }] }, () => progress[i]++);
+  // Per choice: texts, finish reasons, [token, logprob] lists.
+  return { status: o.status, done: o.done, text: o.choices.map((c) => c.text), finish: o.choices.map((c) => c.finish),
+           logprobs: o.choices.map((c) => c.logprobs.map((e) => [e.token, e.logprob])) };
 }
 
 async function ready(base) {
