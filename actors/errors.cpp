@@ -26,6 +26,7 @@ const char* to_string(errc x) {
     case errc::controller_unreachable: return "controller_unreachable";
     case errc::rank_failed: return "rank_failed";
     case errc::ep_group_failed: return "ep_group_failed";
+    case errc::pool_refused: return "pool_refused";
     case errc::instance_down: return "instance_down";
     case errc::shutting_down: return "shutting_down";
     case errc::request_cancelled: return "request_cancelled";

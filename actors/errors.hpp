@@ -49,6 +49,8 @@ enum class errc : uint8_t {
   shutting_down = 154,
   /// A rank stopped because another rank of its EP group failed (not a failure of its own).
   ep_group_failed = 155,
+  /// A ready-pool node cannot take (or give back) the instance the controller asked for.
+  pool_refused = 156,
   // -- entrypoint -----------------------------------------------------------------------------
   /// The requester cancelled (client gone, stop string matched) or went away.
   request_cancelled = 200,

@@ -67,7 +67,8 @@ using rank_actor = caf::typed_actor<
 /// - `(drain, int64_t grace_ms) -> uint64_t`: a decode instance's drain notice (SIGTERM to its
 ///   node, `POST /admin/drain`; issue 17): it reports itself `draining` (routers pass it over) and
 ///   tells every rank (`grace_ms` < 0: the instance's configured grace); answered once every rank
-///   holds no sequence, with how many were handed off. An error for other roles.
+///   holds no sequence, with how many were handed off. A prefill instance drains too (routers pass
+///   it over, its ranks finish what they hold; the grace is not used); vision: an error.
 /// - `(grow)`: internal, a rank's down time ended.
 /// - `(restart)`: internal, sent to itself to start the next generation (with the ranks available then).
 using instance_supervisor_actor = caf::typed_actor<
@@ -87,12 +88,19 @@ using instance_supervisor_actor = caf::typed_actor<
 /// - `(view, membership_view)`: pushed by the controller on every change.
 /// - `(status) -> node_info`
 /// - `(echo, byte_payload) -> byte_payload`: returns the payload (transport benchmarks).
+/// - `(assign, pool_assignment) -> std::string`: a ready-pool node becomes an instance of the
+///   role (its ranks load the model); the instance's name, or an error (not a pool node, the
+///   role is not one it may take, it already serves one).
+/// - `(unassign, pool_assignment) -> uint64_t`: that instance drains (grace_ms) and stops; the
+///   node is back in the pool. The requests handed off.
 using node_agent_actor = caf::typed_actor<
   caf::reacts_to<ctl_up_atom, caf::strong_actor_ptr>,
   caf::reacts_to<report_atom, instance_status>,
   caf::reacts_to<view_atom, membership_view>,
   caf::replies_to<status_atom>::with<node_info>,
-  caf::replies_to<echo_atom, byte_payload>::with<byte_payload>>;
+  caf::replies_to<echo_atom, byte_payload>::with<byte_payload>,
+  caf::replies_to<assign_atom, pool_assignment>::with<std::string>,
+  caf::replies_to<unassign_atom, pool_assignment>::with<uint64_t>>;
 
 /// One shard of the SWA directory (DESIGN §4.2), on an entrypoint: which node's memory holds the
 /// snapshot ending at a block key. Owners are monitored; a dead owner's entries go.
@@ -140,10 +148,13 @@ using decode_balancer_actor = caf::typed_actor<
 /// - `(leave, std::string node) -> ok`: a node shuts down cleanly.
 /// - `(report, instance_status)`: an instance changed state.
 /// - `(get, view) -> membership_view`
+/// - `(scale)`: internal, the autoscaler's interval timer (issue 17, DESIGN §6.5): one decision,
+///   then ready-pool nodes assigned or given back.
 using controller_actor = caf::typed_actor<
   caf::replies_to<register_atom, node_info, caf::strong_actor_ptr>::with<membership_view>,
   caf::replies_to<caf::leave_atom, std::string>::with<caf::ok_atom>,
   caf::reacts_to<report_atom, instance_status>,
-  caf::replies_to<caf::get_atom, view_atom>::with<membership_view>>;
+  caf::replies_to<caf::get_atom, view_atom>::with<membership_view>,
+  caf::reacts_to<scale_atom>>;
 
 } // namespace deepinfer::actors

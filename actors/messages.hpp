@@ -95,6 +95,10 @@ using encode_atom = caf::atom_constant<caf::atom("encode")>;
 using ep_atom = caf::atom_constant<caf::atom("ep")>;
 using drain_atom = caf::atom_constant<caf::atom("drain")>;
 using move_atom = caf::atom_constant<caf::atom("move")>;
+/// The controller's autoscaler makes a ready-pool node an instance, and gives it back (issue 17).
+using assign_atom = caf::atom_constant<caf::atom("assign")>;
+using unassign_atom = caf::atom_constant<caf::atom("unassign")>;
+using scale_atom = caf::atom_constant<caf::atom("scale")>;
 
 // -- cluster membership ------------------------------------------------------------------------
 
@@ -425,11 +429,14 @@ struct prefill_ask {
   uint64_t key = 0;
   int64_t input_len = 0;
   double quota_s = 0.0;
+  /// Tokens of the prompt the prefix cache does not hold (what the autoscaler's missed-token
+  /// rate counts).
+  int64_t missed_tokens = 0;
 };
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, prefill_ask& x) {
-  return f(caf::meta::type_name("prefill_ask"), x.key, x.input_len, x.quota_s);
+  return f(caf::meta::type_name("prefill_ask"), x.key, x.input_len, x.quota_s, x.missed_tokens);
 }
 
 /// A request's decode placement as the decode balancer knows it: asked for (`place`: instance
@@ -486,6 +493,20 @@ typename Inspector::result_type inspect(Inspector& f, ep_report& x) {
            x.placement, x.routed_expert_bytes);
 }
 
+/// What the controller's autoscaler asks a ready-pool node (issue 17): `assign` makes it an
+/// instance of `role`; `unassign` drains that instance (decode: `grace_ms` of decoding on, then
+/// its requests move with their KV; prefill: what it holds finishes) and returns the node to the
+/// pool.
+struct pool_assignment {
+  node_role role = node_role::decode;
+  int64_t grace_ms = -1; ///< unassign: < 0 the instance's configured grace
+};
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, pool_assignment& x) {
+  return f(caf::meta::type_name("pool_assignment"), x.role, x.grace_ms);
+}
+
 } // namespace deepinfer::actors
 
 CAF_BEGIN_TYPE_ID_BLOCK(deepinfer, caf::first_custom_type_id)
@@ -513,4 +534,5 @@ CAF_BEGIN_TYPE_ID_BLOCK(deepinfer, caf::first_custom_type_id)
   CAF_ADD_TYPE_ID(deepinfer, (deepinfer::actors::prompt_image))
   CAF_ADD_TYPE_ID(deepinfer, (deepinfer::actors::vision_job))
   CAF_ADD_TYPE_ID(deepinfer, (deepinfer::actors::vision_result))
+  CAF_ADD_TYPE_ID(deepinfer, (deepinfer::actors::pool_assignment))
 CAF_END_TYPE_ID_BLOCK(deepinfer)

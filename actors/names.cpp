@@ -10,6 +10,7 @@ const char* to_string(node_role r) {
     case node_role::vision: return "vision";
     case node_role::kvstore: return "kvstore";
     case node_role::controller: return "controller";
+    case node_role::pool: return "pool";
   }
   return "unknown";
 }

@@ -15,11 +15,15 @@
 namespace deepinfer::actors {
 
 /// The roles a node can play (DESIGN §3); an instance's role is prefill, decode or vision.
-enum class node_role : uint8_t { entrypoint, prefill, decode, vision, kvstore, controller };
+/// `pool`: a ready-pool node (issue 17, DESIGN §6.5) that starts, joins and waits unassigned
+/// until the controller's autoscaler makes it a prefill or decode instance (the prefill /
+/// decode roles listed next to `pool` are then what it may become; none listed: either).
+enum class node_role : uint8_t { entrypoint, prefill, decode, vision, kvstore, controller, pool };
 
 /// Every role, in manifest order.
 inline constexpr std::array all_node_roles{node_role::entrypoint, node_role::prefill, node_role::decode,
-                                           node_role::vision,     node_role::kvstore, node_role::controller};
+                                           node_role::vision,     node_role::kvstore, node_role::controller,
+                                           node_role::pool};
 
 /// The manifest spelling of `r` (`entrypoint`, `prefill`, ...).
 const char* to_string(node_role r);

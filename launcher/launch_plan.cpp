@@ -132,7 +132,9 @@ std::string describe_plan(const cluster_manifest& m, const std::vector<node_laun
       << " decode=" << a.min_decode_instances << ".." << a.max_decode_instances
       << " ready_pool=" << a.ready_pool << " quota_high_water=" << a.quota_high_water
       << " decode_grace_seconds=" << a.decode_grace_seconds << " interval_seconds="
-      << a.interval_seconds << " max_step=" << a.max_step << "\n"
+      << a.interval_seconds << " max_step=" << a.max_step << " prefill_missed_tokens_per_s="
+      << a.prefill_missed_tokens_per_s << " decode_requests_per_instance=" << a.decode_requests_per_instance
+      << " headroom=" << a.headroom << " queue_time_target_seconds=" << a.queue_time_target_seconds << "\n"
       << "supervision: restart=" << to_string(m.supervision.restart) << " restart_delay_ms="
       << m.supervision.restart_delay_ms << " max_restarts_per_minute="
       << m.supervision.max_restarts_per_minute << "\n"
@@ -143,6 +145,12 @@ std::string describe_plan(const cluster_manifest& m, const std::vector<node_laun
     for (size_t i = 0; i < n.roles.size(); ++i)
       out << (i ? "," : "") << to_string(n.roles[i]);
     out << " ranks=" << n.ranks << " backend=" << to_string(n.backend) << " cpu_isa=" << n.cpu_isa;
+    if (n.standby) {
+      out << " ready-pool=";
+      auto may = n.pool_roles();
+      for (size_t i = 0; i < may.size(); ++i)
+        out << (i ? "|" : "") << to_string(may[i]);
+    }
     if (n.http)
       out << " http=" << n.http->host << ":" << n.http->port;
     out << "\n  " << (l.local ? "local child: " : "ssh: ");
@@ -164,6 +172,25 @@ actors::balancer_actors_config make_balancer_config(const balancer_params& b) {
   return cfg;
 }
 
+actors::autoscaler_settings make_autoscaler_settings(const autoscaler_params& a) {
+  actors::autoscaler_settings out;
+  auto& p = out.policy;
+  p.prefill_missed_tok_per_s = a.prefill_missed_tokens_per_s;
+  p.decode_requests = a.decode_requests_per_instance;
+  p.headroom = a.headroom;
+  p.min_prefill = static_cast<int>(a.min_prefill_instances);
+  p.max_prefill = static_cast<int>(a.max_prefill_instances);
+  p.min_decode = static_cast<int>(a.min_decode_instances);
+  p.max_decode = static_cast<int>(a.max_decode_instances);
+  p.max_step_up = p.max_step_down = static_cast<int>(a.max_step);
+  p.no_scale_down_quota_use = a.quota_high_water;
+  p.queue_time_target_s = a.queue_time_target_seconds;
+  p.ready_pool = static_cast<int>(a.ready_pool);
+  p.decode_grace_s = a.decode_grace_seconds;
+  out.interval = std::chrono::milliseconds{static_cast<int64_t>(a.interval_seconds * 1000.0)};
+  return out;
+}
+
 engine::ep_settings make_ep_settings(const expert_parallel_params& p) {
   return {static_cast<int>(p.redundant_experts_per_rank), static_cast<int>(p.window_steps),
           static_cast<int>(p.replace_steps)};
@@ -180,12 +207,22 @@ actors::node_runtime_config make_node_config(const cluster_manifest& m, const no
   auto& ctl = m.controller();
   cfg.controller_host = ctl.host;
   cfg.controller_port = ctl.port;
-  for (auto role : {node_role::prefill, node_role::decode})
-    if (node.has(role))
-      cfg.instances.push_back({role, node.ranks,
-                               make_ep_settings(role == node_role::prefill ? m.balancer.prefill_ep
-                                                                           : m.balancer.decode_ep),
-                               std::chrono::milliseconds{static_cast<int64_t>(m.autoscaler.decode_grace_seconds * 1000.0)}});
+  const auto grace = std::chrono::milliseconds{static_cast<int64_t>(m.autoscaler.decode_grace_seconds * 1000.0)};
+  auto spec = [&](node_role role) {
+    return actors::instance_spec{role, node.ranks,
+                                 make_ep_settings(role == node_role::prefill ? m.balancer.prefill_ep : m.balancer.decode_ep),
+                                 grace};
+  };
+  // A ready-pool node starts none: the controller assigns it one of these (issue 17).
+  if (node.standby)
+    for (auto role : node.pool_roles())
+      cfg.pool_instances.push_back(spec(role));
+  else
+    for (auto role : {node_role::prefill, node_role::decode})
+      if (node.has(role))
+        cfg.instances.push_back(spec(role));
+  if (cfg.hosts_controller)
+    cfg.autoscaler = make_autoscaler_settings(m.autoscaler);
   if (node.has(node_role::vision))
     cfg.instances.push_back({node_role::vision, node.ranks}); // each rank one "card" of the machine (DESIGN §6.3)
   if (node.has(node_role::entrypoint) && node.http) {

@@ -36,6 +36,9 @@ actors::node_runtime_config make_node_config(const cluster_manifest& m, const no
 /// The cluster balancers' config from `[balancer.*]` (the controller's node runs them).
 actors::balancer_actors_config make_balancer_config(const balancer_params& b);
 
+/// The controller's autoscaler from `[autoscaler]` (DESIGN §6.5).
+actors::autoscaler_settings make_autoscaler_settings(const autoscaler_params& a);
+
 /// The embedded default: every role in one process, no CAF port, HTTP on `http`.
 actors::node_runtime_config make_embedded_config(const host_port& http, const std::string& model_name,
                                                   uint32_t ranks = 2);

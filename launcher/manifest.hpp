@@ -39,6 +39,10 @@ struct node_spec {
   std::string host;
   uint16_t port = 0;              ///< CAF port: the controller or node agent is published here
   std::vector<node_role> roles;
+  /// A ready-pool node (`roles = ["pool"]`, or `standby = true`; issue 17): it starts, joins and
+  /// waits until the controller's autoscaler makes it a prefill or decode instance (those listed
+  /// in `roles`, or either when none is). `roles` then holds `pool` too.
+  bool standby = false;
   uint32_t ranks = 1;             ///< ranks per prefill/decode instance on this node (EP size)
   backend_kind backend = backend_kind::cpu;
   /// CPU kernels of the node's ranks: auto (the best its CPU runs), portable, avx2 or avx512;
@@ -51,6 +55,8 @@ struct node_spec {
   int line = 0;                   ///< where the entry starts in the manifest
 
   bool has(node_role r) const;
+  /// The instance roles a ready-pool node may be given (empty for other nodes).
+  std::vector<node_role> pool_roles() const;
 };
 
 /// `[kv]`: the prefix cache (DESIGN §4).
@@ -96,11 +102,18 @@ struct autoscaler_params {
   uint32_t max_prefill_instances = 64;
   uint32_t min_decode_instances = 1;
   uint32_t max_decode_instances = 64;
-  uint32_t ready_pool = 1;                ///< spare machines kept ready
+  uint32_t ready_pool = 1;                ///< idle pool nodes to keep in reserve (warned when fewer)
   double quota_high_water = 0.8;          ///< never scale down above this quota use
   double decode_grace_seconds = 60;
   double interval_seconds = 10;
   uint32_t max_step = 2;                  ///< instances added or removed per interval at most
+  /// What one instance serves (DESIGN §6.5): uncached prompt tokens per second for prefill,
+  /// requests in flight for decode; the targets are the load over these, times `headroom`.
+  double prefill_missed_tokens_per_s = 480e3;
+  double decode_requests_per_instance = 3000;
+  double headroom = 1.2;
+  /// A prefill queue p90 above this adds prefill instances whatever the token rate says.
+  double queue_time_target_seconds = 1.0;
 };
 
 /// `[supervision]`: how the launcher treats node processes that exit.

@@ -165,7 +165,9 @@ BOOST_AUTO_TEST_CASE(example_manifest_is_valid) {
   auto r = load_manifest(std::string{DEEPINFER_SOURCE_DIR} + "/examples/cluster.toml");
   if (auto* e = std::get_if<manifest_error>(&r))
     BOOST_FAIL(e->to_string());
-  BOOST_TEST(std::get<cluster_manifest>(r).nodes.size() == 3u);
+  auto& m = std::get<cluster_manifest>(r);
+  BOOST_TEST(m.nodes.size() == 4u);
+  BOOST_TEST(m.nodes[3].standby); // pool0: the ready pool
 }
 
 BOOST_AUTO_TEST_CASE(remote_nodes_start_over_ssh_with_the_shown_command) {
@@ -271,6 +273,58 @@ BOOST_AUTO_TEST_CASE(limits_tables_reach_the_node_config_and_reject_bad_values) 
                .message.find("8 characters") != std::string::npos);
   BOOST_TEST(expect_error("model = \"/m\"\n[kv]\nroot = \"/kv\"\n[admission]\nqueue_timeout = 3\n" + good_nodes).key ==
              "admission.queue_timeout");
+}
+
+// Issue 17: ready-pool nodes start no instance; the controller's node gets the autoscaler.
+BOOST_AUTO_TEST_CASE(ready_pool_nodes_and_autoscaler_keys_reach_the_node_configs) {
+  const std::string text = "model = \"/m\"\n[kv]\nroot = \"/kv\"\n"
+                           "[autoscaler]\ninterval_seconds = 0.5\nmax_step = 3\nheadroom = 1.5\nready_pool = 2\n"
+                           "prefill_missed_tokens_per_s = 9000\ndecode_requests_per_instance = 40\n"
+                           "queue_time_target_seconds = 2\ndecode_grace_seconds = 7\nquota_high_water = 0.7\n" +
+                           good_nodes +
+                           "[[nodes]]\nname = \"pool0\"\nhost = \"127.0.0.1\"\nport = 7102\nroles = [\"pool\"]\n"
+                           "[[nodes]]\nname = \"pool1\"\nhost = \"127.0.0.1\"\nport = 7103\nroles = [\"decode\"]\nstandby = true\n";
+  auto r = parse_manifest(text, "test.toml");
+  if (auto* e = std::get_if<manifest_error>(&r))
+    BOOST_FAIL(e->to_string());
+  auto& m = std::get<cluster_manifest>(r);
+  BOOST_TEST(m.nodes[2].standby);
+  BOOST_TEST(m.nodes[3].standby);
+  BOOST_TEST(m.nodes[3].has(node_role::pool)); // standby = true adds the role
+  BOOST_TEST((m.nodes[2].pool_roles() == std::vector<node_role>{node_role::prefill, node_role::decode}));
+  BOOST_TEST((m.nodes[3].pool_roles() == std::vector<node_role>{node_role::decode}));
+  BOOST_TEST(m.nodes[0].pool_roles().empty());
+  auto pool = make_node_config(m, m.nodes[3]);
+  BOOST_TEST(pool.instances.empty());
+  BOOST_REQUIRE_EQUAL(pool.pool_instances.size(), 1u);
+  BOOST_TEST((pool.pool_instances[0].role == node_role::decode));
+  BOOST_TEST(pool.pool_instances[0].drain_grace.count() == 7000);
+  BOOST_TEST(pool.self.roles.has(node_role::pool));
+  BOOST_TEST(pool.autoscaler.interval.count() == 0); // only the controller's node runs it
+  auto ctl = make_node_config(m, m.nodes[0]);
+  BOOST_TEST(ctl.autoscaler.interval.count() == 500);
+  auto& p = ctl.autoscaler.policy;
+  BOOST_TEST(p.max_step_up == 3);
+  BOOST_TEST(p.max_step_down == 3);
+  BOOST_TEST(p.headroom == 1.5);
+  BOOST_TEST(p.ready_pool == 2);
+  BOOST_TEST(p.prefill_missed_tok_per_s == 9000.0);
+  BOOST_TEST(p.decode_requests == 40.0);
+  BOOST_TEST(p.queue_time_target_s == 2.0);
+  BOOST_TEST(p.decode_grace_s == 7.0);
+  BOOST_TEST(p.no_scale_down_quota_use == 0.7);
+  auto plan = describe_plan(m, make_launch_plan(m, "/usr/bin/caf-launch", {}));
+  BOOST_TEST(plan.find("ready-pool=prefill|decode") != std::string::npos, plan);
+  BOOST_TEST(plan.find("decode_requests_per_instance=40") != std::string::npos, plan);
+  // A pool node cannot be the controller, nor a vision instance.
+  const auto bad = [&](const std::string& roles) {
+    return "model = \"/m\"\n[kv]\nroot = \"/kv\"\n" + good_nodes +
+           "[[nodes]]\nname = \"x\"\nhost = \"127.0.0.1\"\nport = 7109\nroles = " + roles + "\n";
+  };
+  BOOST_TEST(expect_error(bad("[\"pool\", \"vision\"]")).key == "nodes[2].roles");
+  BOOST_TEST(expect_error(bad("[\"pool\", \"controller\"]")).message.find("controller") != std::string::npos);
+  BOOST_TEST(expect_error("model = \"/m\"\n[kv]\nroot = \"/kv\"\n[autoscaler]\nheadroom = 0.5\n" + good_nodes).key ==
+             "autoscaler.headroom");
 }
 
 BOOST_AUTO_TEST_SUITE_END()

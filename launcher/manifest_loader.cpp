@@ -200,6 +200,14 @@ void read_autoscaler(toml_reader& r, autoscaler_params& a) {
     a.decode_grace_seconds = *v;
   if (auto v = r.number("interval_seconds", 0.01, 86400))
     a.interval_seconds = *v;
+  if (auto v = r.number("prefill_missed_tokens_per_s", 1, 1e12))
+    a.prefill_missed_tokens_per_s = *v;
+  if (auto v = r.number("decode_requests_per_instance", 0.01, 1e9))
+    a.decode_requests_per_instance = *v;
+  if (auto v = r.number("headroom", 1, 100))
+    a.headroom = *v;
+  if (auto v = r.number("queue_time_target_seconds", 0.001, 86400))
+    a.queue_time_target_seconds = *v;
   if (a.min_prefill_instances > a.max_prefill_instances)
     r.fail("min_prefill_instances", "must not exceed max_prefill_instances");
   if (a.min_decode_instances > a.max_decode_instances)
@@ -232,9 +240,15 @@ node_spec read_node(toml_reader& r) {
       n.roles.push_back(*role);
     }
   }
+  if (auto v = r.boolean("standby"))
+    n.standby = *v;
+  if (n.has(node_role::pool))
+    n.standby = true;
+  else if (n.standby)
+    n.roles.push_back(node_role::pool);
   if (n.roles.empty())
     r.fail("roles", "every node needs at least one role (entrypoint, prefill, decode, vision, "
-                    "kvstore, controller)");
+                    "kvstore, controller, pool)");
   if (auto v = r.integer("ranks", -(int64_t{1} << 31), int64_t{1} << 31)) {
     if (*v < 1)
       r.fail("ranks", "an instance needs at least one rank, got " + std::to_string(*v));

@@ -47,6 +47,11 @@ void validate_manifest(cluster_manifest& m, toml_reader& root, std::vector<toml_
     } else if (n.http) {
       r.fail("http", "only entrypoint nodes serve HTTP; add the entrypoint role or remove `http`");
     }
+    if (n.standby && n.has(node_role::vision))
+      r.fail("roles", "a ready-pool node becomes a prefill or decode instance; vision is not one it can be "
+                      "given: remove `vision` or `standby` / `pool`");
+    if (n.standby && n.has(node_role::controller))
+      r.fail("roles", "the controller node cannot be a ready-pool node: it runs the autoscaler that assigns them");
     if (n.launch == launch_method::ssh && n.host.empty())
       r.fail("launch", "ssh needs a host");
   }
@@ -63,6 +68,18 @@ void validate_manifest(cluster_manifest& m, toml_reader& root, std::vector<toml_
 
 bool node_spec::has(node_role r) const {
   return std::find(roles.begin(), roles.end(), r) != roles.end();
+}
+
+std::vector<node_role> node_spec::pool_roles() const {
+  if (!standby)
+    return {};
+  std::vector<node_role> out;
+  for (auto r : {node_role::prefill, node_role::decode})
+    if (has(r))
+      out.push_back(r);
+  if (out.empty())
+    out = {node_role::prefill, node_role::decode};
+  return out;
 }
 
 const node_spec* cluster_manifest::find_node(const std::string& name) const {

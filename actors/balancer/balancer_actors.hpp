@@ -22,6 +22,8 @@ struct balancer_actors_config {
   /// controller, so a restarted balancer writes to the same gauges).
   std::shared_ptr<balancer_loads> prefill_loads = std::make_shared<balancer_loads>();
   std::shared_ptr<balancer_loads> decode_loads = std::make_shared<balancer_loads>();
+  /// What arrives at the prefill balancer, for the controller's autoscaler.
+  std::shared_ptr<prefill_demand> demand = std::make_shared<prefill_demand>();
 };
 
 /// Spawns the prefill balancer: it keeps the bucketed queue of `serving_router` and answers a

@@ -1,3 +1,4 @@
+#include <chrono>
 #include <unordered_map>
 
 #include <caf/actor_system.hpp>
@@ -23,6 +24,9 @@ struct prefill_balancer_state {
   /// Keys each requester holds (queued or running), so its DOWN releases them all.
   requester_keys held;
   std::shared_ptr<balancer_loads> loads;
+  /// When each waiting job was submitted (its queue time goes to `demand` when pulled).
+  std::unordered_map<uint64_t, std::chrono::steady_clock::time_point> queued_at;
+  std::shared_ptr<prefill_demand> demand;
   static inline const char* name = "deepinfer.prefill_balancer";
 };
 
@@ -31,6 +35,10 @@ using prefill_pointer = prefill_balancer_actor::stateful_pointer<prefill_balance
 void dispatch(prefill_pointer self) {
   auto& st = self->state;
   for (auto& p : st.router->dispatch_prefills()) {
+    if (auto q = st.queued_at.find(p.id); q != st.queued_at.end()) {
+      st.demand->pulled(std::chrono::duration<double>(std::chrono::steady_clock::now() - q->second).count());
+      st.queued_at.erase(q);
+    }
     auto it = st.waiting.find(p.id);
     if (it == st.waiting.end())
       continue; // nobody waits any more: release it at once below
@@ -52,6 +60,7 @@ void dispatch(prefill_pointer self) {
 void release(prefill_pointer self, uint64_t key) {
   auto& st = self->state;
   st.router->finish_prefill(key);
+  st.queued_at.erase(key);
   if (auto gone = st.held.remove(key))
     self->demonitor(*gone);
   if (auto it = st.waiting.find(key); it != st.waiting.end()) {
@@ -64,6 +73,7 @@ prefill_balancer_actor::behavior_type prefill_balancer(prefill_pointer self, bal
   auto& st = self->state;
   st.router = std::make_unique<balancers::serving_router>(cfg.router);
   st.loads = cfg.prefill_loads;
+  st.demand = cfg.demand;
   self->set_down_handler([=](caf::down_msg& dm) {
     for (auto k : self->state.held.keys_of(dm.source))
       release(self, k);
@@ -80,6 +90,8 @@ prefill_balancer_actor::behavior_type prefill_balancer(prefill_pointer self, bal
         self->monitor(requester);
       auto promise = self->make_response_promise<rank_grant>();
       st.waiting[ask.key] = promise;
+      if (st.queued_at.emplace(ask.key, std::chrono::steady_clock::now()).second)
+        st.demand->submitted(ask.missed_tokens);
       st.router->submit_prefill(ask.key, ask.input_len, ask.quota_s);
       dispatch(self);
       return promise;

@@ -22,6 +22,9 @@ namespace {
 
 using clock = std::chrono::steady_clock;
 
+/// How long a draining prefill instance waits for jobs already granted to it.
+constexpr std::chrono::milliseconds prefill_drain_settle{500};
+
 struct supervisor_state {
   instance_supervisor_config cfg;
   node_agent_actor observer;
@@ -174,11 +177,15 @@ void on_rank_down(supervisor_pointer self, const caf::down_msg& dm) {
 caf::typed_response_promise<uint64_t> drain(supervisor_pointer self, int64_t grace_ms) {
   auto& st = self->state;
   auto promise = self->make_response_promise<uint64_t>();
-  if (st.cfg.role != node_role::decode) {
-    promise.deliver(make_error(errc::engine_invalid_request, "only decode instances drain"));
+  if (st.cfg.role != node_role::decode && st.cfg.role != node_role::prefill) {
+    promise.deliver(make_error(errc::engine_invalid_request, "only prefill and decode instances drain"));
     return promise;
   }
-  const auto grace = grace_ms >= 0 ? std::chrono::milliseconds{grace_ms} : st.cfg.drain_grace;
+  auto grace = grace_ms >= 0 ? std::chrono::milliseconds{grace_ms} : st.cfg.drain_grace;
+  // A prefill instance has nothing to hand off: it finishes what it holds. The short wait covers
+  // jobs the balancer granted just before the view said `draining` (still on their way here).
+  if (st.cfg.role == node_role::prefill)
+    grace = std::min(grace, prefill_drain_settle);
   if (!st.draining) {
     st.draining = true;
     if (st.status.state == instance_state::running)

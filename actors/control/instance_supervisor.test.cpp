@@ -187,7 +187,9 @@ BOOST_AUTO_TEST_CASE(a_drain_notice_marks_the_instance_draining_and_is_answered_
   run();
 }
 
-BOOST_AUTO_TEST_CASE(only_decode_instances_drain) {
+// A prefill instance given back to the ready pool (issue 17) drains too: it holds no sequence to
+// hand off, so an idle one is answered at once; a vision instance refuses.
+BOOST_AUTO_TEST_CASE(prefill_instances_drain_and_vision_instances_refuse) {
   auto cfg = three_ranks();
   cfg.instance = "n0/prefill";
   cfg.role = node_role::prefill;
@@ -195,12 +197,26 @@ BOOST_AUTO_TEST_CASE(only_decode_instances_drain) {
   run();
   self->send(sup, drain_atom::value, int64_t{0});
   run();
+  uint64_t moved = 99;
+  self->receive([&](uint64_t n) { moved = n; }, [&](caf::error& e) { BOOST_FAIL(sys.render(e)); },
+                caf::after(std::chrono::seconds(5)) >> [] { BOOST_FAIL("drain not answered"); });
+  BOOST_TEST(moved == 0u);
+  BOOST_TEST((status_of(sup).state == instance_state::draining));
+  self->send_exit(sup, caf::exit_reason::user_shutdown);
+  run();
+
+  cfg.instance = "n0/vision";
+  cfg.role = node_role::vision;
+  auto vision = spawn_instance_supervisor(sys, cfg, node_agent_actor{});
+  run();
+  self->send(vision, drain_atom::value, int64_t{0});
+  run();
   bool refused = false;
   self->receive([&](uint64_t) {}, [&](caf::error& e) { refused = is(e, errc::engine_invalid_request); },
                 caf::after(std::chrono::seconds(5)) >> [] { BOOST_FAIL("drain not answered"); });
   BOOST_TEST(refused);
-  BOOST_TEST((status_of(sup).state == instance_state::running));
-  self->send_exit(sup, caf::exit_reason::user_shutdown);
+  BOOST_TEST((status_of(vision).state == instance_state::running));
+  self->send_exit(vision, caf::exit_reason::user_shutdown);
   run();
 }
 

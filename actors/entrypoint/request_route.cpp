@@ -210,7 +210,8 @@ void ask_prefill_balancer(request_pointer self, int i, placement at, const caf::
   auto& st = self->state;
   const auto length = static_cast<int64_t>(at.tokens.size());
   prefill_ask ask{balancer_key(self, at.job), length,
-                  st.ctx->quota->cost(static_cast<double>(length - at.hit_length), static_cast<double>(at.hit_length))};
+                  st.ctx->quota->cost(static_cast<double>(length - at.hit_length), static_cast<double>(at.hit_length)),
+                  length - at.hit_length};
   sample(self, i).prefill_claim = std::make_unique<balancer_claim>(balancer, ask.key);
   self->request(caf::actor_cast<prefill_balancer_actor>(balancer), st.ctx->cfg.prefill_timeout, place_atom::value, ask)
     .then(

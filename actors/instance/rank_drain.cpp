@@ -70,7 +70,9 @@ void offer(rank_pointer self, uint64_t id, decoding& d, clock::time_point now) {
 /// Answers the supervisors once the rank holds nothing more.
 void check_drained(rank_pointer self) {
   auto& st = self->state;
-  if (!st.drain || st.drained_promises.empty() || !st.drain->drained(clock::now(), st.active.size()))
+  // A prefill rank (a pool instance given back) is drained once the jobs it holds are done.
+  if (!st.drain || st.drained_promises.empty()
+      || !st.drain->drained(clock::now(), st.active.size() + st.prefills.size()))
     return;
   log().info("rank={} drained: {} sequence(s) handed off", st.cfg.rank, st.handed_off);
   for (auto& p : st.drained_promises)

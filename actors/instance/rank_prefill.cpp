@@ -133,6 +133,7 @@ void fail_prefill(rank_pointer self, uint64_t id, caf::error error) {
   it->second.out.error = std::move(error);
   it->second.promise.deliver(std::move(it->second.out));
   st.prefills.erase(it);
+  drain_forget(self, id);
 }
 
 /// The sequences the decode rank starts from a job's KV: none for n = 1 (the one exported),
@@ -233,9 +234,11 @@ void finish_prefill(rank_pointer self, uint64_t id, engine::prefill_progress& p)
   if (!ok || !goes_on || t.out.error) {
     st.engine->free(t.req.seq);
     t.promise.deliver(std::move(t.out));
+    drain_forget(self, id);
     return;
   }
   hand_off(self, t, decode);
+  drain_forget(self, id);
 }
 
 /// The job goes on without its cached prefix (its KV was refused or could not be read).
@@ -376,6 +379,7 @@ void on_hit_planned(rank_pointer self, uint64_t id) {
     if (plan.length == 0) {
       st.prefills.erase(it);
       report(self);
+      drain_forget(self, id);
     }
     return;
   }
@@ -421,6 +425,7 @@ void on_blocks_loaded(rank_pointer self, uint64_t id) {
   if (t.dropped) {
     st.prefills.erase(it);
     report(self);
+    drain_forget(self, id);
     return;
   }
   auto& blocks = slot->blocks;
@@ -506,6 +511,7 @@ bool cancel_prefill(rank_pointer self, uint64_t id, const std::string& why) {
   // Answered last: whoever hears of it sees the blocks back already.
   out.error = make_error(errc::request_cancelled, why);
   promise.deliver(std::move(out));
+  drain_forget(self, id);
   return true;
 }
 

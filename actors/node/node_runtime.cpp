@@ -66,7 +66,47 @@ struct node_runtime::impl {
   std::shared_ptr<cluster_snapshot> snap = std::make_shared<cluster_snapshot>();
   node_agent_actor agent;
   controller_actor local_controller;
+  /// This node's instances: the manifest's, and a pool instance while the controller has it
+  /// serve (added and removed on the agent's thread, read by signal handlers' callers).
+  std::mutex supervisors_mtx;
   std::map<node_role, instance_supervisor_actor> supervisors;
+  /// Builds an instance's supervisor config (set once the node's shared parts exist; a pool
+  /// assignment before that is refused and asked again by the controller).
+  std::mutex factory_mtx;
+  std::function<instance_supervisor_config(const instance_spec&)> supervisor_config;
+
+  /// The agent's `assign`: starts the pool instance of `role`.
+  caf::expected<instance_supervisor_actor> start_pool_instance(node_role role, node_agent_actor observer) {
+    auto spec = std::find_if(cfg.pool_instances.begin(), cfg.pool_instances.end(),
+                             [&](const instance_spec& s) { return s.role == role; });
+    if (spec == cfg.pool_instances.end())
+      return make_error(errc::pool_refused, "node " + cfg.self.name + " may not become a " + to_string(role)
+                                              + " instance (see its roles in the manifest)");
+    std::function<instance_supervisor_config(const instance_spec&)> make;
+    {
+      std::lock_guard<std::mutex> guard{factory_mtx};
+      make = supervisor_config;
+    }
+    if (!make)
+      return make_error(errc::pool_refused, "node " + cfg.self.name + " is still starting");
+    auto sup = spawn_instance_supervisor(*sys, make(*spec), std::move(observer));
+    std::lock_guard<std::mutex> guard{supervisors_mtx};
+    supervisors[role] = sup;
+    return sup;
+  }
+
+  void pool_instance_stopped(node_role role) {
+    std::lock_guard<std::mutex> guard{supervisors_mtx};
+    supervisors.erase(role);
+  }
+
+  std::optional<instance_supervisor_actor> supervisor_of(node_role role) {
+    std::lock_guard<std::mutex> guard{supervisors_mtx};
+    auto i = supervisors.find(role);
+    if (i == supervisors.end())
+      return std::nullopt;
+    return i->second;
+  }
   std::unique_ptr<entrypoint> serving;
   std::unique_ptr<node_http> http;
   /// The API keys every keyed route checks (the entrypoint's, the admin routes', /metrics).
@@ -125,8 +165,9 @@ std::optional<std::string> node_runtime::start() {
   // 0. The fitted prefill cost model of this node's engine setup, measured on first serve (before
   // any actor runs, so nothing else loads the CPU meanwhile) and read from the model directory
   // afterwards: this node's prefill ranks chunk with it, its entrypoint prices with it.
-  const bool prefills = std::any_of(cfg.instances.begin(), cfg.instances.end(),
-                                    [](const auto& spec) { return spec.role == node_role::prefill; });
+  const auto is_prefill = [](const auto& spec) { return spec.role == node_role::prefill; };
+  const bool prefills = std::any_of(cfg.instances.begin(), cfg.instances.end(), is_prefill)
+                        || std::any_of(cfg.pool_instances.begin(), cfg.pool_instances.end(), is_prefill);
   if (cfg.serving && !cfg.serving->prefill_cost && (cfg.http || prefills)) {
     auto fit = engine::cost_profile::ensure(
       cfg.serving->model_dir, engine::cost_profile::config{cfg.serving->threads_per_rank, cfg.serving->cpu_isa});
@@ -208,6 +249,12 @@ std::optional<std::string> node_runtime::start() {
     d.controller_lost = true;
     d.cv.notify_all();
   };
+  if (!cfg.pool_instances.empty()) {
+    agent_cfg.start_instance = [&d](node_role role, node_agent_actor observer) {
+      return d.start_pool_instance(role, std::move(observer));
+    };
+    agent_cfg.instance_stopped = [&d](node_role role) { d.pool_instance_stopped(role); };
+  }
   d.agent = spawn_node_agent(sys, std::move(agent_cfg));
 
   // 2. The controller, published on this node's port, or a link to the remote one.
@@ -215,7 +262,9 @@ std::optional<std::string> node_runtime::start() {
   if (cfg.hosts_controller) {
     auto balancers = cfg.balancers;
     export_balancer_loads(*metrics, balancers.prefill_loads, balancers.decode_loads);
-    d.local_controller = spawn_controller(sys, balancers);
+    auto scaling = cfg.autoscaler;
+    scaling.metrics = metrics;
+    d.local_controller = spawn_controller(sys, balancers, std::move(scaling));
     d.controller = d.local_controller;
     if (cfg.self.port != 0) {
       auto port = mm.publish(d.local_controller, cfg.self.port, cfg.self.host.c_str(), true);
@@ -247,7 +296,7 @@ std::optional<std::string> node_runtime::start() {
   }
 
   // 3. Instances; with a model, every rank shares the process's prefix cache.
-  for (auto& spec : cfg.instances) {
+  auto supervisor_config = [&cfg, cache, so, metrics](const instance_spec& spec) {
     instance_supervisor_config sc;
     sc.instance = cfg.self.name + "/" + to_string(spec.role);
     sc.node = cfg.self.name;
@@ -284,7 +333,16 @@ std::optional<std::string> node_runtime::start() {
       sc.engine.metrics = metrics;
       sc.engine.instance = sc.instance;
     }
-    d.supervisors[spec.role] = spawn_instance_supervisor(sys, sc, d.agent);
+    return sc;
+  };
+  {
+    std::lock_guard<std::mutex> guard{d.supervisors_mtx};
+    for (auto& spec : cfg.instances)
+      d.supervisors[spec.role] = spawn_instance_supervisor(sys, supervisor_config(spec), d.agent);
+  }
+  {
+    std::lock_guard<std::mutex> guard{d.factory_mtx};
+    d.supervisor_config = supervisor_config;
   }
 
   // 4. HTTP last: it answers only once the node can describe itself.
@@ -360,15 +418,24 @@ void node_runtime::stop(std::chrono::milliseconds deadline) {
   // The controller first, so it does not record its own node's agent as dead.
   if (d.local_controller)
     caf::anon_send_exit(d.local_controller, caf::exit_reason::user_shutdown);
-  for (auto& [role, sup] : d.supervisors)
+  {
+    std::lock_guard<std::mutex> guard{d.factory_mtx};
+    d.supervisor_config = nullptr; // it holds the cache and the compiler
+  }
+  std::map<node_role, instance_supervisor_actor> supervisors;
+  {
+    std::lock_guard<std::mutex> guard{d.supervisors_mtx};
+    supervisors.swap(d.supervisors);
+  }
+  for (auto& [role, sup] : supervisors)
     caf::anon_send_exit(sup, caf::exit_reason::user_shutdown);
+  supervisors.clear();
   caf::anon_send_exit(d.agent, caf::exit_reason::user_shutdown);
   for (auto& a : {d.cfg.self.swa_shard, d.cfg.self.snapshots})
     if (a)
       caf::anon_send_exit(caf::actor_cast<caf::actor>(a), caf::exit_reason::user_shutdown);
   d.cfg.self.swa_shard = nullptr;
   d.cfg.self.snapshots = nullptr;
-  d.supervisors.clear();
   d.agent = nullptr;
   d.local_controller = nullptr;
   d.controller = nullptr;
@@ -407,25 +474,27 @@ std::optional<std::string> node_runtime::reload_api_keys() {
 
 bool node_runtime::inject_rank_failure(node_role role, uint32_t rank,
                                        const std::string& reason) {
-  auto i = impl_->supervisors.find(role);
-  if (i == impl_->supervisors.end())
+  auto sup = impl_->supervisor_of(role);
+  if (!sup)
     return false;
-  caf::anon_send(i->second, fail_atom::value, rank, reason);
+  caf::anon_send(*sup, fail_atom::value, rank, reason);
   return true;
 }
 
 std::optional<uint64_t> node_runtime::drain(std::chrono::milliseconds handoff_limit) {
   auto& d = *impl_;
-  auto i = d.supervisors.find(node_role::decode);
-  if (i == d.supervisors.end() || !d.sys)
+  auto sup = d.sys ? d.supervisor_of(node_role::decode) : std::nullopt;
+  if (!sup)
     return std::nullopt;
-  auto spec = std::find_if(d.cfg.instances.begin(), d.cfg.instances.end(),
-                           [](const instance_spec& s) { return s.role == node_role::decode; });
-  const auto grace = spec != d.cfg.instances.end() ? spec->drain_grace : std::chrono::milliseconds{0};
+  auto grace = std::chrono::milliseconds{0};
+  for (auto* specs : {&d.cfg.instances, &d.cfg.pool_instances})
+    for (auto& spec : *specs)
+      if (spec.role == node_role::decode)
+        grace = spec.drain_grace;
   const auto t0 = std::chrono::steady_clock::now();
   std::optional<uint64_t> moved;
   caf::scoped_actor self{*d.sys};
-  self->request(i->second, grace + handoff_limit, drain_atom::value, int64_t{-1})
+  self->request(*sup, grace + handoff_limit, drain_atom::value, int64_t{-1})
     .receive([&](uint64_t n) { moved = n; },
              [&](caf::error& e) {
                log().warn("node={} drain did not complete: {}; stopping anyway", d.cfg.self.name, d.sys->render(e));
@@ -437,12 +506,12 @@ std::optional<uint64_t> node_runtime::drain(std::chrono::milliseconds handoff_li
 }
 
 std::optional<instance_status> node_runtime::instance(node_role role) {
-  auto i = impl_->supervisors.find(role);
-  if (i == impl_->supervisors.end())
+  auto sup = impl_->supervisor_of(role);
+  if (!sup)
     return std::nullopt;
   std::optional<instance_status> result;
   caf::scoped_actor self{*impl_->sys};
-  self->request(i->second, std::chrono::seconds(2), status_atom::value)
+  self->request(*sup, std::chrono::seconds(2), status_atom::value)
     .receive([&](instance_status& s) { result = std::move(s); }, [](caf::error&) {});
   return result;
 }

@@ -10,6 +10,7 @@
 #include "actors/balancer/balancer_actors.hpp"
 #include "actors/names.hpp"
 #include "actors/control/cluster_snapshot.hpp"
+#include "actors/control/controller.hpp"
 #include "actors/node/serving_config.hpp"
 #include "actors/node/system_settings.hpp"
 #include "engine/ep/ep_rank.hpp"
@@ -65,6 +66,9 @@ struct node_runtime_config {
   std::string controller_host;
   uint16_t controller_port = 0;
   std::vector<instance_spec> instances;
+  /// A ready-pool node (issue 17): the instances the controller's autoscaler may start here,
+  /// one at a time (none of them runs until it is assigned). Empty: not a pool node.
+  std::vector<instance_spec> pool_instances;
   std::optional<http_endpoint> http;
   /// Set to serve the model: ranks load it, the HTTP entrypoint answers the three APIs.
   std::optional<serving_config> serving;
@@ -74,6 +78,9 @@ struct node_runtime_config {
   std::chrono::milliseconds instance_restart_delay{50};
   /// The cluster's balancers (used where `hosts_controller`: they run next to the controller).
   balancer_actors_config balancers;
+  /// The controller's autoscaler (used where `hosts_controller`; interval 0: none). Its metrics
+  /// go to this node's /metrics.
+  autoscaler_settings autoscaler;
 };
 
 /// One node of a DeepInfer cluster inside this process: its CAF actor system, node agent,

@@ -279,7 +279,7 @@ int main(int argc, char** argv) {
     auto cfg = make_node_config(m, *node);
     if (!o.no_serve
         && (node->has(node_role::entrypoint) || node->has(node_role::prefill) || node->has(node_role::decode) ||
-            node->has(node_role::vision))) {
+            node->has(node_role::vision) || node->standby)) {
       // Every serving node loads the same model (a vision node its encoder: without it, its
       // ranks refuse every image and the prefill ranks encode them instead).
       actors::serving_config sc;
