@@ -105,7 +105,7 @@ std::string describe_plan(const cluster_manifest& m, const std::vector<node_laun
       << " max_waiting=" << m.admission.max_waiting << " queue_timeout_ms=" << m.admission.queue_timeout.count()
       << "\n"
       << "kv_transport: " << actors::to_string(m.kv_transport) << " rdma_port=" << m.rdma_port << "\n"
-      << "kv: root=" << m.kv.root << " block_tokens=" << m.kv.block_tokens
+      << "kv: root=" << m.kv.root
       << " ttl_agent_hours=" << m.kv.ttl_agent_hours << " ttl_chatbot_hours=" << m.kv.ttl_chatbot_hours
       << " gc_watermarks=" << m.kv.gc_low_watermark << ".." << m.kv.gc_high_watermark
       << " swa_ttl_seconds=" << m.kv.swa_ttl_seconds << " swa_memory_mib=" << m.kv.swa_memory_mib
@@ -123,7 +123,7 @@ std::string describe_plan(const cluster_manifest& m, const std::vector<node_laun
       << " round_ms=" << b.prefill_round_ms << " redundant_experts_per_rank="
       << b.prefill_ep.redundant_experts_per_rank << " ep_window_steps=" << b.prefill_ep.window_steps
       << " ep_replace_steps=" << b.prefill_ep.replace_steps << "\n"
-      << "balancer.decode: kv_weight=" << b.decode_kv_weight << " max_batch=" << b.decode_max_batch
+      << "balancer.decode: max_batch=" << b.decode_max_batch
       << " redundant_experts_per_rank="
       << b.decode_ep.redundant_experts_per_rank << " ep_window_steps=" << b.decode_ep.window_steps
       << " ep_replace_steps=" << b.decode_ep.replace_steps << "\n";

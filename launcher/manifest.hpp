@@ -62,7 +62,6 @@ struct node_spec {
 /// `[kv]`: the prefix cache (DESIGN §4).
 struct kv_params {
   std::string root;                       ///< block store root directory (required)
-  uint32_t block_tokens = 128;
   double ttl_agent_hours = 72;            ///< 3 days
   double ttl_chatbot_hours = 168;         ///< 7 days
   double gc_low_watermark = 0.80;         ///< fraction of the disk budget GC evicts down to
@@ -83,7 +82,9 @@ struct expert_parallel_params {
 /// `[balancer.prefill]` and `[balancer.decode]` (DESIGN §6).
 struct balancer_params {
   std::vector<uint64_t> prefill_bucket_bounds{16384, 65536, 262144};
-  double prefill_step_budget_ms = 50;
+  /// Time budget of one chunked-prefill step on a prefill rank: how long a new prompt, a cancel
+  /// or a ping waits behind a long prompt (`--prefill-step-ms` overrides).
+  double prefill_step_budget_ms = 100;
   /// Compute-quota (fitted seconds of prefill) a prefill rank may hold before its instance
   /// stops pulling from the balancer's queue (`[balancer.prefill] quota_per_rank_s`).
   double prefill_quota_per_rank_s = 4.0;
@@ -91,7 +92,6 @@ struct balancer_params {
   uint32_t prefill_round_ms = 1000;
   /// Requests one decode rank holds at most (`[balancer.decode] max_batch`).
   uint32_t decode_max_batch = 256;
-  double decode_kv_weight = 1.0;          ///< weight of total KV length against request count
   expert_parallel_params prefill_ep{4, 100, 1000};
   expert_parallel_params decode_ep{1, 1000, 10000};
 };

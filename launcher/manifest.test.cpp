@@ -44,7 +44,6 @@ BOOST_AUTO_TEST_CASE(good_manifest_resolves_defaults_from_design) {
   auto& m = std::get<cluster_manifest>(r);
   BOOST_TEST(m.model_path == "/m");
   BOOST_TEST(m.kv.root == "/kv");
-  BOOST_TEST(m.kv.block_tokens == 128u);
   BOOST_TEST(m.kv.ttl_agent_hours == 72.0);
   BOOST_TEST(m.kv.ttl_chatbot_hours == 168.0);
   BOOST_TEST(m.kv.swa_ttl_seconds == 180.0);
@@ -325,6 +324,21 @@ BOOST_AUTO_TEST_CASE(ready_pool_nodes_and_autoscaler_keys_reach_the_node_configs
   BOOST_TEST(expect_error(bad("[\"pool\", \"controller\"]")).message.find("controller") != std::string::npos);
   BOOST_TEST(expect_error("model = \"/m\"\n[kv]\nroot = \"/kv\"\n[autoscaler]\nheadroom = 0.5\n" + good_nodes).key ==
              "autoscaler.headroom");
+}
+
+// Every key parsed reaches what it names (issue 17): those that would not are refused.
+BOOST_AUTO_TEST_CASE(keys_nothing_uses_are_refused_with_what_to_do) {
+  const std::string head = "model = \"/m\"\n[kv]\nroot = \"/kv\"\n";
+  BOOST_TEST(expect_error("model = \"/m\"\n[kv]\nroot = \"/kv\"\nblock_tokens = 64\n" + good_nodes).key == "kv.block_tokens");
+  auto r = parse_manifest("model = \"/m\"\n[kv]\nroot = \"/kv\"\nblock_tokens = 128\n" + good_nodes, "test.toml");
+  BOOST_TEST(std::holds_alternative<cluster_manifest>(r)); // what the format says: accepted
+  BOOST_TEST(expect_error(head + "[balancer.decode]\nkv_weight = 1.0\n" + good_nodes).key == "balancer.decode.kv_weight");
+  auto cuda = good_nodes;
+  cuda.replace(cuda.find("ranks = 2"), 9, "ranks = 2\nbackend = \"cuda\"");
+  BOOST_TEST(expect_error(head + cuda).message.find("issue 22") != std::string::npos);
+  r = parse_manifest(head + "[balancer.prefill]\nstep_budget_ms = 40\n" + good_nodes, "test.toml");
+  BOOST_REQUIRE(std::holds_alternative<cluster_manifest>(r));
+  BOOST_TEST(std::get<cluster_manifest>(r).balancer.prefill_step_budget_ms == 40.0);
 }
 
 BOOST_AUTO_TEST_SUITE_END()

@@ -123,8 +123,11 @@ void read_admission(toml_reader& r, actors::admission_control::config& a) {
 void read_kv(toml_reader& r, kv_params& kv) {
   if (auto v = r.string("root"))
     kv.root = *v;
-  if (auto v = r.integer("block_tokens", 1, 1 << 20))
-    kv.block_tokens = static_cast<uint32_t>(*v);
+  // Not a setting: the KV format's block (prefix-cache keys, SWA snapshot boundaries, the
+  // engine's pool) is 128 tokens. Accepted when it says so, so older manifests still load.
+  if (auto v = r.integer("block_tokens", 1, 1 << 20); v && *v != 128)
+    r.fail("block_tokens", "the KV block is 128 tokens in this format (DESIGN §4: cache keys, SWA snapshots and "
+                           "the engines' pools depend on it); remove the key");
   if (auto v = r.number("ttl_agent_hours", 0, 1e6))
     kv.ttl_agent_hours = *v;
   if (auto v = r.number("ttl_chatbot_hours", 0, 1e6))
@@ -173,8 +176,9 @@ void read_balancer(toml_reader& r, balancer_params& b) {
     p->finish();
   }
   if (auto d = r.table("decode")) {
-    if (auto v = d->number("kv_weight", 0, 1e6))
-      b.decode_kv_weight = *v;
+    if (d->number("kv_weight", 0, 1e6))
+      d->fail("kv_weight", "removed: the decode balancer places by each rank's KV pool (what its requests may "
+                           "reach must fit) and then by load, with no weight to set; remove the key");
     if (auto v = d->integer("max_batch", 1, 1 << 20))
       b.decode_max_batch = static_cast<uint32_t>(*v);
     read_expert_parallel(*d, b.decode_ep);

@@ -47,6 +47,9 @@ void validate_manifest(cluster_manifest& m, toml_reader& root, std::vector<toml_
     } else if (n.http) {
       r.fail("http", "only entrypoint nodes serve HTTP; add the entrypoint role or remove `http`");
     }
+    if (n.backend == backend_kind::cuda)
+      r.fail("backend", "this build's ranks run on the CPU only: the CUDA backend is not implemented yet "
+                        "(issue 22); use backend = \"cpu\"");
     if (n.standby && n.has(node_role::vision))
       r.fail("roles", "a ready-pool node becomes a prefill or decode instance; vision is not one it can be "
                       "given: remove `vision` or `standby` / `pool`");

@@ -43,7 +43,7 @@ struct options {
   std::string speculative;  // empty: variable when the model has a draft head, else off
   std::string cpu_isa;      // empty: the manifest node's cpu_isa, else auto
   std::string kv_transport;
-  int prefill_step_ms = 0;  // 0: 100
+  int prefill_step_ms = 0;  // 0: the manifest's step_budget_ms (100 ms without a manifest)
   bool no_serve = false;
   int ranks = 2;            // ranks (EP size) of each instance of the embedded default
   bool no_batch_threads = false;
@@ -136,7 +136,8 @@ std::optional<int> finish_serving_config(const options& o, actors::serving_confi
   sc.decoder_mode = *engine::parse_decoder_mode(o.decoder_mode.empty() ? "bounded" : o.decoder_mode);
   if (!o.speculative.empty())
     sc.speculative = engine::parse_speculative_mode(o.speculative);
-  sc.prefill_step = std::chrono::milliseconds{o.prefill_step_ms > 0 ? o.prefill_step_ms : 100};
+  if (o.prefill_step_ms > 0) // else the manifest's [balancer.prefill] step_budget_ms, or 100 ms
+    sc.prefill_step = std::chrono::milliseconds{o.prefill_step_ms};
   sc.cpu_isa = choose_isa(o.cpu_isa.empty() ? isa : o.cpu_isa);
   if (!sc.cpu_isa)
     return usage_error;
@@ -303,6 +304,7 @@ int main(int argc, char** argv) {
       sc.vision = m.vision;
       sc.image_fetch = m.image_fetch;
       sc.vision_balancer = m.vision_balancer;
+      sc.prefill_step = std::chrono::microseconds{static_cast<int64_t>(m.balancer.prefill_step_budget_ms * 1000.0)};
       if (auto rc = finish_serving_config(o, sc, node->cpu_isa, m.kv_transport))
         return *rc;
       cfg.serving = sc;
