@@ -53,8 +53,29 @@ pool_scaler::counts pool_scaler::count(const membership_view& view) const {
   return c;
 }
 
+void pool_scaler::reconcile(const membership_view& view) {
+  for (auto& i : view.instances) {
+    if (i.role != node_role::prefill && i.role != node_role::decode)
+      continue;
+    auto node = std::find_if(view.nodes.begin(), view.nodes.end(),
+                             [&](const node_status& n) { return n.info.name == i.node; });
+    if (node == view.nodes.end() || node->state != node_state::alive || !node->info.roles.has(node_role::pool))
+      continue;
+    auto a = assigned_.find(i.node);
+    if (a == assigned_.end()) {
+      if (serving_state(i.state))
+        assigned_[i.node] = {i.role, phase::serving, next_order_++};
+      else if (i.state == instance_state::draining)
+        assigned_[i.node] = {i.role, phase::leaving, next_order_++};
+    } else if (a->second.state == phase::leaving && a->second.role == i.role && i.state == instance_state::stopped) {
+      assigned_.erase(a);
+    }
+  }
+}
+
 pool_scaler::plan_result pool_scaler::plan(const membership_view& view, int prefill_target, int decode_target) {
   plan_result out;
+  reconcile(view);
   const auto now = count(view);
   for (auto [role, have, target] : {std::tuple{node_role::prefill, now.prefill, prefill_target},
                                     std::tuple{node_role::decode, now.decode, decode_target}}) {

@@ -50,6 +50,11 @@ public:
 
   counts count(const membership_view& view) const;
 
+  /// Brings the bookkeeping in line with the view (a controller that restarted, an answer that
+  /// was lost): a pool node's serving instance it does not know is adopted as `serving`, a
+  /// `leaving` one whose instance reports `stopped` is idle again. `plan` calls it first.
+  void reconcile(const membership_view& view);
+
   /// Actions toward `prefill_target` / `decode_target` instances; their assignments are recorded
   /// (`starting` / `leaving`) as they are planned. Scale-up picks idle pool nodes that may take the
   /// role (in name order); scale-down the latest assigned serving instance of the role.

@@ -130,4 +130,27 @@ BOOST_AUTO_TEST_CASE(a_dead_pool_node_is_forgotten_and_not_counted) {
   BOOST_TEST(r.actions[0].node == "pool1");
 }
 
+BOOST_AUTO_TEST_CASE(a_restarted_controller_adopts_what_pool_nodes_serve) {
+  cluster();
+  instance("pool0", node_role::decode, instance_state::running);
+  instance("pool1", node_role::prefill, instance_state::draining);
+  // A fresh scaler (the controller restarted) learns both from the view.
+  auto r = pool.plan(view, 1, 2);
+  BOOST_TEST(r.actions.empty());
+  BOOST_REQUIRE(pool.find("pool0") != nullptr);
+  BOOST_TEST((pool.find("pool0")->state == pool_scaler::phase::serving));
+  BOOST_REQUIRE(pool.find("pool1") != nullptr);
+  BOOST_TEST((pool.find("pool1")->state == pool_scaler::phase::leaving));
+  BOOST_TEST(pool.count(view).idle_pool == 1);  // pool2
+  // The drain ends (its answer went to the old controller): stopped in the view, idle again.
+  set_state("pool1", instance_state::stopped);
+  r = pool.plan(view, 1, 2);
+  BOOST_TEST(pool.find("pool1") == nullptr);
+  BOOST_TEST(pool.count(view).idle_pool == 2);
+  // Scale-down releases the adopted instance like one it assigned.
+  r = pool.plan(view, 1, 1);
+  BOOST_REQUIRE_EQUAL(r.actions.size(), 1u);
+  BOOST_TEST((r.actions[0].what == kind::release && r.actions[0].node == "pool0"));
+}
+
 BOOST_AUTO_TEST_SUITE_END()
