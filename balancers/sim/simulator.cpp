@@ -33,6 +33,7 @@ simulator::simulator(const sim_config& cfg, workload& wl)
     instance_index_["decode-" + std::to_string(i)] = i;
   announce(instance_role::prefill);
   announce(instance_role::decode);
+  record_peaks();
   res_.workload = wl.name();
 }
 

@@ -284,4 +284,33 @@ BOOST_AUTO_TEST_CASE(applied_autoscaling_uses_fewer_rank_hours_than_static_peak_
   BOOST_TEST(attained(fixed.ttft, cfg.ttft_slo_s) >= 0.99);
 }
 
+BOOST_AUTO_TEST_CASE(a_drained_decode_instance_hands_its_request_and_kv_to_another_after_the_grace) {
+  // Two decode instances, one long request on each; the first decision (t = 2 s) finds one
+  // decode instance enough, so one drains; after the 1 s grace it hands its request off (pause:
+  // latency + KV bytes / link) and leaves; the request finishes on the other with every token.
+  sim_config cfg;
+  cfg.prefill_instances = 1;
+  cfg.prefill_dp = 1;
+  cfg.decode_instances = 2;
+  cfg.decode_dp = 1;
+  cfg.autoscale = autoscale_mode::applied;
+  cfg.autoscale_s = 2.0;
+  cfg.scaling.decode_requests = 1000.0;
+  cfg.scaling.ready_pool = 0;
+  cfg.scaling.decode_grace_s = 1.0;
+  const auto r = run_list(cfg, {make(0, 0.0, 1000, 5000, 1), make(1, 0.001, 1000, 5000, 2)});
+  BOOST_TEST(r.completed == 2);
+  BOOST_TEST(r.decode_tokens == 2 * 4999);
+  BOOST_TEST(r.scale_downs == 1);
+  BOOST_TEST(r.handoffs == 1);
+  // The moved request held ~1000 prompt + a second's worth of output tokens.
+  const auto& p = cfg.provision;
+  BOOST_TEST(r.handoff_s > p.handoff_latency_s + 1000 * p.handoff_bytes_per_token / p.handoff_bytes_per_s);
+  BOOST_TEST(r.handoff_s < p.handoff_latency_s + 5000 * p.handoff_bytes_per_token / p.handoff_bytes_per_s);
+  // The drained instance cost ranks until it left (~3 s), the other until the end.
+  BOOST_TEST(r.decode_rank_s > r.end_s + 3.0);
+  BOOST_TEST(r.decode_rank_s < r.end_s + 3.1);
+  BOOST_TEST(r.peak_decode == 2);
+}
+
 BOOST_AUTO_TEST_SUITE_END()
