@@ -284,6 +284,21 @@ BOOST_AUTO_TEST_CASE(applied_autoscaling_uses_fewer_rank_hours_than_static_peak_
   BOOST_TEST(attained(fixed.ttft, cfg.ttft_slo_s) >= 0.99);
 }
 
+BOOST_AUTO_TEST_CASE(the_baselines_place_over_the_running_instances_as_they_come_and_go) {
+  for (const auto p : {prefill_policy::round_robin, prefill_policy::least_outstanding}) {
+    auto cfg = elastic_config();
+    cfg.autoscale = autoscale_mode::applied;
+    cfg.policy = p;
+    auto wl = day_shaped();
+    const auto n = static_cast<int64_t>(wl.size());
+    const auto r = simulator(cfg, wl).run();
+    BOOST_TEST(r.completed == n);
+    BOOST_TEST(r.decode_tokens == n * 799);
+    BOOST_TEST(r.peak_prefill >= 3);
+    BOOST_TEST(r.scale_downs > 0);
+  }
+}
+
 BOOST_AUTO_TEST_CASE(a_drained_decode_instance_hands_its_request_and_kv_to_another_after_the_grace) {
   // Two decode instances, one long request on each; the first decision (t = 2 s) finds one
   // decode instance enough, so one drains; after the 1 s grace it hands its request off (pause:
