@@ -9,9 +9,15 @@ autoscaler::autoscaler(const config& cfg) : cfg_(cfg) {}
 
 double autoscaler::prefill_need(const observation& obs) const {
   double need = obs.missed_tok_per_s / cfg_.prefill_missed_tok_per_s;
-  // A queue longer than the target means the admitted rate understates demand: scale by the ratio.
-  if (obs.queue_time_s > cfg_.queue_time_target_s)
-    need = std::max(need, static_cast<double>(obs.prefill)) * (obs.queue_time_s / cfg_.queue_time_target_s);
+  // A queue longer than the target means the admitted rate understates demand: scale the serving
+  // instances by the ratio, unless instances already decided on are still starting.
+  const int serving = obs.prefill - obs.prefill_starting;
+  if (obs.queue_time_s > cfg_.queue_time_target_s) {
+    if (obs.prefill_starting > 0)
+      need = std::max(need, static_cast<double>(obs.prefill) / cfg_.headroom); // hold what is decided
+    else
+      need = std::max(need, static_cast<double>(serving)) * (obs.queue_time_s / cfg_.queue_time_target_s);
+  }
   return need;
 }
 

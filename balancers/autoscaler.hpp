@@ -11,6 +11,8 @@ namespace deepinfer::balancers {
 ///
 /// Queue time is a signal of its own: a missed-token rate measured at the engines only counts
 /// work that was admitted, so a backlog growing in the balancer's queues must still add instances.
+/// It scales the instances that serve (not those still starting), and only while none is
+/// starting: provisioning takes minutes (DESIGN §6.5), and until they serve the queue stays.
 class autoscaler {
 public:
   struct config {
@@ -34,8 +36,13 @@ public:
     double requests_in_flight = 0.0; ///< decode requests being generated
     double quota_use = 0.0;          ///< used / total compute-quota of prefill
     double queue_time_s = 0.0;       ///< recent p90 prefill queueing time
-    int prefill = 0;                 ///< instances now
+    int prefill = 0;                 ///< instances now (running + starting)
     int decode = 0;
+    /// Of those, instances decided on that do not serve yet (a machine loading the model). The
+    /// queue rule leaves them out and waits for them: a queue cannot shrink before they serve,
+    /// so scaling on it again would add instances for the same backlog once per decision.
+    int prefill_starting = 0;
+    int decode_starting = 0;
   };
 
   /// The targets, and which decode instances drain until when.

@@ -43,4 +43,19 @@ BOOST_AUTO_TEST_CASE(queueing_adds_prefill_instances_even_when_missed_tokens_loo
   BOOST_TEST(a.decide({.missed_tok_per_s = 480e3, .prefill = 5, .decode = 1}).prefill == 4);
 }
 
+BOOST_AUTO_TEST_CASE(the_queue_rule_scales_the_serving_instances_and_waits_for_those_starting) {
+  const autoscaler a({});
+  // 8 instances, 3 of them still starting, a 3 s queue: wait for them (hold 8, add none).
+  const autoscaler::observation starting{.missed_tok_per_s = 480e3, .queue_time_s = 3.0, .prefill = 8, .decode = 1,
+                                         .prefill_starting = 3};
+  BOOST_TEST(a.decide(starting).prefill == 8);
+  // Once they serve, the queue scales the 8 that serve: 8 x 3 = 24 (+4 per decision).
+  auto up = starting;
+  up.prefill_starting = 0;
+  BOOST_TEST(a.prefill_need(up) == 24.0);
+  BOOST_TEST(a.decide(up).prefill == 12);
+  // Only 5 of 8 serve and nothing starts (3 draining are not counted in `prefill`): 5 x 3.
+  BOOST_TEST(a.prefill_need({.queue_time_s = 3.0, .prefill = 5}) == 15.0);
+}
+
 BOOST_AUTO_TEST_SUITE_END()

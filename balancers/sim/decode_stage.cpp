@@ -9,10 +9,13 @@ namespace deepinfer::balancers::sim {
 
 void simulator::route_decode(uint64_t id) {
   auto& f = flights_.at(id);
+  f.decode_start = q_.now();
   if (f.req.output_len <= 1) { // the first token came with prefill
     decode_done(id);
     return;
   }
+  f.kv = f.req.input_len;
+  f.left = f.req.output_len - 1;
   if (!try_decode(id))
     decode_waiting_.push_back(id);
 }
@@ -20,8 +23,9 @@ void simulator::route_decode(uint64_t id) {
 bool simulator::try_decode(uint64_t id) {
   auto& f = flights_.at(id);
   // Reserves what the request will reach, as the live path reserves prompt + max_tokens (here
-  // the request's real output length stands for its max_tokens).
-  const auto where = router_.place_decode(id, f.req.input_len, f.req.input_len + f.req.output_len - 1);
+  // the request's real output length stands for its max_tokens). A handed-off request arrives
+  // with the KV it has grown and the steps it has left.
+  const auto where = router_.place_decode(id, f.kv, f.req.input_len + f.req.output_len - 1);
   if (!where)
     return false;
   const int inst_index = instance_index(where->instance);
@@ -29,14 +33,14 @@ bool simulator::try_decode(uint64_t id) {
   auto& inst = decode_[static_cast<size_t>(inst_index)];
   auto& r = dranks_[static_cast<size_t>(g)];
   ++r.requests;
-  r.kv_tokens += f.req.input_len;
+  r.kv_tokens += f.kv;
   f.decode_rank = g;
-  f.kv = f.req.input_len;
   f.batch_pos = inst.batch.size();
   inst.batch.push_back(&f);
-  // Joins the next step; needs output_len - 1 steps.
+  // Joins the next step; needs `left` steps (output_len - 1 on its first placement).
   f.join_step = inst.steps + (inst.busy ? 1 : 0);
-  inst.finish.emplace(f.join_step + f.req.output_len - 1, id);
+  f.finish_step = f.join_step + f.left;
+  inst.finish.emplace(f.finish_step, id);
   if (!inst.busy)
     start_decode_step(inst_index);
   return true;
@@ -97,8 +101,15 @@ void simulator::end_decode_step(int inst_index) {
   // The router refused these for lack of room; what just finished may have made some.
   while (!decode_waiting_.empty() && try_decode(decode_waiting_.front()))
     decode_waiting_.pop_front();
-  if (!inst.busy)
+  auto& in = decode_[static_cast<size_t>(inst_index)];
+  if (in.handoff_due) {
+    hand_off(inst_index); // the grace period ended during the step that just ran
+    return;
+  }
+  if (!in.busy)
     start_decode_step(inst_index);
+  if (!in.busy)
+    leave_if_idle(instance_role::decode, inst_index);
 }
 
 void simulator::decode_done(uint64_t id) {
@@ -117,6 +128,8 @@ void simulator::decode_done(uint64_t id) {
   }
   ++res_.completed;
   res_.last_event = now;
+  if (f.req.output_len > 1)
+    res_.tpot.push_back(static_cast<float>((now - f.decode_start) / static_cast<double>(f.req.output_len - 1)));
   // Output blocks the source knows join the store; the last completed SWA copy is stored at
   // request end (a copy completes at most 5 tokens past its 128 boundary, §4.2).
   if (static_cast<int64_t>(f.req.chain.size()) > f.req.prompt_blocks)

@@ -8,28 +8,34 @@ namespace deepinfer::balancers::sim {
 
 void simulator::place_prefill(uint64_t id) {
   const auto& f = flights_.at(id);
-  const int ranks = cfg_.prefill_instances * cfg_.prefill_dp;
+  // The baselines place over the running instances' ranks, in slot order.
+  const int ranks = static_cast<int>(prefill_serving_.size()) * cfg_.prefill_dp;
+  const auto at = [&](int g) {
+    return std::pair{prefill_serving_[static_cast<size_t>(g / cfg_.prefill_dp)], g % cfg_.prefill_dp};
+  };
   switch (cfg_.policy) {
   case prefill_policy::quota_buckets:
     router_.submit_prefill(id, f.req.input_len, f.quota);
     pull_prefills();
     return;
   case prefill_policy::round_robin: {
-    const int g = static_cast<int>(rr_next_++ % static_cast<uint64_t>(ranks));
-    assign(id, g / cfg_.prefill_dp, g % cfg_.prefill_dp);
+    const auto [inst, rank] = at(static_cast<int>(rr_next_++ % static_cast<uint64_t>(ranks)));
+    assign(id, inst, rank);
     return;
   }
   case prefill_policy::least_outstanding: {
     int best = 0;
     int best_n = 0;
     for (int g = 0; g < ranks; ++g) {
-      const int n = prefill_[static_cast<size_t>(g / cfg_.prefill_dp)].ranks[static_cast<size_t>(g % cfg_.prefill_dp)].outstanding;
+      const auto [inst, rank] = at(g);
+      const int n = prefill_[static_cast<size_t>(inst)].ranks[static_cast<size_t>(rank)].outstanding;
       if (g == 0 || n < best_n) {
         best = g;
         best_n = n;
       }
     }
-    assign(id, best / cfg_.prefill_dp, best % cfg_.prefill_dp);
+    const auto [inst, rank] = at(best);
+    assign(id, inst, rank);
     return;
   }
   }
@@ -123,6 +129,8 @@ void simulator::end_prefill_step(int inst_index) {
     pull_prefills();
   if (!inst.busy)
     start_prefill_step(inst_index);
+  if (!prefill_[static_cast<size_t>(inst_index)].busy)
+    leave_if_idle(instance_role::prefill, inst_index);
 }
 
 void simulator::prefill_done(uint64_t id) {
@@ -142,7 +150,7 @@ void simulator::prefill_done(uint64_t id) {
   cache_.insert(std::span<const uint64_t>(f.req.chain.data(), static_cast<size_t>(f.req.prompt_blocks)), now,
                 static_cast<size_t>(f.hit) / kv::block_tokens);
   const int64_t p = (f.req.input_len - 1) / static_cast<int64_t>(kv::block_tokens);
-  if (p >= 1)
+  if (p >= 1 && p <= static_cast<int64_t>(f.req.chain.size())) // a source without block ids has no chain
     cache_.put_snapshot(f.req.chain[static_cast<size_t>(p - 1)], now);
   route_decode(id);
 }

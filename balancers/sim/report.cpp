@@ -21,8 +21,11 @@ std::string report::policy_name(prefill_policy p) {
 nlohmann::json report::summarize(sim_result& r, const sim_config& cfg, double wall_s) {
   nlohmann::json j;
   const double span = std::max(1e-9, r.last_event - r.first_arrival);
-  const double dranks = static_cast<double>(cfg.decode_instances * cfg.decode_dp);
-  const double pranks = static_cast<double>(cfg.prefill_instances * cfg.prefill_dp);
+  // Ranks on average over the run: the configured cluster when static, the fleet's mean when the
+  // autoscaler is applied.
+  const bool applied = cfg.autoscale == autoscale_mode::applied;
+  const double dranks = applied ? r.decode_rank_s / span : static_cast<double>(cfg.decode_instances * cfg.decode_dp);
+  const double pranks = applied ? r.prefill_rank_s / span : static_cast<double>(cfg.prefill_instances * cfg.prefill_dp);
   const auto ratio = [](double a, double b) { return b > 0.0 ? a / b : 0.0; };
   j["workload"] = r.workload;
   j["policy"] = policy_name(cfg.policy);
@@ -49,6 +52,34 @@ nlohmann::json report::summarize(sim_result& r, const sim_config& cfg, double wa
   j["balancing_efficiency"] = ratio(r.prefill_ideal + r.decode_ideal, r.prefill_busy + r.decode_busy);
   j["prefill_busy_rank_s"] = r.prefill_busy;
   j["decode_busy_rank_s"] = r.decode_busy;
+  // Elasticity (DESIGN §6.5): rank-hours of instances (provisioning + running + draining) from
+  // t = 0 to the last event, the pool's apart, SLO attainment, and what scale-down cost.
+  const auto attained = [](const std::vector<float>& v, double slo) {
+    const auto n = std::count_if(v.begin(), v.end(), [&](float x) { return x <= slo; });
+    return v.empty() ? 1.0 : static_cast<double>(n) / static_cast<double>(v.size());
+  };
+  j["autoscale"] = applied ? "applied" : "advisory";
+  j["rank_hours"] = (r.prefill_rank_s + r.decode_rank_s) / 3600.0;
+  j["prefill_rank_hours"] = r.prefill_rank_s / 3600.0;
+  j["decode_rank_hours"] = r.decode_rank_s / 3600.0;
+  j["pool_rank_hours"] = r.pool_rank_s / 3600.0;
+  j["rank_hours_with_pool"] = (r.prefill_rank_s + r.decode_rank_s + r.pool_rank_s) / 3600.0;
+  j["peak_prefill_instances"] = r.peak_prefill;
+  j["peak_decode_instances"] = r.peak_decode;
+  j["ttft_slo_s"] = cfg.ttft_slo_s;
+  j["ttft_slo_attainment"] = attained(r.ttft, cfg.ttft_slo_s);
+  j["tpot_slo_s"] = cfg.tpot_slo_s;
+  j["tpot_slo_attainment"] = attained(r.tpot, cfg.tpot_slo_s);
+  j["tpot_mean_s"] = r.tpot.empty() ? 0.0 : std::accumulate(r.tpot.begin(), r.tpot.end(), 0.0) / static_cast<double>(r.tpot.size());
+  j["tpot_p50_s"] = percentile(r.tpot, 50.0);
+  j["tpot_p99_s"] = percentile(r.tpot, 99.0);
+  j["requests_lost"] = r.requests - r.completed;
+  j["handoffs"] = r.handoffs;
+  j["handoff_pause_mean_s"] = r.handoffs > 0 ? r.handoff_s / static_cast<double>(r.handoffs) : 0.0;
+  j["scale_ups"] = r.scale_ups;
+  j["scale_downs"] = r.scale_downs;
+  j["starts_from_pool"] = r.pool_starts;
+  j["cold_starts"] = r.cold_starts;
   j["virtual_s"] = span;
   j["wall_s"] = wall_s;
   return j;
@@ -82,7 +113,7 @@ std::vector<double> to_double(const std::vector<int>& v) { return {v.begin(), v.
 
 } // namespace
 
-void report::write_plots(sim_result& r, const std::string& dir, const std::string& tag) {
+void report::write_plots(sim_result& r, const std::string& dir, const std::string& tag, autoscale_mode mode) {
   const auto& s = r.series;
   {
     svg_chart c({.title = "TTFT CDF (" + tag + ")", .x_label = "TTFT (s), up to p99.5", .y_label = "fraction"});
@@ -116,13 +147,34 @@ void report::write_plots(sim_result& r, const std::string& dir, const std::strin
     write(dir + "/prefill_load.svg", p.render());
   }
   {
-    svg_chart c({.title = "Instances (" + tag + "): running vs autoscaler target (advisory)", .x_label = "virtual time (s)",
-                 .y_label = "instances"});
+    const bool applied = mode == autoscale_mode::applied;
+    svg_chart c({.title = "Instances (" + tag + "): running vs autoscaler target" + (applied ? "" : " (advisory)"),
+                 .x_label = "virtual time (s)", .y_label = "instances"});
     c.add({"prefill running", s.autoscale_t, to_double(s.prefill_now)});
     c.add({"prefill target", s.autoscale_t, to_double(s.prefill_target)});
     c.add({"decode running", s.autoscale_t, to_double(s.decode_now)});
     c.add({"decode target", s.autoscale_t, to_double(s.decode_target)});
+    if (applied) {
+      std::vector<double> starting, draining;
+      for (size_t i = 0; i < s.autoscale_t.size(); ++i) {
+        starting.push_back(s.prefill_starting[i] + s.decode_starting[i]);
+        draining.push_back(s.prefill_draining[i] + s.decode_draining[i]);
+      }
+      c.add({"provisioning (both)", s.autoscale_t, starting});
+      c.add({"draining (both)", s.autoscale_t, draining});
+    }
     write(dir + "/instances.svg", c.render());
+    if (applied) {
+      std::string csv = "t_s,prefill_running,prefill_target,prefill_provisioning,prefill_draining,"
+                        "decode_running,decode_target,decode_provisioning,decode_draining\n";
+      for (size_t i = 0; i < s.autoscale_t.size(); ++i)
+        csv += std::to_string(s.autoscale_t[i]) + "," + std::to_string(s.prefill_now[i]) + "," +
+               std::to_string(s.prefill_target[i]) + "," + std::to_string(s.prefill_starting[i]) + "," +
+               std::to_string(s.prefill_draining[i]) + "," + std::to_string(s.decode_now[i]) + "," +
+               std::to_string(s.decode_target[i]) + "," + std::to_string(s.decode_starting[i]) + "," +
+               std::to_string(s.decode_draining[i]) + "\n";
+      write(dir + "/instances.csv", csv);
+    }
   }
   {
     svg_chart c({.title = "Hit ratio over time (" + tag + ")", .x_label = "virtual time (s)", .y_label = "token hit ratio"});

@@ -27,6 +27,22 @@ struct decode_cost {
   double moe_lb = 1.09;      ///< EP imbalance (bench_ep_moe_lb, decode EP64 with 1 redundant)
 };
 
+/// Whether the autoscaler's decisions change the cluster.
+enum class autoscale_mode {
+  advisory, ///< static cluster of `prefill_instances` + `decode_instances`; decisions only recorded
+  applied,  ///< instances start after a provisioning delay and drain (DESIGN §6.5)
+};
+
+/// How instances come and go when the autoscaler is applied. The pool size is the autoscaler's
+/// (`autoscaler::config::ready_pool`), the decode grace period too (`decode_grace_s`).
+struct provisioning {
+  double from_pool_s = 60.0;   ///< a ready-pool machine loads the model and serves after this
+  double cold_s = 300.0;       ///< a machine started cold ("restarts take minutes", §6.5)
+  double handoff_latency_s = 0.01;          ///< fixed cost of one handoff (connect, notify)
+  double handoff_bytes_per_token = 896.0;   ///< KV bytes per token (block ~112 KiB / 128 tokens, §9)
+  double handoff_bytes_per_s = 10e9;        ///< one rank's link for the KV it hands off
+};
+
 /// Everything the simulator needs; the CLI fills it from flags and an optional JSON file.
 struct sim_config {
   int prefill_instances = 8;
@@ -43,7 +59,11 @@ struct sim_config {
   decode_balancer::config decode_router{};
   kv_cache::config cache{};
   autoscaler::config scaling{};
-  double autoscale_s = 30.0;         ///< autoscaler decision period (advisory: recorded, not applied)
+  double autoscale_s = 30.0;         ///< autoscaler decision period
+  autoscale_mode autoscale = autoscale_mode::advisory;
+  provisioning provision{};
+  double ttft_slo_s = 2.0;           ///< a request meets the TTFT SLO when its TTFT is at most this
+  double tpot_slo_s = 0.05;          ///< a request meets the TPOT SLO when its mean time per output token is at most this
   double sample_s = 10.0;            ///< time-series resolution
   double horizon_s = 0.0;            ///< stop at this virtual time (0: run until drained)
   bool progress = false;             ///< progress bar on stderr

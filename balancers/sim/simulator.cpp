@@ -3,6 +3,7 @@
 #include "kv/hit_policy.hpp"
 #include "balancers/sim/stats.hpp"
 
+#include <algorithm>
 #include <cstdio>
 #include <numeric>
 #include <string>
@@ -13,26 +14,26 @@ simulator::simulator(const sim_config& cfg, workload& wl)
     : cfg_(cfg), wl_(wl), cost_(balancers::cost_model::calibrate(cfg.prefill_calibration)), cache_(cfg.cache),
       router_(serving_router::config{.prefill = {.quota_per_rank_s = cfg.quota_per_rank_s},
                                      .decode = cfg.decode_router}),
-      scaler_(cfg.scaling), prefill_(static_cast<size_t>(cfg.prefill_instances)),
-      decode_(static_cast<size_t>(cfg.decode_instances)),
+      scaler_(cfg.scaling),
+      fleet_(fleet::config{.prefill_dp = cfg.prefill_dp, .decode_dp = cfg.decode_dp,
+                           .ready_pool = cfg.autoscale == autoscale_mode::applied ? cfg.scaling.ready_pool : 0,
+                           .from_pool_s = cfg.provision.from_pool_s, .cold_s = cfg.provision.cold_s}),
+      prefill_(static_cast<size_t>(cfg.prefill_instances)), decode_(static_cast<size_t>(cfg.decode_instances)),
       dranks_(static_cast<size_t>(cfg.decode_instances * cfg.decode_dp)) {
   for (auto& p : prefill_)
     p.ranks.resize(static_cast<size_t>(cfg.prefill_dp));
-  // The membership view once: every instance up, each decode rank sized by the router's
-  // default KV capacity (cfg.decode_router.max_kv_tokens).
-  std::vector<serving_router::instance_shape> shapes;
-  for (int i = 0; i < cfg.prefill_instances; ++i) {
-    shapes.push_back({"prefill-" + std::to_string(i), static_cast<uint32_t>(cfg.prefill_dp), 0});
-    instance_index_[shapes.back().name] = i;
-  }
-  if (cfg.policy == prefill_policy::quota_buckets)
-    router_.set_prefill_instances(shapes);
-  shapes.clear();
-  for (int i = 0; i < cfg.decode_instances; ++i) {
-    shapes.push_back({"decode-" + std::to_string(i), static_cast<uint32_t>(cfg.decode_dp), 0});
-    instance_index_[shapes.back().name] = i;
-  }
-  router_.set_decode_instances(shapes);
+  // The initial cluster is up at t = 0 (and its ready pool, when scaling is applied); each decode
+  // rank is sized by the router's default KV capacity (cfg.decode_router.max_kv_tokens).
+  fleet_.seed(instance_role::prefill, cfg.prefill_instances, 0.0);
+  fleet_.seed(instance_role::decode, cfg.decode_instances, 0.0);
+  fleet_.fill_pool(0.0);
+  for (int i = 0; i < cfg.prefill_instances; ++i)
+    instance_index_["prefill-" + std::to_string(i)] = i;
+  for (int i = 0; i < cfg.decode_instances; ++i)
+    instance_index_["decode-" + std::to_string(i)] = i;
+  announce(instance_role::prefill);
+  announce(instance_role::decode);
+  record_peaks();
   res_.workload = wl.name();
 }
 
@@ -92,15 +93,21 @@ void simulator::sample() {
   s.t.push_back(q_.now());
   s.hit_ratio.push_back(win_input_ > 0 ? static_cast<double>(win_hit_) / static_cast<double>(win_input_) : 0.0);
   s.ttft_p99.push_back(percentile(win_ttft_, 99.0));
-  s.decode_tok_s_rank.push_back(static_cast<double>(win_decode_tokens_) / cfg_.sample_s / static_cast<double>(dranks_.size()));
+  const int decode_up = fleet_.count(instance_role::decode, instance_state::running) +
+                        fleet_.count(instance_role::decode, instance_state::draining);
+  s.decode_tok_s_rank.push_back(static_cast<double>(win_decode_tokens_) / cfg_.sample_s /
+                                static_cast<double>(std::max(1, decode_up * cfg_.decode_dp)));
   std::vector<float> pl;
-  for (const auto& inst : prefill_)
-    for (const auto& r : inst.ranks)
-      pl.push_back(static_cast<float>(r.quota_load));
+  for (size_t i = 0; i < prefill_.size(); ++i)
+    if (serving(instance_role::prefill, static_cast<int>(i)))
+      for (const auto& r : prefill_[i].ranks)
+        pl.push_back(static_cast<float>(r.quota_load));
   s.prefill_rank_load.push_back(std::move(pl));
   std::vector<float> dk;
-  for (const auto& r : dranks_)
-    dk.push_back(static_cast<float>(r.kv_tokens));
+  for (size_t g = 0; g < dranks_.size(); ++g)
+    if (fleet_.state(instance_role::decode, static_cast<int>(g) / cfg_.decode_dp) != instance_state::gone &&
+        fleet_.state(instance_role::decode, static_cast<int>(g) / cfg_.decode_dp) != instance_state::provisioning)
+      dk.push_back(static_cast<float>(dranks_[g].kv_tokens));
   s.decode_rank_kv.push_back(std::move(dk));
   win_input_ = win_hit_ = win_decode_tokens_ = 0;
   win_ttft_.clear();
@@ -120,23 +127,42 @@ void simulator::autoscale() {
   for (const auto& r : dranks_)
     in_flight += static_cast<double>(r.requests);
   obs.requests_in_flight = in_flight + static_cast<double>(decode_waiting_.size());
+  // Quota use over the ranks that pull (running instances).
   double quota = 0.0;
-  for (const auto& inst : prefill_)
-    for (const auto& r : inst.ranks)
+  for (const int i : prefill_serving_)
+    for (const auto& r : prefill_[static_cast<size_t>(i)].ranks)
       quota += r.quota_load;
-  obs.quota_use = quota / (cfg_.quota_per_rank_s * cfg_.prefill_instances * cfg_.prefill_dp);
+  const auto serving_ranks = static_cast<double>(prefill_serving_.size()) * cfg_.prefill_dp;
+  obs.quota_use = serving_ranks > 0 ? quota / (cfg_.quota_per_rank_s * serving_ranks) : 1.0;
   obs.queue_time_s = percentile(scale_wait_, 90.0);
-  obs.prefill = cfg_.prefill_instances;
-  obs.decode = cfg_.decode_instances;
+  // What the cluster is becoming: instances up or on their way, not those leaving.
+  const auto up = [&](instance_role r) {
+    return fleet_.count(r, instance_state::running) + fleet_.count(r, instance_state::provisioning);
+  };
+  obs.prefill = up(instance_role::prefill);
+  obs.decode = up(instance_role::decode);
+  obs.prefill_starting = fleet_.count(instance_role::prefill, instance_state::provisioning);
+  obs.decode_starting = fleet_.count(instance_role::decode, instance_state::provisioning);
   const auto d = scaler_.decide(obs);
   auto& s = res_.series;
   s.autoscale_t.push_back(obs.now_s);
-  s.prefill_now.push_back(obs.prefill);
-  s.decode_now.push_back(obs.decode);
+  s.prefill_now.push_back(fleet_.count(instance_role::prefill, instance_state::running));
+  s.decode_now.push_back(fleet_.count(instance_role::decode, instance_state::running));
+  s.prefill_starting.push_back(fleet_.count(instance_role::prefill, instance_state::provisioning));
+  s.decode_starting.push_back(fleet_.count(instance_role::decode, instance_state::provisioning));
+  s.prefill_draining.push_back(fleet_.count(instance_role::prefill, instance_state::draining));
+  s.decode_draining.push_back(fleet_.count(instance_role::decode, instance_state::draining));
   s.prefill_target.push_back(d.prefill);
   s.decode_target.push_back(d.decode);
   scale_missed_ = 0;
   scale_wait_.clear();
+  if (cfg_.autoscale == autoscale_mode::applied)
+    apply(d);
+}
+
+void simulator::record_peaks() {
+  res_.peak_prefill = std::max(res_.peak_prefill, fleet_.count(instance_role::prefill, instance_state::running));
+  res_.peak_decode = std::max(res_.peak_decode, fleet_.count(instance_role::decode, instance_state::running));
 }
 
 sim_result simulator::run() {
@@ -173,6 +199,14 @@ sim_result simulator::run() {
   }
   if (cfg_.progress)
     std::fprintf(stderr, "\n");
+  record_peaks();
+  const double end = std::max(q_.now(), res_.last_event);
+  res_.end_s = end;
+  res_.prefill_rank_s = fleet_.rank_seconds(instance_role::prefill, end);
+  res_.decode_rank_s = fleet_.rank_seconds(instance_role::decode, end);
+  res_.pool_rank_s = fleet_.pool_rank_seconds(end);
+  res_.pool_starts = fleet_.pool_starts();
+  res_.cold_starts = fleet_.cold_starts();
   return std::move(res_);
 }
 

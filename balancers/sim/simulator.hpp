@@ -4,6 +4,7 @@
 #include "balancers/cost_model.hpp"
 #include "balancers/serving_router.hpp"
 #include "balancers/sim/event_queue.hpp"
+#include "balancers/sim/fleet.hpp"
 #include "balancers/sim/kv_cache.hpp"
 #include "balancers/sim/sim_config.hpp"
 #include "balancers/sim/workload.hpp"
@@ -26,7 +27,9 @@ struct sim_series {
   std::vector<std::vector<float>> prefill_rank_load; ///< outstanding quota (s) per prefill rank
   std::vector<std::vector<float>> decode_rank_kv;    ///< KV tokens per decode rank
   std::vector<double> autoscale_t;
-  std::vector<int> prefill_now, prefill_target, decode_now, decode_target;
+  std::vector<int> prefill_now, prefill_target, decode_now, decode_target; ///< now: running instances
+  std::vector<int> prefill_starting, decode_starting;  ///< provisioning at the decision
+  std::vector<int> prefill_draining, decode_draining;  ///< draining at the decision
 };
 
 /// What one run measured.
@@ -40,12 +43,21 @@ struct sim_result {
   int64_t replay_hits = 0;    ///< hits at L1 - 128 with replay
   int64_t ideal_hit_tokens = 0;
   std::vector<float> ttft;    ///< seconds, one per prefilled request
+  std::vector<float> tpot;    ///< seconds per output token after the first, one per request with > 1
   int64_t decode_tokens = 0;
   double first_arrival = 0.0;
   double last_event = 0.0;   ///< last completion
   double decode_active_s = 0.0; ///< time at least one decode step ran
   double prefill_busy = 0.0, prefill_ideal = 0.0; ///< rank-seconds: step time x ranks, and work
   double decode_busy = 0.0, decode_ideal = 0.0;
+  // cluster size over time (fleet): rank-seconds of instances (provisioning + running +
+  // draining) per role, of ready-pool machines, and the lifecycle counters
+  double prefill_rank_s = 0.0, decode_rank_s = 0.0, pool_rank_s = 0.0;
+  double end_s = 0.0;         ///< rank-seconds are integrated from 0 to here (the run's last event)
+  int peak_prefill = 0, peak_decode = 0; ///< most instances running at once
+  int64_t scale_ups = 0, scale_downs = 0, pool_starts = 0, cold_starts = 0;
+  int64_t handoffs = 0;       ///< requests a draining decode instance handed to another
+  double handoff_s = 0.0;     ///< their pauses, summed
   sim_series series;
 };
 
@@ -54,10 +66,15 @@ struct sim_result {
 /// `serving_router` -- the class the live balancer actors own -- for prefill (quota buckets; round
 /// robin and least outstanding are baselines beside it) and for decode over every decode rank,
 /// prefill instances stepping under a time budget with the cost model (balancers::cost_model,
-/// calibrated to the seeds' figures), decode instances stepping synchronously, and advisory
-/// autoscaling decisions.
+/// calibrated to the seeds' figures), decode instances stepping synchronously, and the
+/// autoscaler's decisions, recorded (`autoscale_mode::advisory`, a static cluster) or applied:
+/// an instance decided on serves after a provisioning delay (ready pool or cold, `fleet`); a
+/// prefill instance told to leave stops pulling and leaves when idle; a decode instance told to
+/// leave takes no new placements, decodes for the grace period, then hands every request it
+/// still holds, with its KV, to the other decode instances (a pause of latency + KV / link).
 ///
-/// Instances are named `prefill-<i>` and `decode-<i>` in the router. The simulator keeps the
+/// Instances are named `prefill-<i>` and `decode-<i>` in the router (i: the fleet slot, reused
+/// after an instance left). The simulator keeps the
 /// engines' own state (FIFOs, batches, KV per rank) and reports to the router what a live engine
 /// reports to its balancer: prefill chunks computed and finished, decode KV growth and finishes.
 class simulator {
@@ -78,6 +95,9 @@ private:
     double first_chunk = -1.0;
     int decode_rank = -1;   ///< global decode rank (instance x decode_dp + rank); -1: none
     int64_t join_step = 0;
+    int64_t left = 0;       ///< decode steps still to run when it (re)joins a batch
+    int64_t finish_step = 0; ///< its instance's step count when it finishes there
+    double decode_start = -1.0; ///< prefill done (its first token)
     int64_t kv = 0;         ///< KV length on its decode rank now
     size_t batch_pos = 0;   ///< index in its decode instance's `batch`
   };
@@ -90,6 +110,7 @@ private:
     std::vector<prefill_rank> ranks;
     bool busy = false;
     std::vector<uint64_t> finishing;
+    uint64_t epoch = 0; ///< bumped when the slot is (re)started: stale events check it
   };
   /// A decode rank as its engine sees it (the router keeps its own view).
   struct decode_rank {
@@ -101,6 +122,9 @@ private:
     int64_t steps = 0;
     std::vector<flight*> batch; ///< placed requests; joiners at the end (not in a running step)
     std::priority_queue<std::pair<int64_t, uint64_t>, std::vector<std::pair<int64_t, uint64_t>>, std::greater<>> finish;
+    uint64_t epoch = 0;
+    bool handoff_due = false; ///< the grace period ended during a step: hand off at its end
+    bool handoff_pending = false; ///< handed off; leaves when the last KV is sent
   };
 
   // arrivals and metrics (simulator.cpp)
@@ -108,6 +132,18 @@ private:
   void arrive(sim_request r);
   void sample();
   void autoscale();
+  void record_peaks();
+  // applying the autoscaler (scaling_stage.cpp)
+  void apply(const autoscaler::decision& d);
+  void start_instance(instance_role role);
+  void instance_ready(instance_role role, int slot, uint64_t epoch);
+  void shrink(instance_role role, int by, double drain_deadline);
+  void leave_if_idle(instance_role role, int slot);
+  void grace_over(int slot, uint64_t epoch);
+  void hand_off(int slot);
+  void rejoin(uint64_t id);
+  void announce(instance_role role); ///< the router's membership view: running instances
+  bool serving(instance_role role, int slot) const;
   // prefill (prefill_stage.cpp)
   void place_prefill(uint64_t id);
   void pull_prefills(); ///< instances with quota left pull from the router's queue
@@ -131,6 +167,8 @@ private:
   serving_router router_;
   std::unordered_map<std::string, int> instance_index_; ///< router name -> prefill or decode index
   autoscaler scaler_;
+  fleet fleet_;
+  std::vector<int> prefill_serving_; ///< running prefill slots (the baselines place over these)
   std::unordered_map<uint64_t, flight> flights_;
   std::vector<prefill_inst> prefill_;
   std::vector<decode_inst> decode_;

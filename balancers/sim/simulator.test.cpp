@@ -1,4 +1,5 @@
 #include "balancers/sim/agent_workload.hpp"
+#include "balancers/sim/rate_workload.hpp"
 #include "balancers/sim/simulator.hpp"
 #include "balancers/sim/trace_workload.hpp"
 
@@ -185,6 +186,146 @@ BOOST_AUTO_TEST_CASE(all_policies_drain_a_mixed_load_and_conserve_requests) {
     BOOST_TEST(r.decode_tokens == 200 * 19);
     BOOST_TEST(r.prefill_ideal <= r.prefill_busy + 1e-9);
   }
+}
+
+namespace {
+
+/// A day in 12 windows of 50 s (night, morning ramp, midday peak, evening, night), one Poisson
+/// client, 16K-token prompts and 800-token outputs.
+rate_workload day_shaped() {
+  std::vector<rate_workload::window> w;
+  const double rates[] = {1, 1, 2, 4, 8, 10, 10, 8, 4, 2, 1, 1};
+  for (int i = 0; i < 12; ++i)
+    w.push_back({.start_s = 50.0 * i, .rate_rps = rates[i], .scale = 1.0 / rates[i]});
+  return rate_workload({w}, {{16000, 800}}, 50.0, 7, "day");
+}
+
+/// Single-rank instances; the autoscaler sized from the per-instance figures (a prefill rank
+/// serves 60K uncached tok/s, DESIGN §9; a decode instance here 4 requests), short provisioning,
+/// a ready pool of 1 and a 0.5 s grace so that drains hand requests off.
+sim_config elastic_config() {
+  sim_config c;
+  c.prefill_instances = 1;
+  c.prefill_dp = 1;
+  c.decode_instances = 1;
+  c.decode_dp = 1;
+  c.autoscale_s = 5.0;
+  c.scaling.prefill_missed_tok_per_s = 60e3;
+  c.scaling.decode_requests = 4.0;
+  c.scaling.ready_pool = 1;
+  c.scaling.decode_grace_s = 0.5;
+  c.provision.from_pool_s = 5.0;
+  c.provision.cold_s = 20.0;
+  c.ttft_slo_s = 2.0;
+  return c;
+}
+
+} // namespace
+
+BOOST_AUTO_TEST_CASE(rate_windows_keep_their_measured_rate_and_the_fitted_shape) {
+  // A Gamma fit whose own mean (shape x scale = 1.6 s) is not the window's 0.085 rps.
+  const auto w = rate_workload::parse_client_row("2400,0.085,6.69,Gamma,0.02232167101916883,73.01783087211976");
+  BOOST_TEST((w.law == rate_workload::gap_law::gamma));
+  BOOST_TEST(w.shape == 0.02232167101916883);
+  BOOST_TEST(w.shape * w.scale == 1.0 / 0.085, boost::test_tools::tolerance(1e-9));
+  BOOST_TEST(rate_workload::parse_client_row("0,0,0,,0,0").rate_rps == 0.0);
+  const auto a = rate_workload::parse_aggregate_row("600,18.4033,22,1.3119");
+  BOOST_TEST(a.shape == 1.0 / (1.3119 * 1.3119), boost::test_tools::tolerance(1e-9));
+  // Arrivals: about rate x window per window, in time order.
+  auto wl = day_shaped();
+  BOOST_TEST(wl.size() > 2200u);
+  BOOST_TEST(wl.size() < 2700u); // 52 rps-windows x 50 s = 2600 expected
+  double last = 0.0;
+  while (auto r = wl.next()) {
+    BOOST_TEST_REQUIRE(r->arrival >= last);
+    last = r->arrival;
+  }
+  BOOST_TEST(last < 600.0);
+}
+
+BOOST_AUTO_TEST_CASE(applied_autoscaling_uses_fewer_rank_hours_than_static_peak_and_drains_lose_nothing) {
+  auto cfg = elastic_config();
+  cfg.autoscale = autoscale_mode::applied;
+  auto wl = day_shaped();
+  const auto n = static_cast<int64_t>(wl.size());
+  auto scaled = simulator(cfg, wl).run();
+  // Every request finished, every token generated exactly once (a handed-off request continues
+  // where it stopped), and drains really handed requests off.
+  BOOST_TEST(scaled.requests == n);
+  BOOST_TEST(scaled.completed == n);
+  BOOST_TEST(scaled.decode_tokens == n * 799);
+  BOOST_TEST(scaled.tpot.size() == static_cast<size_t>(n));
+  BOOST_TEST(scaled.handoffs > 0);
+  BOOST_TEST(scaled.scale_ups > 0);
+  BOOST_TEST(scaled.scale_downs > 0);
+  BOOST_TEST(scaled.pool_starts > 0);
+  BOOST_TEST(scaled.peak_prefill >= 3);
+  BOOST_TEST(scaled.peak_decode >= 2);
+  // The same load on a static cluster at the autoscaled peak.
+  auto st = elastic_config();
+  st.prefill_instances = scaled.peak_prefill;
+  st.decode_instances = scaled.peak_decode;
+  auto wl2 = day_shaped();
+  auto fixed = simulator(st, wl2).run();
+  BOOST_TEST(fixed.completed == n);
+  BOOST_TEST(fixed.handoffs == 0);
+  const double scaled_rank_s = scaled.prefill_rank_s + scaled.decode_rank_s;
+  const double fixed_rank_s = fixed.prefill_rank_s + fixed.decode_rank_s;
+  BOOST_TEST(fixed_rank_s == (st.prefill_instances + st.decode_instances) * fixed.end_s,
+             boost::test_tools::tolerance(1e-9));
+  BOOST_TEST_MESSAGE("rank-s autoscaled " << scaled_rank_s << " static " << fixed_rank_s << " handoffs "
+                                         << scaled.handoffs << " peaks " << scaled.peak_prefill << "+" << scaled.peak_decode);
+  BOOST_TEST(scaled_rank_s < 0.75 * fixed_rank_s);
+  const auto attained = [](const std::vector<float>& v, double slo) {
+    return static_cast<double>(std::count_if(v.begin(), v.end(), [&](float x) { return x <= slo; })) /
+           static_cast<double>(v.size());
+  };
+  BOOST_TEST(attained(scaled.ttft, cfg.ttft_slo_s) >= 0.9);
+  BOOST_TEST(attained(fixed.ttft, cfg.ttft_slo_s) >= 0.99);
+}
+
+BOOST_AUTO_TEST_CASE(the_baselines_place_over_the_running_instances_as_they_come_and_go) {
+  for (const auto p : {prefill_policy::round_robin, prefill_policy::least_outstanding}) {
+    auto cfg = elastic_config();
+    cfg.autoscale = autoscale_mode::applied;
+    cfg.policy = p;
+    auto wl = day_shaped();
+    const auto n = static_cast<int64_t>(wl.size());
+    const auto r = simulator(cfg, wl).run();
+    BOOST_TEST(r.completed == n);
+    BOOST_TEST(r.decode_tokens == n * 799);
+    BOOST_TEST(r.peak_prefill >= 3);
+    BOOST_TEST(r.scale_downs > 0);
+  }
+}
+
+BOOST_AUTO_TEST_CASE(a_drained_decode_instance_hands_its_request_and_kv_to_another_after_the_grace) {
+  // Two decode instances, one long request on each; the first decision (t = 2 s) finds one
+  // decode instance enough, so one drains; after the 1 s grace it hands its request off (pause:
+  // latency + KV bytes / link) and leaves; the request finishes on the other with every token.
+  sim_config cfg;
+  cfg.prefill_instances = 1;
+  cfg.prefill_dp = 1;
+  cfg.decode_instances = 2;
+  cfg.decode_dp = 1;
+  cfg.autoscale = autoscale_mode::applied;
+  cfg.autoscale_s = 2.0;
+  cfg.scaling.decode_requests = 1000.0;
+  cfg.scaling.ready_pool = 0;
+  cfg.scaling.decode_grace_s = 1.0;
+  const auto r = run_list(cfg, {make(0, 0.0, 1000, 5000, 1), make(1, 0.001, 1000, 5000, 2)});
+  BOOST_TEST(r.completed == 2);
+  BOOST_TEST(r.decode_tokens == 2 * 4999);
+  BOOST_TEST(r.scale_downs == 1);
+  BOOST_TEST(r.handoffs == 1);
+  // The moved request held ~1000 prompt + a second's worth of output tokens.
+  const auto& p = cfg.provision;
+  BOOST_TEST(r.handoff_s > p.handoff_latency_s + 1000 * p.handoff_bytes_per_token / p.handoff_bytes_per_s);
+  BOOST_TEST(r.handoff_s < p.handoff_latency_s + 5000 * p.handoff_bytes_per_token / p.handoff_bytes_per_s);
+  // The drained instance cost ranks until it left (~3 s), the other until the end.
+  BOOST_TEST(r.decode_rank_s > r.end_s + 3.0);
+  BOOST_TEST(r.decode_rank_s < r.end_s + 3.1);
+  BOOST_TEST(r.peak_decode == 2);
 }
 
 BOOST_AUTO_TEST_SUITE_END()
