@@ -182,6 +182,8 @@ void autoscale(controller_pointer self) {
   obs.quota_use = capacity > 0 ? quota / capacity : 0.0;
   obs.prefill = have.prefill;
   obs.decode = have.decode;
+  obs.prefill_starting = have.prefill_starting;
+  obs.decode_starting = have.decode_starting;
   const auto d = sc.policy->decide(obs);
   if (d.prefill != sc.prefill_target || d.decode != sc.decode_target)
     log().info("autoscaler: targets prefill {} -> {} decode {} -> {} (missed {:.0f} tok/s, prefill queue p90 {:.2f} s, "

@@ -43,10 +43,19 @@ pool_scaler::counts pool_scaler::count(const membership_view& view) const {
     if (pooled || !serving_state(i.state))
       continue;
     (i.role == node_role::prefill ? c.prefill : c.decode) += 1;
+    if (i.state != instance_state::running)
+      (i.role == node_role::prefill ? c.prefill_starting : c.decode_starting) += 1;
   }
-  for (auto& [node, a] : assigned_)
-    if (a.state != phase::leaving && alive(view, node))
-      (a.role == node_role::prefill ? c.prefill : c.decode) += 1;
+  for (auto& [node, a] : assigned_) {
+    if (a.state == phase::leaving || !alive(view, node))
+      continue;
+    (a.role == node_role::prefill ? c.prefill : c.decode) += 1;
+    const bool runs = std::any_of(view.instances.begin(), view.instances.end(), [&](const instance_status& i) {
+      return i.node == node && i.role == a.role && i.state == instance_state::running;
+    });
+    if (!runs)
+      (a.role == node_role::prefill ? c.prefill_starting : c.decode_starting) += 1;
+  }
   for (auto& n : view.nodes)
     if (n.state == node_state::alive && n.info.roles.has(node_role::pool) && !assigned_.count(n.info.name))
       ++c.idle_pool;

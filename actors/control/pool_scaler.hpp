@@ -38,6 +38,9 @@ public:
   struct counts {
     int prefill = 0;
     int decode = 0;
+    /// Of those, the ones that do not serve yet (a pool node loading the model, a restart).
+    int prefill_starting = 0;
+    int decode_starting = 0;
     uint32_t prefill_ranks = 0; ///< healthy ranks of the running prefill instances (quota)
     int idle_pool = 0;          ///< alive pool nodes serving nothing
   };

@@ -69,8 +69,12 @@ BOOST_AUTO_TEST_CASE(scale_up_assigns_idle_pool_nodes_that_may_take_the_role) {
   BOOST_TEST((r.actions[0].what == kind::assign && r.actions[0].node == "pool0" && r.actions[0].role == node_role::prefill));
   BOOST_TEST((r.actions[1].what == kind::assign && r.actions[1].node == "pool1"));
   BOOST_TEST(r.waiting.empty());
-  // Counted while they load: the same targets ask nothing more.
+  // Counted while they load (as starting): the same targets ask nothing more.
   BOOST_TEST(pool.count(view).prefill == 3);
+  BOOST_TEST(pool.count(view).prefill_starting == 2);
+  pool.assigned("pool0", true);
+  instance("pool0", node_role::prefill, instance_state::running);
+  BOOST_TEST(pool.count(view).prefill_starting == 1);
   BOOST_TEST(pool.plan(view, 3, 1).actions.empty());
   // One more decode takes pool2; a further one waits (the pool is empty).
   r = pool.plan(view, 3, 3);
