@@ -133,6 +133,24 @@ try {
     const decisions = [...log.matchAll(/autoscaler: targets prefill (\d+) -> (\d+) decode (\d+) -> (\d+)/g)].map((x) => x.slice(1).join(''));
     console.log(`     pool up after ${tUp} ms (prefill on ${pools.prefill}, decode on ${pools.decode}); ` +
                 `decisions (prefill now,target decode now,target): ${decisions.join(' ')}; ${moved} handed off (streams ${handed})`);
+    // The timeline from the log's own clock (n0 decides, the pool nodes start and drain).
+    const at = (re) => { const x = log.match(re); return x ? Date.parse(x[1].replace(' ', 'T') + 'Z') : NaN; };
+    const ts = '^(\\S+ \\S+) ';
+    const t = {
+      decide: at(new RegExp(`${ts}n0 .*autoscaler: node=${pools.decode} from the ready pool becomes a decode`, 'm')),
+      running: at(new RegExp(`${ts}${pools.decode} .*instance=${pools.decode}/decode generation=1 running`, 'm')),
+      answered: at(new RegExp(`${ts}n0 .*autoscaler: instance=${pools.decode}/decode started`, 'm')),
+      drain: at(new RegExp(`${ts}n0 .*autoscaler: the decode instance of node=${pools.decode} drains`, 'm')),
+      handoff: at(new RegExp(`${ts}${pools.decode} .*handed off to`, 'm')),
+      back: at(new RegExp(`${ts}n0 .*autoscaler: node=${pools.decode} is back in the ready pool`, 'm')),
+      pdecide: at(new RegExp(`${ts}n0 .*autoscaler: node=${pools.prefill} from the ready pool becomes a prefill`, 'm')),
+      prunning: at(new RegExp(`${ts}${pools.prefill} .*instance=${pools.prefill}/prefill generation=1 running`, 'm')),
+      pdrain: at(new RegExp(`${ts}n0 .*autoscaler: the prefill instance of node=${pools.prefill} drains`, 'm')),
+      pback: at(new RegExp(`${ts}n0 .*autoscaler: node=${pools.prefill} is back in the ready pool`, 'm')),
+    };
+    console.log(`     decode: assign -> running ${t.running - t.decide} ms (answered ${t.answered - t.decide} ms); ` +
+                `drain decided -> first handoff ${t.handoff - t.drain} ms -> back in the pool ${t.back - t.drain} ms; ` +
+                `prefill: assign -> running ${t.prunning - t.pdecide} ms, drain -> back ${t.pback - t.pdrain} ms`);
     assert.match(log, new RegExp(`instance=${pools.decode}/decode drained`), 'the pool decode instance drained');
     assert.match(log, new RegExp(`node=${pools.decode} is back in the ready pool`), 'its node went back to the pool');
     assert.match(log, new RegExp(`node=${pools.prefill} is back in the ready pool`), 'the prefill node went back to the pool');
