@@ -7,6 +7,15 @@
 
 namespace deepinfer::recipe::so::detail {
 
+std::optional<double> count_keyword(const json& s, const char* k) {
+  if (!s.contains(k))
+    return std::nullopt;
+  const auto& v = s[k];
+  if (!v.is_number() || v.get<double>() < 0)
+    throw compile_error(std::string{"'"} + k + "' must be a non-negative number");
+  return v.get<double>();
+}
+
 namespace {
 
 // Standard validation keywords this compiler does not enforce: an error, never ignored.
@@ -32,13 +41,10 @@ bool trivially_true(const std::string& k, const json& v) {
 }
 
 std::uint32_t count(const json& s, const char* k, std::uint32_t dflt) {
-  if (!s.contains(k))
+  const auto d = count_keyword(s, k);
+  if (!d)
     return dflt;
-  const auto& v = s[k];
-  if (!v.is_number() || v.get<double>() < 0)
-    throw compile_error(std::string{"'"} + k + "' must be a non-negative number");
-  const double d = v.get<double>();
-  return d > 1e9 ? rx::unbounded - 1 : static_cast<std::uint32_t>(std::ceil(d));
+  return *d > 1e9 ? rx::unbounded - 1 : static_cast<std::uint32_t>(std::ceil(*d));
 }
 
 std::size_t cp_len(const std::string& s) {

@@ -10,12 +10,17 @@
 
 #include <deque>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
 namespace deepinfer::recipe::so::detail {
 
 using json = nlohmann::ordered_json;
+
+/// The value of the count keyword `k` of `s` (minLength, maxItems, minProperties, ...): nullopt
+/// when absent, a compile_error when it is not a non-negative number.
+std::optional<double> count_keyword(const json& s, const char* k);
 
 /// Resolves `$ref`, merges `allOf` and distributes `anyOf`/`oneOf`: a schema becomes a list of
 /// plain alternatives (no combinators), each a JSON object.

@@ -63,11 +63,8 @@ rule_nfa::frag schema_builder::build_object(rule_nfa& n, const json& s) {
     }
   const bool extras = !is_false(addl);
   auto bound = [&](const char* k, std::int64_t d) -> std::int64_t {
-    if (!s.contains(k))
-      return d;
-    if (!s[k].is_number() || s[k].get<double>() < 0)
-      throw compile_error(std::string{"'"} + k + "' must be a non-negative number");
-    return static_cast<std::int64_t>(std::min(s[k].get<double>(), 1e9));
+    const auto v = count_keyword(s, k);
+    return v ? static_cast<std::int64_t>(std::min(*v, 1e9)) : d;
   };
   constexpr std::int64_t no_max = -1;
   const auto minp = bound("minProperties", 0), maxp = bound("maxProperties", no_max);
@@ -194,11 +191,8 @@ rule_nfa::frag schema_builder::build_array(rule_nfa& n, const json& s) {
     rest = &s["items"];
   }
   auto num = [&](const char* k, std::size_t d) -> std::size_t {
-    if (!s.contains(k))
-      return d;
-    if (!s[k].is_number() || s[k].get<double>() < 0)
-      throw compile_error(std::string{"'"} + k + "' must be a non-negative number");
-    return static_cast<std::size_t>(std::min(s[k].get<double>(), 1e9));
+    const auto v = count_keyword(s, k);
+    return v ? static_cast<std::size_t>(std::min(*v, 1e9)) : d;
   };
   const std::size_t min = num("minItems", 0);
   std::size_t max = num("maxItems", SIZE_MAX);
