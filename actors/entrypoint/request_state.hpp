@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include <caf/event_based_actor.hpp>
 #include <caf/stateful_actor.hpp>
 
 #include "actors/entrypoint/admission_control.hpp"
@@ -140,6 +141,27 @@ struct request_state {
 
 using request_pointer = caf::stateful_actor<request_state>*;
 
+/// How long a request waits for a balancer's answer (place, grow).
+inline constexpr auto handle_timeout = std::chrono::seconds(5);
+
+/// request_route.cpp: the key a balancer knows an attempt by: unique in the cluster (the
+/// entrypoint's random tag above the attempt's job id).
+uint64_t balancer_key(request_pointer self, uint64_t job);
+
+inline sample_state& sample(request_pointer self, int i) {
+  return self->state.samples[static_cast<std::size_t>(i)];
+}
+
+/// Whether `job` is still sample `i`'s current attempt (the request and the sample go on).
+inline bool current(request_pointer self, int i, uint64_t job) {
+  return !self->state.done && !sample(self, i).done && sample(self, i).job == job;
+}
+
+/// A rank handle the request may use: present and not seen dead.
+inline bool usable(request_pointer self, const caf::strong_actor_ptr& rank) {
+  return rank && self->state.dead.count(caf::actor_cast<caf::actor_addr>(rank)) == 0;
+}
+
 /// request_actor.cpp: feeds sample `i`'s tokens out to the client (and ends the sample, and
 /// once all have, the request, when they finish). `lp`: the tokens' log-probabilities (empty
 /// when the request did not ask for them).
@@ -147,6 +169,17 @@ void on_tokens(request_pointer self, int i, const std::vector<int32_t>& ids, boo
 /// request_actor.cpp: ends the request with the API's error (`status` 5xx; a stream gets the
 /// error event), cancelling what runs on the ranks.
 void fail(request_pointer self, int status, const std::string& message);
+
+/// request_finish.cpp: stops whatever runs on the ranks for this request (every sample's
+/// current attempt).
+void cancel_ranks(request_pointer self);
+/// request_finish.cpp: every sample's answer is complete: the stream's end, or the body with
+/// every choice (a Responses turn with `store` is kept); the actor quits.
+void finish_ok(request_pointer self);
+/// request_finish.cpp: ends the request with an error of `status`, `type` (the API's error
+/// type) and `code`: a started stream gets the API's error event and its end; otherwise an
+/// error body that carries what was generated so far when there is any.
+void end_with_error(request_pointer self, int status, std::string type, std::string code, const std::string& message);
 
 /// request_route.cpp: counts the KV bytes a decode rank reports for sample `i`'s attempt.
 void count_kv_bytes(request_pointer self, int i, const token_batch& b);
@@ -161,14 +194,14 @@ void report_growth(request_pointer self, int i);
 /// request_route.cpp: sample `i`'s prefill rank is gone (down, or its answer lost): it, and the
 /// samples that ride on it and wait for their first token, try again.
 void prefill_lost(request_pointer self, int i);
-/// request_route.cpp: a draining decode rank (`current_sender`) offers sequence `job` (one
+/// request_handoff.cpp: a draining decode rank (`current_sender`) offers sequence `job` (one
 /// sample's) for a handoff: a rank of another decode instance from the decode balancer, or
 /// "stay" without one.
 void on_move_offer(request_pointer self, uint64_t job);
-/// request_route.cpp: the old rank's word that sequence `job`'s KV left for the new rank (`err`
+/// request_handoff.cpp: the old rank's word that sequence `job`'s KV left for the new rank (`err`
 /// none) or could not (the sample is resubmitted).
 void on_moved(request_pointer self, uint64_t job, const caf::error& err);
-/// request_route.cpp: the first tokens of sample `i`'s attempt after a handoff came: counted.
+/// request_handoff.cpp: the first tokens of sample `i`'s attempt after a handoff came: counted.
 void on_handoff_done(request_pointer self, int i);
 /// request_route.cpp: stops watching `rank` unless another sample still decodes, prefills or
 /// moves there (samples that rode together share one monitor).

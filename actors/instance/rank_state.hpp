@@ -160,6 +160,15 @@ using rank_pointer = rank_actor::stateful_pointer<rank_state>;
 /// Publishes pool use, batch size and prefill queue length.
 void report(rank_pointer self);
 
+// -- images (rank_images.cpp) -------------------------------------------------------------------
+
+/// The prefix-cache marks of a job's images (their positions and content keys).
+std::vector<kv::image_mark> marks_of(const prefill_job& job);
+/// Encodes the job's images into the placeholders' input embeddings (`req.images`), dropping
+/// their pixels; an error when the model has no vision encoder or an image does not match its
+/// placeholders.
+caf::error encode_images(rank_state& st, engine::rank_engine& engine, prefill_job& job, engine::prefill_request& req);
+
 // -- drain and handoff (rank_drain.cpp) ---------------------------------------------------------
 
 /// The drain notice: decode on for `grace`, then hand off; `promise` is answered when drained.

@@ -28,6 +28,7 @@
 #include "actors/http/metrics_registry.hpp"
 #include "actors/http/router.hpp"
 #include "actors/transport/kv_transport.hpp"
+#include "actors/node/instance_config.hpp"
 #include "actors/node/kv_gc_worker.hpp"
 #include "actors/node/node_http.hpp"
 #include "actors/node/structured_output.hpp"
@@ -297,43 +298,7 @@ std::optional<std::string> node_runtime::start() {
 
   // 3. Instances; with a model, every rank shares the process's prefix cache.
   auto supervisor_config = [&cfg, cache, so, metrics](const instance_spec& spec) {
-    instance_supervisor_config sc;
-    sc.instance = cfg.self.name + "/" + to_string(spec.role);
-    sc.node = cfg.self.name;
-    sc.role = spec.role;
-    sc.ranks = spec.ranks;
-    sc.ep = spec.ep;
-    sc.restart_delay = cfg.instance_restart_delay;
-    sc.drain_grace = spec.drain_grace;
-    if (cfg.serving && (spec.role == node_role::prefill || spec.role == node_role::decode)) {
-      sc.engine.model_dir = cfg.serving->model_dir;
-      sc.engine.threads = cfg.serving->threads_per_rank;
-      sc.engine.kv_blocks = spec.role == node_role::decode && cfg.serving->decode_kv_blocks_per_rank > 0
-                              ? cfg.serving->decode_kv_blocks_per_rank
-                              : cfg.serving->kv_blocks_per_rank;
-      sc.engine.cache = cache;
-      sc.engine.constraints = so;
-      sc.engine.reads_hits = spec.role == node_role::prefill;
-      sc.engine.decoder_mode = cfg.serving->decoder_mode;
-      // Only decode ranks draft: a prefill rank's proposal would not travel with the sequence.
-      sc.engine.speculative =
-        spec.role == node_role::decode ? cfg.serving->speculative : std::optional{engine::speculative_mode::off};
-      sc.engine.cpu_isa = cfg.serving->cpu_isa;
-      sc.engine.prefill_cost = cfg.serving->prefill_cost;
-      sc.engine.prefill_step_ns = std::chrono::duration<double, std::nano>(cfg.serving->prefill_step).count();
-      sc.engine.metrics = metrics;
-      sc.engine.instance = sc.instance;
-    } else if (cfg.serving && spec.role == node_role::vision) {
-      // A vision rank (issue 21) runs the model's vision encoder only: the engine's KV pool is
-      // one block, it reads and stores no prefix cache, and the entrypoints route images to it.
-      sc.engine.model_dir = cfg.serving->model_dir;
-      sc.engine.threads = cfg.serving->threads_per_rank;
-      sc.engine.kv_blocks = 1;
-      sc.engine.cpu_isa = cfg.serving->cpu_isa;
-      sc.engine.metrics = metrics;
-      sc.engine.instance = sc.instance;
-    }
-    return sc;
+    return make_instance_config(cfg, spec, {cache, so, metrics});
   };
   {
     std::lock_guard<std::mutex> guard{d.supervisors_mtx};

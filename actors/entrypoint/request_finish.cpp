@@ -1,0 +1,106 @@
+// How a request ends: every choice complete (the stream's end or the body, a stored Responses
+// turn), or an error in the API's shape that carries what was generated.
+#include <chrono>
+
+#include <caf/actor_cast.hpp>
+#include <caf/stateful_actor.hpp>
+
+#include "actors/entrypoint/request_state.hpp"
+#include "actors/entrypoint/response_store.hpp"
+#include "actors/entrypoint/serving_context.hpp"
+#include "actors/http/metrics_registry.hpp"
+#include "recipe/protocol/api_error.hpp"
+
+namespace deepinfer::actors {
+
+/// Stops whatever runs on the ranks for this request (every sample's current attempt).
+void cancel_ranks(request_pointer self) {
+  for (auto& sm : self->state.samples) {
+    if (sm.decode_rank)
+      self->send(caf::actor_cast<rank_actor>(sm.decode_rank), cancel_atom::value, sm.job);
+    if (sm.prefill_rank) // still queued or prefilling there: free its blocks
+      self->send(caf::actor_cast<rank_actor>(sm.prefill_rank), cancel_atom::value, sm.job);
+  }
+}
+
+namespace {
+
+/// A finished Responses turn with `store` (the default): kept for GET and for a later
+/// `previous_response_id`, with the conversation it ends (its instructions left out).
+void store_response(request_state& st, const std::string& body) {
+  if (st.conv.api != recipe::api_kind::responses || !st.conv.store || !st.ctx->responses)
+    return;
+  response_store::entry e;
+  e.body = body;
+  e.history.assign(st.conv.messages.begin() + (st.conv.instructions ? 1 : 0), st.conv.messages.end());
+  const auto& r = st.samples.front().out->result();
+  recipe::message m;
+  m.role = recipe::role::assistant;
+  if (!r.content.empty())
+    m.content.push_back(recipe::content_part::text(r.content));
+  if (!r.reasoning.empty())
+    m.reasoning = r.reasoning;
+  for (const auto& c : r.calls)
+    m.tool_calls.push_back({c.id, c.name, c.arguments});
+  e.history.push_back(std::move(m));
+  st.ctx->responses->put(st.tenant, st.public_id, std::move(e));
+}
+
+} // namespace
+
+/// Every sample's answer is complete: the stream's end, or the body with every choice.
+void finish_ok(request_pointer self) {
+  auto& st = self->state;
+  st.done = true;
+  st.ctx->vllm.e2e->observe(std::chrono::duration<double>(std::chrono::steady_clock::now() - st.arrived).count());
+  const auto& first = st.samples.front();
+  st.ctx->vllm.finished(first.finish == recipe::finish_reason::length ? "length" : "stop");
+  const auto usage = st.usage_now();
+  // The body also when streamed: a streamed Responses turn is stored too.
+  auto body = first.out->body(usage);
+  if (st.samples.size() > 1 && !st.conv.stream) {
+    std::vector<std::string> others;
+    for (std::size_t k = 1; k < st.samples.size(); ++k)
+      others.push_back(st.samples[k].out->body(usage));
+    body = recipe::api_output::with_choices(body, others);
+  }
+  store_response(st, body);
+  if (st.conv.stream) {
+    if (st.samples.size() > 1) // no choice's finish ended the stream
+      st.writer->write(first.out->end(usage));
+    st.writer->finish();
+  } else
+    st.writer->send_json(200, std::move(body));
+  self->quit();
+}
+
+/// Ends the request with an error of `status`, `type` (the API's error type) and `code`: a
+/// started stream gets the API's error event and its end; otherwise an error body that carries
+/// what was generated so far (`partial`) when there is any.
+void end_with_error(request_pointer self, int status, std::string type, std::string code, const std::string& message) {
+  auto& st = self->state;
+  if (st.done)
+    return;
+  st.done = true;
+  st.ctx->vllm.finished("abort");
+  cancel_ranks(self);
+  auto& out = *st.samples.front().out;
+  if (st.streaming) {
+    st.writer->write(out.fail(type, code, message, st.usage_now()));
+    st.writer->finish();
+  } else {
+    recipe::api_error e;
+    e.api = st.conv.api;
+    e.status = status;
+    e.type = std::move(type);
+    e.code = std::move(code);
+    e.message = message;
+    http::http_response r;
+    r.status = static_cast<unsigned>(status);
+    r.body = !st.samples.front().generated.empty() ? out.failed_body(e, st.usage_now()) : e.body();
+    st.writer->send(std::move(r));
+  }
+  self->quit();
+}
+
+} // namespace deepinfer::actors
