@@ -214,6 +214,17 @@ std::unique_ptr<entrypoint> entrypoint::create(caf::actor_system& sys, const ser
     auto fetch = cfg.image_fetch;
     fetch.max_bytes = cfg.vision.max_bytes;
     ctx->fetcher = std::make_shared<http::image_fetcher>(fetch);
+    ctx->image_fetches = &metrics->add_counter("deepinfer_image_fetches_total",
+                                               "Image URLs fetched by the entrypoint, by result (ok, or why not: "
+                                               "bad_url, refused_address, unreachable, tls, timeout, too_large, "
+                                               "not_image, http_status, too_many_redirects).",
+                                               {"result"});
+    ctx->image_fetch_seconds = &metrics->add_histogram("deepinfer_image_fetch_seconds",
+                                                       "One image URL's fetch, redirects included.", {},
+                                                       http::metrics_registry::default_latency_buckets())
+                                  .with({});
+    ctx->image_fetch_bytes = &metrics->add_counter("deepinfer_image_fetch_bytes_total",
+                                                   "Bytes of the image files fetched from URLs.").with({});
     ctx->vision_queue = &metrics->add_histogram("deepinfer_vision_queue_seconds",
                                                 "Encoder queue time: an image's round trip to its vision rank "
                                                 "less the encode itself (mailbox wait and transfer).",

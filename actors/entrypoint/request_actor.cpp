@@ -219,7 +219,7 @@ caf::behavior await_images(request_pointer self, recipe::conversation conv, cons
   auto fetched = std::make_shared<fetched_images>();
   // The callback holds the actor strongly: nothing else does while it waits (no request is out
   // yet), and CAF ends an actor nobody references.
-  fetch_images(*self->state.ctx->fetcher, urls, [fetched, h = caf::actor_cast<caf::actor>(self)](fetched_images got) {
+  fetch_images(*self->state.ctx, urls, [fetched, h = caf::actor_cast<caf::actor>(self)](fetched_images got) {
     // The message orders the write before the actor reads it.
     *fetched = std::move(got);
     caf::anon_send(h, fetched_atom::value);

@@ -6,6 +6,7 @@
 #include "recipe/vision/image_decode.hpp"
 
 #include <algorithm>
+#include <chrono>
 #include <mutex>
 #include <optional>
 
@@ -238,7 +239,29 @@ std::vector<std::string> image_urls(const recipe::conversation& conv) {
   return out;
 }
 
-void fetch_images(http::image_fetcher& fetcher, const std::vector<std::string>& urls,
+namespace {
+
+const char* fetch_result_label(const http::fetch_result& r) {
+  if (r)
+    return "ok";
+  using k = http::fetch_error::kind;
+  switch (r.error().what) {
+    case k::bad_url: return "bad_url";
+    case k::refused_address: return "refused_address";
+    case k::unreachable: return "unreachable";
+    case k::tls: return "tls";
+    case k::timeout: return "timeout";
+    case k::too_large: return "too_large";
+    case k::not_image: return "not_image";
+    case k::http_status: return "http_status";
+    case k::too_many_redirects: return "too_many_redirects";
+  }
+  return "unknown";
+}
+
+} // namespace
+
+void fetch_images(const entrypoint::context& ctx, const std::vector<std::string>& urls,
                   std::function<void(fetched_images)> done) {
   struct pending {
     std::mutex mtx;
@@ -251,8 +274,18 @@ void fetch_images(http::image_fetcher& fetcher, const std::vector<std::string>& 
   p->done = std::move(done);
   if (urls.empty())
     return p->done({});
+  // The metrics live in the node's registry, which outlives the fetcher and its callbacks.
+  auto* fetches = ctx.image_fetches;
+  auto* seconds = ctx.image_fetch_seconds;
+  auto* bytes = ctx.image_fetch_bytes;
   for (const auto& url : urls)
-    fetcher.fetch(url, [p, url](http::fetch_result r) {
+    ctx.fetcher->fetch(url, [p, url, fetches, seconds, bytes, t0 = std::chrono::steady_clock::now()](http::fetch_result r) {
+      if (fetches)
+        fetches->with({fetch_result_label(r)}).inc();
+      if (seconds)
+        seconds->observe(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+      if (bytes && r)
+        bytes->inc(static_cast<double>(r->size()));
       std::unique_lock lock{p->mtx};
       p->got.insert_or_assign(url, std::move(r));
       if (--p->left == 0) {

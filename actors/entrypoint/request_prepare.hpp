@@ -60,9 +60,10 @@ expected<recipe::conversation, recipe::api_error> parse_for_serving(const entryp
 /// The http(s) URLs of `conv`'s images, each once, in order (empty: every image is inline).
 std::vector<std::string> image_urls(const recipe::conversation& conv);
 
-/// Fetches `urls` with `fetcher` (on its thread, all at once) and calls `done` with every
-/// result once the last one is in, on the fetcher's thread.
-void fetch_images(http::image_fetcher& fetcher, const std::vector<std::string>& urls,
+/// Fetches `urls` with the entrypoint's fetcher (on its thread, all at once; counted in its
+/// `deepinfer_image_fetch*` metrics) and calls `done` with every result once the last one is
+/// in, on the fetcher's thread. Precondition: `ctx.fetcher`.
+void fetch_images(const entrypoint::context& ctx, const std::vector<std::string>& urls,
                   std::function<void(fetched_images)> done);
 
 /// The second half of `prepare_request`, for a conversation from `parse_for_serving`: image URLs

@@ -37,6 +37,10 @@ struct entrypoint::context {
   http::metrics_registry::histogram* vision_queue = nullptr;
   /// Fetches http(s) image URLs (null when the model has no vision encoder).
   std::shared_ptr<http::image_fetcher> fetcher;
+  /// Image URL fetches by result (`ok` or the fetch error's kind), their time and bytes.
+  http::metrics_registry::family<http::metrics_registry::counter>* image_fetches = nullptr;
+  http::metrics_registry::histogram* image_fetch_seconds = nullptr;
+  http::metrics_registry::counter* image_fetch_bytes = nullptr;
   /// What this node knows of the cluster: the running prefill and decode instances come from
   /// here, wherever they live (this process or other nodes).
   std::shared_ptr<cluster_snapshot> cluster;

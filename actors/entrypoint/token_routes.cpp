@@ -1,10 +1,15 @@
 #include "actors/entrypoint/token_routes.hpp"
 
+#include <optional>
+
+#include <caf/actor_cast.hpp>
 #include <caf/actor_system.hpp>
 #include <caf/event_based_actor.hpp>
+#include <caf/send.hpp>
 #include <nlohmann/json.hpp>
 
 #include "actors/entrypoint/request_prepare.hpp"
+#include "actors/messages.hpp"
 #include "actors/entrypoint/serving_context.hpp"
 #include "recipe/protocol/api_error.hpp"
 
@@ -24,10 +29,9 @@ recipe::api_error bad_request(recipe::api_kind api, std::string message, std::st
   return e;
 }
 
-/// The prompt tokens of a Messages body without the output fields count_tokens does not take:
-/// it is prepared as the generation request it describes, with the smallest valid max_tokens.
-expected<std::vector<int32_t>, recipe::api_error> count_messages(const entrypoint::context& ctx, json j,
-                                                                 const std::string& tenant, recipe::api_kind api) {
+/// A Messages (or chat) body as the generation request it describes, for counting: the output
+/// fields count_tokens does not take get their smallest valid values.
+json as_generation_request(json j) {
   if (!j.contains("max_tokens")) {
     int64_t at_least = 1;
     if (auto t = j.find("thinking"); t != j.end() && t->is_object() && t->contains("budget_tokens") &&
@@ -36,43 +40,74 @@ expected<std::vector<int32_t>, recipe::api_error> count_messages(const entrypoin
     j["max_tokens"] = at_least;
   }
   j.erase("stream");
-  auto p = prepare_request(ctx, api, j.dump(), tenant);
-  if (!p)
-    return std::move(p).error();
-  return std::move(p->prompt);
+  j.erase("add_special_tokens");
+  j.erase("add_generation_prompt");
+  j.erase("return_token_strs");
+  return j;
 }
 
-expected<std::string, recipe::api_error> answer(const entrypoint::context& ctx, token_route route,
-                                                const std::string& body, const std::string& tenant) {
+/// What a route answers once its prompt is known.
+std::string counted(const entrypoint::context& ctx, token_route route, const std::vector<int32_t>& ids) {
+  if (route == token_route::count_tokens)
+    return json{{"input_tokens", ids.size()}}.dump();
+  return json{{"count", ids.size()}, {"max_model_len", ctx.cfg.context_limit}, {"tokens", ids}}.dump();
+}
+
+/// One request's answer: either done (`answer`), or a conversation whose image URLs must be
+/// fetched first (`conversation`, `urls`), then counted by `answer_fetched`.
+struct token_answer {
+  std::optional<expected<std::string, recipe::api_error>> answer;
+  std::optional<recipe::conversation> conversation;
+  std::vector<std::string> urls;
+};
+
+token_answer done(expected<std::string, recipe::api_error> a) {
+  token_answer t;
+  t.answer = std::move(a);
+  return t;
+}
+
+/// The prompt of a conversation with messages: rendered and tokenized exactly as the generation
+/// route would (images included: an image URL is fetched for its size, as generation does).
+token_answer count_conversation(const entrypoint::context& ctx, token_route route, json j, const std::string& tenant,
+                                recipe::api_kind api) {
+  auto conv = parse_for_serving(ctx, api, as_generation_request(std::move(j)).dump(), tenant);
+  if (!conv)
+    return done(std::move(conv).error());
+  auto urls = image_urls(*conv);
+  if (!urls.empty() && ctx.fetcher) {
+    token_answer t;
+    t.conversation = std::move(*conv);
+    t.urls = std::move(urls);
+    return t;
+  }
+  auto p = prepare_conversation(ctx, std::move(*conv), tenant, {});
+  if (!p)
+    return done(std::move(p).error());
+  return done(counted(ctx, route, p->prompt));
+}
+
+token_answer answer(const entrypoint::context& ctx, token_route route, const std::string& body,
+                    const std::string& tenant) {
   const auto api = route == token_route::count_tokens ? recipe::api_kind::messages : recipe::api_kind::chat;
   json j = json::parse(body, nullptr, false);
   if (j.is_discarded() || !j.is_object())
-    return bad_request(api, "The request body is not a JSON object.");
+    return done(bad_request(api, "The request body is not a JSON object."));
   switch (route) {
-    case token_route::count_tokens: {
-      auto ids = count_messages(ctx, std::move(j), tenant, api);
-      if (!ids)
-        return std::move(ids).error();
-      return json{{"input_tokens", ids->size()}}.dump();
-    }
+    case token_route::count_tokens:
+      return count_conversation(ctx, route, std::move(j), tenant, api);
     case token_route::tokenize: {
+      // The chat prompt exactly as /v1/chat/completions renders it.
+      if (j.contains("messages"))
+        return count_conversation(ctx, route, std::move(j), tenant, api);
       std::vector<int32_t> ids;
-      if (auto m = j.find("messages"); m != j.end()) {
-        // The chat prompt exactly as /v1/chat/completions renders it.
-        j.erase("add_special_tokens");
-        j.erase("add_generation_prompt");
-        j.erase("return_token_strs");
-        auto r = count_messages(ctx, std::move(j), tenant, api);
-        if (!r)
-          return std::move(r).error();
-        ids = std::move(*r);
-      } else if (auto p = j.find("prompt"); p != j.end() && p->is_string()) {
+      if (auto p = j.find("prompt"); p != j.end() && p->is_string()) {
         if (j.value("model", std::string{}) != ctx.cfg.model_name) {
           auto e = bad_request(api, "The model '" + j.value("model", std::string{}) +
                                       "' does not exist; this server serves '" + ctx.cfg.model_name + "'.",
                                "model");
           e.status = 404;
-          return e;
+          return done(e);
         }
         // vLLM's default: the BOS token first, then the text (special spellings stay text).
         if (j.value("add_special_tokens", true))
@@ -81,24 +116,32 @@ expected<std::string, recipe::api_error> answer(const entrypoint::context& ctx, 
         auto text = ctx.tok->encode(p->get<std::string>());
         ids.insert(ids.end(), text.begin(), text.end());
       } else {
-        return bad_request(api, "Send either `prompt` (a string) or `messages`.", "prompt");
+        return done(bad_request(api, "Send either `prompt` (a string) or `messages`.", "prompt"));
       }
-      return json{{"count", ids.size()}, {"max_model_len", ctx.cfg.context_limit}, {"tokens", ids}}.dump();
+      return done(counted(ctx, route, ids));
     }
     case token_route::detokenize: {
       auto t = j.find("tokens");
       if (t == j.end() || !t->is_array())
-        return bad_request(api, "`tokens` must be an array of token ids.", "tokens");
+        return done(bad_request(api, "`tokens` must be an array of token ids.", "tokens"));
       std::vector<int32_t> ids;
       for (const auto& x : *t) {
         if (!x.is_number_integer() || !ctx.tok->contains(x.get<int32_t>()))
-          return bad_request(api, "`tokens` holds " + x.dump() + ", which is not a token id of this model.", "tokens");
+          return done(bad_request(api, "`tokens` holds " + x.dump() + ", which is not a token id of this model.",
+                                  "tokens"));
         ids.push_back(x.get<int32_t>());
       }
-      return json{{"prompt", ctx.tok->decode(ids)}}.dump();
+      return done(json{{"prompt", ctx.tok->decode(ids)}}.dump());
     }
   }
-  return bad_request(api, "unknown route");
+  return done(bad_request(api, "unknown route"));
+}
+
+void reply(http::response_writer& writer, const expected<std::string, recipe::api_error>& r) {
+  if (r)
+    writer.send_json(200, *r);
+  else
+    writer.send_json(static_cast<unsigned>(r.error().status), r.error().body());
 }
 
 } // namespace
@@ -107,13 +150,31 @@ void spawn_token_request(std::shared_ptr<entrypoint::context> ctx, token_route r
                          std::string tenant, std::shared_ptr<http::response_writer> writer) {
   auto& sys = *ctx->sys;
   sys.spawn([ctx = std::move(ctx), route, body = std::move(body), tenant = std::move(tenant),
-             writer = std::move(writer)](caf::event_based_actor* self) {
-    auto r = answer(*ctx, route, body, tenant);
-    if (r)
-      writer->send_json(200, std::move(*r));
-    else
-      writer->send_json(static_cast<unsigned>(r.error().status), r.error().body());
-    self->quit();
+             writer = std::move(writer)](caf::event_based_actor* self) -> caf::behavior {
+    auto t = answer(*ctx, route, body, tenant);
+    if (t.answer) {
+      reply(*writer, *t.answer);
+      self->quit();
+      return {};
+    }
+    // Image URLs: counted once fetched (an image's placeholders depend on its size), off this
+    // worker; the callback holds the actor, which nothing else references while it waits.
+    auto fetched = std::make_shared<fetched_images>();
+    fetch_images(*ctx, t.urls, [fetched, h = caf::actor_cast<caf::actor>(self)](fetched_images got) {
+      *fetched = std::move(got); // the message orders the write before the read
+      caf::anon_send(h, fetched_atom::value);
+    });
+    auto conv = std::make_shared<recipe::conversation>(std::move(*t.conversation));
+    return {
+      [=](fetched_atom) {
+        auto p = prepare_conversation(*ctx, std::move(*conv), tenant, *fetched);
+        if (p)
+          reply(*writer, counted(*ctx, route, p->prompt));
+        else
+          reply(*writer, std::move(p).error());
+        self->quit();
+      },
+    };
   });
 }
 

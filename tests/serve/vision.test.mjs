@@ -164,6 +164,14 @@ try {
                                            { type: 'text', text: question }] }] });
     assert.equal(text(byAnthropicUrl), text(await messages(imageC)));
     assert.ok((byAnthropicUrl.usage.cache_read_input_tokens ?? 0) >= 128);
+    // count_tokens fetches the URL too (an image's placeholders depend on its size): the same
+    // count as the base64 image and as the request's own usage.
+    const counted = async (source) => (await anthropic.messages.countTokens({
+      model: MODEL, messages: [{ role: 'user', content: [{ type: 'image', source }, { type: 'text', text: question }] }] })).input_tokens;
+    const countByUrl = await counted({ type: 'url', url: url('/c.png') });
+    assert.equal(countByUrl, await counted({ type: 'base64', media_type: 'image/png', data: imageC.toString('base64') }));
+    assert.equal(countByUrl, byAnthropicUrl.usage.input_tokens + (byAnthropicUrl.usage.cache_read_input_tokens ?? 0));
+    console.log(`     count_tokens by URL: ${countByUrl}`);
     // Errors: a 400 in each API's shape naming the field, the origin's answer in the message.
     await assert.rejects(openai.chat.completions.create({
       model: MODEL, max_tokens: 4,
@@ -189,6 +197,14 @@ try {
     assert.equal(refused.status, 400);
     assert.match(refused.json.error.message, /cannot fetch/);
     console.log(`     unreachable: ${refused.json.error.message}`);
+    // Every fetch counted by result, with its bytes.
+    const m = await (await fetch(base + '/metrics')).text();
+    const sample = (re) => Number(m.match(re)?.[1] ?? 0);
+    assert.ok(sample(/^deepinfer_image_fetches_total\{result="ok"\} (\S+)$/m) >= 4, 'ok fetches counted');
+    assert.ok(sample(/^deepinfer_image_fetches_total\{result="http_status"\} (\S+)$/m) >= 1, 'the 404 counted');
+    assert.ok(sample(/^deepinfer_image_fetches_total\{result="not_image"\} (\S+)$/m) >= 1, 'the HTML page counted');
+    assert.ok(sample(/^deepinfer_image_fetches_total\{result="unreachable"\} (\S+)$/m) >= 1, 'the closed port counted');
+    assert.ok(sample(/^deepinfer_image_fetch_bytes_total (\S+)$/m) > 0, 'fetched bytes counted');
   });
 
   await check('corrupt, oversized and unsupported images: 400 in each API\'s error shape (official clients)', async () => {
