@@ -10,6 +10,7 @@
 #include <caf/stateful_actor.hpp>
 #include <caf/typed_event_based_actor.hpp>
 
+#include "actors/control/membership.hpp"
 #include "actors/errors.hpp"
 #include "actors/log.hpp"
 #include "actors/http/metrics_registry.hpp"
@@ -75,6 +76,29 @@ void set_ep_size(supervisor_pointer self, uint32_t n) {
     g->set(static_cast<double>(n));
 }
 
+/// Pings every rank of the current generation; once all answered (their models loaded) the
+/// instance is `running`. A rank that dies first is handled by its DOWN (a new generation).
+void await_loaded(supervisor_pointer self) {
+  auto& st = self->state;
+  auto left = std::make_shared<std::size_t>(st.ranks->size());
+  const auto generation = st.status.generation;
+  const auto t0 = clock::now();
+  for (auto& r : *st.ranks)
+    self->request(r, caf::infinite, caf::ping_atom::value)
+      .then(
+        [=](rank_status&) {
+          auto& st = self->state;
+          if (--*left > 0 || st.status.generation != generation || st.status.state != instance_state::starting)
+            return;
+          st.status.state = instance_state::running;
+          log().info("instance={} generation={} serving: {} rank(s) loaded the model in {} ms", st.cfg.instance,
+                     generation, st.ranks->size(),
+                     std::chrono::duration_cast<std::chrono::milliseconds>(clock::now() - t0).count());
+          publish(self);
+        },
+        [](caf::error&) {});
+}
+
 void start_generation(supervisor_pointer self, uint32_t n) {
   auto& st = self->state;
   st.ranks->clear();
@@ -97,19 +121,26 @@ void start_generation(supervisor_pointer self, uint32_t n) {
     st.ranks->push_back(r);
   }
   st.status.healthy_ranks = n;
-  st.status.state = st.draining ? instance_state::draining : instance_state::running;
+  // Ranks load the model before their first message: `starting` (no rank handles in the view,
+  // so nothing is routed here and the autoscaler counts it as not serving yet) until each has
+  // answered a ping.
+  const bool loads = !st.cfg.engine.model_dir.empty();
+  st.status.state = st.draining ? instance_state::draining : loads ? instance_state::starting : instance_state::running;
   // A generation restarted during a drain hands off at once what reaches it.
   if (st.draining)
     for (auto& r : *st.ranks)
       caf::anon_send(r, drain_atom::value, int64_t{0});
   if (st.ep)
-    log().info("instance={} generation={} running ranks={}: one EP group, experts placed over them from {}",
-               st.cfg.instance, st.status.generation, n,
+    log().info("instance={} generation={} {} ranks={}: one EP group, experts placed over them from {}",
+               st.cfg.instance, st.status.generation, to_string(st.status.state), n,
                st.last_ep ? "the last generation's loads" : "uniform loads");
   else
-    log().info("instance={} generation={} running ranks={}", st.cfg.instance, st.status.generation, n);
+    log().info("instance={} generation={} {} ranks={}", st.cfg.instance, st.status.generation,
+               to_string(st.status.state), n);
   set_ep_size(self, n);
   publish(self);
+  if (loads && st.status.state == instance_state::starting)
+    await_loaded(self);
 }
 
 /// Stops the current generation's ranks (their group first, so none waits for another).
@@ -188,7 +219,7 @@ caf::typed_response_promise<uint64_t> drain(supervisor_pointer self, int64_t gra
     grace = std::min(grace, prefill_drain_settle);
   if (!st.draining) {
     st.draining = true;
-    if (st.status.state == instance_state::running)
+    if (st.status.state == instance_state::running || st.status.state == instance_state::starting)
       st.status.state = instance_state::draining;
     publish(self);
   }
@@ -227,7 +258,8 @@ void on_grow(supervisor_pointer self) {
     const auto next = *std::min_element(st.out_until.begin(), st.out_until.end());
     self->delayed_send(self, std::chrono::ceil<std::chrono::milliseconds>(next - clock::now()), grow_atom::value);
   }
-  if (st.status.state != instance_state::running || target <= st.ranks->size())
+  if ((st.status.state != instance_state::running && st.status.state != instance_state::starting)
+      || target <= st.ranks->size())
     return; // restarting: that restart counts the rank in; failed: stays so; draining: leaving
   log().info("instance={} generation={} a rank is healthy again: growing from {} to {} ranks",
              st.cfg.instance, st.status.generation, st.ranks->size(), target);

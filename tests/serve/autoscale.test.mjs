@@ -107,22 +107,27 @@ try {
               `the drained decode instance's requests finish on d0 with their KV; ${STREAMS} streams equal undisturbed`, async () => {
     const progress = new Array(STREAMS).fill(0);
     const runs = [];
-    // Low -> high: the first wave, one stream every 150 ms.
+    // Low -> high: the first wave, one stream every 400 ms (the missed-token rate stays above one
+    // prefill instance's for a few decisions, long enough for the pool node to load the model).
+    const pools = {};
+    const look = async () => {
+      const m = await metrics();
+      for (const role of ['prefill', 'decode']) pools[role] ??= poolInstance(m, role);
+    };
+    const t0 = Date.now();
     for (let i = 0; i < FIRST; ++i) {
       runs.push(stream(cluster, i, progress));
-      await new Promise((r) => setTimeout(r, 150));
+      for (let k = 0; k < 8; ++k) { await look(); await new Promise((r) => setTimeout(r, 50)); }
     }
-    let pools = {};
-    const tUp = await waitFor('a running prefill and decode instance on the pool nodes', async () => {
-      const m = await metrics();
-      pools = { prefill: poolInstance(m, 'prefill'), decode: poolInstance(m, 'decode') };
-      return pools.prefill && pools.decode;
-    }, { deadlineMs: 60000, everyMs: 50, explain: metrics });
-    assert.notEqual(pools.prefill, pools.decode, 'two pool nodes, one instance each');
+    await waitFor('a running decode instance on a pool node', async () => { await look(); return pools.decode; },
+                  { deadlineMs: 60000, everyMs: 50, explain: metrics });
+    const tUp = Date.now() - t0;
     // The second wave: long streams, while the first still decodes; the decode balancer puts
     // them on the least loaded rank, the new instance's.
     for (let i = FIRST; i < STREAMS; ++i) runs.push(stream(cluster, i, progress));
     const out = await Promise.all(runs);
+    assert.ok(pools.prefill, 'a prefill instance ran on a pool node');
+    assert.notEqual(pools.prefill, pools.decode, 'two pool nodes, one instance each');
     // High -> low: both instances go back to the pool.
     await waitFor('both pool nodes back in the ready pool', async () =>
       metric(await metrics(), /^deepinfer_ready_pool_nodes (\S+)$/m) === 2, { deadlineMs: 60000, everyMs: 100, explain: metrics });
@@ -131,20 +136,20 @@ try {
     const moved = metric(m, /^deepinfer_handoffs_total (\S+)$/m) ?? 0;
     const handed = [...log.matchAll(/id=(\S+) handed off: (\d+) tokens so far/g)].map((x) => out.findIndex((o) => o.id === x[1]));
     const decisions = [...log.matchAll(/autoscaler: targets prefill (\d+) -> (\d+) decode (\d+) -> (\d+)/g)].map((x) => x.slice(1).join(''));
-    console.log(`     pool up after ${tUp} ms (prefill on ${pools.prefill}, decode on ${pools.decode}); ` +
+    console.log(`     pool decode up ${tUp} ms after the first arrival (prefill on ${pools.prefill}, decode on ${pools.decode}); ` +
                 `decisions (prefill now,target decode now,target): ${decisions.join(' ')}; ${moved} handed off (streams ${handed})`);
     // The timeline from the log's own clock (n0 decides, the pool nodes start and drain).
     const at = (re) => { const x = log.match(re); return x ? Date.parse(x[1].replace(' ', 'T') + 'Z') : NaN; };
     const ts = '^(\\S+ \\S+) ';
     const t = {
       decide: at(new RegExp(`${ts}n0 .*autoscaler: node=${pools.decode} from the ready pool becomes a decode`, 'm')),
-      running: at(new RegExp(`${ts}${pools.decode} .*instance=${pools.decode}/decode generation=1 running`, 'm')),
+      running: at(new RegExp(`${ts}${pools.decode} .*instance=${pools.decode}/decode generation=1 serving`, 'm')),
       answered: at(new RegExp(`${ts}n0 .*autoscaler: instance=${pools.decode}/decode started`, 'm')),
       drain: at(new RegExp(`${ts}n0 .*autoscaler: the decode instance of node=${pools.decode} drains`, 'm')),
       handoff: at(new RegExp(`${ts}${pools.decode} .*handed off to`, 'm')),
       back: at(new RegExp(`${ts}n0 .*autoscaler: node=${pools.decode} is back in the ready pool`, 'm')),
       pdecide: at(new RegExp(`${ts}n0 .*autoscaler: node=${pools.prefill} from the ready pool becomes a prefill`, 'm')),
-      prunning: at(new RegExp(`${ts}${pools.prefill} .*instance=${pools.prefill}/prefill generation=1 running`, 'm')),
+      prunning: at(new RegExp(`${ts}${pools.prefill} .*instance=${pools.prefill}/prefill generation=1 serving`, 'm')),
       pdrain: at(new RegExp(`${ts}n0 .*autoscaler: the prefill instance of node=${pools.prefill} drains`, 'm')),
       pback: at(new RegExp(`${ts}n0 .*autoscaler: node=${pools.prefill} is back in the ready pool`, 'm')),
     };
