@@ -48,11 +48,16 @@ expected<std::string, recipe::api_error> constraint_of(const entrypoint::context
   if (forced_call && (format || conv.structured))
     return error_of(api, 400, "invalid_request_error",
                     "A forced tool call (tool_choice) and an output format cannot both be enforced; drop one.", param);
-  if (conv.thinking)
-    return error_of(api, 400, "invalid_request_error",
-                    "A structured output format cannot be enforced while thinking is enabled (the constraint "
-                    "would apply to the reasoning too); turn thinking off for this request.",
-                    param);
+  // With thinking on the reasoning is free and the constraint starts after `</think>`.
+  std::optional<int32_t> after;
+  if (conv.thinking) {
+    after = ctx.specials->id(recipe::spelling::think_close);
+    if (!after)
+      return error_of(api, 400, "invalid_request_error",
+                      "This template has no `</think>` token to start the output format after; turn thinking off "
+                      "for this request.",
+                      param);
+  }
   recipe::so::constraint c;
   if (forced_call) {
     // The DSML markup of a call to the named tool (or any tool), arguments by its schema.
@@ -85,7 +90,7 @@ expected<std::string, recipe::api_error> constraint_of(const entrypoint::context
   if (!m)
     return error_of(api, 400, "invalid_request_error",
                     "The output format cannot be enforced: " + m.error() + ".", param);
-  return structured_output::spec_of(c);
+  return structured_output::spec_of(c, after);
 }
 
 /// Where an API's messages are (the `param` of an image's 400).

@@ -1,7 +1,9 @@
 #include "actors/node/structured_output.hpp"
 
 #include <algorithm>
+#include <charconv>
 #include <iterator>
+#include <optional>
 #include <utility>
 
 
@@ -33,6 +35,72 @@ private:
   recipe::so::token_mask mask_;
 };
 
+/// A constraint that starts after a token (thinking on: `</think>`): until then any token but
+/// EOS (the output must not end before the format), and only that token once what is left just
+/// fits it and the format's shortest completion; then the format's matcher from its start.
+class after_token_constraint final : public engine::token_constraint {
+public:
+  after_token_constraint(std::shared_ptr<const recipe::so::matcher> m, int32_t opener)
+      : m_(std::move(m)), opener_(opener),
+        completion_(static_cast<int64_t>(m_->shortest_completion_length(m_->start()))) {
+    const auto n = m_->vocab().size();
+    free_.assign((n + 63) / 64, ~uint64_t{0});
+    if (n % 64 != 0)
+      free_.back() = (uint64_t{1} << (n % 64)) - 1;
+    clear(free_, m_->vocab().eos());
+    only_opener_.assign(free_.size(), 0);
+    if (opener_ >= 0 && static_cast<std::size_t>(opener_) < n)
+      only_opener_[static_cast<std::size_t>(opener_) >> 6] |= uint64_t{1} << (opener_ & 63);
+  }
+
+  std::span<const uint64_t> allowed(int64_t tokens_left) override {
+    if (inner_)
+      return inner_->allowed(tokens_left);
+    return tokens_left <= 1 + completion_ ? std::span<const uint64_t>{only_opener_} : std::span<const uint64_t>{free_};
+  }
+
+  bool advance(int32_t token) override {
+    if (inner_)
+      return inner_->advance(token);
+    if (token == opener_) {
+      inner_.emplace(m_, m_->start());
+      return true;
+    }
+    return token != m_->vocab().eos();
+  }
+
+private:
+  static void clear(recipe::so::token_mask& m, int32_t t) {
+    if (t >= 0 && static_cast<std::size_t>(t >> 6) < m.size())
+      m[static_cast<std::size_t>(t) >> 6] &= ~(uint64_t{1} << (t & 63));
+  }
+
+  std::shared_ptr<const recipe::so::matcher> m_;
+  int32_t opener_;
+  int64_t completion_;
+  recipe::so::token_mask free_, only_opener_;
+  std::optional<matcher_constraint> inner_;
+};
+
+/// A spec that starts after a token: `@ID:` before the constraint's own spec.
+struct split_spec {
+  std::optional<int32_t> after;
+  std::string_view rest;
+};
+
+split_spec split(std::string_view spec) {
+  if (spec.empty() || spec.front() != '@')
+    return {std::nullopt, spec};
+  const auto colon = spec.find(':');
+  if (colon == std::string_view::npos)
+    return {std::nullopt, {}};
+  int32_t id = -1;
+  auto r = std::from_chars(spec.data() + 1, spec.data() + colon, id);
+  if (r.ec != std::errc{} || r.ptr != spec.data() + colon)
+    return {std::nullopt, {}};
+  return {id, spec.substr(colon + 1)};
+}
+
 /// The spec's first byte for each kind (one table both ways).
 constexpr std::pair<recipe::so::constraint_kind, char> kind_letters[] = {
   {recipe::so::constraint_kind::json_schema, 's'}, {recipe::so::constraint_kind::json_object, 'o'},
@@ -45,10 +113,11 @@ constexpr std::pair<recipe::so::constraint_kind, char> kind_letters[] = {
 structured_output::structured_output(std::string tokenizer_path, recipe::so::compiler::config cfg)
     : tokenizer_path_(std::move(tokenizer_path)), cfg_(cfg) {}
 
-std::string structured_output::spec_of(const recipe::so::constraint& c) {
+std::string structured_output::spec_of(const recipe::so::constraint& c, std::optional<int32_t> after_token) {
+  const std::string prefix = after_token ? "@" + std::to_string(*after_token) + ":" : std::string{};
   for (auto [kind, letter] : kind_letters)
     if (kind == c.kind)
-      return std::string(1, letter) + c.text;
+      return prefix + std::string(1, letter) + c.text;
   return {};
 }
 
@@ -76,6 +145,7 @@ structured_output::compile(const recipe::so::constraint& c) {
 }
 
 expected<std::shared_ptr<const recipe::so::matcher>, std::string> structured_output::compile(std::string_view spec) {
+  spec = split(spec).rest;
   if (spec.empty())
     return std::string{"empty structured-output spec"};
   recipe::so::constraint c;
@@ -93,6 +163,13 @@ engine::token_constraint_factory::result structured_output::make(std::string_vie
   auto m = compile(spec);
   if (!m)
     return {nullptr, "the structured-output constraint cannot be compiled: " + m.error()};
+  if (auto after = split(spec).after) {
+    auto c = std::make_unique<after_token_constraint>(*m, *after);
+    for (auto t : output)
+      if (!c->advance(t))
+        return {nullptr, "the output so far does not follow its structured-output constraint"};
+    return {std::move(c), {}};
+  }
   auto state = (*m)->start();
   // A rerouted or handed-over request: follow what it generated before.
   for (auto t : output)

@@ -2,6 +2,7 @@
 
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -21,8 +22,11 @@ class structured_output final : public engine::token_constraint_factory {
 public:
   explicit structured_output(std::string tokenizer_path, recipe::so::compiler::config cfg = {});
 
-  /// The spec a constraint travels as in `engine::sampling_params::constraint`.
-  static std::string spec_of(const recipe::so::constraint& c);
+  /// The spec a constraint travels as in `engine::sampling_params::constraint`. With
+  /// `after_token` (thinking on: the id of `</think>`) the output is free until that token, then
+  /// follows `c` from its start (only the reasoning's end is forced, once what is left just fits
+  /// it and `c`'s shortest completion; EOS is not allowed before).
+  static std::string spec_of(const recipe::so::constraint& c, std::optional<int32_t> after_token = std::nullopt);
 
   /// Compiles `c` (cached by constraint hash); the reason when it cannot be enforced.
   expected<std::shared_ptr<const recipe::so::matcher>, std::string> compile(const recipe::so::constraint& c);
