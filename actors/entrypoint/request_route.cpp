@@ -116,6 +116,9 @@ void on_prefilled(request_pointer self, int i, prefill_result& r) {
   if (sm.attempts == 1 && i == 0) {
     st.usage.cached_tokens = r.cached;
     st.ctx->cached_tokens->inc(static_cast<double>(r.cached));
+  } else if (sm.attempts > 1) {
+    // Usage reports the first attempt's hit; what a resubmission reused shows here.
+    st.ctx->resubmitted_cached_tokens->inc(static_cast<double>(r.cached));
   }
   if (r.snapshot_hit)
     st.ctx->snapshot_hits->with({r.snapshot_remote ? "remote" : "local"}).inc();
