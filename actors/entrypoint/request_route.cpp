@@ -150,6 +150,34 @@ struct placement {
   std::string decode_rdma;
 };
 
+} // namespace
+
+/// False for a rank this request saw die, unless the node of its `instance` registered again
+/// after that (then it is forgotten as dead: the chaos test's SIGSTOP past the heartbeat timeout
+/// left a thawed decode node serving handoffs that every request it had dropped refused, until
+/// their waits ran out with 503s).
+bool usable(request_pointer self, const caf::strong_actor_ptr& rank, const std::string& instance) {
+  if (!rank)
+    return false;
+  auto& dead = self->state.dead;
+  auto it = dead.find(caf::actor_cast<caf::actor_addr>(rank));
+  if (it == dead.end())
+    return true;
+  const auto view = self->state.ctx->cluster->get().view;
+  auto inst = std::find_if(view.instances.begin(), view.instances.end(),
+                           [&](const instance_status& x) { return x.instance == instance; });
+  if (inst == view.instances.end())
+    return false;
+  auto node = std::find_if(view.nodes.begin(), view.nodes.end(),
+                           [&](const node_status& n) { return n.info.name == inst->node; });
+  if (node == view.nodes.end() || node->state != node_state::alive || node->since_ms <= it->second)
+    return false;
+  dead.erase(it);
+  return true;
+}
+
+namespace {
+
 /// Sends sample `i`'s prefill job to the prefill rank `pp`; it hands the KV to the decode rank
 /// (for sample 0's first attempt: one sequence per sample, from one prefill).
 void send_prefill(request_pointer self, int i, const placement& at, const caf::strong_actor_ptr& pp) {
@@ -206,7 +234,7 @@ void ask_prefill_balancer(request_pointer self, int i, placement at, const caf::
       [=](rank_grant& g) {
         if (!current(self, i, at.job))
           return;
-        if (!usable(self, g.handle)) {
+        if (!usable(self, g.handle, g.instance)) {
           wait_for_capacity(self, i, "prefill rank");
           return;
         }
@@ -341,7 +369,7 @@ void place(request_pointer self, int i) {
         auto& sm = sample(self, i);
         if (!current(self, i, at.job) || !sm.decode_claim)
           return;
-        if (!usable(self, g.handle)) {
+        if (!usable(self, g.handle, g.instance)) {
           wait_for_capacity(self, i, "decode rank");
           return;
         }
