@@ -17,8 +17,9 @@ const MODEL = 'deepseek-v4.1-flash';
 const exe = process.argv[2];
 const WAVE = 6, MAX_TOKENS = 128, GRACE_S = 1, FREEZE_MS = 3000;
 
-// CI replays one schedule (kill d1, freeze d1, drain d0: every kind of event, a frozen node that
-// comes back); CHAOS_SEED=<n> replays another, CHAOS_SEED=random draws one.
+// CI replays one schedule (freeze d1, kill p0, drain d0: every kind of event, a frozen decode
+// node that comes back, resubmissions through a restarted prefill node that lost its windows);
+// CHAOS_SEED=<n> replays another, CHAOS_SEED=random draws one.
 const SEED = process.env.CHAOS_SEED === 'random' ? Date.now() % 2147483647 : Number(process.env.CHAOS_SEED ?? 882230420);
 console.log(`chaos seed ${SEED} (replay with CHAOS_SEED=${SEED})`);
 // mulberry32: a small seeded generator, so one seed is one schedule.
