@@ -8,6 +8,7 @@
 
 #include "kv/log.hpp"
 #include "kv/block_store.hpp"
+#include "kv/block_writer.hpp"
 #include "kv/check_index.hpp"
 #include "kv/hash_chain.hpp"
 #include "kv/hit_policy.hpp"
@@ -30,6 +31,22 @@ struct prefix_cache::impl {
   snapshot_listener listener;
   std::mutex spare_mtx;
   std::vector<std::vector<std::byte>> spare;
+  /// Declared last: destroyed first, writing what is queued while the store and index exist.
+  std::unique_ptr<kv::block_writer> writer;
+
+  /// Leading blocks of `keys` that are stored (CHECK, with its probe) or queued for writing.
+  std::size_t stored_prefix(std::span<const kv::block_key> keys) {
+    std::size_t b = 0;
+    for (;;) {
+      b += index->longest_prefix(keys.subspan(b)).blocks;
+      // A queued block continues the run: the blocks after it may be stored already (another
+      // sequence with this prefix wrote its own later blocks).
+      if (b < keys.size() && writer->pending(keys[b]))
+        ++b;
+      else
+        return b;
+    }
+  }
 
   /// A buffer of `size` bytes: a recycled one when there is (no zero-fill), else a new one.
   std::vector<std::byte> buffer(std::size_t size) {
@@ -93,6 +110,15 @@ std::shared_ptr<prefix_cache> prefix_cache::open(const config& cfg, std::string*
   wc.ttl_ms = cfg.snapshot_ttl_ms;
   wc.memory_cap_bytes = cfg.snapshot_memory_cap;
   d->snapshots = std::make_unique<kv::swa_store>(wc);
+  // The writer records each outcome before its block stops being pending: a reader finds the
+  // block queued or indexed, never neither (unless the write failed).
+  d->writer = std::make_unique<kv::block_writer>(
+    kv::block_writer::config{cfg.write_queue_bytes},
+    [store = d->store.get(), index = d->index.get()](const kv::block_key& k, std::span<const std::byte> bytes,
+                                                     kv::traffic_class cls) {
+      if (store->write(k, bytes, cls) != kv::write_status::io_error)
+        index->insert(k);
+    });
   return std::shared_ptr<prefix_cache>(new prefix_cache(std::move(d)));
 }
 
@@ -105,10 +131,10 @@ prefix_cache::hit_plan prefix_cache::plan(std::span<const int32_t> prompt, int64
                                          std::span<const image_mark> images) {
   hit_plan out;
   auto keys = d_->chain->salted(salt).with_images(images).keys(prompt);
-  auto found = d_->index->longest_prefix(keys);
+  const auto found = d_->stored_prefix(keys);
   kv::swa_snapshot snap;
   const auto length = cap_length > 0 ? std::min(static_cast<std::size_t>(cap_length), prompt.size()) : prompt.size();
-  auto decision = d_->policy.decide(length, found.blocks, [&](std::size_t l1) {
+  auto decision = d_->policy.decide(length, found, [&](std::size_t l1) {
     snap = d_->find_snapshot(keys[l1 / kv::block_tokens - 1]);
     return snap != nullptr;
   });
@@ -131,6 +157,13 @@ std::vector<std::vector<std::byte>> prefix_cache::read(const hit_plan& plan) {
   std::condition_variable cv;
   std::size_t pending = 0;
   for (std::size_t i = 0; i < n; ++i) {
+    // A block still queued for writing: its bytes are the payload its file will hold.
+    if (auto queued = d_->writer->pending_payload(wanted[i])) {
+      bufs[i] = d_->buffer(queued->size());
+      std::copy(queued->begin(), queued->end(), bufs[i].begin());
+      status[i] = kv::read_status::ok;
+      continue;
+    }
     auto size = d_->store->payload_size(wanted[i]);
     if (!size)
       break;
@@ -193,10 +226,10 @@ void prefix_cache::reserve(std::size_t count, std::size_t bytes) {
 prefix_cache::check_result prefix_cache::check(std::span<const int32_t> prompt, int64_t cap_length,
                                                 kv::cache_salt salt, std::span<const image_mark> images) {
   auto keys = d_->chain->salted(salt).with_images(images).keys(prompt);
-  auto found = d_->index->longest_prefix(keys);
+  const auto found = d_->stored_prefix(keys);
   check_result out;
   const auto length = cap_length > 0 ? std::min(static_cast<std::size_t>(cap_length), prompt.size()) : prompt.size();
-  out.length = static_cast<int64_t>(d_->policy.reusable_length(length, found.blocks));
+  out.length = static_cast<int64_t>(d_->policy.reusable_length(length, found));
   if (auto n = static_cast<std::size_t>(out.length) / kv::block_tokens; n > 0)
     out.key = keys[n - 1];
   return out;
@@ -223,7 +256,7 @@ int64_t prefix_cache::store(std::span<const int32_t> tokens, int64_t full_blocks
   int64_t written = 0;
   for (int64_t i = 0; i < full_blocks && i < static_cast<int64_t>(keys.size()); ++i) {
     auto& k = keys[static_cast<std::size_t>(i)];
-    if (d_->index->contains(k))
+    if (d_->index->contains(k) || d_->writer->pending(k))
       continue;
     auto bytes = export_block(i);
     if (!bytes)
@@ -235,6 +268,43 @@ int64_t prefix_cache::store(std::span<const int32_t> tokens, int64_t full_blocks
     written += st == kv::write_status::written ? 1 : 0;
   }
   return written;
+}
+
+int64_t prefix_cache::store_async(std::span<const int32_t> tokens, int64_t from, int64_t full_blocks,
+                                  const export_fn& export_block, kv::cache_salt salt, kv::traffic_class cls,
+                                  std::span<const image_mark> images) {
+  const auto block = static_cast<int64_t>(kv::block_tokens);
+  full_blocks = std::min(full_blocks, static_cast<int64_t>(tokens.size()) / block);
+  if (from >= full_blocks)
+    return std::max(from, full_blocks);
+  auto keys = d_->chain->salted(salt).with_images(images).keys(tokens.first(static_cast<std::size_t>(full_blocks * block)));
+  auto i = std::max<int64_t>(from, 0);
+  // 1. From the start, skip what CHECK finds (the prompt's hit, blocks other nodes wrote): their
+  // export would be a copy for nothing.
+  if (i == 0)
+    i = static_cast<int64_t>(d_->stored_prefix(keys));
+  // 2. Export and queue the rest, in order; a block stored or queued meanwhile (another sample of
+  // the same prompt, another request with this prefix) is skipped, as `store` skips it.
+  for (; i < full_blocks; ++i) {
+    const auto& k = keys[static_cast<std::size_t>(i)];
+    if (d_->index->contains(k) || d_->writer->pending(k))
+      continue;
+    auto bytes = export_block(i);
+    if (!bytes)
+      return i;
+    if (d_->writer->submit(k, std::move(*bytes), cls) == kv::block_writer::submit_status::queue_full) {
+      log().debug("block write queue full: block {} of {} waits", i, full_blocks);
+      return i;
+    }
+  }
+  return full_blocks;
+}
+
+void prefix_cache::flush_writes() { d_->writer->flush(); }
+
+prefix_cache::write_counts prefix_cache::writes() const {
+  const auto c = d_->writer->stats();
+  return {c.queued, c.written, c.refused};
 }
 
 bool prefix_cache::store_snapshot(std::span<const int32_t> tokens, int64_t end,

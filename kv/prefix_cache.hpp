@@ -22,9 +22,10 @@ namespace deepinfer::kv {
 
 /// The prefix cache as the ranks use it (DESIGN §4): the persistent block KV (hash chain, CHECK
 /// index and block store under one root) and the process-local SWA snapshots, shared by every
-/// rank of a process (thread-safe; no CAF). Decode stores the full blocks of a finished sequence
-/// (prompt and output) and its last snapshot; prefill stores its snapshot; lookup applies the hit
-/// policy (§4.3) and reads the hit's blocks.
+/// rank of a process (thread-safe; no CAF). Decode stores the full blocks of a sequence (the
+/// prompt's when its KV arrives, each output block as it fills, through `store_async`) and its
+/// last snapshot when it ends; prefill stores its snapshot; lookup applies the hit policy (§4.3)
+/// and reads the hit's blocks.
 ///
 /// Every call that names tokens takes the request's `cache_salt` (its tenant's namespace, shared
 /// when zero): keys are computed on the chain salted with it, so one tenant's blocks and
@@ -57,6 +58,9 @@ public:
     bool fsync = false;
     /// The clock blocks age by (tests drive a manual one).
     std::shared_ptr<const clock> time = system_clock();
+    /// Bytes of exported blocks `store_async` may hold before they are written; beyond it a
+    /// block is refused (its caller offers it again later).
+    std::size_t write_queue_bytes = std::size_t{256} << 20;
   };
 
   /// Opens (creating) the store; nullptr and `error` when the root is unusable.
@@ -125,12 +129,33 @@ public:
   std::optional<block_key> key_at(std::span<const int32_t> tokens, int64_t end,
                                   kv::cache_salt salt = {}, std::span<const image_mark> images = {}) const;
 
-  /// Stores blocks [0, full_blocks) of `tokens`, asking `export_block(i)` only for blocks not
-  /// yet stored. Returns how many were written.
+  /// Stores blocks [0, full_blocks) of `tokens` on the caller's thread, asking `export_block(i)`
+  /// only for blocks not yet stored or queued by `store_async`. Returns how many were written.
   using export_fn = std::function<std::optional<std::vector<std::byte>>(int64_t)>;
   int64_t store(std::span<const int32_t> tokens, int64_t full_blocks, const export_fn& export_block,
                 kv::cache_salt salt = {}, traffic_class cls = traffic_class::chatbot,
                 std::span<const image_mark> images = {});
+
+  /// `store` without the file work on the caller's thread (issue 17): blocks [from, full_blocks)
+  /// of `tokens` that are neither stored nor queued are exported here (`export_block(i)`, on the
+  /// caller's thread, which owns the engine: the bytes are copied out) and written by the cache's
+  /// writer thread, with fsync when configured. A queued block counts as stored for `check`,
+  /// `plan`, `lookup` and `read` (its bytes are read from the queue) from the moment this
+  /// returns. From 0, the leading stored run is found as CHECK finds it (a block another process
+  /// wrote is not exported again). Returns the first block not handled: `full_blocks`, or the one
+  /// that failed to export or found the queue full (offer it again from there later).
+  int64_t store_async(std::span<const int32_t> tokens, int64_t from, int64_t full_blocks,
+                      const export_fn& export_block, kv::cache_salt salt = {},
+                      traffic_class cls = traffic_class::chatbot, std::span<const image_mark> images = {});
+  /// Waits until every block `store_async` queued is written (tests, benchmarks).
+  void flush_writes();
+  /// Blocks `store_async` queued, wrote and refused (queue full) since open.
+  struct write_counts {
+    uint64_t queued = 0;
+    uint64_t written = 0;
+    uint64_t refused = 0;
+  };
+  write_counts writes() const;
 
   /// One lifecycle pass over the store (the kvstore node's GC worker runs it periodically):
   /// expired blocks go, then the least recently used while above the high watermark; CHECK

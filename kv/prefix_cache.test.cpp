@@ -4,10 +4,14 @@
 
 #include <algorithm>
 #include <cstdlib>
+#include <array>
 #include <filesystem>
+#include <fstream>
+#include <map>
 #include <random>
 
 #include "kv/prefix_cache.hpp"
+#include "kv/block_header.hpp"
 #include "kv/hash_chain.hpp"
 
 using namespace deepinfer;
@@ -201,6 +205,84 @@ BOOST_AUTO_TEST_CASE(a_reopened_store_answers_check_from_its_scan) {
   auto again = prefix_cache::open({root.path.string(), "model-a"}, &err);
   BOOST_REQUIRE_MESSAGE(again, err);
   BOOST_TEST(again->plan(prompt).keys.size() == 6u);
+}
+
+// Issue 17: the decode side queues blocks as they arrive or fill; the writer thread writes them.
+// Queued blocks hit at once, each block is exported once however often it is offered, and what
+// lands on disk is what `store` writes.
+BOOST_AUTO_TEST_CASE(store_async_hits_at_once_exports_each_block_once_and_writes_what_store_writes) {
+  temp_root root, sync_root;
+  std::string err;
+  auto cache = prefix_cache::open({root.path.string(), "model-a"}, &err);
+  BOOST_REQUIRE_MESSAGE(cache, err);
+  auto prompt = tokens(1000, 41);
+  std::vector<int64_t> exported;
+  auto counted = [&](int64_t i) {
+    exported.push_back(i);
+    return payload(i);
+  };
+  // The prompt as it arrives (5 blocks), then two more as decode fills them: 7 exports in all.
+  BOOST_TEST(cache->store_async(prompt, 0, 5, counted, {}, kv::traffic_class::agent) == 5);
+  auto hit = cache->lookup(prompt); // L1 = 768, capped by the 5 queued or written blocks
+  BOOST_REQUIRE(hit.blocks.size() == 5u);
+  for (int64_t i = 0; i < 5; ++i)
+    BOOST_TEST((hit.blocks[static_cast<std::size_t>(i)] == *payload(i)), "block " << i);
+  BOOST_TEST(cache->store_async(prompt, 5, 7, counted, {}, kv::traffic_class::agent) == 7);
+  // Offered again from 0 (a second sample of the prompt, a handed-off sequence): nothing exported.
+  BOOST_TEST(cache->store_async(prompt, 0, 7, counted, {}, kv::traffic_class::agent) == 7);
+  BOOST_TEST(cache->store(prompt, 7, counted) == 0);
+  BOOST_TEST((exported == std::vector<int64_t>{0, 1, 2, 3, 4, 5, 6}));
+  cache->flush_writes();
+  BOOST_TEST(cache->writes().queued == 7u);
+  BOOST_TEST(cache->writes().written == 7u);
+  // On disk: readable by a process that never saw the queue, with the bytes and class `store`
+  // gives, and not exported again by it (CHECK's probe finds them).
+  auto reopened = prefix_cache::open({root.path.string(), "model-a"}, &err);
+  BOOST_REQUIRE_MESSAGE(reopened, err);
+  auto sync = prefix_cache::open({sync_root.path.string(), "model-a"}, &err);
+  BOOST_REQUIRE_MESSAGE(sync, err);
+  BOOST_TEST(sync->store(prompt, 7, payload, {}, kv::traffic_class::agent) == 7);
+  auto a = reopened->lookup(prompt), b = sync->lookup(prompt);
+  BOOST_REQUIRE(a.blocks.size() == 6u);
+  BOOST_TEST((a.blocks == b.blocks));
+  exported.clear();
+  BOOST_TEST(reopened->store_async(prompt, 0, 7, counted) == 7);
+  BOOST_TEST(exported.empty());
+  // The same files (names, sizes, payload checksums) as `store` writes, stamped with the class
+  // they were queued with.
+  auto files = [](const std::filesystem::path& p) {
+    std::map<std::string, std::pair<uint64_t, uint64_t>> out;
+    for (auto& e : std::filesystem::recursive_directory_iterator(p)) {
+      if (!e.is_regular_file() || e.path().extension() != ".kvb")
+        continue;
+      std::ifstream in(e.path(), std::ios::binary);
+      std::array<char, kv::block_header::size> head{};
+      in.read(head.data(), head.size());
+      auto h = kv::block_header::decode(std::as_bytes(std::span{head}));
+      BOOST_REQUIRE(h);
+      BOOST_TEST((h->cls == kv::traffic_class::agent));
+      out[e.path().filename().string()] = {h->payload_length, h->payload_checksum};
+    }
+    return out;
+  };
+  const auto written = files(root.path);
+  BOOST_TEST(written.size() == 7u);
+  BOOST_TEST((written == files(sync_root.path)));
+}
+
+// A block that fails to export (the engine no longer has it) stops the run there: the caller
+// offers it again from that block.
+BOOST_AUTO_TEST_CASE(store_async_stops_at_a_block_it_cannot_export) {
+  temp_root root;
+  std::string err;
+  auto cache = prefix_cache::open({root.path.string(), "model-a"}, &err);
+  BOOST_REQUIRE_MESSAGE(cache, err);
+  auto prompt = tokens(1000, 43);
+  auto until3 = [](int64_t i) { return i < 3 ? payload(i) : std::nullopt; };
+  BOOST_TEST(cache->store_async(prompt, 0, 7, until3) == 3);
+  BOOST_TEST(cache->store_async(prompt, 3, 7, payload) == 7);
+  cache->flush_writes();
+  BOOST_TEST(cache->plan(prompt).keys.size() == 6u);
 }
 
 BOOST_AUTO_TEST_SUITE_END()

@@ -100,6 +100,10 @@ std::unique_ptr<entrypoint> entrypoint::create(caf::actor_system& sys, const ser
   ctx->prompt_tokens = &metrics->add_counter("deepinfer_prompt_tokens_total", "Prompt tokens received.").with({});
   ctx->cached_tokens = &metrics->add_counter("deepinfer_cached_tokens_total",
                                              "Prompt tokens served from the prefix cache.").with({});
+  ctx->resubmitted_cached_tokens =
+    &metrics->add_counter("deepinfer_resubmitted_cached_tokens_total",
+                          "Prompt tokens the prefills of resubmitted attempts (a decode or prefill rank was "
+                          "lost) found in the prefix cache.").with({});
   ctx->generated_tokens = &metrics->add_counter("deepinfer_generated_tokens_total", "Tokens generated.").with({});
   ctx->in_flight = &metrics->add_gauge("deepinfer_requests_in_flight",
                                        "Requests between parse and their last byte (the entrypoint queue).")

@@ -296,7 +296,8 @@ caf::behavior start(request_pointer self, recipe::conversation conv, const fetch
     auto& st = self->state;
     if (st.done)
       return;
-    st.dead.insert(dm.source);
+    st.dead[dm.source] = std::chrono::duration_cast<std::chrono::milliseconds>(
+                           std::chrono::system_clock::now().time_since_epoch()).count();
     for (auto& sm : st.samples) {
       if (st.done)
         return;

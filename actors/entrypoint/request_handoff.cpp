@@ -61,7 +61,7 @@ void on_move_offer(request_pointer self, uint64_t job) {
           return;
         }
         auto to = caf::actor_cast<caf::actor>(g.handle);
-        if (!usable(self, g.handle) || to == from || g.instance == leaving) {
+        if (!usable(self, g.handle, g.instance) || to == from || g.instance == leaving) {
           sm.move_offered.reset();
           stay();
           return;

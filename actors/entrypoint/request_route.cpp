@@ -116,6 +116,9 @@ void on_prefilled(request_pointer self, int i, prefill_result& r) {
   if (sm.attempts == 1 && i == 0) {
     st.usage.cached_tokens = r.cached;
     st.ctx->cached_tokens->inc(static_cast<double>(r.cached));
+  } else if (sm.attempts > 1) {
+    // Usage reports the first attempt's hit; what a resubmission reused shows here.
+    st.ctx->resubmitted_cached_tokens->inc(static_cast<double>(r.cached));
   }
   if (r.snapshot_hit)
     st.ctx->snapshot_hits->with({r.snapshot_remote ? "remote" : "local"}).inc();
@@ -146,6 +149,34 @@ struct placement {
   /// The decode node's RDMA endpoint (empty: none, or RDMA is avoided for this request).
   std::string decode_rdma;
 };
+
+} // namespace
+
+/// False for a rank this request saw die, unless the node of its `instance` registered again
+/// after that (then it is forgotten as dead: the chaos test's SIGSTOP past the heartbeat timeout
+/// left a thawed decode node serving handoffs that every request it had dropped refused, until
+/// their waits ran out with 503s).
+bool usable(request_pointer self, const caf::strong_actor_ptr& rank, const std::string& instance) {
+  if (!rank)
+    return false;
+  auto& dead = self->state.dead;
+  auto it = dead.find(caf::actor_cast<caf::actor_addr>(rank));
+  if (it == dead.end())
+    return true;
+  const auto view = self->state.ctx->cluster->get().view;
+  auto inst = std::find_if(view.instances.begin(), view.instances.end(),
+                           [&](const instance_status& x) { return x.instance == instance; });
+  if (inst == view.instances.end())
+    return false;
+  auto node = std::find_if(view.nodes.begin(), view.nodes.end(),
+                           [&](const node_status& n) { return n.info.name == inst->node; });
+  if (node == view.nodes.end() || node->state != node_state::alive || node->since_ms <= it->second)
+    return false;
+  dead.erase(it);
+  return true;
+}
+
+namespace {
 
 /// Sends sample `i`'s prefill job to the prefill rank `pp`; it hands the KV to the decode rank
 /// (for sample 0's first attempt: one sequence per sample, from one prefill).
@@ -203,7 +234,7 @@ void ask_prefill_balancer(request_pointer self, int i, placement at, const caf::
       [=](rank_grant& g) {
         if (!current(self, i, at.job))
           return;
-        if (!usable(self, g.handle)) {
+        if (!usable(self, g.handle, g.instance)) {
           wait_for_capacity(self, i, "prefill rank");
           return;
         }
@@ -338,7 +369,7 @@ void place(request_pointer self, int i) {
         auto& sm = sample(self, i);
         if (!current(self, i, at.job) || !sm.decode_claim)
           return;
-        if (!usable(self, g.handle)) {
+        if (!usable(self, g.handle, g.instance)) {
           wait_for_capacity(self, i, "decode rank");
           return;
         }

@@ -7,6 +7,7 @@
 #include <chrono>
 #include <memory>
 #include <optional>
+#include <map>
 #include <set>
 #include <string>
 #include <vector>
@@ -98,9 +99,11 @@ struct request_state {
   /// Admission: the place in line while waiting, then the ticket (held until the request ends).
   std::shared_ptr<admission_control::waiter> waiting;
   std::unique_ptr<admission_control::ticket> ticket;
-  /// Ranks this request saw die: their supervisor may still hand them out for a moment (it
-  /// learns of the death by its own monitor), and a resubmission must not pick them again.
-  std::set<caf::actor_addr> dead;
+  /// Ranks this request saw die, with when (ms since the Unix epoch, the membership view's
+  /// clock): their supervisor may still hand them out for a moment (it learns of the death by
+  /// its own monitor), and a resubmission must not pick them again, unless their node registered
+  /// again since (a node frozen past the heartbeat timeout, then thawed: the same rank serves on).
+  std::map<caf::actor_addr, int64_t> dead;
   /// The SSE head is out (only once admitted: a refusal before is a plain error response).
   bool streaming = false;
   bool done = false;
@@ -157,10 +160,9 @@ inline bool current(request_pointer self, int i, uint64_t job) {
   return !self->state.done && !sample(self, i).done && sample(self, i).job == job;
 }
 
-/// A rank handle the request may use: present and not seen dead.
-inline bool usable(request_pointer self, const caf::strong_actor_ptr& rank) {
-  return rank && self->state.dead.count(caf::actor_cast<caf::actor_addr>(rank)) == 0;
-}
+/// request_route.cpp: a rank handle the request may use: present, and not seen dead unless the
+/// node of its `instance` registered again since.
+bool usable(request_pointer self, const caf::strong_actor_ptr& rank, const std::string& instance);
 
 /// request_actor.cpp: feeds sample `i`'s tokens out to the client (and ends the sample, and
 /// once all have, the request, when they finish). `lp`: the tokens' log-probabilities (empty

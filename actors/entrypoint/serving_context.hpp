@@ -66,6 +66,9 @@ struct entrypoint::context {
   http::metrics_registry::histogram* itl = nullptr;
   http::metrics_registry::counter* prompt_tokens = nullptr;
   http::metrics_registry::counter* cached_tokens = nullptr;
+  /// Prompt tokens a resubmitted attempt (its decode or prefill rank was lost) found in the
+  /// prefix cache: its own prompt's blocks, stored when its KV reached the decode side (issue 17).
+  http::metrics_registry::counter* resubmitted_cached_tokens = nullptr;
   http::metrics_registry::counter* generated_tokens = nullptr;
   http::metrics_registry::gauge* in_flight = nullptr;
   http::metrics_registry::family<http::metrics_registry::counter>* kv_transfers = nullptr;

@@ -20,23 +20,38 @@ namespace deepinfer::actors {
 
 namespace {
 
-/// Writes the full blocks of a sequence (prompt and output) to the prefix cache, then frees it.
-void release(rank_pointer self, engine::sequence_id seq, kv::cache_salt salt, kv::traffic_class traffic,
-             const std::vector<kv::image_mark>& images) {
+/// Stores what is left of a sequence (its blocks not yet queued, its last window), then frees it.
+void release(rank_pointer self, decoding& d) {
   auto& st = self->state;
   if (auto& cache = st.cfg.engine.cache) {
-    auto tokens = st.engine->tokens(seq);
-    // The last token has no KV yet: the next decode step would have fed it.
-    auto full = tokens.empty() ? 0 : static_cast<int64_t>(tokens.size() - 1) / 128;
-    cache->store(tokens, full, [&](int64_t i) { return st.engine->export_block(seq, i); }, salt, traffic, images);
+    store_filled(self, d);
     // The last window decode copied at a 128 boundary (DESIGN §4.2).
-    if (auto at = st.engine->snapshot_end(seq))
-      cache->store_snapshot(tokens, *at, *st.engine->export_snapshot(seq), salt, images);
+    if (auto at = st.engine->snapshot_end(d.seq))
+      cache->store_snapshot(st.engine->tokens(d.seq), *at, *st.engine->export_snapshot(d.seq), d.salt, d.images);
   }
-  st.engine->free(seq);
+  st.engine->free(d.seq);
 }
 
 } // namespace
+
+void store_filled(rank_pointer self, decoding& d) {
+  auto& st = self->state;
+  auto& cache = st.cfg.engine.cache;
+  if (!cache)
+    return;
+  auto tokens = st.engine->tokens(d.seq);
+  d.length = static_cast<int64_t>(tokens.size());
+  // The last token has no KV yet: the next decode step would have fed it.
+  const auto full = tokens.empty() ? 0 : static_cast<int64_t>(tokens.size() - 1) / 128;
+  if (full <= d.stored_blocks)
+    return;
+  // The export (a copy of the block's pool rows) is all that runs here; the writer thread does
+  // the files. The bytes are the ones `store` wrote at the sequence's end before issue 17: a pool
+  // row below the KV length never changes.
+  d.stored_blocks = cache->store_async(
+    tokens, d.stored_blocks, full, [&](int64_t i) { return st.engine->export_block(d.seq, i); }, d.salt, d.traffic,
+    d.images);
+}
 
 void report(rank_pointer self) {
   auto& st = self->state;
@@ -54,7 +69,7 @@ namespace {
 void drop(rank_pointer self, std::map<uint64_t, decoding>::iterator it) {
   auto& st = self->state;
   const auto id = it->first;
-  release(self, it->second.seq, it->second.salt, it->second.traffic, it->second.images);
+  release(self, it->second);
   st.active.erase(it);
   report(self);
   drain_forget(self, id);
@@ -109,8 +124,14 @@ void start_decode(rank_pointer self, kv_handoff& h, const engine::sampling_param
     // A request actor that goes away (client gone, entrypoint node dead) takes its sequence along.
     self->monitor(sink);
     // The bytes that arrived count once, on the first sequence's first batch.
-    st.active[x.id] = decoding{seq, sink, first ? span.size() : 0, h.cache_salt, h.traffic,
-                               s.logprobs || s.top_logprobs > 0 ? s.top_logprobs : -1, h.images, sampling, false};
+    auto& d = st.active[x.id] = decoding{seq, sink, first ? span.size() : 0, h.cache_salt, h.traffic,
+                                         s.logprobs || s.top_logprobs > 0 ? s.top_logprobs : -1, h.images,
+                                         sampling, false};
+    // Its prompt's blocks now (issue 17), not when it ends: a request rerouted after this rank
+    // dies hits its own prompt. Parallel samples share the prompt: the first queues its blocks,
+    // the others find them queued. A sequence handed off here brings its output blocks too
+    // (those its old rank stored are found stored).
+    store_filled(self, d);
     first = false;
   }
   report(self);
@@ -213,13 +234,18 @@ void decode_step(rank_pointer self) {
           append_logprobs(b.logprobs, t, it->second.logprobs_top);
       }
       b.finished = outs[i].finished;
+      // A block it filled is written now, not when it ends (issue 17).
+      it->second.length += static_cast<int64_t>(outs[i].tokens.size());
+      if (!b.finished && (it->second.length - 1) / 128 > it->second.stored_blocks)
+        store_filled(self, it->second);
     }
     b.kv_bytes = std::exchange(it->second.kv_bytes, 0);
     auto sink = it->second.sink;
     const bool finished = b.finished;
     if (finished) {
-      // Store the blocks before the client hears of the end, so its next turn hits them.
-      release(self, it->second.seq, it->second.salt, it->second.traffic, it->second.images);
+      // Queue the last blocks before the client hears of the end: queued blocks hit at once, so
+      // its next turn hits them.
+      release(self, it->second);
       st.active.erase(it);
     }
     caf::send_as(caf::actor_cast<caf::actor>(self), sink, tokens_atom::value, std::move(b));

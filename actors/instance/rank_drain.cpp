@@ -146,8 +146,11 @@ void on_move(rank_pointer self, uint64_t id, const rank_grant& to) {
     return;
   }
   // 1. Export the sequence as a prefill rank does (tokens, KV rows, both windows) and free it
-  // here; its blocks are stored by the rank that finishes it.
+  // here. Its full blocks are stored or queued first (all are, unless the write queue was full):
+  // the new rank finds them stored and writes only those that fill there, and a request whose
+  // handoff fails hits them when it is prefilled again.
   const auto t0 = std::chrono::steady_clock::now();
+  store_filled(self, d);
   auto& transport = choose_kv_transport(target.node() == self->node(), !to.rdma.empty());
   auto bytes = st.engine->export_sequence(d.seq);
   st.engine->free(d.seq);

@@ -306,6 +306,12 @@ void start_prefill(rank_pointer self, prefill_job& job,
       slot->snapshot_remote = fetch_snapshot(*sys, *cache, tokens, end, owner, rank, salt, images);
     const auto t0 = std::chrono::steady_clock::now();
     auto plan = cache->plan(tokens, prompt_length, salt, images);
+    // A resubmission (prompt + what it generated) continues as its undisturbed run only from an
+    // exact hit: a window replayed without its snapshot (the prefill node that kept it died) is
+    // approximate, and so would be the continuation. Such a hit is common since a prompt's blocks
+    // are stored when its KV reaches the decode side (issue 17): it prefills cold instead.
+    if (prompt_length < static_cast<int64_t>(tokens.size()) && plan.length > 0 && !plan.snapshot)
+      plan = {};
     slot->plan = plan;
     // A rank that is gone meanwhile does not hear of it.
     if (auto r = caf::actor_cast<caf::strong_actor_ptr>(me))

@@ -46,7 +46,7 @@ struct decoding {
   caf::actor sink;
   /// Bytes of the handoff, reported with the first batch.
   uint64_t kv_bytes = 0;
-  /// Its prefix-cache namespace: its blocks are stored under it when it ends.
+  /// Its prefix-cache namespace: its blocks are stored under it.
   kv::cache_salt salt;
   /// The traffic class its blocks are stored with (their TTL).
   kv::traffic_class traffic = kv::traffic_class::chatbot;
@@ -59,6 +59,12 @@ struct decoding {
   engine::sampling_params sampling;
   /// Offered for a handoff (drain): left out of the batch until its sink answers.
   bool moving = false;
+  /// Its blocks [0, stored_blocks) are stored or queued for writing (issue 17: the prompt's when
+  /// its KV arrived, each output block as it filled).
+  int64_t stored_blocks = 0;
+  /// Its tokens, as counted from its import and its steps: when they fill another block, the
+  /// block is queued (the engine's own count decides what is full).
+  int64_t length = 0;
 };
 
 /// What the block fetcher brings back for one job: the plan and remote-window flag (written on
@@ -159,6 +165,9 @@ using rank_pointer = rank_actor::stateful_pointer<rank_state>;
 
 /// Publishes pool use, batch size and prefill queue length.
 void report(rank_pointer self);
+/// Queues the full blocks of `d` not yet stored for writing (the prefix cache's writer thread
+/// writes them; only their export runs here). No-op without a cache.
+void store_filled(rank_pointer self, decoding& d);
 
 // -- images (rank_images.cpp) -------------------------------------------------------------------
 

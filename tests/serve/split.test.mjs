@@ -137,16 +137,22 @@ try {
     assert.equal(await metric(split, 'deepinfer_kv_transfers_total{transport="in_process"}'), 0);
     assert.ok(await metric(one, 'deepinfer_kv_transfers_total{transport="in_process"}') > 0);
   });
-  await check('decode node SIGKILLed mid-request: the request is resubmitted and completes with the same text', async () => {
-    const request = { messages: [{ role: 'user', content: 'Count to a thousand.' }], max_tokens: 400 };
-    const undisturbed = await chat(split, request);
+  await check('decode node SIGKILLed mid-request: the request is resubmitted, hits its own prompt and completes with the same text', async () => {
+    // A prompt of several blocks, new to the cluster: its blocks are written when its KV reaches
+    // d0 (issue 17), so the resubmission's prefill hits them although d0 never finished it. The
+    // undisturbed run is the embedded default's (its own store): on the split it would store the
+    // prompt itself.
+    const words = Array.from({ length: 500 }, (_, i) => `c${(i * 613) % 1201}`).join(' ');
+    const request = { messages: [{ role: 'user', content: 'Count to a thousand. ' + words }], max_tokens: 400 };
+    const undisturbed = await chat(one, request);
     assert.equal(undisturbed.status, 200, JSON.stringify(undisturbed.json));
     const before = await metric(split, 'deepinfer_generated_tokens_total');
+    const reused = await metric(split, 'deepinfer_resubmitted_cached_tokens_total');
     const long = chat(split, request);
     // Mid-request means the decode node is decoding it: the entrypoint has counted the prefill's
-    // first token and at least one token from d0.
-    const generated = await waitFor('a token from the decode node', async () =>
-      (await metric(split, 'deepinfer_generated_tokens_total')) - before >= 2);
+    // first token and some tokens from d0.
+    const generated = await waitFor('tokens from the decode node', async () =>
+      (await metric(split, 'deepinfer_generated_tokens_total')) - before >= 8);
     assert.ok(before + 400 - (await metric(split, 'deepinfer_generated_tokens_total')) > 0,
               'the request was still decoding when d0 was killed');
     const pids = spawnSync('pgrep', ['-f', `${manifest} --node d0`]).stdout.toString().trim().split('\n').filter(Boolean);
@@ -158,8 +164,13 @@ try {
     assert.equal(r.json.usage.completion_tokens, 400);
     assert.equal(r.json.choices[0].finish_reason, 'length');
     // The resubmission (prompt + what it had generated, decoder anchored at the prompt) continues
-    // the very same greedy output.
+    // the very same greedy output, on the blocks d0 wrote.
     assert.equal(r.json.choices[0].message.content, undisturbed.json.choices[0].message.content);
+    assert.equal(r.json.usage.prompt_tokens_details.cached_tokens, 0, 'the first attempt was cold');
+    const hit = (await metric(split, 'deepinfer_resubmitted_cached_tokens_total')) - reused;
+    console.log(`     prompt ${r.json.usage.prompt_tokens} tokens; the resubmission reused ${hit}`);
+    // The hit policy keeps the last 134 prompt tokens to recompute: whole blocks below that.
+    assert.ok(hit >= 128 && hit <= r.json.usage.prompt_tokens - 134, `the resubmission hit its own prompt (${hit} tokens)`);
     const log = fs.readFileSync(logPath, 'utf8');
     assert.match(log, /node=d0 dead/);
     assert.match(log, /resubmitting/);
