@@ -350,6 +350,7 @@ caf::behavior start(request_pointer self, recipe::conversation conv, const fetch
       // The first tokens of the rank a handoff moved the sample to (the old rank sends none
       // after its offer).
       on_handoff_done(self, i);
+      sm->decoding = true;
       if (!sm->prefilled) {
         sm->early.push_back(std::move(b));
         return;
@@ -378,6 +379,7 @@ caf::behavior start(request_pointer self, recipe::conversation conv, const fetch
       begin(self);
     },
     [=](deadline_atom, uint64_t timer) { on_deadline(self, timer); },
+    [=](decode_atom, uint64_t job) { check_decode_started(self, job); },
     [=](move_atom, uint64_t job) { on_move_offer(self, job); },
     [=](move_atom, uint64_t job, const caf::error& err) { on_moved(self, job, err); },
     [=](restart_atom, int i) {

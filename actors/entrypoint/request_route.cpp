@@ -83,11 +83,21 @@ namespace {
 
 /// Sample `i`'s first token of its current attempt is out: it streams, then what its decode
 /// rank sent meanwhile.
+/// How long a prefilled attempt may wait for its decode rank's first tokens: a quarter of the
+/// stall timeout, at least 5 s (one decode step takes well under a second even at full batch;
+/// a false alarm only costs a resubmission, whose output is the same).
+std::chrono::milliseconds decode_start_timeout(request_pointer self) {
+  return std::max(std::chrono::milliseconds{5000}, self->state.ctx->cfg.requests.stall_timeout / 4);
+}
+
 void on_first_token(request_pointer self, int i, int32_t token, bool finished, const token_logprobs& lp,
                     kv_transport_kind transport) {
   auto& sm = sample(self, i);
-  if (!finished)
+  if (!finished) {
     sm.transport = transport;
+    if (!sm.decoding)
+      self->delayed_send(self, decode_start_timeout(self), decode_atom::value, sm.job);
+  }
   sm.prefilled = true;
   on_tokens(self, i, {token}, finished, lp);
   auto early = std::move(sample(self, i).early);
@@ -465,6 +475,7 @@ void attempt(request_pointer self, int i) {
   // Unique per entrypoint: the request, the sample (< 16) and the attempt (< 16).
   sm.job = (st.id * 16 + static_cast<uint64_t>(i)) * 16 + static_cast<uint64_t>(sm.attempts);
   sm.prefilled = false;
+  sm.decoding = false;
   sm.early.clear();
   sm.transport.reset();
   if (sm.attempts > 1) {
@@ -477,6 +488,17 @@ void attempt(request_pointer self, int i) {
     return;
   }
   place(self, 0);
+}
+
+void check_decode_started(request_pointer self, uint64_t job) {
+  auto& st = self->state;
+  auto* sm = st.sample_of_job(job);
+  if (st.done || sm == nullptr || sm->done || sm->job != job || sm->decoding || !sm->prefilled)
+    return;
+  log().warn("request={} sample {}: no token from its decode rank {} ms after its prefill (its KV was lost on the "
+             "way); resubmitting",
+             st.id, sm->index, decode_start_timeout(self).count());
+  attempt(self, sm->index);
 }
 
 } // namespace deepinfer::actors

@@ -58,6 +58,10 @@ struct sample_state {
   /// decode rank that overtook that answer wait in `early` until then.
   bool prefilled = false;
   std::vector<token_batch> early;
+  /// A token batch of the current attempt came from its decode rank: its KV arrived there. A
+  /// prefilled attempt without one for `decode_start_timeout` is resubmitted (the KV message can
+  /// be lost with a connection that dropped, e.g. a frozen prefill node's).
+  bool decoding = false;
   /// The KV transport of the current attempt (for the bytes the decode rank reports); none
   /// until its prefill answered.
   std::optional<kv_transport_kind> transport;
@@ -188,6 +192,10 @@ void count_kv_bytes(request_pointer self, int i, const token_batch& b);
 /// request_route.cpp: one attempt of sample `i` (prefill prompt + its tokens so far, then
 /// decode the rest); sample 0's first attempt carries every sample's.
 void attempt(request_pointer self, int i);
+/// request_route.cpp: the watchdog of attempt `job`'s decode start (`(decode, job)`, sent to
+/// itself when its prefill answered): no token from its decode rank yet, so its KV was lost on
+/// the way: the sample is resubmitted.
+void check_decode_started(request_pointer self, uint64_t job);
 /// request_route.cpp: places sample `i`'s current attempt again (after a wait for capacity).
 void place(request_pointer self, int i);
 /// request_route.cpp: tells the decode balancer how long sample `i`'s KV is now (every block's
