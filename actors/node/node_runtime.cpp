@@ -125,6 +125,28 @@ struct node_runtime::impl {
   controller_actor controller;  // the handle the bootstrap thread last handed to the agent
   bool stopped = false;
 
+  /// Set once the first connection to the controller was made: a later one follows a loss.
+  bool reconnecting = false;
+
+  /// After this node lost its links (frozen, partitioned) and registered again: connects to every
+  /// other alive node of the view once more. Its peers dropped their connections to it, and CAF
+  /// 0.17 drops a message to a node it has no route to without a word (pitfall P7): a prefill
+  /// rank's KV handed to a decode rank would be lost with each request it serves.
+  void reconnect_peers() {
+    auto& mm = sys->middleman();
+    // The view comes with the registration's answer.
+    for (int i = 0; i < 40 && snap->get().view.nodes.empty(); ++i)
+      std::this_thread::sleep_for(std::chrono::milliseconds{50});
+    for (auto& n : snap->get().view.nodes) {
+      if (n.state != node_state::alive || n.info.name == cfg.self.name || n.info.port == 0
+          || (n.info.host == cfg.controller_host && n.info.port == cfg.controller_port))
+        continue;
+      auto peer = mm.remote_actor<node_agent_actor>(n.info.host, n.info.port);
+      log().info("node={} connected again to node={} after losing its links: {}", cfg.self.name, n.info.name,
+                 peer ? "ok" : sys->render(peer.error()));
+    }
+  }
+
   void run_bootstrap() {
     auto& mm = sys->middleman();
     std::unique_lock<std::mutex> lock{mtx};
@@ -143,6 +165,12 @@ struct node_runtime::impl {
       controller = *ctl;
       controller_lost = false;
       caf::anon_send(agent, ctl_up_atom::value, caf::actor_cast<caf::strong_actor_ptr>(*ctl));
+      if (reconnecting) {
+        lock.unlock();
+        reconnect_peers();
+        lock.lock();
+      }
+      reconnecting = true;
       cv.wait(lock, [&] { return stopping || controller_lost; });
       if (!stopping)
         cv.wait_for(lock, cfg.reconnect_interval, [&] { return stopping; });
