@@ -13,7 +13,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import assert from 'node:assert/strict';
-import { check, clusterManifest, finish, freePort, manifestNode, results, startClusterAndReference, streamChat,
+import { assertStreamsEqual, check, clusterManifest, finish, freePort, manifestNode, results, startClusterAndReference, streamChat,
          waitFor } from './harness.mjs';
 
 const MODEL = 'deepseek-v4.1-flash';
@@ -163,14 +163,7 @@ try {
     assert.ok(handed.every((i) => i >= FIRST), `only second-wave streams were on the pool instance: ${handed}`);
     assert.equal((log.match(/resubmitting/g) || []).length, 0, 'no request fell back to a resubmission');
     assert.ok(!/pool\d exited/.test(log), 'the pool nodes stay up');
-    out.forEach((o, i) => {
-      const want = reference[i].json.choices[0];
-      assert.equal(o.status, 200, `stream ${i}`);
-      assert.ok(o.done, `stream ${i} ended with [DONE]`);
-      assert.equal(o.finish, want.finish_reason, `stream ${i} finish_reason`);
-      assert.equal(o.text, want.message.content, `stream ${i} (${sampling(i).temperature ? 'sampled' : 'greedy'}): the text`);
-      assert.deepEqual(o.logprobs, entries(want.logprobs.content), `stream ${i}: every token's log-probabilities`);
-    });
+    assertStreamsEqual(out, reference, { sampling, entries });
   });
 
   await check('the pool serves again: a second ramp assigns a pool node once more', async () => {

@@ -12,7 +12,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import assert from 'node:assert/strict';
-import { check, finish, results, startTwoDecodeCluster, streamChat, waitFor } from './harness.mjs';
+import { assertStreamsEqual, check, finish, results, startTwoDecodeCluster, streamChat, waitFor } from './harness.mjs';
 
 const MODEL = 'deepseek-v4.1-flash';
 const exe = process.argv[2];
@@ -105,14 +105,7 @@ try {
     assert.match(log, /node=d0 exited \(exit status 0\)/, 'd0 exits cleanly after its handoff (and is not restarted)');
     assert.ok(tExit - tTerm >= GRACE_S * 1000, 'd0 decoded on through its grace period');
     assert.equal((log.match(/resubmitting/g) || []).length, 0, 'no request fell back to a resubmission');
-    out.forEach((o, i) => {
-      const want = reference[i].json.choices[0];
-      assert.equal(o.status, 200, `stream ${i}`);
-      assert.ok(o.done, `stream ${i} ended with [DONE]`);
-      assert.equal(o.finish, want.finish_reason, `stream ${i} finish_reason`);
-      assert.equal(o.text, want.message.content, `stream ${i} (${sampling(i).temperature ? 'sampled' : 'greedy'}): the text`);
-      assert.deepEqual(o.logprobs, entries(want.logprobs.content), `stream ${i}: every token's log-probabilities`);
-    });
+    assertStreamsEqual(out, reference, { sampling, entries });
   });
 } catch (e) {
   results.push(['setup', false]);

@@ -2,6 +2,7 @@
 // official API clients, an embedded-default server on a fresh KV root, a loopback cluster
 // manifest, named checks that record pass / fail and keep going, so one run reports every broken
 // behaviour, and waits on a state with a deadline.
+import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import { createRequire } from 'node:module';
 import fs from 'node:fs';
@@ -156,6 +157,23 @@ export async function startTwoDecodeCluster(exe, dir, { prefillRanks = 2, tables
   const logPath = path.join(dir, 'cluster.log');
   const procs = startClusterAndReference(exe, manifest, logPath, oneHttp, path.join(dir, 'kv-one'));
   return { manifest, logPath, procs, cluster: `http://127.0.0.1:${clusterHttp}`, one: `http://127.0.0.1:${oneHttp}` };
+}
+
+/// Asserts that every stream of `out` (from `streamChat`, its log-probabilities mapped with
+/// `entries`) ended as its undisturbed run `reference[i]` (a chat completion body) did: the
+/// finish_reason, the text and every log-probability entry (`entries` of the body's
+/// logprobs.content); with `delivered`, also status 200 and [DONE]. `sampling(i)` names the kind.
+export function assertStreamsEqual(out, reference, { sampling, entries, delivered = true }) {
+  out.forEach((o, i) => {
+    const want = reference[i].json.choices[0];
+    if (delivered) {
+      assert.equal(o.status, 200, `stream ${i}`);
+      assert.ok(o.done, `stream ${i} ended with [DONE]`);
+    }
+    assert.equal(o.finish, want.finish_reason, `stream ${i} finish_reason`);
+    assert.equal(o.text, want.message.content, `stream ${i} (${sampling(i).temperature ? 'sampled' : 'greedy'}): the text`);
+    assert.deepEqual(o.logprobs, entries(want.logprobs.content), `stream ${i}: every token's log-probabilities`);
+  });
 }
 
 export const results = [];
