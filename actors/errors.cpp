@@ -30,6 +30,7 @@ const char* to_string(errc x) {
     case errc::instance_down: return "instance_down";
     case errc::shutting_down: return "shutting_down";
     case errc::request_cancelled: return "request_cancelled";
+    case errc::so_refused: return "so_refused";
   }
   return "unknown";
 }

@@ -54,6 +54,8 @@ enum class errc : uint8_t {
   // -- entrypoint -----------------------------------------------------------------------------
   /// The requester cancelled (client gone, stop string matched) or went away.
   request_cancelled = 200,
+  /// The structured-output compiler cannot enforce the request's constraint (a 400).
+  so_refused = 201,
 };
 
 /// Whether a balancer may retry this error on another worker (or, for kv_rdma_failed, the same

@@ -157,4 +157,11 @@ using controller_actor = caf::typed_actor<
   caf::replies_to<caf::get_atom, view_atom>::with<membership_view>,
   caf::reacts_to<scale_atom>>;
 
+/// A node's structured-output compiler (issue 19, DESIGN §5.3), on its own thread: compiles run
+/// there, never on an entrypoint's request actor or a rank's step loop.
+/// - `(compile, std::string spec) -> so_compiled`: compiles the constraint of an engine spec
+///   (`structured_output::spec_of`) into the node's cache, where its ranks find it; the error
+///   (`errc::so_refused`) when it cannot be enforced.
+using so_compiler_actor = caf::typed_actor<caf::replies_to<compile_atom, std::string>::with<so_compiled>>;
+
 } // namespace deepinfer::actors

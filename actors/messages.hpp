@@ -99,6 +99,8 @@ using move_atom = caf::atom_constant<caf::atom("move")>;
 using assign_atom = caf::atom_constant<caf::atom("assign")>;
 using unassign_atom = caf::atom_constant<caf::atom("unassign")>;
 using scale_atom = caf::atom_constant<caf::atom("scale")>;
+/// Compile a structured-output constraint (its engine spec) on a compiler actor (`so_compiler_actor`).
+using compile_atom = caf::atom_constant<caf::atom("compile")>;
 
 // -- cluster membership ------------------------------------------------------------------------
 
@@ -118,12 +120,15 @@ struct node_info {
   /// `HOST:PORT` of this node's RDMA KV listener; empty when it has none (no device, or
   /// kv_transport = caf_message). A prefill rank uses RDMA only toward a node that advertises it.
   std::string rdma;
+  /// This node's structured-output compiler (`so_compiler_actor`), advertised by nodes with the
+  /// `so` role: entrypoints send their constraints there (DESIGN §5.3). Null on other nodes.
+  caf::strong_actor_ptr so_compiler;
 };
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, node_info& x) {
   return f(caf::meta::type_name("node_info"), x.name, x.host, x.port, x.roles, x.pid, x.incarnation,
-           x.swa_shard, x.snapshots, x.rdma);
+           x.swa_shard, x.snapshots, x.rdma, x.so_compiler);
 }
 
 /// Lifecycle of an instance (one prefill or decode communication domain). `draining`: a decode
@@ -268,6 +273,22 @@ struct vision_result {
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, vision_result& x) {
   return f(caf::meta::type_name("vision_result"), x.id, x.embedding, x.encode_seconds, x.error);
+}
+
+/// A structured-output compiler's answer (issue 19): the constraint compiled (into the
+/// compiler's cache, where the node's ranks find it) or why it cannot be enforced
+/// (`errc::so_refused`: unsupported keyword, bad regex, compile timeout...).
+struct so_compiled {
+  caf::error error;
+  /// Bytes of its automata.
+  uint64_t bytes = 0;
+  /// Time the compile took (0: it was cached).
+  int64_t compile_us = 0;
+};
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, so_compiled& x) {
+  return f(caf::meta::type_name("so_compiled"), x.error, x.bytes, x.compile_us);
 }
 
 /// Log-probabilities of generated tokens, one entry per token in order (asked for with
@@ -535,4 +556,5 @@ CAF_BEGIN_TYPE_ID_BLOCK(deepinfer, caf::first_custom_type_id)
   CAF_ADD_TYPE_ID(deepinfer, (deepinfer::actors::vision_job))
   CAF_ADD_TYPE_ID(deepinfer, (deepinfer::actors::vision_result))
   CAF_ADD_TYPE_ID(deepinfer, (deepinfer::actors::pool_assignment))
+  CAF_ADD_TYPE_ID(deepinfer, (deepinfer::actors::so_compiled))
 CAF_END_TYPE_ID_BLOCK(deepinfer)

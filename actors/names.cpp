@@ -11,6 +11,7 @@ const char* to_string(node_role r) {
     case node_role::kvstore: return "kvstore";
     case node_role::controller: return "controller";
     case node_role::pool: return "pool";
+    case node_role::so: return "so";
   }
   return "unknown";
 }

@@ -18,12 +18,14 @@ namespace deepinfer::actors {
 /// `pool`: a ready-pool node (issue 17, DESIGN §6.5) that starts, joins and waits unassigned
 /// until the controller's autoscaler makes it a prefill or decode instance (the prefill /
 /// decode roles listed next to `pool` are then what it may become; none listed: either).
-enum class node_role : uint8_t { entrypoint, prefill, decode, vision, kvstore, controller, pool };
+/// `so`: a structured-output compiler node (issue 19, DESIGN §5.3): entrypoints compile their
+/// requests' constraints there, off the serving nodes.
+enum class node_role : uint8_t { entrypoint, prefill, decode, vision, kvstore, controller, pool, so };
 
 /// Every role, in manifest order.
 inline constexpr std::array all_node_roles{node_role::entrypoint, node_role::prefill, node_role::decode,
                                            node_role::vision,     node_role::kvstore, node_role::controller,
-                                           node_role::pool};
+                                           node_role::pool,       node_role::so};
 
 /// The manifest spelling of `r` (`entrypoint`, `prefill`, ...).
 const char* to_string(node_role r);
@@ -31,7 +33,7 @@ const char* to_string(node_role r);
 /// The role spelled `text`; nullopt for anything else.
 std::optional<node_role> parse_node_role(std::string_view text);
 
-/// The roles of one node, one bit per role (compact on the wire: node_info::roles).
+/// The roles of one node, one bit per role (compact on the wire: node_info::roles; 8 roles fit).
 struct role_set {
   uint8_t bits = 0;
 

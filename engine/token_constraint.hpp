@@ -35,6 +35,10 @@ public:
   };
   virtual ~token_constraint_factory() = default;
   virtual result make(std::string_view spec, std::span<const int32_t> output) = 0;
+  /// Whether `make(spec, ...)` finds the spec compiled already. False: it would compile it first,
+  /// which may take up to the compiler's timeout, so a rank has it compiled off its thread before
+  /// the request enters the engine.
+  virtual bool ready(std::string_view spec) const = 0;
 };
 
 } // namespace deepinfer::engine

@@ -65,6 +65,7 @@ public:
       return {nullptr, "the output so far leaves the constraint"};
     return {std::make_unique<scripted>(std::move(script), eos_, output.size()), {}};
   }
+  bool ready(std::string_view) const override { return true; }
 
 private:
   int32_t eos_;

@@ -243,7 +243,7 @@ actors::node_runtime_config make_embedded_config(const host_port& http, const st
   cfg.self.host = "127.0.0.1";
   cfg.self.port = 0;  // one process: nothing to publish
   cfg.self.roles = {node_role::controller, node_role::entrypoint, node_role::prefill, node_role::decode,
-                    node_role::vision, node_role::kvstore};
+                    node_role::vision, node_role::kvstore, node_role::so};
   cfg.hosts_controller = true;
   cfg.balancers = make_balancer_config({});
   const balancer_params b;

@@ -252,7 +252,7 @@ node_spec read_node(toml_reader& r) {
     n.roles.push_back(node_role::pool);
   if (n.roles.empty())
     r.fail("roles", "every node needs at least one role (entrypoint, prefill, decode, vision, "
-                    "kvstore, controller, pool)");
+                    "kvstore, controller, pool, so)");
   if (auto v = r.integer("ranks", -(int64_t{1} << 31), int64_t{1} << 31)) {
     if (*v < 1)
       r.fail("ranks", "an instance needs at least one rank, got " + std::to_string(*v));

@@ -36,12 +36,16 @@ public:
     state_.controller_connected = connected;
   }
 
-  /// Forgets the view (at shutdown: its rank handles would keep detached rank actors, and so
-  /// the actor system's destructor, waiting).
+  /// Forgets the view and this node's own actor handles (at shutdown: its rank handles, and the
+  /// structured-output compiler's, would keep detached actors, and so the actor system's
+  /// destructor, waiting).
   void clear_view() {
     std::lock_guard<std::mutex> guard{mtx_};
     state_.view = {};
     state_.controller_connected = false;
+    state_.self.swa_shard = nullptr;
+    state_.self.snapshots = nullptr;
+    state_.self.so_compiler = nullptr;
   }
 
   state get() const {

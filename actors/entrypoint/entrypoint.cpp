@@ -208,6 +208,11 @@ std::unique_ptr<entrypoint> entrypoint::create(caf::actor_system& sys, const ser
   // a tokenizer only) refuses images with a 400 instead of failing to start.
   if (auto mc = engine::load_config_file(cfg.model_dir + "/config.json"); mc.config)
     ctx->vision = mc.config->vision;
+  ctx->so_compiles = &metrics->add_counter("deepinfer_so_compile_requests_total",
+                                           "Structured-output constraints this entrypoint had compiled, by where "
+                                           "(so_node: a node with the so role; local: this node's compiler) and "
+                                           "result (compiled, refused, unanswered).",
+                                           {"where", "result"});
   if (ctx->vision.enabled()) {
     auto& in_flight = metrics->add_gauge("deepinfer_vision_patches_in_flight",
                                          "Patches of the images this entrypoint has in flight on each vision rank.",
@@ -242,7 +247,10 @@ std::unique_ptr<entrypoint> entrypoint::create(caf::actor_system& sys, const ser
   return std::unique_ptr<entrypoint>(new entrypoint(std::move(ctx)));
 }
 
-void entrypoint::set_structured_output(std::shared_ptr<structured_output> so) { ctx_->so = std::move(so); }
+void entrypoint::set_structured_output(std::shared_ptr<structured_output> so, so_compiler_actor compiler) {
+  ctx_->so = std::move(so);
+  ctx_->so_compiler = std::move(compiler);
+}
 
 void entrypoint::set_api_keys(std::shared_ptr<const http::api_keys> keys) { ctx_->keys = std::move(keys); }
 

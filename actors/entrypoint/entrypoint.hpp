@@ -43,7 +43,9 @@ public:
   void add_routes(http::router& routes);
   /// The compiler that enforces `response_format` / `text.format` (node_runtime sets the
   /// process's, shared with its ranks); without one such requests get a 400.
-  void set_structured_output(std::shared_ptr<structured_output> so);
+  /// The process's structured-output compiler and its actor (the fallback when the cluster has
+  /// no `so` node).
+  void set_structured_output(std::shared_ptr<structured_output> so, so_compiler_actor compiler);
   /// The keys requests need (none when null or when it requires none).
   void set_api_keys(std::shared_ptr<const http::api_keys> keys);
 

@@ -158,7 +158,7 @@ void admit(request_pointer self) {
 bool prepare(request_pointer self, recipe::conversation conv, const fetched_images& fetched,
              engine::sampling_params& sampling) {
   auto& st = self->state;
-  auto p = prepare_conversation(*st.ctx, std::move(conv), st.tenant, fetched);
+  auto p = prepare_conversation(*st.ctx, std::move(conv), st.tenant, fetched, true);
   if (!p) {
     st.done = true;
     send_error(st, p.error());
@@ -207,7 +207,7 @@ caf::behavior request_behavior(request_pointer self, std::shared_ptr<entrypoint:
   }
   if (auto urls = image_urls(*conv); !urls.empty() && st.ctx->fetcher)
     return await_images(self, std::move(*conv), urls);
-  return start(self, std::move(*conv), {});
+  return compile_then_start(self, std::move(*conv), {});
 }
 
 /// Waits for the request's image URLs, fetched on the fetcher's thread (never on this actor's,
@@ -227,7 +227,7 @@ caf::behavior await_images(request_pointer self, recipe::conversation conv, cons
   return {
     [=](fetched_atom) {
       log().debug("request={} image URLs fetched", self->state.id);
-      if (auto next = start(self, std::move(*parsed), *fetched))
+      if (auto next = compile_then_start(self, std::move(*parsed), std::move(*fetched)))
         self->become(std::move(next));
     },
     [=](cancel_atom, uint64_t) {
@@ -470,6 +470,17 @@ void on_tokens(request_pointer self, int i, const std::vector<int32_t>& ids, boo
     self->send(caf::actor_cast<rank_actor>(sm.decode_rank), cancel_atom::value, sm.job);
   if (std::all_of(st.samples.begin(), st.samples.end(), [](const sample_state& s) { return s.done; }))
     finish_ok(self);
+}
+
+caf::behavior start_request(request_pointer self, recipe::conversation conv, const fetched_images& fetched) {
+  return start(self, std::move(conv), fetched);
+}
+
+void refuse_request(request_pointer self, const recipe::api_error& e) {
+  auto& st = self->state;
+  st.done = true;
+  send_error(st, e);
+  self->quit();
 }
 
 void fail(request_pointer self, int status, const std::string& message) {

@@ -34,15 +34,16 @@ const char* format_param(recipe::api_kind api) {
   }
 }
 
-/// The request's structured-output constraint as the engine's spec (empty: none), compiled now
-/// so that one it cannot enforce is refused before it is placed: never silently ignored.
-expected<std::string, recipe::api_error> constraint_of(const entrypoint::context& ctx, const recipe::conversation& conv) {
+} // namespace
+
+expected<std::optional<constraint_job>, recipe::api_error> constraint_job_of(const entrypoint::context& ctx,
+                                                                            const recipe::conversation& conv) {
   using mode = recipe::response_format::mode;
   using choice = recipe::tool_choice::mode;
   const bool format = conv.format && conv.format->kind != mode::text;
   const bool forced_call = conv.tool_choice.kind == choice::required || conv.tool_choice.kind == choice::named;
   if (!format && !conv.structured && !forced_call)
-    return std::string{};
+    return std::optional<constraint_job>{};
   const auto api = conv.api;
   const char* param = format ? format_param(api) : conv.structured ? "structured_outputs" : "tool_choice";
   if (forced_call && (format || conv.structured))
@@ -86,11 +87,34 @@ expected<std::string, recipe::api_error> constraint_of(const entrypoint::context
     return error_of(api, 400, "invalid_request_error",
                     "This server has no structured-output compiler; send the request without a format.",
                     param);
-  auto m = ctx.so->compile(c);
-  if (!m)
-    return error_of(api, 400, "invalid_request_error",
-                    "The output format cannot be enforced: " + m.error() + ".", param);
-  return structured_output::spec_of(c, after);
+  constraint_job job;
+  job.spec = structured_output::spec_of(c, after);
+  job.constraint = std::move(c);
+  job.api = api;
+  job.param = param;
+  return std::optional<constraint_job>{std::move(job)};
+}
+
+recipe::api_error constraint_job::refused(const std::string& why) const {
+  return error_of(api, 400, "invalid_request_error", "The output format cannot be enforced: " + why + ".", param);
+}
+
+namespace {
+
+/// The request's structured-output constraint as the engine's spec (empty: none), compiled now
+/// (unless `compiled`: a compiler actor did it) so that one it cannot enforce is refused before
+/// it is placed: never silently ignored.
+expected<std::string, recipe::api_error> constraint_of(const entrypoint::context& ctx, const recipe::conversation& conv,
+                                                       bool compiled) {
+  auto job = constraint_job_of(ctx, conv);
+  if (!job)
+    return std::move(job).error();
+  if (!*job)
+    return std::string{};
+  if (!compiled)
+    if (auto m = ctx.so->compile((*job)->constraint); !m)
+      return (*job)->refused(m.error());
+  return std::move((*job)->spec);
 }
 
 /// Where an API's messages are (the `param` of an image's 400).
@@ -306,13 +330,14 @@ expected<prepared_request, recipe::api_error> prepare_request(const entrypoint::
   auto conv = parse_for_serving(ctx, api, body, tenant);
   if (!conv)
     return std::move(conv).error();
-  return prepare_conversation(ctx, std::move(*conv), tenant, {});
+  return prepare_conversation(ctx, std::move(*conv), tenant, {}, false);
 }
 
 expected<prepared_request, recipe::api_error> prepare_conversation(const entrypoint::context& ctx,
                                                                    recipe::conversation conv,
                                                                    const std::string& tenant,
-                                                                   const fetched_images& fetched) {
+                                                                   const fetched_images& fetched,
+                                                                   bool constraint_compiled) {
   const auto api = conv.api;
   prepared_request out;
   out.max_tokens = static_cast<int32_t>(conv.sampling.max_tokens.value_or(ctx.cfg.default_max_tokens));
@@ -371,7 +396,7 @@ expected<prepared_request, recipe::api_error> prepare_conversation(const entrypo
                       std::to_string(out.max_tokens) + " in the completion)",
                     prompt + out.max_tokens);
   }
-  auto constraint = constraint_of(ctx, conv);
+  auto constraint = constraint_of(ctx, conv, constraint_compiled);
   if (!constraint)
     return std::move(constraint).error();
   out.constraint = std::move(*constraint);

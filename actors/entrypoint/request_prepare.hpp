@@ -3,6 +3,7 @@
 #include <cstdint>
 #include <functional>
 #include <map>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -15,6 +16,7 @@
 #include "recipe/base/expected.hpp"
 #include "recipe/protocol/api_error.hpp"
 #include "recipe/protocol/conversation.hpp"
+#include "recipe/structured/compiler.hpp"
 
 namespace deepinfer::actors {
 
@@ -66,12 +68,32 @@ std::vector<std::string> image_urls(const recipe::conversation& conv);
 void fetch_images(const entrypoint::context& ctx, const std::vector<std::string>& urls,
                   std::function<void(fetched_images)> done);
 
+/// The structured-output constraint of a request (response_format, text.format, output_format,
+/// structured_outputs or a forced tool call) before it is compiled: what the compiler gets, the
+/// engine spec it travels as, and where the API puts it (the `param` of its 400).
+struct constraint_job {
+  recipe::so::constraint constraint;
+  std::string spec;
+  recipe::api_kind api = recipe::api_kind::chat;
+  std::string param;
+  /// The 400 when the compiler cannot enforce it (`why`: the compiler's reason).
+  recipe::api_error refused(const std::string& why) const;
+};
+
+/// The constraint `conv` asks for (nullopt: none); a 400 when it asks for two at once, for a
+/// reasoning-first constraint the template cannot start, or when this server has no compiler.
+expected<std::optional<constraint_job>, recipe::api_error> constraint_job_of(const entrypoint::context& ctx,
+                                                                            const recipe::conversation& conv);
+
 /// The second half of `prepare_request`, for a conversation from `parse_for_serving`: image URLs
 /// take their bytes from `fetched` (a fetch error is the image's 400) and then go the way of
-/// inline images (the same decode, the same content key: the same prefix-cache entry).
+/// inline images (the same decode, the same content key: the same prefix-cache entry). The
+/// constraint is compiled here unless `constraint_compiled` (a compiler actor did it: the
+/// request actor's path, which never compiles on its own thread).
 expected<prepared_request, recipe::api_error> prepare_conversation(const entrypoint::context& ctx,
                                                                    recipe::conversation conv, const std::string& tenant,
-                                                                   const fetched_images& fetched);
+                                                                   const fetched_images& fetched,
+                                                                   bool constraint_compiled = false);
 
 /// The salt of a tenant (API key, "" without keys) and a request's `cache_salt`: each pair names
 /// its own namespace, and ("", "") the shared one.

@@ -1,8 +1,8 @@
 #pragma once
 
 // Internal to the request actor (request_actor.cpp: its life, admission, deadlines and answers;
-// request_route.cpp: routing an attempt to a prefill and a decode rank): its state, shared by
-// both files.
+// request_compile.cpp: its constraint's compile; request_route.cpp: routing an attempt to a
+// prefill and a decode rank): its state, shared by those files.
 
 #include <chrono>
 #include <memory>
@@ -20,6 +20,7 @@
 #include "recipe/stream/api_output.hpp"
 #include "actors/entrypoint/balancer_claim.hpp"
 #include "actors/entrypoint/entrypoint.hpp"
+#include "actors/entrypoint/request_prepare.hpp"
 #include "actors/http/response_writer.hpp"
 #include "kv/hash_chain.hpp"
 #include "recipe/protocol/conversation.hpp"
@@ -216,5 +217,17 @@ void on_handoff_done(request_pointer self, int i);
 /// request_route.cpp: stops watching `rank` unless another sample still decodes, prefills or
 /// moves there (samples that rode together share one monitor).
 void unwatch(request_pointer self, const caf::actor& rank);
+
+/// request_actor.cpp: the rest of a request once its images are at hand and its constraint
+/// compiled (prepare, the stream parser and encoder, admission, the behavior that carries it to
+/// the end); an empty behavior when it was answered already.
+caf::behavior start_request(request_pointer self, recipe::conversation conv, const fetched_images& fetched);
+
+/// request_actor.cpp: answers `e` (before anything was sent) and ends the request.
+void refuse_request(request_pointer self, const recipe::api_error& e);
+
+/// request_compile.cpp: has the request's structured-output constraint compiled (issue 19:
+/// asynchronously, on an `so` node or this node's compiler actor), then `start_request`.
+caf::behavior compile_then_start(request_pointer self, recipe::conversation conv, fetched_images fetched);
 
 } // namespace deepinfer::actors

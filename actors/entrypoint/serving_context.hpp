@@ -51,8 +51,14 @@ struct entrypoint::context {
   std::optional<deepinfer::balancers::cost_model> quota;
   /// CHECK of the prefix cache (metadata only); null without a KV root.
   std::shared_ptr<kv::prefix_cache> cache;
-  /// The process's structured-output compiler (null: constrained requests are refused).
+  /// The process's structured-output compiler (null: constrained requests are refused), and
+  /// its actor: constraints compile on the `so` nodes the view shows (round robin), on this
+  /// node's own compiler when there is none, never on a request actor's thread.
   std::shared_ptr<structured_output> so;
+  so_compiler_actor so_compiler;
+  std::atomic<uint64_t> so_next{0};
+  /// Those compiles by where (so_node, local) and result (compiled, refused, unanswered).
+  http::metrics_registry::family<http::metrics_registry::counter>* so_compiles = nullptr;
   /// Stored Responses of this entrypoint.
   std::shared_ptr<response_store> responses;
   /// The API keys requests need; null: none.

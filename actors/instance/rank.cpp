@@ -75,6 +75,12 @@ void drop(rank_pointer self, std::map<uint64_t, decoding>::iterator it) {
   drain_forget(self, id);
 }
 
+void import_received(rank_pointer self, const kv_handoff& h, const std::vector<std::byte>& bytes,
+                     const std::vector<parallel_sample>& starts, const engine::sampling_params& s,
+                     const caf::actor& sink);
+
+/// A handed-off sequence arrives: its KV is received now, then it joins the batch (once its
+/// constraint is compiled here).
 void start_decode(rank_pointer self, kv_handoff& h, const engine::sampling_params& s,
                   const caf::strong_actor_ptr& sink_ptr) {
   auto& st = self->state;
@@ -91,7 +97,7 @@ void start_decode(rank_pointer self, kv_handoff& h, const engine::sampling_param
   std::vector<parallel_sample> starts = h.samples;
   if (starts.empty())
     starts.push_back({h.id, s.seed, -1, false, {}});
-  auto fail = [&](uint64_t id, caf::error e) {
+  auto fail = [self, sink](uint64_t id, caf::error e) {
     token_batch failed;
     failed.id = id;
     failed.finished = true;
@@ -105,7 +111,38 @@ void start_decode(rank_pointer self, kv_handoff& h, const engine::sampling_param
         fail(x.id, e);
     return;
   }
-  std::span<const std::byte> span{bytes->data(), bytes->size()};
+  // A constraint compiled elsewhere (an `so` node) or evicted here compiles on the node's
+  // compiler actor first, with the KV at hand: the rank goes on stepping meanwhile.
+  if (needs_compile(self, s.constraint)) {
+    h.packed.clear();
+    h.packed.shrink_to_fit();
+    auto parked = std::make_shared<std::pair<kv_handoff, std::vector<std::byte>>>(std::move(h), std::move(*bytes));
+    compile_then(self, s.constraint, [=](caf::error err) {
+      if (err) {
+        for (const auto& x : starts)
+          if (self->state.cancelled.erase(x.id) == 0)
+            fail(x.id, err);
+        return;
+      }
+      import_received(self, parked->first, parked->second, starts, s, sink);
+    });
+    return;
+  }
+  import_received(self, h, *bytes, starts, s, sink);
+}
+
+void import_received(rank_pointer self, const kv_handoff& h, const std::vector<std::byte>& bytes,
+                     const std::vector<parallel_sample>& starts, const engine::sampling_params& s,
+                     const caf::actor& sink) {
+  auto& st = self->state;
+  auto fail = [&](uint64_t id, caf::error e) {
+    token_batch failed;
+    failed.id = id;
+    failed.finished = true;
+    failed.error = std::move(e);
+    caf::send_as(caf::actor_cast<caf::actor>(self), sink, tokens_atom::value, std::move(failed));
+  };
+  std::span<const std::byte> span{bytes.data(), bytes.size()};
   bool first = true;
   for (const auto& x : starts) {
     if (st.cancelled.erase(x.id) > 0)
@@ -384,7 +421,24 @@ rank_actor::behavior_type rank_behavior(rank_pointer self, rank_config cfg) {
     },
     [=](prefill_atom, prefill_job& job) -> caf::typed_response_promise<prefill_result> {
       auto promise = self->make_response_promise<prefill_result>();
-      start_prefill(self, job, promise);
+      if (!needs_compile(self, job.sampling.constraint)) {
+        start_prefill(self, job, promise);
+        return promise;
+      }
+      // Its constraint compiles on the node's compiler actor first; jobs behind it go on.
+      auto parked = std::make_shared<prefill_job>(std::move(job));
+      compile_then(self, parked->sampling.constraint, [=](caf::error err) mutable {
+        if (self->state.cancelled.erase(parked->id) > 0)
+          err = make_error(errc::request_cancelled, "cancelled while its constraint compiled");
+        if (err) {
+          prefill_result out;
+          out.id = parked->id;
+          out.error = std::move(err);
+          promise.deliver(std::move(out));
+          return;
+        }
+        start_prefill(self, *parked, promise);
+      });
       return promise;
     },
     [=](decode_atom, kv_handoff& h, const engine::sampling_params& s, const caf::strong_actor_ptr& sink) {

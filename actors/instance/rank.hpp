@@ -1,5 +1,6 @@
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -44,6 +45,12 @@ struct rank_engine_config {
   /// Makes the token masks of structured-output requests (the process's compiler; null: such
   /// requests fail at the rank).
   std::shared_ptr<engine::token_constraint_factory> constraints;
+  /// The node's compiler actor, which compiles a request's constraint into `constraints` before
+  /// the request enters the engine when it is not there yet (a constraint compiled on an `so`
+  /// node, or evicted): never on the rank's thread. Null: the engine compiles it itself.
+  so_compiler_actor so_compiler;
+  /// How long a rank waits for that compile (the compile timeout and a margin).
+  std::chrono::milliseconds so_compile_wait{5000};
   /// A prefill rank: it reads hits, so at load it reserves the process's host staging buffers
   /// for them (decode ranks never read a hit).
   bool reads_hits = false;

@@ -5,6 +5,7 @@
 
 #include <array>
 #include <chrono>
+#include <functional>
 #include <cstdint>
 #include <deque>
 #include <map>
@@ -204,5 +205,14 @@ bool join_ep(rank_pointer self);
 bool end_ep_step(rank_pointer self, bool force = false);
 /// Another rank started step `step`: take part (an empty step) unless this rank already did.
 void on_ep_wake(rank_pointer self, int64_t step);
+
+/// rank_constraints.cpp: whether a request with `constraint` (an engine spec; empty: none) must
+/// have it compiled on the node's compiler actor before it enters the engine (not in the cache
+/// the engine masks with, and the rank has a compiler actor).
+bool needs_compile(rank_pointer self, const std::string& constraint);
+
+/// rank_constraints.cpp: asks the node's compiler actor for `constraint`, then calls `then` on
+/// this rank with the error (none: compiled; `errc::so_refused`, or a timeout) (issue 19).
+void compile_then(rank_pointer self, const std::string& constraint, std::function<void(caf::error)> then);
 
 } // namespace deepinfer::actors

@@ -17,11 +17,13 @@ class metrics_registry;
 class structured_output;
 
 /// What every instance of a node shares: the process's prefix cache, its structured-output
-/// compiler and its /metrics registry (any may be null).
+/// compiler (the cache its ranks mask with, and the actor that fills it) and its /metrics
+/// registry (any may be null).
 struct node_shared_parts {
   std::shared_ptr<kv::prefix_cache> cache;
   std::shared_ptr<structured_output> constraints;
   std::shared_ptr<http::metrics_registry> metrics;
+  so_compiler_actor compiler;
 };
 
 /// The supervisor config of one instance of `node` (its manifest instances and, on a ready-pool

@@ -32,6 +32,7 @@
 #include "actors/node/kv_gc_worker.hpp"
 #include "actors/node/node_http.hpp"
 #include "actors/node/structured_output.hpp"
+#include "actors/so/so_compiler.hpp"
 #include "actors/control/snapshot_server.hpp"
 #include "actors/swa/swa_shard.hpp"
 #include "kv/prefix_cache.hpp"
@@ -114,6 +115,8 @@ struct node_runtime::impl {
   std::shared_ptr<http::api_keys> keys;
   /// The KV store's GC on a kvstore node (joined before the cache it runs on goes).
   std::unique_ptr<kv_gc_worker> gc;
+  /// The structured-output compiler actor (serving nodes; stopped at shutdown).
+  so_compiler_actor so_compiler;
 
   // Bootstrap thread state: reaching the controller blocks (remote_actor), so it never runs on
   // a scheduler thread (CAF 0.17 pitfall P4).
@@ -269,6 +272,22 @@ std::optional<std::string> node_runtime::start() {
     cfg.self.swa_shard = caf::actor_cast<caf::strong_actor_ptr>(
       spawn_swa_shard(sys, cfg.serving->snapshot_ttl.count()));
 
+  // 0c. The process's structured-output compiler (issue 19): its cache, which the ranks mask
+  // tokens with (the vocabulary is loaded at the first constrained request), and the actor that
+  // fills it on its own thread. An `so` node advertises the actor: entrypoints compile there.
+  std::shared_ptr<structured_output> so;
+  so_compiler_actor so_compiler;
+  if (cfg.serving && !cfg.serving->tokenizer_path.empty()) {
+    recipe::so::compiler::config soc;
+    soc.cache_bytes = cfg.serving->so_cache_bytes;
+    soc.timeout = cfg.serving->so_compile_timeout;
+    so = std::make_shared<structured_output>(cfg.serving->tokenizer_path, soc);
+    so_compiler = spawn_so_compiler(sys, so, metrics);
+    d.so_compiler = so_compiler;
+    if (cfg.self.roles.has(node_role::so))
+      cfg.self.so_compiler = caf::actor_cast<caf::strong_actor_ptr>(so_compiler);
+  }
+
   // 1. The agent first: instance supervisors report to it.
   node_agent_config agent_cfg;
   agent_cfg.self = cfg.self;
@@ -313,20 +332,9 @@ std::optional<std::string> node_runtime::start() {
     d.bootstrap = std::thread([&d] { d.run_bootstrap(); });
   }
 
-  // 2b. The process's structured-output compiler: its entrypoint checks constraints with it,
-  // its ranks mask tokens with it (built at the first constrained request).
-  std::shared_ptr<structured_output> so;
-  if (cfg.serving && !cfg.serving->tokenizer_path.empty())
-  {
-    recipe::so::compiler::config soc;
-    soc.cache_bytes = cfg.serving->so_cache_bytes;
-    soc.timeout = cfg.serving->so_compile_timeout;
-    so = std::make_shared<structured_output>(cfg.serving->tokenizer_path, soc);
-  }
-
   // 3. Instances; with a model, every rank shares the process's prefix cache.
-  auto supervisor_config = [&cfg, cache, so, metrics](const instance_spec& spec) {
-    return make_instance_config(cfg, spec, {cache, so, metrics});
+  auto supervisor_config = [&cfg, cache, so, metrics, so_compiler](const instance_spec& spec) {
+    return make_instance_config(cfg, spec, {cache, so, metrics, so_compiler});
   };
   {
     std::lock_guard<std::mutex> guard{d.supervisors_mtx};
@@ -356,7 +364,7 @@ std::optional<std::string> node_runtime::start() {
     d.serving = entrypoint::create(sys, *cfg.serving, d.snap, cache, metrics, &err);
     if (!d.serving)
       return err;
-    d.serving->set_structured_output(so);
+    d.serving->set_structured_output(so, so_compiler);
     d.serving->set_api_keys(d.keys);
     extra_routes = [ep = d.serving.get()](http::router& r) { ep->add_routes(r); };
   }
@@ -427,8 +435,12 @@ void node_runtime::stop(std::chrono::milliseconds deadline) {
   for (auto& a : {d.cfg.self.swa_shard, d.cfg.self.snapshots})
     if (a)
       caf::anon_send_exit(caf::actor_cast<caf::actor>(a), caf::exit_reason::user_shutdown);
+  if (d.so_compiler)
+    caf::anon_send_exit(d.so_compiler, caf::exit_reason::user_shutdown);
+  d.so_compiler = nullptr;
   d.cfg.self.swa_shard = nullptr;
   d.cfg.self.snapshots = nullptr;
+  d.cfg.self.so_compiler = nullptr;
   d.agent = nullptr;
   d.local_controller = nullptr;
   d.controller = nullptr;

@@ -130,6 +130,7 @@ expected<recipe::so::compiler*, std::string> structured_output::get() {
     }
     compiler_ = std::make_unique<recipe::so::compiler>(recipe::so::vocabulary::of(*tok.value), cfg_);
     log().info("structured output: vocabulary of {} tokens loaded", compiler_->vocab().size());
+    loaded_.store(true, std::memory_order_release);
   });
   if (!compiler_)
     return error_;
@@ -144,7 +145,7 @@ structured_output::compile(const recipe::so::constraint& c) {
   return (*comp)->compile(c);
 }
 
-expected<std::shared_ptr<const recipe::so::matcher>, std::string> structured_output::compile(std::string_view spec) {
+expected<recipe::so::constraint, std::string> structured_output::constraint_of(std::string_view spec) {
   spec = split(spec).rest;
   if (spec.empty())
     return std::string{"empty structured-output spec"};
@@ -155,7 +156,23 @@ expected<std::shared_ptr<const recipe::so::matcher>, std::string> structured_out
     return std::string{"unknown structured-output spec kind"};
   c.kind = entry->first;
   c.text = std::string{spec.substr(1)};
-  return compile(c);
+  return c;
+}
+
+expected<std::shared_ptr<const recipe::so::matcher>, std::string> structured_output::compile(std::string_view spec) {
+  auto c = constraint_of(spec);
+  if (!c)
+    return std::move(c).error();
+  return compile(*c);
+}
+
+bool structured_output::ready(std::string_view spec) const {
+  // Not loaded yet: the first compile loads the vocabulary too (seconds), off the rank's thread.
+  if (!loaded_.load(std::memory_order_acquire))
+    return false;
+  auto c = constraint_of(spec);
+  // A spec that does not parse fails at once in make(): nothing to wait for.
+  return !c || compiler_->cached(*c);
 }
 
 engine::token_constraint_factory::result structured_output::make(std::string_view spec,

@@ -1,5 +1,6 @@
 #pragma once
 
+#include <atomic>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -35,6 +36,11 @@ public:
 
   /// The engine side: a sequence's token masks from the matcher of `spec`, after `output`.
   result make(std::string_view spec, std::span<const int32_t> output) override;
+  /// Whether `spec` is compiled here (false before the first compile loads the vocabulary).
+  bool ready(std::string_view spec) const override;
+
+  /// The constraint a spec carries (without its `@ID:` start).
+  static expected<recipe::so::constraint, std::string> constraint_of(std::string_view spec);
 
 private:
   /// The compiler, or why there is none (no tokenizer); loads it once.
@@ -43,6 +49,7 @@ private:
   std::string tokenizer_path_;
   recipe::so::compiler::config cfg_;
   std::once_flag once_;
+  std::atomic<bool> loaded_{false};
   std::unique_ptr<recipe::so::compiler> compiler_;
   std::string error_;
 };

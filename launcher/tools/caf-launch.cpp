@@ -280,9 +280,10 @@ int main(int argc, char** argv) {
     auto cfg = make_node_config(m, *node);
     if (!o.no_serve
         && (node->has(node_role::entrypoint) || node->has(node_role::prefill) || node->has(node_role::decode) ||
-            node->has(node_role::vision) || node->standby)) {
+            node->has(node_role::vision) || node->has(node_role::so) || node->standby)) {
       // Every serving node loads the same model (a vision node its encoder: without it, its
-      // ranks refuse every image and the prefill ranks encode them instead).
+      // ranks refuse every image and the prefill ranks encode them instead; an `so` node its
+      // tokenizer, whose vocabulary the constraints compile over).
       actors::serving_config sc;
       sc.model_name = m.model_name;
       sc.template_version = m.template_version;

@@ -75,6 +75,12 @@ expected<std::shared_ptr<const matcher>, std::string> compiler::compile(const co
   return std::shared_ptr<const matcher>{m};
 }
 
+bool compiler::cached(const constraint& c) const {
+  const auto key = hash_of(c, vocab_->fingerprint());
+  std::lock_guard lock{mutex_};
+  return index_.count(key) > 0;
+}
+
 std::size_t compiler::cached_bytes() const {
   std::lock_guard lock{mutex_};
   return bytes_;

@@ -49,6 +49,9 @@ public:
   /// The matcher, or the reason it cannot be built (unsupported keyword, bad regex, timeout...).
   expected<std::shared_ptr<const matcher>, std::string> compile(const constraint& c);
 
+  /// Whether `c` is compiled and cached (a `compile` now would not build it).
+  bool cached(const constraint& c) const;
+
   const vocabulary& vocab() const noexcept { return *vocab_; }
   std::size_t cached_bytes() const;
   /// Bytes of a compiled constraint's automata.

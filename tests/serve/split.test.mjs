@@ -17,12 +17,15 @@ const MODEL = 'deepseek-v4.1-flash';
 const exe = process.argv[2];
 
 const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'deepinfer-split-'));
-const [nodePorts, splitHttp, oneHttp] = [[await freePort(), await freePort(), await freePort()], await freePort(), await freePort()];
+const [nodePorts, splitHttp, oneHttp] = [[await freePort(), await freePort(), await freePort(), await freePort()],
+                                         await freePort(), await freePort()];
 const manifest = path.join(dir, 'cluster.toml');
 fs.writeFileSync(manifest, clusterManifest(path.join(dir, 'kv-split'), [
   manifestNode('n0', nodePorts[0], ['controller', 'entrypoint', 'kvstore'], `http = "127.0.0.1:${splitHttp}"\n`),
   manifestNode('p0', nodePorts[1], ['prefill'], 'ranks = 2\n'),
   manifestNode('d0', nodePorts[2], ['decode'], 'ranks = 2\n'),
+  // The structured-output compiler node (issue 19): entrypoints compile constraints there.
+  manifestNode('s0', nodePorts[3], ['so']),
 ]));
 const logPath = path.join(dir, 'split.log');
 const procs = startClusterAndReference(exe, manifest, logPath, oneHttp, path.join(dir, 'kv-one'));
@@ -136,6 +139,46 @@ try {
     assert.ok(await metric(split, 'deepinfer_kv_transfer_bytes_total{transport="caf_message"}') > 0);
     assert.equal(await metric(split, 'deepinfer_kv_transfers_total{transport="in_process"}'), 0);
     assert.ok(await metric(one, 'deepinfer_kv_transfers_total{transport="in_process"}') > 0);
+  });
+  // A schema of its own per call, so that no node has it compiled already.
+  const schemaRequest = (tag) => ({
+    messages: [{ role: 'user', content: `Describe a ${tag} as JSON.` }], max_tokens: 96, temperature: 0,
+    response_format: { type: 'json_schema', json_schema: { name: tag, strict: true, schema: {
+      type: 'object', additionalProperties: false, required: ['name', tag],
+      properties: { name: { type: 'string', maxLength: 12 }, [tag]: { type: 'integer', minimum: 0, maximum: 99 } } } } },
+  });
+  const compiles = (where, result) => metric(split, `deepinfer_so_compile_requests_total{where="${where}",result="${result}"}`);
+  const checkObject = (r, tag) => {
+    assert.equal(r.status, 200, JSON.stringify(r.json));
+    assert.equal(r.json.choices[0].finish_reason, 'stop');
+    const obj = JSON.parse(r.json.choices[0].message.content);
+    assert.deepEqual(Object.keys(obj).sort(), ['name', tag].sort());
+    assert.ok(Number.isInteger(obj[tag]) && obj[tag] >= 0 && obj[tag] <= 99 && obj.name.length <= 12);
+  };
+  await check('structured output compiled on the so node: the same object as the embedded default', async () => {
+    const before = await compiles('so_node', 'compiled');
+    const r = await chat(split, schemaRequest('planet'));
+    checkObject(r, 'planet');
+    assert.equal(r.json.choices[0].message.content, (await chat(one, schemaRequest('planet'))).json.choices[0].message.content);
+    assert.equal(await compiles('so_node', 'compiled'), before + 1, 'the entrypoint had the so node compile it');
+    assert.equal(await compiles('local', 'compiled'), 0, 'nothing compiled on the entrypoint');
+    // A schema the compiler refuses is the API's 400 from the so node's answer.
+    const bad = await chat(split, { messages: [{ role: 'user', content: 'x' }], response_format: { type: 'json_schema',
+      json_schema: { name: 'bad', schema: { type: 'object', not: { required: ['a'] } } } } });
+    assert.equal(bad.status, 400, JSON.stringify(bad.json));
+    assert.equal(bad.json.error.param, 'response_format');
+    assert.match(bad.json.error.message, /not/);
+    assert.equal(await compiles('so_node', 'refused'), 1);
+  });
+  await check('so node SIGKILLed: constrained requests compile on the entrypoint instead, same object', async () => {
+    const pids = spawnSync('pgrep', ['-f', `${manifest} --node s0`]).stdout.toString().trim().split('\n').filter(Boolean);
+    assert.equal(pids.length, 1, 'one so node process');
+    process.kill(Number(pids[0]), 'SIGKILL');
+    const r = await chat(split, schemaRequest('river'));
+    checkObject(r, 'river');
+    assert.equal(r.json.choices[0].message.content, (await chat(one, schemaRequest('river'))).json.choices[0].message.content);
+    assert.ok(await compiles('local', 'compiled') >= 1, 'the entrypoint compiled it itself');
+    console.log(`     ${await compiles('so_node', 'unanswered')} compile(s) left unanswered by the dead so node`);
   });
   await check('decode node SIGKILLed mid-request: the request is resubmitted, hits its own prompt and completes with the same text', async () => {
     // A prompt of several blocks, new to the cluster: its blocks are written when its KV reaches
