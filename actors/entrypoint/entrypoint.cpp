@@ -206,8 +206,17 @@ std::unique_ptr<entrypoint> entrypoint::create(caf::actor_system& sys, const ser
   ctx->eos = *eos;
   // The engine ranks load the same config.json; an entrypoint that cannot read it (tests with
   // a tokenizer only) refuses images with a 400 instead of failing to start.
-  if (auto mc = engine::load_config_file(cfg.model_dir + "/config.json"); mc.config)
+  if (auto mc = engine::load_config_file(cfg.model_dir + "/config.json"); mc.config) {
     ctx->vision = mc.config->vision;
+    // Every prompt would fail at the prefill rank ("token id out of range"): refuse to start.
+    if (static_cast<int64_t>(mc.config->vocab_size) < static_cast<int64_t>(ctx->tok->vocab_size())) {
+      *error = "the model in " + cfg.model_dir + " has " + std::to_string(mc.config->vocab_size) +
+               " token ids, fewer than its tokenizer's " + std::to_string(ctx->tok->vocab_size()) +
+               " (" + cfg.tokenizer_path + "): make the model with the tokenizer's vocabulary (deepinfer-mkmodel's "
+               "default vocab_size)";
+      return nullptr;
+    }
+  }
   ctx->so_compiles = &metrics->add_counter("deepinfer_so_compile_requests_total",
                                            "Structured-output constraints this entrypoint had compiled, by where "
                                            "(so_node: a node with the so role; local: this node's compiler) and "

@@ -6,8 +6,11 @@
 // none is resubmitted, and every stream, greedy or seeded sampled (temperature 0.8), equals its
 // undisturbed run on the embedded default token for token, log-probabilities included (tolerance
 // 0: the sampler's draw is a function of the seed and the position alone).
-// Usage: node drain.test.mjs /path/to/caf-launch
-import { spawnSync } from 'node:child_process';
+// With deepinfer-mkmodel and deepinfer-distill-draft given, both servers run a tiny model with a
+// distilled draft head (speculative decoding on, variable: issue 18), so requests are handed off
+// mid-speculation; the speculating reference proves the drafts are verified and accepted.
+// Usage: node drain.test.mjs /path/to/caf-launch [/path/to/deepinfer-mkmodel /path/to/deepinfer-distill-draft]
+import { execFileSync, spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -15,12 +18,22 @@ import assert from 'node:assert/strict';
 import { assertStreamsEqual, check, finish, results, startTwoDecodeCluster, streamChat, waitFor } from './harness.mjs';
 
 const MODEL = 'deepseek-v4.1-flash';
-const exe = process.argv[2];
+const [exe, mkmodel, distill] = process.argv.slice(2);
 const STREAMS = 12, MAX_TOKENS = 160, GRACE_S = 2;
 
 const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'deepinfer-drain-'));
+let model = 'tiny';
+if (mkmodel && distill) {
+  model = path.join(dir, 'model');
+  execFileSync(mkmodel, ['--config', 'tiny', '--seed', '7', '--out', model], { stdio: 'ignore' });
+  // Short (seconds): drafts are accepted now and then, and every decode step runs the verify
+  // path (the planner's choice of prefix lengths) whatever it accepts.
+  const fit = execFileSync(distill, ['--model', model, '--prompts', '32', '--tokens', '64', '--eval-prompts', '4'],
+                           { encoding: 'utf8' });
+  console.log(`     speculative decoding on: ${fit.trim().split('\n').pop()}`);
+}
 const { manifest, logPath, procs, cluster, one } = await startTwoDecodeCluster(
-  exe, dir, { prefillRanks: 1, tables: `[autoscaler]\ndecode_grace_seconds = ${GRACE_S}\n` });
+  exe, dir, { prefillRanks: 1, model, tables: `[autoscaler]\ndecode_grace_seconds = ${GRACE_S}\n` });
 
 // Half greedy, half sampled at temperature 0.8 with a fixed seed each; prompts past one block.
 const prompts = Array.from({ length: STREAMS }, (_, i) =>
@@ -106,6 +119,14 @@ try {
     assert.ok(tExit - tTerm >= GRACE_S * 1000, 'd0 decoded on through its grace period');
     assert.equal((log.match(/resubmitting/g) || []).length, 0, 'no request fell back to a resubmission');
     assertStreamsEqual(out, reference, { sampling, entries });
+    if (model !== 'tiny') {
+      const text = await (await fetch(one + '/metrics')).text();
+      const sum = (name) => text.split('\n').filter((l) => l.startsWith(name + '{'))
+        .reduce((a, l) => a + Number(l.split(' ').pop()), 0);
+      const drafts = sum('vllm:spec_decode_num_draft_tokens_total'), accepted = sum('vllm:spec_decode_num_accepted_tokens_total');
+      console.log(`     the reference verified ${drafts} draft tokens and accepted ${accepted}`);
+      assert.ok(drafts > 0 && accepted > 0, 'the reference speculated (drafts verified and accepted)');
+    }
   });
 } catch (e) {
   results.push(['setup', false]);

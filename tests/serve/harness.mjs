@@ -69,7 +69,7 @@ export const manifestNode = (name, port, roles, extra = '') =>
 
 /// A loopback cluster manifest on the tiny model, with heartbeats, timeouts and restarts fast
 /// enough for a test to kill nodes; `nodes` are `manifestNode` tables.
-export const clusterManifest = (kvRoot, nodes) => `model = "tiny"
+export const clusterManifest = (kvRoot, nodes, { model = 'tiny' } = {}) => `model = ${JSON.stringify(model)}
 log_level = "info"
 [caf]
 heartbeat_interval_ms = 250
@@ -95,10 +95,11 @@ ${manifestNode('local', port, ['controller', 'entrypoint', 'prefill', 'decode', 
 /// Starts the cluster of `manifest` (every node's output to `logPath`) and, beside it, the
 /// embedded default on port `oneHttp` with its own KV root `oneKvRoot`: the reference whose
 /// answers the cluster's must equal. Both are returned for `finish`.
-export function startClusterAndReference(exe, manifest, logPath, oneHttp, oneKvRoot) {
+export function startClusterAndReference(exe, manifest, logPath, oneHttp, oneKvRoot, { model = 'tiny' } = {}) {
   return [
     spawn(exe, ['--manifest', manifest], { stdio: ['ignore', fs.openSync(logPath, 'w'), fs.openSync(logPath, 'a')] }),
-    spawn(exe, ['--http', `127.0.0.1:${oneHttp}`, '--log-level', 'warn', '--kv-root', oneKvRoot],
+    spawn(exe, ['--http', `127.0.0.1:${oneHttp}`, '--log-level', 'warn', '--kv-root', oneKvRoot,
+                ...(model === 'tiny' ? [] : ['--model', model])],
           { stdio: ['ignore', 'ignore', 'ignore'] }),
   ];
 }
@@ -141,9 +142,9 @@ export async function streamChat(base, body, onContent = () => {}) {
 
 /// A four-process loopback cluster under `dir` (n0: controller, entrypoint, kvstore; p0: prefill
 /// of `prefillRanks` ranks; d0, d1: decode of one rank each; `tables`: more TOML for its
-/// manifest) and beside it the embedded default, the reference (`startClusterAndReference`). Not
+/// manifest; `model`: a model folder instead of "tiny", for both) and beside it the embedded default, the reference (`startClusterAndReference`). Not
 /// up yet. Its manifest path, log path, processes (for `finish`) and both HTTP bases.
-export async function startTwoDecodeCluster(exe, dir, { prefillRanks = 2, tables = '' } = {}) {
+export async function startTwoDecodeCluster(exe, dir, { prefillRanks = 2, tables = '', model = 'tiny' } = {}) {
   const ports = [await freePort(), await freePort(), await freePort(), await freePort()];
   const [clusterHttp, oneHttp] = [await freePort(), await freePort()];
   const manifest = path.join(dir, 'cluster.toml');
@@ -153,9 +154,9 @@ export async function startTwoDecodeCluster(exe, dir, { prefillRanks = 2, tables
     manifestNode('p0', ports[1], ['prefill'], `ranks = ${prefillRanks}\n`),
     manifestNode('d0', ports[2], ['decode'], 'ranks = 1\n'),
     manifestNode('d1', ports[3], ['decode'], 'ranks = 1\n'),
-  ]));
+  ], { model }));
   const logPath = path.join(dir, 'cluster.log');
-  const procs = startClusterAndReference(exe, manifest, logPath, oneHttp, path.join(dir, 'kv-one'));
+  const procs = startClusterAndReference(exe, manifest, logPath, oneHttp, path.join(dir, 'kv-one'), { model });
   return { manifest, logPath, procs, cluster: `http://127.0.0.1:${clusterHttp}`, one: `http://127.0.0.1:${oneHttp}` };
 }
 
