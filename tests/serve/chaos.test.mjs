@@ -5,7 +5,9 @@
 // sampled (temperature 0.8), must equal its undisturbed run on the embedded default token for
 // token, log-probabilities included: whatever happened to it (resubmitted after a death or a
 // freeze, handed off by the drain) continues as if nothing had.
-// Usage: node chaos.test.mjs /path/to/caf-launch
+// With MODEL_DIR (a tiny model with a distilled draft head) both servers speculate (issue 18):
+// the events then hit requests mid-speculation.
+// Usage: node chaos.test.mjs /path/to/caf-launch [MODEL_DIR]
 import { spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
@@ -14,7 +16,7 @@ import assert from 'node:assert/strict';
 import { assertStreamsEqual, check, finish, results, startTwoDecodeCluster, streamChat, waitFor } from './harness.mjs';
 
 const MODEL = 'deepseek-v4.1-flash';
-const exe = process.argv[2];
+const [exe, draftModel] = process.argv.slice(2);
 const WAVE = 6, MAX_TOKENS = 128, GRACE_S = 1, FREEZE_MS = 3000;
 
 // CI replays one schedule (freeze d1, kill p0, drain d0: every kind of event, a frozen decode
@@ -42,7 +44,8 @@ console.log(`schedule: ${schedule.map((e) => `${e.kind} ${e.node} (+${e.pauseMs}
 
 const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'deepinfer-chaos-'));
 const { manifest, logPath, procs, cluster, one } = await startTwoDecodeCluster(
-  exe, dir, { prefillRanks: 1, tables: `[autoscaler]\ndecode_grace_seconds = ${GRACE_S}\n` });
+  exe, dir, { prefillRanks: 1, model: draftModel ?? 'tiny', tables: `[autoscaler]\ndecode_grace_seconds = ${GRACE_S}\n` });
+if (draftModel) console.log(`speculative decoding on: ${draftModel}`);
 
 // One wave of streams per event; prompts past one block, in pairs greedy / seeded sampled (the
 // decode balancer alternates d0 and d1).
