@@ -51,8 +51,6 @@ public:
   std::int32_t step(std::int32_t q, std::uint8_t b) const noexcept { return next_[q * 256 + b]; }
   const std::int32_t* row(std::int32_t q) const noexcept { return next_.data() + q * 256; }
   bool is_final(std::int32_t q) const noexcept { return accept_off_[q + 1] > accept_off_[q]; }
-  /// State q is final when offsets[q + 1] > offsets[q] (the walk's branch-free test).
-  const std::uint32_t* accept_offsets() const noexcept { return accept_off_.data(); }
   std::span<const std::uint16_t> accepts(std::int32_t q) const noexcept {
     return {accept_.data() + accept_off_[q], accept_.data() + accept_off_[q + 1]};
   }
