@@ -9,17 +9,42 @@ namespace deepinfer::recipe::so {
 
 namespace {
 
+// The states a closure has reached, kept across calls (reached: stamp == gen). A flag vector
+// per call, one flag per NFA state, made determinizing large NFAs quadratic: one closure per
+// DFA state and byte range, each clearing the whole NFA's flags.
+struct closure_marks {
+  std::vector<std::uint32_t> stamp;
+  std::uint32_t gen = 0;
+  void start(std::size_t n) {
+    if (stamp.size() < n)
+      stamp.resize(n, 0);
+    if (++gen == 0) {
+      std::fill(stamp.begin(), stamp.end(), 0u);
+      gen = 1;
+    }
+  }
+  bool mark(std::int32_t s) {
+    auto& m = stamp[static_cast<std::size_t>(s)];
+    if (m == gen)
+      return false;
+    m = gen;
+    return true;
+  }
+};
+
 void closure(const byte_nfa& nfa, std::vector<std::int32_t>& set) {
-  std::vector<std::int32_t> stack(set.begin(), set.end());
-  std::vector<char> seen(nfa.states().size(), 0);
+  thread_local closure_marks seen;
+  thread_local std::vector<std::int32_t> stack;
+  seen.start(nfa.states().size());
+  stack.clear();
   for (auto s : set)
-    seen[s] = 1;
+    if (seen.mark(s))
+      stack.push_back(s);
   while (!stack.empty()) {
     auto s = stack.back();
     stack.pop_back();
     for (auto t : nfa.states()[s].eps)
-      if (!seen[t]) {
-        seen[t] = 1;
+      if (seen.mark(t)) {
         set.push_back(t);
         stack.push_back(t);
       }

@@ -89,17 +89,31 @@ struct rule_dfa {
   std::vector<std::uint8_t> final;
 };
 
+// The states a closure has reached, kept across calls (reached: stamp == gen), so that a
+// closure costs the states it reaches, not a cleared flag per state of the rule's NFA.
 void closure(const rule_nfa& n, std::vector<std::int32_t>& set) {
-  std::vector<std::int32_t> stack = set;
-  std::vector<char> seen(n.states.size(), 0);
+  thread_local std::vector<std::uint32_t> stamp;
+  thread_local std::uint32_t gen = 0;
+  if (stamp.size() < n.states.size())
+    stamp.resize(n.states.size(), 0);
+  if (++gen == 0) {
+    std::fill(stamp.begin(), stamp.end(), 0u);
+    gen = 1;
+  }
+  auto mark = [&](std::int32_t s) {
+    auto& m = stamp[static_cast<std::size_t>(s)];
+    return m == gen ? false : (m = gen, true);
+  };
+  std::vector<std::int32_t> stack;
   for (auto s : set)
-    seen[s] = 1;
+    if (mark(s))
+      stack.push_back(s);
   while (!stack.empty()) {
     auto s = stack.back();
     stack.pop_back();
     for (auto t : n.states[s].eps)
-      if (!seen[t])
-        seen[t] = 1, set.push_back(t), stack.push_back(t);
+      if (mark(t))
+        set.push_back(t), stack.push_back(t);
   }
   std::sort(set.begin(), set.end());
 }

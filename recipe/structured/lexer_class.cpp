@@ -1,81 +1,246 @@
 #include "recipe/structured/lexer_class.hpp"
 
+#include "recipe/structured/level_trie.hpp"
+
+#include <algorithm>
 #include <map>
+#include <unordered_map>
 
 namespace deepinfer::recipe::so {
 
+namespace {
+// Scratch reused by every view this thread builds: a lexer state's view number is valid when
+// its stamp is the current generation, so a view never clears (or allocates) a table the size
+// of the whole lexer (a long counted string has 10^4..10^5 states, a view ~100).
+struct view_scratch {
+  std::vector<std::uint32_t> stamp;
+  std::vector<std::int32_t> id;
+  std::uint32_t gen = 0;
+};
+
+// A live node of the walk and the lexer state it is in.
+struct live_node {
+  std::uint32_t node;
+  std::int32_t state;
+};
+constexpr std::uint32_t none = ~0u;
+
+struct level_scan {
+  std::uint32_t first = none;  // the first and last live node of the level (none: no live)
+  std::uint32_t last = 0;
+  std::size_t ends = 0;
+  std::size_t tokens = 0;
+};
+
+// One level of the walk, nodes [lo, hi): a node's state is its parent's stepped by its byte's
+// class. States are row offsets into `table` (state << shift), `dead` the dead row's. Branch-
+// free (masks instead of ifs: whether a node is alive is data); a separate function so that
+// its dozen pointers stay in registers. A node without a live token ORs into one of 64 spare
+// words after the mask (one word for all would chain every such node through a store and a
+// load of that word). Live final nodes are appended to `ends` from `ne` on. `State` is 16 bits
+// when the table allows (half the per-node state array the walk writes and reads back).
+template <class State>
+level_scan scan_level(std::uint32_t lo, std::uint32_t hi, const std::uint32_t* __restrict link,
+                      const token_id* __restrict tok, const std::uint8_t* __restrict cls,
+                      const State* __restrict table, const std::uint8_t* __restrict fin, std::int32_t dead,
+                      unsigned shift, State* __restrict st, live_node* __restrict ends,
+                      std::uint64_t* __restrict bits, std::uint32_t spare, std::size_t ne) {
+  level_scan r;
+  std::uint32_t first = none, last = 0;
+  std::size_t count = 0;
+  for (std::uint32_t k = lo; k < hi; ++k) {
+    const auto l = link[k];
+    const std::int32_t s = table[st[l >> 8] + cls[l & 255u]];  // a row offset below 2^31 (2^15 in 16 bits)
+    st[k] = s;
+    const std::uint32_t live = static_cast<std::uint32_t>(s - dead) >> 31;  // s < dead
+    first = std::min(first, k | (live - 1u));
+    last = std::max(last, k & (0u - live));
+    const auto tk = static_cast<std::uint32_t>(tok[k]);
+    const std::uint32_t hit = live & ~(tk >> 31);
+    const std::uint32_t m = 0u - hit;
+    const std::uint32_t word = ((tk >> 6) & m) | ((spare + (k & 63u)) & ~m);
+    bits[word] |= 1ull << (tk & 63u);
+    count += hit;
+    ends[ne] = {k, s};
+    ne += fin[static_cast<std::uint32_t>(s) >> shift];
+  }
+  r.first = first;
+  r.last = last;
+  r.ends = ne;
+  r.tokens = count;
+  return r;
+}
+
+std::vector<live_node>& ends_buffer() {
+  thread_local std::vector<live_node> b;
+  return b;
+}
+
+// The view as a small table of `State` row offsets, then the level-by-level walk; returns how
+// many live final nodes are in `ends_buffer()`.
+template <class State>
+std::size_t walk(const byte_dfa& d, const lexer_view& view, const level_trie& lt, const byte_trie& t,
+                 const std::array<std::uint8_t, 256>& cls, const std::array<std::uint8_t, 256>& class_byte,
+                 std::uint32_t nclass, unsigned shift, const std::unordered_map<std::int32_t, std::int32_t>& id,
+                 std::vector<std::uint64_t>& bits, std::size_t spare, std::size_t& count) {
+  const auto nv = static_cast<std::int32_t>(view.order.size());
+  const std::int32_t dead = nv << shift;
+  thread_local std::vector<State> table;
+  thread_local std::vector<std::uint8_t> fin;
+  table.assign(static_cast<std::size_t>(nv + 1) << shift, static_cast<State>(dead));
+  fin.assign(static_cast<std::size_t>(nv + 1), 0);
+  for (std::int32_t i = 0; i < nv; ++i) {
+    const auto q = view.order[static_cast<std::size_t>(i)];
+    fin[static_cast<std::size_t>(i)] = d.is_final(q) ? 1 : 0;
+    if (static_cast<std::size_t>(i) >= view.expanded)
+      continue;  // no token reads further (as in the view)
+    const auto* row = d.row(q);
+    for (std::uint32_t j = 0; j < nclass; ++j)
+      if (const auto t = row[class_byte[j]]; t >= 0)
+        table[(static_cast<std::size_t>(i) << shift) + j] = static_cast<State>(id.at(t) << shift);
+  }
+  // Each node's state, written level by level: a level reads only its parents', written by the
+  // level before (nodes outside a level's scanned range are never read). Live nodes whose state
+  // is final go to `ends` (kept below when they have children: tokens below them may end the
+  // lexeme there and continue with what follows it, their rests go into that state's group).
+  // Both buffers are the trie's size, reused by this thread.
+  thread_local std::vector<State> st;
+  auto& ends_buf = ends_buffer();
+  if (st.size() < lt.size())
+    st.resize(lt.size());
+  if (ends_buf.size() < lt.size())
+    ends_buf.resize(lt.size());
+  State* S = st.data();
+  const auto& multi = lt.multi_token_nodes();
+  auto mi = multi.begin();
+  std::size_t ne = 0;
+  S[0] = 0;
+  // Each level scans from the first live parent's first child to the last one's last child.
+  std::uint32_t lo = lt.first_child(0), hi = lo + lt.children(0);
+  while (lo < hi) {
+    const auto r = scan_level<State>(lo, hi, lt.links(), lt.first_tokens(), cls.data(), table.data(), fin.data(),
+                                     dead, shift, S, ends_buf.data(), bits.data(),
+                                     static_cast<std::uint32_t>(spare), ne);
+    ne = r.ends;
+    count += r.tokens;
+    // The few nodes where several tokens end: their other tokens.
+    for (mi = std::lower_bound(mi, multi.end(), lo); mi != multi.end() && *mi < hi; ++mi)
+      if (S[*mi] != dead) {
+        const auto p = lt.preorder(*mi);
+        for (auto x = t.tokens_begin(p) + 1; x < t.tokens_end(p); ++x, ++count)
+          bits[static_cast<std::size_t>(*x) >> 6] |= 1ull << (*x & 63);
+      }
+    if (r.first == none)
+      break;
+    lo = lt.first_child(r.first);
+    hi = lt.first_child(r.last) + lt.children(r.last);
+  }
+  return ne;
+}
+} // namespace
+
 lexer_view::lexer_view(const byte_dfa& d, std::int32_t q, std::uint32_t depth) {
-  std::unordered_map<std::int32_t, std::int32_t> id;
+  thread_local view_scratch sc;
+  if (sc.stamp.size() < static_cast<std::size_t>(d.size())) {
+    sc.stamp.resize(static_cast<std::size_t>(d.size()), 0);
+    sc.id.resize(static_cast<std::size_t>(d.size()), -1);
+  }
+  if (++sc.gen == 0) {
+    std::fill(sc.stamp.begin(), sc.stamp.end(), 0u);
+    sc.gen = 1;
+  }
   std::vector<std::uint32_t> dist;
-  id.emplace(q, 0);
+  sc.stamp[static_cast<std::size_t>(q)] = sc.gen;
+  sc.id[static_cast<std::size_t>(q)] = 0;
   order.push_back(q);
   dist.push_back(0);
   std::uint64_t h = 0x5bd1e995;
   auto mix = [&](std::uint64_t v) { h = (h ^ (v + 0x9e3779b97f4a7c15ull + (h << 6) + (h >> 2))) * 0xff51afd7ed558ccdull; };
   for (std::size_t i = 0; i < order.size(); ++i) {
     const auto s = order[i];
-    fin.push_back(d.is_final(s) ? 1 : 0);
-    mix(fin.back());
-    next.resize((i + 1) * 256, -1);
+    mix(d.is_final(s) ? 1 : 0);
     if (dist[i] >= depth)
       continue;  // no token reads further
+    expanded = i + 1;
     const auto* row = d.row(s);
-    for (int c = 0; c < 256; ++c) {
+    for (int c = 0; c < 256;) {
       const auto t = row[c];
-      if (t < 0)
-        continue;
-      auto [it, fresh] = id.emplace(t, static_cast<std::int32_t>(order.size()));
-      if (fresh) {
-        order.push_back(t);
-        dist.push_back(dist[i] + 1);
+      int e = c + 1;
+      while (e < 256 && row[e] == t)
+        ++e;
+      if (t >= 0) {
+        const auto ti = static_cast<std::size_t>(t);
+        if (sc.stamp[ti] != sc.gen) {
+          sc.stamp[ti] = sc.gen;
+          sc.id[ti] = static_cast<std::int32_t>(order.size());
+          order.push_back(t);
+          dist.push_back(dist[i] + 1);
+        }
+        // Targets are numbered in byte order as before: a run is a range of bytes to one state.
+        mix(static_cast<std::uint64_t>(c) << 40 | static_cast<std::uint64_t>(e) << 32 |
+            static_cast<std::uint32_t>(sc.id[ti]));
       }
-      next[i * 256 + c] = it->second;
-      mix(static_cast<std::uint64_t>(c) << 32 | static_cast<std::uint32_t>(it->second));
+      if (e < 256)
+        cuts[static_cast<std::size_t>(e) >> 6] |= 1ull << (e & 63);
+      c = e;
     }
     mix(0xabcdef);
   }
   signature = h;
 }
 
-std::shared_ptr<const lexer_class> lexer_class::make(const std::vector<std::int32_t>& next,
-                                                     const std::vector<std::uint8_t>& fin, const vocabulary& v) {
-  const std::int32_t q = 0;
+std::shared_ptr<const lexer_class> lexer_class::make(const byte_dfa& d, const lexer_view& view, const vocabulary& v) {
   auto c = std::make_shared<lexer_class>();
   const auto& t = v.trie();
-  std::vector<std::int32_t> st(t.max_depth() + 1u, -1);
-  std::vector<std::uint8_t> path(t.max_depth() + 1u, 0);
-  st[0] = q;
-  std::vector<std::uint64_t> bits(v.mask_words(), 0);
+  const auto& lt = v.levels();
+  const std::size_t spare = v.mask_words();
+  std::vector<std::uint64_t> bits(spare + 64, 0);
   std::size_t count = 0;
-  std::map<std::int32_t, byte_trie> groups;
-  const std::uint32_t n = t.size();
-  const auto* nd = t.nodes();
-  const std::int32_t* table = next.data();
-  const std::uint8_t* finals = fin.data();
-  for (std::uint32_t i = 1; i < n;) {
-    const auto x = nd[i];
-    const auto s = table[static_cast<std::size_t>(st[x.depth - 1u]) * 256u + x.byte];
-    if (s < 0) {
-      i = x.skip;
-      continue;
-    }
-    st[x.depth] = s;
-    if (x.ntok != 0)
-      for (auto p = t.tokens_begin(i); p != t.tokens_end(i); ++p, ++count)
-        bits[static_cast<std::size_t>(*p) >> 6] |= 1ull << (*p & 63);
-    if (finals[s] && x.skip > i + 1) {
-      // Tokens below i may end this lexeme here and continue with what follows it.
-      auto& g = groups[s];
-      const auto d = x.depth;
-      for (std::uint32_t j = i + 1; j < x.skip; ++j) {
-        path[nd[j].depth] = nd[j].byte;
-        for (auto p = t.tokens_begin(j); p != t.tokens_end(j); ++p)
-          g.add(std::string_view{reinterpret_cast<const char*>(path.data()) + d + 1,
-                                 static_cast<std::size_t>(nd[j].depth - d)}, *p);
-      }
-    }
-    ++i;
+  // The view as a small table: view states by byte class (the ranges between the view's cuts,
+  // ~50 for a string in a union with key literals), plus a dead state whose row is dead. The
+  // walk reads the lexer's own rows nowhere (256 wide, ~1 MiB for a 10^3-state union).
+  std::array<std::uint8_t, 256> cls{};
+  std::uint32_t nclass = 0;
+  std::array<std::uint8_t, 256> class_byte{};
+  for (int b = 0; b < 256; ++b) {
+    if (b == 0 || (view.cuts[static_cast<std::size_t>(b) >> 6] >> (b & 63) & 1u) != 0)
+      class_byte[nclass++] = static_cast<std::uint8_t>(b);
+    cls[static_cast<std::size_t>(b)] = static_cast<std::uint8_t>(nclass - 1);
   }
+  const auto nv = static_cast<std::int32_t>(view.order.size());
+  unsigned shift = 0;
+  while ((1u << shift) < nclass)
+    ++shift;
+  std::unordered_map<std::int32_t, std::int32_t> id;
+  id.reserve(view.order.size() * 2);
+  for (std::int32_t i = 0; i < nv; ++i)
+    id.emplace(view.order[static_cast<std::size_t>(i)], i);
+  const bool narrow = (static_cast<std::size_t>(nv + 1) << shift) < (1u << 15);
+  std::size_t ne = 0;
+  if (narrow)
+    ne = walk<std::uint16_t>(d, view, lt, t, cls, class_byte, nclass, shift, id, bits, spare, count);
+  else
+    ne = walk<std::int32_t>(d, view, lt, t, cls, class_byte, nclass, shift, id, bits, spare, count);
+  const auto& ends_buf = ends_buffer();
+  const live_node* E = ends_buf.data();
+  std::vector<live_node> ends;
+  for (std::size_t k = 0; k < ne; ++k)
+    if (lt.children(E[k].node) != 0)
+      ends.push_back(E[k]);
+  std::map<std::int32_t, byte_trie> groups;
+  std::vector<std::uint8_t> path(t.max_depth() + 1u, 0);
+  for (const auto& e : ends) {
+    auto& g = groups[e.state >> shift];
+    const auto i = lt.preorder(e.node);
+    const auto dep = t.depth(i);
+    for (std::uint32_t j = i + 1; j < t.skip(i); ++j) {
+      path[t.depth(j)] = t.byte(j);
+      for (auto p = t.tokens_begin(j); p != t.tokens_end(j); ++p)
+        g.add(std::string_view{reinterpret_cast<const char*>(path.data()) + dep + 1,
+                               static_cast<std::size_t>(t.depth(j) - dep)}, *p);
+    }
+  }
+  bits.resize(spare);
   if (count > 2048) {
     c->dense = std::move(bits);
     c->bytes += c->dense.size() * 8;
@@ -94,14 +259,15 @@ std::shared_ptr<const lexer_class> lexer_class::make(const std::vector<std::int3
   return c;
 }
 
-std::shared_ptr<const lexer_class> lexer_class_cache::get(const lexer_view& view, const vocabulary& v) {
+std::shared_ptr<const lexer_class> lexer_class_cache::get(const byte_dfa& d, const lexer_view& view,
+                                                          const vocabulary& v) {
   const std::uint64_t key = view.signature;
   {
     std::lock_guard lock{mutex_};
     if (auto it = map_.find(key); it != map_.end())
       return it->second;
   }
-  auto c = lexer_class::make(view.next, view.fin, v);
+  auto c = lexer_class::make(d, view, v);
   std::lock_guard lock{mutex_};
   if (bytes_ + c->bytes > max_bytes_) {
     map_.clear();

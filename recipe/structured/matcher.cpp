@@ -135,8 +135,9 @@ const matcher::local_class& matcher::classify(std::int32_t lex, std::int32_t q) 
     if (auto& p = local_[li][static_cast<std::size_t>(q)])
       return *p;
   }
-  lexer_view view{g_->lexer_at(li).dfa, q, vocab_->trie().max_depth()};
-  auto c = std::make_unique<local_class>(local_class{cache_->get(view, *vocab_), std::move(view.order)});
+  const auto& d = g_->lexer_at(li).dfa;
+  lexer_view view{d, q, vocab_->trie().max_depth()};
+  auto c = std::make_unique<local_class>(local_class{cache_->get(d, view, *vocab_), std::move(view.order)});
   std::lock_guard lock{local_mutex_};
   auto& slot = local_[li][static_cast<std::size_t>(q)];
   if (!slot)

@@ -1,5 +1,7 @@
 #include "recipe/structured/token_trie.hpp"
 
+#include "recipe/structured/level_trie.hpp"
+
 #include "recipe/tokenizer/tokenizer.hpp"
 
 #include <algorithm>
@@ -78,6 +80,7 @@ std::shared_ptr<const vocabulary> vocabulary::of(std::vector<std::string> tokens
   }
   v->fingerprint_ = fnv(h, std::to_string(eos));
   v->trie_.build();
+  v->levels_ = std::make_shared<const level_trie>(v->trie_);
   return v;
 }
 

@@ -14,6 +14,8 @@ class tokenizer;
 
 namespace deepinfer::recipe::so {
 
+class level_trie;
+
 /// A trie of byte strings in preorder: node 0 is the root; node i's subtree is [i, skip(i)).
 /// Used for the vocabulary (every ordinary token) and for the small suffix tries of the masks.
 class byte_trie {
@@ -67,6 +69,8 @@ public:
   static std::shared_ptr<const vocabulary> of(std::vector<std::string> tokens, token_id eos);
 
   const byte_trie& trie() const noexcept { return trie_; }
+  /// The same trie numbered level by level (the cold mask walk's layout).
+  const level_trie& levels() const noexcept { return *levels_; }
   std::size_t size() const noexcept { return size_; }
   token_id eos() const noexcept { return eos_; }
   std::uint64_t fingerprint() const noexcept { return fingerprint_; }
@@ -76,6 +80,7 @@ public:
 
 private:
   byte_trie trie_;
+  std::shared_ptr<const level_trie> levels_;
   std::vector<std::string> bytes_;
   std::size_t size_ = 0;
   token_id eos_ = 0;
