@@ -1,6 +1,12 @@
 #include "actors/instance/rank.hpp"
 
+#include <sys/resource.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <cerrno>
 #include <chrono>
+#include <cstring>
 #include <span>
 #include <utility>
 
@@ -306,6 +312,9 @@ rank_actor::behavior_type rank_behavior(rank_pointer self, rank_config cfg) {
         ++it;
   });
   if (!cfg.engine.model_dir.empty()) {
+    // Before the engine starts its threads: they inherit it (Linux niceness is per thread).
+    if (cfg.engine.nice > 0 && ::setpriority(PRIO_PROCESS, static_cast<id_t>(::syscall(SYS_gettid)), cfg.engine.nice) != 0)
+      log().warn("rank={} cannot lower its CPU priority (nice {}): {}", cfg.rank, cfg.engine.nice, std::strerror(errno));
     engine::rank_engine::config ec;
     ec.threads = cfg.engine.threads;
     ec.kv_blocks = cfg.engine.kv_blocks;

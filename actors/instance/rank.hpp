@@ -63,6 +63,9 @@ struct rank_engine_config {
   /// changes no token either. exact (for measurement) runs it over the last ring + 128 x D tokens
   /// (646 on the tiny model), so its windows equal a full run's.
   engine::decoder_mode decoder_mode = engine::decoder_mode::bounded;
+  /// The niceness of the rank's thread and of the engine threads it starts (0: as the process):
+  /// vision ranks yield the CPU to the text path where they share cores (`[vision] nice`).
+  int nice = 0;
   /// CPU kernels (nullopt: the best the CPU runs; every ISA gives the same bits).
   std::optional<engine::kernels::cpu_isa> cpu_isa;
   /// Speculative decoding on a decode rank (DESIGN §5.3): off, fixed (verify every draft) or

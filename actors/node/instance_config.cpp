@@ -43,6 +43,7 @@ instance_supervisor_config make_instance_config(const node_runtime_config& node,
     sc.engine.threads = node.serving->threads_per_rank;
     sc.engine.kv_blocks = 1;
     sc.engine.cpu_isa = node.serving->cpu_isa;
+    sc.engine.nice = node.serving->vision_nice;
     sc.engine.metrics = shared.metrics;
     sc.engine.instance = sc.instance;
   }

@@ -87,6 +87,11 @@ struct serving_config {
   http::image_fetcher::config image_fetch;
   /// How the entrypoint spreads images over the vision ranks (`[vision] balancer`).
   balancers::vision_policy vision_balancer = balancers::vision_policy::patches;
+  /// The niceness of the vision ranks' threads (`[vision] nice`, 0-19): where they share cores
+  /// with prefill and decode ranks (the embedded default, a small cluster), a long encode yields
+  /// the CPU to text requests, whose TTFT would otherwise grow with the image load; on a machine
+  /// of their own it changes nothing.
+  int vision_nice = 10;
   /// Limit for one prefill round trip (a dead rank never answers: CAF 0.17 pitfall P7).
   std::chrono::milliseconds prefill_timeout{60000};
   /// How long a request waits for a running prefill and decode instance (starting, restarting

@@ -11,6 +11,8 @@
 // (client-side latency of a one-token, non-streamed answer) with and without the image load.
 // Usage: node bench/serve/vision_live.mjs EXE [--runs=2] [--rate=6] [--seconds=40] [--idle-seconds=12]
 //        [--large-share=0.05] [--large=1024] [--small=256] [--cards=2] [--probe-rate=2] [--keep]
+//        [--nice=0,10]: instead of the two policies, the patch rule with each `[vision] nice` (the
+//        vision ranks' CPU niceness) alternating run by run.
 import { spawn } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
@@ -40,7 +42,7 @@ function rng(seed) {
 const smallImages = Array.from({ length: 16 }, (_, i) => dataUri(png(small, small, 1000 + i)));
 const largeImages = Array.from({ length: 4 }, (_, i) => dataUri(png(large, large, 2000 + i)));
 
-async function start(policy) {
+async function start(policy, nice) {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'deepinfer-vision-live-'));
   const ports = [];
   for (let i = 0; i < 5; ++i) ports.push(await freePort());
@@ -52,7 +54,8 @@ async function start(policy) {
     manifestNode('d0', ports[2], ['decode'], 'ranks = 1\n'),
     manifestNode('v0', ports[3], ['vision'], `ranks = ${cards}\n`),
     manifestNode('v1', ports[4], ['vision'], `ranks = ${cards}\n`),
-  ]).replace('log_level = "info"', `log_level = "${opts['log-level'] ?? 'warn'}"\n[vision]\nbalancer = "${policy}"`);
+  ]).replace('log_level = "info"', `log_level = "${opts['log-level'] ?? 'warn'}"\n[vision]\nbalancer = "${policy}"` +
+                                        (nice === undefined ? '' : `\nnice = ${nice}`));
   fs.writeFileSync(manifest, text);
   const proc = spawn(exe, ['--manifest', manifest], { stdio: ['ignore', fs.openSync(path.join(dir, 'log'), 'w'), fs.openSync(path.join(dir, 'log'), 'a')] });
   const base = `http://127.0.0.1:${http}`;
@@ -148,8 +151,8 @@ function quantile(h, q) {
 }
 const pct = (xs, q) => { const s = [...xs].sort((a, b) => a - b); return s[Math.min(s.length - 1, Math.floor(q * s.length))]; };
 
-async function measure(policy) {
-  const s = await start(policy);
+async function measure({ policy, nice }) {
+  const s = await start(policy, nice);
   try {
     // 1. Text alone.
     let idleEnd = performance.now() + idleSeconds * 1000;
@@ -159,7 +162,7 @@ async function measure(policy) {
     let loading = true;
     const [load, busy] = await Promise.all([imageLoad(s.base).finally(() => { loading = false; }), probes(s.base, () => !loading)]);
     const q = minus(await histogram(s.base, 'deepinfer_vision_queue_seconds'), before);
-    return { policy, ...load, queue_p50: quantile(q, 0.5), queue_p99: quantile(q, 0.99), queue_mean: q.sum / Math.max(1, q.count),
+    return { policy: nice === undefined ? policy : `${policy} nice=${nice}`, ...load, queue_p50: quantile(q, 0.5), queue_p99: quantile(q, 0.99), queue_mean: q.sum / Math.max(1, q.count),
              queued: q.count, idle_p50: pct(idle, 0.5), idle_p90: pct(idle, 0.9), busy_p50: pct(busy, 0.5), busy_p90: pct(busy, 0.9),
              probes: [idle.length, busy.length] };
   } finally {
@@ -172,18 +175,22 @@ console.log(`# vision live: 2 vision nodes x ${cards} ranks, ${rate} images/s fo
 console.log('| run | policy | images (large, failed) | queue p50 | queue p99 | queue mean | small-image answer p50 / p99 | large p50 | text TTFT p50 / p90 alone | with images | p50 change |');
 console.log('|---|---|---|---|---|---|---|---|---|---|---|');
 const all = [];
+const variants = opts.nice ? opts.nice.split(',').map((n) => ({ policy: 'patches', nice: Number(n) }))
+                           : [{ policy: 'patches' }, { policy: 'round_robin' }];
 for (let r = 0; r < runs; ++r)
-  for (const policy of ['patches', 'round_robin']) {
-    const m = await measure(policy);
+  for (const v of variants) {
+    const m = await measure(v);
     all.push(m);
     const ms = (x) => `${(x * 1000).toFixed(1)} ms`;
-    console.log(`| ${r + 1} | ${policy} | ${m.images} (${m.large}, ${m.failed}) | ${ms(m.queue_p50)} | ${ms(m.queue_p99)} | ${ms(m.queue_mean)} | ` +
+    console.log(`| ${r + 1} | ${m.policy} | ${m.images} (${m.large}, ${m.failed}) | ${ms(m.queue_p50)} | ${ms(m.queue_p99)} | ${ms(m.queue_mean)} | ` +
                 `${m.small_p50.toFixed(0)} / ${m.small_p99.toFixed(0)} ms | ${m.large_p50?.toFixed(0)} ms | ` +
                 `${m.idle_p50.toFixed(1)} / ${m.idle_p90.toFixed(1)} ms | ${m.busy_p50.toFixed(1)} / ${m.busy_p90.toFixed(1)} ms | ` +
                 `${((m.busy_p50 / m.idle_p50 - 1) * 100).toFixed(1)} % |`);
   }
 const mean = (p, k) => { const xs = all.filter((m) => m.policy === p).map((m) => m[k]); return xs.reduce((a, b) => a + b, 0) / xs.length; };
-console.log(`\nqueue p99 patches / round robin (mean over runs): ${(mean('patches', 'queue_p99') / mean('round_robin', 'queue_p99')).toFixed(2)}x ` +
-            `(goal <= 0.7x); queue mean: ${(mean('patches', 'queue_mean') / mean('round_robin', 'queue_mean')).toFixed(2)}x`);
-for (const p of ['patches', 'round_robin'])
+const names = [...new Set(all.map((m) => m.policy))];
+if (!opts.nice)
+  console.log(`\nqueue p99 patches / round robin (mean over runs): ${(mean('patches', 'queue_p99') / mean('round_robin', 'queue_p99')).toFixed(2)}x ` +
+              `(goal <= 0.7x); queue mean: ${(mean('patches', 'queue_mean') / mean('round_robin', 'queue_mean')).toFixed(2)}x`);
+for (const p of names)
   console.log(`text TTFT p50 with images / alone, ${p}: ${((mean(p, 'busy_p50') / mean(p, 'idle_p50') - 1) * 100).toFixed(1)} % (goal within +5 %)`);

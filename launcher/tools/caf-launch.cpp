@@ -305,6 +305,7 @@ int main(int argc, char** argv) {
       sc.vision = m.vision;
       sc.image_fetch = m.image_fetch;
       sc.vision_balancer = m.vision_balancer;
+      sc.vision_nice = m.vision_nice;
       sc.prefill_step = std::chrono::microseconds{static_cast<int64_t>(m.balancer.prefill_step_budget_ms * 1000.0)};
       if (auto rc = finish_serving_config(o, sc, node->cpu_isa, m.kv_transport))
         return *rc;
