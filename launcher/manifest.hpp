@@ -69,6 +69,9 @@ struct kv_params {
   uint64_t disk_budget_gib = 0;           ///< 0 = the filesystem's size
   double swa_ttl_seconds = 180;
   uint64_t swa_memory_mib = 1024;
+  /// Exported blocks a node's writer thread may hold before they are on the store; beyond it a
+  /// block waits on its rank (offered again later).
+  uint64_t write_queue_mib = 256;
   bool fsync = false;
 };
 

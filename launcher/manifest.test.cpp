@@ -47,6 +47,7 @@ BOOST_AUTO_TEST_CASE(good_manifest_resolves_defaults_from_design) {
   BOOST_TEST(m.kv.ttl_agent_hours == 72.0);
   BOOST_TEST(m.kv.ttl_chatbot_hours == 168.0);
   BOOST_TEST(m.kv.swa_ttl_seconds == 180.0);
+  BOOST_TEST(m.kv.write_queue_mib == 256u);
   BOOST_TEST(m.balancer.prefill_ep.redundant_experts_per_rank == 4u);
   BOOST_TEST(m.balancer.decode_ep.replace_steps == 10000u);
   BOOST_TEST(m.autoscaler.quota_high_water == 0.8);
@@ -251,6 +252,13 @@ BOOST_AUTO_TEST_CASE(limits_tables_reach_the_node_config_and_reject_bad_values) 
   BOOST_TEST(m.so_cache_mib == 64u);
   BOOST_TEST(m.so_compile_timeout_ms == 500u);
   BOOST_TEST(expect_error("model = \"/m\"\n[kv]\nroot = \"/kv\"\n[so]\ncache_mib = 0\n" + good_nodes).key == "so.cache_mib");
+  BOOST_TEST(expect_error("model = \"/m\"\n[kv]\nroot = \"/kv\"\nwrite_queue_mib = 0\n" + good_nodes).key ==
+             "kv.write_queue_mib");
+  {
+    auto r = parse_manifest("model = \"/m\"\n[kv]\nroot = \"/kv\"\nwrite_queue_mib = 64\n" + good_nodes, "test.toml");
+    BOOST_REQUIRE(std::holds_alternative<cluster_manifest>(r));
+    BOOST_TEST(std::get<cluster_manifest>(r).kv.write_queue_mib == 64u);
+  }
   BOOST_TEST(m.requests.json.max_depth == 32u);
   BOOST_TEST(m.requests.stall_timeout.count() == 5000);
   BOOST_TEST(m.requests.deadline.count() == 9000);

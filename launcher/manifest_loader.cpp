@@ -144,6 +144,8 @@ void read_kv(toml_reader& r, kv_params& kv) {
     kv.swa_ttl_seconds = *v;
   if (auto v = r.integer("swa_memory_mib", 0, int64_t{1} << 30))
     kv.swa_memory_mib = static_cast<uint64_t>(*v);
+  if (auto v = r.integer("write_queue_mib", 1, int64_t{1} << 30))
+    kv.write_queue_mib = static_cast<uint64_t>(*v);
   if (auto v = r.boolean("fsync"))
     kv.fsync = *v;
   r.finish();

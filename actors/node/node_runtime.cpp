@@ -228,6 +228,7 @@ std::optional<std::string> node_runtime::start() {
     pc.snapshot_ttl_ms = cfg.serving->snapshot_ttl.count();
     pc.snapshot_memory_cap = cfg.serving->swa_memory_bytes;
     pc.fsync = cfg.serving->kv_fsync;
+    pc.write_queue_bytes = static_cast<std::size_t>(cfg.serving->kv_write_queue_bytes);
     pc.ttl = {cfg.serving->kv_ttl_agent.count(), cfg.serving->kv_ttl_chatbot.count()};
     const auto budget = kv_budget_bytes(*cfg.serving);
     pc.gc_high_watermark_bytes = static_cast<uint64_t>(static_cast<double>(budget) * cfg.serving->kv_gc_high_watermark);

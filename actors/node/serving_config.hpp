@@ -75,6 +75,8 @@ struct serving_config {
   double kv_gc_high_watermark = 0.90;
   bool kv_fsync = false;
   uint64_t swa_memory_bytes = uint64_t{1} << 30;
+  /// Bytes of exported blocks the writer thread may hold (`[kv] write_queue_mib`).
+  uint64_t kv_write_queue_bytes = uint64_t{256} << 20;
   std::chrono::milliseconds kv_gc_interval{10000};
   /// Structured output (`[so]`): compiled constraints kept, in bytes of their automata, and
   /// how long one compile may take before the request gets a 400.

@@ -297,6 +297,7 @@ int main(int argc, char** argv) {
       sc.kv_gc_high_watermark = m.kv.gc_high_watermark;
       sc.kv_fsync = m.kv.fsync;
       sc.swa_memory_bytes = m.kv.swa_memory_mib << 20;
+      sc.kv_write_queue_bytes = m.kv.write_queue_mib << 20;
       sc.rdma_port = m.rdma_port;
       sc.requests = m.requests;
       sc.admission = m.admission;
