@@ -6,6 +6,7 @@
 #include <condition_variable>
 #include <mutex>
 #include <thread>
+#include <vector>
 
 #include <unistd.h>
 
@@ -140,14 +141,21 @@ struct node_runtime::impl {
     // The view comes with the registration's answer.
     for (int i = 0; i < 40 && snap->get().view.nodes.empty(); ++i)
       std::this_thread::sleep_for(std::chrono::milliseconds{50});
+    // All at once, each on its own thread: a peer that is gone too blocks its connect for the
+    // connection timeout, and the others must not wait behind it.
+    std::vector<std::thread> connects;
     for (auto& n : snap->get().view.nodes) {
       if (n.state != node_state::alive || n.info.name == cfg.self.name || n.info.port == 0
           || (n.info.host == cfg.controller_host && n.info.port == cfg.controller_port))
         continue;
-      auto peer = mm.remote_actor<node_agent_actor>(n.info.host, n.info.port);
-      log().info("node={} connected again to node={} after losing its links: {}", cfg.self.name, n.info.name,
-                 peer ? "ok" : sys->render(peer.error()));
+      connects.emplace_back([this, &mm, name = n.info.name, host = n.info.host, port = n.info.port] {
+        auto peer = mm.remote_actor<node_agent_actor>(host, port);
+        log().info("node={} connected again to node={} after losing its links: {}", cfg.self.name, name,
+                   peer ? "ok" : sys->render(peer.error()));
+      });
     }
+    for (auto& t : connects)
+      t.join();
   }
 
   void run_bootstrap() {
