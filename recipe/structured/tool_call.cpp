@@ -30,10 +30,13 @@ bool uses_ref(const json& v) {
   return false;
 }
 
-/// A property read as raw text (`string="true"`): its schema says only "a string".
+/// A property read as raw text (`string="true"`): its schema says only "a string" (or one of
+/// some strings). A string with a length bound, a pattern or a format is a JSON string
+/// (`string="false"`) instead, whose value rule enforces them: raw text would leave them unchecked.
 bool raw_string(const json& s) {
   return s.is_object() && s.value("type", json{}) == "string" && !s.contains("anyOf") && !s.contains("oneOf") &&
-         !s.contains("allOf") && !s.contains("$ref");
+         !s.contains("allOf") && !s.contains("$ref") && !s.contains("minLength") && !s.contains("maxLength") &&
+         !s.contains("pattern") && !s.contains("format");
 }
 
 class tool_call_builder {

@@ -15,7 +15,8 @@ namespace deepinfer::recipe::so {
 /// each invoke names one of the tools and lists its parameters in the schema's order, the
 /// required ones always, each value a JSON value of its property's schema (`string="false"`) or,
 /// for a string property, its raw text (`string="true"`: any text without the DSML token; an
-/// `enum`/`const` of strings is kept). With `v41` the DSML marker is the tokenizer's one special
+/// `enum`/`const` of strings is kept; a string with minLength, maxLength, pattern or format is a
+/// JSON string, `string="false"`, so that they are enforced). With `v41` the DSML marker is the tokenizer's one special
 /// token (`dsml_code_point` in the vocabulary), else the V3.2 text `｜DSML｜`. Throws
 /// `compile_error` for an unsupported parameter schema, or tools whose parameters use `$ref`
 /// when there are several (each tool's refs are relative to its own parameters).

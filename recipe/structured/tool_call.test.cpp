@@ -72,6 +72,23 @@ BOOST_AUTO_TEST_CASE(v41_calls_with_arguments_by_schema) {
   BOOST_TEST(accepts(**par, call(M, weather(M, "A", "1") + "\n" + weather(M, "B", "2"))));
 }
 
+BOOST_AUTO_TEST_CASE(a_string_with_bounds_a_pattern_or_a_format_is_a_json_string_that_enforces_them) {
+  auto m = test::shared_compiler().compile({constraint_kind::tool_calls, R"({"tools": [{"name": "book", "parameters":
+      {"type": "object", "properties": {"code": {"type": "string", "maxLength": 3, "pattern": "^[A-Z]+$"},
+       "day": {"type": "string", "format": "date"}}, "required": ["code", "day"]}}], "v41": true})"});
+  BOOST_TEST_REQUIRE(m.has_value(), (m ? std::string{} : m.error()));
+  auto book = [](const std::string& code, const std::string& day, const std::string& kind = "false") {
+    return call(M, "<" + M + " invoke name=\"book\">\n<" + M + " parameter name=\"code\" string=\"" + kind + "\">" + code +
+                     "</" + M + " parameter>\n<" + M + " parameter name=\"day\" string=\"" + kind + "\">" + day + "</" + M +
+                     " parameter>\n</" + M + " invoke>");
+  };
+  BOOST_TEST(accepts(**m, book("\"ABC\"", "\"2026-12-02\"")));
+  BOOST_TEST(!accepts(**m, book("\"ABCD\"", "\"2026-12-02\"")));      // over maxLength
+  BOOST_TEST(!accepts(**m, book("\"abc\"", "\"2026-12-02\"")));       // off the pattern
+  BOOST_TEST(!accepts(**m, book("\"AB\"", "\"tomorrow\"")));          // not a date
+  BOOST_TEST(!accepts(**m, book("ABC", "2026-12-02", "true")));       // raw text would check none of it
+}
+
 BOOST_AUTO_TEST_CASE(v32_spelling_and_several_tools_with_refs_are_refused) {
   auto m = test::shared_compiler().compile({constraint_kind::tool_calls, spec(false, false)});
   BOOST_TEST_REQUIRE(m.has_value(), (m ? std::string{} : m.error()));
