@@ -13,7 +13,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import assert from 'node:assert/strict';
-import { assertStreamsEqual, check, clusterManifest, finish, freePort, manifestNode, results, startClusterAndReference, streamChat,
+import { assertStreamsEqual, check, clusterManifest, finish, freePort, manifestNode, results, postChat, startClusterAndReference, streamCounted,
          waitFor } from './harness.mjs';
 
 const MODEL = 'deepseek-v4.1-flash';
@@ -64,16 +64,8 @@ const entries = (content) => content.map((e) => [e.token, e.logprob, e.top_logpr
 const body = (i, content) => ({ model: MODEL, ...sampling(i), max_tokens: maxTokens(i), logprobs: true, top_logprobs: 1,
                                 messages: [{ role: 'user', content }] });
 
-async function complete(base, i, content = prompts[i]) {
-  const r = await fetch(base + '/v1/chat/completions', {
-    method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body(i, content)) });
-  return { status: r.status, json: await r.json() };
-}
-
-async function stream(base, i, progress) {
-  const o = await streamChat(base, body(i, prompts[i]), () => progress[i]++);
-  return { ...o, logprobs: entries(o.logprobs) };
-}
+const complete = (base, i, content = prompts[i]) => postChat(base, body(i, content));
+const stream = (base, i, progress) => streamCounted(base, body(i, prompts[i]), progress, i, entries);
 
 const metrics = async () => (await fetch(cluster + '/metrics')).text();
 const metric = (text, re) => { const m = text.match(re); return m ? Number(m[1]) : null; };

@@ -13,7 +13,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import assert from 'node:assert/strict';
-import { assertStreamsEqual, check, finish, results, startTwoDecodeCluster, streamChat, waitFor } from './harness.mjs';
+import { assertStreamsEqual, check, finish, postChat, results, startTwoDecodeCluster, streamCounted, waitFor } from './harness.mjs';
 
 const MODEL = 'deepseek-v4.1-flash';
 const [exe, draftModel] = process.argv.slice(2);
@@ -55,25 +55,13 @@ const prompts = Array.from({ length: STREAMS }, (_, i) =>
 const sampling = (i) => (i % 4 < 2 ? { temperature: 0 } : { temperature: 0.8, seed: 5000 + i });
 const entries = (content) => content.map((e) => [e.token, e.logprob]);
 
-async function complete(base, content, i) {
-  const r = await fetch(base + '/v1/chat/completions', {
-    method: 'POST', headers: { 'content-type': 'application/json' },
-    body: JSON.stringify({ model: MODEL, ...sampling(i), max_tokens: MAX_TOKENS, logprobs: true,
-                           messages: [{ role: 'user', content }] }) });
-  return { status: r.status, json: await r.json() };
-}
+const body = (content, i) => ({ model: MODEL, ...sampling(i), max_tokens: MAX_TOKENS, logprobs: true,
+                                messages: [{ role: 'user', content }] });
+const complete = (base, content, i) => postChat(base, body(content, i));
 
 // A stream the server cuts (its connection closed before [DONE]) is a lost stream, not a crash
 // of the test: its error is kept for the verdict.
-async function stream(base, content, progress, i) {
-  try {
-    const o = await streamChat(base, { model: MODEL, ...sampling(i), max_tokens: MAX_TOKENS, logprobs: true,
-                                       messages: [{ role: 'user', content }] }, () => progress[i]++);
-    return { ...o, logprobs: entries(o.logprobs) };
-  } catch (e) {
-    return { status: 'cut', error: String(e.cause ?? e), done: false, progress: progress[i] };
-  }
-}
+const stream = (base, content, progress, i) => streamCounted(base, body(content, i), progress, i, entries);
 
 async function ready(base) {
   await waitFor(`an answer from ${base}`, async () => {

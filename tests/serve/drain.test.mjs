@@ -15,7 +15,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import assert from 'node:assert/strict';
-import { assertStreamsEqual, check, finish, results, startTwoDecodeCluster, streamChat, waitFor } from './harness.mjs';
+import { assertStreamsEqual, check, finish, postChat, results, startTwoDecodeCluster, streamCounted, waitFor } from './harness.mjs';
 
 const MODEL = 'deepseek-v4.1-flash';
 const [exe, draftModel] = process.argv.slice(2);
@@ -36,20 +36,11 @@ const sampling = (i) => (i % 4 < 2 ? { temperature: 0 } : { temperature: 0.8, se
 /// Each token with its log-probability and its top-1 alternative's.
 const entries = (content) => content.map((e) => [e.token, e.logprob, e.top_logprobs[0].token, e.top_logprobs[0].logprob]);
 
-async function complete(base, content, i) {
-  const r = await fetch(base + '/v1/chat/completions', {
-    method: 'POST', headers: { 'content-type': 'application/json' },
-    body: JSON.stringify({ model: MODEL, ...sampling(i), max_tokens: MAX_TOKENS, logprobs: true, top_logprobs: 1,
-                           messages: [{ role: 'user', content }] }) });
-  return { status: r.status, json: await r.json() };
-}
-
+const body = (content, i) => ({ model: MODEL, ...sampling(i), max_tokens: MAX_TOKENS, logprobs: true, top_logprobs: 1,
+                                messages: [{ role: 'user', content }] });
+const complete = (base, content, i) => postChat(base, body(content, i));
 // A streamed request that counts its content events in `progress[i]`.
-async function stream(base, content, progress, i) {
-  const o = await streamChat(base, { model: MODEL, ...sampling(i), max_tokens: MAX_TOKENS, logprobs: true,
-                                     top_logprobs: 1, messages: [{ role: 'user', content }] }, () => progress[i]++);
-  return { ...o, logprobs: entries(o.logprobs) };
-}
+const stream = (base, content, progress, i) => streamCounted(base, body(content, i), progress, i, entries);
 
 async function ready(base) {
   await waitFor(`an answer from ${base}`, async () => {

@@ -160,6 +160,25 @@ export async function startTwoDecodeCluster(exe, dir, { prefillRanks = 2, tables
   return { manifest, logPath, procs, cluster: `http://127.0.0.1:${clusterHttp}`, one: `http://127.0.0.1:${oneHttp}` };
 }
 
+/// POSTs one Chat Completions `body` to `base`: its status and parsed JSON.
+export async function postChat(base, body) {
+  const r = await fetch(base + '/v1/chat/completions', {
+    method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
+  return { status: r.status, json: await r.json() };
+}
+
+/// Streams `body` (`streamChat`), counting its content deltas in `progress[i]`, its
+/// log-probability entries mapped by `entries`. A stream the server cuts (its connection closed
+/// before [DONE]) is `{ status: 'cut', ... }`, a lost stream to assert on, not a crash.
+export async function streamCounted(base, body, progress, i, entries) {
+  try {
+    const o = await streamChat(base, body, () => progress[i]++);
+    return { ...o, logprobs: entries(o.logprobs) };
+  } catch (e) {
+    return { status: 'cut', error: String(e.cause ?? e), done: false, progress: progress[i] };
+  }
+}
+
 /// Asserts that every stream of `out` (from `streamChat`, its log-probabilities mapped with
 /// `entries`) ended as its undisturbed run `reference[i]` (a chat completion body) did: the
 /// finish_reason, the text and every log-probability entry (`entries` of the body's
