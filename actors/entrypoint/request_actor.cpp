@@ -230,13 +230,7 @@ caf::behavior await_images(request_pointer self, recipe::conversation conv, cons
       if (auto next = compile_then_start(self, std::move(*parsed), std::move(*fetched)))
         self->become(std::move(next));
     },
-    [=](cancel_atom, uint64_t) {
-      auto& st = self->state;
-      st.done = true;
-      st.ctx->vllm.finished("abort");
-      log().info("request={} client went away while its images were fetched", st.id);
-      self->quit();
-    },
+    [=](cancel_atom, uint64_t) { abandon_request(self, "its images were fetched"); },
   };
 }
 

@@ -125,21 +125,14 @@ caf::behavior compile_then_start(request_pointer self, recipe::conversation conv
   w->conv = std::move(conv);
   w->fetched = std::move(fetched);
   w->job = std::move(**job);
-  // The compile timeout bounds the compile; the margin covers the compiler's queue and the hop.
-  w->wait = st.ctx->cfg.so_compile_timeout * 2 + std::chrono::seconds{3};
+  w->wait = structured_output::answer_wait(st.ctx->cfg.so_compile_timeout);
   ask_compiler(self, pick_so_compiler(*st.ctx), w);
   self->set_down_handler([=](caf::down_msg& dm) {
     if (!self->state.done && w->remote && dm.source == w->remote)
       ask_locally(self, w, "its node is gone: " + self->system().render(dm.reason));
   });
   return {
-    [=](cancel_atom, uint64_t) {
-      auto& st = self->state;
-      st.done = true;
-      st.ctx->vllm.finished("abort");
-      log().info("request={} client went away while its constraint compiled", st.id);
-      self->quit();
-    },
+    [=](cancel_atom, uint64_t) { abandon_request(self, "its constraint compiled"); },
   };
 }
 

@@ -8,6 +8,7 @@
 #include "actors/entrypoint/request_state.hpp"
 #include "actors/entrypoint/response_store.hpp"
 #include "actors/entrypoint/serving_context.hpp"
+#include "actors/log.hpp"
 #include "actors/http/metrics_registry.hpp"
 #include "recipe/protocol/api_error.hpp"
 
@@ -100,6 +101,14 @@ void end_with_error(request_pointer self, int status, std::string type, std::str
     r.body = !st.samples.front().generated.empty() ? out.failed_body(e, st.usage_now()) : e.body();
     st.writer->send(std::move(r));
   }
+  self->quit();
+}
+
+void abandon_request(request_pointer self, const char* while_what) {
+  auto& st = self->state;
+  st.done = true;
+  st.ctx->vllm.finished("abort");
+  log().info("request={} client went away while {}", st.id, while_what);
   self->quit();
 }
 

@@ -223,6 +223,10 @@ void unwatch(request_pointer self, const caf::actor& rank);
 /// the end); an empty behavior when it was answered already.
 caf::behavior start_request(request_pointer self, recipe::conversation conv, const fetched_images& fetched);
 
+/// request_finish.cpp: the client went away before the request started (`while_what`: what it
+/// waited for, for the log); counted as an abort, and the request ends.
+void abandon_request(request_pointer self, const char* while_what);
+
 /// request_actor.cpp: answers `e` (before anything was sent) and ends the request.
 void refuse_request(request_pointer self, const recipe::api_error& e);
 

@@ -25,7 +25,7 @@ instance_supervisor_config make_instance_config(const node_runtime_config& node,
     sc.engine.cache = shared.cache;
     sc.engine.constraints = shared.constraints;
     sc.engine.so_compiler = shared.compiler;
-    sc.engine.so_compile_wait = node.serving->so_compile_timeout * 2 + std::chrono::seconds{3};
+    sc.engine.so_compile_wait = structured_output::answer_wait(node.serving->so_compile_timeout);
     sc.engine.reads_hits = spec.role == node_role::prefill;
     sc.engine.decoder_mode = node.serving->decoder_mode;
     // Only decode ranks draft: a prefill rank's proposal would not travel with the sequence.

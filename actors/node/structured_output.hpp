@@ -1,6 +1,7 @@
 #pragma once
 
 #include <atomic>
+#include <chrono>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -38,6 +39,12 @@ public:
   result make(std::string_view spec, std::span<const int32_t> output) override;
   /// Whether `spec` is compiled here (false before the first compile loads the vocabulary).
   bool ready(std::string_view spec) const override;
+
+  /// How long an asker waits for a compiler actor's answer: the compile timeout bounds the
+  /// compile, the margin covers the compiler's queue and the hop.
+  static std::chrono::milliseconds answer_wait(std::chrono::milliseconds compile_timeout) {
+    return compile_timeout * 2 + std::chrono::seconds{3};
+  }
 
   /// The constraint a spec carries (without its `@ID:` start).
   static expected<recipe::so::constraint, std::string> constraint_of(std::string_view spec);
