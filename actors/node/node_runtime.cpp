@@ -1,8 +1,6 @@
 #include "actors/node/node_runtime.hpp"
 
 #include <algorithm>
-#include <filesystem>
-#include <limits>
 #include <condition_variable>
 #include <mutex>
 #include <thread>
@@ -32,6 +30,7 @@
 #include "actors/node/instance_config.hpp"
 #include "actors/node/kv_gc_worker.hpp"
 #include "actors/node/node_http.hpp"
+#include "actors/node/prefix_cache_config.hpp"
 #include "actors/node/structured_output.hpp"
 #include "actors/so/so_compiler.hpp"
 #include "actors/control/snapshot_server.hpp"
@@ -44,16 +43,6 @@
 namespace deepinfer::actors {
 
 namespace {
-
-/// The KV store's disk budget: `[kv] disk_budget_gib`, or the filesystem's size when 0.
-uint64_t kv_budget_bytes(const serving_config& sc) {
-  if (sc.kv_disk_budget_bytes > 0)
-    return sc.kv_disk_budget_bytes;
-  std::error_code ec;
-  std::filesystem::create_directories(sc.kv_root, ec);
-  auto space = std::filesystem::space(sc.kv_root, ec);
-  return ec ? std::numeric_limits<uint64_t>::max() : static_cast<uint64_t>(space.capacity);
-}
 
 uint64_t make_incarnation() {
   using namespace std::chrono;
@@ -226,44 +215,16 @@ std::optional<std::string> node_runtime::start() {
   std::shared_ptr<kv::prefix_cache> cache;
   auto metrics = std::make_shared<http::metrics_registry>();
   if (cfg.serving && !cfg.serving->kv_root.empty()) {
-    auto mc = engine::load_config_file(cfg.serving->model_dir + "/config.json");
-    if (!mc.config)
-      return "cannot read the model config: " + mc.error;
+    auto pc = prefix_cache_config_of(*cfg.serving);
+    if (!pc)
+      return pc.error();
     std::string err;
-    kv::prefix_cache::config pc;
-    pc.root = cfg.serving->kv_root;
-    pc.fingerprint = mc.config->fingerprint;
-    pc.snapshot_ttl_ms = cfg.serving->snapshot_ttl.count();
-    pc.snapshot_memory_cap = cfg.serving->swa_memory_bytes;
-    pc.fsync = cfg.serving->kv_fsync;
-    pc.write_queue_bytes = static_cast<std::size_t>(cfg.serving->kv_write_queue_bytes);
-    pc.ttl = {cfg.serving->kv_ttl_agent.count(), cfg.serving->kv_ttl_chatbot.count()};
-    const auto budget = kv_budget_bytes(*cfg.serving);
-    pc.gc_high_watermark_bytes = static_cast<uint64_t>(static_cast<double>(budget) * cfg.serving->kv_gc_high_watermark);
-    pc.gc_low_watermark_bytes = static_cast<uint64_t>(static_cast<double>(budget) * cfg.serving->kv_gc_low_watermark);
-    cache = kv::prefix_cache::open(pc, &err);
+    cache = kv::prefix_cache::open(*pc, &err);
     if (!cache)
       return err;
     if (cfg.self.roles.has(node_role::kvstore))
       d.gc = std::make_unique<kv_gc_worker>(cache, cfg.serving->kv_gc_interval, *metrics);
-    cfg.self.snapshots = caf::actor_cast<caf::strong_actor_ptr>(
-      spawn_snapshot_server(sys, [weak = std::weak_ptr<kv::prefix_cache>{cache}](const kv::block_key& k)
-                                   -> std::optional<std::vector<std::byte>> {
-        auto c = weak.lock();
-        auto snap = c ? c->local_snapshot(k) : nullptr;
-        if (!snap)
-          return std::nullopt;
-        return *snap;
-      }));
-    // Every snapshot kept here is recorded in the directory shard responsible for its key.
-    cache->set_snapshot_listener([snap = d.snap, owner = caf::actor_cast<caf::actor_addr>(cfg.self.snapshots)](
-                                   const kv::block_key& key) {
-      auto server = caf::actor_cast<caf::strong_actor_ptr>(owner);
-      auto shard = server ? swa_shard_for(snap->get().view, key) : nullptr;
-      if (shard)
-        caf::anon_send(caf::actor_cast<swa_shard_actor>(shard), swa_record_atom::value,
-                       key, server);
-    });
+    cfg.self.snapshots = serve_snapshots(sys, cache, d.snap);
   }
 
   // 0a'. How KV crosses processes: with RDMA, this node's listener (the decode side reads from
