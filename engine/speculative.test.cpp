@@ -9,64 +9,16 @@
 
 #include <boost/test/unit_test.hpp>
 
-#include "engine/testing/engine_fixture.hpp"
+#include "engine/testing/draft_fixture.hpp"
 
 using namespace deepinfer::engine;
 using namespace deepinfer::engine::testing;
 
 namespace {
 
-/// The micro model (512 ids: cheap logits) with a seeded random draft head.
-const std::string& draft_model_dir() {
-  static const std::string dir = [] {
-    auto c = micro_config();
-    c.draft_positions = 5;
-    c.draft_vocab = 256;
-    c.draft_rank = 8;
-    auto d = scratch_dir("micro_draft");
-    if (!random_model::write(c, 11, d).empty())
-      std::abort();
-    return d;
-  }();
-  return dir;
-}
+using job = decode_job;
 
-std::unique_ptr<rank_engine> load_engine(speculative_mode m) {
-  rank_engine::config cfg{1024, 2, fixture_isa()};
-  cfg.speculative = m;
-  auto r = rank_engine::load(draft_model_dir(), cfg);
-  BOOST_REQUIRE_MESSAGE(r.engine, r.error);
-  return std::move(r.engine);
-}
-
-struct job {
-  std::vector<int32_t> prompt;
-  sampling_params sampling;
-  std::vector<int32_t> want; // plain decode's output
-  std::vector<int32_t> got;
-};
-
-/// Plain decode, one request at a time: the reference.
-std::vector<int32_t> plain_output(rank_engine& e, const job& j) {
-  prefill_request req;
-  req.seq = next_seq();
-  req.tokens = j.prompt;
-  req.sampling = j.sampling;
-  auto p = e.prefill(req);
-  BOOST_REQUIRE(p.status == engine_status::ok);
-  std::vector<int32_t> out{p.first.id};
-  std::vector<sequence_id> one{req.seq};
-  bool done = out.size() >= static_cast<std::size_t>(j.sampling.max_tokens) ||
-              std::count(j.sampling.stop_ids.begin(), j.sampling.stop_ids.end(), p.first.id) > 0;
-  while (!done) {
-    auto o = e.decode_step(one)[0];
-    BOOST_REQUIRE(o.status == engine_status::ok);
-    out.push_back(o.token.id);
-    done = o.finished;
-  }
-  e.free(req.seq);
-  return out;
-}
+std::unique_ptr<rank_engine> load_engine(speculative_mode m) { return load_draft_engine(m); }
 
 } // namespace
 
@@ -160,20 +112,8 @@ BOOST_AUTO_TEST_CASE(greedy_output_is_plain_decodes_token_for_token_in_changing_
   while (!waiting.empty() || !active.empty()) {
     const std::size_t cap = 1 + rng() % 12;
     while (active.size() < cap && !waiting.empty()) {
-      auto& j = jobs[waiting.front()];
-      prefill_request req;
-      req.seq = next_seq();
-      req.tokens = j.prompt;
-      req.sampling = j.sampling;
-      auto p = spec->prefill(req);
-      BOOST_REQUIRE(p.status == engine_status::ok);
-      j.got = {p.first.id};
-      const bool done = j.got.size() >= static_cast<std::size_t>(j.sampling.max_tokens) ||
-                        std::count(j.sampling.stop_ids.begin(), j.sampling.stop_ids.end(), p.first.id) > 0;
-      if (done)
-        spec->free(req.seq);
-      else
-        active[req.seq.value] = waiting.front();
+      if (auto seq = start_job(*spec, jobs[waiting.front()]))
+        active[seq->value] = waiting.front();
       waiting.pop_front();
     }
     if (active.empty())

@@ -24,22 +24,6 @@
 
 namespace deepinfer::actors {
 
-namespace {
-
-/// Stores what is left of a sequence (its blocks not yet queued, its last window), then frees it.
-void release(rank_pointer self, decoding& d) {
-  auto& st = self->state;
-  if (auto& cache = st.cfg.engine.cache) {
-    store_filled(self, d);
-    // The last window decode copied at a 128 boundary (DESIGN §4.2).
-    if (auto at = st.engine->snapshot_end(d.seq))
-      cache->store_snapshot(st.engine->tokens(d.seq), *at, *st.engine->export_snapshot(d.seq), d.salt, d.images);
-  }
-  st.engine->free(d.seq);
-}
-
-} // namespace
-
 void store_filled(rank_pointer self, decoding& d) {
   auto& st = self->state;
   auto& cache = st.cfg.engine.cache;
@@ -61,8 +45,9 @@ void store_filled(rank_pointer self, decoding& d) {
 
 void report(rank_pointer self) {
   auto& st = self->state;
-  if (!st.pool_used || !st.engine)
-    return;
+  if (!st.pool_used || !st.engine || (st.loop && st.holds == 0))
+    return; // the loop's step may be changing the pool
+
   auto& pool = st.engine->pool();
   st.pool_used->set(static_cast<double>(pool.geometry().blocks - pool.free_blocks()));
   st.active_gauge->set(static_cast<double>(st.active.size()));
@@ -98,6 +83,8 @@ void start_decode(rank_pointer self, kv_handoff& h, const engine::sampling_param
                              std::string{"this node has no KV transport "} + to_string(h.transport))};
   if (!sink)
     return;
+  // The KV is received while the loop steps; the import needs the engine.
+  auto held = hold_engine(self);
   // One sequence, or one per parallel sample, each with its own seed and first token (the same
   // KV imported once per sample).
   std::vector<parallel_sample> starts = h.samples;
@@ -124,6 +111,7 @@ void start_decode(rank_pointer self, kv_handoff& h, const engine::sampling_param
     h.packed.shrink_to_fit();
     auto parked = std::make_shared<std::pair<kv_handoff, std::vector<std::byte>>>(std::move(h), std::move(*bytes));
     compile_then(self, s.constraint, [=](caf::error err) {
+      auto held = hold_engine(self);
       if (err) {
         for (const auto& x : starts)
           if (self->state.cancelled.erase(x.id) == 0)
@@ -185,123 +173,10 @@ void import_received(rank_pointer self, const kv_handoff& h, const std::vector<s
       offer_if_handing_off(self, x.id);
 }
 
-/// One token per sequence (speculation off, or a model without a draft head).
-std::vector<engine::verify_output> plain_step(rank_pointer self, std::span<const engine::sequence_id> seqs) {
-  auto outs = self->state.engine->decode_step(seqs);
-  std::vector<engine::verify_output> v(outs.size());
-  for (std::size_t i = 0; i < outs.size(); ++i) {
-    v[i].seq = outs[i].seq;
-    v[i].status = outs[i].status;
-    v[i].finished = outs[i].finished;
-    if (outs[i].status == engine::engine_status::ok)
-      v[i].tokens.push_back(std::move(outs[i].token));
-  }
-  return v;
-}
-
-/// Verifies each sequence's drafts in one forward (the planner picks how many), times the step
-/// for the planner's cost curve and counts drafts and acceptances under vLLM's names.
-std::vector<engine::verify_output> speculative_step(rank_pointer self, std::span<const engine::sequence_id> seqs) {
-  auto& st = self->state;
-  std::vector<engine::draft_proposal> props(seqs.size());
-  for (std::size_t i = 0; i < seqs.size(); ++i)
-    props[i] = st.engine->proposal(seqs[i]);
-  const auto lengths = st.planner->plan(props);
-  std::vector<engine::verify_request> reqs(seqs.size());
-  int64_t rows = 0;
-  for (std::size_t i = 0; i < seqs.size(); ++i) {
-    reqs[i] = {seqs[i], lengths[i]};
-    rows += 1 + lengths[i];
-  }
-  const auto t0 = std::chrono::steady_clock::now();
-  auto outs = st.engine->verify_step(reqs);
-  st.planner->observe(rows, std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
-  if (st.spec_drafts)
-    for (const auto& o : outs) {
-      if (o.drafted == 0)
-        continue;
-      st.spec_drafts->inc();
-      st.spec_draft_tokens->inc(o.drafted);
-      st.spec_accepted->inc(o.accepted);
-      for (int32_t j = 0; j < o.accepted && j < engine::max_draft_positions; ++j)
-        st.spec_accepted_at[static_cast<std::size_t>(j)]->inc();
-    }
-  return outs;
-}
-
-/// One decode step over every active sequence; re-arms itself while any remain, so new
-/// sequences join the batch at the next step (continuous batching).
-void decode_step(rank_pointer self) {
-  auto& st = self->state;
-  const auto compute_start = std::chrono::steady_clock::now();
-  std::vector<engine::sequence_id> seqs;
-  std::vector<uint64_t> ids;
-  for (auto& [id, d] : st.active) {
-    if (d.moving)
-      continue; // offered for a handoff: not a token more here until its sink answers
-    seqs.push_back(d.seq);
-    ids.push_back(id);
-  }
-  if (seqs.empty()) {
-    st.stepping = false;
-    st.last_compute_end.reset(); // waiting for requests is not idling between steps
-    return;
-  }
-  auto outs = st.planner ? speculative_step(self, seqs) : plain_step(self, seqs);
-  if (!end_ep_step(self))
-    return;
-  ++st.steps;
-  {
-    const auto end = std::chrono::steady_clock::now();
-    const double idle = st.last_compute_end ? std::chrono::duration<double>(compute_start - *st.last_compute_end).count() : 0.0;
-    const double busy = std::chrono::duration<double>(end - compute_start).count();
-    st.idle_weighted = 0.95 * st.idle_weighted + idle;
-    st.busy_weighted = 0.95 * st.busy_weighted + busy;
-    st.last_compute_end = end;
-    if (st.idle_gauge && st.idle_weighted + st.busy_weighted > 0)
-      st.idle_gauge->set(st.idle_weighted / (st.idle_weighted + st.busy_weighted));
-  }
-  for (size_t i = 0; i < outs.size() && i < ids.size(); ++i) {
-    auto it = st.active.find(ids[i]);
-    token_batch b;
-    b.id = ids[i];
-    if (outs[i].status != engine::engine_status::ok) {
-      b.finished = true;
-      b.error = make_error(errc_of(outs[i].status), "decode step failed");
-    } else {
-      // Several tokens when drafts were accepted: the request actor streams them and cuts at a
-      // stop string inside them as it does across batches.
-      for (const auto& t : outs[i].tokens) {
-        b.tokens.push_back(t.id);
-        if (it->second.logprobs_top >= 0)
-          append_logprobs(b.logprobs, t, it->second.logprobs_top);
-      }
-      b.finished = outs[i].finished;
-      // A block it filled is written now, not when it ends (issue 17).
-      it->second.length += static_cast<int64_t>(outs[i].tokens.size());
-      if (!b.finished && (it->second.length - 1) / 128 > it->second.stored_blocks)
-        store_filled(self, it->second);
-    }
-    b.kv_bytes = std::exchange(it->second.kv_bytes, 0);
-    auto sink = it->second.sink;
-    const bool finished = b.finished;
-    if (finished) {
-      // Queue the last blocks before the client hears of the end: queued blocks hit at once, so
-      // its next turn hits them.
-      release(self, it->second);
-      st.active.erase(it);
-    }
-    caf::send_as(caf::actor_cast<caf::actor>(self), sink, tokens_atom::value, std::move(b));
-    if (finished)
-      drain_forget(self, ids[i]);
-  }
-  report(self);
-  self->send(self, step_atom::value);
-}
-
 rank_actor::behavior_type rank_behavior(rank_pointer self, rank_config cfg) {
   self->state.cfg = cfg;
   self->set_down_handler([=](caf::down_msg& dm) {
+    auto held = hold_engine(self);
     drop_prefills_of(self, dm.source);
     auto& active = self->state.active;
     for (auto it = active.begin(); it != active.end();)
@@ -364,7 +239,8 @@ rank_actor::behavior_type rank_behavior(rank_pointer self, rank_config cfg) {
       if (!cfg.engine.reads_hits) // decode ranks only (prefill ranks read hits)
         st.idle_gauge = &m->add_gauge("deepinfer_decode_idle_fraction",
                                     "Share of decode time the compute threads waited between steps of a running "
-                                    "batch (synchronous scheduling: the rank thread's post-processing).",
+                                    "batch: for the rank thread's post-processing (synchronous scheduling), or "
+                                    "for its hold on the engine (asynchronous).",
                                     {"instance", "rank"})
                          .with(labels);
       if (st.planner) {
@@ -385,6 +261,8 @@ rank_actor::behavior_type rank_behavior(rank_pointer self, rank_config cfg) {
       }
       report(self);
     }
+    // Last: the loop takes the planner, and its first steps publish to the gauges above.
+    start_decode_loop(self);
   }
   return {
     [=](caf::ping_atom) -> rank_status {
@@ -405,6 +283,7 @@ rank_actor::behavior_type rank_behavior(rank_pointer self, rank_config cfg) {
       return payload.bytes.size();
     },
     [=](encode_atom, vision_job& job) -> vision_result {
+      auto held = hold_engine(self);
       auto& s = self->state;
       vision_result r;
       r.id = job.id;
@@ -429,6 +308,7 @@ rank_actor::behavior_type rank_behavior(rank_pointer self, rank_config cfg) {
       return r;
     },
     [=](prefill_atom, prefill_job& job) -> caf::typed_response_promise<prefill_result> {
+      auto held = hold_engine(self);
       auto promise = self->make_response_promise<prefill_result>();
       if (!needs_compile(self, job.sampling.constraint)) {
         start_prefill(self, job, promise);
@@ -437,6 +317,7 @@ rank_actor::behavior_type rank_behavior(rank_pointer self, rank_config cfg) {
       // Its constraint compiles on the node's compiler actor first; jobs behind it go on.
       auto parked = std::make_shared<prefill_job>(std::move(job));
       compile_then(self, parked->sampling.constraint, [=](caf::error err) mutable {
+        auto held = hold_engine(self);
         if (self->state.cancelled.erase(parked->id) > 0)
           err = make_error(errc::request_cancelled, "cancelled while its constraint compiled");
         if (err) {
@@ -454,6 +335,7 @@ rank_actor::behavior_type rank_behavior(rank_pointer self, rank_config cfg) {
       start_decode(self, h, s, sink);
     },
     [=](cancel_atom, uint64_t id) {
+      auto held = hold_engine(self);
       auto& st = self->state;
       if (cancel_prefill(self, id, "cancelled"))
         return;
@@ -467,18 +349,34 @@ rank_actor::behavior_type rank_behavior(rank_pointer self, rank_config cfg) {
         st.cancelled.erase(st.cancelled.begin());
       st.cancelled.insert(id);
     },
-    [=](step_atom) { decode_step(self); },
-    [=](chunk_atom) { prefill_chunk(self); },
-    [=](planned_atom, uint64_t id) { on_hit_planned(self, id); },
-    [=](loaded_atom, uint64_t id) { on_blocks_loaded(self, id); },
+    [=](step_atom) { on_step(self); },
+    [=](chunk_atom) {
+      auto held = hold_engine(self);
+      prefill_chunk(self);
+    },
+    [=](planned_atom, uint64_t id) {
+      auto held = hold_engine(self);
+      on_hit_planned(self, id);
+    },
+    [=](loaded_atom, uint64_t id) {
+      auto held = hold_engine(self);
+      on_blocks_loaded(self, id);
+    },
     [=](ep_wake_atom, int64_t step) { on_ep_wake(self, step); },
     [=](drain_atom, int64_t grace_ms) -> caf::typed_response_promise<uint64_t> {
       auto promise = self->make_response_promise<uint64_t>();
+      auto held = hold_engine(self);
       begin_drain(self, std::chrono::milliseconds{grace_ms}, promise);
       return promise;
     },
-    [=](move_atom, uint64_t id, const rank_grant& to) { on_move(self, id, to); },
-    [=](drain_atom) { on_drain_timer(self); },
+    [=](move_atom, uint64_t id, const rank_grant& to) {
+      auto held = hold_engine(self);
+      on_move(self, id, to);
+    },
+    [=](drain_atom) {
+      auto held = hold_engine(self);
+      on_drain_timer(self);
+    },
   };
 }
 

@@ -72,6 +72,10 @@ struct rank_engine_config {
   /// variable (the prefix per request that maximises expected tokens per second); nullopt:
   /// variable when the model has a draft head. Greedy output is the same in every mode.
   std::optional<engine::speculative_mode> speculative;
+  /// Asynchronous scheduling on a decode rank (issue 18, engine::decode_loop): a compute thread
+  /// steps the batch back to back while the rank's thread streams the step before; off, the
+  /// rank's thread steps, then streams. The output is the same token for token.
+  bool async_scheduling = false;
   /// Chunked prefill (DESIGN §5.3, engine::prefill_scheduler): the time budget of one prefill
   /// step, ns. Between steps the rank takes new jobs, cancels and pings, so a step bounds how
   /// long they wait. Chunk sizes come from `prefill_cost`. 100 ms: on

@@ -82,14 +82,6 @@ void check_drained(rank_pointer self) {
 
 } // namespace
 
-void ensure_stepping(rank_pointer self) {
-  auto& st = self->state;
-  if (st.stepping)
-    return;
-  st.stepping = true;
-  self->send(self, step_atom::value);
-}
-
 void begin_drain(rank_pointer self, std::chrono::milliseconds grace, caf::typed_response_promise<uint64_t> promise) {
   auto& st = self->state;
   if (!st.drain)

@@ -62,34 +62,76 @@ bool join_ep(rank_pointer self) {
   return true;
 }
 
+namespace {
+
+/// What ending a group step touches: the group, its member and rank 0's figures. Copied out of
+/// the rank's state, so the decode loop's thread ends its steps with it.
+struct group_step {
+  ep_generation* gen = nullptr;
+  engine::ep_rank* member = nullptr;
+  uint32_t rank = 0, generation = 0;
+  std::string instance;
+  http::metrics_registry::gauge* moe_lb_gauge = nullptr;
+  http::metrics_registry::counter* replacements_counter = nullptr;
+  http::metrics_registry::histogram* exchange_histogram = nullptr;
+};
+
+group_step group_step_of(const rank_state& st) {
+  return {st.cfg.ep.get(), st.member, st.cfg.rank, st.cfg.generation, st.cfg.engine.instance,
+          st.moe_lb_gauge, st.replacements_counter, st.exchange_histogram};
+}
+
+/// Ends the member's step (false: the group failed) and publishes its figures.
+bool end_group_step(const group_step& g) {
+  const auto stats = g.member->end_step();
+  if (stats.failed) {
+    log().warn("rank={} generation={} its expert-parallel group failed; stopping", g.rank, g.generation);
+    return false;
+  }
+  g.gen->publish(*g.member, stats);
+  if (g.moe_lb_gauge != nullptr) {
+    g.moe_lb_gauge->set(stats.moe_lb);
+    g.exchange_histogram->observe(stats.exchange_seconds);
+    if (stats.replaced)
+      g.replacements_counter->inc();
+  }
+  if (stats.replaced && g.rank == 0)
+    log().info("instance={} generation={} experts re-placed at step {}: moe_lb={:.3f} moved_slots={}", g.instance,
+               g.generation, stats.step, stats.moe_lb, stats.moves);
+  return true;
+}
+
+} // namespace
+
 bool end_ep_step(rank_pointer self, bool force) {
   auto& st = self->state;
   auto* member = st.member;
   if (member == nullptr || (!force && !member->in_step()))
     return true;
-  const auto stats = member->end_step();
-  if (stats.failed) {
+  if (!end_group_step(group_step_of(st))) {
     // The step's forwards computed garbage: nothing of it leaves this rank. The supervisor
     // restarts the instance with its healthy ranks; requests here are rerouted.
-    log().warn("rank={} generation={} its expert-parallel group failed; stopping", st.cfg.rank,
-               st.cfg.generation);
     self->quit(make_error(errc::ep_group_failed, "its expert-parallel group failed"));
     return false;
   }
-  st.cfg.ep->publish(*member, stats);
-  if (st.moe_lb_gauge != nullptr) {
-    st.moe_lb_gauge->set(stats.moe_lb);
-    st.exchange_histogram->observe(stats.exchange_seconds);
-    if (stats.replaced)
-      st.replacements_counter->inc();
-  }
-  if (stats.replaced && st.cfg.rank == 0)
-    log().info("instance={} generation={} experts re-placed at step {}: moe_lb={:.3f} moved_slots={}",
-               st.cfg.engine.instance, st.cfg.generation, stats.step, stats.moe_lb, stats.moves);
   return true;
 }
 
+std::function<bool(int64_t wake)> ep_step_ender(rank_pointer self) {
+  if (self->state.member == nullptr)
+    return nullptr;
+  return [g = group_step_of(self->state)](int64_t wake) {
+    if (g.member->in_step() || wake > g.member->steps())
+      return end_group_step(g);
+    return true; // no forwards, and any wake was for a step this rank has ended
+  };
+}
+
 void on_ep_wake(rank_pointer self, int64_t step) {
+  if (auto& loop = self->state.loop) {
+    loop->wake(step); // the loop's thread takes part, never waiting for this one
+    return;
+  }
   auto* member = self->state.member;
   // Stale: this rank started that step itself (its own forwards) and has ended it.
   if (member == nullptr || step <= member->steps())

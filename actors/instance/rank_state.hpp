@@ -12,6 +12,7 @@
 #include <memory>
 #include <optional>
 #include <set>
+#include <utility>
 
 #include <caf/stateful_actor.hpp>
 #include <caf/typed_event_based_actor.hpp>
@@ -25,6 +26,7 @@
 #include "kv/prefix_cache.hpp"
 #include "actors/instance/rank.hpp"
 #include "engine/decode_drain.hpp"
+#include "engine/decode_loop.hpp"
 #include "engine/prefill_scheduler.hpp"
 #include "engine/rank_engine.hpp"
 #include "engine/spec_planner.hpp"
@@ -107,6 +109,14 @@ struct rank_state {
   rank_config cfg;
   uint64_t steps = 0;
   std::unique_ptr<engine::rank_engine> engine;
+  /// Asynchronous scheduling (issue 18, `rank_engine_config::async_scheduling`): the compute
+  /// thread that steps the decode batch while this thread streams (null: this thread steps it,
+  /// synchronously). Declared after the engine and before the EP guard: it is joined after the
+  /// group fails (a step waiting in a collective returns) and before the engine goes.
+  std::unique_ptr<engine::decode_loop> loop;
+  /// Nesting of `hold_engine` on the rank's thread; the steps' results not delivered yet.
+  int holds = 0;
+  std::deque<engine::decode_loop::step_result> undelivered;
   /// Declared after the engine: fails the group before the engine leaves it.
   ep_fail_on_exit ep_guard;
   /// The engine's member of `cfg.ep`'s group (null without EP).
@@ -166,6 +176,34 @@ using rank_pointer = rank_actor::stateful_pointer<rank_state>;
 
 /// Publishes pool use, batch size and prefill queue length.
 void report(rank_pointer self);
+
+// -- decode steps (rank_decode.cpp) -------------------------------------------------------------
+
+/// The engine is this thread's while one lives (the decode loop runs no step): every handler that
+/// calls the engine or edits the batch holds it. Taking the first one delivers the steps the loop
+/// finished meanwhile, so what the rank knows of its sequences is what the engine holds; the last
+/// one gives the loop the batch as `active` has it. No-op without a loop.
+class engine_hold {
+public:
+  engine_hold() = default;
+  explicit engine_hold(rank_pointer self);
+  engine_hold(engine_hold&& o) noexcept : self_(std::exchange(o.self_, nullptr)) {}
+  engine_hold(const engine_hold&) = delete;
+  engine_hold& operator=(const engine_hold&) = delete;
+  engine_hold& operator=(engine_hold&&) = delete;
+  ~engine_hold();
+
+private:
+  rank_pointer self_ = nullptr;
+};
+inline engine_hold hold_engine(rank_pointer self) { return engine_hold{self}; }
+/// Starts the decode loop when the rank decodes asynchronously (after the engine joined its EP
+/// group).
+void start_decode_loop(rank_pointer self);
+/// step_atom: the next synchronous step, or the loop's finished steps delivered.
+void on_step(rank_pointer self);
+/// Stores what is left of a sequence (its blocks not yet queued, its last window), then frees it.
+void release(rank_pointer self, decoding& d);
 /// Queues the full blocks of `d` not yet stored for writing (the prefix cache's writer thread
 /// writes them; only their export runs here). No-op without a cache.
 void store_filled(rank_pointer self, decoding& d);
@@ -203,6 +241,9 @@ bool join_ep(rank_pointer self);
 /// started it). False: the group failed during the step — its forwards are garbage, nothing may
 /// be sent — and the rank is quitting. True without EP.
 bool end_ep_step(rank_pointer self, bool force = false);
+/// The decode loop's way to end the steps its forwards started (null without EP): as
+/// end_ep_step, on the loop's thread; false when the group failed (the rank then quits).
+std::function<bool(int64_t wake)> ep_step_ender(rank_pointer self);
 /// Another rank started step `step`: take part (an empty step) unless this rank already did.
 void on_ep_wake(rank_pointer self, int64_t step);
 

@@ -31,6 +31,7 @@ instance_supervisor_config make_instance_config(const node_runtime_config& node,
     // Only decode ranks draft: a prefill rank's proposal would not travel with the sequence.
     sc.engine.speculative =
       spec.role == node_role::decode ? node.serving->speculative : std::optional{engine::speculative_mode::off};
+    sc.engine.async_scheduling = spec.role == node_role::decode && node.serving->async_scheduling;
     sc.engine.cpu_isa = node.serving->cpu_isa;
     sc.engine.prefill_cost = node.serving->prefill_cost;
     sc.engine.prefill_step_ns = std::chrono::duration<double, std::nano>(node.serving->prefill_step).count();

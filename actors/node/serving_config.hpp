@@ -107,6 +107,9 @@ struct serving_config {
   /// Speculative decoding on the node's decode ranks (`--speculative`; rank_engine_config::
   /// speculative): nullopt is variable when the model has a draft head, else off.
   std::optional<engine::speculative_mode> speculative;
+  /// Asynchronous scheduling on the node's decode ranks (`--async-scheduling on|off`;
+  /// rank_engine_config::async_scheduling).
+  bool async_scheduling = true;
   /// CPU kernels of this node's ranks (nullopt: the best the CPU runs); every ISA gives the same
   /// bits, so nodes of a cluster may differ.
   std::optional<engine::kernels::cpu_isa> cpu_isa;

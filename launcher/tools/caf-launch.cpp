@@ -41,6 +41,7 @@ struct options {
   std::string kv_root;
   std::string decoder_mode; // empty: bounded
   std::string speculative;  // empty: variable when the model has a draft head, else off
+  std::string async_scheduling; // empty: on
   std::string cpu_isa;      // empty: the manifest node's cpu_isa, else auto
   std::string kv_transport;
   int prefill_step_ms = 0;  // 0: the manifest's step_budget_ms (100 ms without a manifest)
@@ -136,6 +137,7 @@ std::optional<int> finish_serving_config(const options& o, actors::serving_confi
   sc.decoder_mode = *engine::parse_decoder_mode(o.decoder_mode.empty() ? "bounded" : o.decoder_mode);
   if (!o.speculative.empty())
     sc.speculative = engine::parse_speculative_mode(o.speculative);
+  sc.async_scheduling = o.async_scheduling != "off";
   if (o.prefill_step_ms > 0) // else the manifest's [balancer.prefill] step_budget_ms, or 100 ms
     sc.prefill_step = std::chrono::milliseconds{o.prefill_step_ms};
   sc.cpu_isa = choose_isa(o.cpu_isa.empty() ? isa : o.cpu_isa);
@@ -191,6 +193,10 @@ int main(int argc, char** argv) {
                  "(default variable when the model has one; fixed verifies all 5 drafts; greedy output "
                  "is the same in every mode)")
     ->check(CLI::IsMember({"off", "fixed", "variable"}));
+  app.add_option("--async-scheduling", o.async_scheduling,
+                 "on|off: decode ranks step their batch on a compute thread while the rank's thread "
+                 "streams the step before (default on; the output is the same token for token)")
+    ->check(CLI::IsMember({"on", "off"}));
   app.add_option("--cpu-isa", o.cpu_isa,
                  "auto|portable|avx2|avx512: the CPU kernels (overrides the manifest node's cpu_isa; "
                  "default auto, the best this CPU runs; every choice computes the same bits)")
@@ -342,6 +348,7 @@ int main(int argc, char** argv) {
   // --cpu-isa against its own CPU.
   for (auto [flag, value] : {std::pair{"--kv-transport", &o.kv_transport}, std::pair{"--decoder-mode", &o.decoder_mode},
                              std::pair{"--speculative", &o.speculative},
+                             std::pair{"--async-scheduling", &o.async_scheduling},
                              std::pair{"--kv-root", &o.kv_root}, std::pair{"--cpu-isa", &o.cpu_isa}})
     if (!value->empty())
       extra.insert(extra.end(), {flag, *value});

@@ -1,0 +1,183 @@
+#include "engine/decode_loop.hpp"
+
+#include <algorithm>
+#include <chrono>
+#include <utility>
+
+namespace deepinfer::engine {
+
+std::vector<verify_output> run_decode_step(rank_engine& engine, spec_planner* planner,
+                                           std::span<const sequence_id> seqs) {
+  if (planner == nullptr) {
+    auto outs = engine.decode_step(seqs);
+    std::vector<verify_output> v(outs.size());
+    for (std::size_t i = 0; i < outs.size(); ++i) {
+      v[i].seq = outs[i].seq;
+      v[i].status = outs[i].status;
+      v[i].finished = outs[i].finished;
+      if (outs[i].status == engine_status::ok)
+        v[i].tokens.push_back(std::move(outs[i].token));
+    }
+    return v;
+  }
+  std::vector<draft_proposal> props(seqs.size());
+  for (std::size_t i = 0; i < seqs.size(); ++i)
+    props[i] = engine.proposal(seqs[i]);
+  const auto lengths = planner->plan(props);
+  std::vector<verify_request> reqs(seqs.size());
+  int64_t rows = 0;
+  for (std::size_t i = 0; i < seqs.size(); ++i) {
+    reqs[i] = {seqs[i], lengths[i]};
+    rows += 1 + lengths[i];
+  }
+  const auto t0 = std::chrono::steady_clock::now();
+  auto outs = engine.verify_step(reqs);
+  planner->observe(rows, std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+  return outs;
+}
+
+decode_loop::decode_loop(rank_engine& engine, std::unique_ptr<spec_planner> planner, hooks h, int max_ahead)
+  : engine_(engine), planner_(std::move(planner)), hooks_(std::move(h)), max_ahead_(max_ahead < 1 ? 1 : max_ahead) {
+  thread_ = std::thread([this] { run(); });
+}
+
+decode_loop::~decode_loop() {
+  {
+    std::lock_guard lock(mutex_);
+    stop_ = true;
+  }
+  changed_.notify_all();
+  thread_.join();
+}
+
+void decode_loop::acquire() {
+  std::unique_lock lock(mutex_);
+  ++wanted_;
+  changed_.wait(lock, [&] { return !stepping_ && !held_; });
+  --wanted_;
+  held_ = true;
+}
+
+void decode_loop::release() {
+  {
+    std::lock_guard lock(mutex_);
+    held_ = false;
+  }
+  changed_.notify_all();
+}
+
+void decode_loop::set_batch(std::vector<member> batch) {
+  std::lock_guard lock(mutex_);
+  batch_ = std::move(batch);
+}
+
+std::vector<decode_loop::step_result> decode_loop::take() {
+  std::vector<step_result> out;
+  {
+    std::lock_guard lock(mutex_);
+    out.swap(results_);
+    notified_ = false;
+  }
+  changed_.notify_all(); // a loop held back by max_ahead may go on
+  return out;
+}
+
+void decode_loop::wake(int64_t step) {
+  {
+    std::lock_guard lock(mutex_);
+    wake_ = std::max(wake_, step);
+  }
+  changed_.notify_all();
+}
+
+double decode_loop::idle_fraction() const {
+  std::lock_guard lock(mutex_);
+  const double all = idle_weighted_ + busy_weighted_;
+  return all > 0 ? idle_weighted_ / all : 0.0;
+}
+
+uint64_t decode_loop::steps() const {
+  std::lock_guard lock(mutex_);
+  return steps_;
+}
+
+uint64_t decode_loop::overlapped_steps() const {
+  std::lock_guard lock(mutex_);
+  return overlapped_;
+}
+
+void decode_loop::run() {
+  using clock = std::chrono::steady_clock;
+  // The end of the last step while its batch went on (waiting for requests is not idling).
+  std::optional<clock::time_point> last_end;
+  std::unique_lock lock(mutex_);
+  for (;;) {
+    const auto can_step = [&] { return !batch_.empty() && static_cast<int>(results_.size()) < max_ahead_; };
+    changed_.wait(lock, [&] { return stop_ || (!failed_ && !held_ && wanted_ == 0 && (can_step() || wake_ > 0)); });
+    if (stop_)
+      return;
+    stepping_ = true;
+    const int64_t wake = std::exchange(wake_, 0);
+    if (!can_step()) {
+      // The group started a step this rank has nothing to run in: it takes part without forwards.
+      lock.unlock();
+      const bool ok = !hooks_.end_step || hooks_.end_step(wake);
+      lock.lock();
+      stepping_ = false;
+      if (!ok) {
+        failed_ = true;
+        step_result r;
+        r.failed = true;
+        results_.push_back(std::move(r));
+        notified_ = true;
+        lock.unlock();
+        changed_.notify_all();
+        if (hooks_.ready)
+          hooks_.ready();
+        lock.lock();
+        continue;
+      }
+      changed_.notify_all();
+      continue;
+    }
+    const bool ahead = !results_.empty();
+    step_result r;
+    std::vector<sequence_id> seqs;
+    for (const auto& m : batch_) {
+      r.ids.push_back(m.id);
+      seqs.push_back(m.seq);
+    }
+    lock.unlock();
+
+    const auto start = clock::now();
+    r.outs = run_decode_step(engine_, planner_.get(), seqs);
+    r.failed = hooks_.end_step && !hooks_.end_step(wake);
+    const auto end = clock::now();
+
+    lock.lock();
+    stepping_ = false;
+    ++steps_;
+    overlapped_ += ahead ? 1 : 0;
+    const double idle = last_end ? std::chrono::duration<double>(start - *last_end).count() : 0.0;
+    idle_weighted_ = 0.95 * idle_weighted_ + idle;
+    busy_weighted_ = 0.95 * busy_weighted_ + std::chrono::duration<double>(end - start).count();
+    // What the step ended (finished, unknown, out of KV) leaves the batch: the owner hears of it
+    // from the results and frees it.
+    std::vector<member> next;
+    for (std::size_t i = 0; i < r.outs.size() && i < batch_.size(); ++i)
+      if (r.outs[i].status == engine_status::ok && !r.outs[i].finished)
+        next.push_back(batch_[i]);
+    batch_ = std::move(next);
+    failed_ = r.failed;
+    last_end = batch_.empty() ? std::nullopt : std::optional{end};
+    results_.push_back(std::move(r));
+    const bool tell = !std::exchange(notified_, true);
+    lock.unlock();
+    changed_.notify_all(); // an owner waiting in acquire
+    if (tell && hooks_.ready)
+      hooks_.ready();
+    lock.lock();
+  }
+}
+
+} // namespace deepinfer::engine

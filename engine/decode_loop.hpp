@@ -1,0 +1,123 @@
+#pragma once
+
+#include <condition_variable>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <span>
+#include <thread>
+#include <vector>
+
+#include "engine/ids.hpp"
+#include "engine/rank_engine.hpp"
+#include "engine/spec_planner.hpp"
+
+namespace deepinfer::engine {
+
+/// One decode step over `seqs`: one token each (`planner` null), or each sequence's drafts as the
+/// planner chooses them, verified in one forward (the step timed for the planner's cost curve).
+/// The outputs are in the order of `seqs`. The synchronous rank and `decode_loop` both step
+/// with it.
+std::vector<verify_output> run_decode_step(rank_engine& engine, spec_planner* planner,
+                                           std::span<const sequence_id> seqs);
+
+/// Asynchronous scheduling of a decode rank (DESIGN §5.3; seeds: "Asynchronous Scheduling",
+/// schedule(N+1) while forward(N)): a compute thread runs the batch's steps back to back while
+/// its owner (the rank actor, on its own thread) streams step N-1's tokens. The tokens a step
+/// feeds are the engine's own (each sequence's last one), so step N+1 needs nothing from the
+/// owner's post-processing of step N: the loop starts it as soon as N ends, over the batch minus
+/// what N finished.
+///
+/// The engine is single-threaded from the caller's side: the owner's engine calls (imports,
+/// frees, block exports, handoffs) and its batch edits happen between `acquire` and `release`,
+/// while no step runs. A step the owner has not taken the results of yet may run past a stop
+/// string the owner's request cuts: its extra token is never streamed (the sequence is dropped
+/// with the cancel, as without the loop). At most `max_ahead` steps' results wait untaken: a
+/// slow owner holds the loop back rather than letting it compute tokens nobody reads.
+///
+/// Every output equals the synchronous rank's: steps are batch-invariant (a row's result does
+/// not depend on the other rows), so which step a sequence joins changes no bit.
+class decode_loop {
+public:
+  /// One sequence of the batch: the owner's request id and the engine's sequence.
+  struct member {
+    uint64_t id = 0;
+    sequence_id seq;
+  };
+  /// What one step did, for the owner.
+  struct step_result {
+    /// The step's members, in the order of `outs`.
+    std::vector<uint64_t> ids;
+    std::vector<verify_output> outs;
+    /// The step's end (`hooks::end_step`) failed: the loop runs no more steps.
+    bool failed = false;
+  };
+  struct hooks {
+    /// Runs on the loop's thread after each step, the engine still the loop's: ends the step of
+    /// the rank's expert-parallel group that the step's forwards took part in, or, without
+    /// forwards, the step `wake` names when the rank has not ended it yet (0: no wake since the
+    /// last call). Null: no group. False: the group failed.
+    std::function<bool(int64_t wake)> end_step;
+    /// Runs on the loop's thread when a step's results wait and none waited before: the owner
+    /// `take`s them on its own thread.
+    std::function<void()> ready;
+  };
+
+  /// Starts the loop's thread; the engine and planner (null: one token per step) must outlive
+  /// it. `max_ahead` >= 1.
+  decode_loop(rank_engine& engine, std::unique_ptr<spec_planner> planner, hooks h, int max_ahead = 2);
+  /// Stops and joins the thread (after the running step, if any).
+  ~decode_loop();
+  decode_loop(const decode_loop&) = delete;
+  decode_loop& operator=(const decode_loop&) = delete;
+
+  /// Waits for the running step (if any) to end, then keeps the loop from starting another until
+  /// `release`. Not reentrant (the owner counts its own nesting).
+  void acquire();
+  void release();
+  /// Replaces the batch: the next step runs over these (precondition: acquired). A member the
+  /// engine has finished or does not know gets a non-ok output and leaves the batch.
+  void set_batch(std::vector<member> batch);
+  /// The results of the steps that ended since the last call, oldest first.
+  std::vector<step_result> take();
+  /// Another rank of the group started step `step` (any thread): the loop takes part, with its
+  /// batch's next step or, when it has none to run (an empty batch, or `max_ahead` results
+  /// untaken), with a step without forwards, so the group never waits for this rank's owner.
+  void wake(int64_t step);
+
+  /// The share of time the compute thread waited between two steps of a running batch (for the
+  /// owner's `acquire`, or with `max_ahead` results untaken), exponentially weighted over about
+  /// the last 20 steps.
+  double idle_fraction() const;
+  /// Steps run, and how many of them started before the previous step's results were taken
+  /// (the overlap the loop exists for).
+  uint64_t steps() const;
+  uint64_t overlapped_steps() const;
+
+private:
+  void run();
+
+  rank_engine& engine_;
+  std::unique_ptr<spec_planner> planner_;
+  hooks hooks_;
+  const int max_ahead_;
+
+  mutable std::mutex mutex_;
+  std::condition_variable changed_;
+  bool stop_ = false;
+  bool failed_ = false;
+  bool stepping_ = false;   // a step runs (the engine is the loop's)
+  bool held_ = false;       // the owner holds the engine
+  int wanted_ = 0;          // owners waiting in acquire: they go before the next step
+  bool notified_ = false;   // `ready` was called and the owner has not taken since
+  int64_t wake_ = 0;        // the latest step another rank started and woke this one for
+  std::vector<member> batch_;
+  std::vector<step_result> results_;
+  uint64_t steps_ = 0, overlapped_ = 0;
+  double idle_weighted_ = 0, busy_weighted_ = 0;
+  std::thread thread_;
+};
+
+} // namespace deepinfer::engine
