@@ -8,6 +8,7 @@
 #include <caf/scoped_actor.hpp>
 
 #include "actors/errors.hpp"
+#include "actors/testing/test_system_config.hpp"
 
 using namespace deepinfer::actors;
 
@@ -15,14 +16,7 @@ namespace {
 
 /// A deterministic actor system: nothing runs until the test calls `run()`.
 struct fixture {
-  struct config : caf::actor_system_config {
-    config() {
-      add_message_types<caf::id_block::deepinfer>();
-      add_error_category(caf::atom("deepinfer"), render_errc);
-      set("scheduler.policy", caf::atom("testing"));
-    }
-  };
-  config cfg;
+  testing::test_system_config cfg{true};
   caf::actor_system sys{cfg};
   caf::scheduler::test_coordinator& sched = dynamic_cast<caf::scheduler::test_coordinator&>(sys.scheduler());
   caf::scoped_actor self{sys};

@@ -2,7 +2,8 @@
 
 // Internal to the request actor (request_actor.cpp: its life, admission, deadlines and answers;
 // request_compile.cpp: its constraint's compile; request_route.cpp: routing an attempt to a
-// prefill and a decode rank): its state, shared by those files.
+// prefill and a decode rank; request_vision.cpp: its images to vision ranks): its state, shared
+// by those files.
 
 #include <chrono>
 #include <memory>
@@ -229,6 +230,13 @@ void abandon_request(request_pointer self, const char* while_what);
 
 /// request_actor.cpp: answers `e` (before anything was sent) and ends the request.
 void refuse_request(request_pointer self, const recipe::api_error& e);
+
+/// request_vision.cpp: 0. sends the request's images to vision ranks (DESIGN §6.3: the vision
+/// balancer picks a random vision machine, then its rank with the fewest patches in flight); true
+/// while they are out, and `place(self, placing)` runs again once all are back. An image whose
+/// rank fails or times out keeps no embeddings: the prefill rank encodes it (the same encoder,
+/// the same bits).
+bool send_to_vision(request_pointer self, int placing, const membership_view& view);
 
 /// request_compile.cpp: has the request's structured-output constraint compiled (issue 19:
 /// asynchronously, on an `so` node or this node's compiler actor), then `start_request`.

@@ -14,19 +14,14 @@
 #include <set>
 
 #include "actors/errors.hpp"
+#include "actors/testing/test_system_config.hpp"
 
 using namespace deepinfer::actors;
 
 namespace {
 
 struct fixture {
-  struct config : caf::actor_system_config {
-    config() {
-      add_message_types<caf::id_block::deepinfer>();
-      add_error_category(caf::atom("deepinfer"), render_errc);
-    }
-  };
-  config cfg;
+  testing::test_system_config cfg;
   caf::actor_system sys{cfg};
   http::metrics_registry metrics;
 

@@ -21,6 +21,7 @@
 #include "actors/http/metrics_registry.hpp"
 #include "kv/prefix_cache.hpp"
 #include "actors/instance/rank.hpp"
+#include "actors/testing/test_system_config.hpp"
 #include "engine/model/model_config.hpp"
 #include "engine/testing/test_models.hpp"
 
@@ -30,12 +31,7 @@ using namespace std::chrono_literals;
 
 namespace {
 
-struct system_config : caf::actor_system_config {
-  system_config() {
-    add_message_types<caf::id_block::deepinfer>();
-    add_error_category(caf::atom("deepinfer"), render_errc);
-  }
-};
+using system_config = testing::test_system_config;
 
 struct fixture {
   system_config cfg;

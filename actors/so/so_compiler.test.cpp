@@ -11,6 +11,7 @@
 #include "actors/http/metrics_registry.hpp"
 #include "actors/node/structured_output.hpp"
 #include "actors/so/so_compiler.hpp"
+#include "actors/testing/test_system_config.hpp"
 #include "recipe/tokenizer/test_assets.hpp"
 
 using namespace deepinfer;
@@ -18,12 +19,7 @@ using namespace deepinfer::actors;
 
 namespace {
 
-struct system_config : caf::actor_system_config {
-  system_config() {
-    add_message_types<caf::id_block::deepinfer>();
-    add_error_category(caf::atom("deepinfer"), render_errc);
-  }
-};
+using system_config = testing::test_system_config;
 
 } // namespace
 
