@@ -36,8 +36,9 @@ std::vector<verify_output> run_decode_step(rank_engine& engine, spec_planner* pl
   return outs;
 }
 
-decode_loop::decode_loop(rank_engine& engine, std::unique_ptr<spec_planner> planner, hooks h, int max_ahead)
-  : engine_(engine), planner_(std::move(planner)), hooks_(std::move(h)), max_ahead_(max_ahead < 1 ? 1 : max_ahead) {
+decode_loop::decode_loop(rank_engine& engine, std::unique_ptr<spec_planner> planner, hooks h, options opt)
+  : engine_(engine), planner_(std::move(planner)), hooks_(std::move(h)), max_ahead_(opt.max_ahead < 1 ? 1 : opt.max_ahead),
+    export_filled_(opt.export_filled_blocks) {
   thread_ = std::thread([this] { run(); });
 }
 
@@ -150,7 +151,30 @@ void decode_loop::run() {
     lock.unlock();
 
     const auto start = clock::now();
+    // Full blocks before the step (KV below the last token), to see which the step fills.
+    std::vector<int64_t> full_before;
+    if (export_filled_)
+      for (const auto& seq : seqs)
+        full_before.push_back(engine_.computed(seq).value_or(0) / 128);
     r.outs = run_decode_step(engine_, planner_.get(), seqs);
+    if (export_filled_) {
+      r.filled.resize(r.outs.size());
+      for (std::size_t i = 0; i < r.outs.size() && i < seqs.size(); ++i) {
+        if (r.outs[i].status != engine_status::ok)
+          continue;
+        const int64_t full = engine_.computed(seqs[i]).value_or(0) / 128;
+        if (full <= full_before[i])
+          continue;
+        auto& f = r.filled[i];
+        f.first = full_before[i];
+        for (int64_t b = full_before[i]; b < full; ++b)
+          if (auto bytes = engine_.export_block(seqs[i], b))
+            f.blocks.push_back(std::move(*bytes));
+          else
+            break;
+        f.tokens = engine_.tokens(seqs[i]);
+      }
+    }
     r.failed = hooks_.end_step && !hooks_.end_step(wake);
     const auto end = clock::now();
 

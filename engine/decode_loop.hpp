@@ -1,6 +1,7 @@
 #pragma once
 
 #include <condition_variable>
+#include <cstddef>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -46,11 +47,19 @@ public:
     uint64_t id = 0;
     sequence_id seq;
   };
+  /// The blocks a step filled of one sequence (`options::export_filled_blocks`): blocks
+  /// [first, first + blocks.size()) of its KV, exported on the loop's thread, and its tokens then.
+  struct filled_blocks {
+    int64_t first = 0;
+    std::vector<std::vector<std::byte>> blocks;
+    std::vector<int32_t> tokens;
+  };
   /// What one step did, for the owner.
   struct step_result {
-    /// The step's members, in the order of `outs`.
+    /// The step's members, in the order of `outs` (and of `filled`, when exported).
     std::vector<uint64_t> ids;
     std::vector<verify_output> outs;
+    std::vector<filled_blocks> filled;
     /// The step's end (`hooks::end_step`) failed: the loop runs no more steps.
     bool failed = false;
   };
@@ -65,9 +74,18 @@ public:
     std::function<void()> ready;
   };
 
-  /// Starts the loop's thread; the engine and planner (null: one token per step) must outlive
-  /// it. `max_ahead` >= 1.
-  decode_loop(rank_engine& engine, std::unique_ptr<spec_planner> planner, hooks h, int max_ahead = 2);
+  struct options {
+    /// Most steps whose results wait untaken (>= 1).
+    int max_ahead = 2;
+    /// Each step exports the blocks it filled (`step_result::filled`): the owner stores them
+    /// without taking the engine, so a block filling is no wait for the compute thread.
+    bool export_filled_blocks = false;
+  };
+
+  /// Starts the loop's thread; the engine must outlive it. `planner` null: one token per step.
+  decode_loop(rank_engine& engine, std::unique_ptr<spec_planner> planner, hooks h, options opt);
+  decode_loop(rank_engine& engine, std::unique_ptr<spec_planner> planner, hooks h, int max_ahead = 2)
+    : decode_loop(engine, std::move(planner), std::move(h), options{max_ahead, false}) {}
   /// Stops and joins the thread (after the running step, if any).
   ~decode_loop();
   decode_loop(const decode_loop&) = delete;
@@ -103,6 +121,7 @@ private:
   std::unique_ptr<spec_planner> planner_;
   hooks hooks_;
   const int max_ahead_;
+  const bool export_filled_;
 
   mutable std::mutex mutex_;
   std::condition_variable changed_;

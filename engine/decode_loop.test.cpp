@@ -229,6 +229,38 @@ BOOST_AUTO_TEST_CASE(a_failed_step_end_stops_the_loop_and_says_so) {
   stop_sequence(*engine, loop, seq);
 }
 
+BOOST_AUTO_TEST_CASE(the_blocks_a_step_fills_come_with_its_results_as_export_block_gives_them) {
+  auto engine = load_engine(speculative_mode::off);
+  decode_loop::options opt;
+  opt.export_filled_blocks = true;
+  decode_loop loop(*engine, nullptr, {}, opt);
+  const auto seq = start_long_sequence(*engine, loop, 12); // 20 prompt tokens, 1000 to go
+  std::vector<decode_loop::filled_blocks> seen;
+  int64_t tokens = 21; // the prompt and the first token
+  while (tokens < 20 + 300) {
+    for (auto& r : loop.take()) {
+      BOOST_REQUIRE(r.filled.size() == r.outs.size());
+      tokens += static_cast<int64_t>(r.outs[0].tokens.size());
+      if (!r.filled[0].blocks.empty())
+        seen.push_back(std::move(r.filled[0]));
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  loop.acquire();
+  // Blocks 0 and 1 filled (at 129 and 257 tokens), each once, in order, with the tokens then.
+  BOOST_REQUIRE(seen.size() == 2u);
+  for (std::size_t k = 0; k < seen.size(); ++k) {
+    BOOST_TEST(seen[k].first == static_cast<int64_t>(k));
+    BOOST_REQUIRE(seen[k].blocks.size() == 1u);
+    BOOST_TEST((seen[k].blocks[0] == *engine->export_block(seq, static_cast<int64_t>(k))));
+    BOOST_TEST(seen[k].tokens.size() == 128 * (k + 1) + 1);
+    const auto now = engine->tokens(seq);
+    BOOST_TEST(std::equal(seen[k].tokens.begin(), seen[k].tokens.end(), now.begin()));
+  }
+  loop.release();
+  stop_sequence(*engine, loop, seq);
+}
+
 BOOST_AUTO_TEST_CASE(a_wake_with_nothing_to_run_takes_part_without_forwards) {
   // The EP group's other rank started a step: an idle loop, and one held back at max_ahead
   // results, each end it at once (without forwards), never waiting for the owner.

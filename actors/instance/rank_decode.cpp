@@ -33,13 +33,30 @@ void count_drafts(rank_state& st, const std::vector<engine::verify_output>& outs
   }
 }
 
+/// store_filled with the blocks the loop exported after the step (no engine call): false when they
+/// do not reach back to the first block not stored yet (one the write queue refused earlier).
+bool store_exported(rank_pointer self, decoding& d, engine::decode_loop::filled_blocks& f) {
+  auto& cache = self->state.cfg.engine.cache;
+  if (f.blocks.empty() || f.first > d.stored_blocks)
+    return false;
+  const int64_t full = f.first + static_cast<int64_t>(f.blocks.size());
+  if (full <= d.stored_blocks)
+    return true;
+  d.stored_blocks = cache->store_async(
+    f.tokens, d.stored_blocks, full,
+    [&](int64_t i) -> std::optional<std::vector<std::byte>> { return std::move(f.blocks[static_cast<std::size_t>(i - f.first)]); },
+    d.salt, d.traffic, d.images);
+  return true;
+}
+
 /// Streams one step's tokens to their requests. First what needs no engine (the batches of
 /// sequences that go on); then, holding the engine, the blocks that filled and the sequences that
 /// ended: their last blocks are queued before their clients hear of the end (queued blocks hit
 /// at once, so a next turn hits them). With the loop, taking the hold delivers later steps first:
 /// a sequence that ended in this step has no tokens in them, and one that goes on has had this
 /// step's batch already.
-void deliver(rank_pointer self, const std::vector<uint64_t>& ids, std::vector<engine::verify_output>& outs) {
+void deliver(rank_pointer self, const std::vector<uint64_t>& ids, std::vector<engine::verify_output>& outs,
+             std::vector<engine::decode_loop::filled_blocks>* exported = nullptr) {
   auto& st = self->state;
   ++st.steps;
   count_drafts(st, outs);
@@ -66,7 +83,8 @@ void deliver(rank_pointer self, const std::vector<uint64_t>& ids, std::vector<en
       b.finished = outs[i].finished;
       // A block it filled is written now, not when it ends (issue 17).
       d.length += static_cast<int64_t>(outs[i].tokens.size());
-      if (!b.finished && (d.length - 1) / 128 > d.stored_blocks)
+      if (!b.finished && st.cfg.engine.cache && (d.length - 1) / 128 > d.stored_blocks &&
+          !(exported && i < exported->size() && store_exported(self, d, (*exported)[i])))
         filled.push_back(ids[i]);
     }
     b.kv_bytes = std::exchange(d.kv_bytes, 0);
@@ -106,7 +124,7 @@ void pump(rank_pointer self) {
       st.undelivered.clear();
       return;
     }
-    deliver(self, r.ids, r.outs);
+    deliver(self, r.ids, r.outs, &r.filled);
   }
   if (st.idle_gauge)
     st.idle_gauge->set(st.loop->idle_fraction());
@@ -206,7 +224,10 @@ void start_decode_loop(rank_pointer self) {
     if (auto me = caf::actor_cast<rank_actor>(addr))
       caf::anon_send(me, step_atom::value);
   };
-  st.loop = std::make_unique<engine::decode_loop>(*st.engine, std::move(st.planner), std::move(hooks));
+  engine::decode_loop::options opt;
+  // Blocks that fill are exported on the loop's thread and stored from here without a hold.
+  opt.export_filled_blocks = st.cfg.engine.cache != nullptr;
+  st.loop = std::make_unique<engine::decode_loop>(*st.engine, std::move(st.planner), std::move(hooks), opt);
 }
 
 void on_step(rank_pointer self) {
