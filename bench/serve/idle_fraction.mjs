@@ -1,8 +1,9 @@
 // node bench/serve/idle_fraction.mjs CAF_LAUNCH BATCHES [FLAG...]: for each batch size (comma-
 // separated) and each scheduling (--async-scheduling off, then on), one embedded-default server
 // (FLAG... added, e.g. --model DIR --speculative variable), BATCH concurrent greedy chats of 400
-// tokens; prints every decode rank's deepinfer_decode_idle_fraction 12 s in (or as the last
-// request ends, when sooner), and the aggregate output tokens/s until the last one ends. Side by side in one run, on the same machine.
+// tokens; prints every decode rank's deepinfer_decode_idle_fraction, the median of samples every
+// 250 ms from 1 s in until the first request ends (the batch at full size), and the aggregate
+// output tokens/s until the last one ends. Side by side in one run, on the same machine.
 import { spawn } from 'node:child_process';
 import fs from 'node:fs';
 
@@ -28,12 +29,23 @@ async function run(batch, scheduling) {
                            messages: [{ role: 'user', content: `prompt number ${i} ` + 'abc '.repeat(i % 7) }] }),
   }).then((r) => r.json());
   const t0 = performance.now();
-  const all = Promise.all([...Array(batch).keys()].map(req));
+  let ended = false;
+  const reqs = [...Array(batch).keys()].map(req);
+  for (const r of reqs) r.then(() => { ended = true; }, () => { ended = true; });
+  const all = Promise.all(reqs);
   const done = all.then(() => performance.now());
-  await Promise.race([done, new Promise((r) => setTimeout(r, 12000))]);
-  const t = await (await fetch(base + '/metrics')).text();
-  const idle = t.split('\n').filter((l) => l.startsWith('deepinfer_decode_idle_fraction{'))
-    .map((l) => Number(l.trim().split(/\s+/).pop()).toFixed(3));
+  // The gauge every 250 ms from 1 s in until the first request ends (the batch at full size):
+  // per rank, the median of the samples.
+  const samples = [];
+  await new Promise((r) => setTimeout(r, 1000));
+  while (!ended) {
+    const t = await (await fetch(base + '/metrics')).text();
+    samples.push(t.split('\n').filter((l) => l.startsWith('deepinfer_decode_idle_fraction{'))
+      .map((l) => Number(l.trim().split(/\s+/).pop())));
+    await new Promise((r) => setTimeout(r, 250));
+  }
+  const median = (xs) => xs.slice().sort((a, b) => a - b)[Math.floor(xs.length / 2)];
+  const idle = samples.length === 0 ? [] : samples[0].map((_, k) => median(samples.map((x) => x[k])).toFixed(3));
   const res = await all;
   const seconds = ((await done) - t0) / 1000;
   const tokens = res.reduce((n, r) => n + (r.usage?.completion_tokens ?? 0), 0);
