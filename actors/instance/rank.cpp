@@ -47,7 +47,6 @@ void report(rank_pointer self) {
   auto& st = self->state;
   if (!st.pool_used || !st.engine || (st.loop && st.holds == 0))
     return; // the loop's step may be changing the pool
-
   auto& pool = st.engine->pool();
   st.pool_used->set(static_cast<double>(pool.geometry().blocks - pool.free_blocks()));
   st.active_gauge->set(static_cast<double>(st.active.size()));

@@ -156,8 +156,9 @@ struct rank_state {
   http::metrics_registry::counter* spec_accepted = nullptr;
   std::array<http::metrics_registry::counter*, engine::max_draft_positions> spec_accepted_at{};
   /// deepinfer_decode_idle_fraction{rank}: time the compute threads waited between two decode
-  /// steps of a running batch (the rank thread streaming, cutting and scheduling: steps are
-  /// synchronous) over step time, exponentially weighted over about the last 20 steps.
+  /// steps of a running batch over step time, exponentially weighted over about the last 20
+  /// steps: for this thread's streaming and scheduling (synchronous steps: the fields below), or
+  /// for its hold on the engine (the loop measures itself).
   http::metrics_registry::gauge* idle_gauge = nullptr;
   std::optional<std::chrono::steady_clock::time_point> last_compute_end;
   double idle_weighted = 0, busy_weighted = 0;
