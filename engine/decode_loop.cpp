@@ -38,7 +38,8 @@ std::vector<verify_output> run_decode_step(rank_engine& engine, spec_planner* pl
 
 decode_loop::decode_loop(rank_engine& engine, std::unique_ptr<spec_planner> planner, hooks h, options opt)
   : engine_(engine), planner_(std::move(planner)), hooks_(std::move(h)), max_ahead_(opt.max_ahead < 1 ? 1 : opt.max_ahead),
-    export_filled_(opt.export_filled_blocks) {
+    export_filled_(opt.export_filled_blocks), release_finished_(opt.release_finished) {
+  pool_used_ = engine_.pool().geometry().blocks - engine_.pool().free_blocks();
   thread_ = std::thread([this] { run(); });
 }
 
@@ -102,6 +103,11 @@ uint64_t decode_loop::steps() const {
   return steps_;
 }
 
+int64_t decode_loop::pool_blocks_used() const {
+  std::lock_guard lock(mutex_);
+  return pool_used_;
+}
+
 uint64_t decode_loop::overlapped_steps() const {
   std::lock_guard lock(mutex_);
   return overlapped_;
@@ -152,18 +158,20 @@ void decode_loop::run() {
 
     const auto start = clock::now();
     // Full blocks before the step (KV below the last token), to see which the step fills.
+    const bool exports = export_filled_ || release_finished_;
     std::vector<int64_t> full_before;
-    if (export_filled_)
+    if (exports)
       for (const auto& seq : seqs)
         full_before.push_back(engine_.computed(seq).value_or(0) / 128);
     r.outs = run_decode_step(engine_, planner_.get(), seqs);
-    if (export_filled_) {
+    if (exports) {
       r.filled.resize(r.outs.size());
       for (std::size_t i = 0; i < r.outs.size() && i < seqs.size(); ++i) {
         if (r.outs[i].status != engine_status::ok)
           continue;
-        const int64_t full = engine_.computed(seqs[i]).value_or(0) / 128;
-        if (full <= full_before[i])
+        const int64_t full = export_filled_ ? engine_.computed(seqs[i]).value_or(0) / 128 : full_before[i];
+        const bool release = release_finished_ && r.outs[i].finished;
+        if (full <= full_before[i] && !release)
           continue;
         auto& f = r.filled[i];
         f.first = full_before[i];
@@ -173,14 +181,23 @@ void decode_loop::run() {
           else
             break;
         f.tokens = engine_.tokens(seqs[i]);
+        if (release) {
+          f.snapshot_end = engine_.snapshot_end(seqs[i]);
+          if (f.snapshot_end)
+            f.snapshot = engine_.export_snapshot(seqs[i]).value_or(std::vector<std::byte>{});
+          engine_.free(seqs[i]);
+          f.released = true;
+        }
       }
     }
     r.failed = hooks_.end_step && !hooks_.end_step(wake);
+    const int64_t used = engine_.pool().geometry().blocks - engine_.pool().free_blocks();
     const auto end = clock::now();
 
     lock.lock();
     stepping_ = false;
     ++steps_;
+    pool_used_ = used;
     overlapped_ += ahead ? 1 : 0;
     const double idle = last_end ? std::chrono::duration<double>(start - *last_end).count() : 0.0;
     idle_weighted_ = 0.95 * idle_weighted_ + idle;

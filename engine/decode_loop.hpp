@@ -49,10 +49,15 @@ public:
   };
   /// The blocks a step filled of one sequence (`options::export_filled_blocks`): blocks
   /// [first, first + blocks.size()) of its KV, exported on the loop's thread, and its tokens then.
+  /// For a sequence the step finished (`options::release_finished`): its last SWA snapshot too,
+  /// and `released`: the loop has freed it.
   struct filled_blocks {
     int64_t first = 0;
     std::vector<std::vector<std::byte>> blocks;
     std::vector<int32_t> tokens;
+    std::optional<int64_t> snapshot_end;
+    std::vector<std::byte> snapshot;
+    bool released = false;
   };
   /// What one step did, for the owner.
   struct step_result {
@@ -80,12 +85,16 @@ public:
     /// Each step exports the blocks it filled (`step_result::filled`): the owner stores them
     /// without taking the engine, so a block filling is no wait for the compute thread.
     bool export_filled_blocks = false;
+    /// A sequence a step finishes is exported (its snapshot, and its last blocks when
+    /// export_filled_blocks) and freed on the loop's thread: the owner stores what is left
+    /// without taking the engine.
+    bool release_finished = false;
   };
 
   /// Starts the loop's thread; the engine must outlive it. `planner` null: one token per step.
   decode_loop(rank_engine& engine, std::unique_ptr<spec_planner> planner, hooks h, options opt);
   decode_loop(rank_engine& engine, std::unique_ptr<spec_planner> planner, hooks h, int max_ahead = 2)
-    : decode_loop(engine, std::move(planner), std::move(h), options{max_ahead, false}) {}
+    : decode_loop(engine, std::move(planner), std::move(h), options{max_ahead, false, false}) {}
   /// Stops and joins the thread (after the running step, if any).
   ~decode_loop();
   decode_loop(const decode_loop&) = delete;
@@ -113,6 +122,9 @@ public:
   /// (the overlap the loop exists for).
   uint64_t steps() const;
   uint64_t overlapped_steps() const;
+  /// KV pool blocks in use after the last step (and the frees it made), for the owner's gauge
+  /// while the loop may be stepping.
+  int64_t pool_blocks_used() const;
 
 private:
   void run();
@@ -122,6 +134,7 @@ private:
   hooks hooks_;
   const int max_ahead_;
   const bool export_filled_;
+  const bool release_finished_;
 
   mutable std::mutex mutex_;
   std::condition_variable changed_;
@@ -135,6 +148,7 @@ private:
   std::vector<member> batch_;
   std::vector<step_result> results_;
   uint64_t steps_ = 0, overlapped_ = 0;
+  int64_t pool_used_ = 0;
   double idle_weighted_ = 0, busy_weighted_ = 0;
   std::thread thread_;
 };

@@ -261,6 +261,44 @@ BOOST_AUTO_TEST_CASE(the_blocks_a_step_fills_come_with_its_results_as_export_blo
   stop_sequence(*engine, loop, seq);
 }
 
+BOOST_AUTO_TEST_CASE(a_sequence_that_ends_is_exported_and_freed_on_the_loops_thread) {
+  auto engine = load_engine(speculative_mode::off);
+  decode_loop::options opt;
+  opt.release_finished = true;
+  decode_loop loop(*engine, nullptr, {}, opt);
+  prefill_request req;
+  req.seq = next_seq();
+  req.tokens = random_tokens(140, 14, 512); // past a 128 boundary: a snapshot to hand over
+  req.sampling.max_tokens = 6;
+  loop.acquire();
+  BOOST_REQUIRE(engine->prefill(req).status == engine_status::ok);
+  const auto want_end = engine->snapshot_end(req.seq);
+  const auto want_snapshot = engine->export_snapshot(req.seq);
+  loop.set_batch({{1, req.seq}});
+  loop.release();
+  std::vector<decode_loop::step_result> results;
+  for (int i = 0; i < 200 && (results.empty() || !results.back().outs[0].finished); ++i) {
+    for (auto& r : loop.take())
+      results.push_back(std::move(r));
+    std::this_thread::sleep_for(std::chrono::milliseconds(2));
+  }
+  BOOST_REQUIRE(!results.empty());
+  BOOST_REQUIRE(results.back().outs[0].finished);
+  BOOST_REQUIRE(results.back().filled.size() == 1u);
+  const auto& f = results.back().filled[0];
+  BOOST_TEST(f.released);
+  BOOST_TEST(f.blocks.empty()); // export_filled_blocks off
+  BOOST_TEST(f.tokens.size() == req.tokens.size() + 6);
+  BOOST_REQUIRE(want_end.has_value());
+  BOOST_TEST((f.snapshot_end == want_end)); // decode crossed no other boundary
+  BOOST_TEST((f.snapshot == *want_snapshot));
+  for (std::size_t k = 0; k + 1 < results.size(); ++k)
+    BOOST_TEST(!results[k].filled[0].released);
+  loop.acquire();
+  BOOST_TEST(!engine->computed(req.seq).has_value()); // freed
+  loop.release();
+}
+
 BOOST_AUTO_TEST_CASE(a_wake_with_nothing_to_run_takes_part_without_forwards) {
   // The EP group's other rank started a step: an idle loop, and one held back at max_ahead
   // results, each end it at once (without forwards), never waiting for the owner.

@@ -45,12 +45,17 @@ void store_filled(rank_pointer self, decoding& d) {
 
 void report(rank_pointer self) {
   auto& st = self->state;
-  if (!st.pool_used || !st.engine || (st.loop && st.holds == 0))
-    return; // the loop's step may be changing the pool
-  auto& pool = st.engine->pool();
-  st.pool_used->set(static_cast<double>(pool.geometry().blocks - pool.free_blocks()));
+  if (!st.pool_used || !st.engine)
+    return;
   st.active_gauge->set(static_cast<double>(st.active.size()));
   st.queue_gauge->set(static_cast<double>(st.prefills.size()));
+  if (st.loop && st.holds == 0) {
+    // The loop's step may be changing the pool: its count after the last step.
+    st.pool_used->set(static_cast<double>(st.loop->pool_blocks_used()));
+    return;
+  }
+  auto& pool = st.engine->pool();
+  st.pool_used->set(static_cast<double>(pool.geometry().blocks - pool.free_blocks()));
 }
 
 namespace {

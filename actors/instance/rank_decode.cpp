@@ -62,6 +62,7 @@ void deliver(rank_pointer self, const std::vector<uint64_t>& ids, std::vector<en
   count_drafts(st, outs);
   std::vector<uint64_t> filled;
   std::vector<std::pair<decoding, token_batch>> ended;
+  auto* cache = st.cfg.engine.cache.get();
   for (std::size_t i = 0; i < outs.size() && i < ids.size(); ++i) {
     auto it = st.active.find(ids[i]);
     if (it == st.active.end())
@@ -88,6 +89,20 @@ void deliver(rank_pointer self, const std::vector<uint64_t>& ids, std::vector<en
         filled.push_back(ids[i]);
     }
     b.kv_bytes = std::exchange(d.kv_bytes, 0);
+    if (b.finished && exported && i < exported->size() && (*exported)[i].released) {
+      // The loop exported and freed it: what is left is stored from here, before its client
+      // hears of the end.
+      auto& f = (*exported)[i];
+      if (cache) {
+        store_exported(self, d, f);
+        if (f.snapshot_end)
+          cache->store_snapshot(f.tokens, *f.snapshot_end, f.snapshot, d.salt, d.images);
+      }
+      caf::send_as(caf::actor_cast<caf::actor>(self), d.sink, tokens_atom::value, std::move(b));
+      st.active.erase(it);
+      drain_forget(self, ids[i]);
+      continue;
+    }
     if (b.finished) {
       ended.emplace_back(std::move(d), std::move(b));
       st.active.erase(it);
@@ -95,8 +110,10 @@ void deliver(rank_pointer self, const std::vector<uint64_t>& ids, std::vector<en
     }
     caf::send_as(caf::actor_cast<caf::actor>(self), d.sink, tokens_atom::value, std::move(b));
   }
-  if (filled.empty() && ended.empty())
+  if (filled.empty() && ended.empty()) {
+    report(self);
     return;
+  }
   auto held = hold_engine(self);
   for (auto id : filled)
     if (auto it = st.active.find(id); it != st.active.end())
@@ -227,6 +244,8 @@ void start_decode_loop(rank_pointer self) {
   engine::decode_loop::options opt;
   // Blocks that fill are exported on the loop's thread and stored from here without a hold.
   opt.export_filled_blocks = st.cfg.engine.cache != nullptr;
+  // ... and a sequence that ends is freed there, its last blocks and window stored from here.
+  opt.release_finished = true;
   st.loop = std::make_unique<engine::decode_loop>(*st.engine, std::move(st.planner), std::move(hooks), opt);
 }
 
