@@ -36,6 +36,18 @@ std::vector<verify_output> run_decode_step(rank_engine& engine, spec_planner* pl
   return outs;
 }
 
+void idle_meter::step(clock::time_point start, clock::time_point end, bool goes_on) {
+  const double idle = last_end_ ? std::chrono::duration<double>(start - *last_end_).count() : 0.0;
+  idle_ = 0.95 * idle_ + idle;
+  busy_ = 0.95 * busy_ + std::chrono::duration<double>(end - start).count();
+  last_end_ = goes_on ? std::optional{end} : std::nullopt;
+}
+
+double idle_meter::fraction() const {
+  const double all = idle_ + busy_;
+  return all > 0 ? idle_ / all : 0.0;
+}
+
 decode_loop::decode_loop(rank_engine& engine, std::unique_ptr<spec_planner> planner, hooks h, options opt)
   : engine_(engine), planner_(std::move(planner)), hooks_(std::move(h)), max_ahead_(opt.max_ahead < 1 ? 1 : opt.max_ahead),
     export_filled_(opt.export_filled_blocks), release_finished_(opt.release_finished) {
@@ -94,8 +106,7 @@ void decode_loop::wake(int64_t step) {
 
 double decode_loop::idle_fraction() const {
   std::lock_guard lock(mutex_);
-  const double all = idle_weighted_ + busy_weighted_;
-  return all > 0 ? idle_weighted_ / all : 0.0;
+  return idle_.fraction();
 }
 
 uint64_t decode_loop::steps() const {
@@ -113,10 +124,46 @@ uint64_t decode_loop::overlapped_steps() const {
   return overlapped_;
 }
 
+void decode_loop::export_after_step(std::span<const sequence_id> seqs, const std::vector<int64_t>& full_before,
+                                    step_result& r) {
+  r.filled.resize(r.outs.size());
+  for (std::size_t i = 0; i < r.outs.size() && i < seqs.size(); ++i) {
+    if (r.outs[i].status != engine_status::ok)
+      continue;
+    const int64_t full = export_filled_ ? engine_.computed(seqs[i]).value_or(0) / 128 : full_before[i];
+    const bool release = release_finished_ && r.outs[i].finished;
+    if (full <= full_before[i] && !release)
+      continue;
+    auto& f = r.filled[i];
+    f.first = full_before[i];
+    for (int64_t b = full_before[i]; b < full; ++b)
+      if (auto bytes = engine_.export_block(seqs[i], b))
+        f.blocks.push_back(std::move(*bytes));
+      else
+        break;
+    f.tokens = engine_.tokens(seqs[i]);
+    if (!release)
+      continue;
+    f.snapshot_end = engine_.snapshot_end(seqs[i]);
+    if (f.snapshot_end)
+      f.snapshot = engine_.export_snapshot(seqs[i]).value_or(std::vector<std::byte>{});
+    engine_.free(seqs[i]);
+    f.released = true;
+  }
+}
+
+void decode_loop::publish(std::unique_lock<std::mutex>& lock, step_result r) {
+  results_.push_back(std::move(r));
+  const bool tell = !std::exchange(notified_, true);
+  lock.unlock();
+  changed_.notify_all(); // an owner waiting in acquire
+  if (tell && hooks_.ready)
+    hooks_.ready();
+  lock.lock();
+}
+
 void decode_loop::run() {
   using clock = std::chrono::steady_clock;
-  // The end of the last step while its batch went on (waiting for requests is not idling).
-  std::optional<clock::time_point> last_end;
   std::unique_lock lock(mutex_);
   for (;;) {
     const auto can_step = [&] { return !batch_.empty() && static_cast<int>(results_.size()) < max_ahead_; };
@@ -131,20 +178,14 @@ void decode_loop::run() {
       const bool ok = !hooks_.end_step || hooks_.end_step(wake);
       lock.lock();
       stepping_ = false;
-      if (!ok) {
-        failed_ = true;
-        step_result r;
-        r.failed = true;
-        results_.push_back(std::move(r));
-        notified_ = true;
-        lock.unlock();
+      if (ok) {
         changed_.notify_all();
-        if (hooks_.ready)
-          hooks_.ready();
-        lock.lock();
         continue;
       }
-      changed_.notify_all();
+      failed_ = true;
+      step_result r;
+      r.failed = true;
+      publish(lock, std::move(r));
       continue;
     }
     const bool ahead = !results_.empty();
@@ -164,32 +205,8 @@ void decode_loop::run() {
       for (const auto& seq : seqs)
         full_before.push_back(engine_.computed(seq).value_or(0) / 128);
     r.outs = run_decode_step(engine_, planner_.get(), seqs);
-    if (exports) {
-      r.filled.resize(r.outs.size());
-      for (std::size_t i = 0; i < r.outs.size() && i < seqs.size(); ++i) {
-        if (r.outs[i].status != engine_status::ok)
-          continue;
-        const int64_t full = export_filled_ ? engine_.computed(seqs[i]).value_or(0) / 128 : full_before[i];
-        const bool release = release_finished_ && r.outs[i].finished;
-        if (full <= full_before[i] && !release)
-          continue;
-        auto& f = r.filled[i];
-        f.first = full_before[i];
-        for (int64_t b = full_before[i]; b < full; ++b)
-          if (auto bytes = engine_.export_block(seqs[i], b))
-            f.blocks.push_back(std::move(*bytes));
-          else
-            break;
-        f.tokens = engine_.tokens(seqs[i]);
-        if (release) {
-          f.snapshot_end = engine_.snapshot_end(seqs[i]);
-          if (f.snapshot_end)
-            f.snapshot = engine_.export_snapshot(seqs[i]).value_or(std::vector<std::byte>{});
-          engine_.free(seqs[i]);
-          f.released = true;
-        }
-      }
-    }
+    if (exports)
+      export_after_step(seqs, full_before, r);
     r.failed = hooks_.end_step && !hooks_.end_step(wake);
     const int64_t used = engine_.pool().geometry().blocks - engine_.pool().free_blocks();
     const auto end = clock::now();
@@ -199,9 +216,6 @@ void decode_loop::run() {
     ++steps_;
     pool_used_ = used;
     overlapped_ += ahead ? 1 : 0;
-    const double idle = last_end ? std::chrono::duration<double>(start - *last_end).count() : 0.0;
-    idle_weighted_ = 0.95 * idle_weighted_ + idle;
-    busy_weighted_ = 0.95 * busy_weighted_ + std::chrono::duration<double>(end - start).count();
     // What the step ended (finished, unknown, out of KV) leaves the batch: the owner hears of it
     // from the results and frees it.
     std::vector<member> next;
@@ -210,14 +224,8 @@ void decode_loop::run() {
         next.push_back(batch_[i]);
     batch_ = std::move(next);
     failed_ = r.failed;
-    last_end = batch_.empty() ? std::nullopt : std::optional{end};
-    results_.push_back(std::move(r));
-    const bool tell = !std::exchange(notified_, true);
-    lock.unlock();
-    changed_.notify_all(); // an owner waiting in acquire
-    if (tell && hooks_.ready)
-      hooks_.ready();
-    lock.lock();
+    idle_.step(start, end, !batch_.empty());
+    publish(lock, std::move(r));
   }
 }
 

@@ -1,5 +1,6 @@
 #pragma once
 
+#include <chrono>
 #include <condition_variable>
 #include <cstddef>
 #include <cstdint>
@@ -23,6 +24,24 @@ namespace deepinfer::engine {
 /// with it.
 std::vector<verify_output> run_decode_step(rank_engine& engine, spec_planner* planner,
                                            std::span<const sequence_id> seqs);
+
+/// The share of time a compute thread waits between two steps of a running batch over step time,
+/// exponentially weighted over about the last 20 steps (deepinfer_decode_idle_fraction). Waiting
+/// for requests (an empty batch) is not idling.
+class idle_meter {
+public:
+  using clock = std::chrono::steady_clock;
+  /// One step from `start` to `end`; `goes_on`: the batch is not empty after it, so the wait
+  /// until the next step counts.
+  void step(clock::time_point start, clock::time_point end, bool goes_on);
+  /// The batch emptied: the wait until the next step does not count.
+  void pause() { last_end_.reset(); }
+  double fraction() const;
+
+private:
+  std::optional<clock::time_point> last_end_;
+  double idle_ = 0, busy_ = 0;
+};
 
 /// Asynchronous scheduling of a decode rank (DESIGN §5.3; seeds: "Asynchronous Scheduling",
 /// schedule(N+1) while forward(N)): a compute thread runs the batch's steps back to back while
@@ -128,6 +147,11 @@ public:
 
 private:
   void run();
+  /// After a step over `seqs`: the blocks it filled (full blocks before it: `full_before`) and
+  /// the sequences it ended, exported (and those freed) as the options say.
+  void export_after_step(std::span<const sequence_id> seqs, const std::vector<int64_t>& full_before, step_result& r);
+  /// Hands `r` to the owner (`ready` when none waited); `lock` is held on entry and on return.
+  void publish(std::unique_lock<std::mutex>& lock, step_result r);
 
   rank_engine& engine_;
   std::unique_ptr<spec_planner> planner_;
@@ -149,7 +173,7 @@ private:
   std::vector<step_result> results_;
   uint64_t steps_ = 0, overlapped_ = 0;
   int64_t pool_used_ = 0;
-  double idle_weighted_ = 0, busy_weighted_ = 0;
+  idle_meter idle_;
   std::thread thread_;
 };
 

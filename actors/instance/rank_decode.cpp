@@ -18,6 +18,16 @@ namespace deepinfer::actors {
 
 namespace {
 
+/// The sequences a step runs: every active one but those offered for a handoff (not a token
+/// more here until its sink answers).
+std::vector<engine::decode_loop::member> stepping_members(const rank_state& st) {
+  std::vector<engine::decode_loop::member> batch;
+  for (const auto& [id, d] : st.active)
+    if (!d.moving)
+      batch.push_back({id, d.seq});
+  return batch;
+}
+
 /// Counts a step's drafts and acceptances under vLLM's names.
 void count_drafts(rank_state& st, const std::vector<engine::verify_output>& outs) {
   if (!st.spec_drafts)
@@ -84,7 +94,7 @@ void deliver(rank_pointer self, const std::vector<uint64_t>& ids, std::vector<en
       b.finished = outs[i].finished;
       // A block it filled is written now, not when it ends (issue 17).
       d.length += static_cast<int64_t>(outs[i].tokens.size());
-      if (!b.finished && st.cfg.engine.cache && (d.length - 1) / 128 > d.stored_blocks &&
+      if (!b.finished && cache && (d.length - 1) / 128 > d.stored_blocks &&
           !(exported && i < exported->size() && store_exported(self, d, (*exported)[i])))
         filled.push_back(ids[i]);
     }
@@ -154,32 +164,22 @@ void decode_step(rank_pointer self) {
   const auto compute_start = std::chrono::steady_clock::now();
   std::vector<engine::sequence_id> seqs;
   std::vector<uint64_t> ids;
-  for (auto& [id, d] : st.active) {
-    if (d.moving)
-      continue; // offered for a handoff: not a token more here until its sink answers
-    seqs.push_back(d.seq);
-    ids.push_back(id);
+  for (const auto& m : stepping_members(st)) {
+    seqs.push_back(m.seq);
+    ids.push_back(m.id);
   }
   if (seqs.empty()) {
     st.stepping = false;
-    st.last_compute_end.reset(); // waiting for requests is not idling between steps
+    st.idle.pause(); // waiting for requests is not idling between steps
     return;
   }
   auto outs = engine::run_decode_step(*st.engine, st.planner.get(), seqs);
   if (!end_ep_step(self))
     return;
-  {
-    const auto end = std::chrono::steady_clock::now();
-    const double idle = st.last_compute_end ? std::chrono::duration<double>(compute_start - *st.last_compute_end).count() : 0.0;
-    const double busy = std::chrono::duration<double>(end - compute_start).count();
-    st.idle_weighted = 0.95 * st.idle_weighted + idle;
-    st.busy_weighted = 0.95 * st.busy_weighted + busy;
-    st.last_compute_end = end;
-    if (st.idle_gauge && st.idle_weighted + st.busy_weighted > 0)
-      st.idle_gauge->set(st.idle_weighted / (st.idle_weighted + st.busy_weighted));
-  }
+  st.idle.step(compute_start, std::chrono::steady_clock::now(), true);
+  if (st.idle_gauge)
+    st.idle_gauge->set(st.idle.fraction());
   deliver(self, ids, outs);
-  report(self);
   self->send(self, step_atom::value);
 }
 
@@ -203,11 +203,7 @@ engine_hold::~engine_hold() {
   if (--st.holds > 0)
     return;
   // The batch as the rank knows it now: every finished step is delivered and none ran since.
-  std::vector<engine::decode_loop::member> batch;
-  for (auto& [id, d] : st.active)
-    if (!d.moving) // offered for a handoff: not a token more here until its sink answers
-      batch.push_back({id, d.seq});
-  st.loop->set_batch(std::move(batch));
+  st.loop->set_batch(stepping_members(st));
   st.loop->release();
 }
 

@@ -157,11 +157,10 @@ struct rank_state {
   std::array<http::metrics_registry::counter*, engine::max_draft_positions> spec_accepted_at{};
   /// deepinfer_decode_idle_fraction{rank}: time the compute threads waited between two decode
   /// steps of a running batch over step time, exponentially weighted over about the last 20
-  /// steps: for this thread's streaming and scheduling (synchronous steps: the fields below), or
-  /// for its hold on the engine (the loop measures itself).
+  /// steps: for this thread's streaming and scheduling (synchronous steps: `idle`), or for its
+  /// hold on the engine (the loop measures itself).
   http::metrics_registry::gauge* idle_gauge = nullptr;
-  std::optional<std::chrono::steady_clock::time_point> last_compute_end;
-  double idle_weighted = 0, busy_weighted = 0;
+  engine::idle_meter idle;
   /// The drain (issue 17): set by the first drain notice; the supervisors waiting for its end,
   /// the sequences handed off so far, and whether its timer is armed.
   std::optional<engine::decode_drain> drain;
