@@ -2,7 +2,7 @@
 
 #include <algorithm>
 #include <deque>
-#include <map>
+#include <array>
 #include <unordered_map>
 
 namespace deepinfer::recipe::so {
@@ -53,23 +53,92 @@ void closure(const byte_nfa& nfa, std::vector<std::int32_t>& set) {
 }
 
 
+// Byte classes that tell apart every byte some map tells apart: a byte's class is the tuple of
+// its classes in each map, numbered in the order of the smallest byte (so ids stay ordered).
+struct class_refiner {
+  std::array<std::uint8_t, 256> cls{};
+  std::uint32_t nc = 1;
+  template <class Map>
+  void by(const Map& m) {
+    thread_local std::vector<std::int16_t> ids(256 * 256, -1);
+    std::array<std::uint8_t, 256> out{};
+    std::uint32_t n = 0;
+    for (int b = 0; b < 256; ++b) {
+      auto& id = ids[static_cast<std::size_t>(cls[b]) * 256 + m[b]];
+      if (id < 0)
+        id = static_cast<std::int16_t>(n++);
+      out[b] = static_cast<std::uint8_t>(id);
+    }
+    for (int b = 0; b < 256; ++b)
+      ids[static_cast<std::size_t>(cls[b]) * 256 + m[b]] = -1;
+    cls = out;
+    nc = n;
+  }
+};
+
+std::uint64_t mix(std::uint64_t h, std::uint64_t v) {
+  h ^= v + 0x9e3779b97f4a7c15ull + (h << 6) + (h >> 2);
+  return h * 0xff51afd7ed558ccdull;
+}
+
+struct vector_hash {
+  std::size_t operator()(const std::vector<std::int32_t>& v) const noexcept {
+    std::uint64_t h = v.size();
+    for (auto x : v)
+      h = mix(h, static_cast<std::uint32_t>(x));
+    return static_cast<std::size_t>(h);
+  }
+};
+
 } // namespace
+
+void byte_dfa::set_classes(const std::array<std::uint8_t, 256>& cls, std::uint32_t nc) {
+  cls_ = cls;
+  nc_ = nc;
+  rep_.fill(0);
+  std::vector<bool> seen(nc, false);
+  runs_.clear();
+  for (int b = 0; b < 256; ++b) {
+    if (!seen[cls[b]]) {
+      seen[cls[b]] = true;
+      rep_[cls[b]] = static_cast<std::uint8_t>(b);
+    }
+    if (b == 0 || cls[b] != cls[b - 1])
+      runs_.push_back(static_cast<std::uint8_t>(b));
+  }
+}
 
 byte_dfa byte_dfa::determinize(const byte_nfa& nfa, std::int32_t start, budget& b) {
   byte_dfa d;
-  std::map<std::vector<std::int32_t>, std::int32_t> ids;
-  std::vector<std::vector<std::int32_t>> sets;
+  // The classes: ranges between every edge's ends.
+  std::array<bool, 257> cut{};
+  for (const auto& st : nfa.states())
+    for (auto e : st.edges)
+      cut[e.lo] = true, cut[static_cast<std::size_t>(e.hi) + 1] = true;
+  std::array<std::uint8_t, 256> cls{};
+  std::uint32_t nc = 0;
+  for (int x = 0; x < 256; ++x) {
+    if (x > 0 && cut[static_cast<std::size_t>(x)])
+      ++nc;
+    cls[static_cast<std::size_t>(x)] = static_cast<std::uint8_t>(nc);
+  }
+  ++nc;
+  d.set_classes(cls, nc);
+  std::unordered_map<std::vector<std::int32_t>, std::int32_t, vector_hash> ids;
+  std::deque<std::vector<std::int32_t>> sets;
   std::vector<std::int32_t> s0{start};
   closure(nfa, s0);
   ids.emplace(s0, 0);
   sets.push_back(std::move(s0));
   std::vector<std::vector<std::uint16_t>> tags;
+  std::vector<int> cuts;
+  std::vector<std::int32_t> tgt;
   for (std::size_t i = 0; i < sets.size(); ++i) {
     b.tick();
     b.states(sets.size());
-    const auto cur = sets[i];
+    const auto& cur = sets[i];
     std::vector<std::uint16_t> t;
-    std::vector<int> cuts{0, 256};
+    cuts.assign({0, 256});
     for (auto s : cur) {
       const auto& st = nfa.states()[s];
       if (st.tag >= 0)
@@ -84,11 +153,11 @@ byte_dfa byte_dfa::determinize(const byte_nfa& nfa, std::int32_t start, budget& 
     tags.push_back(std::move(t));
     std::sort(cuts.begin(), cuts.end());
     cuts.erase(std::unique(cuts.begin(), cuts.end()), cuts.end());
-    d.next_.resize((i + 1) * 256, -1);
+    d.next_.resize((i + 1) * nc, -1);
     for (std::size_t c = 0; c + 1 < cuts.size(); ++c) {
       const int lo = cuts[c];
-      std::vector<std::int32_t> tgt;
-      for (auto s : cur)
+      tgt.clear();
+      for (auto s : sets[i])
         for (auto e : nfa.states()[s].edges)
           if (e.lo <= lo && lo <= e.hi)
             tgt.push_back(e.to);
@@ -99,8 +168,9 @@ byte_dfa byte_dfa::determinize(const byte_nfa& nfa, std::int32_t start, budget& 
       auto [it, fresh] = ids.emplace(tgt, static_cast<std::int32_t>(sets.size()));
       if (fresh)
         sets.push_back(tgt);
-      for (int x = lo; x < cuts[c + 1]; ++x)
-        d.next_[i * 256 + x] = it->second;
+      // A state's ranges are unions of whole classes (its cuts are among the NFA's).
+      for (std::uint32_t k = cls[static_cast<std::size_t>(lo)]; k <= cls[static_cast<std::size_t>(cuts[c + 1] - 1)]; ++k)
+        d.next_[i * nc + k] = it->second;
     }
   }
   d.accept_off_.assign(1, 0);
@@ -114,13 +184,14 @@ byte_dfa byte_dfa::determinize(const byte_nfa& nfa, std::int32_t start, budget& 
 
 void byte_dfa::finish() {
   const std::int32_t n = size();
+  const std::size_t nc = nc_;
   // 1. distance to a final state over reversed edges (CSR, one entry per distinct edge);
   //    unreachable means dead.
   std::vector<std::int32_t> stamp(static_cast<std::size_t>(n), -1), cnt(static_cast<std::size_t>(n) + 1, 0);
   std::vector<std::pair<std::int32_t, std::int32_t>> edges;
   for (std::int32_t q = 0; q < n; ++q) {
-    const auto* row = next_.data() + static_cast<std::size_t>(q) * 256;
-    for (int c = 0; c < 256; ++c)
+    const auto* row = next_.data() + static_cast<std::size_t>(q) * nc;
+    for (std::size_t c = 0; c < nc; ++c)
       if (auto t = row[c]; t >= 0 && stamp[t] != q) {
         stamp[t] = q;
         edges.emplace_back(t, q);
@@ -147,65 +218,92 @@ void byte_dfa::finish() {
       if (auto p = rev[i]; dist[p] < 0)
         dist[p] = dist[q] + 1, queue.push_back(p);
   }
-  // 2. renumber live states reachable from the start, in BFS order.
+  // 2. renumber live states reachable from the start, in BFS order (classes in order, so as
+  //    bytes in order would).
   std::vector<std::int32_t> id(static_cast<std::size_t>(n), -1), order;
   if (n > 0 && dist[0] >= 0) {
     id[0] = 0;
     order.push_back(0);
     for (std::size_t i = 0; i < order.size(); ++i) {
-      const auto* row = next_.data() + static_cast<std::size_t>(order[i]) * 256;
-      for (int c = 0; c < 256; ++c)
+      const auto* row = next_.data() + static_cast<std::size_t>(order[i]) * nc;
+      for (std::size_t c = 0; c < nc; ++c)
         if (auto t = row[c]; t >= 0 && dist[t] >= 0 && id[t] < 0) {
           id[t] = static_cast<std::int32_t>(order.size());
           order.push_back(t);
         }
     }
   }
-  std::vector<std::int32_t> next(order.size() * 256, -1);
+  std::vector<std::int32_t> next(order.size() * nc, -1);
   std::vector<std::uint32_t> off{0};
   std::vector<std::uint16_t> acc;
   dist_.assign(order.size(), 0);
   for (std::size_t i = 0; i < order.size(); ++i) {
     const auto q = order[i];
-    const auto* row = next_.data() + static_cast<std::size_t>(q) * 256;
-    auto* out = next.data() + i * 256;
-    for (int c = 0; c < 256; ++c)
-      if (auto t = row[c]; t >= 0)
+    const auto* row = next_.data() + static_cast<std::size_t>(q) * nc;
+    auto* out = next.data() + i * nc;
+    for (std::size_t c = 0; c < nc; ++c)
+      if (auto t = row[c]; t >= 0 && dist[t] >= 0)
         out[c] = id[t];
     for (auto a : accepts(q))
       acc.push_back(a);
     off.push_back(static_cast<std::uint32_t>(acc.size()));
     dist_[i] = dist[q];
   }
-  next_ = std::move(next);
   accept_off_ = std::move(off);
   accept_ = std::move(acc);
+  // 3. merge classes that no state tells apart (a class's column of targets is its identity),
+  //    keeping ids in the order of their smallest byte.
+  const std::size_t m = order.size();
+  std::unordered_map<std::uint64_t, std::vector<std::uint32_t>> by_hash;
+  std::vector<std::uint32_t> merged(nc, 0), keep;
+  std::vector<std::uint64_t> col(nc, 0x51ed27);
+  for (std::size_t q = 0; q < m; ++q)  // row by row: the table is read in order
+    for (std::size_t c = 0; c < nc; ++c)
+      col[c] = mix(col[c], static_cast<std::uint32_t>(next[q * nc + c]));
+  for (std::size_t c = 0; c < nc; ++c) {
+    auto& cands = by_hash[col[c]];
+    bool found = false;
+    for (auto k : cands) {
+      const auto kc = keep[k];
+      bool same = true;
+      for (std::size_t q = 0; q < m && same; ++q)
+        same = next[q * nc + c] == next[q * nc + kc];
+      if (same) {
+        merged[c] = k, found = true;
+        break;
+      }
+    }
+    if (!found) {
+      merged[c] = static_cast<std::uint32_t>(keep.size());
+      cands.push_back(merged[c]);
+      keep.push_back(static_cast<std::uint32_t>(c));
+    }
+  }
+  if (keep.size() < nc) {
+    std::vector<std::int32_t> packed(m * keep.size());
+    for (std::size_t q = 0; q < m; ++q)
+      for (std::size_t k = 0; k < keep.size(); ++k)
+        packed[q * keep.size() + k] = next[q * nc + keep[k]];
+    next = std::move(packed);
+    std::array<std::uint8_t, 256> cls{};
+    for (int b = 0; b < 256; ++b)
+      cls[static_cast<std::size_t>(b)] = static_cast<std::uint8_t>(merged[cls_[static_cast<std::size_t>(b)]]);
+    set_classes(cls, static_cast<std::uint32_t>(keep.size()));
+  }
+  next_ = std::move(next);
 }
 
 std::string byte_dfa::shortest_from(std::int32_t q) const {
   std::string out;
   while (!is_final(q)) {
-    for (int c = 0; c < 256; ++c)
-      if (auto t = step(q, static_cast<std::uint8_t>(c)); t >= 0 && dist_[t] == dist_[q] - 1) {
-        out.push_back(static_cast<char>(c));
+    for (std::uint32_t c = 0; c < nc_; ++c)
+      if (auto t = step_class(q, c); t >= 0 && dist_[t] == dist_[q] - 1) {
+        out.push_back(static_cast<char>(rep_[c]));
         q = t;
         break;
       }
   }
   return out;
-}
-
-byte_dfa byte_dfa::from_table(std::vector<std::int32_t> next, const std::vector<std::uint8_t>& final) {
-  byte_dfa d;
-  d.next_ = std::move(next);
-  d.accept_off_.assign(1, 0);
-  for (auto f : final) {
-    if (f)
-      d.accept_.push_back(0);
-    d.accept_off_.push_back(static_cast<std::uint32_t>(d.accept_.size()));
-  }
-  d.finish();
-  return d;
 }
 
 byte_dfa byte_dfa::counted(const byte_dfa& unit, std::uint8_t open, std::uint8_t close, std::uint32_t min,
@@ -216,25 +314,32 @@ byte_dfa byte_dfa::counted(const byte_dfa& unit, std::uint8_t open, std::uint8_t
   for (std::int32_t q = 0; q < unit.size(); ++q)
     if (!unit.is_final(q))
       inner[q] = m++;
+  // The unit's classes, with the delimiters and whitespace in classes of their own.
+  class_refiner r;
+  r.by(unit.cls_);
+  std::array<std::uint8_t, 256> special{};
+  special[' '] = 1, special['\t'] = 2, special['\n'] = 3, special['\r'] = 4, special[open] = 5, special[close] = 6;
+  r.by(special);
+  byte_dfa d;
+  d.set_classes(r.cls, r.nc);
+  const std::size_t nc = r.nc;
   const std::uint32_t copies = max == rx::unbounded ? min + 1 : max + 1;
   const std::size_t n = 2 + static_cast<std::size_t>(copies) * static_cast<std::size_t>(m);
   b.states(n);
-  std::vector<std::int32_t> next(n * 256, -1);
-  std::vector<std::uint8_t> fin(n, 0);
-  fin[1] = 1;
+  std::vector<std::int32_t> next(n * nc, -1);
   for (std::uint8_t c : {' ', '\t', '\n', '\r'})
-    next[c] = 0;
+    next[r.cls[c]] = 0;
   auto id = [&](std::uint32_t k, std::int32_t q) { return 2 + static_cast<std::int32_t>(k) * m + inner[q]; };
-  next[open] = id(0, 0);
+  next[r.cls[open]] = id(0, 0);
   for (std::uint32_t k = 0; k < copies; ++k) {
     b.tick();
     const bool last = k + 1 == copies;
     for (std::int32_t q = 0; q < unit.size(); ++q) {
       if (unit.is_final(q))
         continue;
-      auto* row = next.data() + static_cast<std::size_t>(id(k, q)) * 256;
-      for (int c = 0; c < 256; ++c) {
-        auto t = unit.step(q, static_cast<std::uint8_t>(c));
+      auto* row = next.data() + static_cast<std::size_t>(id(k, q)) * nc;
+      for (std::size_t c = 0; c < nc; ++c) {
+        auto t = unit.step(q, d.rep_[c]);
         if (t < 0)
           continue;
         if (!unit.is_final(t))
@@ -246,9 +351,17 @@ byte_dfa byte_dfa::counted(const byte_dfa& unit, std::uint8_t open, std::uint8_t
       }
     }
     if (k >= min)
-      next[static_cast<std::size_t>(id(k, 0)) * 256 + close] = 1;
+      next[static_cast<std::size_t>(id(k, 0)) * nc + r.cls[close]] = 1;
   }
-  return from_table(std::move(next), fin);
+  d.next_ = std::move(next);
+  d.accept_off_.assign(1, 0);
+  for (std::size_t q = 0; q < n; ++q) {
+    if (q == 1)
+      d.accept_.push_back(0);
+    d.accept_off_.push_back(static_cast<std::uint32_t>(d.accept_.size()));
+  }
+  d.finish();
+  return d;
 }
 
 byte_dfa byte_dfa::of(const rx& r, budget& b) {
@@ -263,26 +376,35 @@ byte_dfa byte_dfa::product(const byte_dfa& a, const byte_dfa& b, budget& bud, Fi
   byte_dfa d;
   if (a.empty())
     return d;
-  std::map<std::pair<std::int32_t, std::int32_t>, std::int32_t> ids;
+  class_refiner r;
+  r.by(a.cls_);
+  r.by(b.cls_);
+  d.set_classes(r.cls, r.nc);
+  const std::size_t nc = r.nc;
+  auto key = [](std::int32_t qa, std::int32_t qb) {
+    return static_cast<std::uint64_t>(static_cast<std::uint32_t>(qa)) << 32 | static_cast<std::uint32_t>(qb);
+  };
+  std::unordered_map<std::uint64_t, std::int32_t> ids;
   std::vector<std::pair<std::int32_t, std::int32_t>> pairs{{0, b.empty() ? -1 : 0}};
-  ids.emplace(pairs[0], 0);
+  ids.emplace(key(pairs[0].first, pairs[0].second), 0);
   d.accept_off_.assign(1, 0);
   for (std::size_t i = 0; i < pairs.size(); ++i) {
     bud.tick();
     bud.states(pairs.size());
     auto [qa, qb] = pairs[i];
-    d.next_.resize((i + 1) * 256, -1);
-    for (int c = 0; c < 256; ++c) {
-      auto ta = a.step(qa, static_cast<std::uint8_t>(c));
+    d.next_.resize((i + 1) * nc, -1);
+    for (std::size_t c = 0; c < nc; ++c) {
+      const auto byte = d.rep_[c];
+      auto ta = a.step(qa, byte);
       if (ta < 0)
         continue;
-      auto tb = qb >= 0 ? b.step(qb, static_cast<std::uint8_t>(c)) : -1;
+      auto tb = qb >= 0 ? b.step(qb, byte) : -1;
       if (!Pair::keep_dead && tb < 0)
         continue;
-      auto [it, fresh] = ids.emplace(std::pair{ta, tb}, static_cast<std::int32_t>(pairs.size()));
+      auto [it, fresh] = ids.emplace(key(ta, tb), static_cast<std::int32_t>(pairs.size()));
       if (fresh)
         pairs.emplace_back(ta, tb);
-      d.next_[i * 256 + c] = it->second;
+      d.next_[i * nc + c] = it->second;
     }
     if (fin(qa, qb))
       for (auto t : a.accepts(qa))
@@ -317,31 +439,92 @@ byte_dfa byte_dfa::minus(const byte_dfa& a, const byte_dfa& b, budget& bud) {
 }
 
 byte_dfa byte_dfa::unite(const std::vector<const byte_dfa*>& parts, budget& b) {
-  byte_nfa nfa;
-  const auto start = nfa.add();
-  for (std::size_t i = 0; i < parts.size(); ++i) {
-    const auto& p = *parts[i];
-    const auto base = static_cast<std::int32_t>(nfa.states().size());
-    for (std::int32_t q = 0; q < p.size(); ++q)
-      nfa.add();
-    for (std::int32_t q = 0; q < p.size(); ++q) {
-      auto& st = nfa.states()[base + q];
-      if (p.is_final(q))
-        st.tag = static_cast<std::int32_t>(i);
-      for (int c = 0; c < 256;) {
-        auto t = p.step(q, static_cast<std::uint8_t>(c));
-        int e = c;
-        while (e + 1 < 256 && p.step(q, static_cast<std::uint8_t>(e + 1)) == t)
-          ++e;
-        if (t >= 0)
-          st.edges.push_back({static_cast<std::uint8_t>(c), static_cast<std::uint8_t>(e), base + t});
-        c = e + 1;
-      }
+  // A state is the list of the parts still alive and their states, (part << 32 | state) sorted
+  // by part: with many parts (an object's keys) most are dead after a few bytes, so a state
+  // costs its live parts, not all of them.
+  byte_dfa d;
+  class_refiner r;
+  std::vector<std::uint64_t> s0;
+  for (std::size_t i = 0; i < parts.size(); ++i)
+    if (!parts[i]->empty()) {
+      r.by(parts[i]->cls_);
+      s0.push_back(static_cast<std::uint64_t>(i) << 32);
     }
-    if (p.size() > 0)
-      nfa.states()[start].eps.push_back(base);
+  if (s0.empty())
+    return d;
+  d.set_classes(r.cls, r.nc);
+  const std::size_t nc = r.nc;
+  std::vector<std::uint64_t> flat;   // every state's list, back to back
+  std::vector<std::size_t> begin{0};
+  std::vector<std::uint64_t> hashes;
+  // Open addressing over state ids (-1: empty), at most half full: a state costs no allocation.
+  std::vector<std::int32_t> slots(64, -1);
+  auto hash_of = [](const std::uint64_t* p, std::size_t len) {
+    std::uint64_t h = len;
+    for (std::size_t k = 0; k < len; ++k)
+      h = mix(h, p[k]);
+    return h ^ (h >> 29);
+  };
+  auto intern = [&](const std::vector<std::uint64_t>& s) {
+    const auto h = hash_of(s.data(), s.size());
+    auto mask = slots.size() - 1;
+    for (auto i = static_cast<std::size_t>(h) & mask;; i = (i + 1) & mask) {
+      const auto id = slots[i];
+      if (id < 0)
+        break;
+      const auto u = static_cast<std::size_t>(id);
+      if (hashes[u] == h && begin[u + 1] - begin[u] == s.size() && std::equal(s.begin(), s.end(), flat.data() + begin[u]))
+        return id;
+    }
+    const auto id = static_cast<std::int32_t>(hashes.size());
+    flat.insert(flat.end(), s.begin(), s.end());
+    begin.push_back(flat.size());
+    hashes.push_back(h);
+    if (hashes.size() * 2 > slots.size()) {
+      slots.assign(slots.size() * 2, -1);
+      mask = slots.size() - 1;
+      for (std::size_t u = 0; u < hashes.size(); ++u) {
+        auto i = static_cast<std::size_t>(hashes[u]) & mask;
+        while (slots[i] >= 0)
+          i = (i + 1) & mask;
+        slots[i] = static_cast<std::int32_t>(u);
+      }
+    } else {
+      auto i = static_cast<std::size_t>(h) & mask;
+      while (slots[i] >= 0)
+        i = (i + 1) & mask;
+      slots[i] = id;
+    }
+    return id;
+  };
+  intern(s0);
+  d.accept_off_.assign(1, 0);
+  std::vector<std::uint64_t> cur, nxt;
+  for (std::size_t i = 0; i + 1 < begin.size(); ++i) {
+    b.tick();
+    b.states(begin.size() - 1);
+    cur.assign(flat.begin() + static_cast<std::ptrdiff_t>(begin[i]), flat.begin() + static_cast<std::ptrdiff_t>(begin[i + 1]));
+    for (auto e : cur) {
+      const auto part = static_cast<std::size_t>(e >> 32);
+      if (parts[part]->is_final(static_cast<std::int32_t>(e & 0xffffffffu)))
+        d.accept_.push_back(static_cast<std::uint16_t>(part));
+    }
+    d.accept_off_.push_back(static_cast<std::uint32_t>(d.accept_.size()));
+    d.next_.resize((i + 1) * nc, -1);
+    for (std::size_t c = 0; c < nc; ++c) {
+      const auto byte = d.rep_[c];
+      nxt.clear();
+      for (auto e : cur) {
+        const auto part = e >> 32;
+        if (auto t = parts[static_cast<std::size_t>(part)]->step(static_cast<std::int32_t>(e & 0xffffffffu), byte); t >= 0)
+          nxt.push_back(part << 32 | static_cast<std::uint32_t>(t));
+      }
+      if (!nxt.empty())
+        d.next_[i * nc + c] = intern(nxt);
+    }
   }
-  return determinize(nfa, start, b);
+  d.finish();
+  return d;
 }
 
 } // namespace deepinfer::recipe::so

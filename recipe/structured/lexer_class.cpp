@@ -94,9 +94,8 @@ std::size_t walk(const byte_dfa& d, const lexer_view& view, const level_trie& lt
     fin[static_cast<std::size_t>(i)] = d.is_final(q) ? 1 : 0;
     if (static_cast<std::size_t>(i) >= view.expanded)
       continue;  // no token reads further (as in the view)
-    const auto* row = d.row(q);
     for (std::uint32_t j = 0; j < nclass; ++j)
-      if (const auto t = row[class_byte[j]]; t >= 0)
+      if (const auto t = d.step(q, class_byte[j]); t >= 0)
         table[(static_cast<std::size_t>(i) << shift) + j] = static_cast<State>(id.at(t) << shift);
   }
   // Each node's state, written level by level: a level reads only its parents', written by the
@@ -162,12 +161,16 @@ lexer_view::lexer_view(const byte_dfa& d, std::int32_t q, std::uint32_t depth) {
     if (dist[i] >= depth)
       continue;  // no token reads further
     expanded = i + 1;
-    const auto* row = d.row(s);
-    for (int c = 0; c < 256;) {
-      const auto t = row[c];
-      int e = c + 1;
-      while (e < 256 && row[e] == t)
-        ++e;
+    // Runs of bytes with one target, from the DFA's runs of one class (adjacent runs of
+    // classes with the same target merge, so the runs do not depend on how classes are cut).
+    const auto runs = d.runs();
+    for (std::size_t ri = 0; ri < runs.size();) {
+      const int c = runs[ri];
+      const auto t = d.step(s, runs[ri]);
+      std::size_t rj = ri + 1;
+      while (rj < runs.size() && d.step(s, runs[rj]) == t)
+        ++rj;
+      const int e = rj < runs.size() ? runs[rj] : 256;
       if (t >= 0) {
         const auto ti = static_cast<std::size_t>(t);
         if (sc.stamp[ti] != sc.gen) {
@@ -182,7 +185,7 @@ lexer_view::lexer_view(const byte_dfa& d, std::int32_t q, std::uint32_t depth) {
       }
       if (e < 256)
         cuts[static_cast<std::size_t>(e) >> 6] |= 1ull << (e & 63);
-      c = e;
+      ri = rj;
     }
     mix(0xabcdef);
   }

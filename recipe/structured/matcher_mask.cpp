@@ -96,9 +96,9 @@ std::uint64_t matcher::completion_cost(const cfg_t& c, std::string* out) const {
         if (cost < best)
           best = cost, best_f = q, best_t = t;
       }
-    for (int b = 0; b < 256; ++b)
-      if (auto n = d.step(q, static_cast<std::uint8_t>(b)); n >= 0 && dist[n] < 0) {
-        dist[n] = dist[q] + 1, from[n] = q, via[n] = static_cast<std::uint8_t>(b);
+    for (std::uint32_t k = 0; k < d.classes(); ++k)  // in class order = smallest bytes first
+      if (auto n = d.step_class(q, k); n >= 0 && dist[n] < 0) {
+        dist[n] = dist[q] + 1, from[n] = q, via[n] = d.class_byte(k);
         queue.push_back(n);
       }
   }
