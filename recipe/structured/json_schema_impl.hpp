@@ -69,6 +69,7 @@ private:
   std::map<std::string, symbol> lexemes_;
   std::deque<json> owned_;
   std::optional<symbol> any_;
+  std::optional<byte_dfa> any_key_;  // any key, then `:` (the base every object's extras start from)
 };
 
 } // namespace deepinfer::recipe::so::detail

@@ -121,9 +121,20 @@ rule_nfa::frag schema_builder::build_object(rule_nfa& n, const json& s) {
         member(c > 0 ? 1 : 0, st[m][c], key, val, st[m][d]);
   };
   auto& b = gb_.bud();
-  std::vector<byte_dfa> declared;
+  if (patterns.empty() && !extras)
+    return {start, end};
+  // The cache key of this object's "any other key" lexeme, looked up before anything is built
+  // (objects with the same keys recur: an allOf's parts, a definition used in many places).
+  std::string cache_key = "x:";
   for (auto& k : all_keys)
-    declared.push_back(byte_dfa::of(json_lex::lead(key_rx(k)), b));
+    cache_key += json(k).dump() + ",";
+  for (auto it = patterns.begin(); it != patterns.end(); ++it)
+    cache_key += "/" + it.key() + "/\x1f";
+  const auto cached = lexemes_.find(cache_key);
+  std::vector<byte_dfa> declared;
+  if (!patterns.empty() || cached == lexemes_.end())
+    for (auto& k : all_keys)
+      declared.push_back(byte_dfa::of(json_lex::lead(key_rx(k)), b));
   std::vector<byte_dfa> found;  // the keys each pattern finds
   for (auto it = patterns.begin(); it != patterns.end(); ++it) {
     auto keys = byte_dfa::of(json_lex::lead(pattern_key_rx(it.key())), b);
@@ -149,24 +160,20 @@ rule_nfa::frag schema_builder::build_object(rule_nfa& n, const json& s) {
   if (extras) {
     // Any other key (spelled canonically, so a declared key can never pass as an extra one):
     // not declared, and found by no pattern.
-    auto any_key = byte_dfa::of(json_lex::lead(rx::seq({json_lex::string_len(0, rx::unbounded), json_ws(), rx::lit(":")})), b);
-    std::vector<const byte_dfa*> ptrs;
-    for (auto& k : declared)
-      ptrs.push_back(&k);
-    for (auto& k : found)
-      ptrs.push_back(&k);
-    if (!ptrs.empty())
-      any_key = byte_dfa::minus(any_key, byte_dfa::unite(ptrs, b), b);
-    std::string cache_key = "x:";
-    for (auto& k : all_keys)
-      cache_key += json(k).dump() + ",";
-    for (auto it = patterns.begin(); it != patterns.end(); ++it)
-      cache_key += "/" + it.key() + "/\x1f";
     symbol key;
-    if (auto it = lexemes_.find(cache_key); it != lexemes_.end())
-      key = it->second;
-    else
-      key = gb_.lexeme(std::move(any_key)), lexemes_.emplace(cache_key, key);
+    if (cached != lexemes_.end()) {
+      key = cached->second;
+    } else {
+      if (!any_key_)
+        any_key_ = byte_dfa::of(json_lex::lead(rx::seq({json_lex::string_len(0, rx::unbounded), json_ws(), rx::lit(":")})), b);
+      std::vector<const byte_dfa*> ptrs;
+      for (auto& k : declared)
+        ptrs.push_back(&k);
+      for (auto& k : found)
+        ptrs.push_back(&k);
+      key = gb_.lexeme(ptrs.empty() ? *any_key_ : byte_dfa::minus(*any_key_, byte_dfa::unite(ptrs, b), b));
+      lexemes_.emplace(cache_key, key);
+    }
     additional(key, is_true(addl) ? any_value() : value_rule(addl));
   }
   return {start, end};
