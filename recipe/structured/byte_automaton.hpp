@@ -97,7 +97,10 @@ public:
 private:
   struct alphabet;
   void set_classes(const std::array<std::uint8_t, 256>& cls, std::uint32_t nc);
-  void finish();
+  /// Drops dead and unreachable states, numbers states breadth-first, computes distances; with
+  /// `merge_classes`, merges byte classes no state tells apart.
+  void finish(bool merge_classes = true);
+  void merge_equal_classes();
   template <class Pair, class Final>
   static byte_dfa product(const byte_dfa& a, const byte_dfa& b, budget& bud, Final fin);
   std::array<std::uint8_t, 256> cls_{};

@@ -182,7 +182,7 @@ byte_dfa byte_dfa::determinize(const byte_nfa& nfa, std::int32_t start, budget& 
   return d;
 }
 
-void byte_dfa::finish() {
+void byte_dfa::finish(bool merge_classes) {
   const std::int32_t n = size();
   const std::size_t nc = nc_;
   // 1. distance to a final state over reversed edges (CSR, one entry per distinct edge);
@@ -233,6 +233,16 @@ void byte_dfa::finish() {
         }
     }
   }
+  // Already live, reachable and in BFS order (products and counts build them so): keep the table.
+  bool same = order.size() == static_cast<std::size_t>(n);
+  for (std::size_t i = 0; same && i < order.size(); ++i)
+    same = order[i] == static_cast<std::int32_t>(i);
+  if (same) {
+    dist_ = std::move(dist);
+    if (merge_classes)
+      merge_equal_classes();
+    return;
+  }
   std::vector<std::int32_t> next(order.size() * nc, -1);
   std::vector<std::uint32_t> off{0};
   std::vector<std::uint16_t> acc;
@@ -251,9 +261,17 @@ void byte_dfa::finish() {
   }
   accept_off_ = std::move(off);
   accept_ = std::move(acc);
+  next_ = std::move(next);
+  if (merge_classes)
+    merge_equal_classes();
+}
+
+void byte_dfa::merge_equal_classes() {
   // 3. merge classes that no state tells apart (a class's column of targets is its identity),
   //    keeping ids in the order of their smallest byte.
-  const std::size_t m = order.size();
+  const std::size_t m = static_cast<std::size_t>(size());
+  const std::size_t nc = nc_;
+  auto& next = next_;
   std::unordered_map<std::uint64_t, std::vector<std::uint32_t>> by_hash;
   std::vector<std::uint32_t> merged(nc, 0), keep;
   std::vector<std::uint64_t> col(nc, 0x51ed27);
@@ -290,7 +308,6 @@ void byte_dfa::finish() {
       cls[static_cast<std::size_t>(b)] = static_cast<std::uint8_t>(merged[cls_[static_cast<std::size_t>(b)]]);
     set_classes(cls, static_cast<std::uint32_t>(keep.size()));
   }
-  next_ = std::move(next);
 }
 
 std::string byte_dfa::shortest_from(std::int32_t q) const {
@@ -360,7 +377,7 @@ byte_dfa byte_dfa::counted(const byte_dfa& unit, std::uint8_t open, std::uint8_t
       d.accept_.push_back(0);
     d.accept_off_.push_back(static_cast<std::uint32_t>(d.accept_.size()));
   }
-  d.finish();
+  d.finish(false);  // its classes are the unit's and the delimiters': none to merge
   return d;
 }
 
@@ -523,7 +540,7 @@ byte_dfa byte_dfa::unite(const std::vector<const byte_dfa*>& parts, budget& b) {
         d.next_[i * nc + c] = intern(nxt);
     }
   }
-  d.finish();
+  d.finish(false);  // the refinement of the parts' classes is exact: every part state is in some tuple
   return d;
 }
 
