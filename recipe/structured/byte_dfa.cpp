@@ -515,17 +515,37 @@ byte_dfa byte_dfa::unite(const std::vector<const byte_dfa*>& parts, budget& b) {
     return id;
   };
   intern(s0);
+  // A state with one live part (most of them: past the first bytes, keys part ways) is found
+  // by (part, state) directly, without hashing its list.
+  std::vector<std::vector<std::int32_t>> single(parts.size());
+  auto lookup = [&](const std::vector<std::uint64_t>& s) {
+    if (s.size() != 1)
+      return intern(s);
+    auto& memo = single[static_cast<std::size_t>(s[0] >> 32)];
+    if (memo.empty())
+      memo.assign(static_cast<std::size_t>(parts[static_cast<std::size_t>(s[0] >> 32)]->size()), -1);
+    auto& id = memo[static_cast<std::size_t>(s[0] & 0xffffffffu)];
+    if (id < 0)
+      id = intern(s);
+    return id;
+  };
   d.accept_off_.assign(1, 0);
   std::vector<std::uint64_t> cur, nxt;
   for (std::size_t i = 0; i + 1 < begin.size(); ++i) {
     b.tick();
     b.states(begin.size() - 1);
     cur.assign(flat.begin() + static_cast<std::ptrdiff_t>(begin[i]), flat.begin() + static_cast<std::ptrdiff_t>(begin[i + 1]));
+    // Distance to a final state: the nearest part's (a union's string is any part's).
+    std::int32_t dist = -1;
     for (auto e : cur) {
       const auto part = static_cast<std::size_t>(e >> 32);
-      if (parts[part]->is_final(static_cast<std::int32_t>(e & 0xffffffffu)))
+      const auto q = static_cast<std::int32_t>(e & 0xffffffffu);
+      if (parts[part]->is_final(q))
         d.accept_.push_back(static_cast<std::uint16_t>(part));
+      if (const auto pd = parts[part]->dist(q); dist < 0 || pd < dist)
+        dist = pd;
     }
+    d.dist_.push_back(dist);
     d.accept_off_.push_back(static_cast<std::uint32_t>(d.accept_.size()));
     d.next_.resize((i + 1) * nc, -1);
     for (std::size_t c = 0; c < nc; ++c) {
@@ -537,10 +557,12 @@ byte_dfa byte_dfa::unite(const std::vector<const byte_dfa*>& parts, budget& b) {
           nxt.push_back(part << 32 | static_cast<std::uint32_t>(t));
       }
       if (!nxt.empty())
-        d.next_[i * nc + c] = intern(nxt);
+        d.next_[i * nc + c] = lookup(nxt);
     }
   }
-  d.finish(false);  // the refinement of the parts' classes is exact: every part state is in some tuple
+  // No finish: every state is live (each part's states are), reached from the start, numbered
+  // in the order finish would number them (states in order, targets by class), and the
+  // refinement of the parts' classes is exact (every part state is in some tuple).
   return d;
 }
 
