@@ -3,6 +3,7 @@
 #include "recipe/structured/level_trie.hpp"
 
 #include <algorithm>
+#include <deque>
 #include <map>
 #include <unordered_map>
 
@@ -78,11 +79,11 @@ std::vector<live_node>& ends_buffer() {
 
 // The view as a small table of `State` row offsets, then the level-by-level walk; returns how
 // many live final nodes are in `ends_buffer()`.
-template <class State>
+template <class State, class Hook>
 std::size_t walk(const byte_dfa& d, const lexer_view& view, const level_trie& lt, const byte_trie& t,
                  const std::array<std::uint8_t, 256>& cls, const std::array<std::uint8_t, 256>& class_byte,
                  std::uint32_t nclass, unsigned shift, const std::unordered_map<std::int32_t, std::int32_t>& id,
-                 std::vector<std::uint64_t>& bits, std::size_t spare, std::size_t& count) {
+                 std::vector<std::uint64_t>& bits, std::size_t spare, std::size_t& count, Hook&& after_first_level) {
   const auto nv = static_cast<std::int32_t>(view.order.size());
   const std::int32_t dead = nv << shift;
   thread_local std::vector<State> table;
@@ -116,7 +117,7 @@ std::size_t walk(const byte_dfa& d, const lexer_view& view, const level_trie& lt
   S[0] = 0;
   // Each level scans from the first live parent's first child to the last one's last child.
   std::uint32_t lo = lt.first_child(0), hi = lo + lt.children(0);
-  while (lo < hi) {
+  for (bool level1 = true; lo < hi; level1 = false) {
     const auto r = scan_level<State>(lo, hi, lt.links(), lt.first_tokens(), cls.data(), table.data(), fin.data(),
                                      dead, shift, S, ends_buf.data(), bits.data(),
                                      static_cast<std::uint32_t>(spare), ne);
@@ -129,10 +130,21 @@ std::size_t walk(const byte_dfa& d, const lexer_view& view, const level_trie& lt
         for (auto x = t.tokens_begin(p) + 1; x < t.tokens_end(p); ++x, ++count)
           bits[static_cast<std::size_t>(*x) >> 6] |= 1ull << (*x & 63);
       }
-    if (r.first == none)
+    auto first = r.first, last = r.last;
+    if (level1 && first != none) {
+      // Depth 1: nodes whose subtrees the hook takes (it kills them), then the live range again.
+      after_first_level(lo, hi, S, static_cast<State>(dead), shift);
+      first = none, last = 0;
+      for (auto k = lo; k < hi; ++k)
+        if (S[k] != static_cast<State>(dead)) {
+          first = std::min(first, k);
+          last = k;
+        }
+    }
+    if (first == none)
       break;
-    lo = lt.first_child(r.first);
-    hi = lt.first_child(r.last) + lt.children(r.last);
+    lo = lt.first_child(first);
+    hi = lt.first_child(last) + lt.children(last);
   }
   return ne;
 }
@@ -192,7 +204,43 @@ lexer_view::lexer_view(const byte_dfa& d, std::int32_t q, std::uint32_t depth) {
   signature = h;
 }
 
-std::shared_ptr<const lexer_class> lexer_class::make(const byte_dfa& d, const lexer_view& view, const vocabulary& v) {
+namespace {
+// A view's byte classes (the ranges between its cuts) and the shift that makes a state's row
+// offset (state << shift).
+struct view_classes {
+  std::array<std::uint8_t, 256> cls{};
+  std::array<std::uint8_t, 256> class_byte{};
+  std::uint32_t nclass = 0;
+  unsigned shift = 0;
+  explicit view_classes(const lexer_view& view) {
+    for (int b = 0; b < 256; ++b) {
+      if (b == 0 || (view.cuts[static_cast<std::size_t>(b) >> 6] >> (b & 63) & 1u) != 0)
+        class_byte[nclass++] = static_cast<std::uint8_t>(b);
+      cls[static_cast<std::size_t>(b)] = static_cast<std::uint8_t>(nclass - 1);
+    }
+    while ((1u << shift) < nclass)
+      ++shift;
+  }
+};
+
+std::unordered_map<std::int32_t, std::int32_t> view_ids(const lexer_view& view) {
+  std::unordered_map<std::int32_t, std::int32_t> id;
+  id.reserve(view.order.size() * 2);
+  for (std::size_t i = 0; i < view.order.size(); ++i)
+    id.emplace(view.order[i], static_cast<std::int32_t>(i));
+  return id;
+}
+
+// A depth-1 node whose subtree a memo entry gives, and how its entry's states map to the view's.
+struct covered_node {
+  std::uint8_t byte;
+  std::shared_ptr<const subtree_memo::entry> entry;
+  const std::vector<std::int32_t>* sub_order;  // the depth-1 view's lexer states
+};
+} // namespace
+
+std::shared_ptr<const lexer_class> lexer_class::make(const byte_dfa& d, const lexer_view& view, const vocabulary& v,
+                                                     subtree_memo* memo) {
   auto c = std::make_shared<lexer_class>();
   const auto& t = v.trie();
   const auto& lt = v.levels();
@@ -201,40 +249,71 @@ std::shared_ptr<const lexer_class> lexer_class::make(const byte_dfa& d, const le
   std::size_t count = 0;
   // The view as a small table: view states by byte class (the ranges between the view's cuts,
   // ~50 for a string in a union with key literals), plus a dead state whose row is dead. The
-  // walk reads the lexer's own rows nowhere (256 wide, ~1 MiB for a 10^3-state union).
-  std::array<std::uint8_t, 256> cls{};
-  std::uint32_t nclass = 0;
-  std::array<std::uint8_t, 256> class_byte{};
-  for (int b = 0; b < 256; ++b) {
-    if (b == 0 || (view.cuts[static_cast<std::size_t>(b) >> 6] >> (b & 63) & 1u) != 0)
-      class_byte[nclass++] = static_cast<std::uint8_t>(b);
-    cls[static_cast<std::size_t>(b)] = static_cast<std::uint8_t>(nclass - 1);
-  }
+  // walk reads the lexer's own rows nowhere.
+  const view_classes vc{view};
+  const auto& cls = vc.cls;
+  const auto& class_byte = vc.class_byte;
+  const auto nclass = vc.nclass;
+  const auto shift = vc.shift;
   const auto nv = static_cast<std::int32_t>(view.order.size());
-  unsigned shift = 0;
-  while ((1u << shift) < nclass)
-    ++shift;
-  std::unordered_map<std::int32_t, std::int32_t> id;
-  id.reserve(view.order.size() * 2);
-  for (std::int32_t i = 0; i < nv; ++i)
-    id.emplace(view.order[static_cast<std::size_t>(i)], i);
+  const auto id = view_ids(view);
+  // Depth 1: a live node whose state's own view has a memo entry is not walked below; its
+  // entry's tokens and ends are added after the walk.
+  std::vector<covered_node> covered;
+  std::deque<lexer_view> sub_views;
+  auto take_level1 = [&](std::uint32_t lo, std::uint32_t hi, auto* S, auto dead, unsigned sh) {
+    if (memo == nullptr || t.max_depth() < 2)
+      return;
+    std::unordered_map<std::int32_t, std::pair<std::shared_ptr<const subtree_memo::entry>, const lexer_view*>> by_state;
+    for (auto k = lo; k < hi; ++k) {
+      if (S[k] == dead)
+        continue;
+      const auto vs = static_cast<std::int32_t>(S[k] >> sh);
+      auto it = by_state.find(vs);
+      if (it == by_state.end()) {
+        const auto& sv = sub_views.emplace_back(d, view.order[static_cast<std::size_t>(vs)], t.max_depth() - 1u);
+        bool build = false;
+        auto e = memo->find(sv.signature, build);
+        if (!e && build) {
+          e = subtree_memo::make(d, sv, v);
+          memo->put(sv.signature, e);
+        }
+        it = by_state.emplace(vs, std::pair{std::move(e), &sv}).first;
+      }
+      if (it->second.first) {
+        covered.push_back({static_cast<std::uint8_t>(lt.links()[k] & 255u), it->second.first, &it->second.second->order});
+        S[k] = dead;
+      }
+    }
+  };
   const bool narrow = (static_cast<std::size_t>(nv + 1) << shift) < (1u << 15);
   std::size_t ne = 0;
   if (narrow)
-    ne = walk<std::uint16_t>(d, view, lt, t, cls, class_byte, nclass, shift, id, bits, spare, count);
+    ne = walk<std::uint16_t>(d, view, lt, t, cls, class_byte, nclass, shift, id, bits, spare, count, take_level1);
   else
-    ne = walk<std::int32_t>(d, view, lt, t, cls, class_byte, nclass, shift, id, bits, spare, count);
-  const auto& ends_buf = ends_buffer();
-  const live_node* E = ends_buf.data();
-  std::vector<live_node> ends;
-  for (std::size_t k = 0; k < ne; ++k)
-    if (lt.children(E[k].node) != 0)
-      ends.push_back(E[k]);
+    ne = walk<std::int32_t>(d, view, lt, t, cls, class_byte, nclass, shift, id, bits, spare, count, take_level1);
+  // Ends: (view state, preorder node) of live final nodes with children, walked or kept.
+  std::vector<std::pair<std::int32_t, std::uint32_t>> ends;
+  {
+    const live_node* E = ends_buffer().data();
+    for (std::size_t k = 0; k < ne; ++k)
+      if (lt.children(E[k].node) != 0)
+        ends.emplace_back(E[k].state >> shift, lt.preorder(E[k].node));
+  }
+  for (const auto& cv : covered) {
+    const auto& e = *cv.entry;
+    for (auto i = e.tok_off[cv.byte]; i < e.tok_off[cv.byte + 1u]; ++i) {
+      const auto tk = e.tokens[i];
+      bits[static_cast<std::size_t>(tk) >> 6] |= 1ull << (tk & 63);
+    }
+    count += e.tok_off[cv.byte + 1u] - e.tok_off[cv.byte];
+    for (auto i = e.end_off[cv.byte]; i < e.end_off[cv.byte + 1u]; ++i)
+      ends.emplace_back(id.at((*cv.sub_order)[e.ends[i].first]), e.ends[i].second);
+  }
   std::map<std::int32_t, byte_trie> groups;
   std::vector<std::uint8_t> path(t.max_depth() + 1u, 0);
-  for (const auto& e : ends) {
-    auto& g = groups[e.state >> shift];
-    const auto i = lt.preorder(e.node);
+  for (const auto& [state, i] : ends) {
+    auto& g = groups[state];
     const auto dep = t.depth(i);
     for (std::uint32_t j = i + 1; j < t.skip(i); ++j) {
       path[t.depth(j)] = t.byte(j);
@@ -262,6 +341,80 @@ std::shared_ptr<const lexer_class> lexer_class::make(const byte_dfa& d, const le
   return c;
 }
 
+std::shared_ptr<const subtree_memo::entry> subtree_memo::find(std::uint64_t sig, bool& build) {
+  std::lock_guard lock{mutex_};
+  if (auto it = map_.find(sig); it != map_.end())
+    return it->second;
+  if (seen_.size() > (1u << 20))
+    seen_.clear();  // a bound on the sightings kept; a view seen again after this is counted anew
+  build = ++seen_[sig] >= 2;
+  return nullptr;
+}
+
+void subtree_memo::put(std::uint64_t sig, std::shared_ptr<const entry> e) {
+  std::lock_guard lock{mutex_};
+  if (bytes_ + e->bytes() > max_bytes_) {
+    map_.clear();
+    bytes_ = 0;
+  }
+  if (map_.emplace(sig, e).second)
+    bytes_ += e->bytes();
+}
+
+std::shared_ptr<const subtree_memo::entry> subtree_memo::make(const byte_dfa& d, const lexer_view& view,
+                                                              const vocabulary& v) {
+  // The view's table (as the walk's, 32-bit states, dead = nv), then below each first byte a
+  // depth-first walk from the view's first state over the preorder trie.
+  const view_classes vc{view};
+  const auto nv = static_cast<std::int32_t>(view.order.size());
+  const auto id = view_ids(view);
+  const std::size_t nc = vc.nclass;
+  std::vector<std::int32_t> table(static_cast<std::size_t>(nv + 1) * nc, nv);
+  std::vector<std::uint8_t> fin(static_cast<std::size_t>(nv + 1), 0);
+  for (std::int32_t i = 0; i < nv; ++i) {
+    const auto q = view.order[static_cast<std::size_t>(i)];
+    fin[static_cast<std::size_t>(i)] = d.is_final(q) ? 1 : 0;
+    if (static_cast<std::size_t>(i) >= view.expanded)
+      continue;
+    for (std::size_t j = 0; j < nc; ++j)
+      if (const auto to = d.step(q, vc.class_byte[j]); to >= 0)
+        table[static_cast<std::size_t>(i) * nc + j] = id.at(to);
+  }
+  const auto& t = v.trie();
+  auto e = std::make_shared<entry>();
+  std::array<std::uint32_t, 256> child{};
+  child.fill(0);
+  for (std::uint32_t j = 1; j < t.size(); j = t.skip(j))
+    child[t.byte(j)] = j;
+  std::vector<std::int32_t> st(static_cast<std::size_t>(t.max_depth()) + 1u, 0);
+  for (int b = 0; b < 256; ++b) {
+    e->tok_off[static_cast<std::size_t>(b)] = static_cast<std::uint32_t>(e->tokens.size());
+    e->end_off[static_cast<std::size_t>(b)] = static_cast<std::uint32_t>(e->ends.size());
+    const auto p = child[static_cast<std::size_t>(b)];
+    if (p == 0)
+      continue;
+    st[1] = 0;
+    for (std::uint32_t k = p + 1; k < t.skip(p);) {
+      const auto dep = t.depth(k);
+      const auto to = table[static_cast<std::size_t>(st[dep - 1u]) * nc + vc.cls[t.byte(k)]];
+      if (to == nv) {
+        k = t.skip(k);
+        continue;
+      }
+      st[dep] = to;
+      e->tokens.insert(e->tokens.end(), t.tokens_begin(k), t.tokens_end(k));
+      if (fin[static_cast<std::size_t>(to)] != 0 && t.skip(k) > k + 1)
+        e->ends.emplace_back(static_cast<std::uint32_t>(to), k);
+      ++k;
+    }
+  }
+  e->tok_off[256] = static_cast<std::uint32_t>(e->tokens.size());
+  e->end_off[256] = static_cast<std::uint32_t>(e->ends.size());
+  e->tokens.shrink_to_fit();
+  e->ends.shrink_to_fit();
+  return e;
+}
+
 std::shared_ptr<const lexer_class> lexer_class_cache::get(const byte_dfa& d, const lexer_view& view,
                                                           const vocabulary& v) {
   const std::uint64_t key = view.signature;
@@ -270,7 +423,7 @@ std::shared_ptr<const lexer_class> lexer_class_cache::get(const byte_dfa& d, con
     if (auto it = map_.find(key); it != map_.end())
       return it->second;
   }
-  auto c = lexer_class::make(d, view, v);
+  auto c = lexer_class::make(d, view, v, &memo_);
   std::lock_guard lock{mutex_};
   if (bytes_ + c->bytes > max_bytes_) {
     map_.clear();

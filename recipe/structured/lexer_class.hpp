@@ -16,6 +16,7 @@ namespace deepinfer::recipe::so {
 /// state q (`dense` bits or `sparse` ids), and for each final state the walk passed with bytes
 /// left, the tries of those leftover suffixes (to be checked against what follows the lexeme).
 struct lexer_view;
+class subtree_memo;
 
 struct lexer_class {
   std::vector<std::uint64_t> dense;
@@ -29,7 +30,8 @@ struct lexer_class {
 
   /// Walks the vocabulary from `view`'s first state of `d` (the tight loop: one table lookup
   /// per live trie node, a level at a time).
-  static std::shared_ptr<const lexer_class> make(const byte_dfa& d, const lexer_view& view, const vocabulary& v);
+  static std::shared_ptr<const lexer_class> make(const byte_dfa& d, const lexer_view& view, const vocabulary& v,
+                                                 subtree_memo* memo = nullptr);
 };
 
 /// The part of a lexer a token can reach from state q: the states within `depth` bytes (the
@@ -49,11 +51,45 @@ struct lexer_view {
   lexer_view(const byte_dfa& d, std::int32_t q, std::uint32_t depth);
 };
 
+/// What the vocabulary below each first byte allows from one lexer state entered after that
+/// byte, for views met at depth 1 of more than one walk. Many lexer states allow nearly every
+/// token and differ only in their first bytes: the inside of a key in each object's key lexer
+/// (the union tracks the declared keys, so every object's views differ), a string's inside in
+/// different unions. After one byte that parts them from the literals they are the same plain
+/// string state, so each walk of the whole trie (~1 ms) mostly redoes the one before; with the
+/// parts below depth 1 kept, a walk is its first level plus the kept tokens. Keyed by the
+/// signature of the view from the depth-1 state; bounded in bytes (cleared when full).
+class subtree_memo {
+public:
+  struct entry {
+    /// Tokens ending below the first byte b (depth >= 2): tokens[tok_off[b], tok_off[b + 1]).
+    std::array<std::uint32_t, 257> tok_off{};
+    std::vector<token_id> tokens;
+    /// Live final nodes with children below b: (state of the depth-1 view, preorder node).
+    std::array<std::uint32_t, 257> end_off{};
+    std::vector<std::pair<std::uint32_t, std::uint32_t>> ends;
+    std::size_t bytes() const noexcept { return sizeof(entry) + tokens.size() * 4 + ends.size() * 8; }
+  };
+  explicit subtree_memo(std::size_t max_bytes) : max_bytes_(max_bytes) {}
+  /// The entry of `sig`, or null; `build` says whether to build one (its second walk).
+  std::shared_ptr<const entry> find(std::uint64_t sig, bool& build);
+  void put(std::uint64_t sig, std::shared_ptr<const entry> e);
+  /// Builds the entry of the view from lexer state `q` of `d` (depth: the longest token - 1).
+  static std::shared_ptr<const entry> make(const byte_dfa& d, const lexer_view& view, const vocabulary& v);
+
+private:
+  std::mutex mutex_;
+  std::unordered_map<std::uint64_t, std::shared_ptr<const entry>> map_;
+  std::unordered_map<std::uint64_t, std::uint32_t> seen_;
+  std::size_t bytes_ = 0;
+  std::size_t max_bytes_;
+};
+
 /// Lexer classes shared by every constraint compiled for one vocabulary, keyed by (DFA hash,
 /// state); bounded in bytes (cleared when full: entries in use stay alive through their owners).
 class lexer_class_cache {
 public:
-  explicit lexer_class_cache(std::size_t max_bytes) : max_bytes_(max_bytes) {}
+  explicit lexer_class_cache(std::size_t max_bytes) : max_bytes_(max_bytes), memo_(max_bytes / 4) {}
   std::shared_ptr<const lexer_class> get(const byte_dfa& d, const lexer_view& view, const vocabulary& v);
   std::size_t bytes() const;
 
@@ -62,6 +98,7 @@ private:
   std::unordered_map<std::uint64_t, std::shared_ptr<const lexer_class>> map_;
   std::size_t bytes_ = 0;
   std::size_t max_bytes_;
+  subtree_memo memo_;
 };
 
 } // namespace deepinfer::recipe::so
