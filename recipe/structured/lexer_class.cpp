@@ -387,31 +387,51 @@ std::shared_ptr<const subtree_memo::entry> subtree_memo::make(const byte_dfa& d,
   for (std::uint32_t j = 1; j < t.size(); j = t.skip(j))
     child[t.byte(j)] = j;
   std::vector<std::int32_t> st(static_cast<std::size_t>(t.max_depth()) + 1u, 0);
+  // Written through raw pointers into buffers the size of the vocabulary (no per-node vector
+  // growth), then copied out at their size.
+  thread_local std::vector<token_id> tok_buf;
+  thread_local std::vector<std::pair<std::uint32_t, std::uint32_t>> end_buf;
+  const std::size_t ntokens = static_cast<std::size_t>(t.tokens_end(t.size() - 1) - t.tokens_begin(0));
+  if (tok_buf.size() < ntokens)
+    tok_buf.resize(ntokens);
+  if (end_buf.size() < t.size())
+    end_buf.resize(t.size());
+  token_id* TK = tok_buf.data();
+  auto* EN = end_buf.data();
+  std::size_t ntk = 0, nen = 0;
+  const auto* P = t.nodes();  // skip, byte, depth (capped at 255) and token count in 8 bytes a node
+  const bool deep = t.max_depth() > 255;
   for (int b = 0; b < 256; ++b) {
-    e->tok_off[static_cast<std::size_t>(b)] = static_cast<std::uint32_t>(e->tokens.size());
-    e->end_off[static_cast<std::size_t>(b)] = static_cast<std::uint32_t>(e->ends.size());
+    e->tok_off[static_cast<std::size_t>(b)] = static_cast<std::uint32_t>(ntk);
+    e->end_off[static_cast<std::size_t>(b)] = static_cast<std::uint32_t>(nen);
     const auto p = child[static_cast<std::size_t>(b)];
     if (p == 0)
       continue;
     st[1] = 0;
-    for (std::uint32_t k = p + 1; k < t.skip(p);) {
-      const auto dep = t.depth(k);
-      const auto to = table[static_cast<std::size_t>(st[dep - 1u]) * nc + vc.cls[t.byte(k)]];
+    for (std::uint32_t k = p + 1, end = P[p].skip; k < end;) {
+      const auto n = P[k];
+      const std::uint32_t dep = deep ? t.depth(k) : n.depth;
+      const auto to = table[static_cast<std::size_t>(st[dep - 1u]) * nc + vc.cls[n.byte]];
       if (to == nv) {
-        k = t.skip(k);
+        k = n.skip;
         continue;
       }
       st[dep] = to;
-      e->tokens.insert(e->tokens.end(), t.tokens_begin(k), t.tokens_end(k));
-      if (fin[static_cast<std::size_t>(to)] != 0 && t.skip(k) > k + 1)
-        e->ends.emplace_back(static_cast<std::uint32_t>(to), k);
+      if (n.ntok == 1) {
+        TK[ntk++] = *t.tokens_begin(k);
+      } else if (n.ntok != 0) {
+        for (auto x = t.tokens_begin(k); x != t.tokens_end(k); ++x)
+          TK[ntk++] = *x;
+      }
+      if (fin[static_cast<std::size_t>(to)] != 0 && n.skip > k + 1)
+        EN[nen++] = {static_cast<std::uint32_t>(to), k};
       ++k;
     }
   }
-  e->tok_off[256] = static_cast<std::uint32_t>(e->tokens.size());
-  e->end_off[256] = static_cast<std::uint32_t>(e->ends.size());
-  e->tokens.shrink_to_fit();
-  e->ends.shrink_to_fit();
+  e->tok_off[256] = static_cast<std::uint32_t>(ntk);
+  e->end_off[256] = static_cast<std::uint32_t>(nen);
+  e->tokens.assign(TK, TK + ntk);
+  e->ends.assign(EN, EN + nen);
   return e;
 }
 
