@@ -89,7 +89,8 @@ private:
 /// state); bounded in bytes (cleared when full: entries in use stay alive through their owners).
 class lexer_class_cache {
 public:
-  explicit lexer_class_cache(std::size_t max_bytes) : max_bytes_(max_bytes), memo_(max_bytes / 4) {}
+  /// `max_bytes` for both: a quarter for the subtree memo, the rest for the classes.
+  explicit lexer_class_cache(std::size_t max_bytes) : max_bytes_(max_bytes - max_bytes / 4), memo_(max_bytes / 4) {}
   std::shared_ptr<const lexer_class> get(const byte_dfa& d, const lexer_view& view, const vocabulary& v);
   std::size_t bytes() const;
 
