@@ -90,6 +90,44 @@ struct vector_hash {
   }
 };
 
+// Pairs of states to ids by open addressing: a product has one state per pair, and a node-based
+// map's allocation per state was most of its time on long counted strings.
+class pair_ids {
+public:
+  /// The id of `key`, inserting `fresh` when absent (second: whether it was).
+  std::pair<std::int32_t, bool> emplace(std::uint64_t key, std::int32_t fresh) {
+    if ((size_ + 1) * 2 > keys_.size())
+      grow();
+    auto i = slot(key);
+    for (; keys_[i] != empty; i = (i + 1) & (keys_.size() - 1))
+      if (keys_[i] == key)
+        return {vals_[i], false};
+    keys_[i] = key, vals_[i] = fresh, ++size_;
+    return {fresh, true};
+  }
+
+private:
+  static constexpr std::uint64_t empty = ~0ull;  // no pair has it: a product's first state is >= 0
+  std::size_t slot(std::uint64_t key) const {
+    return static_cast<std::size_t>((key * 0x9e3779b97f4a7c15ull) >> 32) & (keys_.size() - 1);
+  }
+  void grow() {
+    std::vector<std::uint64_t> keys(std::max<std::size_t>(64, keys_.size() * 2), empty);
+    std::vector<std::int32_t> vals(keys.size(), -1);
+    keys.swap(keys_), vals.swap(vals_);
+    for (std::size_t j = 0; j < keys.size(); ++j)
+      if (keys[j] != empty) {
+        auto i = slot(keys[j]);
+        while (keys_[i] != empty)
+          i = (i + 1) & (keys_.size() - 1);
+        keys_[i] = keys[j], vals_[i] = vals[j];
+      }
+  }
+  std::vector<std::uint64_t> keys_;
+  std::vector<std::int32_t> vals_;
+  std::size_t size_ = 0;
+};
+
 } // namespace
 
 void byte_dfa::set_classes(const std::array<std::uint8_t, 256>& cls, std::uint32_t nc) {
@@ -401,7 +439,7 @@ byte_dfa byte_dfa::product(const byte_dfa& a, const byte_dfa& b, budget& bud, Fi
   auto key = [](std::int32_t qa, std::int32_t qb) {
     return static_cast<std::uint64_t>(static_cast<std::uint32_t>(qa)) << 32 | static_cast<std::uint32_t>(qb);
   };
-  std::unordered_map<std::uint64_t, std::int32_t> ids;
+  pair_ids ids;
   std::vector<std::pair<std::int32_t, std::int32_t>> pairs{{0, b.empty() ? -1 : 0}};
   ids.emplace(key(pairs[0].first, pairs[0].second), 0);
   d.accept_off_.assign(1, 0);
@@ -418,10 +456,10 @@ byte_dfa byte_dfa::product(const byte_dfa& a, const byte_dfa& b, budget& bud, Fi
       auto tb = qb >= 0 ? b.step(qb, byte) : -1;
       if (!Pair::keep_dead && tb < 0)
         continue;
-      auto [it, fresh] = ids.emplace(key(ta, tb), static_cast<std::int32_t>(pairs.size()));
+      auto [to, fresh] = ids.emplace(key(ta, tb), static_cast<std::int32_t>(pairs.size()));
       if (fresh)
         pairs.emplace_back(ta, tb);
-      d.next_[i * nc + c] = it->second;
+      d.next_[i * nc + c] = to;
     }
     if (fin(qa, qb))
       for (auto t : a.accepts(qa))

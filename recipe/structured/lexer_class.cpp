@@ -292,6 +292,8 @@ std::shared_ptr<const lexer_class> lexer_class::make(const byte_dfa& d, const le
     ne = walk<std::uint16_t>(d, view, lt, t, cls, class_byte, nclass, shift, id, bits, spare, count, take_level1);
   else
     ne = walk<std::int32_t>(d, view, lt, t, cls, class_byte, nclass, shift, id, bits, spare, count, take_level1);
+  std::stable_sort(covered.begin(), covered.end(),
+                   [](const covered_node& x, const covered_node& y) { return x.entry.get() < y.entry.get(); });
   // Ends: (view state, preorder node) of live final nodes with children, walked or kept.
   std::vector<std::pair<std::int32_t, std::uint32_t>> ends;
   {
@@ -300,15 +302,44 @@ std::shared_ptr<const lexer_class> lexer_class::make(const byte_dfa& d, const le
       if (lt.children(E[k].node) != 0)
         ends.emplace_back(E[k].state >> shift, lt.preorder(E[k].node));
   }
-  for (const auto& cv : covered) {
-    const auto& e = *cv.entry;
-    for (auto i = e.tok_off[cv.byte]; i < e.tok_off[cv.byte + 1u]; ++i) {
-      const auto tk = e.tokens[i];
-      bits[static_cast<std::size_t>(tk) >> 6] |= 1ull << (tk & 63);
+  // Kept tokens: an entry that covers most of its tokens here is ORed in as its whole mask less
+  // the first bytes it does not cover (a word-wise OR instead of ~10^5 bit sets); else token
+  // by token.
+  std::vector<std::uint64_t> whole;
+  for (std::size_t k = 0; k < covered.size();) {
+    const auto* e = covered[k].entry.get();
+    std::array<bool, 256> here{};
+    std::size_t n = 0, end = k;
+    for (; end < covered.size() && covered[end].entry.get() == e; ++end) {
+      const auto b = covered[end].byte;
+      here[b] = true;
+      n += e->tok_off[b + 1u] - e->tok_off[b];
+      for (auto i = e->end_off[b]; i < e->end_off[b + 1u]; ++i)
+        ends.emplace_back(id.at((*covered[end].sub_order)[e->ends[i].first]), e->ends[i].second);
     }
-    count += e.tok_off[cv.byte + 1u] - e.tok_off[cv.byte];
-    for (auto i = e.end_off[cv.byte]; i < e.end_off[cv.byte + 1u]; ++i)
-      ends.emplace_back(id.at((*cv.sub_order)[e.ends[i].first]), e.ends[i].second);
+    count += n;
+    auto set_byte = [&](std::uint64_t* m, int b, bool on) {
+      for (auto i = e->tok_off[static_cast<std::size_t>(b)]; i < e->tok_off[static_cast<std::size_t>(b) + 1u]; ++i) {
+        const auto tk = e->tokens[i];
+        if (on)
+          m[static_cast<std::size_t>(tk) >> 6] |= 1ull << (tk & 63);
+        else
+          m[static_cast<std::size_t>(tk) >> 6] &= ~(1ull << (tk & 63));
+      }
+    };
+    if (!e->all.empty() && 2 * n > e->tokens.size()) {
+      whole = e->all;
+      for (int b = 0; b < 256; ++b)
+        if (!here[static_cast<std::size_t>(b)])
+          set_byte(whole.data(), b, false);
+      for (std::size_t w = 0; w < whole.size(); ++w)
+        bits[w] |= whole[w];
+    } else {
+      for (int b = 0; b < 256; ++b)
+        if (here[static_cast<std::size_t>(b)])
+          set_byte(bits.data(), b, true);
+    }
+    k = end;
   }
   std::map<std::int32_t, byte_trie> groups;
   std::vector<std::uint8_t> path(t.max_depth() + 1u, 0);
@@ -432,6 +463,11 @@ std::shared_ptr<const subtree_memo::entry> subtree_memo::make(const byte_dfa& d,
   e->end_off[256] = static_cast<std::uint32_t>(nen);
   e->tokens.assign(TK, TK + ntk);
   e->ends.assign(EN, EN + nen);
+  if (ntk > 8192) {
+    e->all.assign(v.mask_words(), 0);
+    for (std::size_t i = 0; i < ntk; ++i)
+      e->all[static_cast<std::size_t>(TK[i]) >> 6] |= 1ull << (TK[i] & 63);
+  }
   return e;
 }
 

@@ -68,7 +68,9 @@ public:
     /// Live final nodes with children below b: (state of the depth-1 view, preorder node).
     std::array<std::uint32_t, 257> end_off{};
     std::vector<std::pair<std::uint32_t, std::uint32_t>> ends;
-    std::size_t bytes() const noexcept { return sizeof(entry) + tokens.size() * 4 + ends.size() * 8; }
+    /// All of `tokens` as a mask, when they are many.
+    std::vector<std::uint64_t> all;
+    std::size_t bytes() const noexcept { return sizeof(entry) + tokens.size() * 4 + ends.size() * 8 + all.size() * 8; }
   };
   explicit subtree_memo(std::size_t max_bytes) : max_bytes_(max_bytes) {}
   /// The entry of `sig`, or null; `build` says whether to build one (its second walk).
