@@ -376,38 +376,61 @@ byte_dfa byte_dfa::counted(const byte_dfa& unit, std::uint8_t open, std::uint8_t
   special[' '] = 1, special['\t'] = 2, special['\n'] = 3, special['\r'] = 4, special[open] = 5, special[close] = 6;
   r.by(special);
   byte_dfa d;
+  const bool bounded = max != rx::unbounded;
+  if (bounded && min > max)
+    return d;  // no count fits: the empty language
   d.set_classes(r.cls, r.nc);
   const std::size_t nc = r.nc;
-  const std::uint32_t copies = max == rx::unbounded ? min + 1 : max + 1;
-  const std::size_t n = 2 + static_cast<std::size_t>(copies) * static_cast<std::size_t>(m);
+  // Built live, reachable and with its distances, so it needs no `finish` (a long counted
+  // string is 10^4..10^5 states; renumbering copied them all): counts 0..full-1 hold the
+  // unit's non-final states; bounded, count `max` is one state that can only close (entering
+  // the unit there could never end); unbounded, count `min` loops to itself.
+  const std::uint32_t full = bounded ? max : min + 1;
+  const std::size_t n = 2 + static_cast<std::size_t>(full) * static_cast<std::size_t>(m) + (bounded ? 1 : 0);
   b.states(n);
   std::vector<std::int32_t> next(n * nc, -1);
   for (std::uint8_t c : {' ', '\t', '\n', '\r'})
     next[r.cls[c]] = 0;
   auto id = [&](std::uint32_t k, std::int32_t q) { return 2 + static_cast<std::int32_t>(k) * m + inner[q]; };
-  next[r.cls[open]] = id(0, 0);
-  for (std::uint32_t k = 0; k < copies; ++k) {
+  const std::int32_t last = bounded ? 2 + static_cast<std::int32_t>(full) * m : -1;  // count max
+  // Between units at count k (k = full, bounded: the last state).
+  auto at = [&](std::uint32_t k) { return k == full ? (bounded ? last : id(min, 0)) : id(k, 0); };
+  next[r.cls[open]] = at(0);
+  for (std::uint32_t k = 0; k < full; ++k) {
     b.tick();
-    const bool last = k + 1 == copies;
     for (std::int32_t q = 0; q < unit.size(); ++q) {
       if (unit.is_final(q))
         continue;
       auto* row = next.data() + static_cast<std::size_t>(id(k, q)) * nc;
       for (std::size_t c = 0; c < nc; ++c) {
         auto t = unit.step(q, d.rep_[c]);
-        if (t < 0)
-          continue;
-        if (!unit.is_final(t))
-          row[c] = id(k, t);
-        else if (!last)
-          row[c] = id(k + 1, 0);
-        else if (max == rx::unbounded)
-          row[c] = id(k, 0);
+        if (t >= 0)
+          row[c] = unit.is_final(t) ? at(k + 1) : id(k, t);
       }
     }
     if (k >= min)
       next[static_cast<std::size_t>(id(k, 0)) * nc + r.cls[close]] = 1;
   }
+  if (bounded)
+    next[static_cast<std::size_t>(last) * nc + r.cls[close]] = 1;
+  // Distances: between units at count k, close (k >= min) or the shortest units up to min;
+  // inside a unit, finish it first.
+  const auto u0 = static_cast<std::int64_t>(unit.dist(0));
+  auto between = [&](std::uint32_t k) {
+    return static_cast<std::int32_t>(k >= min ? 1 : static_cast<std::int64_t>(min - k) * u0 + 1);
+  };
+  d.dist_.assign(n, 0);
+  for (std::uint32_t k = 0; k < full; ++k)
+    for (std::int32_t q = 0; q < unit.size(); ++q)
+      if (!unit.is_final(q)) {
+        const std::uint32_t after = bounded || k < min ? k + 1 : k;
+        d.dist_[static_cast<std::size_t>(id(k, q))] =
+            q == 0 ? between(k) : unit.dist(q) + between(after);
+      }
+  if (bounded)
+    d.dist_[static_cast<std::size_t>(last)] = 1;
+  d.dist_[1] = 0;
+  d.dist_[0] = 1 + d.dist_[static_cast<std::size_t>(at(0))];
   d.next_ = std::move(next);
   d.accept_off_.assign(1, 0);
   for (std::size_t q = 0; q < n; ++q) {
@@ -415,7 +438,6 @@ byte_dfa byte_dfa::counted(const byte_dfa& unit, std::uint8_t open, std::uint8_t
       d.accept_.push_back(0);
     d.accept_off_.push_back(static_cast<std::uint32_t>(d.accept_.size()));
   }
-  d.finish(false);  // its classes are the unit's and the delimiters': none to merge
   return d;
 }
 
