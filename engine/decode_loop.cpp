@@ -83,6 +83,15 @@ void decode_loop::release() {
 void decode_loop::set_batch(std::vector<member> batch) {
   std::lock_guard lock(mutex_);
   batch_ = std::move(batch);
+  std::erase_if(stored_, [&](const auto& e) {
+    return std::none_of(batch_.begin(), batch_.end(), [&](const member& m) { return m.seq == e.first; });
+  });
+}
+
+void decode_loop::note_stored(sequence_id seq, int64_t stored) {
+  std::lock_guard lock(mutex_);
+  if (std::any_of(batch_.begin(), batch_.end(), [&](const member& m) { return m.seq == seq; }))
+    stored_[seq] = stored;
 }
 
 std::vector<decode_loop::step_result> decode_loop::take() {
@@ -136,7 +145,15 @@ void decode_loop::export_after_step(std::span<const sequence_id> seqs, const std
       continue;
     auto& f = r.filled[i];
     f.first = full_before[i];
-    for (int64_t b = full_before[i]; b < full; ++b)
+    if (release) {
+      // From the first block the owner has not stored: once freed, nothing else can export it.
+      std::lock_guard lock(mutex_);
+      if (auto it = stored_.find(seqs[i]); it != stored_.end()) {
+        f.first = std::min(f.first, it->second);
+        stored_.erase(it);
+      }
+    }
+    for (int64_t b = f.first; b < full; ++b)
       if (auto bytes = engine_.export_block(seqs[i], b))
         f.blocks.push_back(std::move(*bytes));
       else

@@ -7,6 +7,7 @@
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <unordered_map>
 #include <optional>
 #include <span>
 #include <thread>
@@ -128,6 +129,12 @@ public:
   void set_batch(std::vector<member> batch);
   /// The results of the steps that ended since the last call, oldest first.
   std::vector<step_result> take();
+  /// The owner stored (or queued) blocks [0, stored) of member `seq`, and no more: a block a
+  /// full write queue refused stays unstored. When a step finishes `seq` and the loop frees it
+  /// (`options::release_finished`), its export starts there instead of at the step's first
+  /// filled block, so the owner can still store what was refused (any thread; kept while `seq`
+  /// is in the batch).
+  void note_stored(sequence_id seq, int64_t stored);
   /// Another rank of the group started step `step` (any thread): the loop takes part, with its
   /// batch's next step or, when it has none to run (an empty batch, or `max_ahead` results
   /// untaken), with a step without forwards, so the group never waits for this rank's owner.
@@ -162,6 +169,7 @@ private:
 
   mutable std::mutex mutex_;
   std::condition_variable changed_;
+  std::unordered_map<sequence_id, int64_t> stored_;  // note_stored, for members of the batch
   bool stop_ = false;
   bool failed_ = false;
   bool stepping_ = false;   // a step runs (the engine is the loop's)

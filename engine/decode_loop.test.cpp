@@ -299,6 +299,49 @@ BOOST_AUTO_TEST_CASE(a_sequence_that_ends_is_exported_and_freed_on_the_loops_thr
   loop.release();
 }
 
+// A block the owner's write queue refused (note_stored) is exported when the loop frees the
+// sequence, from that block on: after the free nothing else could.
+BOOST_AUTO_TEST_CASE(a_freed_sequence_is_exported_from_its_first_unstored_block) {
+  auto engine = load_engine(speculative_mode::off);
+  decode_loop::options opt;
+  opt.release_finished = true;
+  opt.export_filled_blocks = true;
+  decode_loop loop(*engine, nullptr, {}, opt);
+  for (const bool refused : {false, true}) {
+    prefill_request req;
+    req.seq = next_seq();
+    req.tokens = random_tokens(300, refused ? 15 : 16, 512); // blocks 0 and 1 full after the prefill
+    req.sampling.max_tokens = 4;
+    loop.acquire();
+    BOOST_REQUIRE(engine->prefill(req).status == engine_status::ok);
+    const auto want0 = engine->export_block(req.seq, 0);
+    const auto want1 = engine->export_block(req.seq, 1);
+    loop.set_batch({{1, req.seq}});
+    if (refused)
+      loop.note_stored(req.seq, 0); // block 0 refused: nothing stored
+    loop.release();
+    std::vector<decode_loop::step_result> results;
+    for (int i = 0; i < 200 && (results.empty() || !results.back().outs[0].finished); ++i) {
+      for (auto& r : loop.take())
+        results.push_back(std::move(r));
+      std::this_thread::sleep_for(std::chrono::milliseconds(2));
+    }
+    BOOST_REQUIRE(!results.empty());
+    BOOST_REQUIRE(results.back().outs[0].finished);
+    const auto& f = results.back().filled[0];
+    BOOST_TEST(f.released);
+    if (!refused) {
+      BOOST_TEST(f.first == 2); // the step's own: it filled none
+      BOOST_TEST(f.blocks.empty());
+    } else {
+      BOOST_TEST(f.first == 0);
+      BOOST_REQUIRE(f.blocks.size() == 2u);
+      BOOST_TEST((f.blocks[0] == *want0));
+      BOOST_TEST((f.blocks[1] == *want1));
+    }
+  }
+}
+
 BOOST_AUTO_TEST_CASE(a_wake_with_nothing_to_run_takes_part_without_forwards) {
   // The EP group's other rank started a step: an idle loop, and one held back at max_ahead
   // results, each end it at once (without forwards), never waiting for the owner.

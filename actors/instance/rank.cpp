@@ -41,6 +41,13 @@ void store_filled(rank_pointer self, decoding& d) {
   d.stored_blocks = cache->store_async(
     tokens, d.stored_blocks, full, [&](int64_t i) { return st.engine->export_block(d.seq, i); }, d.salt, d.traffic,
     d.images);
+  note_unstored(st, d, full);
+}
+
+void note_unstored(rank_state& st, const decoding& d, int64_t full) {
+  // A refused block (full write queue): the loop must export from it when it frees the sequence.
+  if (st.loop && d.stored_blocks < full)
+    st.loop->note_stored(d.seq, d.stored_blocks);
 }
 
 void report(rank_pointer self) {

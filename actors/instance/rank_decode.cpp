@@ -56,6 +56,7 @@ bool store_exported(rank_pointer self, decoding& d, engine::decode_loop::filled_
     f.tokens, d.stored_blocks, full,
     [&](int64_t i) -> std::optional<std::vector<std::byte>> { return std::move(f.blocks[static_cast<std::size_t>(i - f.first)]); },
     d.salt, d.traffic, d.images);
+  note_unstored(self->state, d, full);
   return true;
 }
 

@@ -207,6 +207,9 @@ void release(rank_pointer self, decoding& d);
 /// Queues the full blocks of `d` not yet stored for writing (the prefix cache's writer thread
 /// writes them; only their export runs here). No-op without a cache.
 void store_filled(rank_pointer self, decoding& d);
+/// After a store of `d`'s blocks up to `full`: tells the loop where its unstored blocks begin
+/// when the write queue refused some (so they are exported before the loop frees it).
+void note_unstored(rank_state& st, const decoding& d, int64_t full);
 
 // -- images (rank_images.cpp) -------------------------------------------------------------------
 
