@@ -38,6 +38,20 @@ sequence_id start_long_sequence(rank_engine& engine, decode_loop& loop, uint64_t
 }
 
 /// Empties the loop's batch and frees `seq`.
+// The loop's results until its one member finishes (a deadline of ~200 polls): the last one is
+// the finishing step's.
+std::vector<decode_loop::step_result> results_until_finished(decode_loop& loop) {
+  std::vector<decode_loop::step_result> results;
+  for (int i = 0; i < 200 && (results.empty() || !results.back().outs[0].finished); ++i) {
+    for (auto& r : loop.take())
+      results.push_back(std::move(r));
+    std::this_thread::sleep_for(std::chrono::milliseconds(2));
+  }
+  BOOST_REQUIRE(!results.empty());
+  BOOST_REQUIRE(results.back().outs[0].finished);
+  return results;
+}
+
 void stop_sequence(rank_engine& engine, decode_loop& loop, sequence_id seq) {
   loop.acquire();
   loop.set_batch({});
@@ -276,14 +290,7 @@ BOOST_AUTO_TEST_CASE(a_sequence_that_ends_is_exported_and_freed_on_the_loops_thr
   const auto want_snapshot = engine->export_snapshot(req.seq);
   loop.set_batch({{1, req.seq}});
   loop.release();
-  std::vector<decode_loop::step_result> results;
-  for (int i = 0; i < 200 && (results.empty() || !results.back().outs[0].finished); ++i) {
-    for (auto& r : loop.take())
-      results.push_back(std::move(r));
-    std::this_thread::sleep_for(std::chrono::milliseconds(2));
-  }
-  BOOST_REQUIRE(!results.empty());
-  BOOST_REQUIRE(results.back().outs[0].finished);
+  const auto results = results_until_finished(loop);
   BOOST_REQUIRE(results.back().filled.size() == 1u);
   const auto& f = results.back().filled[0];
   BOOST_TEST(f.released);
@@ -320,14 +327,7 @@ BOOST_AUTO_TEST_CASE(a_freed_sequence_is_exported_from_its_first_unstored_block)
     if (refused)
       loop.note_stored(req.seq, 0); // block 0 refused: nothing stored
     loop.release();
-    std::vector<decode_loop::step_result> results;
-    for (int i = 0; i < 200 && (results.empty() || !results.back().outs[0].finished); ++i) {
-      for (auto& r : loop.take())
-        results.push_back(std::move(r));
-      std::this_thread::sleep_for(std::chrono::milliseconds(2));
-    }
-    BOOST_REQUIRE(!results.empty());
-    BOOST_REQUIRE(results.back().outs[0].finished);
+    const auto results = results_until_finished(loop);
     const auto& f = results.back().filled[0];
     BOOST_TEST(f.released);
     if (!refused) {

@@ -76,7 +76,7 @@ public:
   /// The entry of `sig`, or null; `build` says whether to build one (its second walk).
   std::shared_ptr<const entry> find(std::uint64_t sig, bool& build);
   void put(std::uint64_t sig, std::shared_ptr<const entry> e);
-  /// Builds the entry of the view from lexer state `q` of `d` (depth: the longest token - 1).
+  /// Builds the entry of `view`, a view of `d` from a depth-1 state (its depth: the longest token - 1).
   static std::shared_ptr<const entry> make(const byte_dfa& d, const lexer_view& view, const vocabulary& v);
 
 private:
