@@ -20,8 +20,14 @@ const MODEL = 'deepseek-v4.1-flash';
 const exe = process.argv[2];
 // The ramp: a first wave that puts d0 past one instance's capacity, then (once the pool serves)
 // a second wave of long streams; the first wave ends first, so the load falls while the second
-// is still decoding, some of it on the pool's decode instance.
-const FIRST = 6, SECOND = 4, FIRST_TOKENS = 120, SECOND_TOKENS = 400, GRACE_S = 2;
+// is still decoding, some of it on the pool's decode instance. The lengths are in decode steps,
+// so they hold on any CPU: a first-wave stream outlasts the 2 s over which the wave arrives
+// (500 tokens: over 5 s at ~10 ms a token, the fastest we run on), so more than one instance's
+// 4 requests are in flight; a second-wave stream, started once the pool instance serves,
+// outlasts the first wave plus the drain's grace (1200 tokens: over twice a first-wave stream).
+// At 120 tokens a stream ended within the arrival span on a fast CPU and the ramp never passed
+// one decode instance's capacity.
+const FIRST = 6, SECOND = 4, FIRST_TOKENS = 500, SECOND_TOKENS = 1200, GRACE_S = 2;
 const SCALER = `[autoscaler]
 interval_seconds = 0.5
 max_step = 1
