@@ -5,7 +5,7 @@
 #include <cstring>
 #include <limits>
 
-#include "engine/backends/cpu/cpu_backend.hpp"
+#include "engine/backends/make_backend.hpp"
 #include "engine/ep/ep_rank.hpp"
 #include "engine/kv_codec.hpp"
 #include "engine/log.hpp"
@@ -26,12 +26,14 @@ rank_engine::load_result rank_engine::load(const std::string& model_dir, const c
   auto w = model_weights::load(model_dir);
   if (!w.weights)
     return {nullptr, w.error};
-  return {std::unique_ptr<rank_engine>(new rank_engine(std::move(w.weights), cfg)), {}};
+  auto b = make_backend(backend_config{cfg.backend, cfg.threads, cfg.isa, cfg.device_slot});
+  if (!b.value)
+    return {nullptr, "backend " + std::string{to_string(cfg.backend)} + ": " + b.error};
+  return {std::unique_ptr<rank_engine>(new rank_engine(std::move(w.weights), std::move(b.value), cfg)), {}};
 }
 
-rank_engine::rank_engine(std::unique_ptr<model_weights> w, const config& cfg)
-    : config_(cfg), weights_(std::move(w)),
-      backend_(std::make_unique<cpu_backend>(cpu_backend::config{cfg.threads, cfg.isa})),
+rank_engine::rank_engine(std::unique_ptr<model_weights> w, std::unique_ptr<backend> b, const config& cfg)
+    : config_(cfg), weights_(std::move(w)), backend_(std::move(b)),
       forward_(*weights_, *backend_),
       pool_(kv_pool::config{cfg.kv_blocks, weights_->config().kv_floats_per_token(), 128}) {
   // Every position the pool can hold (capped: a huge pool fills its table on demand).

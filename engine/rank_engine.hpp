@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "engine/backends/backend.hpp"
+#include "engine/backends/backend_kind.hpp"
 #include "engine/decoder_mode.hpp"
 #include "engine/kernels/isa.hpp"
 #include "engine/ids.hpp"
@@ -138,6 +139,12 @@ public:
     /// Not off: after every prefill and decode step the model's draft head (when it has one)
     /// proposes the next tokens of each sequence, for `verify_step`.
     speculative_mode speculative = speculative_mode::off;
+    /// Where the forward's matrix products run (`make_backend`): the CPU, or a CUDA device; a
+    /// CUDA backend that cannot be made (no device) fails `load` with its reason.
+    backend_kind backend = backend_kind::cpu;
+    /// CUDA: which visible device, modulo their count (a node passes its rank index, so its
+    /// ranks spread one per GPU).
+    int device_slot = 0;
   };
 
   /// Result of `load`.
@@ -254,7 +261,7 @@ public:
 
 private:
   struct sequence;
-  rank_engine(std::unique_ptr<model_weights> w, const config& cfg);
+  rank_engine(std::unique_ptr<model_weights> w, std::unique_ptr<backend> b, const config& cfg);
   void run_encoder(sequence& s, int64_t begin, int64_t end, bool write_kv);
   void finish_prefill(sequence& s, prefill_progress& out);
   void run_decoder(sequence& s, int64_t begin, int64_t end);

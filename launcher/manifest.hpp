@@ -11,6 +11,7 @@
 #include "actors/node/node_runtime.hpp"
 #include "actors/node/serving_config.hpp"
 #include "actors/names.hpp"
+#include "engine/backends/backend_kind.hpp"
 #include "actors/node/system_settings.hpp"
 #include "recipe/base/host_port.hpp"
 
@@ -20,7 +21,7 @@ namespace deepinfer::launcher {
 using actors::node_role;
 
 /// Which compute backend a node's ranks use.
-enum class backend_kind : uint8_t { cpu, cuda };
+using engine::backend_kind;
 
 /// How caf-launch starts a node: `automatic` = a child process when the host is this machine,
 /// ssh otherwise.
@@ -197,7 +198,7 @@ manifest_result parse_manifest(std::string_view text, const std::string& display
 
 
 using actors::to_string;
-const char* to_string(backend_kind b);
+using engine::to_string;
 const char* to_string(launch_method m);
 const char* to_string(restart_policy p);
 

@@ -47,9 +47,6 @@ void validate_manifest(cluster_manifest& m, toml_reader& root, std::vector<toml_
     } else if (n.http) {
       r.fail("http", "only entrypoint nodes serve HTTP; add the entrypoint role or remove `http`");
     }
-    if (n.backend == backend_kind::cuda)
-      r.fail("backend", "this build's ranks run on the CPU only: the CUDA backend is not implemented yet "
-                        "(issue 22); use backend = \"cpu\"");
     if (n.standby && n.has(node_role::vision))
       r.fail("roles", "a ready-pool node becomes a prefill or decode instance; vision is not one it can be "
                       "given: remove `vision` or `standby` / `pool`");
@@ -107,10 +104,6 @@ std::string manifest_error::to_string() const {
   if (!key.empty())
     out += "key '" + key + "': ";
   return out + message;
-}
-
-const char* to_string(backend_kind b) {
-  return b == backend_kind::cuda ? "cuda" : "cpu";
 }
 
 const char* to_string(launch_method m) {

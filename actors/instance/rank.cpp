@@ -205,6 +205,8 @@ rank_actor::behavior_type rank_behavior(rank_pointer self, rank_config cfg) {
     ec.threads = cfg.engine.threads;
     ec.kv_blocks = cfg.engine.kv_blocks;
     ec.isa = cfg.engine.cpu_isa;
+    ec.backend = cfg.engine.backend;
+    ec.device_slot = static_cast<int>(cfg.rank);
     ec.constraints = cfg.engine.constraints;
     // Without a draft head the engine drafts nothing and the rank decodes plainly.
     ec.speculative = cfg.engine.speculative.value_or(engine::speculative_mode::variable);

@@ -11,6 +11,7 @@
 
 #include "actors/interfaces.hpp"
 #include "balancers/cost_model.hpp"
+#include "engine/backends/backend_kind.hpp"
 #include "engine/decoder_mode.hpp"
 #include "engine/kernels/isa.hpp"
 #include "engine/speculative_mode.hpp"
@@ -68,6 +69,9 @@ struct rank_engine_config {
   int nice = 0;
   /// CPU kernels (nullopt: the best the CPU runs; every ISA gives the same bits).
   std::optional<engine::kernels::cpu_isa> cpu_isa;
+  /// Where the engine's matrix products run (`nodes[].backend`, `--backend`): on a CUDA node the
+  /// rank takes device (rank index mod device count), one rank per GPU.
+  engine::backend_kind backend = engine::backend_kind::cpu;
   /// Speculative decoding on a decode rank (DESIGN §5.3): off, fixed (verify every draft) or
   /// variable (the prefix per request that maximises expected tokens per second); nullopt:
   /// variable when the model has a draft head. Greedy output is the same in every mode.

@@ -33,6 +33,7 @@ instance_supervisor_config make_instance_config(const node_runtime_config& node,
       spec.role == node_role::decode ? node.serving->speculative : std::optional{engine::speculative_mode::off};
     sc.engine.async_scheduling = spec.role == node_role::decode && node.serving->async_scheduling;
     sc.engine.cpu_isa = node.serving->cpu_isa;
+    sc.engine.backend = node.serving->backend;
     sc.engine.prefill_cost = node.serving->prefill_cost;
     sc.engine.prefill_step_ns = std::chrono::duration<double, std::nano>(node.serving->prefill_step).count();
     sc.engine.metrics = shared.metrics;
@@ -44,6 +45,7 @@ instance_supervisor_config make_instance_config(const node_runtime_config& node,
     sc.engine.threads = node.serving->threads_per_rank;
     sc.engine.kv_blocks = 1;
     sc.engine.cpu_isa = node.serving->cpu_isa;
+    sc.engine.backend = node.serving->backend;
     sc.engine.nice = node.serving->vision_nice;
     sc.engine.metrics = shared.metrics;
     sc.engine.instance = sc.instance;

@@ -11,6 +11,7 @@
 #include "actors/transport/kv_transport_choice.hpp"
 #include "balancers/cost_model.hpp"
 #include "balancers/vision_balancer.hpp"
+#include "engine/backends/backend_kind.hpp"
 #include "engine/decoder_mode.hpp"
 #include "engine/speculative_mode.hpp"
 #include "engine/kernels/isa.hpp"
@@ -113,6 +114,9 @@ struct serving_config {
   /// CPU kernels of this node's ranks (nullopt: the best the CPU runs); every ISA gives the same
   /// bits, so nodes of a cluster may differ.
   std::optional<engine::kernels::cpu_isa> cpu_isa;
+  /// Where this node's ranks compute (`nodes[].backend`, `--backend cpu|cuda`): launcher/ checks
+  /// that a CUDA node has a usable device before it starts.
+  engine::backend_kind backend = engine::backend_kind::cpu;
   /// How KV crosses processes (manifest `kv_transport`): auto uses RDMA between nodes that both
   /// have it, caf_message never does, rdma refuses to start without a working RDMA listener.
   kv_transport_mode kv_transport = kv_transport_mode::automatic;

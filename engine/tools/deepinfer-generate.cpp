@@ -1,10 +1,11 @@
 // deepinfer-generate --model DIR (--prompt-ids "1 2 3" | --prompt TEXT) --max-tokens N
 //   [--temperature T --top-k K --top-p P --seed S --stop "ID ..."] [--mode bounded|exact]
-//   [--chunk Q] [--threads N] [--cpu-isa auto|portable|avx2|avx512] [--timing] [--text]
+//   [--chunk Q] [--threads N] [--cpu-isa auto|portable|avx2|avx512] [--backend cpu|cuda]
+//   [--timing] [--text]
 //   [--tokenizer PATH] [--print-logits-digest]
 // Prints the generated ids space-separated on one line; with --text, their text on a second; with
 // --print-logits-digest, the XXH3-64 of the last step's logits (vocab floats) in hex on the last
-// line: the same string on every ISA and machine (the determinism contract).
+// line: the same string on every ISA, machine and backend (the determinism contract).
 // Text needs the DeepSeek tokenizer: --tokenizer PATH, else the one scripts/bootstrap.sh prepared
 // in ${DEEPINFER_CACHE:-~/.cache/deepinfer} for the model's template version.
 #include <algorithm>
@@ -72,7 +73,7 @@ int main(int argc, char** argv) {
   int64_t chunk = 0;
   int threads = 2;
   bool timing = false, have_text = false, print_text = false, print_digest = false;
-  std::string isa_name = "auto";
+  std::string isa_name = "auto", backend_name = "cpu";
   std::string prompt_ids, stop_ids, mode = "bounded";
   CLI::App app{"deepinfer-generate: prefills a prompt and decodes it on one rank engine, printing the tokens.",
                "deepinfer-generate"};
@@ -90,6 +91,9 @@ int main(int argc, char** argv) {
   app.add_option("--chunk", chunk, "prefill chunk size (0: the whole prompt at once)")->capture_default_str();
   app.add_option("--threads", threads, "CPU threads")->capture_default_str();
   app.add_option("--cpu-isa", isa_name, "auto, portable, avx2 or avx512")->capture_default_str();
+  app.add_option("--backend", backend_name, "cpu or cuda (the device's products give the CPU's bits)")
+    ->check(CLI::IsMember({"cpu", "cuda"}))
+    ->capture_default_str();
   app.add_flag("--timing", timing, "print prefill and decode timings");
   app.add_flag("--text", print_text, "print the generated text too");
   app.add_option("--tokenizer", tokenizer_path, "tokenizer.json (default: the model's in the cache)");
@@ -123,10 +127,10 @@ int main(int argc, char** argv) {
       return 2;
     }
   }
-  auto loaded = rank_engine::load(model_dir, rank_engine::config{
-                                                 (static_cast<int64_t>(prompt.size()) +
-                                                  req.sampling.max_tokens) / 128 + 4,
-                                                 threads, isa.isa});
+  rank_engine::config ec{(static_cast<int64_t>(prompt.size()) + req.sampling.max_tokens) / 128 + 4, threads,
+                         isa.isa};
+  ec.backend = *parse_backend_kind(backend_name);
+  auto loaded = rank_engine::load(model_dir, ec);
   if (!loaded.engine) {
     std::fprintf(stderr, "deepinfer-generate: %s\n", loaded.error.c_str());
     return 1;

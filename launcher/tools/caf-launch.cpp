@@ -10,6 +10,7 @@
 #include <CLI/CLI.hpp>
 
 #include "actors/node/node_runtime.hpp"
+#include "engine/backends/make_backend.hpp"
 #include "engine/decoder_mode.hpp"
 #include "engine/speculative_mode.hpp"
 #include "engine/kernels/isa.hpp"
@@ -43,6 +44,7 @@ struct options {
   std::string speculative;  // empty: variable when the model has a draft head, else off
   std::string async_scheduling; // empty: on
   std::string cpu_isa;      // empty: the manifest node's cpu_isa, else auto
+  std::string backend;      // empty: the manifest node's backend, else cpu
   std::string kv_transport;
   int prefill_step_ms = 0;  // 0: the manifest's step_budget_ms (100 ms without a manifest)
   bool no_serve = false;
@@ -118,10 +120,22 @@ std::optional<engine::kernels::cpu_isa> choose_isa(const std::string& name) {
 /// The one place a serving node's config is finished, in every mode: `sc` comes with what the
 /// manifest (or the embedded default) says, `model_dir` empty or "tiny" for the seeded tiny model
 /// (made in the cache on first run; every node makes the identical bytes); the flags override
-/// the rest. `isa` is the node's `cpu_isa` when --cpu-isa is not given. An exit status when it
-/// cannot be served (the reason on stderr); nullopt when `sc` is ready.
+/// the rest. `isa` and `backend` are the node's `cpu_isa` and `backend` when --cpu-isa and
+/// --backend are not given. An exit status when it cannot be served (the reason on stderr);
+/// nullopt when `sc` is ready.
 std::optional<int> finish_serving_config(const options& o, actors::serving_config& sc, const std::string& isa,
-                                         actors::kv_transport_mode transport) {
+                                         engine::backend_kind backend, actors::kv_transport_mode transport) {
+  // First, before a model is made: a CUDA node without a usable device says so and stops, rather
+  // than start ranks that fail one by one (or quietly compute on the CPU).
+  sc.backend = o.backend.empty() ? backend : *engine::parse_backend_kind(o.backend);
+  if (sc.backend == engine::backend_kind::cuda) {
+    auto probe = engine::make_cuda_backend(engine::backend_config{engine::backend_kind::cuda, 1, std::nullopt, 0});
+    if (!probe.value) {
+      std::cerr << "caf-launch: --backend cuda / backend = \"cuda\": " << probe.error << "\n";
+      return 1;
+    }
+    log().info("backend: cuda ({})", probe.value->name());
+  }
   if (sc.model_dir.empty() || sc.model_dir == "tiny") {
     auto made = ensure_tiny_model(cache_dir());
     if (!made.error.empty()) {
@@ -201,6 +215,11 @@ int main(int argc, char** argv) {
                  "auto|portable|avx2|avx512: the CPU kernels (overrides the manifest node's cpu_isa; "
                  "default auto, the best this CPU runs; every choice computes the same bits)")
     ->check(CLI::IsMember({"auto", "portable", "avx2", "avx512"}));
+  app.add_option("--backend", o.backend,
+                 "cpu|cuda: where the ranks' matrix products run (overrides the manifest node's backend; "
+                 "default cpu; cuda computes the same bits, one rank per GPU, and fails at start without "
+                 "a usable device)")
+    ->check(CLI::IsMember({"cpu", "cuda"}));
   app.add_option("--kv-transport", o.kv_transport,
                  "auto|caf_message|rdma: how KV crosses processes (overrides the manifest's "
                  "kv_transport; auto uses RDMA between nodes that both have an RDMA device)")
@@ -252,7 +271,7 @@ int main(int argc, char** argv) {
       sc.model_name = "deepseek-v4.1-flash";
       sc.model_dir = o.model_dir;
       sc.kv_root = cache_dir() + "/kv";
-      if (auto rc = finish_serving_config(o, sc, "auto", actors::kv_transport_mode::automatic))
+      if (auto rc = finish_serving_config(o, sc, "auto", engine::backend_kind::cpu, actors::kv_transport_mode::automatic))
         return *rc;
       cfg.serving = sc;
     }
@@ -314,7 +333,7 @@ int main(int argc, char** argv) {
       sc.vision_balancer = m.vision_balancer;
       sc.vision_nice = m.vision_nice;
       sc.prefill_step = std::chrono::microseconds{static_cast<int64_t>(m.balancer.prefill_step_budget_ms * 1000.0)};
-      if (auto rc = finish_serving_config(o, sc, node->cpu_isa, m.kv_transport))
+      if (auto rc = finish_serving_config(o, sc, node->cpu_isa, node->backend, m.kv_transport))
         return *rc;
       cfg.serving = sc;
     }
@@ -345,11 +364,12 @@ int main(int argc, char** argv) {
   if (o.no_batch_threads)
     extra.push_back("--no-batch-threads");
   // Every flag that changes a node's behaviour reaches the children; each node resolves
-  // --cpu-isa against its own CPU.
+  // --cpu-isa against its own CPU and --backend cuda against its own devices.
   for (auto [flag, value] : {std::pair{"--kv-transport", &o.kv_transport}, std::pair{"--decoder-mode", &o.decoder_mode},
                              std::pair{"--speculative", &o.speculative},
                              std::pair{"--async-scheduling", &o.async_scheduling},
-                             std::pair{"--kv-root", &o.kv_root}, std::pair{"--cpu-isa", &o.cpu_isa}})
+                             std::pair{"--kv-root", &o.kv_root}, std::pair{"--cpu-isa", &o.cpu_isa},
+                             std::pair{"--backend", &o.backend}})
     if (!value->empty())
       extra.insert(extra.end(), {flag, *value});
   if (o.prefill_step_ms > 0)

@@ -1,5 +1,6 @@
 // caf-launch as a user runs it: the embedded default, a supervised cluster, bad manifests.
 #include <csignal>
+#include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -155,13 +156,14 @@ BOOST_AUTO_TEST_CASE(supervised_mode_forwards_the_serving_flags_to_its_children)
   auto dir = temp_dir("forward");
   node_process p{{CAF_LAUNCH_PATH, "--manifest", std::string{DEEPINFER_SOURCE_DIR} + "/examples/cluster.toml",
                   "--dry-run", "--decoder-mode", "exact", "--prefill-step-ms", "40", "--kv-root", "/tmp/kv-x",
-                  "--cpu-isa", "portable"},
+                  "--cpu-isa", "portable", "--backend", "cpu"},
                  (dir / "log").string()};
   auto status = p.wait(5000ms);
   BOOST_REQUIRE(status);
   BOOST_TEST(WEXITSTATUS(*status) == 0);
   auto log = p.log();
-  for (const char* flag : {"--decoder-mode exact", "--prefill-step-ms 40", "--kv-root /tmp/kv-x", "--cpu-isa portable"}) {
+  for (const char* flag : {"--decoder-mode exact", "--prefill-step-ms 40", "--kv-root /tmp/kv-x", "--cpu-isa portable",
+                           "--backend cpu"}) {
     std::size_t at = 0, children = 0;
     while ((at = log.find(flag, at)) != std::string::npos)
       ++children, ++at;
@@ -176,6 +178,26 @@ BOOST_AUTO_TEST_CASE(an_isa_the_cpu_lacks_or_an_unknown_one_is_a_clear_error) {
   BOOST_REQUIRE(status);
   BOOST_TEST(WEXITSTATUS(*status) == 2);
   BOOST_TEST(p.log().find("--cpu-isa") != std::string::npos, p.log());
+}
+
+// Issue 22: asking for the CUDA backend where there is no GPU stops at start and says what to do,
+// instead of starting ranks that fail one by one or computing on the CPU unasked.
+BOOST_AUTO_TEST_CASE(backend_cuda_without_a_gpu_fails_at_start_with_a_clear_message) {
+  if (std::filesystem::exists("/dev/nvidia0") || std::filesystem::exists("/dev/nvidiactl")) {
+    BOOST_TEST_MESSAGE("skipped: this machine has an NVIDIA device node; the CUDA suite covers it");
+    std::printf("launcher: skipped: backend_cuda_without_a_gpu: this machine has an NVIDIA device node\n");
+    return;
+  }
+  auto dir = temp_dir("cuda");
+  node_process p{{CAF_LAUNCH_PATH, "--backend", "cuda", "--http", "127.0.0.1:" + std::to_string(free_port())},
+                 (dir / "log").string()};
+  auto status = p.wait(10000ms);
+  BOOST_REQUIRE_MESSAGE(status, "caf-launch --backend cuda kept running without a GPU; log:\n" + p.log());
+  BOOST_TEST(WEXITSTATUS(*status) == 1);
+  auto log = p.log();
+  BOOST_TEST((log.find("no usable CUDA device") != std::string::npos ||
+              log.find("this build has no CUDA backend") != std::string::npos), log);
+  BOOST_TEST(log.find("--backend cpu") != std::string::npos, log);
 }
 
 BOOST_AUTO_TEST_SUITE_END()
