@@ -33,6 +33,10 @@ std::optional<cost_model_file> cost_model_file::from_json(const std::string& tex
         return std::nullopt;
       e.isa = *isa;
       e.threads = f.at("threads").get<int>();
+      auto backend = parse_backend_kind(f.value("backend", std::string{"cpu"}));
+      if (!backend)
+        return std::nullopt;
+      e.backend = *backend;
       e.model = *model;
       e.samples = f.value("samples", 0);
       e.mean_rel_err = f.value("mean_rel_err", 0.0);
@@ -44,16 +48,17 @@ std::optional<cost_model_file> cost_model_file::from_json(const std::string& tex
   }
 }
 
-std::optional<cost_model_file::entry> cost_model_file::find(kernels::cpu_isa isa, int threads) const {
+std::optional<cost_model_file::entry> cost_model_file::find(kernels::cpu_isa isa, int threads,
+                                                            backend_kind backend) const {
   for (const auto& e : entries_)
-    if (e.isa == isa && e.threads == threads)
+    if (e.isa == isa && e.threads == threads && e.backend == backend)
       return e;
   return std::nullopt;
 }
 
 void cost_model_file::put(const entry& e) {
   for (auto& x : entries_)
-    if (x.isa == e.isa && x.threads == e.threads) {
+    if (x.isa == e.isa && x.threads == e.threads && x.backend == e.backend) {
       x = e;
       return;
     }
@@ -70,6 +75,7 @@ std::string cost_model_file::to_json() const {
     nlohmann::ordered_json f;
     f["isa"] = kernels::to_string(e.isa);
     f["threads"] = e.threads;
+    f["backend"] = to_string(e.backend);
     f["samples"] = e.samples;
     f["mean_rel_err"] = e.mean_rel_err;
     const auto& k = e.model.coefficients();

@@ -6,18 +6,20 @@
 #include <vector>
 
 #include "balancers/cost_model.hpp"
+#include "engine/backends/backend_kind.hpp"
 #include "engine/kernels/isa.hpp"
 
 namespace deepinfer::engine {
 
 /// MODEL_DIR/cost_model.json: the fitted cost models of one model, one per engine setup (CPU
-/// kernels and thread count), since a fit on AVX-512 kernels says little about portable ones.
+/// kernels, thread count and backend), since a fit on AVX-512 kernels says little about portable
+/// ones, and one on the CPU nothing about a GPU.
 /// `engine::cost_profile` writes it; ranks chunk with, and entrypoints price with, the entry of
 /// the engine setup they run or price.
 ///
 /// ```json
 /// {"formula": "...", "unit": "ns",
-///  "fits": [{"isa": "avx512", "threads": 1, "samples": 27, "mean_rel_err": 0.06,
+///  "fits": [{"isa": "avx512", "threads": 1, "backend": "cpu", "samples": 27, "mean_rel_err": 0.06,
 ///            "a0": ..., "a1": ..., "a2": ..., "a3": ..., "f0": ..., "f1": ...}]}
 /// ```
 class cost_model_file {
@@ -30,6 +32,8 @@ public:
     /// Chunks measured, and the fit's mean |predicted - measured| / measured over them.
     int samples = 0;
     double mean_rel_err = 0.0;
+    /// Where the products ran (a file written before backends had no field: cpu).
+    backend_kind backend = backend_kind::cpu;
   };
 
   /// The file's name in a model directory.
@@ -45,8 +49,8 @@ public:
   /// Parses what `to_json` writes; nullopt on malformed text.
   static std::optional<cost_model_file> from_json(const std::string& text);
 
-  /// The fit for (isa, threads); nullopt when there is none.
-  std::optional<entry> find(kernels::cpu_isa isa, int threads) const;
+  /// The fit for (isa, threads, backend); nullopt when there is none.
+  std::optional<entry> find(kernels::cpu_isa isa, int threads, backend_kind backend = backend_kind::cpu) const;
 
   /// Adds the fit, replacing one of the same setup.
   void put(const entry& e);

@@ -53,7 +53,9 @@ cost_profile::result cost_profile::measure(const std::string& model_dir, const c
   result out;
   const auto isa = cfg.isa.value_or(kernels::best_cpu_isa());
   const int64_t max_context = std::max<int64_t>(cfg.max_context, 1024);
-  auto loaded = rank_engine::load(model_dir, rank_engine::config{max_context / 128 + 8, cfg.threads, isa});
+  rank_engine::config ec{max_context / 128 + 8, cfg.threads, isa};
+  ec.backend = cfg.backend;
+  auto loaded = rank_engine::load(model_dir, ec);
   if (!loaded.engine) {
     out.error = loaded.error;
     return out;
@@ -107,6 +109,7 @@ cost_profile::result cost_profile::measure(const std::string& model_dir, const c
   cost_model_file::entry fit;
   fit.isa = isa;
   fit.threads = cfg.threads;
+  fit.backend = cfg.backend;
   fit.model = *model;
   fit.samples = static_cast<int>(out.chunks.size());
   double err = 0;
@@ -122,13 +125,13 @@ cost_profile::result cost_profile::ensure(const std::string& model_dir, const co
   const auto path = model_dir + "/" + cost_model_file::file_name;
   file_lock lock(model_dir + "/.cost_model.lock");
   auto file = cost_model_file::load(path);
-  if (auto fit = file.find(isa, cfg.threads)) {
+  if (auto fit = file.find(isa, cfg.threads, cfg.backend)) {
     result out;
     out.fit = fit;
     return out;
   }
-  log().info("profiling the prefill cost of {} (isa={} threads={}); once per model and engine setup",
-             model_dir, kernels::to_string(isa), cfg.threads);
+  log().info("profiling the prefill cost of {} (isa={} threads={} backend={}); once per model and engine setup",
+             model_dir, kernels::to_string(isa), cfg.threads, to_string(cfg.backend));
   const auto t0 = clock::now();
   auto out = measure(model_dir, cfg);
   if (!out.fit)

@@ -30,6 +30,8 @@ public:
     std::optional<kernels::cpu_isa> isa;
     /// Longest prompt measured (tokens).
     int64_t max_context = 4096;
+    /// Where the products run: a CUDA node's ranks are priced and chunked by the device's fit.
+    backend_kind backend = backend_kind::cpu;
   };
 
   /// A fit, or why there is none.

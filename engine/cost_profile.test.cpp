@@ -96,11 +96,21 @@ BOOST_AUTO_TEST_CASE(the_file_keeps_one_fit_per_engine_setup) {
   f.put({kernels::cpu_isa::avx2, 1, deepinfer::balancers::cost_model({.a0 = 1e-3}), 10, 0.1});
   f.put({kernels::cpu_isa::avx2, 2, deepinfer::balancers::cost_model({.a0 = 2e-3}), 10, 0.1});
   f.put({kernels::cpu_isa::avx2, 1, deepinfer::balancers::cost_model({.a0 = 3e-3}), 12, 0.2});
+  // A GPU's fit is another setup: it neither replaces nor answers for the CPU's.
+  f.put({kernels::cpu_isa::avx2, 1, deepinfer::balancers::cost_model({.a0 = 4e-3}), 9, 0.1, backend_kind::cuda});
   auto back = cost_model_file::from_json(f.to_json());
   BOOST_REQUIRE(back);
-  BOOST_TEST(back->entries().size() == 2u);
+  BOOST_TEST(back->entries().size() == 3u);
   BOOST_TEST(back->find(kernels::cpu_isa::avx2, 1)->model.coefficients().a0 == 3e-3,
              boost::test_tools::tolerance(1e-12));
+  BOOST_TEST(back->find(kernels::cpu_isa::avx2, 1, backend_kind::cuda)->model.coefficients().a0 == 4e-3,
+             boost::test_tools::tolerance(1e-12));
+  BOOST_TEST(!back->find(kernels::cpu_isa::avx2, 2, backend_kind::cuda).has_value());
+  // A fit written before backends were recorded is the CPU's.
+  auto old = cost_model_file::from_json(
+    "{\"fits\": [{\"isa\": \"avx2\", \"threads\": 1, \"a0\": 1, \"a1\": 1, \"a2\": 0, \"a3\": 0}]}");
+  BOOST_REQUIRE(old);
+  BOOST_TEST(old->find(kernels::cpu_isa::avx2, 1).has_value());
   BOOST_TEST(back->find(kernels::cpu_isa::avx2, 1)->samples == 12);
   BOOST_TEST(!back->find(kernels::cpu_isa::avx512, 1).has_value());
   // The older single-fit layout names no engine setup: it reads as empty (measured again).

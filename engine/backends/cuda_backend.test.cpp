@@ -13,6 +13,8 @@
 #include "engine/backends/cuda_devices.hpp"
 #include "engine/backends/make_backend.hpp"
 #include "engine/testing/engine_fixture.hpp"
+#include "engine/testing/ep_test_run.hpp"
+#include "engine/testing/random_floats.hpp"
 
 using namespace deepinfer::engine;
 using namespace deepinfer::engine::testing;
@@ -47,15 +49,6 @@ struct has_no_cuda_device {
     return r;
   }
 };
-
-std::vector<float> random_floats(int64_t n, uint32_t seed) {
-  std::mt19937 rng{seed};
-  std::uniform_real_distribution<float> d{-1.0f, 1.0f};
-  std::vector<float> v(static_cast<std::size_t>(n));
-  for (auto& x : v)
-    x = d(rng);
-  return v;
-}
 
 bool same_bits(const std::vector<float>& a, const std::vector<float>& b) {
   return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0;
@@ -260,6 +253,29 @@ BOOST_AUTO_TEST_CASE(a_prefix_hit_on_the_device_changes_no_bit,
   }
   for (auto s : {first.seq, cold.seq, hot.seq})
     e.free(s);
+}
+
+// Two device ranks in one EP group (the in-process exchange: this stage's activations are host
+// buffers), experts re-placed mid-decode so replicas are released and uploaded on the device: the
+// single CPU rank's logits, bit for bit. With one GPU both ranks share it (device_slot mod count).
+BOOST_AUTO_TEST_CASE(an_ep2_group_of_device_ranks_gives_the_single_cpu_ranks_logits_through_a_re_placement,
+                     *boost::unit_test::precondition(needs_a_cuda_device{})) {
+  std::vector<std::unique_ptr<rank_engine>> ranks;
+  for (int r = 0; r < 2; ++r) {
+    rank_engine::config cfg{48, 1, fixture_isa()};
+    cfg.backend = backend_kind::cuda;
+    cfg.device_slot = r;
+    auto loaded = rank_engine::load(tiny_model_dir(), cfg);
+    BOOST_REQUIRE_MESSAGE(loaded.engine, loaded.error);
+    ranks.push_back(std::move(loaded.engine));
+  }
+  ep_group group(model_config::tiny(), group_config(2));
+  for (int r = 0; r < 2; ++r)
+    ranks[static_cast<std::size_t>(r)]->join_ep_group(group.rank(r));
+  ep_run run({ranks[0].get(), ranks[1].get()});
+  run.prefill(&group, spread(2));
+  run.decode(&group, spread(2), decode_steps, 2);
+  require_identical(run.logits(), "CUDA EP2");
 }
 
 BOOST_AUTO_TEST_SUITE_END()

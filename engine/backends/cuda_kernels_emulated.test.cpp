@@ -14,6 +14,7 @@
 #include <boost/test/unit_test.hpp>
 
 #include "engine/backends/cpu/cpu_backend.hpp"
+#include "engine/testing/random_floats.hpp"
 
 namespace emulated {
 thread_local int tx = 0, ty = 0;
@@ -36,6 +37,7 @@ std::barrier<>* block_barrier = nullptr;
 #include "engine/backends/cuda/canonical_gemm_kernels.cuh"
 
 using namespace deepinfer::engine;
+using deepinfer::engine::testing::random_floats;
 namespace kn = deepinfer::engine::cuda::host_emulation;
 
 namespace {
@@ -81,15 +83,6 @@ std::vector<float> emulated_transpose(const std::vector<float>& w, int64_t n, in
   launch((k + kn::transpose_tile - 1) / kn::transpose_tile, (n + kn::transpose_tile - 1) / kn::transpose_tile,
          kn::transpose_tile, kn::transpose_rows, [&] { kn::transpose(w.data(), n, k, wt.data()); });
   return wt;
-}
-
-std::vector<float> random_floats(int64_t n, uint32_t seed) {
-  std::mt19937 rng{seed};
-  std::uniform_real_distribution<float> d{-1.0f, 1.0f};
-  std::vector<float> v(static_cast<std::size_t>(n));
-  for (auto& x : v)
-    x = d(rng);
-  return v;
 }
 
 } // namespace

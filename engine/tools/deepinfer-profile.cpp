@@ -1,5 +1,5 @@
 // deepinfer-profile --model DIR [--max-context N] [--threads N] [--cpu-isa auto|portable|avx2|avx512]
-//   [--out FILE]
+//   [--backend cpu|cuda] [--out FILE]
 // Measures prefill chunks of several sizes at several contexts (engine::cost_profile), fits the
 // cost model cost(q, c) by least squares and adds it, for this ISA and thread count, to the fits
 // kept next to the model (DIR/cost_model.json, engine::cost_model_file).
@@ -31,6 +31,10 @@ int main(int argc, char** argv) {
     ->check(CLI::Range(256, 1 << 20));
   app.add_option("--threads", threads, "CPU backend threads")->capture_default_str()->check(CLI::Range(1, 256));
   app.add_option("--cpu-isa", isa_name, "kernels: auto, portable, avx2 or avx512")->capture_default_str();
+  std::string backend = "cpu";
+  app.add_option("--backend", backend, "cpu or cuda: where the products run")
+    ->check(CLI::IsMember({"cpu", "cuda"}))
+    ->capture_default_str();
   app.add_option("--out", out, "fit file (default MODEL_DIR/cost_model.json)");
   if (auto rc = deepinfer::parse_command_line(app, argc, argv))
     return *rc;
@@ -42,7 +46,8 @@ int main(int argc, char** argv) {
   if (out.empty())
     out = model_dir + "/cost_model.json";
   // Measures now (even when the file has a fit for this setup) and replaces that entry.
-  auto r = cost_profile::measure(model_dir, cost_profile::config{threads, isa.isa, max_context});
+  auto r = cost_profile::measure(model_dir,
+                                 cost_profile::config{threads, isa.isa, max_context, *parse_backend_kind(backend)});
   for (const auto& s : r.chunks)
     std::fprintf(stderr, "chunk q=%-5lld c=%-6lld %9.3f ms\n", static_cast<long long>(s.q),
                  static_cast<long long>(s.c), s.ns / 1e6);

@@ -6,7 +6,7 @@ namespace deepinfer::engine {
 
 const float* packed_gemm::packed(const float* w, int64_t n, int64_t k) {
   std::lock_guard guard{mtx_};
-  auto& p = packed_[key{w, n, k}];
+  auto& p = packed_[weight_key{w, n, k}];
   if (p.empty()) {
     const int64_t panels = (n + kernels::panel_width - 1) / kernels::panel_width;
     p.resize(static_cast<std::size_t>(panels * kernels::panel_width * k));
@@ -18,7 +18,7 @@ const float* packed_gemm::packed(const float* w, int64_t n, int64_t k) {
 
 void packed_gemm::release(const float* w, int64_t n, int64_t k) {
   std::lock_guard guard{mtx_};
-  auto it = packed_.find(key{w, n, k});
+  auto it = packed_.find(weight_key{w, n, k});
   if (it == packed_.end())
     return;
   bytes_ -= it->second.size() * sizeof(float);

@@ -7,6 +7,8 @@
 #include <unordered_map>
 #include <vector>
 
+#include "engine/backends/weight_key.hpp"
+
 namespace deepinfer::engine {
 
 /// The packed copies of a backend's weights: w [n x k] laid out once as panels of 16 output
@@ -30,20 +32,9 @@ public:
   std::size_t bytes() const;
 
 private:
-  struct key {
-    const float* w;
-    int64_t n, k;
-    bool operator==(const key&) const = default;
-  };
-  struct key_hash {
-    std::size_t operator()(const key& k) const {
-      return std::hash<const float*>{}(k.w) ^ (static_cast<std::size_t>(k.n) * 0x9E3779B97F4A7C15ull) ^
-             static_cast<std::size_t>(k.k);
-    }
-  };
   mutable std::mutex mtx_;
   std::size_t bytes_ = 0;
-  std::unordered_map<key, std::vector<float>, key_hash> packed_;
+  std::unordered_map<weight_key, std::vector<float>, weight_key_hash> packed_;
 };
 
 } // namespace deepinfer::engine

@@ -11,6 +11,7 @@
 #include "engine/backends/cpu/cpu_backend.hpp"
 #include "engine/backends/cuda/canonical_gemm.hpp"
 #include "engine/backends/make_backend.hpp"
+#include "engine/backends/weight_key.hpp"
 #include "engine/log.hpp"
 #include "recipe/base/assert.hpp"
 
@@ -25,42 +26,30 @@ void check(cudaError_t rc, const char* what) {
                    cudaGetErrorName(rc));
 }
 
-/// A device buffer that only grows.
-struct device_buffer {
+/// Floats that only grow, in device memory (`cudaMalloc`) or page-locked host memory
+/// (`cudaMallocHost`: copies from it run at the link's speed and asynchronously with the host).
+template <cudaError_t (*Allocate)(void**, std::size_t), cudaError_t (*Release)(void*)>
+struct growing_buffer {
   float* data = nullptr;
   std::size_t floats = 0;
   void reserve(std::size_t n) {
     if (n <= floats)
       return;
     if (data != nullptr)
-      check(cudaFree(data), "cudaFree");
-    check(cudaMalloc(reinterpret_cast<void**>(&data), n * sizeof(float)), "cudaMalloc (activations)");
+      check(Release(data), "free (staging)");
+    check(Allocate(reinterpret_cast<void**>(&data), n * sizeof(float)), "allocation (staging)");
     floats = n;
   }
-  ~device_buffer() {
+  ~growing_buffer() {
     if (data != nullptr)
-      cudaFree(data);
+      Release(data);
   }
 };
 
-/// Page-locked host memory that only grows: copies from it run at the link's speed and
-/// asynchronously with the host.
-struct pinned_buffer {
-  float* data = nullptr;
-  std::size_t floats = 0;
-  void reserve(std::size_t n) {
-    if (n <= floats)
-      return;
-    if (data != nullptr)
-      check(cudaFreeHost(data), "cudaFreeHost");
-    check(cudaMallocHost(reinterpret_cast<void**>(&data), n * sizeof(float)), "cudaMallocHost (staging)");
-    floats = n;
-  }
-  ~pinned_buffer() {
-    if (data != nullptr)
-      cudaFreeHost(data);
-  }
-};
+cudaError_t allocate_device(void** p, std::size_t bytes) { return cudaMalloc(p, bytes); }
+cudaError_t allocate_pinned(void** p, std::size_t bytes) { return cudaMallocHost(p, bytes); }
+using device_buffer = growing_buffer<allocate_device, cudaFree>;
+using pinned_buffer = growing_buffer<allocate_pinned, cudaFreeHost>;
 
 /// Matrix products on one CUDA device, the rest on the host kernels. Every product's output
 /// equals the CPU backend's bit for bit (`cuda::canonical_gemm`), so a rank on a GPU and a rank
@@ -134,7 +123,7 @@ public:
 
   void release_weight(const float* w, int64_t n, int64_t k) override {
     std::lock_guard lock{mtx_};
-    auto it = weights_.find(key{w, n, k});
+    auto it = weights_.find(weight_key{w, n, k});
     if (it == weights_.end())
       return;
     check(cudaSetDevice(device_), "cudaSetDevice");
@@ -153,21 +142,9 @@ public:
   int worker_index() const override { return host_.worker_index(); }
 
 private:
-  struct key {
-    const float* w;
-    int64_t n, k;
-    bool operator==(const key&) const = default;
-  };
-  struct key_hash {
-    std::size_t operator()(const key& k) const {
-      return std::hash<const float*>{}(k.w) ^ (static_cast<std::size_t>(k.n) * 0x9E3779B97F4A7C15ull) ^
-             static_cast<std::size_t>(k.k);
-    }
-  };
-
   /// The device copy of w [n x k], transposed to [k x n] (uploaded on first use). Holds mtx_.
   const float* device_weight(const float* w, int64_t n, int64_t k) {
-    if (auto it = weights_.find(key{w, n, k}); it != weights_.end())
+    if (auto it = weights_.find(weight_key{w, n, k}); it != weights_.end())
       return it->second;
     const auto count = static_cast<std::size_t>(n * k);
     float* staged = nullptr;
@@ -178,7 +155,7 @@ private:
     check(static_cast<cudaError_t>(cuda::transpose(staged, n, k, wt, stream_)), "transpose launch");
     check(cudaStreamSynchronize(stream_), "weight upload");
     check(cudaFree(staged), "cudaFree (weight upload)");
-    weights_.emplace(key{w, n, k}, wt);
+    weights_.emplace(weight_key{w, n, k}, wt);
     weight_bytes_ += count * sizeof(float);
     return wt;
   }
@@ -188,7 +165,7 @@ private:
   cpu_backend host_;
   cudaStream_t stream_ = nullptr;
   mutable std::mutex mtx_;
-  std::unordered_map<key, float*, key_hash> weights_;
+  std::unordered_map<weight_key, float*, weight_key_hash> weights_;
   std::size_t weight_bytes_ = 0;
   device_buffer dx_, dy_;
   pinned_buffer hx_, hy_;
