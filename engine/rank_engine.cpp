@@ -23,13 +23,17 @@ prefill_progress failure(engine_status st, std::string what) {
 } // namespace
 
 rank_engine::load_result rank_engine::load(const std::string& model_dir, const config& cfg) {
-  auto w = model_weights::load(model_dir);
-  if (!w.weights)
-    return {nullptr, w.error};
   auto b = make_backend(backend_config{cfg.backend, cfg.threads, cfg.isa, cfg.device_slot});
   if (!b.value)
     return {nullptr, "backend " + std::string{to_string(cfg.backend)} + ": " + b.error};
-  return {std::unique_ptr<rank_engine>(new rank_engine(std::move(w.weights), std::move(b.value), cfg)), {}};
+  return load(model_dir, cfg, std::move(b.value));
+}
+
+rank_engine::load_result rank_engine::load(const std::string& model_dir, const config& cfg, std::unique_ptr<backend> b) {
+  auto w = model_weights::load(model_dir);
+  if (!w.weights)
+    return {nullptr, w.error};
+  return {std::unique_ptr<rank_engine>(new rank_engine(std::move(w.weights), std::move(b), cfg)), {}};
 }
 
 rank_engine::rank_engine(std::unique_ptr<model_weights> w, std::unique_ptr<backend> b, const config& cfg)

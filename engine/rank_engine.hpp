@@ -155,6 +155,9 @@ public:
 
   /// Loads the model directory and builds the pool. Never throws.
   static load_result load(const std::string& model_dir, const config& cfg);
+  /// The same on a backend made elsewhere (an embedder's, a test's device emulation); `cfg`'s
+  /// backend fields are then not used.
+  static load_result load(const std::string& model_dir, const config& cfg, std::unique_ptr<backend> b);
   ~rank_engine();
 
   /// Registers a prefill: imports hit blocks, restores or replays the encoder window and

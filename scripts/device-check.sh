@@ -85,7 +85,7 @@ fi
 # 2. The CUDA test suite (GEMM bits over 225 shapes, batch invariance, forward, 50 prompts, prefix
 # hit) and the kernels' CPU emulation.
 t0=$(date +%s)
-if timeout 240 "$bin/engine_test" --run_test=cuda_backend,cuda_devices,cuda_kernels_emulated --log_level=test_suite \
+if timeout 240 "$bin/engine_test" --run_test=cuda_backend,cuda_devices,cuda_kernels_emulated,device_backend_suite --log_level=test_suite \
      --report_level=short \
      >>"$log" 2>&1; then
   note "tests cuda_backend passed in $(($(date +%s) - t0)) s"

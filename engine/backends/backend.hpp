@@ -3,6 +3,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <functional>
+#include <span>
 #include <string>
 
 #include "engine/kernels/kernel_table.hpp"
@@ -34,6 +35,56 @@ public:
   /// lives.
   virtual void matmul(const float* x, int64_t m, int64_t k, const float* w, int64_t n, float* y,
                       bool accumulate = false) = 0;
+
+  /// One product of `matmul_shared_input`: y [m x n] (+)= x . w^T, `w` a weight [n x k].
+  struct product {
+    const float* w;
+    int64_t n;
+    float* y;
+    bool accumulate = false;
+  };
+
+  /// **optional** (default: `matmul` for each, in order) — several products of one input x [m x k]
+  /// (a layer's q, k and v): a backend that moves x to a device moves it once. The same bits as
+  /// the separate products.
+  virtual void matmul_shared_input(const float* x, int64_t m, int64_t k, std::span<const product> products) {
+    for (const auto& p : products)
+      matmul(x, m, k, p.w, p.n, p.y, p.accumulate);
+  }
+
+  /// **optional** (default: two products, `kernels().silu_mul`, a third product) — the gated MLP
+  /// of an expert: out [m x h] (+)= (silu(x . w1^T) * (x . w3^T)) . w2^T, x [m x h], w1 and w3
+  /// [f x h], w2 [h x f]; `g` and `u` are scratch of m x f floats each. A backend on a device
+  /// runs the three products and the gate there with one copy in and one out. The same bits as
+  /// the steps done one by one.
+  virtual void gated_mlp(const float* x, int64_t m, int64_t h, const float* w1, const float* w3, int64_t f,
+                         const float* w2, float* out, bool accumulate, float* g, float* u) {
+    matmul(x, m, h, w1, f, g);
+    matmul(x, m, h, w3, f, u);
+    kernels().silu_mul(g, u, m * f);
+    matmul(g, m, f, w2, h, out, accumulate);
+  }
+
+  /// One expert of `gated_mlps`: its weights (w1, w3 [f x h], w2 [h x f]) and how many rows it takes.
+  struct expert_mlp {
+    const float* w1;
+    const float* w3;
+    const float* w2;
+    int64_t rows;
+  };
+
+  /// **optional** (default: `gated_mlp` for each expert, in order) — a MoE layer's experts at
+  /// once: expert i takes the next `rows` rows of x [R x h] (R the sum of rows) and writes the
+  /// same rows of out [R x h] (not accumulated); `g` and `u` are scratch of R x f floats each. A
+  /// backend on a device does the whole layer in one round trip. The same bits as expert by expert.
+  virtual void gated_mlps(const float* x, int64_t h, int64_t f, std::span<const expert_mlp> experts, float* out,
+                          float* g, float* u) {
+    int64_t at = 0;
+    for (const auto& e : experts) {
+      gated_mlp(x + at * h, e.rows, h, e.w1, e.w3, f, e.w2, out + at * h, false, g, u);
+      at += e.rows;
+    }
+  }
 
   /// **optional** (default: a serial loop) — runs `fn(i)` for every i in [0, n), possibly in
   /// parallel; returns when all are done. `fn` must not call `parallel_for` again.

@@ -4,6 +4,8 @@
 // summation order are checked bit for bit against the CPU kernels: a GPU run then only adds what
 // the hardware itself does (the device suite, cuda_backend.test.cpp, under scripts/device-check.sh).
 #include <barrier>
+#include <bit>
+#include <limits>
 #include <cmath>
 #include <cstring>
 #include <functional>
@@ -33,6 +35,11 @@ std::barrier<>* block_barrier = nullptr;
 #define DI_FMA(a, b, c) std::fma(a, b, c)
 #define DI_ADD(a, b) ((a) + (b))
 #define DI_UNROLL
+#define DI_MUL(a, b) ((a) * (b))
+#define DI_DIV(a, b) ((a) / (b))
+#define DI_RINT(x) std::nearbyint(x)
+#define DI_BITS_TO_FLOAT(i) std::bit_cast<float>(i)
+#define DI_DEVICE static inline
 #define DI_NAMESPACE deepinfer::engine::cuda::host_emulation
 #include "engine/backends/cuda/canonical_gemm_kernels.cuh"
 
@@ -125,6 +132,28 @@ BOOST_AUTO_TEST_CASE(every_gemm_kernel_gives_the_cpu_kernels_bits_on_partial_til
                       << static_cast<int>(l.which));
     }
   }
+}
+
+// The gate of the device's gated MLP: the CPU kernels' silu_mul bit for bit, over the exp's whole
+// range, its clamps, zeros of both signs, NaN and subnormals, with a partial last block.
+BOOST_AUTO_TEST_CASE(the_silu_mul_kernel_gives_the_cpu_kernels_bits_everywhere) {
+  std::vector<float> a = random_floats(1000, 77), b = random_floats(1000, 78);
+  for (auto& v : a)
+    v *= 100.0f; // past both clamps of the exp (-87, 88)
+  for (float v : {0.0f, -0.0f, 87.0f, -87.0f, 88.0f, -88.0f, 1e-40f, -1e-40f, 3.4e38f, -3.4e38f,
+                  std::numeric_limits<float>::quiet_NaN(), std::numeric_limits<float>::infinity(),
+                  -std::numeric_limits<float>::infinity()}) {
+    a.push_back(v);
+    b.push_back(0.75f);
+  }
+  auto want = a;
+  kernels::kernels_for(kernels::cpu_isa::portable).silu_mul(want.data(), b.data(), static_cast<int64_t>(want.size()));
+  auto got = a;
+  const auto n = static_cast<int64_t>(got.size());
+  launch((n + kn::elementwise_threads - 1) / kn::elementwise_threads, 1, kn::elementwise_threads, 1,
+         [&] { kn::silu_mul(got.data(), b.data(), n); });
+  for (std::size_t i = 0; i < got.size(); ++i)
+    BOOST_TEST(std::bit_cast<uint32_t>(got[i]) == std::bit_cast<uint32_t>(want[i]), "a=" << a[i]);
 }
 
 BOOST_AUTO_TEST_CASE(the_dispatch_covers_every_kernel_and_the_whole_output) {

@@ -163,33 +163,41 @@ void ep_rank::compute_received() {
     std::abort();
   }
   auto& b = *backend_;
-  const auto& k = b.kernels();
   std::sort(used_slots_.begin(), used_slots_.end());
+  // Every used slot's rows side by side, in slot order, through the backend at once (one round
+  // trip on a device). An expert's product for each row is the same whatever the other rows
+  // (backend contract).
+  std::size_t total = 0;
+  for (const int32_t key : used_slots_)
+    total += by_slot_[static_cast<std::size_t>(key)].size();
+  xe_.resize(total * h);
+  g_.resize(total * static_cast<std::size_t>(ffn_));
+  u_.resize(total * static_cast<std::size_t>(ffn_));
+  o_.resize(total * h);
+  mlps_.clear();
+  std::size_t at = 0;
   for (const int32_t key : used_slots_) {
-    auto& rows = by_slot_[static_cast<std::size_t>(key)];
-    const int layer = key / spr, slot = key % spr;
-    const auto ne = static_cast<int64_t>(rows.size());
-    xe_.resize(static_cast<std::size_t>(ne) * h);
-    g_.resize(static_cast<std::size_t>(ne * ffn_));
-    u_.resize(static_cast<std::size_t>(ne * ffn_));
-    o_.resize(static_cast<std::size_t>(ne) * h);
-    for (int64_t i = 0; i < ne; ++i) {
-      const auto [s, j] = rows[static_cast<std::size_t>(i)];
-      std::memcpy(xe_.data() + i * hidden_, recv_[static_cast<std::size_t>(s)].rows.data() + static_cast<std::size_t>(j) * h,
+    const auto& rows = by_slot_[static_cast<std::size_t>(key)];
+    for (std::size_t i = 0; i < rows.size(); ++i) {
+      const auto [s, j] = rows[i];
+      std::memcpy(xe_.data() + (at + i) * h, recv_[static_cast<std::size_t>(s)].rows.data() + static_cast<std::size_t>(j) * h,
                   sizeof(float) * h);
     }
-    // The expert's product for each row is the same whatever the other rows (backend contract).
-    const auto v = slots_.at(layer, slot);
-    b.matmul(xe_.data(), ne, hidden_, v.w1, ffn_, g_.data());
-    b.matmul(xe_.data(), ne, hidden_, v.w3, ffn_, u_.data());
-    k.silu_mul(g_.data(), u_.data(), ne * ffn_);
-    b.matmul(g_.data(), ne, ffn_, v.w2, hidden_, o_.data());
-    for (int64_t i = 0; i < ne; ++i) {
-      const auto [s, j] = rows[static_cast<std::size_t>(i)];
+    const auto v = slots_.at(key / spr, key % spr);
+    mlps_.push_back({v.w1, v.w3, v.w2, static_cast<int64_t>(rows.size())});
+    at += rows.size();
+  }
+  b.gated_mlps(xe_.data(), hidden_, ffn_, mlps_, o_.data(), g_.data(), u_.data());
+  at = 0;
+  for (const int32_t key : used_slots_) {
+    auto& rows = by_slot_[static_cast<std::size_t>(key)];
+    for (std::size_t i = 0; i < rows.size(); ++i) {
+      const auto [s, j] = rows[i];
       std::memcpy(reply_[static_cast<std::size_t>(s)].rows.data() + static_cast<std::size_t>(j) * h,
-                  o_.data() + i * hidden_, sizeof(float) * h);
+                  o_.data() + (at + i) * h, sizeof(float) * h);
     }
-    served_step_[static_cast<std::size_t>(layer)] += ne;
+    served_step_[static_cast<std::size_t>(key / spr)] += static_cast<int64_t>(rows.size());
+    at += rows.size();
     rows.clear();
   }
 }

@@ -7,6 +7,7 @@
 #include <span>
 #include <vector>
 
+#include "engine/backends/backend.hpp"
 #include "engine/ep/ep_load_window.hpp"
 #include "engine/ep/ep_step_signal.hpp"
 #include "engine/ep/ep_transport.hpp"
@@ -18,7 +19,6 @@
 
 namespace deepinfer::engine {
 
-class backend;
 class model_weights;
 
 /// Settings of an expert-parallel group (DESIGN §6.4), the same on every rank.
@@ -168,6 +168,7 @@ private:
   std::vector<std::vector<std::pair<int32_t, int32_t>>> by_slot_;
   std::vector<int32_t> used_slots_;
   std::vector<float> xe_, g_, u_, o_;
+  std::vector<backend::expert_mlp> mlps_; // compute_received's, one per used slot
   std::vector<uint64_t> next_replica_; // round-robin position per (layer, expert)
 
   // per step

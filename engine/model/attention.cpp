@@ -44,9 +44,8 @@ void ced_moe_forward::self_attention(const attention_weights& a,
   float* v = buffer(work::sa_v, n * kvd);
   float* att = buffer(work::sa_att, n * qd);
   k_.rms_norm(x, n, h, a.norm, c.norm_eps, xn);
-  b_.matmul(xn, n, h, a.wq, qd, q);
-  b_.matmul(xn, n, h, a.wk, kvd, k);
-  b_.matmul(xn, n, h, a.wv, kvd, v);
+  const backend::product qkv[] = {{a.wq, qd, q}, {a.wk, kvd, k}, {a.wv, kvd, v}};
+  b_.matmul_shared_input(xn, n, h, qkv);
   std::vector<int64_t> first(static_cast<std::size_t>(n));
   for (int64_t r = 0; r < n; ++r) {
     ops::rope(q + r * qd, c.heads, c.head_dim, rope_at(rows[r].pos));
@@ -141,8 +140,8 @@ void ced_moe_forward::cross_attention(const decoder_layer_weights& d,
   float* iq = buffer(work::ca_iq, n * iqd);
   float* att = buffer(work::ca_att, n * qd);
   k_.rms_norm(x, n, h, d.cross_norm, c.norm_eps, xn);
-  b_.matmul(xn, n, h, d.cross_wq, qd, q);
-  b_.matmul(xn, n, h, d.index_wq, iqd, iq);
+  const backend::product queries[] = {{d.cross_wq, qd, q}, {d.index_wq, iqd, iq}};
+  b_.matmul_shared_input(xn, n, h, queries);
   for (int64_t r = 0; r < n; ++r)
     ops::rope(q + r * qd, c.heads, c.head_dim, rope_at(rows[r].pos));
   const int64_t ih = c.index_heads, idim = c.index_dim;

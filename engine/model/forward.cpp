@@ -116,9 +116,9 @@ void ced_moe_forward::global_kv(std::span<const forward_row> rows, const float* 
   float* ik = buffer(work::kv_ik, n * c.index_dim);
   ensure_rope(rows);
   k_.rms_norm(enc_out, n, h, w_.global.norm, c.norm_eps, xn);
-  b_.matmul(xn, n, h, w_.global.wk, g * kvd, k);
-  b_.matmul(xn, n, h, w_.global.wv, g * kvd, v);
-  b_.matmul(xn, n, h, w_.global.wik, c.index_dim, ik);
+  const backend::product kv[] = {{w_.global.wk, g * kvd, k}, {w_.global.wv, g * kvd, v},
+                                 {w_.global.wik, c.index_dim, ik}};
+  b_.matmul_shared_input(xn, n, h, kv);
   for (int64_t r = 0; r < n; ++r) {
     float* kr = k + r * g * kvd;
     ops::rope(kr, g * c.kv_heads, c.head_dim, rope_at(rows[r].pos));

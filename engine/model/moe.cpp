@@ -49,10 +49,7 @@ void ced_moe_forward::moe(const moe_weights& m, int layer, int64_t n, float* x) 
     const int64_t sf = int64_t{c.shared_experts} * f;
     float* g = buffer(work::moe_g, n * std::max(f, sf));
     float* u = buffer(work::moe_u, n * std::max(f, sf));
-    b_.matmul(xn, n, h, m.shared_w1, sf, g);
-    b_.matmul(xn, n, h, m.shared_w3, sf, u);
-    k_.silu_mul(g, u, n * sf);
-    b_.matmul(g, n, sf, m.shared_w2, h, out, true);
+    b_.gated_mlp(xn, n, h, m.shared_w1, m.shared_w3, sf, m.shared_w2, out, true, g, u);
   }
   k_.axpy(x, out, 1.0f, n * h);
 }
@@ -70,26 +67,35 @@ void ced_moe_forward::local_experts(const moe_weights& m, const float* xn, int64
       const auto& rt = routes[static_cast<std::size_t>(r * top + t)];
       by_expert[static_cast<std::size_t>(rt.expert)].emplace_back(r, rt.weight);
     }
-  // Room for the largest expert group (every row) and for the shared experts' n x sf.
+  // Every expert's rows side by side, in ascending expert order, through the backend at once
+  // (one round trip on a device); then each row's sum in ascending expert order.
+  int64_t total = 0;
+  for (const auto& rows : by_expert)
+    total += static_cast<int64_t>(rows.size());
   const int64_t sf = int64_t{c.shared_experts} * f;
-  float* xe = buffer(work::moe_xe, n * h);
-  float* g = buffer(work::moe_g, n * std::max(f, sf));
-  float* u = buffer(work::moe_u, n * std::max(f, sf));
-  float* o = buffer(work::moe_o, n * h);
-  // In expert order, so each row's sum has a fixed order (ascending expert).
+  float* xe = buffer(work::moe_xe, total * h);
+  float* g = buffer(work::moe_g, std::max(total * f, n * sf));
+  float* u = buffer(work::moe_u, std::max(total * f, n * sf));
+  float* o = buffer(work::moe_o, total * h);
+  mlps_.clear();
+  int64_t at = 0;
   for (int64_t ex = 0; ex < e; ++ex) {
     const auto& rows = by_expert[ex];
     const auto ne = static_cast<int64_t>(rows.size());
     if (ne == 0)
       continue;
     for (int64_t i = 0; i < ne; ++i)
-      std::memcpy(xe + i * h, xn + rows[i].first * h, sizeof(float) * h);
-    b_.matmul(xe, ne, h, m.w1 + ex * f * h, f, g);
-    b_.matmul(xe, ne, h, m.w3 + ex * f * h, f, u);
-    k_.silu_mul(g, u, ne * f);
-    b_.matmul(g, ne, f, m.w2 + ex * h * f, h, o);
-    for (int64_t i = 0; i < ne; ++i)
-      k_.axpy(out + rows[i].first * h, o + i * h, rows[i].second, h);
+      std::memcpy(xe + (at + i) * h, xn + rows[i].first * h, sizeof(float) * h);
+    mlps_.push_back({m.w1 + ex * f * h, m.w3 + ex * f * h, m.w2 + ex * h * f, ne});
+    at += ne;
+  }
+  b_.gated_mlps(xe, h, f, mlps_, o, g, u);
+  at = 0;
+  for (int64_t ex = 0; ex < e; ++ex) {
+    const auto& rows = by_expert[ex];
+    for (std::size_t i = 0; i < rows.size(); ++i)
+      k_.axpy(out + rows[i].first * h, o + (at + static_cast<int64_t>(i)) * h, rows[i].second, h);
+    at += static_cast<int64_t>(rows.size());
   }
 }
 

@@ -91,10 +91,7 @@ std::vector<float> vision_encoder::encode(const image_pixels& img) {
     });
     b_.matmul(att.data(), n, vh, l.wo, vh, x.data(), true);
     k_.rms_norm(x.data(), n, vh, l.mlp_norm, c.norm_eps, xn.data());
-    b_.matmul(xn.data(), n, vh, l.w1, vf, g.data());
-    b_.matmul(xn.data(), n, vh, l.w3, vf, u.data());
-    k_.silu_mul(g.data(), u.data(), n * vf);
-    b_.matmul(g.data(), n, vf, l.w2, vh, x.data(), true);
+    b_.gated_mlp(xn.data(), n, vh, l.w1, l.w3, vf, l.w2, x.data(), true, g.data(), u.data());
   }
   // 3. Merge each cell's m x m patches (consecutive rows) into one row, project to hidden.
   const int64_t mm = m * m * vh;

@@ -16,6 +16,11 @@
 #define DI_FMA(a, b, c) __fmaf_rn(a, b, c)
 #define DI_ADD(a, b) __fadd_rn(a, b)
 #define DI_UNROLL _Pragma("unroll")
+#define DI_MUL(a, b) __fmul_rn(a, b)
+#define DI_DIV(a, b) __fdiv_rn(a, b)
+#define DI_RINT(x) rintf(x)
+#define DI_BITS_TO_FLOAT(i) __int_as_float(i)
+#define DI_DEVICE __device__ __forceinline__
 #define DI_NAMESPACE deepinfer::engine::cuda::kernels
 #include "engine/backends/cuda/canonical_gemm_kernels.cuh"
 
@@ -58,6 +63,14 @@ int transpose(const float* w, int64_t n, int64_t k, float* wt, void* stream) {
                   static_cast<unsigned>((n + kernels::transpose_tile - 1) / kernels::transpose_tile));
   kernels::transpose<<<grid, dim3(kernels::transpose_tile, kernels::transpose_rows), 0,
                        static_cast<cudaStream_t>(stream)>>>(w, n, k, wt);
+  return cudaGetLastError();
+}
+
+int silu_mul(float* a, const float* b, int64_t n, void* stream) {
+  if (n <= 0)
+    return cudaSuccess;
+  const auto blocks = static_cast<unsigned>((n + kernels::elementwise_threads - 1) / kernels::elementwise_threads);
+  kernels::silu_mul<<<blocks, kernels::elementwise_threads, 0, static_cast<cudaStream_t>(stream)>>>(a, b, n);
   return cudaGetLastError();
 }
 

@@ -20,6 +20,10 @@ int canonical_gemm(const float* x, int64_t m, int64_t k, const float* wt, int64_
 /// wt [k x n] = w [n x k] transposed, on the device. Returns the launch's cudaError_t.
 int transpose(const float* w, int64_t n, int64_t k, float* wt, void* stream);
 
+/// a[i] = a[i] / (1 + exp(-a[i])) * b[i] for i < n on the device, with the canonical exp: the CPU
+/// kernels' `silu_mul`, bit for bit. Returns the launch's cudaError_t.
+int silu_mul(float* a, const float* b, int64_t n, void* stream);
+
 /// A kernel launch that does nothing, to learn whether this build's kernels run on the current
 /// device (an architecture they were not compiled for fails here). Returns the cudaError_t after
 /// synchronising.

@@ -11,6 +11,10 @@
 //   DI_TX DI_TY DI_BX DI_BY DI_BDY   threadIdx.x/.y, blockIdx.x/.y, blockDim.y
 //   DI_FMA(a, b, c)      `__fmaf_rn` / `std::fma`: the only fused operations
 //   DI_ADD(a, b)         `__fadd_rn` / `+`
+//   DI_MUL(a, b) DI_DIV(a, b)   `__fmul_rn` `__fdiv_rn` / `*` `/`
+//   DI_RINT(x)           `rintf` / `std::nearbyint` (to nearest, ties to even)
+//   DI_BITS_TO_FLOAT(i)  `__int_as_float` / `std::bit_cast<float>`
+//   DI_DEVICE            a device function's qualifier / `static inline`
 //   DI_UNROLL            `_Pragma("unroll")` / nothing
 //   DI_NAMESPACE         where the kernels go: the host copy must not share the device build's
 //                        names (nvcc's launch stubs would stand in for them at link time)
@@ -148,6 +152,33 @@ DI_KERNEL(256) void transpose(const float* __restrict__ w, int64_t n, int64_t k,
     if (r < n && c < k)
       wt[c * n + r] = t[tx][i];
   }
+}
+
+// The canonical exp (engine/kernels/canonical.hpp), operation for operation: the same bits.
+DI_DEVICE float canonical_exp(float x) {
+  if (x < -87.0f)
+    return 0.0f;
+  x = x < 88.0f ? x : 88.0f; // a NaN becomes 88, as on the CPU
+  const float n = DI_RINT(DI_MUL(x, 1.44269504088896341f));
+  float r = DI_FMA(n, -0.693359375f, x);
+  r = DI_FMA(n, 2.12194440e-4f, r);
+  float p = 1.9875691500e-4f;
+  p = DI_FMA(p, r, 1.3981999507e-3f);
+  p = DI_FMA(p, r, 8.3334519073e-3f);
+  p = DI_FMA(p, r, 4.1665795894e-2f);
+  p = DI_FMA(p, r, 1.6666665459e-1f);
+  p = DI_FMA(p, r, 5.0000001201e-1f);
+  const float y = DI_ADD(DI_FMA(p, DI_MUL(r, r), r), 1.0f);
+  return DI_MUL(y, DI_BITS_TO_FLOAT((static_cast<int32_t>(n) + 127) << 23));
+}
+
+// a[i] = a[i] / (1 + exp(-a[i])) * b[i]: the CPU kernels' silu_mul, one element per thread.
+constexpr int elementwise_threads = 256;
+
+DI_KERNEL(256) void silu_mul(float* __restrict__ a, const float* __restrict__ b, int64_t n) {
+  const int64_t i = static_cast<int64_t>(DI_BX) * elementwise_threads + static_cast<int64_t>(DI_TX);
+  if (i < n)
+    a[i] = DI_MUL(DI_DIV(a[i], DI_ADD(1.0f, canonical_exp(-a[i]))), b[i]);
 }
 
 /// Which kernel `canonical_gemm` runs for an m x n product, and its grid.
