@@ -69,6 +69,10 @@ if [[ -x $bundle/bin/engine_test ]]; then
   bin="$bundle/bin"
   export LD_LIBRARY_PATH="$bundle/lib:/usr/local/cuda/lib64${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
   note "binaries bundle ($(cat "$bundle/commit" 2>/dev/null))"
+  head="$(git rev-parse --short HEAD 2>/dev/null || true)"
+  if [[ -n $head && $(cat "$bundle/commit" 2>/dev/null) != "$head"* ]]; then
+    note "WARNING: the bundle was packed from $(cat "$bundle/commit"), this tree is at $head: run 'bash scripts/device-check.sh pack' again"
+  fi
 else
   t0=$(date +%s)
   if ! { cmake --preset default && cmake --build --preset default -j"$(nproc)" \
