@@ -33,6 +33,17 @@ rank_engine::load_result rank_engine::load(const std::string& model_dir, const c
   auto w = model_weights::load(model_dir);
   if (!w.weights)
     return {nullptr, w.error};
+  // Memory planning: every tensor is prepared at load (a device keeps its own f32 copy).
+  std::size_t floats = 0;
+  for (const auto& specs : {tensor_specs(w.weights->config()), draft_tensor_specs(w.weights->config())})
+    for (const auto& t : specs) {
+      std::size_t n = 1;
+      for (auto d : t.shape)
+        n *= static_cast<std::size_t>(d);
+      floats += n;
+    }
+  if (auto short_of = b->check_weight_room(floats * sizeof(float)); !short_of.empty())
+    return {nullptr, "backend " + b->name() + ": " + short_of};
   return {std::unique_ptr<rank_engine>(new rank_engine(std::move(w.weights), std::move(b), cfg)), {}};
 }
 

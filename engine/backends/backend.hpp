@@ -106,6 +106,15 @@ public:
     (void)w, (void)n, (void)k;
   }
 
+  /// **optional** (default: empty, they fit: the CPU backend's weights are the mapped file) —
+  /// whether weights of `bytes` (f32) can be prepared; otherwise what is short and what to do.
+  /// Asked once at load, before any weight is prepared, so a model that does not fit a device is a
+  /// clear error instead of a failed allocation mid-load.
+  virtual std::string check_weight_room(std::size_t bytes) const {
+    (void)bytes;
+    return {};
+  }
+
   /// **optional** (default: 0) — bytes the backend keeps for prepared weights (repacked copies,
   /// device copies): the rank's resident weight memory beyond the weights' own buffers.
   virtual std::size_t prepared_weight_bytes() const { return 0; }

@@ -24,6 +24,10 @@ public:
   /// over its life: the rank's, a decode loop's).
   virtual void make_current() = 0;
 
+  /// Device memory free now, and in all (bytes).
+  virtual std::size_t free_bytes() const = 0;
+  virtual std::size_t total_bytes() const = 0;
+
   /// Device memory of `floats` floats / its release.
   virtual float* allocate(std::size_t floats) = 0;
   virtual void release(float* p) = 0;

@@ -152,6 +152,18 @@ void device_backend::release_weight(const float* w, int64_t n, int64_t k) {
   weights_.erase(it);
 }
 
+std::string device_backend::check_weight_room(std::size_t bytes) const {
+  std::lock_guard lock{mtx_};
+  device_->make_current();
+  const std::size_t free = device_->free_bytes();
+  if (bytes + staging_reserve <= free)
+    return {};
+  auto gib = [](std::size_t b) { return std::to_string(static_cast<double>(b) / double(1 << 30)).substr(0, 5); };
+  return device_->name() + " has " + gib(free) + " GiB free of " + gib(device_->total_bytes()) +
+         " GiB; the model's weights need " + gib(bytes) + " GiB on it (f32) plus " + gib(staging_reserve) +
+         " GiB for staging: use a device with more memory, fewer ranks per device, or another backend";
+}
+
 std::size_t device_backend::prepared_weight_bytes() const {
   std::lock_guard lock{mtx_};
   return weight_bytes_;

@@ -48,6 +48,10 @@ public:
   void prepare_weight(const float* w, int64_t n, int64_t k) override;
   void release_weight(const float* w, int64_t n, int64_t k) override;
   std::size_t prepared_weight_bytes() const override;
+  /// Refuses weights that would leave less than `staging_reserve` of the device free.
+  std::string check_weight_room(std::size_t bytes) const override;
+  /// Device memory kept free for staging and kernels beyond the weights (bytes).
+  static constexpr std::size_t staging_reserve = std::size_t{512} << 20;
   matmul_stats stats() const override;
   int workers() const override { return host_.workers(); }
   int worker_index() const override { return host_.worker_index(); }

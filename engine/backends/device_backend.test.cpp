@@ -167,4 +167,15 @@ BOOST_AUTO_TEST_CASE(an_ep2_group_on_device_backends_gives_the_single_cpu_ranks_
   require_identical(run.logits(), "device backend EP2");
 }
 
+// Memory planning: a model whose weights would not leave the staging reserve free on the device
+// is refused at load with what is short and what to do, before anything is uploaded.
+BOOST_AUTO_TEST_CASE(a_model_too_large_for_the_device_is_refused_at_load_saying_what_is_short) {
+  auto emu = make();
+  emu.device->capacity_bytes = device_backend::staging_reserve + (std::size_t{1} << 20);
+  auto loaded = rank_engine::load(tiny_model_dir(), rank_engine::config{16, 1, fixture_isa()}, std::move(emu.backend));
+  BOOST_TEST(!loaded.engine);
+  BOOST_TEST(loaded.error.find("the model's weights need") != std::string::npos, loaded.error);
+  BOOST_TEST(loaded.error.find("use a device with more memory") != std::string::npos, loaded.error);
+}
+
 BOOST_AUTO_TEST_SUITE_END()

@@ -21,6 +21,8 @@ public:
   std::string name() const override { return "emulated device"; }
   void make_current() override {}
 
+  std::size_t free_bytes() const override { return capacity_bytes - live_floats() * sizeof(float); }
+  std::size_t total_bytes() const override { return capacity_bytes; }
   float* allocate(std::size_t floats) override { return track(new float[floats], floats); }
   void release(float* p) override { untrack(p); }
   float* allocate_pinned(std::size_t floats) override { return track(new float[floats], floats); }
@@ -62,6 +64,8 @@ public:
     kernels::kernels_for(kernels::cpu_isa::portable).silu_mul(a, b, n);
   }
 
+  /// The memory the emulated device says it has (only `free_bytes` reads it).
+  std::size_t capacity_bytes = std::size_t{16} << 30;
   /// Waits so far (one per trip of the backend, one per weight upload).
   std::atomic<uint64_t> waits{0};
   /// Floats allocated and not released.

@@ -42,6 +42,9 @@ public:
   std::string name() const override { return "cuda:" + std::to_string(device_) + " (" + device_name_ + ")"; }
   void make_current() override { check(cudaSetDevice(device_), "cudaSetDevice"); }
 
+  std::size_t free_bytes() const override { return info().first; }
+  std::size_t total_bytes() const override { return info().second; }
+
   float* allocate(std::size_t floats) override {
     void* p = nullptr;
     check(cudaMalloc(&p, floats * sizeof(float)), "cudaMalloc");
@@ -74,6 +77,11 @@ public:
   }
 
 private:
+  std::pair<std::size_t, std::size_t> info() const {
+    std::size_t free = 0, total = 0;
+    check(cudaMemGetInfo(&free, &total), "cudaMemGetInfo");
+    return {free, total};
+  }
   int device_;
   std::string device_name_;
   cudaStream_t stream_ = nullptr;
