@@ -158,13 +158,7 @@ BOOST_AUTO_TEST_CASE(an_ep2_group_on_device_backends_gives_the_single_cpu_ranks_
     BOOST_REQUIRE_MESSAGE(loaded.engine, loaded.error);
     ranks.push_back(std::move(loaded.engine));
   }
-  ep_group group(model_config::tiny(), group_config(2));
-  for (int r = 0; r < 2; ++r)
-    ranks[static_cast<std::size_t>(r)]->join_ep_group(group.rank(r));
-  ep_run run({ranks[0].get(), ranks[1].get()});
-  run.prefill(&group, spread(2));
-  run.decode(&group, spread(2), decode_steps, 2);
-  require_identical(run.logits(), "device backend EP2");
+  require_group_matches_reference(ranks, "device backend EP2");
 }
 
 // Memory planning: a model whose weights would not leave the staging reserve free on the device

@@ -206,4 +206,20 @@ inline assignment spread(int ranks) {
   }
 }
 
+/// Joins `ranks` (engines on any backend) into one EP group, prefills and decodes `spread`'s
+/// requests with a re-placement after decode step 2, and checks the reference's bits.
+inline void require_group_matches_reference(std::vector<std::unique_ptr<rank_engine>>& ranks, const std::string& what) {
+  const int ep = static_cast<int>(ranks.size());
+  ep_group group(model_config::tiny(), group_config(ep));
+  std::vector<rank_engine*> engines;
+  for (int r = 0; r < ep; ++r) {
+    ranks[static_cast<std::size_t>(r)]->join_ep_group(group.rank(r));
+    engines.push_back(ranks[static_cast<std::size_t>(r)].get());
+  }
+  ep_run run(engines);
+  run.prefill(&group, spread(ep));
+  run.decode(&group, spread(ep), decode_steps, 2);
+  require_identical(run.logits(), what);
+}
+
 } // namespace deepinfer::engine::testing
