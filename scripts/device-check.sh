@@ -89,7 +89,7 @@ fi
 # 2. The CUDA test suite (GEMM bits over 225 shapes, batch invariance, forward, 50 prompts, prefix
 # hit) and the kernels' CPU emulation.
 t0=$(date +%s)
-if timeout 240 "$bin/engine_test" --run_test=cuda_backend,cuda_devices,cuda_kernels_emulated,device_backend_suite --log_level=test_suite \
+if timeout 180 "$bin/engine_test" --run_test=cuda_backend,cuda_devices,cuda_kernels_emulated,device_backend_suite --log_level=test_suite \
      --report_level=short \
      >>"$log" 2>&1; then
   note "tests cuda_backend passed in $(($(date +%s) - t0)) s"
@@ -125,7 +125,7 @@ fi
 t0=$(date +%s)
 which_backend=both
 ((have_gpu == 0)) && which_backend=cpu
-if timeout 300 "$bin/bench_cuda_backend" --backend "$which_backend" --threads "$(nproc)" \
+if timeout 240 "$bin/bench_cuda_backend" --backend "$which_backend" --threads "$(nproc)" \
      --model "$out_dir/device-check-bench-v4" --prefill "${DEVICE_CHECK_PREFILL:-8192,32768}" \
      --batches "${DEVICE_CHECK_BATCHES:-1,8,64,256}" $( ((have_gpu == 0)) && echo --no-gemm) \
      2>>"$log" | tee -a "$figures"; then
