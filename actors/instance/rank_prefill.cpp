@@ -31,9 +31,9 @@ engine::prefill_scheduler& scheduler(rank_pointer self) {
   if (!st.scheduler) {
     auto& ec = st.cfg.engine;
     if (!ec.prefill_cost) {
-      auto fit = engine::cost_profile::ensure(
-        ec.model_dir, engine::cost_profile::config{ec.threads, ec.cpu_isa, engine::cost_profile::config{}.max_context,
-                                                   ec.backend});
+      engine::cost_profile::config setup{ec.threads, ec.cpu_isa};
+      setup.backend = ec.backend;
+      auto fit = engine::cost_profile::ensure(ec.model_dir, setup);
       // A model the rank loaded always profiles (the same engine, one more sequence); a failure
       // here is a bug in the profile. TODO: DEEPINFER_ASSERT once it exists (issue 15).
       if (!fit.fit) {

@@ -198,10 +198,9 @@ std::optional<std::string> node_runtime::start() {
   const bool prefills = std::any_of(cfg.instances.begin(), cfg.instances.end(), is_prefill)
                         || std::any_of(cfg.pool_instances.begin(), cfg.pool_instances.end(), is_prefill);
   if (cfg.serving && !cfg.serving->prefill_cost && (cfg.http || prefills)) {
-    auto fit = engine::cost_profile::ensure(
-      cfg.serving->model_dir, engine::cost_profile::config{cfg.serving->threads_per_rank, cfg.serving->cpu_isa,
-                                                           engine::cost_profile::config{}.max_context,
-                                                           cfg.serving->backend});
+    engine::cost_profile::config setup{cfg.serving->threads_per_rank, cfg.serving->cpu_isa};
+    setup.backend = cfg.serving->backend;
+    auto fit = engine::cost_profile::ensure(cfg.serving->model_dir, setup);
     if (!fit.fit)
       return "cannot fit the prefill cost model of " + cfg.serving->model_dir + ": " + fit.error;
     if (!fit.warning.empty())

@@ -114,22 +114,18 @@ void bench_gemm() {
     const double flops = 2.0 * static_cast<double>(s.m) * static_cast<double>(s.n) * static_cast<double>(s.k);
     const int reps = flops > 1e11 ? 5 : flops > 1e9 ? 20 : 200;
     const double canon = time_ms([&] { cuda::canonical_gemm(x, s.m, s.k, wt, s.n, y, false, nullptr); }, reps);
-    const float one = 1.0f, zero = 0.0f;
     // Row-major y [m x n] = x [m x k] . w [n x k]^T is column-major y^T = w^T(op T) . x.
-    cublasSetMathMode(h, CUBLAS_DEFAULT_MATH);
-    const double sgemm = time_ms([&] {
+    const auto sgemm_into_yb = [&] {
+      const float one = 1.0f, zero = 0.0f;
       cublasSgemm(h, CUBLAS_OP_T, CUBLAS_OP_N, static_cast<int>(s.n), static_cast<int>(s.m), static_cast<int>(s.k),
                   &one, w, static_cast<int>(s.k), x, static_cast<int>(s.k), &zero, yb, static_cast<int>(s.n));
-    }, reps);
+    };
     cublasSetMathMode(h, CUBLAS_TF32_TENSOR_OP_MATH);
-    const double tf32 = time_ms([&] {
-      cublasSgemm(h, CUBLAS_OP_T, CUBLAS_OP_N, static_cast<int>(s.n), static_cast<int>(s.m), static_cast<int>(s.k),
-                  &one, w, static_cast<int>(s.k), x, static_cast<int>(s.k), &zero, yb, static_cast<int>(s.n));
-    }, reps);
+    const double tf32 = time_ms(sgemm_into_yb, reps);
+    // FP32 last, so yb holds its result for the sanity check: the canonical result against
+    // cuBLAS's (another order: close, not equal).
     cublasSetMathMode(h, CUBLAS_DEFAULT_MATH);
-    // Sanity: the canonical result against cuBLAS's FP32 one (another order: close, not equal).
-    cublasSgemm(h, CUBLAS_OP_T, CUBLAS_OP_N, static_cast<int>(s.n), static_cast<int>(s.m), static_cast<int>(s.k), &one,
-                w, static_cast<int>(s.k), x, static_cast<int>(s.k), &zero, yb, static_cast<int>(s.n));
+    const double sgemm = time_ms(sgemm_into_yb, reps);
     std::vector<float> a(ys), b(ys);
     cuda_ok(cudaMemcpy(a.data(), y, ys * 4, cudaMemcpyDeviceToHost), "copy back");
     cuda_ok(cudaMemcpy(b.data(), yb, ys * 4, cudaMemcpyDeviceToHost), "copy back");

@@ -69,33 +69,17 @@ void device_backend::matmul_shared_input(const float* x, int64_t m, int64_t k, s
 
 void device_backend::gated_mlp(const float* x, int64_t m, int64_t h, const float* w1, const float* w3, int64_t f,
                                const float* w2, float* out, bool accumulate, float* /*g*/, float* /*u*/) {
-  if (m <= 0)
-    return;
-  const auto t0 = std::chrono::steady_clock::now();
-  std::lock_guard lock{mtx_};
-  device_->make_current();
-  const auto gs = static_cast<std::size_t>(m * f), os = static_cast<std::size_t>(m * h);
-  // dy_ holds [g | u | out]; g and u never leave the device.
-  stage_in(x, static_cast<std::size_t>(m * h), 2 * gs + os);
-  float* dg = dy_.data;
-  float* du = dy_.data + gs;
-  float* dout = dy_.data + 2 * gs;
-  device_->gemm(dx_.data, m, h, device_weight(w1, f, h), f, dg, false);
-  device_->gemm(dx_.data, m, h, device_weight(w3, f, h), f, du, false);
-  device_->silu_mul(dg, du, static_cast<int64_t>(gs));
-  if (accumulate)
-    copy_in(out, hy_.data, dout, os);
-  device_->gemm(dg, m, f, device_weight(w2, h, f), h, dout, accumulate);
-  copy_out_and_wait(dout, os);
-  std::memcpy(out, hy_.data, os * sizeof(float));
-  count(m, h, f);
-  count(m, h, f);
-  count(m, f, h);
-  stats_.seconds += seconds_since(t0);
+  const expert_mlp one{w1, w3, w2, m};
+  mlp_trip(x, h, f, std::span{&one, 1}, out, accumulate);
 }
 
 void device_backend::gated_mlps(const float* x, int64_t h, int64_t f, std::span<const expert_mlp> experts, float* out,
                                 float* /*g*/, float* /*u*/) {
+  mlp_trip(x, h, f, experts, out, false);
+}
+
+void device_backend::mlp_trip(const float* x, int64_t h, int64_t f, std::span<const expert_mlp> experts, float* out,
+                              bool accumulate) {
   int64_t rows = 0;
   for (const auto& e : experts)
     rows += e.rows;
@@ -105,7 +89,8 @@ void device_backend::gated_mlps(const float* x, int64_t h, int64_t f, std::span<
   std::lock_guard lock{mtx_};
   device_->make_current();
   const auto gs = static_cast<std::size_t>(rows * f), os = static_cast<std::size_t>(rows * h);
-  // dy_ holds [g | u | out] for every expert's rows, each expert's at its rows' offset.
+  // dy_ holds [g | u | out] for every expert's rows, each expert's at its rows' offset; g and u
+  // never leave the device.
   stage_in(x, os, 2 * gs + os);
   float* dg = dy_.data;
   float* du = dy_.data + gs;
@@ -120,11 +105,13 @@ void device_backend::gated_mlps(const float* x, int64_t h, int64_t f, std::span<
   }
   // The gate is element-wise: one launch over every expert's rows.
   device_->silu_mul(dg, du, static_cast<int64_t>(gs));
+  if (accumulate)
+    copy_in(out, hy_.data, dout, os);
   at = 0;
   for (const auto& e : experts) {
     if (e.rows == 0)
       continue;
-    device_->gemm(dg + at * f, e.rows, f, device_weight(e.w2, h, f), h, dout + at * h, false);
+    device_->gemm(dg + at * f, e.rows, f, device_weight(e.w2, h, f), h, dout + at * h, accumulate);
     count(e.rows, h, f);
     count(e.rows, h, f);
     count(e.rows, f, h);

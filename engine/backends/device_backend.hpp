@@ -69,6 +69,9 @@ private:
   void stage_in(const float* x, std::size_t in, std::size_t out);
   void copy_in(const float* host, float* pinned, float* device, std::size_t n);
   void copy_out_and_wait(const float* device, std::size_t n);
+  /// One trip for `gated_mlp` (one expert, maybe accumulating) and `gated_mlps`.
+  void mlp_trip(const float* x, int64_t h, int64_t f, std::span<const expert_mlp> experts, float* out,
+                bool accumulate);
   const float* device_weight(const float* w, int64_t n, int64_t k);
   void count(int64_t m, int64_t k, int64_t n);
 

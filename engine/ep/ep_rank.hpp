@@ -168,7 +168,8 @@ private:
   std::vector<std::vector<std::pair<int32_t, int32_t>>> by_slot_;
   std::vector<int32_t> used_slots_;
   std::vector<float> xe_, g_, u_, o_;
-  std::vector<backend::expert_mlp> mlps_; // compute_received's, one per used slot
+  /// The gated MLPs of `compute_received`'s call, one per used slot.
+  std::vector<backend::expert_mlp> mlps_;
   std::vector<uint64_t> next_replica_; // round-robin position per (layer, expert)
 
   // per step

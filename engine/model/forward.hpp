@@ -165,7 +165,8 @@ private:
   std::vector<key_span> spans_;
   /// The routed rows of each expert in `moe`, kept for their capacity.
   std::vector<std::vector<std::pair<int64_t, float>>> by_expert_;
-  std::vector<backend::expert_mlp> mlps_; // local_experts' gated MLPs, one per expert with rows
+  /// The gated MLPs of `local_experts`' call, one per expert with rows, kept for their capacity.
+  std::vector<backend::expert_mlp> mlps_;
   /// Each row's routes in `moe` (top per row), kept for their capacity.
   std::vector<expert_route> routes_;
   routed_experts* external_experts_ = nullptr;

@@ -4,6 +4,7 @@
 #include <cuda_runtime.h>
 
 #include "engine/backends/cuda/canonical_gemm.hpp"
+#include "engine/backends/cuda_devices.hpp"
 #include "engine/backends/device_backend.hpp"
 #include "engine/backends/make_backend.hpp"
 #include "engine/log.hpp"
@@ -92,26 +93,25 @@ private:
 backend_result make_cuda_backend(const backend_config& cfg) {
   const std::string fallback = "; run with --backend cpu (manifest: backend = \"cpu\"), or on a machine with an "
                                "NVIDIA GPU and its driver";
-  int count = 0;
-  if (auto rc = cudaGetDeviceCount(&count); rc != cudaSuccess)
-    return {nullptr, "no usable CUDA device: the CUDA runtime says " + cuda_failure(rc) + fallback};
-  if (count == 0)
-    return {nullptr, "no usable CUDA device: the CUDA runtime sees none" + fallback};
-  const int device = (cfg.device_slot % count + count) % count;
-  cudaDeviceProp prop{};
-  if (auto rc = cudaGetDeviceProperties(&prop, device); rc != cudaSuccess)
-    return {nullptr, "CUDA device " + std::to_string(device) + ": " + cuda_failure(rc) + fallback};
-  if (auto rc = cudaSetDevice(device); rc != cudaSuccess)
-    return {nullptr, "CUDA device " + std::to_string(device) + ": " + cuda_failure(rc) + fallback};
+  const auto found = query_cuda_devices();
+  if (found.devices.empty())
+    return {nullptr, "no usable CUDA device: the CUDA runtime " +
+                       (found.error.empty() ? std::string{"sees none"} : "says " + found.error) + fallback};
+  const auto count = static_cast<int>(found.devices.size());
+  const auto& dev = found.devices[static_cast<std::size_t>((cfg.device_slot % count + count) % count)];
+  if (auto rc = cudaSetDevice(dev.index); rc != cudaSuccess)
+    return {nullptr, "CUDA device " + std::to_string(dev.index) + ": " + cuda_failure(rc) + fallback};
   // Kernels built for sm_90 (and its PTX) do not run on older devices: say so now, not mid-forward.
   if (auto rc = static_cast<cudaError_t>(cuda::probe_launch()); rc != cudaSuccess)
-    return {nullptr, "CUDA device " + std::to_string(device) + " (" + prop.name + ", compute capability " +
-                       std::to_string(prop.major) + "." + std::to_string(prop.minor) +
+    return {nullptr, "CUDA device " + std::to_string(dev.index) + " (" + dev.name + ", compute capability " +
+                       std::to_string(dev.compute_capability_major) + "." +
+                       std::to_string(dev.compute_capability_minor) +
                        ") cannot run this build's kernels (built for sm_90): " + cuda_failure(rc) + fallback};
-  log().info("cuda backend: device={} name={} memory_gib={:.1f} cc={}.{}", device, prop.name,
-             static_cast<double>(prop.totalGlobalMem) / (1 << 30), prop.major, prop.minor);
+  log().info("cuda backend: device={} name={} memory_gib={:.1f} cc={}.{}", dev.index, dev.name,
+             static_cast<double>(dev.total_memory_bytes) / (1 << 30), dev.compute_capability_major,
+             dev.compute_capability_minor);
   return {std::make_unique<device_backend>(device_backend::config{cfg.threads, cfg.isa},
-                                           std::make_unique<cuda_device_api>(device, prop.name)),
+                                           std::make_unique<cuda_device_api>(dev.index, dev.name)),
           {}};
 }
 
