@@ -5,6 +5,7 @@
 
 #include <array>
 #include <cstdint>
+#include <optional>
 #include <span>
 #include <string>
 #include <vector>
@@ -86,6 +87,10 @@ public:
                           std::uint32_t max, budget& b);
   /// The DFA of `r` (tag 0).
   static byte_dfa of(const rx& r, budget& b);
+  /// `ws* pieces[0] ws* pieces[1] ... ws* pieces[n-1]` (JSON whitespace; tag 0), built directly:
+  /// keys and punctuation, a few of them per schema property, went through the regex path.
+  /// nullopt when a piece is empty or starts with whitespace (use `of`).
+  static std::optional<byte_dfa> spaced_literal(std::span<const std::string> pieces);
   /// Strings accepted by both (tags of `a`).
   static byte_dfa intersect(const byte_dfa& a, const byte_dfa& b, budget& bud);
   /// Strings of `a` that `b` does not accept (tags of `a`).

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <deque>
 #include <array>
+#include <optional>
 #include <unordered_map>
 
 namespace deepinfer::recipe::so {
@@ -376,6 +377,57 @@ byte_dfa byte_dfa::counted(const byte_dfa& unit, std::uint8_t open, std::uint8_t
       d.accept_.push_back(0);
     d.accept_off_.push_back(static_cast<std::uint32_t>(d.accept_.size()));
   }
+  return d;
+}
+
+std::optional<byte_dfa> byte_dfa::spaced_literal(std::span<const std::string> pieces) {
+  auto is_ws = [](unsigned char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r'; };
+  std::size_t n = 1;  // the final state
+  for (auto& p : pieces) {
+    // A piece that is empty or starts with whitespace would make a gap state nondeterministic.
+    if (p.empty() || is_ws(static_cast<unsigned char>(p[0])))
+      return std::nullopt;
+    n += p.size();
+  }
+  if (pieces.empty())
+    return std::nullopt;
+  // Classes: whitespace, each byte the pieces use, everything else.
+  std::array<std::uint8_t, 256> ws{}, used{};
+  for (int c : {' ', '\t', '\n', '\r'})
+    ws[static_cast<std::size_t>(c)] = 1;
+  for (auto& p : pieces)
+    for (unsigned char c : p)
+      used[c] = 1;
+  std::array<std::uint8_t, 256> own{};
+  std::uint32_t distinct = 0;
+  for (int c = 0; c < 256; ++c)
+    if (used[static_cast<std::size_t>(c)] != 0) {
+      if (++distinct > 255)
+        return std::nullopt;
+      own[static_cast<std::size_t>(c)] = static_cast<std::uint8_t>(distinct);
+    }
+  class_refiner r;
+  r.by(ws);
+  r.by(own);
+  byte_dfa d;
+  d.set_classes(r.cls, r.nc);
+  const std::size_t nc = r.nc;
+  // States in order: each piece's gap (whitespace loops), then one state per byte after its
+  // first; the last piece's last byte goes to the final state n - 1.
+  d.next_.assign(n * nc, -1);
+  std::int32_t q = 0;
+  for (std::size_t i = 0; i < pieces.size(); ++i) {
+    for (int c : {' ', '\t', '\n', '\r'})
+      d.next_[static_cast<std::size_t>(q) * nc + r.cls[static_cast<std::size_t>(c)]] = q;
+    for (unsigned char c : pieces[i]) {
+      d.next_[static_cast<std::size_t>(q) * nc + r.cls[c]] = q + 1;
+      ++q;
+    }
+  }
+  d.accept_off_.assign(n + 1, 0);
+  d.accept_off_[n] = 1;
+  d.accept_.push_back(0);
+  d.finish();
   return d;
 }
 

@@ -60,4 +60,37 @@ BOOST_AUTO_TEST_CASE(counted_strings_agree_with_the_regex_path_on_every_prefix) 
   }
 }
 
+// Keys and punctuation are built directly; the regex path must give the same language and the
+// same distances on every prefix (whitespace in the gaps, inside a key, and leading).
+BOOST_AUTO_TEST_CASE(spaced_literals_agree_with_the_regex_path) {
+  budget b{std::chrono::seconds(30), 1u << 22};
+  const std::vector<std::vector<std::string>> cases{
+      {"{"}, {"null"}, {"\"a\"", ":"}, {"\"my key\"", ":"}, {"\"\\u00e9t\\\"e\"", ":"}, {"\"\xC3\xA9\"", ":"},
+      {"[1,2]"}, {"\"aaa\"", ":", "x"}};
+  for (const auto& pieces : cases) {
+    const auto direct = byte_dfa::spaced_literal(pieces);
+    BOOST_TEST_REQUIRE(direct.has_value());
+    std::vector<rx> parts;
+    for (auto& p : pieces)
+      parts.push_back(json_ws()), parts.push_back(rx::lit(p));
+    const auto regex = byte_dfa::of(rx::seq(std::move(parts)), b);
+    BOOST_TEST(byte_dfa::minus(*direct, regex, b).empty());
+    BOOST_TEST(byte_dfa::minus(regex, *direct, b).empty());
+    std::string text = " \n";
+    for (auto& p : pieces)
+      text += p + " \t";
+    for (std::size_t cut = 0; cut <= text.size(); ++cut) {
+      const auto p = text.substr(0, cut);
+      const auto qd = run(*direct, p), qr = run(regex, p);
+      BOOST_TEST_REQUIRE((qd >= 0) == (qr >= 0), "prefix '" << p << "'");
+      if (qd < 0)
+        break;
+      BOOST_TEST_REQUIRE(direct->is_final(qd) == regex.is_final(qr), "prefix '" << p << "'");
+      BOOST_TEST_REQUIRE(direct->dist(qd) == regex.dist(qr), "prefix '" << p << "'");
+    }
+  }
+  BOOST_TEST(!byte_dfa::spaced_literal(std::vector<std::string>{" a"}).has_value());
+  BOOST_TEST(!byte_dfa::spaced_literal(std::vector<std::string>{}).has_value());
+}
+
 BOOST_AUTO_TEST_SUITE_END()

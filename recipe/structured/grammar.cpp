@@ -1,8 +1,10 @@
 #include "recipe/structured/grammar.hpp"
 
 #include <algorithm>
+#include <chrono>
 #include <limits>
 #include <map>
+#include <queue>
 
 namespace deepinfer::recipe::so {
 
@@ -59,16 +61,39 @@ grammar::rstate grammar::after_call(rstate caller, std::uint32_t r) const noexce
 std::size_t grammar::bytes() const noexcept {
   std::size_t n = rule_of_.size() * 24 + calls_.size() * 8 + lex_targets_.size() * 4;
   for (auto& l : lexers_)
-    n += l->dfa.bytes();
+    if (l->built())
+      n += l->dfa().bytes();
   for (auto& l : lexemes_)
     n += l.bytes();
   return n;
 }
 
-symbol grammar_builder::lexeme(byte_dfa d) {
+const byte_dfa& lexer::dfa() const {
+  if (!built())
+    std::call_once(once_, [this] { build(); });
+  return dfa_;
+}
+
+void lexer::build() const {
+  if (lexemes.size() == 1) {
+    dfa_ = (*parts_)[lexemes[0]];
+  } else {
+    std::vector<const byte_dfa*> parts;
+    for (auto id : lexemes)
+      parts.push_back(&(*parts_)[id]);
+    // Bounded by the parts' sizes (see the class comment), so no deadline or state cap: the
+    // compile that admitted the parts admitted this union.
+    budget unbounded{std::chrono::hours{24}, std::numeric_limits<std::size_t>::max()};
+    dfa_ = byte_dfa::unite(parts, unbounded);
+  }
+  built_.store(true, std::memory_order_release);
+}
+
+symbol grammar_builder::lexeme(byte_dfa d, lexeme_shape shape) {
   if (!d.empty() && d.is_final(0))
     throw compile_error("a terminal matches the empty string");
   lexemes_.push_back(std::move(d));
+  shapes_.push_back(shape);
   return {symbol::kind::lexeme, static_cast<std::uint32_t>(lexemes_.size() - 1)};
 }
 
@@ -176,21 +201,61 @@ std::shared_ptr<const grammar> grammar_builder::finish(symbol root) {
       return lexemes_[s.id].empty() ? inf : static_cast<std::uint32_t>(lexemes_[s.id].dist(0));
     return ml[g->rule_start_[s.id]];
   };
-  for (bool changed = true; changed;) {
-    changed = false;
-    budget_->tick();
-    for (std::uint32_t r = 0; r < dfas.size(); ++r)
-      for (std::size_t s = 0; s < dfas[r].final.size(); ++s) {
-        auto gs = global(r, static_cast<std::int32_t>(s));
-        std::uint32_t best = dfas[r].final[s] ? 0 : inf;
-        for (auto [sym, to] : dfas[r].edges[s]) {
-          auto a = sym_len(sym), b = ml[global(r, to)];
-          if (a < inf && b < inf)
-            best = std::min(best, a + b);
-        }
-        if (best < ml[gs])
-          ml[gs] = best, changed = true;
+  // Knuth's generalisation of Dijkstra: a state's length is the least over its edges of
+  // (symbol length + target length), both already final when the state is popped, so every
+  // state settles once. (A round-robin fixpoint here was O(rules x states) on deep $ref chains:
+  // the largest share of compile time on Kubernetes schemas.)
+  struct use {
+    std::uint32_t from;  // global state whose length the edge bounds
+    symbol sym;
+    std::uint32_t to;    // global target
+  };
+  std::vector<use> uses;
+  std::vector<std::uint32_t> dep_off(n + 1, 0);
+  for (std::uint32_t r = 0; r < dfas.size(); ++r)
+    for (std::size_t s = 0; s < dfas[r].final.size(); ++s)
+      for (auto [sym, to] : dfas[r].edges[s]) {
+        ++dep_off[global(r, to) + 1];
+        if (sym.k == symbol::kind::rule)
+          ++dep_off[g->rule_start_[sym.id] + 1];
       }
+  for (std::size_t i = 0; i < n; ++i)
+    dep_off[i + 1] += dep_off[i];
+  uses.resize(dep_off[n]);
+  {
+    auto fill = dep_off;
+    for (std::uint32_t r = 0; r < dfas.size(); ++r)
+      for (std::size_t s = 0; s < dfas[r].final.size(); ++s)
+        for (auto [sym, to] : dfas[r].edges[s]) {
+          const use u{global(r, static_cast<std::int32_t>(s)), sym, global(r, to)};
+          uses[fill[u.to]++] = u;
+          if (sym.k == symbol::kind::rule)
+            uses[fill[g->rule_start_[sym.id]]++] = u;
+        }
+  }
+  using item = std::pair<std::uint32_t, std::uint32_t>;  // (length, state)
+  std::priority_queue<item, std::vector<item>, std::greater<>> heap;
+  for (std::uint32_t r = 0; r < dfas.size(); ++r)
+    for (std::size_t s = 0; s < dfas[r].final.size(); ++s)
+      if (dfas[r].final[s]) {
+        const auto gs = global(r, static_cast<std::int32_t>(s));
+        ml[gs] = 0;
+        heap.emplace(0, gs);
+      }
+  while (!heap.empty()) {
+    const auto [len, t] = heap.top();
+    heap.pop();
+    if (len != ml[t])
+      continue;
+    budget_->tick();
+    for (auto i = dep_off[t]; i < dep_off[t + 1]; ++i) {
+      const auto& u = uses[i];
+      const auto a = sym_len(u.sym), b = ml[u.to];
+      if (a < inf && b < inf && a + b < ml[u.from]) {
+        ml[u.from] = a + b;
+        heap.emplace(a + b, u.from);
+      }
+    }
   }
   if (ml[g->rule_start_[root.id]] >= inf)
     throw compile_error("the constraint admits no value (contradictory keywords)");
@@ -254,11 +319,20 @@ std::shared_ptr<const grammar> grammar_builder::finish(symbol root) {
       auto [it, fresh] = lexer_ids.emplace(lex, static_cast<std::int32_t>(g->lexers_.size()));
       if (fresh) {
         auto l = std::make_shared<lexer>();
-        std::vector<const byte_dfa*> parts;
-        for (auto id : lex)
-          parts.push_back(&lexemes_[id]);
-        l->dfa = parts.size() == 1 ? lexemes_[lex[0]] : byte_dfa::unite(parts, *budget_);
         l->lexemes = lex;
+        l->parts_ = &g->lexemes_;
+        const auto general = std::count_if(lex.begin(), lex.end(), [&](std::uint32_t id) {
+          return shapes_[id] == lexeme_shape::general;
+        });
+        if (lex.size() > 1 && general > 1) {
+          // Two general lexemes may overlap without bound (patterns, strings of several
+          // formats): built here, under the compile budget.
+          std::vector<const byte_dfa*> parts;
+          for (auto id : lex)
+            parts.push_back(&lexemes_[id]);
+          l->dfa_ = byte_dfa::unite(parts, *budget_);
+          l->built_.store(true, std::memory_order_release);
+        }
         g->lexers_.push_back(std::move(l));
       }
       g->lexer_of_[gs] = it->second;

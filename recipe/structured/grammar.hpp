@@ -2,8 +2,10 @@
 
 #include "recipe/structured/byte_automaton.hpp"
 
+#include <atomic>
 #include <cstdint>
 #include <memory>
+#include <mutex>
 #include <span>
 #include <vector>
 
@@ -42,10 +44,33 @@ public:
   std::vector<state> states;
 };
 
+/// How a lexeme may combine in a union: `literal` lexemes (a fixed string, or a few, after
+/// optional whitespace: keys, punctuation, enum values) walk one trie together, so a union of
+/// literals and at most one other lexeme has about as many states as its parts, never more.
+enum class lexeme_shape : std::uint8_t { general, literal };
+
 /// The union of the lexemes a rule state may read next, as one DFA (tag i = lexemes[i]).
-struct lexer {
-  byte_dfa dfa;
+///
+/// A union whose size is bounded by its parts' (literals plus at most one other lexeme: every
+/// object's key positions) is built on first use: an object with N optional properties has N
+/// key unions of O(N) states each, and a request visits a few of them, so building them all
+/// was most of the compile time of large schemas (Kubernetes, Github_hard: O(N^2) states).
+/// Other unions are built at compile time, where a blow-up is a compile error.
+class lexer {
+public:
   std::vector<std::uint32_t> lexemes;
+  /// The union (built on the first call when lazy; thread-safe).
+  const byte_dfa& dfa() const;
+  /// Whether the union exists yet (bytes() counts only built ones).
+  bool built() const noexcept { return built_.load(std::memory_order_acquire); }
+
+private:
+  friend class grammar_builder;
+  void build() const;
+  const std::vector<byte_dfa>* parts_ = nullptr;  // the grammar's lexemes
+  mutable std::once_flag once_;
+  mutable std::atomic<bool> built_{false};
+  mutable byte_dfa dfa_;
 };
 
 /// A recursive transition network: rules are DFAs over symbols, lexemes DFAs over bytes, and
@@ -103,8 +128,10 @@ class grammar_builder {
 public:
   explicit grammar_builder(budget& b) : budget_(&b) {}
   /// A lexeme from its DFA; an empty language is allowed (the symbol is dropped).
-  symbol lexeme(byte_dfa d);
-  symbol lexeme(const rx& r) { return lexeme(byte_dfa::of(r, *budget_)); }
+  symbol lexeme(byte_dfa d, lexeme_shape shape = lexeme_shape::general);
+  symbol lexeme(const rx& r, lexeme_shape shape = lexeme_shape::general) {
+    return lexeme(byte_dfa::of(r, *budget_), shape);
+  }
   /// A new rule, defined later with `define`.
   symbol declare();
   void define(symbol rule, rule_nfa nfa, rule_nfa::frag f);
@@ -115,6 +142,7 @@ public:
 private:
   budget* budget_;
   std::vector<byte_dfa> lexemes_;
+  std::vector<lexeme_shape> shapes_;
   struct def {
     rule_nfa nfa;
     rule_nfa::frag f{-1, -1};

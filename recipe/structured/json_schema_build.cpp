@@ -56,15 +56,31 @@ std::size_t cp_len(const std::string& s) {
 
 } // namespace
 
-symbol schema_builder::lex(const std::string& key, rx r) {
+symbol schema_builder::lex(const std::string& key, std::vector<std::string> pieces) {
   if (auto it = lexemes_.find(key); it != lexemes_.end())
     return it->second;
-  auto s = gb_.lexeme(json_lex::lead(std::move(r)));
+  auto d = byte_dfa::spaced_literal(pieces);
+  if (!d) {
+    std::vector<rx> parts;
+    for (auto& p : pieces)
+      parts.push_back(json_ws()), parts.push_back(rx::lit(p));
+    d = byte_dfa::of(rx::seq(std::move(parts)), gb_.bud());
+  }
+  auto s = gb_.lexeme(std::move(*d), lexeme_shape::literal);
   lexemes_.emplace(key, s);
   return s;
 }
 
-symbol schema_builder::punct(const std::string& text) { return lex("p:" + text, rx::lit(text)); }
+symbol schema_builder::punct(const std::string& text) { return lex("p:" + text, {text}); }
+
+symbol schema_builder::booleans() {
+  if (auto it = lexemes_.find("bool"); it != lexemes_.end())
+    return it->second;
+  auto s = gb_.lexeme(byte_dfa::of(json_lex::lead(rx::alt({rx::lit("true"), rx::lit("false")})), gb_.bud()),
+                      lexeme_shape::literal);
+  lexemes_.emplace("bool", s);
+  return s;
+}
 
 symbol schema_builder::exact(const std::string& key, rx r) {
   const auto k = "x:" + key;
@@ -187,7 +203,7 @@ void schema_builder::build_plain(rule_nfa& n, std::vector<rule_nfa::frag>& out, 
             (s.contains("exclusiveMaximum") && d >= s["exclusiveMaximum"].get<double>()))
           continue;
       }
-      out.push_back(n.sym(lex("v:" + v.dump(), rx::lit(v.dump()))));
+      out.push_back(n.sym(lex("v:" + v.dump(), {v.dump()})));
     }
     return;
   }
@@ -196,7 +212,7 @@ void schema_builder::build_plain(rule_nfa& n, std::vector<rule_nfa::frag>& out, 
     if (t == "null")
       out.push_back(n.sym(punct("null")));
     else if (t == "boolean")
-      out.push_back(n.sym(lex("bool", rx::alt({rx::lit("true"), rx::lit("false")}))));
+      out.push_back(n.sym(booleans()));
     else if (t == "string")
       out.push_back(n.sym(string_lexeme(s)));
     else if (t == "number" || t == "integer")

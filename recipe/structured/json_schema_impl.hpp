@@ -59,7 +59,11 @@ private:
   symbol string_lexeme(const json& s);
   symbol number_lexeme(const json& s, bool integer);
   symbol punct(const std::string& text);
-  symbol lex(const std::string& key, rx r);
+  /// A literal lexeme: `ws* pieces[0] ws* pieces[1] ...` (keys, punctuation, enum values),
+  /// shared by `key`.
+  symbol lex(const std::string& key, std::vector<std::string> pieces);
+  /// `true` or `false`, after optional whitespace.
+  symbol booleans();
 
   const json& root_;
   schema_normalizer norm_;

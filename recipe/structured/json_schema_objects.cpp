@@ -8,9 +8,8 @@ namespace detail {
 namespace {
 bool is_true(const json& s) { return (s.is_boolean() && s.get<bool>()) || (s.is_object() && s.empty()); }
 bool is_false(const json& s) { return s.is_boolean() && !s.get<bool>(); }
-rx key_rx(const std::string& key) {
-  return rx::seq({rx::lit(json(key).dump()), json_ws(), rx::lit(":")});
-}
+/// A declared key's lexeme pieces: the key spelled canonically, then `:` (whitespace around).
+std::vector<std::string> key_pieces(const std::string& key) { return {json(key).dump(), ":"}; }
 /// Keys whose text a `patternProperties` pattern finds (ECMA-262 search: unanchored unless the
 /// pattern anchors itself), spelled canonically, then `:`.
 rx pattern_key_rx(const std::string& pattern) {
@@ -102,7 +101,7 @@ rule_nfa::frag schema_builder::build_object(rule_nfa& n, const json& s) {
   };
   n.edge(start, open, st[0][0]);
   for (std::size_t i = 0; i < m; ++i) {
-    const auto key = lex("k:" + members[i].key, key_rx(members[i].key));
+    const auto key = lex("k:" + members[i].key, key_pieces(members[i].key));
     const auto val = value_rule(*members[i].schema);
     for (int c = 0; c < counts; ++c) {
       if (const int d = next(c); d >= 0)
@@ -134,7 +133,7 @@ rule_nfa::frag schema_builder::build_object(rule_nfa& n, const json& s) {
   std::vector<byte_dfa> declared;
   if (!patterns.empty() || cached == lexemes_.end())
     for (auto& k : all_keys)
-      declared.push_back(byte_dfa::of(json_lex::lead(key_rx(k)), b));
+      declared.push_back(*byte_dfa::spaced_literal(key_pieces(k)));
   std::vector<byte_dfa> found;  // the keys each pattern finds
   for (auto it = patterns.begin(); it != patterns.end(); ++it) {
     auto keys = byte_dfa::of(json_lex::lead(pattern_key_rx(it.key())), b);

@@ -17,9 +17,8 @@ void normalize(std::vector<matcher_state::config>& v) {
 matcher::matcher(std::shared_ptr<const grammar> g, std::shared_ptr<const vocabulary> v,
                  std::shared_ptr<lexer_class_cache> cache, config cfg)
   : g_(std::move(g)), vocab_(std::move(v)), cache_(std::move(cache)), cfg_(cfg) {
+  // Each lexer's row is sized on first use (lexers may be built lazily).
   local_.resize(g_->lexer_count());
-  for (std::size_t i = 0; i < local_.size(); ++i)
-    local_[i].resize(static_cast<std::size_t>(g_->lexer_at(i).dfa.size()));
 }
 
 // Enters rule state `stack.back()`: a config for its lexer, one per rule it may call, and a
@@ -54,7 +53,7 @@ void matcher::pop_lexeme(const cfg_t& c, std::int32_t qf, std::vector<cfg_t>& ou
   const auto s = c.stack.back();
   const auto& l = *g_->lexer_of(s);
   std::vector<std::vector<std::uint32_t>> seen;
-  for (auto t : l.dfa.accepts(qf)) {
+  for (auto t : l.dfa().accepts(qf)) {
     auto stack = c.stack;
     stack.back() = g_->lex_target(s, t);
     enter(std::move(stack), out, accept, seen);
@@ -64,7 +63,7 @@ void matcher::pop_lexeme(const cfg_t& c, std::int32_t qf, std::vector<cfg_t>& ou
 void matcher::step(const std::vector<cfg_t>& in, std::uint8_t b, std::vector<cfg_t>& out) const {
   out.clear();
   for (const auto& c : in) {
-    const auto& d = g_->lexer_of(c.stack.back())->dfa;
+    const auto& d = g_->lexer_of(c.stack.back())->dfa();
     if (auto t = d.step(c.q, b); t >= 0)
       out.push_back({c.stack, t});
     if (d.is_final(c.q)) {
@@ -72,7 +71,7 @@ void matcher::step(const std::vector<cfg_t>& in, std::uint8_t b, std::vector<cfg
       bool acc = false;
       pop_lexeme(c, c.q, next, acc);
       for (auto& n : next)
-        if (auto t = g_->lexer_of(n.stack.back())->dfa.step(0, b); t >= 0) {
+        if (auto t = g_->lexer_of(n.stack.back())->dfa().step(0, b); t >= 0) {
           n.q = t;
           out.push_back(std::move(n));
         }
@@ -117,7 +116,7 @@ bool matcher::advance(matcher_state& s, token_id t) const {
 
 bool matcher::is_accepting(const matcher_state& s) const {
   for (const auto& c : s.configs_) {
-    if (!g_->lexer_of(c.stack.back())->dfa.is_final(c.q))
+    if (!g_->lexer_of(c.stack.back())->dfa().is_final(c.q))
       continue;
     std::vector<cfg_t> next;
     bool acc = false;
@@ -130,12 +129,14 @@ bool matcher::is_accepting(const matcher_state& s) const {
 
 const matcher::local_class& matcher::classify(std::int32_t lex, std::int32_t q) const {
   const auto li = static_cast<std::size_t>(lex);
+  const auto& d = g_->lexer_at(li).dfa();
   {
     std::lock_guard lock{local_mutex_};
+    if (local_[li].empty())
+      local_[li].resize(static_cast<std::size_t>(d.size()));
     if (auto& p = local_[li][static_cast<std::size_t>(q)])
       return *p;
   }
-  const auto& d = g_->lexer_at(li).dfa;
   lexer_view view{d, q, vocab_->trie().max_depth()};
   auto c = std::make_unique<local_class>(local_class{cache_->get(d, view, *vocab_), std::move(view.order)});
   std::lock_guard lock{local_mutex_};

@@ -14,7 +14,7 @@ void set_bit(token_mask& m, token_id t) { m[static_cast<std::size_t>(t) >> 6] |=
 void matcher::mask_config(const cfg_t& c, token_mask& m, int depth) const {
   const auto s = c.stack.back();
   const auto li = g_->lexer_index(s);
-  const auto& d = g_->lexer_at(static_cast<std::size_t>(li)).dfa;
+  const auto& d = g_->lexer_at(static_cast<std::size_t>(li)).dfa();
   const auto& local = classify(li, c.q);
   const auto& cls = *local.cls;
   // 1. tokens the lexer reads whole, whatever follows.
@@ -78,7 +78,7 @@ std::uint64_t matcher::completion_cost(const cfg_t& c, std::string* out) const {
   for (std::size_t i = c.stack.size() - 1; i > 0; --i)
     below += g_->min_len(g_->after_call(c.stack[i - 1], g_->rule_of(c.stack[i])));
   const auto s = c.stack.back();
-  const auto& d = g_->lexer_of(s)->dfa;
+  const auto& d = g_->lexer_of(s)->dfa();
   // BFS inside the lexer from q to every final state.
   std::vector<std::int32_t> dist(static_cast<std::size_t>(d.size()), -1), from(dist.size(), -1);
   std::vector<std::uint8_t> via(dist.size(), 0);
