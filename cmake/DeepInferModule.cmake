@@ -4,7 +4,7 @@
 # new file never needs a CMake edit:
 #   <folder>/**/*.cpp           -> library deepinfer_<folder>   (minus tests, tools, fuzz, cuda)
 #   <folder>/**/*.test.cpp      -> <folder>_test, registered in CTest
-#   <folder>/tools/<name>.cpp   -> executable <name>
+#   <folder>/tools/<name>.cpp   -> executable <name> (linked with jemalloc when found)
 #   <folder>/fuzz/<name>.cpp    -> libFuzzer target <name> when DEEPINFER_FUZZ is on (clang)
 function(deepinfer_module folder)
   cmake_parse_arguments(M "" "" "DEPS;TEST_DEPS" ${ARGN})
@@ -50,6 +50,9 @@ function(deepinfer_module folder)
     get_filename_component(name "${f}" NAME_WE)
     add_executable(${name} "${f}")
     target_link_libraries(${name} PRIVATE ${lib})
+    if(TARGET PkgConfig::JEMALLOC)
+      target_link_libraries(${name} PRIVATE PkgConfig::JEMALLOC)
+    endif()
     target_compile_options(${name} PRIVATE ${DEEPINFER_WARNINGS})
     install(TARGETS ${name} RUNTIME DESTINATION bin)
   endforeach()

@@ -427,7 +427,12 @@ std::optional<byte_dfa> byte_dfa::spaced_literal(std::span<const std::string> pi
   d.accept_off_.assign(n + 1, 0);
   d.accept_off_[n] = 1;
   d.accept_.push_back(0);
-  d.finish();
+  // No finish: a chain is live, reached and numbered breadth-first already, each piece byte
+  // moves somewhere no other byte does (so no two classes merge), and the distance to the end
+  // is the bytes of the pieces left.
+  d.dist_.resize(n);
+  for (std::size_t q = 0; q < n; ++q)
+    d.dist_[q] = static_cast<std::int32_t>(n - 1 - q);
   return d;
 }
 

@@ -2,6 +2,8 @@
 #include "recipe/structured/json_schema_impl.hpp"
 #include "recipe/structured/regex_parser.hpp"
 
+#include <array>
+#include <chrono>
 #include <cmath>
 #include <set>
 
@@ -55,6 +57,19 @@ std::size_t cp_len(const std::string& s) {
 }
 
 } // namespace
+
+const byte_dfa& json_constant_dfa(json_constant c) {
+  static const std::array<byte_dfa, 5> all = [] {
+    budget b{std::chrono::seconds{60}, std::size_t{1} << 22};
+    using namespace json_lex;
+    return std::array<byte_dfa, 5>{
+        byte_dfa::of(lead(any_string()), b), byte_dfa::of(lead(any_number()), b),
+        byte_dfa::of(lead(integer(std::nullopt, std::nullopt)), b),
+        byte_dfa::of(lead(rx::seq({string_len(0, rx::unbounded), json_ws(), rx::lit(":")})), b),
+        byte_dfa::of(string_char(), b)};
+  }();
+  return all[static_cast<std::size_t>(c)];
+}
 
 symbol schema_builder::lex(const std::string& key, std::vector<std::string> pieces) {
   if (auto it = lexemes_.find(key); it != lexemes_.end())
@@ -243,7 +258,7 @@ symbol schema_builder::string_lexeme(const json& s) {
   auto& b = gb_.bud();
   std::vector<byte_dfa> parts;
   if (min > 0 || max != rx::unbounded)
-    parts.push_back(byte_dfa::counted(byte_dfa::of(json_lex::string_char(), b), '"', '"', min, max, b));
+    parts.push_back(byte_dfa::counted(json_constant_dfa(json_constant::string_char), '"', '"', min, max, b));
   for (auto& p : patterns)
     parts.push_back(byte_dfa::of(json_lex::lead(json_lex::string_of(search_regex(p, spelling::json))), b));
   if (!fmt.empty()) {
@@ -253,7 +268,7 @@ symbol schema_builder::string_lexeme(const json& s) {
     parts.push_back(byte_dfa::of(json_lex::lead(json_lex::string_of(std::move(*f))), b));
   }
   if (parts.empty())
-    parts.push_back(byte_dfa::of(json_lex::lead(json_lex::any_string()), b));
+    parts.push_back(json_constant_dfa(json_constant::any_string));
   byte_dfa d = std::move(parts[0]);
   for (std::size_t i = 1; i < parts.size(); ++i)
     d = byte_dfa::intersect(d, parts[i], b);
@@ -287,6 +302,11 @@ symbol schema_builder::number_lexeme(const json& s, bool integer) {
                           ":" + (hi ? std::to_string(*hi) : "") + (hi_x ? "x" : "");
   if (auto it = lexemes_.find(key); it != lexemes_.end())
     return it->second;
+  if (!lo && !hi) {
+    auto sym = gb_.lexeme(json_constant_dfa(integer ? json_constant::any_integer : json_constant::any_number));
+    lexemes_.emplace(key, sym);
+    return sym;
+  }
   rx r;
   if (integer) {
     std::optional<std::int64_t> a, b;
@@ -295,8 +315,6 @@ symbol schema_builder::number_lexeme(const json& s, bool integer) {
     if (hi)
       b = static_cast<std::int64_t>(hi_x ? std::ceil(*hi) - 1 : std::floor(*hi));
     r = json_lex::integer(a, b);
-  } else if (!lo && !hi) {
-    r = json_lex::any_number();
   } else {
     for (auto v : {lo, hi})
       if (v && std::floor(*v) != *v)

@@ -163,14 +163,13 @@ rule_nfa::frag schema_builder::build_object(rule_nfa& n, const json& s) {
     if (cached != lexemes_.end()) {
       key = cached->second;
     } else {
-      if (!any_key_)
-        any_key_ = byte_dfa::of(json_lex::lead(rx::seq({json_lex::string_len(0, rx::unbounded), json_ws(), rx::lit(":")})), b);
+      const auto& any_key = json_constant_dfa(json_constant::any_key);
       std::vector<const byte_dfa*> ptrs;
       for (auto& k : declared)
         ptrs.push_back(&k);
       for (auto& k : found)
         ptrs.push_back(&k);
-      key = gb_.lexeme(ptrs.empty() ? *any_key_ : byte_dfa::minus(*any_key_, byte_dfa::unite(ptrs, b), b));
+      key = gb_.lexeme(ptrs.empty() ? any_key : byte_dfa::minus(any_key, byte_dfa::unite(ptrs, b), b));
       lexemes_.emplace(cache_key, key);
     }
     additional(key, is_true(addl) ? any_value() : value_rule(addl));
