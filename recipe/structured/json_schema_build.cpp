@@ -2,6 +2,7 @@
 #include "recipe/structured/json_schema_impl.hpp"
 #include "recipe/structured/regex_parser.hpp"
 
+#include <algorithm>
 #include <array>
 #include <chrono>
 #include <cmath>
@@ -106,11 +107,40 @@ symbol schema_builder::exact(const std::string& key, rx r) {
   return s;
 }
 
+namespace {
+// The nodes of `v`, counted up to `limit` + 1 at most.
+std::size_t nodes_up_to(const json& v, std::size_t limit) {
+  std::size_t n = 1;
+  if (v.is_structured())
+    for (auto& x : v) {
+      if (n > limit)
+        break;
+      n += nodes_up_to(x, limit - n);
+    }
+  return n;
+}
+} // namespace
+
 symbol schema_builder::any_value() { return value_rule(json::object()); }
 
 symbol schema_builder::value_rule(const json& s) {
+  // Each level of nesting is a few frames of this recursion (and a dump of what is below):
+  // a schema nested past this depth is refused rather than allowed to exhaust the stack.
+  if (++depth_ > max_depth) {
+    throw compile_error("schema nested deeper than " + std::to_string(max_depth) + " levels (unsupported)");
+  }
+  struct leave {
+    int& d;
+    ~leave() { --d; }
+  } guard{depth_};
+  // Schemas with few keywords are shared by their text: leaves ({"type": "string"}, an enum)
+  // recur under many addresses, inlined copies of one definition too, and a `$ref` must map
+  // to one rule or a recursive schema would expand forever (the normalizer hands out fresh
+  // copies). A subtree past `text_nodes` nodes is shared by address: its text, at every level
+  // of nesting, made deep schemas quadratic.
+  constexpr std::size_t text_nodes = 4096;
   std::string text;
-  if (s.is_boolean() || s.size() < 8) {
+  if (s.is_boolean() || (s.size() < 8 && (s.contains("$ref") || nodes_up_to(s, text_nodes) <= text_nodes))) {
     text = s.dump();
     if (auto it = by_text_.find(text); it != by_text_.end())
       return it->second;

@@ -12,6 +12,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 namespace deepinfer::recipe::so::detail {
@@ -76,9 +77,11 @@ private:
   schema_normalizer norm_;
   grammar_builder gb_;
   std::map<const json*, symbol> by_ptr_;
-  std::map<std::string, symbol> by_text_;
+  std::unordered_map<std::string, symbol> by_text_;
   std::map<std::string, symbol> lexemes_;
   std::deque<json> owned_;
+  static constexpr int max_depth = 256;
+  int depth_ = 0;
   std::optional<symbol> any_;
 };
 
