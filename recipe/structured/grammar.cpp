@@ -63,8 +63,9 @@ std::size_t grammar::bytes() const noexcept {
   for (auto& l : lexers_)
     if (l->built())
       n += l->dfa().bytes();
-  for (auto& l : lexemes_)
-    n += l.bytes();
+  for (std::size_t i = 0; i < lexemes_.size(); ++i)
+    if (!makers_[i] || lexeme_built_[i].load(std::memory_order_acquire))
+      n += lexemes_[i].bytes();
   return n;
 }
 
@@ -76,11 +77,11 @@ const byte_dfa& lexer::dfa() const {
 
 void lexer::build() const {
   if (lexemes.size() == 1) {
-    dfa_ = (*parts_)[lexemes[0]];
+    dfa_ = g_->lexeme(lexemes[0]);
   } else {
     std::vector<const byte_dfa*> parts;
     for (auto id : lexemes)
-      parts.push_back(&(*parts_)[id]);
+      parts.push_back(&g_->lexeme(id));
     // Bounded by the parts' sizes (see the class comment), so no deadline or state cap: the
     // compile that admitted the parts admitted this union.
     budget unbounded{std::chrono::hours{24}, std::numeric_limits<std::size_t>::max()};
@@ -89,11 +90,31 @@ void lexer::build() const {
   built_.store(true, std::memory_order_release);
 }
 
+const byte_dfa& grammar::lexeme(std::uint32_t i) const {
+  if (makers_[i] && !lexeme_built_[i].load(std::memory_order_acquire))
+    std::call_once(lexeme_once_[i], [&] {
+      lexemes_[i] = makers_[i]();
+      lexeme_built_[i].store(true, std::memory_order_release);
+    });
+  return lexemes_[i];
+}
+
+symbol grammar_builder::lazy_lexeme(std::function<byte_dfa()> make, std::int32_t dist0, lexeme_shape shape) {
+  lexemes_.emplace_back();
+  shapes_.push_back(shape);
+  makers_.push_back(std::move(make));
+  dist0_.push_back(dist0);
+  return {symbol::kind::lexeme, static_cast<std::uint32_t>(lexemes_.size() - 1)};
+}
+
 symbol grammar_builder::lexeme(byte_dfa d, lexeme_shape shape) {
   if (!d.empty() && d.is_final(0))
     throw compile_error("a terminal matches the empty string");
+  const auto dist0 = d.empty() ? -1 : d.dist(0);
   lexemes_.push_back(std::move(d));
   shapes_.push_back(shape);
+  makers_.emplace_back();
+  dist0_.push_back(dist0);
   return {symbol::kind::lexeme, static_cast<std::uint32_t>(lexemes_.size() - 1)};
 }
 
@@ -198,7 +219,7 @@ std::shared_ptr<const grammar> grammar_builder::finish(symbol root) {
   std::vector<std::uint32_t> ml(n, inf);
   auto sym_len = [&](symbol s) -> std::uint32_t {
     if (s.k == symbol::kind::lexeme)
-      return lexemes_[s.id].empty() ? inf : static_cast<std::uint32_t>(lexemes_[s.id].dist(0));
+      return dist0_[s.id] < 0 ? inf : static_cast<std::uint32_t>(dist0_[s.id]);
     return ml[g->rule_start_[s.id]];
   };
   // Knuth's generalisation of Dijkstra: a state's length is the least over its edges of
@@ -320,7 +341,7 @@ std::shared_ptr<const grammar> grammar_builder::finish(symbol root) {
       if (fresh) {
         auto l = std::make_shared<lexer>();
         l->lexemes = lex;
-        l->parts_ = &g->lexemes_;
+        l->g_ = g.get();
         const auto general = std::count_if(lex.begin(), lex.end(), [&](std::uint32_t id) {
           return shapes_[id] == lexeme_shape::general;
         });
@@ -328,8 +349,13 @@ std::shared_ptr<const grammar> grammar_builder::finish(symbol root) {
           // Two general lexemes may overlap without bound (patterns, strings of several
           // formats): built here, under the compile budget.
           std::vector<const byte_dfa*> parts;
-          for (auto id : lex)
+          for (auto id : lex) {
+            if (makers_[id]) {  // a lazy part is built now
+              lexemes_[id] = makers_[id]();
+              makers_[id] = nullptr;
+            }
             parts.push_back(&lexemes_[id]);
+          }
           l->dfa_ = byte_dfa::unite(parts, *budget_);
           l->built_.store(true, std::memory_order_release);
         }
@@ -338,6 +364,9 @@ std::shared_ptr<const grammar> grammar_builder::finish(symbol root) {
       g->lexer_of_[gs] = it->second;
     }
   g->lexemes_ = std::move(lexemes_);
+  g->makers_ = std::move(makers_);
+  g->lexeme_once_ = std::make_unique<std::once_flag[]>(g->lexemes_.size());
+  g->lexeme_built_ = std::make_unique<std::atomic<bool>[]>(g->lexemes_.size());
   return g;
 }
 

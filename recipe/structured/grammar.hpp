@@ -4,6 +4,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <span>
@@ -67,7 +68,7 @@ public:
 private:
   friend class grammar_builder;
   void build() const;
-  const std::vector<byte_dfa>* parts_ = nullptr;  // the grammar's lexemes
+  const class grammar* g_ = nullptr;  // its lexemes
   mutable std::once_flag once_;
   mutable std::atomic<bool> built_{false};
   mutable byte_dfa dfa_;
@@ -104,12 +105,18 @@ public:
   std::uint32_t min_len(rstate s) const noexcept { return min_len_[s]; }
   std::size_t states() const noexcept { return rule_of_.size(); }
   std::size_t bytes() const noexcept;
-  const std::vector<byte_dfa>& lexemes() const noexcept { return lexemes_; }
+  /// Lexeme `i` (a lazy one is built on the first call; thread-safe).
+  const byte_dfa& lexeme(std::uint32_t i) const;
+  std::size_t lexeme_count() const noexcept { return lexemes_.size(); }
 
 private:
   friend class grammar_builder;
   std::uint32_t root_ = 0;
-  std::vector<byte_dfa> lexemes_;
+  mutable std::vector<byte_dfa> lexemes_;
+  // Lazy lexemes: a maker each (empty: built at compile time), built once.
+  std::vector<std::function<byte_dfa()>> makers_;
+  std::unique_ptr<std::once_flag[]> lexeme_once_;
+  std::unique_ptr<std::atomic<bool>[]> lexeme_built_;
   std::vector<rstate> rule_start_;
   std::vector<std::uint32_t> rule_of_;
   std::vector<std::uint8_t> final_;
@@ -132,6 +139,10 @@ public:
   symbol lexeme(const rx& r, lexeme_shape shape = lexeme_shape::general) {
     return lexeme(byte_dfa::of(r, *budget_), shape);
   }
+  /// A lexeme built on first use by `make` (never empty; its shortest match `dist0` bytes, what
+  /// the grammar needs at compile time). `make` must be self-contained and not throw: it runs
+  /// while masks are computed.
+  symbol lazy_lexeme(std::function<byte_dfa()> make, std::int32_t dist0, lexeme_shape shape = lexeme_shape::general);
   /// A new rule, defined later with `define`.
   symbol declare();
   void define(symbol rule, rule_nfa nfa, rule_nfa::frag f);
@@ -143,6 +154,8 @@ private:
   budget* budget_;
   std::vector<byte_dfa> lexemes_;
   std::vector<lexeme_shape> shapes_;
+  std::vector<std::function<byte_dfa()>> makers_;
+  std::vector<std::int32_t> dist0_;
   struct def {
     rule_nfa nfa;
     rule_nfa::frag f{-1, -1};

@@ -1,12 +1,83 @@
 #include "recipe/structured/test_support.hpp"
 
+#include "recipe/structured/json_schema_impl.hpp"
+
 #include <boost/test/unit_test.hpp>
+
+#include <thread>
 
 using namespace deepinfer::recipe::so;
 using deepinfer::recipe::so::test::accepts;
 using deepinfer::recipe::so::test::schema_matcher;
 
 BOOST_AUTO_TEST_SUITE(structured_json_schema)
+
+// The "other key" lexeme is built on first use; its shortest match, which the grammar's lengths
+// need at compile time, is found without building it and must be the built automaton's.
+BOOST_AUTO_TEST_CASE(other_key_shortest_is_the_built_automatons) {
+  std::vector<std::string> singles{""};
+  for (char c = ' '; c <= '~'; ++c)
+    if (c != '"' && c != '\\')
+      singles.emplace_back(1, c);
+  const std::vector<std::vector<std::string>> sets{
+      {}, {"a"}, {""}, {"", "a", " "}, {"", "name", "id"}, singles};
+  for (const auto& keys : sets) {
+    const auto built = detail::other_key_dfa(keys);
+    BOOST_TEST_REQUIRE(!built.empty());
+    if (const auto shortest = detail::other_key_shortest(keys))
+      BOOST_TEST(*shortest == built.dist(0), keys.size() << " keys");
+    else
+      BOOST_TEST(keys.size() == singles.size());  // every short key taken: built at compile time
+  }
+  // And whatever was declared is never another key.
+  auto m = schema_matcher(R"({"type":"object","properties":{"":{"type":"integer"},"a":{"type":"integer"}},
+      "additionalProperties":{"type":"string"}})");
+  BOOST_TEST(accepts(*m, R"({"":1,"b":"x"})"));
+  BOOST_TEST(!accepts(*m, R"({"":"x"})"));
+  BOOST_TEST(!accepts(*m, R"({"a":"x"})"));
+  BOOST_TEST(accepts(*m, R"({"aa":"x"})"));
+}
+
+// Key unions and "other key" lexemes are built when a mask first needs them, from whichever
+// thread gets there first: masks computed from two threads at once on a fresh matcher must
+// equal masks computed on another fresh one from one thread, and the compile must not have
+// built what the walk did.
+BOOST_AUTO_TEST_CASE(lazy_lexers_are_built_once_on_first_use_from_any_thread) {
+  std::string props;
+  for (int i = 0; i < 40; ++i)
+    props += (i ? "," : "") + std::string{"\"p"} + std::to_string(i) + "\":{\"type\":[\"integer\",\"null\"]}";
+  const auto schema = R"({"type":"object","properties":{)" + props + R"(},"additionalProperties":{"type":"string"}})";
+  const std::string instance = R"({"p3":1,"p17":null,"p39":2,"zz":"x"})";  // declared keys in order, then others
+  compiler::config cfg;
+  auto fresh = [&] {
+    compiler c{vocabulary::of(test::shared_tokenizer()), cfg};
+    auto m = c.compile({constraint_kind::json_schema, schema});
+    BOOST_TEST_REQUIRE(m.has_value());
+    return *m;
+  };
+  auto walk = [&](const matcher& m) {
+    std::vector<token_mask> masks;
+    auto st = m.start();
+    for (auto id : test::shared_tokenizer().encode(instance)) {
+      masks.push_back(m.allowed_tokens(st));
+      BOOST_REQUIRE(m.advance(st, id));
+    }
+    masks.push_back(m.allowed_tokens(st));
+    BOOST_TEST(m.is_accepting(st));
+    return masks;
+  };
+  const auto reference = fresh();
+  const auto before = compiler::bytes_of(*reference);
+  const auto expected = walk(*reference);
+  BOOST_TEST(compiler::bytes_of(*reference) > before);  // the walk built what it entered
+  const auto shared = fresh();
+  std::vector<token_mask> a, b;
+  std::thread t1{[&] { a = walk(*shared); }}, t2{[&] { b = walk(*shared); }};
+  t1.join();
+  t2.join();
+  BOOST_TEST((a == expected));
+  BOOST_TEST((b == expected));
+}
 
 BOOST_AUTO_TEST_CASE(objects_accept_valid_instances_and_reject_invalid_ones) {
   auto m = schema_matcher(R"({"type":"object","properties":{"name":{"type":"string"},"age":{"type":"integer","minimum":0,"maximum":150},

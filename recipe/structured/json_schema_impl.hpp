@@ -30,6 +30,12 @@ enum class json_constant : std::uint8_t { any_string, any_number, any_integer, a
 /// start with optional whitespace.
 const byte_dfa& json_constant_dfa(json_constant c);
 
+/// An object's "other key" lexeme: any key (then `:`) but the `declared` ones, spelled
+/// canonically.
+byte_dfa other_key_dfa(const std::vector<std::string>& declared);
+/// Its shortest match in bytes when found without building it (`"":` or `"c":`), else nullopt.
+std::optional<std::int32_t> other_key_shortest(const std::vector<std::string>& declared);
+
 /// Resolves `$ref`, merges `allOf` and distributes `anyOf`/`oneOf`: a schema becomes a list of
 /// plain alternatives (no combinators), each a JSON object.
 class schema_normalizer {

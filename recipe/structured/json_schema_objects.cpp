@@ -2,6 +2,10 @@
 #include "recipe/structured/json_schema_impl.hpp"
 #include "recipe/structured/regex_parser.hpp"
 
+#include <algorithm>
+#include <chrono>
+#include <limits>
+
 namespace deepinfer::recipe::so {
 namespace detail {
 
@@ -16,6 +20,32 @@ rx pattern_key_rx(const std::string& pattern) {
   return rx::seq({json_lex::string_of(search_regex(pattern, spelling::json)), json_ws(), rx::lit(":")});
 }
 } // namespace
+
+std::optional<std::int32_t> other_key_shortest(const std::vector<std::string>& declared) {
+  const auto taken = [&](const std::string& k) { return std::find(declared.begin(), declared.end(), k) != declared.end(); };
+  if (!taken(""))
+    return 3;  // "":
+  for (char c = ' '; c <= '~'; ++c)
+    if (c != '"' && c != '\\' && !taken(std::string(1, c)))
+      return 4;  // "c":
+  return std::nullopt;
+}
+
+byte_dfa other_key_dfa(const std::vector<std::string>& declared) {
+  // The parts are a trie of literal keys and one string automaton: linear in the keys, so the
+  // budget is a formality (this may run while a mask is computed, where nothing may throw).
+  budget b{std::chrono::hours{24}, std::numeric_limits<std::size_t>::max()};
+  const auto& any_key = json_constant_dfa(json_constant::any_key);
+  if (declared.empty())
+    return any_key;
+  std::vector<byte_dfa> keys;
+  for (auto& k : declared)
+    keys.push_back(*byte_dfa::spaced_literal(key_pieces(k)));
+  std::vector<const byte_dfa*> ptrs;
+  for (auto& k : keys)
+    ptrs.push_back(&k);
+  return byte_dfa::minus(any_key, byte_dfa::unite(ptrs, b), b);
+}
 
 // `{` members in the schema's order (optional ones may be skipped), additional ones after, `}`.
 // States (i, c): before declared member i, c members written so far (c > 0: a comma goes first),
@@ -131,7 +161,7 @@ rule_nfa::frag schema_builder::build_object(rule_nfa& n, const json& s) {
     cache_key += "/" + it.key() + "/\x1f";
   const auto cached = lexemes_.find(cache_key);
   std::vector<byte_dfa> declared;
-  if (!patterns.empty() || cached == lexemes_.end())
+  if (!patterns.empty())
     for (auto& k : all_keys)
       declared.push_back(*byte_dfa::spaced_literal(key_pieces(k)));
   std::vector<byte_dfa> found;  // the keys each pattern finds
@@ -162,8 +192,17 @@ rule_nfa::frag schema_builder::build_object(rule_nfa& n, const json& s) {
     symbol key;
     if (cached != lexemes_.end()) {
       key = cached->second;
+    } else if (const auto shortest = other_key_shortest(all_keys); patterns.empty() && shortest) {
+      // Built on first use: an object's "other key" lexeme is the any-key automaton less a trie
+      // of its keys, a product as large as the trie, and most objects of a large schema are
+      // never entered by a given output.
+      key = gb_.lazy_lexeme([keys = all_keys] { return other_key_dfa(keys); }, *shortest);
+      lexemes_.emplace(cache_key, key);
     } else {
       const auto& any_key = json_constant_dfa(json_constant::any_key);
+      if (declared.empty())
+        for (auto& k : all_keys)
+          declared.push_back(*byte_dfa::spaced_literal(key_pieces(k)));
       std::vector<const byte_dfa*> ptrs;
       for (auto& k : declared)
         ptrs.push_back(&k);

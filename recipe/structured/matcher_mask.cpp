@@ -122,7 +122,7 @@ std::uint64_t matcher::completion_cost(const cfg_t& c, std::string* out) const {
         }
       const auto* l = g_->lexer_of(st);
       for (std::uint16_t t = 0; l != nullptr && t < l->lexemes.size(); ++t) {
-        const auto& lx = g_->lexemes()[l->lexemes[t]];
+        const auto& lx = g_->lexeme(l->lexemes[t]);
         auto to = g_->lex_target(st, t);
         if (static_cast<std::uint32_t>(lx.dist(0)) + g_->min_len(to) == g_->min_len(st)) {
           *out += lx.shortest_from(0);
