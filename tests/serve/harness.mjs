@@ -36,11 +36,14 @@ export function apiClients(packages) {
 export async function startServer(exe, { flags = [], kvPrefix = 'deepinfer-serve-kv-', logPath, name = 'caf-launch' } = {}) {
   const port = await freePort();
   const kvRoot = fs.mkdtempSync(path.join(os.tmpdir(), kvPrefix));
-  const log = logPath ? fs.openSync(logPath, 'w') : 'ignore';
+  const log = logPath ? fs.openSync(logPath, 'w') : 'pipe';
   const proc = spawn(exe, ['--http', `127.0.0.1:${port}`, '--log-level', 'warn', '--kv-root', kvRoot, ...flags],
                      { stdio: ['ignore', log, log] });
-  const s = { name, port, base: `http://127.0.0.1:${port}`, kvRoot, logPath, proc, exited: false };
-  proc.on('exit', () => { s.exited = true; });
+  const s = { name, port, base: `http://127.0.0.1:${port}`, kvRoot, logPath, proc, exited: false, exit: '', tail: '' };
+  // Without a log file the last few KiB of output are kept, so an early exit says why.
+  for (const out of [proc.stdout, proc.stderr])
+    out?.on('data', (d) => { s.tail = (s.tail + d).slice(-4096); });
+  proc.on('exit', (code, signal) => { s.exited = true; s.exit = signal ? `signal ${signal}` : `exit code ${code}`; });
   return s;
 }
 
@@ -48,7 +51,8 @@ export async function startServer(exe, { flags = [], kvPrefix = 'deepinfer-serve
 /// exits first or is not up within two minutes.
 export function serverUp(s) {
   return waitFor(`${s.name} /health`, async () => {
-    if (s.exited) throw new Error(`${s.name} exited early` + (s.logPath ? ` (log: ${s.logPath})` : ''));
+    if (s.exited)
+      throw new Error(`${s.name} exited early (${s.exit})` + (s.logPath ? ` (log: ${s.logPath})` : `; its output ended:\n${s.tail}`));
     try { return (await fetch(s.base + '/health')).ok; } catch { return false; } // not up yet
   }, { deadlineMs: 120000, everyMs: 50 });
 }
