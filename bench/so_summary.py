@@ -34,10 +34,13 @@ def main():
                                                wsum=0.0, wn=0, whist=collections.Counter(), mism=0))
     errors = collections.Counter()
     sizes = []  # bytes of each compiled schema's automata (what [so] cache_mib bounds)
+    walked = []  # the same after its tests were walked (parts built on first use included)
     for line in fileinput.input(sys.argv[1:]):
         d = json.loads(line)
         if d['compiled'] and 'bytes' in d:
             sizes.append(d['bytes'])
+        if d['compiled'] and 'bytes_walked' in d:
+            walked.append(d['bytes_walked'])
         src = d.get('source') or d['file'].split('---')[0]
         for key in (src, 'ALL'):
             s = per[key]
@@ -80,6 +83,11 @@ def main():
         q = lambda f: sizes[min(len(sizes) - 1, int(len(sizes) * f))] / 1024
         print(f"\nbytes per compiled schema: p50 {q(0.5):.0f} KiB, p99 {q(0.99):.0f} KiB, max {sizes[-1] / 1024:.0f} KiB "
               f"({len(sizes)} schemas; the compiler's cache is bounded by [so] cache_mib)")
+    if walked:
+        walked.sort()
+        q = lambda f: walked[min(len(walked) - 1, int(len(walked) * f))] / 1024
+        print(f"bytes per compiled schema after its tests: p50 {q(0.5):.0f} KiB, p99 {q(0.99):.0f} KiB, "
+              f"max {walked[-1] / 1024:.0f} KiB (key unions and other-key lexemes are built on first use)")
     print("\nmost common compile errors:")
     for e, c in errors.most_common(25):
         print(f"{c:6}  {e}")

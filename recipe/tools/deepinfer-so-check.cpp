@@ -8,7 +8,9 @@
 // must be in the mask computed before it), ending with end-of-sequence (the state must accept).
 // One JSON line per schema on stdout:
 //   {"file","source","compiled","error","compile_us","mask_us_mean","mask_us_p99","mask_n",
-//    "mask_hist","bytes","mismatch","tests":[{"valid","accepted"}]}
+//    "mask_hist","bytes","bytes_walked","mismatch","tests":[{"valid","accepted"}]}
+// bytes: the automata right after the compile; bytes_walked: after the tests were walked (the
+// parts built on first use, key unions and other-key lexemes, included).
 // mask_hist counts mask times in buckets (1 us wide below 100 us, 10 us below 1 ms, 100 us
 // below 10 ms, then one) so that bench/so_summary.py can merge percentiles. mismatch counts
 // tokens where the mask and `advance` disagreed (must be 0). Before the first line the common
@@ -145,6 +147,7 @@ int main(int argc, char** argv) {
         walk(**m, tok, t["data"], acc, times, mismatch);
         tests.push_back({{"valid", t.value("valid", false)}, {"accepted", acc}});
       }
+      out["bytes_walked"] = so::compiler::bytes_of(**m);
     }
     double mean = 0, p99 = 0;
     std::vector<std::uint32_t> hist(281, 0);
