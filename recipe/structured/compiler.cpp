@@ -25,7 +25,15 @@ expected<std::shared_ptr<const matcher>, std::string> compiler::compile(const co
     std::lock_guard lock{mutex_};
     if (auto it = index_.find(key); it != index_.end()) {
       lru_.splice(lru_.begin(), lru_, it->second);
-      return it->second->m;
+      // Parts built on first use (key unions, other-key lexemes) grow an entry while requests
+      // use it: its size is taken again at each hit, and the bound applied to that.
+      auto& e = *it->second;
+      const auto now = bytes_of(*e.m);
+      bytes_ += now - e.bytes;
+      e.bytes = now;
+      auto m = e.m;
+      evict_over_bound();
+      return m;
     }
   }
   std::shared_ptr<const grammar> g;
@@ -67,12 +75,16 @@ expected<std::shared_ptr<const matcher>, std::string> compiler::compile(const co
   lru_.push_front({key, m, bytes});
   index_[key] = lru_.begin();
   bytes_ += bytes;
+  evict_over_bound();
+  return std::shared_ptr<const matcher>{m};
+}
+
+void compiler::evict_over_bound() {
   while (bytes_ > cfg_.cache_bytes && lru_.size() > 1) {
     bytes_ -= lru_.back().bytes;
     index_.erase(lru_.back().key);
     lru_.pop_back();
   }
-  return std::shared_ptr<const matcher>{m};
 }
 
 bool compiler::cached(const constraint& c) const {

@@ -36,7 +36,8 @@ public:
     std::chrono::microseconds timeout = std::chrono::seconds{2};
     /// Cap on the states of any one automaton.
     std::size_t max_states = 200'000;
-    /// Compiled constraints kept (bytes of their automata).
+    /// Compiled constraints kept (bytes of their automata, taken again at each use: parts are
+    /// built on first use).
     std::size_t cache_bytes = 256u << 20;
     /// Per-lexer-state token classes shared by all constraints.
     std::size_t class_cache_bytes = 1024u << 20;
@@ -58,6 +59,8 @@ public:
   static std::size_t bytes_of(const matcher& m) { return m.gram().bytes(); }
 
 private:
+  /// Drops least recently used entries while over `cache_bytes` (the newest always stays).
+  void evict_over_bound();
   std::shared_ptr<const vocabulary> vocab_;
   config cfg_;
   std::shared_ptr<lexer_class_cache> classes_;

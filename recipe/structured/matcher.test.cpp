@@ -121,4 +121,23 @@ BOOST_AUTO_TEST_CASE(compiled_constraints_are_cached_by_text_and_vocabulary) {
   BOOST_TEST(c.cached_bytes() > 0u);
 }
 
+// Key unions and other-key lexemes are built while requests use a constraint: the cache's
+// bound counts them from the next use on, not only what the compile built.
+BOOST_AUTO_TEST_CASE(the_cache_counts_the_parts_built_on_first_use) {
+  compiler c{vocabulary::of(deepinfer::recipe::so::test::shared_tokenizer())};
+  std::string props;
+  for (int i = 0; i < 30; ++i)
+    props += (i ? "," : "") + std::string{"\"key"} + std::to_string(i) + "\":{\"type\":\"integer\"}";
+  const constraint schema{constraint_kind::json_schema, R"({"type":"object","properties":{)" + props + "}}"};
+  auto m = c.compile(schema);
+  BOOST_TEST_REQUIRE(m.has_value());
+  const auto at_compile = c.cached_bytes();
+  BOOST_TEST(deepinfer::recipe::so::test::accepts(**m, R"({"key2":1,"key20":2,"other":3})"));
+  auto again = c.compile(schema);
+  BOOST_TEST_REQUIRE(again.has_value());
+  BOOST_TEST(again->get() == m->get());
+  BOOST_TEST(c.cached_bytes() > at_compile);
+  BOOST_TEST(c.cached_bytes() == compiler::bytes_of(**m));
+}
+
 BOOST_AUTO_TEST_SUITE_END()
