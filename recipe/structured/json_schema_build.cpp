@@ -6,6 +6,8 @@
 #include <array>
 #include <chrono>
 #include <cmath>
+#include <map>
+#include <mutex>
 #include <set>
 
 namespace deepinfer::recipe::so::detail {
@@ -70,6 +72,20 @@ const byte_dfa& json_constant_dfa(json_constant c) {
         byte_dfa::of(string_char(), b)};
   }();
   return all[static_cast<std::size_t>(c)];
+}
+
+const byte_dfa* json_format_dfa(const std::string& name) {
+  // The supported formats are a fixed few (json_lex::format), so this never grows past them.
+  static std::mutex mutex;
+  static std::map<std::string, byte_dfa, std::less<>> built;
+  std::lock_guard lock{mutex};
+  if (auto it = built.find(name); it != built.end())
+    return &it->second;
+  auto f = json_lex::format(name);
+  if (!f)
+    return nullptr;
+  budget b{std::chrono::seconds{60}, std::size_t{1} << 22};
+  return &built.emplace(name, byte_dfa::of(json_lex::lead(json_lex::string_of(std::move(*f))), b)).first->second;
 }
 
 symbol schema_builder::lex(const std::string& key, std::vector<std::string> pieces) {
@@ -292,10 +308,10 @@ symbol schema_builder::string_lexeme(const json& s) {
   for (auto& p : patterns)
     parts.push_back(byte_dfa::of(json_lex::lead(json_lex::string_of(search_regex(p, spelling::json))), b));
   if (!fmt.empty()) {
-    auto f = json_lex::format(fmt);
-    if (!f)
+    const auto* f = json_format_dfa(fmt);
+    if (f == nullptr)
       throw compile_error("unsupported format '" + fmt + "'");
-    parts.push_back(byte_dfa::of(json_lex::lead(json_lex::string_of(std::move(*f))), b));
+    parts.push_back(*f);
   }
   if (parts.empty())
     parts.push_back(json_constant_dfa(json_constant::any_string));

@@ -36,6 +36,10 @@ byte_dfa other_key_dfa(const std::vector<std::string>& declared);
 /// Its shortest match in bytes when found without building it (`"":` or `"c":`), else nullopt.
 std::optional<std::int32_t> other_key_shortest(const std::vector<std::string>& declared);
 
+/// A string in the JSON Schema format `name` (date-time, uuid, email...), after optional
+/// whitespace: built once per process like `json_constant_dfa`; nullptr for an unsupported one.
+const byte_dfa* json_format_dfa(const std::string& name);
+
 /// Resolves `$ref`, merges `allOf` and distributes `anyOf`/`oneOf`: a schema becomes a list of
 /// plain alternatives (no combinators), each a JSON object.
 class schema_normalizer {
