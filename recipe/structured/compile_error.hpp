@@ -2,6 +2,7 @@
 
 #include <chrono>
 #include <cstddef>
+#include <limits>
 #include <stdexcept>
 #include <string>
 
@@ -18,6 +19,9 @@ class budget {
 public:
   budget(std::chrono::microseconds limit, std::size_t max_states)
     : at_(std::chrono::steady_clock::now() + limit), max_states_(max_states) {}
+  /// No deadline and no cap: for automata whose size is bounded by parts a compile already
+  /// admitted, built where nothing may throw (while a mask is computed).
+  static budget unbounded() { return {std::chrono::hours{24}, std::numeric_limits<std::size_t>::max()}; }
 
   /// Throws `compile_error` once the deadline has passed (checked every 256 calls).
   void tick() {

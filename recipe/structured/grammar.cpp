@@ -84,7 +84,7 @@ void lexer::build() const {
       parts.push_back(&g_->lexeme(id));
     // Bounded by the parts' sizes (see the class comment), so no deadline or state cap: the
     // compile that admitted the parts admitted this union.
-    budget unbounded{std::chrono::hours{24}, std::numeric_limits<std::size_t>::max()};
+    auto unbounded = budget::unbounded();
     dfa_ = byte_dfa::unite(parts, unbounded);
   }
   built_.store(true, std::memory_order_release);

@@ -22,7 +22,8 @@ BOOST_AUTO_TEST_CASE(other_key_shortest_is_the_built_automatons) {
   const std::vector<std::vector<std::string>> sets{
       {}, {"a"}, {""}, {"", "a", " "}, {"", "name", "id"}, singles};
   for (const auto& keys : sets) {
-    const auto built = detail::other_key_dfa(keys);
+    auto unbounded = budget::unbounded();
+    const auto built = detail::other_key_dfa(keys, {}, unbounded);
     BOOST_TEST_REQUIRE(!built.empty());
     if (const auto shortest = detail::other_key_shortest(keys))
       BOOST_TEST(*shortest == built.dist(0), keys.size() << " keys");

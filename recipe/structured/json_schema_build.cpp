@@ -4,7 +4,6 @@
 
 #include <algorithm>
 #include <array>
-#include <chrono>
 #include <cmath>
 #include <map>
 #include <mutex>
@@ -63,7 +62,7 @@ std::size_t cp_len(const std::string& s) {
 
 const byte_dfa& json_constant_dfa(json_constant c) {
   static const std::array<byte_dfa, 5> all = [] {
-    budget b{std::chrono::seconds{60}, std::size_t{1} << 22};
+    auto b = budget::unbounded();  // JSON's own lexemes: fixed and small
     using namespace json_lex;
     return std::array<byte_dfa, 5>{
         byte_dfa::of(lead(any_string()), b), byte_dfa::of(lead(any_number()), b),
@@ -84,7 +83,7 @@ const byte_dfa* json_format_dfa(const std::string& name) {
   auto f = json_lex::format(name);
   if (!f)
     return nullptr;
-  budget b{std::chrono::seconds{60}, std::size_t{1} << 22};
+  auto b = budget::unbounded();  // JSON's own lexemes: fixed and small
   return &built.emplace(name, byte_dfa::of(json_lex::lead(json_lex::string_of(std::move(*f))), b)).first->second;
 }
 

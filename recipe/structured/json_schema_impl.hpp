@@ -11,6 +11,7 @@
 #include <deque>
 #include <map>
 #include <optional>
+#include <span>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -31,8 +32,8 @@ enum class json_constant : std::uint8_t { any_string, any_number, any_integer, a
 const byte_dfa& json_constant_dfa(json_constant c);
 
 /// An object's "other key" lexeme: any key (then `:`) but the `declared` ones, spelled
-/// canonically.
-byte_dfa other_key_dfa(const std::vector<std::string>& declared);
+/// canonically, and those the `found` automata (its patternProperties' keys) accept.
+byte_dfa other_key_dfa(const std::vector<std::string>& declared, std::span<const byte_dfa> found, budget& b);
 /// Its shortest match in bytes when found without building it (`"":` or `"c":`), else nullopt.
 std::optional<std::int32_t> other_key_shortest(const std::vector<std::string>& declared);
 

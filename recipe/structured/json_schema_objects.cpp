@@ -3,8 +3,6 @@
 #include "recipe/structured/regex_parser.hpp"
 
 #include <algorithm>
-#include <chrono>
-#include <limits>
 
 namespace deepinfer::recipe::so {
 namespace detail {
@@ -31,18 +29,17 @@ std::optional<std::int32_t> other_key_shortest(const std::vector<std::string>& d
   return std::nullopt;
 }
 
-byte_dfa other_key_dfa(const std::vector<std::string>& declared) {
-  // The parts are a trie of literal keys and one string automaton: linear in the keys, so the
-  // budget is a formality (this may run while a mask is computed, where nothing may throw).
-  budget b{std::chrono::hours{24}, std::numeric_limits<std::size_t>::max()};
+byte_dfa other_key_dfa(const std::vector<std::string>& declared, std::span<const byte_dfa> found, budget& b) {
   const auto& any_key = json_constant_dfa(json_constant::any_key);
-  if (declared.empty())
+  if (declared.empty() && found.empty())
     return any_key;
   std::vector<byte_dfa> keys;
   for (auto& k : declared)
     keys.push_back(*byte_dfa::spaced_literal(key_pieces(k)));
   std::vector<const byte_dfa*> ptrs;
   for (auto& k : keys)
+    ptrs.push_back(&k);
+  for (auto& k : found)
     ptrs.push_back(&k);
   return byte_dfa::minus(any_key, byte_dfa::unite(ptrs, b), b);
 }
@@ -196,19 +193,17 @@ rule_nfa::frag schema_builder::build_object(rule_nfa& n, const json& s) {
       // Built on first use: an object's "other key" lexeme is the any-key automaton less a trie
       // of its keys, a product as large as the trie, and most objects of a large schema are
       // never entered by a given output.
-      key = gb_.lazy_lexeme([keys = all_keys] { return other_key_dfa(keys); }, *shortest);
+      // Without patterns the parts are a trie of literal keys and one string automaton, linear
+      // in the keys: built with no budget (it may run while a mask is computed).
+      key = gb_.lazy_lexeme(
+          [keys = all_keys] {
+            auto unbounded = budget::unbounded();
+            return other_key_dfa(keys, {}, unbounded);
+          },
+          *shortest);
       lexemes_.emplace(cache_key, key);
     } else {
-      const auto& any_key = json_constant_dfa(json_constant::any_key);
-      if (declared.empty())
-        for (auto& k : all_keys)
-          declared.push_back(*byte_dfa::spaced_literal(key_pieces(k)));
-      std::vector<const byte_dfa*> ptrs;
-      for (auto& k : declared)
-        ptrs.push_back(&k);
-      for (auto& k : found)
-        ptrs.push_back(&k);
-      key = gb_.lexeme(ptrs.empty() ? any_key : byte_dfa::minus(any_key, byte_dfa::unite(ptrs, b), b));
+      key = gb_.lexeme(other_key_dfa(all_keys, found, b));
       lexemes_.emplace(cache_key, key);
     }
     additional(key, is_true(addl) ? any_value() : value_rule(addl));
