@@ -33,6 +33,9 @@ std::vector<verify_output> run_decode_step(rank_engine& engine, spec_planner* pl
   const auto t0 = std::chrono::steady_clock::now();
   auto outs = engine.verify_step(reqs);
   planner->observe(rows, std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+  for (std::size_t i = 0; i < outs.size(); ++i)
+    if (outs[i].status == engine_status::ok)
+      planner->observe_acceptance(props[i], outs[i].drafted, outs[i].accepted);
   return outs;
 }
 

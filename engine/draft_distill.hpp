@@ -26,7 +26,8 @@ struct draft_acceptance {
 struct distill_config {
   std::string model_dir;
   /// Rollouts: this many random prompts of `prompt_len` tokens, `tokens` decode steps each; half
-  /// greedy, half sampled (temperature 0.8, top-k 40).
+  /// greedy, half sampled (temperature 0.8, top-k 40); then as many greedy ones from another
+  /// seed, held out from the first fits.
   int prompts = 64;
   int prompt_len = 32;
   int tokens = 96;
@@ -57,7 +58,8 @@ std::optional<draft_acceptance> measure_draft_acceptance(const std::string& dir,
 /// states, the output rows from the target's lm_head over the rollouts' most frequent ids, the
 /// previous-token bias peaking at the id that most often followed each previous id (its
 /// strength chosen on the rollouts), and the confidence by logistic regression on whether each
-/// draft is accepted.
+/// draft is accepted, on a second set of rollouts (as many, another seed) that the rest was not
+/// fitted on, at the positions a speculating rank would draft from. Each position's candidates include the token before it (`choose_draft`).
 distill_result distill_draft(const distill_config& cfg);
 
 } // namespace deepinfer::engine

@@ -76,12 +76,15 @@ std::vector<decode_output> rank_engine::decode_step(std::span<const sequence_id>
   }
   const auto n = static_cast<int64_t>(rows.size());
   std::vector<float> x(static_cast<std::size_t>(n * c.hidden));
-  std::vector<float> lg(static_cast<std::size_t>(n * c.vocab_size));
+  // The caller's vector when it wants the logits, else the engine's scratch.
+  if (logits != nullptr)
+    logits->resize(static_cast<std::size_t>(n * c.vocab_size));
+  float* lg = logits != nullptr ? logits->data() : logits_scratch(n * c.vocab_size);
   if (n > 0) {
     forward_.encoder(rows, toks.data(), x.data());
     forward_.global_kv(rows, x.data(), pool_);
     forward_.decoder(rows, x.data(), pool_);
-    forward_.logits(x.data(), n, lg.data());
+    forward_.logits(x.data(), n, lg);
   }
   for (int64_t r = 0; r < n; ++r) {
     auto& s = *live[r];
@@ -91,7 +94,7 @@ std::vector<decode_output> rank_engine::decode_step(std::span<const sequence_id>
     if (s.kv_len % 128 == 0)
       s.snapshots.assign(1, {s.kv_len, encode_snapshot(s, s.decoder_exact)});
     auto& o = out[slot[r]];
-    o.finished = sample_and_append(s, lg.data() + r * c.vocab_size, o.token);
+    o.finished = sample_and_append(s, lg + r * c.vocab_size, o.token);
   }
   if (draft_) {
     // Keeps the proposals current, so a later verify_step drafts from this step's states.
@@ -106,8 +109,6 @@ std::vector<decode_output> rank_engine::decode_step(std::span<const sequence_id>
       }
     propose(next, next_x.data());
   }
-  if (logits != nullptr)
-    *logits = std::move(lg);
   if (hidden != nullptr)
     *hidden = std::move(x);
   return out;

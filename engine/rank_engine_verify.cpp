@@ -9,6 +9,12 @@
 
 namespace deepinfer::engine {
 
+float* rank_engine::logits_scratch(int64_t floats) {
+  if (logits_scratch_.size() < static_cast<std::size_t>(floats))
+    logits_scratch_.resize(static_cast<std::size_t>(floats));
+  return logits_scratch_.data();
+}
+
 void rank_engine::propose(std::span<sequence* const> seqs, const float* x) {
   const auto n = static_cast<int64_t>(seqs.size());
   if (!draft_ || n == 0)
@@ -104,7 +110,6 @@ std::vector<verify_output> rank_engine::verify_step(std::span<const verify_reque
   // Logits in chunks of whole sequences: 256 requests x 6 rows of a 129K vocabulary would be
   // 800 MB at once.
   constexpr int64_t chunk_rows = 256;
-  std::vector<float> lg;
   std::vector<sequence*> next;       // sequences that draft again, and the row each drafts from
   std::vector<float> next_x;
   for (std::size_t a = 0; a < live.size();) {
@@ -112,8 +117,8 @@ std::vector<verify_output> rank_engine::verify_step(std::span<const verify_reque
     int64_t chunk = 0;
     while (b < live.size() && (b == a || chunk + live[b].rows <= chunk_rows))
       chunk += live[b++].rows;
-    lg.resize(static_cast<std::size_t>(chunk * vocab));
-    forward_.logits(x.data() + live[a].first_row * h, chunk, lg.data());
+    float* lg = logits_scratch(chunk * vocab);
+    forward_.logits(x.data() + live[a].first_row * h, chunk, lg);
     for (std::size_t q = a; q < b; ++q) {
       auto& l = live[q];
       auto& s = *l.s;
@@ -122,7 +127,7 @@ std::vector<verify_output> rank_engine::verify_step(std::span<const verify_reque
       int64_t used = 0; // rows whose fed token is now part of the sequence
       for (int64_t j = 0; j < l.rows; ++j) {
         sampled_token tok;
-        float* row = lg.data() + (l.first_row - live[a].first_row + j) * vocab;
+        float* row = lg + (l.first_row - live[a].first_row + j) * vocab;
         const bool done = sample_and_append(s, row, tok);
         used = j + 1;
         o.tokens.push_back(std::move(tok));

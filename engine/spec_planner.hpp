@@ -1,6 +1,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <span>
 #include <vector>
 
@@ -11,7 +12,8 @@ namespace deepinfer::engine {
 
 /// Chooses how many drafts each request of a decode step verifies (DESIGN.md §5.3). Fixed: all
 /// of them. Variable: every (request, prefix length k) has the expected gain e = c_1 * ... * c_k
-/// (the confidences' product: the chance that drafts 1..k are all accepted); candidates sorted
+/// (the chance that drafts 1..k are all accepted; c_j is the head's confidence recalibrated by
+/// what this rank's verifications accepted, `calibrated`); candidates sorted
 /// by e are taken best first, and the step keeps the count m that maximises the expected tokens
 /// per second, (requests + sum of the first m gains) / cost(requests + m rows), on the verify
 /// cost curve measured from the rank's own steps (`observe`). Deterministic given the curve and
@@ -26,17 +28,37 @@ public:
 
   explicit spec_planner(speculative_mode mode);
 
-  /// Drafts per request, in the order of `proposals` (0 for a request without drafts).
-  /// Variable mode makes every `probe_every`-th step a plain one (no drafts): the curve is fitted
-  /// from the rank's own steps, and steps of one row count only would never show what a row
-  /// costs against the step's fixed part.
+  /// Drafts per request, in the order of `proposals` (0 for a request without drafts). Each
+  /// step one request in turn verifies one draft more than pays (when it has one), so that the
+  /// calibration keeps seeing drafts just past what the planner takes.
+  /// The curve is fitted from the rank's own steps, and steps of about one row count only would
+  /// never show what a row costs against the step's fixed part: while the steps seen lately
+  /// vary too little in rows (`identifiable`), variable mode makes a step a probe, one with no
+  /// drafts or with all of them, whichever is further from what it would have verified: after
+  /// `probe_every` steps until a slope is known, then after twice as long as the last time, up to
+  /// `max_probe_interval`.
   std::vector<int32_t> plan(std::span<const draft_proposal> proposals);
   static constexpr uint64_t probe_every = 8;
+  static constexpr uint64_t max_probe_interval = 256;
+
+  /// True when the steps observed lately vary enough in rows to fit the curve's slope: a
+  /// relative spread (standard deviation / mean) of at least 1/4.
+  bool identifiable() const;
 
   /// Adds one measured verify step (rows of the forward, seconds it took) to the curve.
   void observe(int64_t rows, double seconds);
-  /// The curve as fitted now; until the rank has measured steps of two different row counts, a
-  /// prior with rows costing the same as the step's fixed part over 16 rows.
+  /// Adds what one request's verification did: of the drafts of `p` it verified (`drafted`),
+  /// the first `accepted` were accepted.
+  void observe_acceptance(const draft_proposal& p, int32_t drafted, int32_t accepted);
+  /// The chance the planner expects that draft `position` with confidence `confidence` is
+  /// accepted (given the ones before): the confidence blended with the acceptance verified lately
+  /// at that position and confidence (tenths), which outweighs it after about 8 verifications.
+  /// The head's confidence is fitted on short greedy rollouts; a workload's requests (longer,
+  /// sampled, other text) accept more or less than it says.
+  double calibrated(int position, float confidence) const;
+  /// The curve as fitted now; when the steps seen lately vary too little in rows, the last slope
+  /// fitted with the fixed part that fits the mean; before any, a prior with rows costing the
+  /// same as the step's fixed part over 16 rows.
   cost_curve curve() const;
   /// Sets the curve (tests; a curve profiled elsewhere).
   void set_curve(cost_curve c);
@@ -44,12 +66,20 @@ public:
   speculative_mode mode() const { return mode_; }
 
 private:
+  std::optional<cost_curve> fitted() const;
+
   speculative_mode mode_;
   // Exponentially weighted least squares of seconds on rows (recent steps count more: the curve
   // moves with the machine's load).
   double sw_ = 0, sx_ = 0, sy_ = 0, sxx_ = 0, sxy_ = 0;
   bool fixed_curve_ = false;
-  uint64_t plans_ = 0;
+  uint64_t since_probe_ = 0;
+  uint64_t probe_interval_ = probe_every;
+  double slope_ = 0.0; // the last slope fitted from steps of enough spread; 0: none yet
+  uint64_t steps_ = 0;
+  // Per (position, confidence tenth): exponentially weighted verifications and acceptances.
+  static constexpr int bins = 10;
+  double reached_[max_draft_positions][bins] = {}, taken_[max_draft_positions][bins] = {};
   cost_curve set_;
 };
 

@@ -35,14 +35,40 @@ BOOST_AUTO_TEST_CASE(variable_keeps_drafts_worth_their_rows) {
   p.set_curve({1.0, 0.1});
   const draft_proposal ps[] = {with({0.9f, 0.9f, 0.9f, 0.1f, 0.9f}), with({0.05f, 0.9f, 0.9f, 0.9f, 0.9f})};
   // Gains: request 0: .9 .81 .729 .0729 .066; request 1: .05 .045 ... The first three of request
-  // 0 raise tokens/s; the rest do not.
-  BOOST_TEST((p.plan(ps) == std::vector<int32_t>{3, 0}));
+  // 0 raise tokens/s; the rest do not. Plan n lets request n % 2 try one draft more (exploration).
+  BOOST_TEST((p.plan(ps) == std::vector<int32_t>{3, 1}));
   // Rows that cost almost nothing: every draft with any gain is taken.
   p.set_curve({1.0, 1e-6});
   BOOST_TEST((p.plan(ps) == std::vector<int32_t>{5, 5}));
   // Rows as dear as the whole step: none is.
   p.set_curve({0.0, 1.0});
-  BOOST_TEST((p.plan(ps) == std::vector<int32_t>{0, 0}));
+  BOOST_TEST((p.plan(ps) == std::vector<int32_t>{0, 1}));
+  BOOST_TEST((p.plan(ps) == std::vector<int32_t>{1, 0}));
+}
+
+BOOST_AUTO_TEST_CASE(confidences_are_recalibrated_by_what_verification_accepted) {
+  spec_planner p{speculative_mode::variable};
+  // Untried: the head's confidence as it is.
+  BOOST_TEST(p.calibrated(0, 0.35f) == 0.35, boost::test_tools::tolerance(1e-6));
+  // A head that says 0.35 where the first draft is accepted 9 times in 10, and the second (0.95)
+  // only ever after an accepted first: the first position's 0.3-0.4 tenth moves towards 0.9.
+  const auto q = with({0.35f, 0.95f});
+  for (int i = 0; i < 200; ++i)
+    p.observe_acceptance(q, 2, i % 10 == 0 ? 0 : 2);
+  BOOST_TEST(p.calibrated(0, 0.35f) > 0.85);
+  BOOST_TEST(p.calibrated(0, 0.35f) < 0.91);
+  BOOST_TEST(p.calibrated(1, 0.95f) > 0.97);
+  // Other tenths and positions keep their confidence.
+  BOOST_TEST(p.calibrated(0, 0.75f) == 0.75, boost::test_tools::tolerance(1e-6));
+  BOOST_TEST(p.calibrated(2, 0.35f) == 0.35, boost::test_tools::tolerance(1e-6));
+  // The recalibrated confidence decides: with rows costing 0.1 of a step, a 0.35 first draft
+  // would not be verified, a 0.9 one is.
+  spec_planner raw{speculative_mode::variable};
+  raw.set_curve({1.0, 0.5});
+  p.set_curve({1.0, 0.5});
+  const draft_proposal one[] = {with({0.35f}), with({}), with({}), with({})};
+  BOOST_TEST(raw.plan(one)[0] == 0); // (exploration goes to request 1 on the first plan)
+  BOOST_TEST(p.plan(one)[0] == 1);
 }
 
 BOOST_AUTO_TEST_CASE(the_cost_curve_is_fitted_from_observed_steps) {
@@ -54,12 +80,38 @@ BOOST_AUTO_TEST_CASE(the_cost_curve_is_fitted_from_observed_steps) {
   const auto c = p.curve();
   BOOST_TEST(c.fixed == 0.002, boost::test_tools::tolerance(1e-6));
   BOOST_TEST(c.per_row == 0.0005, boost::test_tools::tolerance(1e-6));
-  // Without a set curve, every probe_every-th plan is a plain step (a probe of the fixed part).
+  // Steps that varied this much in rows fit the curve: no step is spent on probes.
+  BOOST_TEST(p.identifiable());
   const draft_proposal ps[] = {with({0.99f, 0.99f})};
+  for (uint64_t i = 0; i < 4 * spec_planner::probe_every; ++i)
+    BOOST_TEST(p.plan(ps)[0] == 2);
+}
+
+BOOST_AUTO_TEST_CASE(steps_of_one_row_count_are_probed_at_the_other_end) {
+  // Every step so far verified 3 rows: the slope is unknown, so every probe_every-th plan is a
+  // probe, plain when the plan would verify most drafts...
+  spec_planner p{speculative_mode::variable};
+  for (int i = 0; i < 20; ++i)
+    p.observe(3, 0.004);
+  BOOST_TEST(!p.identifiable());
+  const draft_proposal likely[] = {with({0.99f, 0.99f})};
   int plain = 0;
   for (uint64_t i = 0; i < 4 * spec_planner::probe_every; ++i)
-    plain += p.plan(ps)[0] == 0;
+    plain += p.plan(likely)[0] == 0;
   BOOST_TEST(plain == 4);
+  // ... and with every draft when it would verify few.
+  spec_planner q{speculative_mode::variable};
+  for (int i = 0; i < 20; ++i)
+    q.observe(1, 0.004);
+  const draft_proposal unlikely[] = {with({0.01f, 0.01f, 0.01f})};
+  int full = 0;
+  for (uint64_t i = 0; i < 4 * spec_planner::probe_every; ++i)
+    full += q.plan(unlikely)[0] == 3;
+  BOOST_TEST(full == 4);
+  // Once the probes' rows are observed the curve is known and probing stops.
+  for (int i = 0; i < 5; ++i)
+    q.observe(4, 0.0055);
+  BOOST_TEST(q.identifiable());
 }
 
 BOOST_AUTO_TEST_SUITE_END()

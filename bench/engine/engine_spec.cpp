@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "engine/decode_loop.hpp"
 #include "engine/rank_engine.hpp"
 #include "engine/spec_planner.hpp"
 
@@ -69,19 +70,8 @@ run_result run(const std::string& dir, speculative_mode mode, int64_t batch, int
           next.push_back(o.seq);
       }
     } else {
-      std::vector<draft_proposal> props;
-      for (auto id : live)
-        props.push_back(e.proposal(id));
-      const auto lengths = planner.plan(props);
-      std::vector<verify_request> reqs;
-      int64_t rows = 0;
-      for (std::size_t i = 0; i < live.size(); ++i) {
-        reqs.push_back({live[i], lengths[i]});
-        rows += 1 + lengths[i];
-      }
-      const double s0 = clock_now();
-      auto outs = e.verify_step(reqs);
-      planner.observe(rows, seconds_since(s0));
+      // The serving rank's step: plan, verify, and feed the planner its cost and acceptances.
+      auto outs = run_decode_step(e, &planner, live);
       for (auto& o : outs) {
         for (auto& t : o.tokens)
           r.outputs[o.seq.value - 1].push_back(t.id);

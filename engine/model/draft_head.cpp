@@ -23,6 +23,10 @@ namespace {
 /// logits[v] += bias_out[v] . bias_in[prev]: a fixed-order scalar sum (the same on every ISA).
 void add_bias(const draft_weights& d, int64_t vd, int64_t r, int32_t prev, float* logits) {
   const float* u = d.bias_in + int64_t{prev} * r;
+  // Most ids have no bias (distillation gives one only to ids seen in its rollouts, none when
+  // the bias did not help on held-out rollouts): adding zeros would change nothing.
+  if (std::all_of(u, u + r, [](float x) { return x == 0.0f; }))
+    return;
   for (int64_t v = 0; v < vd; ++v) {
     const float* b = d.bias_out + v * r;
     float s = 0.0f;
@@ -34,7 +38,54 @@ void add_bias(const draft_weights& d, int64_t vd, int64_t r, int32_t prev, float
 
 } // namespace
 
-void draft_head::features(const float* x, const int32_t* prev_of, float* z, float* logits) {
+draft_choice choose_draft(const float* logits, const float* vocab, int64_t vd, const float* lm_head, int64_t vocab_size,
+                          const float* z, int64_t hidden, int32_t before, float repeat, bool with_top) {
+  // The token before is always a candidate: without it a target that repeats ids outside the
+  // draft vocabulary (a tiny random model under greedy repeats its last token 92 % of the time)
+  // could never be drafted. `repeat`, fitted by distillation, says how much the target favours it.
+  int64_t slot = -1;
+  bool outside = false;
+  float again = 0.0f;
+  if (before >= 0 && before < vocab_size) {
+    const float id = static_cast<float>(before);
+    const float* it = std::lower_bound(vocab, vocab + vd, id);
+    if (it != vocab + vd && *it == id) {
+      slot = it - vocab;
+      again = logits[slot] + repeat;
+    } else {
+      const float* row = lm_head + int64_t{before} * hidden;
+      for (int64_t t = 0; t < hidden; ++t)
+        again += row[t] * z[t];
+      again += repeat;
+      outside = true;
+    }
+  }
+  auto logit = [&](int64_t v) { return v == slot ? again : logits[v]; };
+  int64_t best = 0;
+  float top = logit(0);
+  for (int64_t v = 1; v < vd; ++v)
+    if (logit(v) > top) {
+      top = logit(v);
+      best = v;
+    }
+  draft_choice c{static_cast<int32_t>(vocab[best]), 0.0f, best == slot};
+  if (outside && again > top) {
+    top = again;
+    c.token = before;
+    c.repeated = true;
+  }
+  if (!with_top)
+    return c;
+  double sum = 0.0;
+  for (int64_t v = 0; v < vd; ++v)
+    sum += std::exp(static_cast<double>(logit(v) - top));
+  if (outside)
+    sum += std::exp(static_cast<double>(again - top));
+  c.top = static_cast<float>(1.0 / sum);
+  return c;
+}
+
+void draft_head::features(const float* x, const int32_t* prev_of, float* z, float* logits, draft_choice* choices) {
   const auto& c = config();
   const int64_t h = c.hidden, p = c.draft_positions, vd = c.draft_vocab, r = c.draft_rank;
   const auto& k = b_.kernels();
@@ -45,8 +96,11 @@ void draft_head::features(const float* x, const int32_t* prev_of, float* z, floa
   b_.matmul(xn_.data(), 1, h, d_.proj, p * h, proj_.data());
   k.rms_norm(proj_.data(), p, h, d_.norm, c.norm_eps, z);
   b_.matmul(z, p, h, d_.out, vd, logits);
-  for (int64_t j = 0; j < p; ++j)
+  for (int64_t j = 0; j < p; ++j) {
     add_bias(d_, vd, r, prev_of[j], logits + j * vd);
+    choices[j] = choose_draft(logits + j * vd, d_.vocab, vd, w_.lm_head, c.vocab_size, z + j * h, h, prev_of[j],
+                              d_.repeat[j]);
+  }
 }
 
 void draft_head::propose(const float* x, const int32_t* prev, int64_t n, draft_proposal* out) {
@@ -72,20 +126,13 @@ void draft_head::propose(const float* x, const int32_t* prev, int64_t n, draft_p
       // The bias depends on the token drafted just before, so positions chain here (cheap:
       // r multiply-adds per draft id), while the base logits came from one parallel product.
       add_bias(d_, vd, r, before, lg);
-      int64_t best = 0;
-      for (int64_t v = 1; v < vd; ++v)
-        if (lg[v] > lg[best])
-          best = v;
-      double sum = 0.0;
-      for (int64_t v = 0; v < vd; ++v)
-        sum += std::exp(static_cast<double>(lg[v] - lg[best]));
-      const auto top = static_cast<float>(1.0 / sum);
-      const float* cw = d_.conf + j * (h + 2);
       const float* zj = z_.data() + (i * p + j) * h;
-      float a = cw[h] * top + cw[h + 1];
+      const auto pick = choose_draft(lg, d_.vocab, vd, w_.lm_head, c.vocab_size, zj, h, before, d_.repeat[j]);
+      const float* cw = d_.conf + j * (h + 3);
+      float a = cw[h] * pick.top + (pick.repeated ? cw[h + 1] : 0.0f) + cw[h + 2];
       for (int64_t t = 0; t < h; ++t)
         a += cw[t] * zj[t];
-      o.tokens[j] = static_cast<int32_t>(d_.vocab[best]);
+      o.tokens[j] = pick.token;
       o.confidence[j] = 1.0f / (1.0f + std::exp(-a));
       before = o.tokens[j];
     }
@@ -115,10 +162,12 @@ draft_tensors random_draft_tensors(const model_config& c, uint64_t seed) {
       std::sort(ids.begin(), ids.end());
       for (std::size_t k = 0; k < n; ++k)
         v[k] = static_cast<float>(ids[k]);
+    } else if (s.name == "draft.repeat") {
+      std::fill(v.begin(), v.end(), 0.0f);
     } else if (s.name == "draft.conf") {
       // Untrained: every draft predicted at about 1/4 acceptance.
       for (std::size_t k = 0; k < n; ++k)
-        v[k] = (k % static_cast<std::size_t>(c.hidden + 2)) == static_cast<std::size_t>(c.hidden + 1) ? -1.0f : 0.0f;
+        v[k] = (k % static_cast<std::size_t>(c.hidden + 3)) == static_cast<std::size_t>(c.hidden + 2) ? -1.0f : 0.0f;
     } else {
       const float scale = 1.0f / std::sqrt(static_cast<float>(s.shape.back()));
       for (auto& x : v)

@@ -20,6 +20,23 @@ struct draft_proposal {
   float confidence[max_draft_positions] = {};
 };
 
+/// One drafted position's choice: the token, the softmax of its logit over all the candidates,
+/// and whether it is the token before the position.
+struct draft_choice {
+  int32_t token = 0;
+  float top = 0.0f;
+  bool repeated = false;
+};
+
+/// Picks the draft at one position (`draft_weights`' rule) from `logits` [vd] over the draft
+/// vocabulary `vocab` (ascending ids as f32) and the token before the position, `before`, whose
+/// logit is its slot's or, outside the vocabulary, the target's own (`lm_head` row . `z`
+/// [hidden]), plus `repeat`. Ties go to the lower index, then to the vocabulary. Scalar and in a
+/// fixed order: the same on every ISA. `with_top` false leaves `top` 0 (a search that only needs
+/// the token skips the softmax).
+draft_choice choose_draft(const float* logits, const float* vocab, int64_t vd, const float* lm_head, int64_t vocab_size,
+                          const float* z, int64_t hidden, int32_t before, float repeat, bool with_top = true);
+
 /// The DSpark-style draft head (DESIGN.md §5.1, `draft_weights`): base logits of every drafted
 /// position from one matrix product over the rows' final states, then the previous-token bias
 /// and the confidence per position. Deterministic and ISA-independent: the products go through
@@ -34,8 +51,8 @@ public:
 
   /// The intermediate values of one row (for distillation): z [P x hidden] the normed
   /// projections, logits [P x Vd] with the bias of the given previous tokens `prev_of` (P of them:
-  /// the token before each drafted position).
-  void features(const float* x, const int32_t* prev_of, float* z, float* logits);
+  /// the token before each drafted position), and each position's choice given them.
+  void features(const float* x, const int32_t* prev_of, float* z, float* logits, draft_choice* choices);
 
   /// Hands the head's matrices to the backend (at load, like the forward's).
   void prepare_weights();

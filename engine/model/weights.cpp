@@ -112,7 +112,7 @@ std::vector<tensor_spec> draft_tensor_specs(const model_config& c) {
   return {{"draft.proj", {p, h, h}},        {"draft.norm", {h}},
           {"draft.vocab", {vd}},            {"draft.out", {vd, h}},
           {"draft.bias_in", {c.vocab_size, r}}, {"draft.bias_out", {vd, r}},
-          {"draft.conf", {p, h + 2}}};
+          {"draft.repeat", {p}},            {"draft.conf", {p, h + 3}}};
 }
 
 uint64_t hash_bytes(const void* data, std::size_t n, uint64_t seed) {
@@ -290,7 +290,7 @@ model_weights::load_result model_weights::load(const std::string& dir) {
     }
     w->draft = draft_weights{dptr["draft.proj"],    dptr["draft.norm"],     dptr["draft.vocab"],
                              dptr["draft.out"],     dptr["draft.bias_in"],  dptr["draft.bias_out"],
-                             dptr["draft.conf"]};
+                             dptr["draft.repeat"],  dptr["draft.conf"]};
     for (int64_t i = 0; i < c.draft_vocab; ++i) {
       const float id = w->draft->vocab[i];
       if (!(id >= 0.0f && id < static_cast<float>(c.vocab_size)) || id != static_cast<float>(static_cast<int32_t>(id))) {

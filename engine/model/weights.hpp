@@ -95,8 +95,11 @@ struct vision_weights {
 /// The draft head (DESIGN.md §5.1), from `draft.safetensors`; P = draft_positions, r =
 /// draft_rank, Vd = draft_vocab. Draft j of a row with final hidden state x and previous token t:
 /// z_j = rms_norm(proj_j * final_norm(x), norm); logits_j = out * z_j + bias_out * bias_in[t]
-/// over the draft vocabulary; the draft is the argmax (ties to the lower index), and t becomes
-/// it for j + 1. Its confidence is sigmoid(conf_j . [z_j, top probability of logits_j, 1]).
+/// over the draft vocabulary, where t itself is always a candidate, with its logit there or,
+/// outside the vocabulary, the target's own lm_head[t] . z_j, plus repeat_j (a model that repeats
+/// tokens stays draftable whatever the token). The draft is the argmax (ties to the lower index,
+/// then to the vocabulary; `choose_draft`) and becomes t for j + 1. Its confidence is
+/// sigmoid(conf_j . [z_j, top probability, 1 if the draft is t else 0, 1]).
 struct draft_weights {
   const float* proj = nullptr;     ///< [P, hidden, hidden]
   const float* norm = nullptr;     ///< [hidden]
@@ -104,7 +107,8 @@ struct draft_weights {
   const float* out = nullptr;      ///< [Vd, hidden]
   const float* bias_in = nullptr;  ///< [vocab, r]
   const float* bias_out = nullptr; ///< [Vd, r]
-  const float* conf = nullptr;     ///< [P, hidden + 2]
+  const float* repeat = nullptr;   ///< [P] logit offset of the token before each position
+  const float* conf = nullptr;     ///< [P, hidden + 3]
 };
 
 /// Every tensor of the draft head with `c`'s shape, in file order (empty when it has none).
