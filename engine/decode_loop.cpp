@@ -30,6 +30,7 @@ std::vector<verify_output> run_decode_step(rank_engine& engine, spec_planner* pl
     reqs[i] = {seqs[i], lengths[i]};
     rows += 1 + lengths[i];
   }
+  engine.pause_proposing(!planner->wants_proposals());
   const auto t0 = std::chrono::steady_clock::now();
   auto outs = engine.verify_step(reqs);
   planner->observe(rows, std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());

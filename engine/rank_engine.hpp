@@ -195,6 +195,9 @@ public:
   bool set_proposal(sequence_id seq, const draft_proposal& p);
   /// True when the model has a draft head and the engine proposes with it.
   bool drafting() const { return draft_ != nullptr; }
+  /// Paused, the steps leave every proposal empty instead of running the draft head (its cost
+  /// is a sixth of a tiny decode row): the planner pauses it while it verifies next to no drafts.
+  void pause_proposing(bool paused) { proposing_paused_ = paused; }
 
   /// Replaces the token the next decode step feeds (teacher forcing for measurements and
   /// speculative verification). False when the sequence is unknown or still prefilling.
@@ -298,6 +301,7 @@ private:
   std::unordered_map<sequence_id, std::unique_ptr<sequence>> seqs_;
   ep_rank* ep_ = nullptr;
   std::vector<float> logits_scratch_;
+  bool proposing_paused_ = false;
 };
 
 } // namespace deepinfer::engine

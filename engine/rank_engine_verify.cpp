@@ -19,6 +19,11 @@ void rank_engine::propose(std::span<sequence* const> seqs, const float* x) {
   const auto n = static_cast<int64_t>(seqs.size());
   if (!draft_ || n == 0)
     return;
+  if (proposing_paused_) {
+    for (auto* s : seqs)
+      s->proposal = {};
+    return;
+  }
   std::vector<int32_t> prev(static_cast<std::size_t>(n));
   std::vector<draft_proposal> out(static_cast<std::size_t>(n));
   for (int64_t i = 0; i < n; ++i)

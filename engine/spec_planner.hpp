@@ -16,8 +16,9 @@ namespace deepinfer::engine {
 /// what this rank's verifications accepted, `calibrated`); candidates sorted
 /// by e are taken best first, and the step keeps the count m that maximises the expected tokens
 /// per second, (requests + sum of the first m gains) / cost(requests + m rows), on the verify
-/// cost curve measured from the rank's own steps (`observe`). Deterministic given the curve and
-/// the step count.
+/// costs measured from the rank's own steps (`observe`): the steps measured nearest in rows,
+/// and a line fitted through them all past those. Deterministic given the measurements and the
+/// step count.
 class spec_planner {
 public:
   /// The verify cost curve cost(rows) = fixed + per_row * rows (seconds).
@@ -28,9 +29,9 @@ public:
 
   explicit spec_planner(speculative_mode mode);
 
-  /// Drafts per request, in the order of `proposals` (0 for a request without drafts). Each
-  /// step one request in turn verifies one draft more than pays (when it has one), so that the
-  /// calibration keeps seeing drafts just past what the planner takes.
+  /// Drafts per request, in the order of `proposals` (0 for a request without drafts). Every
+  /// `explore_every` steps one request in turn verifies one draft more than pays (when it has
+  /// one), so that the calibration keeps seeing drafts just past what the planner takes.
   /// The curve is fitted from the rank's own steps, and steps of about one row count only would
   /// never show what a row costs against the step's fixed part: while the steps seen lately
   /// vary too little in rows (`identifiable`), variable mode makes a step a probe, one with no
@@ -40,6 +41,12 @@ public:
   std::vector<int32_t> plan(std::span<const draft_proposal> proposals);
   static constexpr uint64_t probe_every = 8;
   static constexpr uint64_t max_probe_interval = 256;
+  static constexpr uint64_t explore_every = 8;
+
+  /// False when the next step's drafts are not worth the draft head's cost: in variable mode,
+  /// while the plans lately verified under 2 % of the drafts offered, except every
+  /// `explore_every`-th step (so that a workload whose drafts turn good is noticed).
+  bool wants_proposals() const;
 
   /// True when the steps observed lately vary enough in rows to fit the curve's slope: a
   /// relative spread (standard deviation / mean) of at least 1/4.
@@ -51,8 +58,9 @@ public:
   /// the first `accepted` were accepted.
   void observe_acceptance(const draft_proposal& p, int32_t drafted, int32_t accepted);
   /// The chance the planner expects that draft `position` with confidence `confidence` is
-  /// accepted (given the ones before): the confidence blended with the acceptance verified lately
-  /// at that position and confidence (tenths), which outweighs it after about 8 verifications.
+  /// accepted (given the ones before): the acceptance verified lately at that position and
+  /// confidence (tenths), shrunk towards the position's, shrunk towards the confidence; each
+  /// outweighs its prior after about 8 verifications.
   /// The head's confidence is fitted on short greedy rollouts; a workload's requests (longer,
   /// sampled, other text) accept more or less than it says.
   double calibrated(int position, float confidence) const;
@@ -67,6 +75,9 @@ public:
 
 private:
   std::optional<cost_curve> fitted() const;
+  /// Seconds a step of `rows` is expected to take (`cost_curve` when set, else the measured
+  /// steps of about that many rows).
+  double cost(double rows) const;
 
   speculative_mode mode_;
   // Exponentially weighted least squares of seconds on rows (recent steps count more: the curve
@@ -76,7 +87,14 @@ private:
   uint64_t since_probe_ = 0;
   uint64_t probe_interval_ = probe_every;
   double slope_ = 0.0; // the last slope fitted from steps of enough spread; 0: none yet
+  // Measured steps by row count, in bins growing by a quarter: weighted sums of rows and seconds.
+  struct row_bin {
+    double weight = 0, rows = 0, seconds = 0;
+  };
+  static constexpr double row_bin_ratio = 1.25;
+  std::vector<row_bin> row_bins_;
   uint64_t steps_ = 0;
+  double offered_ = 0.0, planned_ = 0.0; // drafts offered and planned, exponentially weighted
   // Per (position, confidence tenth): exponentially weighted verifications and acceptances.
   static constexpr int bins = 10;
   double reached_[max_draft_positions][bins] = {}, taken_[max_draft_positions][bins] = {};

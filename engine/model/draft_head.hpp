@@ -63,7 +63,10 @@ private:
   const model_weights& w_;
   const draft_weights& d_;
   backend& b_;
-  std::vector<float> xn_, proj_, z_, logits_;
+  /// Adds the previous-token bias of `before[i]` to the `n` logit rows at `logits + i * stride`.
+  void add_biases(const int32_t* before, int64_t n, float* logits, int64_t stride);
+
+  std::vector<float> xn_, proj_, z_, logits_, u_, bias_;
 };
 
 /// The draft head's tensors in `draft_tensor_specs` order, as values (what mkmodel draws and
