@@ -34,34 +34,36 @@ double spec_planner::cost(double rows) const {
   if (fixed_curve_)
     return c.fixed + c.per_row * rows;
   // The measured steps nearest below and above `rows`, joined by a line; past the ends, the
-  // fitted slope. A step's cost is not linear in its rows: one of the tiny model's verify steps
-  // costs 9.6 ms at 8 rows, 14.9 at 16 and 29.1 at 48 (the products use the weights better the
-  // more rows share them), and one line through all would price the rows wrong at both ends.
-  const row_bin* lo = nullptr;
-  const row_bin* hi = nullptr;
-  for (const auto& rb : row_bins_) {
-    if (rb.weight < 0.5)
-      continue; // not measured lately enough
-    if (rb.rows / rb.weight <= rows)
-      lo = &rb;
-    else if (hi == nullptr)
-      hi = &rb;
+  // slope between the last two measured (a quarter to all of the fitted one). A step's cost is
+  // not linear in its rows: one of the tiny model's verify steps costs 9.6 ms at 8 rows, 14.9 at
+  // 16 and 29.1 at 48 (the products use the weights better the more rows share them), and one
+  // line through all would price the rows wrong at both ends.
+  std::vector<std::pair<double, double>> pts; // (rows, seconds), ascending
+  for (const auto& rb : row_bins_)
+    if (rb.weight >= 0.5) // measured lately enough
+      pts.emplace_back(rb.rows / rb.weight, rb.seconds / rb.weight);
+  if (pts.empty())
+    return c.fixed + c.per_row * rows;
+  auto end_slope = [&](std::size_t a, std::size_t b) {
+    if (pts.size() < 2 || pts[b].first <= pts[a].first)
+      return c.per_row;
+    const double s = (pts[b].second - pts[a].second) / (pts[b].first - pts[a].first);
+    return std::clamp(s, 0.25 * c.per_row, c.per_row);
+  };
+  if (rows <= pts.front().first) {
+    const auto [x1, y1] = pts.front();
+    return std::max(y1 - end_slope(0, std::min<std::size_t>(1, pts.size() - 1)) * (x1 - rows), 1e-3 * y1);
   }
-  auto at = [](const row_bin& rb) { return std::pair{rb.rows / rb.weight, rb.seconds / rb.weight}; };
-  if (lo && hi) {
-    const auto [x0, y0] = at(*lo);
-    const auto [x1, y1] = at(*hi);
-    return y0 + (y1 - y0) * (rows - x0) / (x1 - x0);
+  if (rows >= pts.back().first) {
+    const auto [x0, y0] = pts.back();
+    return y0 + end_slope(pts.size() >= 2 ? pts.size() - 2 : 0, pts.size() - 1) * (rows - x0);
   }
-  if (lo) {
-    const auto [x0, y0] = at(*lo);
-    return y0 + c.per_row * (rows - x0);
-  }
-  if (hi) {
-    const auto [x1, y1] = at(*hi);
-    return std::max(y1 - c.per_row * (x1 - rows), 1e-3 * y1);
-  }
-  return c.fixed + c.per_row * rows;
+  std::size_t i = 1;
+  while (pts[i].first < rows)
+    ++i;
+  const auto [x0, y0] = pts[i - 1];
+  const auto [x1, y1] = pts[i];
+  return x1 > x0 ? y0 + (y1 - y0) * (rows - x0) / (x1 - x0) : y0;
 }
 
 void spec_planner::set_curve(cost_curve c) {
