@@ -29,6 +29,13 @@ void spec_planner::observe(int64_t rows, double seconds) {
   rb.seconds = bin_decay * rb.seconds + seconds;
 }
 
+double spec_planner::measured_rows() const {
+  for (auto it = row_bins_.rbegin(); it != row_bins_.rend(); ++it)
+    if (it->weight >= 0.5)
+      return it->rows / it->weight;
+  return 0.0;
+}
+
 double spec_planner::cost(double rows) const {
   const auto c = curve();
   if (fixed_curve_)
@@ -205,6 +212,20 @@ std::vector<int32_t> spec_planner::plan(std::span<const draft_proposal> proposal
     // weights (9 rows took 12.7 ms where 8 took 10.0 on the tiny model).
     const auto i = static_cast<std::size_t>(steps_ / explore_every % proposals.size());
     out[i] = std::min(out[i] + 1, proposals[i].count);
+  }
+  ++since_far_probe_;
+  if (!fixed_curve_ && best_m > 0 && since_far_probe_ >= far_probe_interval_ &&
+      measured_rows() < 0.8 * (base + static_cast<double>(cs.size()))) {
+    // A far probe: every draft, because no step of nearly that many rows was measured lately and
+    // the rows past the measured ones are priced from the last two measurements' slope, which
+    // overprices them (the rows get cheaper as more of them share the weights: at batch 8 the
+    // planner verified 2-3 drafts where all 5 paid). Only when this plan takes drafts at all, and
+    // each time twice as long after the last.
+    since_far_probe_ = 0;
+    far_probe_interval_ = std::min<uint64_t>(far_probe_interval_ * 2, max_far_probe_interval);
+    for (std::size_t i = 0; i < proposals.size(); ++i)
+      out[i] = proposals[i].count;
+    return out;
   }
   if (!fixed_curve_ && since_probe_ >= probe_interval_ && !identifiable()) {
     // A probe: the row count furthest from this plan's, so that the curve sees both ends. Once

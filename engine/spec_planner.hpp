@@ -37,11 +37,15 @@ public:
   /// vary too little in rows (`identifiable`), variable mode makes a step a probe, one with no
   /// drafts or with all of them, whichever is further from what it would have verified: after
   /// `probe_every` steps until a slope is known, then after twice as long as the last time, up to
-  /// `max_probe_interval`.
+  /// `max_probe_interval`. A step that takes drafts while no step of nearly all of them was
+  /// measured lately verifies all of them (a far probe): after `first_far_probe` steps, then
+  /// twice as long each time, up to `max_far_probe_interval`.
   std::vector<int32_t> plan(std::span<const draft_proposal> proposals);
   static constexpr uint64_t probe_every = 8;
   static constexpr uint64_t max_probe_interval = 256;
   static constexpr uint64_t explore_every = 8;
+  static constexpr uint64_t first_far_probe = 16;
+  static constexpr uint64_t max_far_probe_interval = 1024;
 
   /// False when the next step's drafts are not worth the draft head's cost: in variable mode,
   /// while the plans lately verified under 2 % of the drafts offered, except every
@@ -78,6 +82,8 @@ private:
   /// Seconds a step of `rows` is expected to take (`cost_curve` when set, else the measured
   /// steps of about that many rows).
   double cost(double rows) const;
+  /// The most rows of a step measured lately (0: none).
+  double measured_rows() const;
 
   speculative_mode mode_;
   // Exponentially weighted least squares of seconds on rows (recent steps count more: the curve
@@ -86,6 +92,7 @@ private:
   bool fixed_curve_ = false;
   uint64_t since_probe_ = 0;
   uint64_t probe_interval_ = probe_every;
+  uint64_t since_far_probe_ = 0, far_probe_interval_ = first_far_probe;
   double slope_ = 0.0; // the last slope fitted from steps of enough spread; 0: none yet
   // Measured steps by row count, in bins growing by a quarter: weighted sums of rows and seconds.
   struct row_bin {

@@ -1,5 +1,5 @@
 // bench_engine_spec MODEL_DIR [--batches 1,8,64,256] [--tokens 64] [--prompt-len 32] [--threads 1]
-//   [--cpu-time]
+//   [--warmup-rounds 1] [--cpu-time]
 // Speculative decoding side by side in one run (issue 18): for each batch size, greedy decode
 // tokens/s and mean tokens per request-step with --speculative off, fixed (all 5 drafts) and
 // variable (engine::spec_planner on the cost curve it measures from its own steps), from the
@@ -28,7 +28,7 @@ struct run_result {
 };
 
 run_result run(const std::string& dir, speculative_mode mode, int64_t batch, int64_t tokens, int64_t prompt_len,
-               int threads) {
+               int threads, int warmup_rounds) {
   rank_engine::config cfg;
   cfg.threads = threads;
   cfg.kv_blocks = batch * ((prompt_len + tokens + 16) / 128 + 2) + 8;
@@ -43,49 +43,60 @@ run_result run(const std::string& dir, speculative_mode mode, int64_t batch, int
     std::fprintf(stderr, "bench_engine_spec: %s has no draft head\n", dir.c_str());
     std::exit(1);
   }
-  std::vector<sequence_id> ids;
-  run_result r;
-  r.outputs.resize(static_cast<std::size_t>(batch));
-  for (int64_t i = 0; i < batch; ++i) {
-    prefill_request req;
-    req.seq = sequence_id{static_cast<uint64_t>(i + 1)};
-    req.tokens = random_prompt(prompt_len, 1000 + static_cast<uint64_t>(i), e.model().vocab_size);
-    req.sampling.max_tokens = static_cast<int32_t>(tokens + 1);
-    r.outputs[static_cast<std::size_t>(i)].push_back(e.prefill(req).first.id);
-    ids.push_back(req.seq);
-  }
+  // A serving rank's planner lives across requests: rounds of other prompts first (not timed)
+  // leave it with the costs and acceptances it would have in steady state.
   spec_planner planner{mode};
-  int64_t emitted = 0, request_steps = 0;
-  const double t0 = clock_now();
-  std::vector<sequence_id> live = ids;
-  while (!live.empty()) {
-    std::vector<sequence_id> next;
-    if (mode == speculative_mode::off) {
-      auto outs = e.decode_step(live);
-      for (auto& o : outs) {
-        r.outputs[o.seq.value - 1].push_back(o.token.id);
-        ++emitted;
-        ++request_steps;
-        if (!o.finished)
-          next.push_back(o.seq);
-      }
-    } else {
-      // The serving rank's step: plan, verify, and feed the planner its cost and acceptances.
-      auto outs = run_decode_step(e, &planner, live);
-      for (auto& o : outs) {
-        for (auto& t : o.tokens)
-          r.outputs[o.seq.value - 1].push_back(t.id);
-        emitted += static_cast<int64_t>(o.tokens.size());
-        ++request_steps;
-        if (!o.finished)
-          next.push_back(o.seq);
-      }
+  run_result r;
+  for (int round = warmup_rounds; round >= 0; --round) {
+    const bool timed = round == 0;
+    const uint64_t seed = timed ? 1000 : 1000 + 100000 * static_cast<uint64_t>(round);
+    std::vector<sequence_id> ids;
+    std::vector<std::vector<int32_t>> outputs(static_cast<std::size_t>(batch));
+    for (int64_t i = 0; i < batch; ++i) {
+      prefill_request req;
+      req.seq = sequence_id{static_cast<uint64_t>(i + 1)};
+      req.tokens = random_prompt(prompt_len, seed + static_cast<uint64_t>(i), e.model().vocab_size);
+      req.sampling.max_tokens = static_cast<int32_t>(tokens + 1);
+      outputs[static_cast<std::size_t>(i)].push_back(e.prefill(req).first.id);
+      ids.push_back(req.seq);
     }
-    live = std::move(next);
+    int64_t emitted = 0, request_steps = 0;
+    const double t0 = clock_now();
+    std::vector<sequence_id> live = ids;
+    while (!live.empty()) {
+      std::vector<sequence_id> next;
+      if (mode == speculative_mode::off) {
+        auto outs = e.decode_step(live);
+        for (auto& o : outs) {
+          outputs[o.seq.value - 1].push_back(o.token.id);
+          ++emitted;
+          ++request_steps;
+          if (!o.finished)
+            next.push_back(o.seq);
+        }
+      } else {
+        // The serving rank's step: plan, verify, and feed the planner its cost and acceptances.
+        auto outs = run_decode_step(e, &planner, live);
+        for (auto& o : outs) {
+          for (auto& t : o.tokens)
+            outputs[o.seq.value - 1].push_back(t.id);
+          emitted += static_cast<int64_t>(o.tokens.size());
+          ++request_steps;
+          if (!o.finished)
+            next.push_back(o.seq);
+        }
+      }
+      live = std::move(next);
+    }
+    const double secs = seconds_since(t0);
+    for (auto id : ids)
+      e.free(id);
+    if (timed) {
+      r.tokens_per_s = static_cast<double>(emitted) / secs;
+      r.tokens_per_request_step = static_cast<double>(emitted) / static_cast<double>(request_steps);
+      r.outputs = std::move(outputs);
+    }
   }
-  const double secs = seconds_since(t0);
-  r.tokens_per_s = static_cast<double>(emitted) / secs;
-  r.tokens_per_request_step = static_cast<double>(emitted) / static_cast<double>(request_steps);
   return r;
 }
 
@@ -94,13 +105,13 @@ run_result run(const std::string& dir, speculative_mode mode, int64_t batch, int
 int main(int argc, char** argv) {
   if (argc < 2) {
     std::fprintf(stderr, "usage: bench_engine_spec MODEL_DIR [--batches 1,8,64,256] [--tokens 64] "
-                         "[--prompt-len 32] [--threads 1] [--cpu-time]\n");
+                         "[--prompt-len 32] [--threads 1] [--warmup-rounds 1] [--cpu-time]\n");
     return 2;
   }
   std::string dir = argv[1];
   std::vector<int64_t> batches{1, 8, 64, 256};
   int64_t tokens = 64, prompt_len = 32;
-  int threads = 1;
+  int threads = 1, warmup_rounds = 1;
   for (int i = 2; i < argc; ++i) {
     std::string a = argv[i];
     auto value = [&] { return i + 1 < argc ? std::string{argv[++i]} : std::string{}; };
@@ -112,15 +123,17 @@ int main(int argc, char** argv) {
       prompt_len = std::stoll(value());
     else if (a == "--threads")
       threads = std::stoi(value());
+    else if (a == "--warmup-rounds")
+      warmup_rounds = std::stoi(value());
     else if (a == "--cpu-time")
       use_cpu_time = true;
   }
   std::printf("| batch | off tok/s | fixed-5 tok/s | variable tok/s | tokens/step off / fixed / variable | "
               "variable vs fixed | fixed vs off | variable vs off |\n|---|---|---|---|---|---|---|---|\n");
   for (auto b : batches) {
-    auto off = run(dir, speculative_mode::off, b, tokens, prompt_len, threads);
-    auto fixed = run(dir, speculative_mode::fixed, b, tokens, prompt_len, threads);
-    auto var = run(dir, speculative_mode::variable, b, tokens, prompt_len, threads);
+    auto off = run(dir, speculative_mode::off, b, tokens, prompt_len, threads, warmup_rounds);
+    auto fixed = run(dir, speculative_mode::fixed, b, tokens, prompt_len, threads, warmup_rounds);
+    auto var = run(dir, speculative_mode::variable, b, tokens, prompt_len, threads, warmup_rounds);
     if (fixed.outputs != off.outputs || var.outputs != off.outputs) {
       std::fprintf(stderr, "bench_engine_spec: batch %lld: speculative output differs from plain decode\n",
                    static_cast<long long>(b));
