@@ -2,8 +2,8 @@
 
 #include <algorithm>
 #include <cmath>
-#include <numeric>
 #include <initializer_list>
+#include <numeric>
 #include <random>
 
 #include "engine/backends/cpu/cpu_backend.hpp"

@@ -457,4 +457,10 @@ prefill_progress rank_engine::prefill(const prefill_request& req) {
   return prefill_step(req.seq, static_cast<int64_t>(req.tokens.size()));
 }
 
+float* rank_engine::logits_scratch(int64_t floats) {
+  if (logits_scratch_.size() < static_cast<std::size_t>(floats))
+    logits_scratch_.resize(static_cast<std::size_t>(floats));
+  return logits_scratch_.data();
+}
+
 } // namespace deepinfer::engine

@@ -9,12 +9,6 @@
 
 namespace deepinfer::engine {
 
-float* rank_engine::logits_scratch(int64_t floats) {
-  if (logits_scratch_.size() < static_cast<std::size_t>(floats))
-    logits_scratch_.resize(static_cast<std::size_t>(floats));
-  return logits_scratch_.data();
-}
-
 void rank_engine::propose(std::span<sequence* const> seqs, const float* x) {
   const auto n = static_cast<int64_t>(seqs.size());
   if (!draft_ || n == 0)

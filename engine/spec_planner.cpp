@@ -29,47 +29,52 @@ void spec_planner::observe(int64_t rows, double seconds) {
   rb.seconds = bin_decay * rb.seconds + seconds;
 }
 
-double spec_planner::measured_rows() const {
-  for (auto it = row_bins_.rbegin(); it != row_bins_.rend(); ++it)
-    if (it->weight >= 0.5)
-      return it->rows / it->weight;
-  return 0.0;
-}
-
-double spec_planner::cost(double rows) const {
-  const auto c = curve();
+spec_planner::step_costs spec_planner::costs() const {
+  step_costs sc;
+  sc.line = curve();
   if (fixed_curve_)
-    return c.fixed + c.per_row * rows;
-  // The measured steps nearest below and above `rows`, joined by a line; past the ends, the
-  // slope between the last two measured (a quarter to all of the fitted one). A step's cost is
-  // not linear in its rows: one of the tiny model's verify steps costs 9.6 ms at 8 rows, 14.9 at
-  // 16 and 29.1 at 48 (the products use the weights better the more rows share them), and one
-  // line through all would price the rows wrong at both ends.
-  std::vector<std::pair<double, double>> pts; // (rows, seconds), ascending
+    return sc;
   for (const auto& rb : row_bins_)
     if (rb.weight >= 0.5) // measured lately enough
-      pts.emplace_back(rb.rows / rb.weight, rb.seconds / rb.weight);
-  if (pts.empty())
-    return c.fixed + c.per_row * rows;
-  auto end_slope = [&](std::size_t a, std::size_t b) {
+      sc.points.emplace_back(rb.rows / rb.weight, rb.seconds / rb.weight);
+  // Past the measured ends, the slope between the last two measured there (a quarter to all of
+  // the fitted one).
+  auto slope = [&](std::size_t a, std::size_t b) {
+    const auto& pts = sc.points;
     if (pts.size() < 2 || pts[b].first <= pts[a].first)
-      return c.per_row;
+      return sc.line.per_row;
     const double s = (pts[b].second - pts[a].second) / (pts[b].first - pts[a].first);
-    return std::clamp(s, 0.25 * c.per_row, c.per_row);
+    return std::clamp(s, 0.25 * sc.line.per_row, sc.line.per_row);
   };
-  if (rows <= pts.front().first) {
-    const auto [x1, y1] = pts.front();
-    return std::max(y1 - end_slope(0, std::min<std::size_t>(1, pts.size() - 1)) * (x1 - rows), 1e-3 * y1);
+  if (sc.points.size() >= 2) {
+    sc.low_slope = slope(0, 1);
+    sc.high_slope = slope(sc.points.size() - 2, sc.points.size() - 1);
+  } else {
+    sc.low_slope = sc.high_slope = sc.line.per_row;
   }
-  if (rows >= pts.back().first) {
-    const auto [x0, y0] = pts.back();
-    return y0 + end_slope(pts.size() >= 2 ? pts.size() - 2 : 0, pts.size() - 1) * (rows - x0);
+  return sc;
+}
+
+double spec_planner::step_costs::at(double rows) const {
+  // The measured steps nearest below and above `rows`, joined by a line. A step's cost is not
+  // linear in its rows: one of the tiny model's verify steps costs 9.6 ms at 8 rows, 14.9 at 16
+  // and 29.1 at 48 (the products use the weights better the more rows share them), and one line
+  // through all would price the rows wrong at both ends.
+  if (points.empty())
+    return line.fixed + line.per_row * rows;
+  if (rows <= points.front().first) {
+    const auto [x1, y1] = points.front();
+    return std::max(y1 - low_slope * (x1 - rows), 1e-3 * y1);
+  }
+  if (rows >= points.back().first) {
+    const auto [x0, y0] = points.back();
+    return y0 + high_slope * (rows - x0);
   }
   std::size_t i = 1;
-  while (pts[i].first < rows)
+  while (points[i].first < rows)
     ++i;
-  const auto [x0, y0] = pts[i - 1];
-  const auto [x1, y1] = pts[i];
+  const auto [x0, y0] = points[i - 1];
+  const auto [x1, y1] = points[i];
   return x1 > x0 ? y0 + (y1 - y0) * (rows - x0) / (x1 - x0) : y0;
 }
 
@@ -130,7 +135,7 @@ bool spec_planner::identifiable() const {
 }
 
 std::optional<spec_planner::cost_curve> spec_planner::fitted() const {
-  if (sw_ <= 0.0 || !identifiable())
+  if (!identifiable())
     return std::nullopt;
   const double mx = sx_ / sw_, my = sy_ / sw_;
   const double var = sxx_ / sw_ - mx * mx;
@@ -187,12 +192,13 @@ std::vector<int32_t> spec_planner::plan(std::span<const draft_proposal> proposal
       return a.request < b.request;
     return a.length < b.length;
   });
+  const auto sc = costs(); // once per plan: the loop prices up to 5 rows per request
   const double base = static_cast<double>(proposals.size());
-  double tokens = base, best_rate = base / cost(base);
+  double tokens = base, best_rate = base / sc.at(base);
   std::size_t best_m = 0;
   for (std::size_t m = 1; m <= cs.size(); ++m) {
     tokens += cs[m - 1].gain;
-    const double rate = tokens / cost(base + static_cast<double>(m));
+    const double rate = tokens / sc.at(base + static_cast<double>(m));
     if (rate > best_rate) {
       best_rate = rate;
       best_m = m;
@@ -215,7 +221,7 @@ std::vector<int32_t> spec_planner::plan(std::span<const draft_proposal> proposal
   }
   ++since_far_probe_;
   if (!fixed_curve_ && best_m > 0 && since_far_probe_ >= far_probe_interval_ &&
-      measured_rows() < 0.8 * (base + static_cast<double>(cs.size()))) {
+      (sc.points.empty() ? 0.0 : sc.points.back().first) < 0.8 * (base + static_cast<double>(cs.size()))) {
     // A far probe: every draft, because no step of nearly that many rows was measured lately and
     // the rows past the measured ones are priced from the last two measurements' slope, which
     // overprices them (the rows get cheaper as more of them share the weights: at batch 8 the

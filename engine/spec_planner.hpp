@@ -3,6 +3,7 @@
 #include <cstdint>
 #include <optional>
 #include <span>
+#include <utility>
 #include <vector>
 
 #include "engine/model/draft_head.hpp"
@@ -17,8 +18,8 @@ namespace deepinfer::engine {
 /// by e are taken best first, and the step keeps the count m that maximises the expected tokens
 /// per second, (requests + sum of the first m gains) / cost(requests + m rows), on the verify
 /// costs measured from the rank's own steps (`observe`): the steps measured nearest in rows,
-/// and a line fitted through them all past those. Deterministic given the measurements and the
-/// step count.
+/// and past those the slope of the last two (`step_costs`). Deterministic given the measurements
+/// and the step count.
 class spec_planner {
 public:
   /// The verify cost curve cost(rows) = fixed + per_row * rows (seconds).
@@ -79,11 +80,16 @@ public:
 
 private:
   std::optional<cost_curve> fitted() const;
-  /// Seconds a step of `rows` is expected to take (`cost_curve` when set, else the measured
-  /// steps of about that many rows).
-  double cost(double rows) const;
-  /// The most rows of a step measured lately (0: none).
-  double measured_rows() const;
+  /// What a step costs, as `plan` prices it: the set curve, or the steps measured lately by row
+  /// count (ascending), the fitted line before there are any.
+  struct step_costs {
+    cost_curve line;
+    std::vector<std::pair<double, double>> points; // (rows, seconds)
+    double low_slope = 0.0, high_slope = 0.0;      // below and past the measured rows
+    /// Seconds a step of `rows` is expected to take.
+    double at(double rows) const;
+  };
+  step_costs costs() const;
 
   speculative_mode mode_;
   // Exponentially weighted least squares of seconds on rows (recent steps count more: the curve
