@@ -28,6 +28,25 @@ uint64_t mix64(uint64_t z) {
   return z ^ (z >> 31);
 }
 
+// The largest logit: 16 running maxima the compiler keeps in vector registers (std::max_element's
+// one chain of compares took a tenth of a batch-64 decode step over 129K ids), then theirs. A max
+// is exact in any order, so this is max_element's value whenever no logit is NaN.
+float max_logit(const float* logits, int64_t vocab) {
+  constexpr int64_t lanes = 16;
+  if (vocab < lanes)
+    return *std::max_element(logits, logits + vocab);
+  float m[lanes];
+  std::copy(logits, logits + lanes, m);
+  int64_t i = lanes;
+  for (; i + lanes <= vocab; i += lanes)
+    for (int64_t l = 0; l < lanes; ++l)
+      m[l] = logits[i + l] > m[l] ? logits[i + l] : m[l];
+  float mx = *std::max_element(m, m + lanes);
+  for (; i < vocab; ++i)
+    mx = logits[i] > mx ? logits[i] : mx;
+  return mx;
+}
+
 } // namespace
 
 uint64_t sampler::random_bits(uint64_t seed, int64_t position) {
@@ -76,7 +95,7 @@ void sampler::process_logits(float* logits, int64_t vocab, const sampling_params
 
 sampled_token sampler::sample(const float* logits, int64_t vocab, const sampling_params& p, int64_t position) {
   sampled_token out;
-  const float mx = *std::max_element(logits, logits + vocab);
+  const float mx = max_logit(logits, vocab);
   const bool want = p.logprobs || p.top_logprobs > 0;
   const double lz = want ? log_normalizer(logits, vocab, mx) : 0.0;
   auto logprob = [&](int64_t i) { return want ? static_cast<float>(logits[i] - lz) : 0.0f; };

@@ -12,6 +12,7 @@
   void rms_norm(const float* x, int64_t n, int64_t h, const float* w, float eps, float* out);     \
   void silu_mul(float* a, const float* b, int64_t n);                                              \
   void sigmoid(const float* x, int64_t n, float* out);                                             \
+  void exp_shifted(const float* x, int64_t n, float shift, float* out);                            \
   void axpy(float* x, const float* y, float s, int64_t n);                                         \
   void attend_rows(const float* q, int64_t rows, int64_t qstride, const int64_t* first,            \
                    const int64_t* count, const float* kt, int64_t stride, const float* v,          \

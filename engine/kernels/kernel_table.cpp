@@ -11,7 +11,7 @@ namespace {
 #define DEEPINFER_KERNEL_TABLE(ns)                                                                 \
   kernel_table {                                                                                   \
     cpu_isa::ns, ns::gemm_packed, ns::dot, ns::rms_norm, ns::silu_mul, ns::sigmoid, \
-        ns::axpy, ns::attend_rows, ns::attend_gathered, ns::index_key_record, ns::index_score_tile,        \
+        ns::exp_shifted, ns::axpy, ns::attend_rows, ns::attend_gathered, ns::index_key_record, ns::index_score_tile,        \
         ns::group_max_keys, ns::count_keys_at_least, ns::collect_at_least                          \
   }
 
@@ -23,7 +23,8 @@ const kernel_table avx2_table = DEEPINFER_KERNEL_TABLE(avx2);
 const kernel_table avx512_table{cpu_isa::avx512,        avx512::gemm_packed,
                                 avx2::dot,
                                 avx2::rms_norm,         avx2::silu_mul,
-                                avx2::sigmoid,          avx2::axpy,
+                                avx2::sigmoid,          avx2::exp_shifted,
+                                avx2::axpy,
                                 avx512::attend_rows,    avx512::attend_gathered,
                                 avx512::index_key_record, avx512::index_score_tile,
                                 avx2::group_max_keys,   avx512::count_keys_at_least,

@@ -32,6 +32,8 @@ struct kernel_table {
   void (*silu_mul)(float* a, const float* b, int64_t n);
   /// out[i] = 1 / (1 + exp(-x[i])).
   void (*sigmoid)(const float* x, int64_t n, float* out);
+  /// out[i] = exp(x[i] - shift) (a softmax's numerators; the draft head's confidence feature).
+  void (*exp_shifted)(const float* x, int64_t n, float shift, float* out);
   /// x[i] += s * y[i] (a product, then a sum: not fused).
   void (*axpy)(float* x, const float* y, float s, int64_t n);
 

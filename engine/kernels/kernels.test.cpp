@@ -104,6 +104,9 @@ BOOST_AUTO_TEST_CASE(norms_and_element_wise_functions_have_the_portable_bits_on_
     ref().sigmoid(a.data(), n, s0.data());
     k.sigmoid(a.data(), n, s1.data());
     BOOST_TEST(same_bits(s0, s1), to_string(isa) << " sigmoid");
+    ref().exp_shifted(a.data(), n, 1.5f, s0.data());
+    k.exp_shifted(a.data(), n, 1.5f, s1.data());
+    BOOST_TEST(same_bits(s0, s1), to_string(isa) << " exp_shifted");
     auto u0 = a, u1 = a;
     ref().silu_mul(u0.data(), b.data(), n);
     k.silu_mul(u1.data(), b.data(), n);

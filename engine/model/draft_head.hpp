@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "engine/backends/backend.hpp"
+#include "engine/kernels/kernel_table.hpp"
 #include "engine/model/weights.hpp"
 
 namespace deepinfer::engine {
@@ -31,11 +32,13 @@ struct draft_choice {
 /// Picks the draft at one position (`draft_weights`' rule) from `logits` [vd] over the draft
 /// vocabulary `vocab` (ascending ids as f32) and the token before the position, `before`, whose
 /// logit is its slot's or, outside the vocabulary, the target's own (`lm_head` row . `z`
-/// [hidden]), plus `repeat`. Ties go to the lower index, then to the vocabulary. Scalar and in a
-/// fixed order: the same on every ISA. `with_top` false leaves `top` 0 (a search that only needs
-/// the token skips the softmax).
+/// [hidden]), plus `repeat`. Ties go to the lower index, then to the vocabulary. The same on
+/// every ISA: scalar code in a fixed order, and the softmax's exponentials through `k` (null:
+/// the portable kernels; every table's give the same bits), summed in double in vocabulary order.
+/// `with_top` false leaves `top` 0 (a search that only needs the token skips the softmax).
 draft_choice choose_draft(const float* logits, const float* vocab, int64_t vd, const float* lm_head, int64_t vocab_size,
-                          const float* z, int64_t hidden, int32_t before, float repeat, bool with_top = true);
+                          const float* z, int64_t hidden, int32_t before, float repeat, bool with_top = true,
+                          const kernels::kernel_table* k = nullptr);
 
 /// The DSpark-style draft head (DESIGN.md §5.1, `draft_weights`): base logits of every drafted
 /// position from one matrix product over the rows' final states, then the previous-token bias

@@ -51,6 +51,15 @@ void sigmoid(const float* x, int64_t n, float* out) {
     out[i] = canonical::sigmoid(x[i]);
 }
 
+void exp_shifted(const float* x, int64_t n, float shift, float* out) {
+  const __m256 s = _mm256_set1_ps(shift);
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8)
+    _mm256_storeu_ps(out + i, exp8(_mm256_sub_ps(_mm256_loadu_ps(x + i), s)));
+  for (; i < n; ++i)
+    out[i] = canonical::exp(x[i] - shift);
+}
+
 void axpy(float* x, const float* y, float s, int64_t n) {
   const __m256 sv = _mm256_set1_ps(s);
   int64_t i = 0;

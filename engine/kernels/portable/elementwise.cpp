@@ -27,6 +27,11 @@ void sigmoid(const float* x, int64_t n, float* out) {
     out[i] = canonical::sigmoid(x[i]);
 }
 
+void exp_shifted(const float* x, int64_t n, float shift, float* out) {
+  for (int64_t i = 0; i < n; ++i)
+    out[i] = canonical::exp(x[i] - shift);
+}
+
 void axpy(float* x, const float* y, float s, int64_t n) {
   for (int64_t i = 0; i < n; ++i)
     x[i] += s * y[i];
