@@ -1,5 +1,6 @@
 #include "engine/cost_model_file.hpp"
 
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -40,6 +41,14 @@ std::optional<cost_model_file> cost_model_file::from_json(const std::string& tex
       e.model = *model;
       e.samples = f.value("samples", 0);
       e.mean_rel_err = f.value("mean_rel_err", 0.0);
+      if (f.contains("verify_steps"))
+        for (const auto& p : f.at("verify_steps")) {
+          const verify_cost_point v{p.at(0).get<int64_t>(), p.at(1).get<int64_t>(), p.at(2).get<double>() * 1e-9,
+                                    p.size() < 4 || p.at(3).get<int>() != 0};
+          if (v.seqs < 1 || v.rows < v.seqs || !(v.seconds > 0.0))
+            return std::nullopt; // not a measured step: measure again
+          e.verify_steps.push_back(v);
+        }
       out.put(e);
     }
     return out;
@@ -85,6 +94,11 @@ std::string cost_model_file::to_json() const {
     f["a3"] = k.a3 * 1e9;
     f["f0"] = k.f0 * 1e9;
     f["f1"] = k.f1 * 1e9;
+    if (!e.verify_steps.empty()) {
+      f["verify_steps"] = nlohmann::ordered_json::array();
+      for (const auto& v : e.verify_steps)
+        f["verify_steps"].push_back({v.seqs, v.rows, std::round(v.seconds * 1e9), v.proposing ? 1 : 0});
+    }
     j["fits"].push_back(std::move(f));
   }
   return j.dump(2) + "\n";

@@ -8,6 +8,7 @@
 #include "balancers/cost_model.hpp"
 #include "engine/backends/backend_kind.hpp"
 #include "engine/kernels/isa.hpp"
+#include "engine/verify_cost.hpp"
 
 namespace deepinfer::engine {
 
@@ -20,8 +21,12 @@ namespace deepinfer::engine {
 /// ```json
 /// {"formula": "...", "unit": "ns",
 ///  "fits": [{"isa": "avx512", "threads": 1, "backend": "cpu", "samples": 27, "mean_rel_err": 0.06,
-///            "a0": ..., "a1": ..., "a2": ..., "a3": ..., "f0": ..., "f1": ...}]}
+///            "a0": ..., "a1": ..., "a2": ..., "a3": ..., "f0": ..., "f1": ...,
+///            "verify_steps": [[1, 1, 3.1e6, 1], [1, 2, 3.3e6, 1], ...]}]}
 /// ```
+/// `verify_steps`, for a model with a draft head: speculative steps as [sequences, rows, ns,
+/// head proposing after it (1) or paused (0)] (`cost_profile::measure_verify`), the verify cost
+/// curve `spec_planner` prices its drafts on.
 class cost_model_file {
 public:
   /// One fit and what it was measured on.
@@ -34,6 +39,9 @@ public:
     double mean_rel_err = 0.0;
     /// Where the products ran (a file written before backends had no field: cpu).
     backend_kind backend = backend_kind::cpu;
+    /// The verify cost curve (DESIGN §5.3): measured speculative steps; empty for a model
+    /// without a draft head, or from a file written before the curve was kept.
+    std::vector<verify_cost_point> verify_steps;
   };
 
   /// The file's name in a model directory.

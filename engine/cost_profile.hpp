@@ -8,8 +8,11 @@
 #include "balancers/cost_model.hpp"
 #include "engine/cost_model_file.hpp"
 #include "engine/kernels/isa.hpp"
+#include "engine/verify_cost.hpp"
 
 namespace deepinfer::engine {
+
+class rank_engine;
 
 /// Measures a model's prefill steps on this machine and fits its cost model (DESIGN §5.3), for
 /// one engine setup (CPU kernels, threads). `deepinfer-mkmodel` runs it after writing a model,
@@ -32,6 +35,9 @@ public:
     int64_t max_context = 4096;
     /// Where the products run: a CUDA node's ranks are priced and chunked by the device's fit.
     backend_kind backend = backend_kind::cpu;
+    /// Most rows (sequences + drafts) of a verify step measured, for a model with a draft head;
+    /// the planner prices steps past it by the slope of the last ones measured.
+    int64_t max_verify_rows = 384;
   };
 
   /// A fit, or why there is none.
@@ -47,11 +53,24 @@ public:
     std::string warning;
   };
 
-  /// Loads the model and measures it now.
+  /// Loads the model and measures it now: prefill chunks, and for a model with a draft head the
+  /// verify cost curve (`measure_verify`).
   static result measure(const std::string& model_dir, const config& cfg);
 
+  /// The verify cost curve of `engine` (which drafts): speculative steps of 1 to `max_rows`
+  /// rows (row counts 1.25 apart) made of as few sequences as the rows need (every draft the head
+  /// proposes), and steps of one row per sequence up to `max_plain_rows`, with the head and paused:
+  /// a sequence costs more than a draft row (its window's keys, its draft head pass), so a plan's
+  /// cost depends on both, and a rank that drafts nothing saves the head's pass by pausing it.
+  /// Each step runs twice (rows ascending, then descending) and its faster time is kept. Sequences
+  /// of 16 random tokens verify random drafts, the head's proposals after each step included;
+  /// they are freed after. Ordered by rows, then sequences. About three seconds of one core on
+  /// the tiny model.
+  static std::vector<verify_cost_point> measure_verify(rank_engine& engine, int64_t max_rows,
+                                                       int64_t max_plain_rows = 64);
+
   /// The fit for this setup from MODEL_DIR/cost_model.json, measured and added to the file first
-  /// when it has none. Processes of one host take turns (a lock file beside it), so two nodes
+  /// when it has none (or, for a model with a draft head, when its fit has no verify curve). Processes of one host take turns (a lock file beside it), so two nodes
   /// starting together neither measure each other's load nor both profile.
   static result ensure(const std::string& model_dir, const config& cfg);
 };

@@ -8,6 +8,7 @@
 
 #include <boost/test/unit_test.hpp>
 
+#include "engine/testing/draft_fixture.hpp"
 #include "engine/testing/engine_fixture.hpp"
 
 using namespace deepinfer::engine;
@@ -91,13 +92,74 @@ BOOST_AUTO_TEST_CASE(ensure_measures_a_missing_setup_once_and_then_reads_the_fil
   BOOST_TEST(!file.find(fixture_isa(), 1).has_value());
 }
 
+BOOST_AUTO_TEST_CASE(the_verify_curve_is_measured_from_one_row_up_and_leaves_the_pool_as_it_was) {
+  auto e = load_draft_engine(speculative_mode::variable);
+  const auto free_before = e->pool().free_blocks();
+  const auto curve = cost_profile::measure_verify(*e, 60, 24);
+  BOOST_TEST(e->pool().free_blocks() == free_before);
+  BOOST_REQUIRE(curve.size() >= 15u);
+  BOOST_TEST(curve.front().rows == 1);
+  BOOST_TEST(curve.front().seqs == 1);
+  int plain = 0, paused = 0;
+  for (std::size_t i = 0; i < curve.size(); ++i) {
+    const auto& p = curve[i];
+    BOOST_TEST(p.seconds > 0.0);
+    BOOST_TEST(p.rows <= 60);
+    // Fewest sequences (every draft of 5 positions), or one row each up to 24 rows, with the head
+    // proposing after the step or paused.
+    BOOST_TEST((p.seqs == (p.rows + 5) / 6 || (p.seqs == p.rows && p.rows <= 24)));
+    plain += p.seqs == p.rows && p.rows > 6 && p.proposing;
+    paused += !p.proposing;
+    BOOST_TEST((p.proposing || p.seqs == p.rows));
+    if (i > 0) {
+      const auto& q = curve[i - 1];
+      BOOST_TEST((p.rows > q.rows || (p.rows == q.rows && (p.seqs > q.seqs || (p.seqs == q.seqs && p.proposing > q.proposing)))));
+    }
+  }
+  BOOST_TEST(plain >= 5);
+  BOOST_TEST(paused >= 8);
+  BOOST_TEST(curve.back().rows >= 48);
+  // Sixty rows are more work than one (the micro model's 512-id logits and its layers per row).
+  BOOST_TEST(curve.back().seconds > curve.front().seconds);
+  // A model without a draft head has no curve.
+  auto plain_engine = rank_engine::load(tiny_model_dir(), rank_engine::config{64, 1, fixture_isa()});
+  BOOST_REQUIRE(plain_engine.engine);
+  BOOST_TEST(cost_profile::measure_verify(*plain_engine.engine, 60).empty());
+}
+
+BOOST_AUTO_TEST_CASE(ensure_adds_the_verify_curve_to_a_fit_kept_without_one) {
+  auto dir = scratch_dir("cost_ensure_verify");
+  for (auto f : {"config.json", "model.safetensors", "draft.safetensors"})
+    std::filesystem::create_symlink(draft_model_dir() + "/" + f, dir + "/" + f);
+  // A fit written before the curve was kept (no verify_steps).
+  cost_model_file old;
+  old.put({fixture_isa(), 1, deepinfer::balancers::cost_model({.a0 = 1e-3, .a1 = 2e-6}), 10, 0.1, backend_kind::cpu, {}});
+  BOOST_REQUIRE(old.save(dir + "/cost_model.json").empty());
+  cost_profile::config cfg;
+  cfg.isa = fixture_isa();
+  cfg.max_verify_rows = 24;
+  auto r = cost_profile::ensure(dir, cfg);
+  BOOST_REQUIRE_MESSAGE(r.fit, r.error);
+  BOOST_TEST(r.chunks.empty()); // the prefill fit was read, not measured again
+  BOOST_TEST(r.fit->model.coefficients().a1 == 2e-6, boost::test_tools::tolerance(1e-12));
+  BOOST_TEST(!r.fit->verify_steps.empty());
+  BOOST_TEST(r.fit->verify_steps.back().rows <= 24);
+  auto file = cost_model_file::load(dir + "/cost_model.json");
+  BOOST_REQUIRE(file.find(fixture_isa(), 1).has_value());
+  BOOST_TEST(file.find(fixture_isa(), 1)->verify_steps.size() == r.fit->verify_steps.size());
+  // Read back as kept (to the nanosecond).
+  const auto kept = file.find(fixture_isa(), 1)->verify_steps;
+  BOOST_TEST(kept.front().seconds == r.fit->verify_steps.front().seconds, boost::test_tools::tolerance(1e-9));
+  BOOST_TEST(kept.back().seqs == r.fit->verify_steps.back().seqs);
+}
+
 BOOST_AUTO_TEST_CASE(the_file_keeps_one_fit_per_engine_setup) {
   cost_model_file f;
-  f.put({kernels::cpu_isa::avx2, 1, deepinfer::balancers::cost_model({.a0 = 1e-3}), 10, 0.1});
-  f.put({kernels::cpu_isa::avx2, 2, deepinfer::balancers::cost_model({.a0 = 2e-3}), 10, 0.1});
-  f.put({kernels::cpu_isa::avx2, 1, deepinfer::balancers::cost_model({.a0 = 3e-3}), 12, 0.2});
+  f.put({kernels::cpu_isa::avx2, 1, deepinfer::balancers::cost_model({.a0 = 1e-3}), 10, 0.1, backend_kind::cpu, {}});
+  f.put({kernels::cpu_isa::avx2, 2, deepinfer::balancers::cost_model({.a0 = 2e-3}), 10, 0.1, backend_kind::cpu, {}});
+  f.put({kernels::cpu_isa::avx2, 1, deepinfer::balancers::cost_model({.a0 = 3e-3}), 12, 0.2, backend_kind::cpu, {}});
   // A GPU's fit is another setup: it neither replaces nor answers for the CPU's.
-  f.put({kernels::cpu_isa::avx2, 1, deepinfer::balancers::cost_model({.a0 = 4e-3}), 9, 0.1, backend_kind::cuda});
+  f.put({kernels::cpu_isa::avx2, 1, deepinfer::balancers::cost_model({.a0 = 4e-3}), 9, 0.1, backend_kind::cuda, {}});
   auto back = cost_model_file::from_json(f.to_json());
   BOOST_REQUIRE(back);
   BOOST_TEST(back->entries().size() == 3u);
@@ -113,6 +175,20 @@ BOOST_AUTO_TEST_CASE(the_file_keeps_one_fit_per_engine_setup) {
   BOOST_TEST(old->find(kernels::cpu_isa::avx2, 1).has_value());
   BOOST_TEST(back->find(kernels::cpu_isa::avx2, 1)->samples == 12);
   BOOST_TEST(!back->find(kernels::cpu_isa::avx512, 1).has_value());
+  // A verify curve read back; a step of fewer rows than sequences was never measured (the file is
+  // measured again).
+  auto with_curve = *back->find(kernels::cpu_isa::avx2, 1);
+  with_curve.verify_steps = {{1, 1, 5e-3}, {1, 2, 5.5e-3}, {4, 4, 6e-3}};
+  f.put(with_curve);
+  auto back2 = cost_model_file::from_json(f.to_json());
+  BOOST_REQUIRE(back2);
+  BOOST_TEST(back2->find(kernels::cpu_isa::avx2, 1)->verify_steps.size() == 3u);
+  BOOST_TEST(back2->find(kernels::cpu_isa::avx2, 1)->verify_steps[2].seconds == 6e-3,
+             boost::test_tools::tolerance(1e-12));
+  BOOST_TEST(back2->find(kernels::cpu_isa::avx2, 1)->verify_steps[2].seqs == 4);
+  BOOST_TEST(!cost_model_file::from_json("{\"fits\": [{\"isa\": \"avx2\", \"threads\": 1, \"a0\": 1, \"a1\": 1, "
+                                         "\"a2\": 0, \"a3\": 0, \"verify_steps\": [[3, 2, 5]]}]}")
+                .has_value());
   // The older single-fit layout names no engine setup: it reads as empty (measured again).
   BOOST_TEST(cost_model_file::from_json("{\"a0\": 1, \"a1\": 1, \"a2\": 0, \"a3\": 0}")->entries().empty());
   BOOST_TEST(!cost_model_file::from_json("{\"fits\": [{\"isa\": \"sse9\", \"threads\": 1}]}").has_value());

@@ -30,13 +30,23 @@ std::vector<verify_output> run_decode_step(rank_engine& engine, spec_planner* pl
     reqs[i] = {seqs[i], lengths[i]};
     rows += 1 + lengths[i];
   }
-  engine.pause_proposing(!planner->wants_proposals());
+  // The head runs after this step unless paused: a step without it is cheaper than the profiled
+  // ones, so only steps with it correct the profile.
+  const bool proposing = planner->wants_proposals();
+  engine.pause_proposing(!proposing);
   const auto t0 = std::chrono::steady_clock::now();
   auto outs = engine.verify_step(reqs);
-  planner->observe(rows, std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
-  for (std::size_t i = 0; i < outs.size(); ++i)
-    if (outs[i].status == engine_status::ok)
-      planner->observe_acceptance(props[i], outs[i].drafted, outs[i].accepted);
+  planner->observe(rows, std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(),
+                   proposing ? static_cast<int64_t>(seqs.size()) : 0);
+  std::vector<int32_t> emitted;
+  for (std::size_t i = 0; i < outs.size(); ++i) {
+    emitted.clear();
+    for (const auto& t : outs[i].tokens)
+      emitted.push_back(t.id);
+    // A sequence the step could not extend (unknown, out of KV) ends its comparisons.
+    planner->observe_emitted(seqs[i].value, props[i], emitted,
+                             outs[i].finished || outs[i].status != engine_status::ok);
+  }
   return outs;
 }
 

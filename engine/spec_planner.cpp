@@ -7,9 +7,18 @@ namespace deepinfer::engine {
 
 spec_planner::spec_planner(speculative_mode mode) : mode_(mode) {}
 
-void spec_planner::observe(int64_t rows, double seconds) {
+void spec_planner::observe(int64_t rows, double seconds, int64_t seqs) {
   if (rows <= 0 || !(seconds > 0.0))
     return;
+  if (profile_ && seqs > 0) {
+    const double p = profile_->at(static_cast<double>(seqs), static_cast<double>(rows));
+    constexpr double d = 0.95; // about the last 20 steps
+    cw_ = d * cw_ + 1.0;
+    cp_ = d * cp_ + p;
+    cy_ = d * cy_ + seconds;
+    cpp_ = d * cpp_ + p * p;
+    cpy_ = d * cpy_ + p * seconds;
+  }
   constexpr double decay = 0.98; // about the last 50 steps
   const double x = static_cast<double>(rows);
   sw_ = decay * sw_ + 1.0;
@@ -30,13 +39,126 @@ void spec_planner::observe(int64_t rows, double seconds) {
 }
 
 spec_planner::step_costs spec_planner::costs() const {
+  std::vector<std::pair<double, double>> points;
+  if (!fixed_curve_)
+    for (const auto& rb : row_bins_)
+      if (rb.weight >= 0.5) // measured lately enough
+        points.emplace_back(rb.rows / rb.weight, rb.seconds / rb.weight);
+  return costs_of(std::move(points), curve());
+}
+
+namespace {
+// y at x on the polyline through `pts` (ascending in x), extended flat before the first point
+// and along the ray from the origin through the last after it.
+double interpolate(const std::vector<std::pair<double, double>>& pts, double x) {
+  if (x <= pts.front().first)
+    return pts.front().second;
+  if (x >= pts.back().first)
+    return pts.back().second * x / pts.back().first;
+  std::size_t i = 1;
+  while (pts[i].first < x)
+    ++i;
+  const auto [x0, y0] = pts[i - 1];
+  const auto [x1, y1] = pts[i];
+  return x1 > x0 ? y0 + (y1 - y0) * (x - x0) / (x1 - x0) : y0;
+}
+} // namespace
+
+double spec_planner::verify_profile::at(double seqs, double rows) const {
+  const double base = interpolate(fewest_seqs, rows);
+  return fewest.at(rows) + per_seq * std::max(std::min(seqs, rows) - base, 0.0);
+}
+
+void spec_planner::set_verify_costs(std::vector<verify_cost_point> points) {
+  std::erase_if(points, [](const auto& p) { return p.seqs < 1 || p.rows < p.seqs || !(p.seconds > 0.0); });
+  // Steps with the head paused say what its pass costs a sequence: against the same steps with it.
+  std::vector<double> head;
+  for (const auto& p : points)
+    if (!p.proposing)
+      for (const auto& q : points)
+        if (q.proposing && q.seqs == p.seqs && q.rows == p.rows)
+          head.push_back((q.seconds - p.seconds) / static_cast<double>(p.seqs));
+  std::erase_if(points, [](const auto& p) { return !p.proposing; });
+  if (points.empty())
+    return;
+  std::sort(points.begin(), points.end(), [](const auto& a, const auto& b) {
+    return a.rows != b.rows ? a.rows < b.rows : a.seqs < b.seqs;
+  });
+  // Per row count, the step of fewest sequences; the others say what a sequence costs more.
+  std::vector<std::pair<double, double>> fewest, seqs;
+  std::vector<double> per_seq;
+  for (std::size_t i = 0; i < points.size(); ++i) {
+    const auto& p = points[i];
+    if (i == 0 || p.rows != points[i - 1].rows) {
+      fewest.emplace_back(static_cast<double>(p.rows), p.seconds);
+      seqs.emplace_back(static_cast<double>(p.rows), static_cast<double>(p.seqs));
+      continue;
+    }
+    const double more = static_cast<double>(p.seqs) - seqs.back().second;
+    if (more > 0.0)
+      per_seq.push_back((p.seconds - fewest.back().second) / more);
+  }
+  // A step of more rows never costs less: a dip is the noise of one measurement, and a plan
+  // chosen for it would be paid at the true cost.
+  for (std::size_t i = 1; i < fewest.size(); ++i)
+    fewest[i].second = std::max(fewest[i].second, fewest[i - 1].second);
+  cost_curve line{0.0, fewest.back().second / fewest.back().first};
+  if (fewest.size() >= 2) {
+    // Past the last row count measured: the least-squares slope of the upper half of the curve,
+    // where more rows no longer share the weights' reads better (one pair's slope is noise).
+    const double half = fewest.back().first / 2.0;
+    double n = 0, sx = 0, sy = 0, sxx = 0, sxy = 0;
+    for (const auto& [x, y] : fewest)
+      if (x >= half) {
+        n += 1;
+        sx += x;
+        sy += y;
+        sxx += x * x;
+        sxy += x * y;
+      }
+    const double var = sxx - sx * sx / n;
+    if (n >= 2 && var > 0.0)
+      line.per_row = std::max((sxy - sx * sy / n) / var, 0.0);
+  }
+  verify_profile vp;
+  vp.fewest = costs_of(std::move(fewest), line);
+  vp.fewest.high_slope = line.per_row;
+  vp.fewest_seqs = std::move(seqs);
+  if (!per_seq.empty()) {
+    std::nth_element(per_seq.begin(), per_seq.begin() + static_cast<std::ptrdiff_t>(per_seq.size() / 2), per_seq.end());
+    vp.per_seq = std::max(per_seq[per_seq.size() / 2], 0.0);
+  }
+  if (!head.empty()) {
+    std::nth_element(head.begin(), head.begin() + static_cast<std::ptrdiff_t>(head.size() / 2), head.end());
+    vp.head_per_seq = std::max(head[head.size() / 2], 0.0);
+  }
+  profile_ = std::move(vp);
+  cw_ = cp_ = cy_ = cpp_ = cpy_ = 0.0;
+  head_worth_ = 0.0;
+}
+
+std::optional<double> spec_planner::priced(double seqs, double rows) const {
+  if (!profile_)
+    return std::nullopt;
+  const double p = profile_->at(seqs, rows);
+  if (cw_ <= 0.0)
+    return p;
+  // measured = a + b x profiled by least squares, with a prior worth four steps whose profiled
+  // cost is twice the mean away pulling b towards 1: steps that vary little in cost leave b at 1
+  // and shift the profile by what they measured (a ratio would scale every draft row by the
+  // sequences' own extra cost, which drafts do not share).
+  const double mp = cp_ / cw_, my = cy_ / cw_;
+  const double spp = cpp_ - cw_ * mp * mp, spy = cpy_ - cw_ * mp * my;
+  const double prior = 4.0 * mp * mp;
+  const double b = std::clamp((spy + prior) / (spp + prior), 0.5, 2.0);
+  const double a = my - b * mp;
+  return std::max(a + b * p, 0.1 * p);
+}
+
+spec_planner::step_costs spec_planner::costs_of(std::vector<std::pair<double, double>> points, cost_curve line) {
   step_costs sc;
-  sc.line = curve();
-  if (fixed_curve_)
-    return sc;
-  for (const auto& rb : row_bins_)
-    if (rb.weight >= 0.5) // measured lately enough
-      sc.points.emplace_back(rb.rows / rb.weight, rb.seconds / rb.weight);
+  sc.line = line;
+  sc.points = std::move(points);
   // Past the measured ends, the slope between the last two measured there (a quarter to all of
   // the fitted one).
   auto slope = [&](std::size_t a, std::size_t b) {
@@ -87,15 +209,40 @@ namespace {
 int bin_of(float c, int bins) { return std::clamp(static_cast<int>(c * static_cast<float>(bins)), 0, bins - 1); }
 } // namespace
 
+void spec_planner::record(int position, float confidence, bool accepted) {
+  constexpr double decay = 0.999; // about the last thousand comparisons per bin
+  const int b = bin_of(confidence, bins);
+  reached_[position][b] = decay * reached_[position][b] + 1.0;
+  taken_[position][b] = decay * taken_[position][b] + (accepted ? 1.0 : 0.0);
+}
+
 void spec_planner::observe_acceptance(const draft_proposal& p, int32_t drafted, int32_t accepted) {
-  constexpr double decay = 0.999; // about the last thousand verifications per bin
   for (int32_t j = 0; j < std::min(drafted, p.count); ++j) {
-    const int b = bin_of(p.confidence[j], bins);
-    reached_[j][b] = decay * reached_[j][b] + 1.0;
-    taken_[j][b] = decay * taken_[j][b] + (j < accepted ? 1.0 : 0.0);
+    record(j, p.confidence[j], j < accepted);
     if (j >= accepted)
       break; // the drafts after a rejected one were not tried
   }
+}
+
+void spec_planner::observe_emitted(uint64_t seq, const draft_proposal& proposal, std::span<const int32_t> emitted,
+                                   bool finished) {
+  if (mode_ != speculative_mode::variable)
+    return;
+  auto& t = tracks_[seq];
+  t.step = steps_;
+  if (proposal.count > 0)
+    t.drafts.push_back({proposal, 0});
+  for (const int32_t token : emitted)
+    for (auto& p : t.drafts) {
+      if (p.next >= p.proposal.count)
+        continue; // ended: all compared, or one rejected
+      const bool accepted = token == p.proposal.tokens[p.next];
+      record(p.next, p.proposal.confidence[p.next], accepted);
+      p.next = accepted ? p.next + 1 : p.proposal.count;
+    }
+  std::erase_if(t.drafts, [](const pending& p) { return p.next >= p.proposal.count; });
+  if (finished)
+    tracks_.erase(seq);
 }
 
 double spec_planner::calibrated(int position, float confidence) const {
@@ -120,10 +267,14 @@ double spec_planner::calibrated(int position, float confidence) const {
 bool spec_planner::wants_proposals() const {
   if (mode_ != speculative_mode::variable)
     return mode_ != speculative_mode::off;
-  if (offered_ <= 0.0 || planned_ >= 0.02 * offered_)
+  if (profile_ && profile_->head_per_seq > 0.0 && !fixed_curve_) {
+    if (head_worth_ >= 0.0)
+      return true;
+  } else if (offered_ <= 0.0 || planned_ >= 0.02 * offered_) {
     return true;
+  }
   // The next plan is number steps_ + 1; its proposals come from this step.
-  return (steps_ + 1) % explore_every == 0;
+  return (steps_ + 1) % look_again_every == 0;
 }
 
 bool spec_planner::identifiable() const {
@@ -170,6 +321,8 @@ std::vector<int32_t> spec_planner::plan(std::span<const draft_proposal> proposal
   }
   ++since_probe_;
   ++steps_;
+  // Sequences the last step did not include (moved, cancelled, out of KV) are no longer tracked.
+  std::erase_if(tracks_, [&](const auto& e) { return e.second.step + 1 < steps_; });
   struct candidate {
     float gain;
     uint32_t request;
@@ -194,11 +347,12 @@ std::vector<int32_t> spec_planner::plan(std::span<const draft_proposal> proposal
   });
   const auto sc = costs(); // once per plan: the loop prices up to 5 rows per request
   const double base = static_cast<double>(proposals.size());
-  double tokens = base, best_rate = base / sc.at(base);
+  auto cost = [&](double rows) { return profile_ && !fixed_curve_ ? *priced(base, rows) : sc.at(rows); };
+  double tokens = base, best_rate = base / cost(base);
   std::size_t best_m = 0;
   for (std::size_t m = 1; m <= cs.size(); ++m) {
     tokens += cs[m - 1].gain;
-    const double rate = tokens / sc.at(base + static_cast<double>(m));
+    const double rate = tokens / cost(base + static_cast<double>(m));
     if (rate > best_rate) {
       best_rate = rate;
       best_m = m;
@@ -210,17 +364,17 @@ std::vector<int32_t> spec_planner::plan(std::span<const draft_proposal> proposal
     constexpr double decay = 0.9;
     offered_ = decay * offered_ + static_cast<double>(cs.size());
     planned_ = decay * planned_ + static_cast<double>(best_m);
-  }
-  if (!proposals.empty() && steps_ % explore_every == 0) {
-    // Exploration: one request in turn tries one draft more, so that drafts the calibration
-    // undervalues get verified and can be found better (without it an underconfident bin would
-    // never be tried again). Not every step: a row past a multiple of 8 costs a pass over the
-    // weights (9 rows took 12.7 ms where 8 took 10.0 on the tiny model).
-    const auto i = static_cast<std::size_t>(steps_ / explore_every % proposals.size());
-    out[i] = std::min(out[i] + 1, proposals[i].count);
+    if (profile_ && !fixed_curve_) {
+      // Against steps without the head: the plan's step would cost the head's pass less.
+      const double bare = cost(base) - profile_->head_per_seq * base;
+      const double x = bare > 0.0 ? best_rate / (base / bare) - 1.0 : 1.0;
+      // The last plan decides: its expectation is already a mean over the batch's requests, and
+      // a batch that shrinks (requests ending) turns drafts worth it within a step or two.
+      head_worth_ = x;
+    }
   }
   ++since_far_probe_;
-  if (!fixed_curve_ && best_m > 0 && since_far_probe_ >= far_probe_interval_ &&
+  if (!fixed_curve_ && !profile_ && best_m > 0 && since_far_probe_ >= far_probe_interval_ &&
       (sc.points.empty() ? 0.0 : sc.points.back().first) < 0.8 * (base + static_cast<double>(cs.size()))) {
     // A far probe: every draft, because no step of nearly that many rows was measured lately and
     // the rows past the measured ones are priced from the last two measurements' slope, which
@@ -233,7 +387,7 @@ std::vector<int32_t> spec_planner::plan(std::span<const draft_proposal> proposal
       out[i] = proposals[i].count;
     return out;
   }
-  if (!fixed_curve_ && since_probe_ >= probe_interval_ && !identifiable()) {
+  if (!fixed_curve_ && !profile_ && since_probe_ >= probe_interval_ && !identifiable()) {
     // A probe: the row count furthest from this plan's, so that the curve sees both ends. Once
     // a slope is known, probes only refresh it: each waits twice as long as the last.
     since_probe_ = 0;

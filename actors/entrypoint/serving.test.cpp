@@ -188,7 +188,7 @@ BOOST_AUTO_TEST_CASE(the_entrypoint_prices_with_the_fit_kept_beside_the_model, *
   auto model = std::filesystem::temp_directory_path() / ("deepinfer-cost-test-" + std::to_string(::getpid()));
   BOOST_REQUIRE(engine::random_model::write(engine::model_config::tiny(), 7, model.string()).empty());
   engine::cost_model_file fits;
-  fits.put({engine::kernels::best_cpu_isa(), 1, deepinfer::balancers::cost_model({.a0 = 0.125, .a1 = 2.5e-4, .f0 = 0.5}), 20, 0.1});
+  fits.put({engine::kernels::best_cpu_isa(), 1, deepinfer::balancers::cost_model({.a0 = 0.125, .a1 = 2.5e-4, .f0 = 0.5}), 20, 0.1, engine::backend_kind::cpu, {}});
   BOOST_REQUIRE(fits.save((model / "cost_model.json").string()).empty());
 
   actors::node_runtime node{serving_node(model, {node_role::controller, node_role::entrypoint}, {})};

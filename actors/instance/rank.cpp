@@ -20,6 +20,7 @@
 #include "actors/log.hpp"
 #include "actors/instance/rank_prefill.hpp"
 #include "actors/instance/rank_state.hpp"
+#include "engine/cost_profile.hpp"
 #include "engine/kv_codec.hpp"
 
 namespace deepinfer::actors {
@@ -217,8 +218,22 @@ rank_actor::behavior_type rank_behavior(rank_pointer self, rank_config cfg) {
       self->quit(make_error(errc::rank_failed, "cannot load model: " + loaded.error));
     } else {
       self->state.engine = std::move(loaded.engine);
-      if (self->state.engine->drafting())
-        self->state.planner = std::make_unique<engine::spec_planner>(ec.speculative);
+      if (self->state.engine->drafting()) {
+        auto planner = std::make_unique<engine::spec_planner>(ec.speculative);
+        if (ec.speculative == engine::speculative_mode::variable) {
+          // The verify cost curve kept with the model (measured first when it has none for this
+          // engine setup; the node measured it before any actor ran when it serves or prefills).
+          engine::cost_profile::config setup{ec.threads, ec.isa};
+          setup.backend = ec.backend;
+          auto fit = engine::cost_profile::ensure(cfg.engine.model_dir, setup);
+          if (fit.fit && !fit.fit->verify_steps.empty())
+            planner->set_verify_costs(fit.fit->verify_steps);
+          else
+            log().warn("rank={} no verify cost curve ({}): the planner prices drafts on its own steps", cfg.rank,
+                       fit.fit ? "none measured" : fit.error);
+        }
+        self->state.planner = std::move(planner);
+      }
       join_ep(self);
     }
     // The staging buffers a hit's blocks are read into (shared by the process's prefill ranks).

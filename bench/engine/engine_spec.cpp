@@ -1,14 +1,19 @@
 // bench_engine_spec MODEL_DIR [--batches 1,8,64,256] [--tokens 64] [--prompt-len 32] [--threads 1]
-//   [--warmup-rounds 1] [--cpu-time]
+//   [--warmup-rounds 1] [--repeats 1] [--verify-curve on|off] [--cpu-time]
 // Speculative decoding side by side in one run (issue 18): for each batch size, greedy decode
 // tokens/s and mean tokens per request-step with --speculative off, fixed (all 5 drafts) and
-// variable (engine::spec_planner on the cost curve it measures from its own steps), from the
-// same prompts. Every mode must produce the same tokens (checked: the bench fails otherwise).
+// variable (engine::spec_planner), from the same prompts. Every mode must produce the same tokens
+// (checked: the bench fails otherwise). Variable prices its drafts on the verify cost curve kept
+// with the model (MODEL_DIR/cost_model.json, measured first when absent), as a serving rank
+// does; `--verify-curve off`: on the steps it ran only. `--repeats N` runs the three modes N times
+// in turn and reports each one's median tokens/s (the machine's noise moves single runs 5 %).
+#include <algorithm>
 #include <cstdio>
 #include <cstring>
 #include <string>
 #include <vector>
 
+#include "engine/cost_profile.hpp"
 #include "engine/decode_loop.hpp"
 #include "engine/rank_engine.hpp"
 #include "engine/spec_planner.hpp"
@@ -28,7 +33,7 @@ struct run_result {
 };
 
 run_result run(const std::string& dir, speculative_mode mode, int64_t batch, int64_t tokens, int64_t prompt_len,
-               int threads, int warmup_rounds) {
+               int threads, int warmup_rounds, const std::vector<verify_cost_point>& verify_curve) {
   rank_engine::config cfg;
   cfg.threads = threads;
   cfg.kv_blocks = batch * ((prompt_len + tokens + 16) / 128 + 2) + 8;
@@ -46,6 +51,7 @@ run_result run(const std::string& dir, speculative_mode mode, int64_t batch, int
   // A serving rank's planner lives across requests: rounds of other prompts first (not timed)
   // leave it with the costs and acceptances it would have in steady state.
   spec_planner planner{mode};
+  planner.set_verify_costs(verify_curve);
   run_result r;
   for (int round = warmup_rounds; round >= 0; --round) {
     const bool timed = round == 0;
@@ -105,13 +111,15 @@ run_result run(const std::string& dir, speculative_mode mode, int64_t batch, int
 int main(int argc, char** argv) {
   if (argc < 2) {
     std::fprintf(stderr, "usage: bench_engine_spec MODEL_DIR [--batches 1,8,64,256] [--tokens 64] "
-                         "[--prompt-len 32] [--threads 1] [--warmup-rounds 1] [--cpu-time]\n");
+                         "[--prompt-len 32] [--threads 1] [--warmup-rounds 1] [--repeats 1] "
+                         "[--verify-curve on|off] [--cpu-time]\n");
     return 2;
   }
   std::string dir = argv[1];
   std::vector<int64_t> batches{1, 8, 64, 256};
   int64_t tokens = 64, prompt_len = 32;
-  int threads = 1, warmup_rounds = 1;
+  int threads = 1, warmup_rounds = 1, repeats = 1;
+  bool verify_curve_on = true;
   for (int i = 2; i < argc; ++i) {
     std::string a = argv[i];
     auto value = [&] { return i + 1 < argc ? std::string{argv[++i]} : std::string{}; };
@@ -125,20 +133,42 @@ int main(int argc, char** argv) {
       threads = std::stoi(value());
     else if (a == "--warmup-rounds")
       warmup_rounds = std::stoi(value());
+    else if (a == "--repeats")
+      repeats = std::max(1, std::stoi(value()));
+    else if (a == "--verify-curve")
+      verify_curve_on = value() != "off";
     else if (a == "--cpu-time")
       use_cpu_time = true;
   }
   std::printf("| batch | off tok/s | fixed-5 tok/s | variable tok/s | tokens/step off / fixed / variable | "
               "variable vs fixed | fixed vs off | variable vs off |\n|---|---|---|---|---|---|---|---|\n");
+  std::vector<verify_cost_point> verify_curve;
+  if (verify_curve_on) {
+    cost_profile::config setup;
+    setup.threads = threads;
+    auto fit = cost_profile::ensure(dir, setup);
+    if (fit.fit)
+      verify_curve = fit.fit->verify_steps;
+    std::fprintf(stderr, "bench_engine_spec: verify cost curve of %zu steps%s\n", verify_curve.size(),
+                 verify_curve.empty() ? " (none: the planner prices on its own steps)" : "");
+  }
   for (auto b : batches) {
-    auto off = run(dir, speculative_mode::off, b, tokens, prompt_len, threads, warmup_rounds);
-    auto fixed = run(dir, speculative_mode::fixed, b, tokens, prompt_len, threads, warmup_rounds);
-    auto var = run(dir, speculative_mode::variable, b, tokens, prompt_len, threads, warmup_rounds);
-    if (fixed.outputs != off.outputs || var.outputs != off.outputs) {
-      std::fprintf(stderr, "bench_engine_spec: batch %lld: speculative output differs from plain decode\n",
-                   static_cast<long long>(b));
-      return 1;
+    std::vector<run_result> offs, fixeds, vars;
+    for (int k = 0; k < repeats; ++k) {
+      offs.push_back(run(dir, speculative_mode::off, b, tokens, prompt_len, threads, warmup_rounds, verify_curve));
+      fixeds.push_back(run(dir, speculative_mode::fixed, b, tokens, prompt_len, threads, warmup_rounds, verify_curve));
+      vars.push_back(run(dir, speculative_mode::variable, b, tokens, prompt_len, threads, warmup_rounds, verify_curve));
+      if (fixeds.back().outputs != offs.back().outputs || vars.back().outputs != offs.back().outputs) {
+        std::fprintf(stderr, "bench_engine_spec: batch %lld: speculative output differs from plain decode\n",
+                     static_cast<long long>(b));
+        return 1;
+      }
     }
+    auto median = [](std::vector<run_result>& rs) {
+      std::sort(rs.begin(), rs.end(), [](const auto& x, const auto& y) { return x.tokens_per_s < y.tokens_per_s; });
+      return rs[rs.size() / 2];
+    };
+    const auto off = median(offs), fixed = median(fixeds), var = median(vars);
     std::printf("| %lld | %.0f | %.0f | %.0f | %.2f / %.2f / %.2f | %+.1f %% | %+.1f %% | %+.1f %% |\n",
                 static_cast<long long>(b), off.tokens_per_s, fixed.tokens_per_s, var.tokens_per_s,
                 off.tokens_per_request_step, fixed.tokens_per_request_step, var.tokens_per_request_step,
