@@ -5,8 +5,9 @@
 // variable (engine::spec_planner), from the same prompts. Every mode must produce the same tokens
 // (checked: the bench fails otherwise). Variable prices its drafts on the verify cost curve kept
 // with the model (MODEL_DIR/cost_model.json, measured first when absent), as a serving rank
-// does; `--verify-curve off`: on the steps it ran only. `--repeats N` runs the three modes N times
-// in turn and reports each one's median tokens/s (the machine's noise moves single runs 5 %).
+// does; `--verify-curve off`: on the steps it ran only. `--repeats N` runs the three modes N times,
+// in an order that rotates, and reports each one's median tokens/s (the machine's noise moves
+// single runs 5 %).
 #include <algorithm>
 #include <cstdio>
 #include <cstring>
@@ -155,9 +156,20 @@ int main(int argc, char** argv) {
   for (auto b : batches) {
     std::vector<run_result> offs, fixeds, vars;
     for (int k = 0; k < repeats; ++k) {
-      offs.push_back(run(dir, speculative_mode::off, b, tokens, prompt_len, threads, warmup_rounds, verify_curve));
-      fixeds.push_back(run(dir, speculative_mode::fixed, b, tokens, prompt_len, threads, warmup_rounds, verify_curve));
-      vars.push_back(run(dir, speculative_mode::variable, b, tokens, prompt_len, threads, warmup_rounds, verify_curve));
+      // The modes in turn, each repeat starting one further (a mode that always ran last or first
+      // would carry whatever the order does to the machine).
+      for (int i = 0; i < 3; ++i) {
+        switch ((k + i) % 3) {
+        case 0:
+          offs.push_back(run(dir, speculative_mode::off, b, tokens, prompt_len, threads, warmup_rounds, verify_curve));
+          break;
+        case 1:
+          fixeds.push_back(run(dir, speculative_mode::fixed, b, tokens, prompt_len, threads, warmup_rounds, verify_curve));
+          break;
+        default:
+          vars.push_back(run(dir, speculative_mode::variable, b, tokens, prompt_len, threads, warmup_rounds, verify_curve));
+        }
+      }
       if (fixeds.back().outputs != offs.back().outputs || vars.back().outputs != offs.back().outputs) {
         std::fprintf(stderr, "bench_engine_spec: batch %lld: speculative output differs from plain decode\n",
                      static_cast<long long>(b));
