@@ -192,12 +192,7 @@ double spec_planner::step_costs::at(double rows) const {
     const auto [x0, y0] = points.back();
     return y0 + high_slope * (rows - x0);
   }
-  std::size_t i = 1;
-  while (points[i].first < rows)
-    ++i;
-  const auto [x0, y0] = points[i - 1];
-  const auto [x1, y1] = points[i];
-  return x1 > x0 ? y0 + (y1 - y0) * (rows - x0) / (x1 - x0) : y0;
+  return interpolate(points, rows);
 }
 
 void spec_planner::set_curve(cost_curve c) {
