@@ -48,6 +48,19 @@ private:
   int fd_;
 };
 
+/// An engine of the profiled setup, drafting as it serves (the head runs after each step), with a
+/// pool for a prompt of `max_context` tokens or for the verify curve's sequences (`measure_verify`:
+/// up to one per row, a block each and two while a step crosses one), whichever needs more.
+rank_engine::load_result load_for_profile(const std::string& model_dir, const cost_profile::config& cfg,
+                                          kernels::cpu_isa isa, int64_t max_context) {
+  const int64_t verify_seqs =
+    std::max<int64_t>((cfg.max_verify_rows + 1) / 2, cost_profile::max_plain_verify_rows) + 1;
+  rank_engine::config ec{std::max(max_context / 128, 2 * verify_seqs) + 8, cfg.threads, isa};
+  ec.backend = cfg.backend;
+  ec.speculative = speculative_mode::variable;
+  return rank_engine::load(model_dir, ec);
+}
+
 } // namespace
 
 std::vector<verify_cost_point> cost_profile::measure_verify(rank_engine& e, int64_t max_rows, int64_t max_plain_rows) {
@@ -147,12 +160,7 @@ cost_profile::result cost_profile::measure(const std::string& model_dir, const c
   result out;
   const auto isa = cfg.isa.value_or(kernels::best_cpu_isa());
   const int64_t max_context = std::max<int64_t>(cfg.max_context, 1024);
-  // The verify curve's sequences take a block each (and two while a step crosses one).
-  const int64_t verify_seqs = std::max<int64_t>((cfg.max_verify_rows + 1) / 2, 64) + 1;
-  rank_engine::config ec{std::max(max_context / 128, 2 * verify_seqs) + 8, cfg.threads, isa};
-  ec.backend = cfg.backend;
-  ec.speculative = speculative_mode::variable; // the draft head runs after each step, as it serves
-  auto loaded = rank_engine::load(model_dir, ec);
+  auto loaded = load_for_profile(model_dir, cfg, isa, max_context);
   if (!loaded.engine) {
     out.error = loaded.error;
     return out;
@@ -235,16 +243,13 @@ cost_profile::result cost_profile::ensure(const std::string& model_dir, const co
     log().info("profiling the verify cost of {} (isa={} threads={} backend={}); once per model and engine setup",
                model_dir, kernels::to_string(isa), cfg.threads, to_string(cfg.backend));
     const auto t0 = clock::now();
-    rank_engine::config ec{2 * (std::max<int64_t>((cfg.max_verify_rows + 1) / 2, 64) + 1) + 8, cfg.threads, isa};
-    ec.backend = cfg.backend;
-    ec.speculative = speculative_mode::variable;
-    auto loaded = rank_engine::load(model_dir, ec);
+    auto loaded = load_for_profile(model_dir, cfg, isa, 0);
     if (!loaded.engine)
       return out; // served without a curve: the planner measures its own steps
     out.fit->verify_steps = measure_verify(*loaded.engine, cfg.max_verify_rows);
     file.put(*out.fit);
     out.warning = file.save(path);
-    log().info("measured the verify cost curve in {:.1f} s ({} row counts)", ns_since(t0) / 1e9,
+    log().info("measured the verify cost curve in {:.1f} s ({} steps)", ns_since(t0) / 1e9,
                out.fit->verify_steps.size());
     return out;
   }
@@ -256,7 +261,7 @@ cost_profile::result cost_profile::ensure(const std::string& model_dir, const co
     return out;
   file.put(*out.fit);
   out.warning = file.save(path);
-  log().info("fitted the prefill cost model in {:.1f} s ({} chunks, mean error {:.1f} %; {} verify row counts){}",
+  log().info("fitted the prefill cost model in {:.1f} s ({} chunks, mean error {:.1f} %; {} verify steps){}",
              ns_since(t0) / 1e9, out.fit->samples, 100 * out.fit->mean_rel_err, out.fit->verify_steps.size(),
              out.warning.empty() ? "" : ": " + out.warning);
   return out;

@@ -67,7 +67,8 @@ public:
   /// they are freed after. Ordered by rows, then sequences. About three seconds of one core on
   /// the tiny model.
   static std::vector<verify_cost_point> measure_verify(rank_engine& engine, int64_t max_rows,
-                                                       int64_t max_plain_rows = 64);
+                                                       int64_t max_plain_rows = max_plain_verify_rows);
+  static constexpr int64_t max_plain_verify_rows = 64;
 
   /// The fit for this setup from MODEL_DIR/cost_model.json, measured and added to the file first
   /// when it has none (or, for a model with a draft head, when its fit has no verify curve). Processes of one host take turns (a lock file beside it), so two nodes

@@ -340,9 +340,12 @@ std::vector<int32_t> spec_planner::plan(std::span<const draft_proposal> proposal
       return a.request < b.request;
     return a.length < b.length;
   });
-  const auto sc = costs(); // once per plan: the loop prices up to 5 rows per request
+  // On the profiled curve, or on the rank's own steps gathered once per plan (the loop prices up
+  // to 5 rows per request).
+  const bool profiled = profile_ && !fixed_curve_;
+  const auto sc = profiled ? step_costs{} : costs();
   const double base = static_cast<double>(proposals.size());
-  auto cost = [&](double rows) { return profile_ && !fixed_curve_ ? *priced(base, rows) : sc.at(rows); };
+  auto cost = [&](double rows) { return profiled ? *priced(base, rows) : sc.at(rows); };
   double tokens = base, best_rate = base / cost(base);
   std::size_t best_m = 0;
   for (std::size_t m = 1; m <= cs.size(); ++m) {
@@ -359,7 +362,7 @@ std::vector<int32_t> spec_planner::plan(std::span<const draft_proposal> proposal
     constexpr double decay = 0.9;
     offered_ = decay * offered_ + static_cast<double>(cs.size());
     planned_ = decay * planned_ + static_cast<double>(best_m);
-    if (profile_ && !fixed_curve_) {
+    if (profiled) {
       // Against steps without the head: the plan's step would cost the head's pass less.
       const double bare = cost(base) - profile_->head_per_seq * base;
       const double x = bare > 0.0 ? best_rate / (base / bare) - 1.0 : 1.0;
