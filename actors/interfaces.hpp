@@ -28,7 +28,9 @@ namespace deepinfer::actors {
 /// - `(chunk)`: internal, the prefill loop's self-message (one budgeted step).
 /// - `(loaded, uint64_t id)`: internal, job `id`'s blocks are in host memory.
 /// - `(encode, vision_job) -> vision_result`: a vision rank's work (issue 21): the image's
-///   placeholder embeddings from the model's vision encoder (an error without one).
+///   placeholder embeddings from the model's vision encoder (an error without one), encoded on
+///   the rank's encoder thread.
+/// - `(encode, uint64_t key, vision_result)`: internal, the encoder thread's answer to image `key`.
 /// - `(drain, int64_t grace_ms) -> uint64_t`: the drain notice (issue 17; decode ranks): decode on
 ///   for `grace_ms`, then offer every sequence for a handoff by sending `(move, uint64_t id)` to
 ///   its sink; answered once the rank holds no sequence, with how many it handed off.
@@ -51,6 +53,7 @@ using rank_actor = caf::typed_actor<
   caf::reacts_to<loaded_atom, uint64_t>,
   caf::reacts_to<ep_wake_atom, int64_t>,
   caf::replies_to<encode_atom, vision_job>::with<vision_result>,
+  caf::reacts_to<encode_atom, uint64_t, vision_result>,
   caf::replies_to<drain_atom, int64_t>::with<uint64_t>,
   caf::reacts_to<move_atom, uint64_t, rank_grant>,
   caf::reacts_to<drain_atom>>;

@@ -159,8 +159,9 @@ struct cluster_manifest {
   actors::http::image_fetcher::config image_fetch;
   /// `[vision] balancer`: "patches" (the seeds' rule, default) or "round_robin".
   balancers::vision_policy vision_balancer = balancers::vision_policy::patches;
-  /// `[vision] nice`: the CPU niceness of the vision ranks' threads (0-19; actors::serving_config).
-  int vision_nice = 10;
+  /// `[vision] scheduling` ("idle", default: SCHED_IDLE; "normal") and `nice` (0-19, under
+  /// "normal"): the CPU priority of the vision ranks' encoder threads (actors::serving_config).
+  engine::thread_priority vision_priority{true, 10};
   actors::system_settings caf;
   /// `kv_transport`: how KV crosses processes (auto | caf_message | rdma; actors/kv_transport_choice.hpp).
   actors::kv_transport_mode kv_transport = actors::kv_transport_mode::automatic;

@@ -216,10 +216,13 @@ BOOST_AUTO_TEST_CASE(vision_table_sets_the_url_fetch_limits_and_the_balancer) {
     // Defaults: loopback and private addresses are fetched (documented), the patch rule routes.
     BOOST_TEST((m.image_fetch.private_hosts == deepinfer::actors::http::private_addresses::allow));
     BOOST_TEST((m.vision_balancer == deepinfer::balancers::vision_policy::patches));
-    BOOST_TEST(m.vision_nice == 10);
+    // The encoders run under SCHED_IDLE; `nice` is kept for "normal".
+    BOOST_TEST(m.vision_priority.idle);
+    BOOST_TEST(m.vision_priority.nice == 10);
   }
   auto r = parse_manifest(head + "max_image_bytes = 1000\nfetch_timeout_s = 2.5\nfetch_max_redirects = 1\n"
-                                 "fetch_private_addresses = false\nbalancer = \"round_robin\"\nnice = 0\n" + good_nodes,
+                                 "fetch_private_addresses = false\nbalancer = \"round_robin\"\nscheduling = \"normal\"\n"
+                                 "nice = 5\n" + good_nodes,
                           "test.toml");
   BOOST_REQUIRE(std::holds_alternative<cluster_manifest>(r));
   auto& m = std::get<cluster_manifest>(r);
@@ -228,9 +231,11 @@ BOOST_AUTO_TEST_CASE(vision_table_sets_the_url_fetch_limits_and_the_balancer) {
   BOOST_TEST(m.image_fetch.max_redirects == 1);
   BOOST_TEST((m.image_fetch.private_hosts == deepinfer::actors::http::private_addresses::refuse));
   BOOST_TEST((m.vision_balancer == deepinfer::balancers::vision_policy::round_robin));
-  BOOST_TEST(m.vision_nice == 0);
+  BOOST_TEST(!m.vision_priority.idle);
+  BOOST_TEST(m.vision_priority.nice == 5);
   BOOST_TEST(expect_error(head + "balancer = \"random\"\n" + good_nodes).key == "vision.balancer");
   BOOST_TEST(expect_error(head + "nice = 20\n" + good_nodes).key == "vision.nice");
+  BOOST_TEST(expect_error(head + "scheduling = \"batch\"\n" + good_nodes).key == "vision.scheduling");
   BOOST_TEST(expect_error(head + "fetch_timeout_s = 0\n" + good_nodes).key == "vision.fetch_timeout_s");
   BOOST_TEST(expect_error(head + "max_image_bytes = 0\n" + good_nodes).key == "vision.max_image_bytes");
 }

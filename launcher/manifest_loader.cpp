@@ -361,8 +361,13 @@ manifest_result parse_manifest(std::string_view text, const std::string& display
       if (auto v = t->string("balancer"))
         m.vision_balancer = parse_enum(*t, "balancer", *v,
           std::array{balancers::vision_policy::patches, balancers::vision_policy::round_robin});
+      if (auto v = t->string("scheduling")) {
+        if (*v != "idle" && *v != "normal")
+          t->fail("scheduling", "unknown value '" + *v + "' (expected idle or normal)");
+        m.vision_priority.idle = *v == "idle";
+      }
       if (auto v = t->integer("nice", 0, 19))
-        m.vision_nice = static_cast<int>(*v);
+        m.vision_priority.nice = static_cast<int>(*v);
       t->finish();
     }
     if (auto t = root.table("supervision")) {

@@ -1,12 +1,6 @@
 #include "actors/instance/rank.hpp"
 
-#include <sys/resource.h>
-#include <sys/syscall.h>
-#include <unistd.h>
-
-#include <cerrno>
 #include <chrono>
-#include <cstring>
 #include <span>
 #include <utility>
 
@@ -199,9 +193,6 @@ rank_actor::behavior_type rank_behavior(rank_pointer self, rank_config cfg) {
         ++it;
   });
   if (!cfg.engine.model_dir.empty()) {
-    // Before the engine starts its threads: they inherit it (Linux niceness is per thread).
-    if (cfg.engine.nice > 0 && ::setpriority(PRIO_PROCESS, static_cast<id_t>(::syscall(SYS_gettid)), cfg.engine.nice) != 0)
-      log().warn("rank={} cannot lower its CPU priority (nice {}): {}", cfg.rank, cfg.engine.nice, std::strerror(errno));
     engine::rank_engine::config ec;
     ec.threads = cfg.engine.threads;
     ec.kv_blocks = cfg.engine.kv_blocks;
@@ -211,7 +202,17 @@ rank_actor::behavior_type rank_behavior(rank_pointer self, rank_config cfg) {
     ec.constraints = cfg.engine.constraints;
     // Without a draft head the engine drafts nothing and the rank decodes plainly.
     ec.speculative = cfg.engine.speculative.value_or(engine::speculative_mode::variable);
-    auto loaded = engine::rank_engine::load(cfg.engine.model_dir, ec);
+    auto load = [&] { return engine::rank_engine::load(cfg.engine.model_dir, ec); };
+    engine::rank_engine::load_result loaded;
+    if (cfg.engine.encodes_images) {
+      // On the encoder thread, at its priority: the engine's threads inherit it.
+      self->state.encoder = std::make_unique<encoder_thread>(cfg.engine.priority);
+      if (const auto& refused = self->state.encoder->priority_error())
+        log().warn("rank={} the encoder keeps the process's CPU priority: {}", cfg.rank, *refused);
+      loaded = self->state.encoder->run_and_wait(load);
+    } else {
+      loaded = load();
+    }
     if (!loaded.engine) {
       log().error("rank={} cannot load model {}: {}", cfg.rank, cfg.engine.model_dir, loaded.error);
       // Fails like a crashed rank; the behavior below never runs.
@@ -310,31 +311,10 @@ rank_actor::behavior_type rank_behavior(rank_pointer self, rank_config cfg) {
       ++self->state.steps;
       return payload.bytes.size();
     },
-    [=](encode_atom, vision_job& job) -> vision_result {
-      auto held = hold_engine(self);
-      auto& s = self->state;
-      vision_result r;
-      r.id = job.id;
-      auto* vision = s.engine ? s.engine->vision() : nullptr;
-      if (vision == nullptr) {
-        r.error = make_error(errc::engine_missing, "this rank has no vision encoder");
-        return r;
-      }
-      if (vision->tokens_for(job.width, job.height) <= 0 ||
-          job.rgb.size() != static_cast<std::size_t>(job.width) * static_cast<std::size_t>(job.height) * 3) {
-        r.error = make_error(errc::engine_invalid_request, "the image does not cover one cell of the encoder");
-        return r;
-      }
-      const auto t0 = std::chrono::steady_clock::now();
-      r.embedding = vision->encode({job.width, job.height, job.rgb});
-      r.encode_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-      ++s.steps;
-      if (s.images_encoded) {
-        s.images_encoded->inc();
-        s.encode_seconds->observe(r.encode_seconds);
-      }
-      return r;
+    [=](encode_atom, vision_job& job) -> caf::typed_response_promise<vision_result> {
+      return start_encode(self, job);
     },
+    [=](encode_atom, uint64_t key, vision_result& r) { finish_encode(self, key, r); },
     [=](prefill_atom, prefill_job& job) -> caf::typed_response_promise<prefill_result> {
       auto held = hold_engine(self);
       auto promise = self->make_response_promise<prefill_result>();

@@ -15,6 +15,7 @@
 #include "engine/decoder_mode.hpp"
 #include "engine/kernels/isa.hpp"
 #include "engine/speculative_mode.hpp"
+#include "engine/thread_priority.hpp"
 
 namespace deepinfer::kv {
 class prefix_cache;
@@ -64,9 +65,11 @@ struct rank_engine_config {
   /// changes no token either. exact (for measurement) runs it over the last ring + 128 x D tokens
   /// (646 on the tiny model), so its windows equal a full run's.
   engine::decoder_mode decoder_mode = engine::decoder_mode::bounded;
-  /// The niceness of the rank's thread and of the engine threads it starts (0: as the process):
-  /// vision ranks yield the CPU to the text path where they share cores (`[vision] nice`).
-  int nice = 0;
+  /// A vision rank: it loads its engine and encodes images on an encoder thread of its own
+  /// (actors/instance/encoder_thread.hpp) that runs at `priority`, so that vision ranks yield
+  /// the CPU to the text path where they share cores (`[vision] scheduling`, `nice`).
+  bool encodes_images = false;
+  engine::thread_priority priority;
   /// CPU kernels (nullopt: the best the CPU runs; every ISA gives the same bits).
   std::optional<engine::kernels::cpu_isa> cpu_isa;
   /// Where the engine's matrix products run (`nodes[].backend`, `--backend`): on a CUDA node the

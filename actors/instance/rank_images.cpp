@@ -1,6 +1,9 @@
-// A prefill job's images (issue 21): their prefix-cache marks, and their placeholder embeddings
-// (from a vision rank, or encoded here).
+// Images (issue 21): a vision rank's encodes on its encoder thread; a prefill job's images,
+// their prefix-cache marks and their placeholder embeddings (from a vision rank, or encoded here).
 #include <chrono>
+
+#include <caf/actor_cast.hpp>
+#include <caf/send.hpp>
 
 #include "actors/errors.hpp"
 #include "actors/instance/rank_state.hpp"
@@ -51,6 +54,51 @@ caf::error encode_images(rank_state& st, engine::rank_engine& engine, prefill_jo
     im.rgb = {};
   }
   return {};
+}
+
+caf::typed_response_promise<vision_result> start_encode(rank_pointer self, vision_job& job) {
+  auto& st = self->state;
+  auto promise = self->make_response_promise<vision_result>();
+  vision_result r;
+  r.id = job.id;
+  auto* vision = st.engine ? st.engine->vision() : nullptr;
+  if (vision == nullptr || !st.encoder) {
+    r.error = make_error(errc::engine_missing, "this rank has no vision encoder");
+    promise.deliver(std::move(r));
+    return promise;
+  }
+  if (vision->tokens_for(job.width, job.height) <= 0 ||
+      job.rgb.size() != static_cast<std::size_t>(job.width) * static_cast<std::size_t>(job.height) * 3) {
+    r.error = make_error(errc::engine_invalid_request, "the image does not cover one cell of the encoder");
+    promise.deliver(std::move(r));
+    return promise;
+  }
+  const auto key = st.next_encode++;
+  st.encoding.emplace(key, promise);
+  // The thread only reads the encoder's weights and its own buffers; the answer comes back here
+  // by message (a weak address: a stopped rank is not kept alive, its answer is dropped).
+  st.encoder->post([vision, key, r = std::move(r), job = std::move(job), addr = self->address()]() mutable {
+    const auto t0 = std::chrono::steady_clock::now();
+    r.embedding = vision->encode({job.width, job.height, job.rgb});
+    r.encode_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    if (auto me = caf::actor_cast<rank_actor>(addr))
+      caf::anon_send(me, encode_atom::value, key, std::move(r));
+  });
+  return promise;
+}
+
+void finish_encode(rank_pointer self, uint64_t key, vision_result& r) {
+  auto& st = self->state;
+  auto it = st.encoding.find(key);
+  if (it == st.encoding.end())
+    return;
+  ++st.steps;
+  if (st.images_encoded) {
+    st.images_encoded->inc();
+    st.encode_seconds->observe(r.encode_seconds);
+  }
+  it->second.deliver(std::move(r));
+  st.encoding.erase(it);
 }
 
 } // namespace deepinfer::actors

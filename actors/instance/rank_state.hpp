@@ -20,6 +20,7 @@
 
 #include "actors/errors.hpp"
 #include "actors/instance/block_fetcher.hpp"
+#include "actors/instance/encoder_thread.hpp"
 #include "actors/instance/ep_generation.hpp"
 #include "actors/http/metrics_registry.hpp"
 #include "actors/interfaces.hpp"
@@ -140,6 +141,11 @@ struct rank_state {
   bool chunking = false;
   /// Declared after the engine and the tasks: destroyed (joined) first.
   std::unique_ptr<block_fetcher> fetcher;
+  /// A vision rank's encoder thread (`rank_engine_config::encodes_images`); declared after the
+  /// engine: joined before it goes. Its images' answers by local key, until they come back.
+  std::unique_ptr<encoder_thread> encoder;
+  std::map<uint64_t, caf::typed_response_promise<vision_result>> encoding;
+  uint64_t next_encode = 1;
   /// Pool use, batch size and prefill queue gauges (null without a registry).
   http::metrics_registry::gauge* pool_used = nullptr;
   http::metrics_registry::gauge* active_gauge = nullptr;
@@ -219,6 +225,11 @@ std::vector<kv::image_mark> marks_of(const prefill_job& job);
 /// their pixels; an error when the model has no vision encoder or an image does not match its
 /// placeholders.
 caf::error encode_images(rank_state& st, engine::rank_engine& engine, prefill_job& job, engine::prefill_request& req);
+/// A vision rank's image: checked here, then encoded on the rank's encoder thread; the promise
+/// is answered when `finish_encode` gets the result (at once with an error when it cannot be).
+caf::typed_response_promise<vision_result> start_encode(rank_pointer self, vision_job& job);
+/// The encoder thread's answer to image `key`: counted, then delivered.
+void finish_encode(rank_pointer self, uint64_t key, vision_result& r);
 
 // -- drain and handoff (rank_drain.cpp) ---------------------------------------------------------
 

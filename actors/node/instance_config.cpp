@@ -46,7 +46,8 @@ instance_supervisor_config make_instance_config(const node_runtime_config& node,
     sc.engine.kv_blocks = 1;
     sc.engine.cpu_isa = node.serving->cpu_isa;
     sc.engine.backend = node.serving->backend;
-    sc.engine.nice = node.serving->vision_nice;
+    sc.engine.encodes_images = true;
+    sc.engine.priority = node.serving->vision_priority;
     sc.engine.metrics = shared.metrics;
     sc.engine.instance = sc.instance;
   }

@@ -14,6 +14,7 @@
 #include "engine/backends/backend_kind.hpp"
 #include "engine/decoder_mode.hpp"
 #include "engine/speculative_mode.hpp"
+#include "engine/thread_priority.hpp"
 #include "engine/kernels/isa.hpp"
 #include "recipe/json_parse.hpp"
 #include "recipe/vision/image_decode.hpp"
@@ -90,11 +91,13 @@ struct serving_config {
   http::image_fetcher::config image_fetch;
   /// How the entrypoint spreads images over the vision ranks (`[vision] balancer`).
   balancers::vision_policy vision_balancer = balancers::vision_policy::patches;
-  /// The niceness of the vision ranks' threads (`[vision] nice`, 0-19): where they share cores
-  /// with prefill and decode ranks (the embedded default, a small cluster), a long encode yields
-  /// the CPU to text requests, whose TTFT would otherwise grow with the image load; on a machine
+  /// The CPU priority of the vision ranks' encoder threads (`[vision] scheduling`, `nice`):
+  /// where they share cores with prefill and decode ranks (the embedded default, a small
+  /// cluster), an encode yields the CPU to text requests, whose TTFT would otherwise grow with
+  /// the image load. SCHED_IDLE (the default) yields at once and entirely: a waking prefill or
+  /// decode thread takes the core; a nice thread keeps a share and a slice. On vision machines
   /// of their own it changes nothing.
-  int vision_nice = 10;
+  engine::thread_priority vision_priority{true, 10};
   /// Limit for one prefill round trip (a dead rank never answers: CAF 0.17 pitfall P7).
   std::chrono::milliseconds prefill_timeout{60000};
   /// How long a request waits for a running prefill and decode instance (starting, restarting

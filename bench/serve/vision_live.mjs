@@ -11,8 +11,10 @@
 // (client-side latency of a one-token, non-streamed answer) with and without the image load.
 // Usage: node bench/serve/vision_live.mjs EXE [--runs=2] [--rate=6] [--seconds=40] [--idle-seconds=12]
 //        [--large-share=0.05] [--large=1024] [--small=256] [--cards=2] [--probe-rate=2] [--keep]
-//        [--nice=0,10]: instead of the two policies, the patch rule with each `[vision] nice` (the
-//        vision ranks' CPU niceness) alternating run by run.
+//        [--priority=idle,10,0]: instead of the two policies, the patch rule with each CPU priority
+//        of the vision ranks' encoder threads alternating run by run: `idle` is `[vision]
+//        scheduling = "idle"` (SCHED_IDLE, the default), a number N is scheduling = "normal" with
+//        `nice = N`. (`--nice=0,10` is the same as `--priority=0,10`.)
 import { spawn } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
@@ -42,7 +44,13 @@ function rng(seed) {
 const smallImages = Array.from({ length: 16 }, (_, i) => dataUri(png(small, small, 1000 + i)));
 const largeImages = Array.from({ length: 4 }, (_, i) => dataUri(png(large, large, 2000 + i)));
 
-async function start(policy, nice) {
+// The `[vision]` lines of a priority variant ("idle" or a niceness; undefined: the default).
+function priorityLines(priority) {
+  if (priority === undefined) return '';
+  return priority === 'idle' ? '\nscheduling = "idle"' : `\nscheduling = "normal"\nnice = ${Number(priority)}`;
+}
+
+async function start(policy, priority) {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'deepinfer-vision-live-'));
   const ports = [];
   for (let i = 0; i < 5; ++i) ports.push(await freePort());
@@ -55,7 +63,7 @@ async function start(policy, nice) {
     manifestNode('v0', ports[3], ['vision'], `ranks = ${cards}\n`),
     manifestNode('v1', ports[4], ['vision'], `ranks = ${cards}\n`),
   ]).replace('log_level = "info"', `log_level = "${opts['log-level'] ?? 'warn'}"\n[vision]\nbalancer = "${policy}"` +
-                                        (nice === undefined ? '' : `\nnice = ${nice}`));
+                                        priorityLines(priority));
   fs.writeFileSync(manifest, text);
   const proc = spawn(exe, ['--manifest', manifest], { stdio: ['ignore', fs.openSync(path.join(dir, 'log'), 'w'), fs.openSync(path.join(dir, 'log'), 'a')] });
   const base = `http://127.0.0.1:${http}`;
@@ -151,8 +159,8 @@ function quantile(h, q) {
 }
 const pct = (xs, q) => { const s = [...xs].sort((a, b) => a - b); return s[Math.min(s.length - 1, Math.floor(q * s.length))]; };
 
-async function measure({ policy, nice }) {
-  const s = await start(policy, nice);
+async function measure({ policy, priority }) {
+  const s = await start(policy, priority);
   try {
     // 1. Text alone.
     let idleEnd = performance.now() + idleSeconds * 1000;
@@ -162,7 +170,7 @@ async function measure({ policy, nice }) {
     let loading = true;
     const [load, busy] = await Promise.all([imageLoad(s.base).finally(() => { loading = false; }), probes(s.base, () => !loading)]);
     const q = minus(await histogram(s.base, 'deepinfer_vision_queue_seconds'), before);
-    return { policy: nice === undefined ? policy : `${policy} nice=${nice}`, ...load, queue_p50: quantile(q, 0.5), queue_p99: quantile(q, 0.99), queue_mean: q.sum / Math.max(1, q.count),
+    return { policy: priority === undefined ? policy : `${policy} ${priority === 'idle' ? 'idle' : `nice=${priority}`}`, ...load, queue_p50: quantile(q, 0.5), queue_p99: quantile(q, 0.99), queue_mean: q.sum / Math.max(1, q.count),
              queued: q.count, idle_p50: pct(idle, 0.5), idle_p90: pct(idle, 0.9), busy_p50: pct(busy, 0.5), busy_p90: pct(busy, 0.9),
              probes: [idle.length, busy.length] };
   } finally {
@@ -175,8 +183,9 @@ console.log(`# vision live: 2 vision nodes x ${cards} ranks, ${rate} images/s fo
 console.log('| run | policy | images (large, failed) | queue p50 | queue p99 | queue mean | small-image answer p50 / p99 | large p50 | text TTFT p50 / p90 alone | with images | p50 change |');
 console.log('|---|---|---|---|---|---|---|---|---|---|---|');
 const all = [];
-const variants = opts.nice ? opts.nice.split(',').map((n) => ({ policy: 'patches', nice: Number(n) }))
-                           : [{ policy: 'patches' }, { policy: 'round_robin' }];
+const priorities = opts.priority ?? opts.nice;
+const variants = priorities ? priorities.split(',').map((p) => ({ policy: 'patches', priority: p }))
+                            : [{ policy: 'patches' }, { policy: 'round_robin' }];
 for (let r = 0; r < runs; ++r)
   for (const v of variants) {
     const m = await measure(v);
@@ -189,7 +198,7 @@ for (let r = 0; r < runs; ++r)
   }
 const mean = (p, k) => { const xs = all.filter((m) => m.policy === p).map((m) => m[k]); return xs.reduce((a, b) => a + b, 0) / xs.length; };
 const names = [...new Set(all.map((m) => m.policy))];
-if (!opts.nice)
+if (!priorities)
   console.log(`\nqueue p99 patches / round robin (mean over runs): ${(mean('patches', 'queue_p99') / mean('round_robin', 'queue_p99')).toFixed(2)}x ` +
               `(goal <= 0.7x); queue mean: ${(mean('patches', 'queue_mean') / mean('round_robin', 'queue_mean')).toFixed(2)}x`);
 for (const p of names)

@@ -331,7 +331,7 @@ int main(int argc, char** argv) {
       sc.vision = m.vision;
       sc.image_fetch = m.image_fetch;
       sc.vision_balancer = m.vision_balancer;
-      sc.vision_nice = m.vision_nice;
+      sc.vision_priority = m.vision_priority;
       sc.prefill_step = std::chrono::microseconds{static_cast<int64_t>(m.balancer.prefill_step_budget_ms * 1000.0)};
       if (auto rc = finish_serving_config(o, sc, node->cpu_isa, node->backend, m.kv_transport))
         return *rc;

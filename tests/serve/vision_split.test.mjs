@@ -45,8 +45,10 @@ async function ready(base, needVision) {
       const text = await (await fetch(base + '/metrics')).text();
       const r = await fetch(base + '/v1/chat/completions', { method: 'POST', headers: { 'content-type': 'application/json' },
         body: JSON.stringify({ model: MODEL, max_tokens: 1, messages: [{ role: 'user', content: 'ping' }] }) });
-      // Both vision nodes report a healthy rank in the controller's view.
-      const vision = ['v0', 'v1'].every((n) => text.includes(`deepinfer_instance_healthy_ranks{instance="${n}/vision"} 1`));
+      // Both vision instances are running in the controller's view (a starting one already
+      // counts its rank, but the entrypoints route images only to running ones).
+      const vision = ['v0', 'v1'].every((n) => text.includes(`deepinfer_instance_healthy_ranks{instance="${n}/vision"} 1`) &&
+        new RegExp(`^deepinfer_instance_state\\{[^}]*instance="${n}/vision"[^}]*state="running"[^}]*\\} 1`, 'm').test(text));
       if (r.status === 200 && (!needVision || vision)) return Date.now() - t0;
     } catch { /* not up yet */ }
     if (Date.now() - t0 > 120000) throw new Error(`${base} not serving within 120 s (log: ${logPath})`);
@@ -74,6 +76,26 @@ try {
     // the prefill rank encodes it, which gives the same answers and would hide it).
     const refused = fs.readFileSync(logPath, 'utf8').split('\n').filter((l) => l.includes('vision rank refused'));
     assert.equal(refused.length, 0, `vision ranks refused images: ${refused[0]}`);
+  });
+  await check('the vision nodes encode on SCHED_IDLE threads; their other threads keep the normal policy', async () => {
+    // /proc/PID/task/TID/stat: field 41 is the scheduling policy (0 SCHED_OTHER, 5 SCHED_IDLE);
+    // fields are counted after the command name's closing parenthesis (field 2).
+    const policy = (pid, tid) => {
+      const stat = fs.readFileSync(`/proc/${pid}/task/${tid}/stat`, 'utf8');
+      return Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[41 - 3]);
+    };
+    const visionPids = fs.readdirSync('/proc').filter((p) => /^\d+$/.test(p)).filter((p) => {
+      try {
+        const args = fs.readFileSync(`/proc/${p}/cmdline`, 'utf8').split('\0');
+        return args.includes(manifest) && /^v[01]$/.test(args[args.indexOf('--node') + 1] ?? '');
+      } catch { return false; }
+    });
+    assert.equal(visionPids.length, 2, `two vision node processes: ${visionPids}`);
+    for (const pid of visionPids) {
+      const policies = fs.readdirSync(`/proc/${pid}/task`).map((tid) => policy(pid, tid));
+      assert.ok(policies.includes(5), `process ${pid}: an encoder thread under SCHED_IDLE (${policies})`);
+      assert.ok(policies.includes(0), `process ${pid}: CAF's threads under SCHED_OTHER (${policies})`);
+    }
   });
 } catch (e) {
   await check('setup', () => { throw e; });
