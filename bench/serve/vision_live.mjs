@@ -19,12 +19,15 @@ import { spawn } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
+import { Worker, isMainThread, parentPort, workerData } from 'node:worker_threads';
 
 import { clusterManifest, freePort, manifestNode } from '../../tests/serve/harness.mjs';
 import { dataUri, png } from '../../tests/serve/png.mjs';
 
-const opts = Object.fromEntries(process.argv.slice(2).filter((a) => a.startsWith('--')).map((a) => a.slice(2).split('=')));
-const exe = process.argv.slice(2).find((a) => !a.startsWith('--'));
+// The image load runs this file again on a worker thread (imageLoadOnWorker) with the same arguments.
+const argv = isMainThread ? process.argv.slice(2) : workerData.argv;
+const opts = Object.fromEntries(argv.filter((a) => a.startsWith('--')).map((a) => a.slice(2).split('=')));
+const exe = argv.find((a) => !a.startsWith('--'));
 if (!exe) {
   console.error('usage: node bench/serve/vision_live.mjs EXE [--runs=2] [--rate=6] [--seconds=40] ...');
   process.exit(2);
@@ -41,8 +44,9 @@ function rng(seed) {
   return () => { x = (Math.imul(x, 1664525) + 1013904223) >>> 0; return x / 2 ** 32; };
 }
 // Distinct images (a cache hit would skip nothing on the encoder, but distinct is the honest load).
-const smallImages = Array.from({ length: 16 }, (_, i) => dataUri(png(small, small, 1000 + i)));
-const largeImages = Array.from({ length: 4 }, (_, i) => dataUri(png(large, large, 2000 + i)));
+// Made once by the main thread; the image load's worker gets them with its data.
+const smallImages = isMainThread ? Array.from({ length: 16 }, (_, i) => dataUri(png(small, small, 1000 + i))) : workerData.small;
+const largeImages = isMainThread ? Array.from({ length: 4 }, (_, i) => dataUri(png(large, large, 2000 + i))) : workerData.large;
 
 // The `[vision]` lines of a priority variant ("idle" or a niceness; undefined: the default).
 function priorityLines(priority) {
@@ -137,6 +141,18 @@ async function imageLoad(base) {
            large_p50: pct(largeMs, 0.5) };
 }
 
+/// `imageLoad` on a worker thread of its own, as another client would send it: its request bodies
+/// (megabytes of JSON each) are built and sent on another event loop than the probes', which
+/// would otherwise wait behind them and time the client instead of the server.
+function imageLoadOnWorker(base) {
+  return new Promise((resolve, reject) => {
+    const worker = new Worker(new URL(import.meta.url), { workerData: { argv, base, small: smallImages, large: largeImages } });
+    worker.once('message', resolve);
+    worker.once('error', reject);
+    worker.once('exit', (code) => { if (code !== 0) reject(new Error(`the image load's worker exited with ${code}`)); });
+  });
+}
+
 /// The histogram `name` (no labels) from /metrics: [upper bound, cumulative count] pairs, sum, count.
 async function histogram(base, name) {
   const text = await (await fetch(base + '/metrics')).text();
@@ -168,7 +184,7 @@ async function measure({ policy, priority }) {
     // 2. Images, with the same probes beside them.
     const before = await histogram(s.base, 'deepinfer_vision_queue_seconds');
     let loading = true;
-    const [load, busy] = await Promise.all([imageLoad(s.base).finally(() => { loading = false; }), probes(s.base, () => !loading)]);
+    const [load, busy] = await Promise.all([imageLoadOnWorker(s.base).finally(() => { loading = false; }), probes(s.base, () => !loading)]);
     const q = minus(await histogram(s.base, 'deepinfer_vision_queue_seconds'), before);
     return { policy: priority === undefined ? policy : `${policy} ${priority === 'idle' ? 'idle' : `nice=${priority}`}`, ...load, queue_p50: quantile(q, 0.5), queue_p99: quantile(q, 0.99), queue_mean: q.sum / Math.max(1, q.count),
              queued: q.count, idle_p50: pct(idle, 0.5), idle_p90: pct(idle, 0.9), busy_p50: pct(busy, 0.5), busy_p90: pct(busy, 0.9),
@@ -178,28 +194,32 @@ async function measure({ policy, priority }) {
   }
 }
 
-console.log(`# vision live: 2 vision nodes x ${cards} ranks, ${rate} images/s for ${seconds} s, ${Math.round(largeShare * 100)} % ${large}x${large} ` +
-            `among ${small}x${small}, text probes ${probeRate}/s; ${os.cpus()[0]?.model} x ${os.cpus().length}`);
-console.log('| run | policy | images (large, failed) | queue p50 | queue p99 | queue mean | small-image answer p50 / p99 | large p50 | text TTFT p50 / p90 alone | with images | p50 change |');
-console.log('|---|---|---|---|---|---|---|---|---|---|---|');
-const all = [];
-const priorities = opts.priority ?? opts.nice;
-const variants = priorities ? priorities.split(',').map((p) => ({ policy: 'patches', priority: p }))
-                            : [{ policy: 'patches' }, { policy: 'round_robin' }];
-for (let r = 0; r < runs; ++r)
-  for (const v of variants) {
-    const m = await measure(v);
-    all.push(m);
-    const ms = (x) => `${(x * 1000).toFixed(1)} ms`;
-    console.log(`| ${r + 1} | ${m.policy} | ${m.images} (${m.large}, ${m.failed}) | ${ms(m.queue_p50)} | ${ms(m.queue_p99)} | ${ms(m.queue_mean)} | ` +
-                `${m.small_p50.toFixed(0)} / ${m.small_p99.toFixed(0)} ms | ${m.large_p50?.toFixed(0)} ms | ` +
-                `${m.idle_p50.toFixed(1)} / ${m.idle_p90.toFixed(1)} ms | ${m.busy_p50.toFixed(1)} / ${m.busy_p90.toFixed(1)} ms | ` +
-                `${((m.busy_p50 / m.idle_p50 - 1) * 100).toFixed(1)} % |`);
-  }
-const mean = (p, k) => { const xs = all.filter((m) => m.policy === p).map((m) => m[k]); return xs.reduce((a, b) => a + b, 0) / xs.length; };
-const names = [...new Set(all.map((m) => m.policy))];
-if (!priorities)
-  console.log(`\nqueue p99 patches / round robin (mean over runs): ${(mean('patches', 'queue_p99') / mean('round_robin', 'queue_p99')).toFixed(2)}x ` +
-              `(goal <= 0.7x); queue mean: ${(mean('patches', 'queue_mean') / mean('round_robin', 'queue_mean')).toFixed(2)}x`);
-for (const p of names)
-  console.log(`text TTFT p50 with images / alone, ${p}: ${((mean(p, 'busy_p50') / mean(p, 'idle_p50') - 1) * 100).toFixed(1)} % (goal within +5 %)`);
+if (!isMainThread) {
+  parentPort.postMessage(await imageLoad(workerData.base));
+} else {
+  console.log(`# vision live: 2 vision nodes x ${cards} ranks, ${rate} images/s for ${seconds} s, ${Math.round(largeShare * 100)} % ${large}x${large} ` +
+              `among ${small}x${small}, text probes ${probeRate}/s; ${os.cpus()[0]?.model} x ${os.cpus().length}`);
+  console.log('| run | policy | images (large, failed) | queue p50 | queue p99 | queue mean | small-image answer p50 / p99 | large p50 | text TTFT p50 / p90 alone | with images | p50 change |');
+  console.log('|---|---|---|---|---|---|---|---|---|---|---|');
+  const all = [];
+  const priorities = opts.priority ?? opts.nice;
+  const variants = priorities ? priorities.split(',').map((p) => ({ policy: 'patches', priority: p }))
+                              : [{ policy: 'patches' }, { policy: 'round_robin' }];
+  for (let r = 0; r < runs; ++r)
+    for (const v of variants) {
+      const m = await measure(v);
+      all.push(m);
+      const ms = (x) => `${(x * 1000).toFixed(1)} ms`;
+      console.log(`| ${r + 1} | ${m.policy} | ${m.images} (${m.large}, ${m.failed}) | ${ms(m.queue_p50)} | ${ms(m.queue_p99)} | ${ms(m.queue_mean)} | ` +
+                  `${m.small_p50.toFixed(0)} / ${m.small_p99.toFixed(0)} ms | ${m.large_p50?.toFixed(0)} ms | ` +
+                  `${m.idle_p50.toFixed(1)} / ${m.idle_p90.toFixed(1)} ms | ${m.busy_p50.toFixed(1)} / ${m.busy_p90.toFixed(1)} ms | ` +
+                  `${((m.busy_p50 / m.idle_p50 - 1) * 100).toFixed(1)} % |`);
+    }
+  const mean = (p, k) => { const xs = all.filter((m) => m.policy === p).map((m) => m[k]); return xs.reduce((a, b) => a + b, 0) / xs.length; };
+  const names = [...new Set(all.map((m) => m.policy))];
+  if (!priorities)
+    console.log(`\nqueue p99 patches / round robin (mean over runs): ${(mean('patches', 'queue_p99') / mean('round_robin', 'queue_p99')).toFixed(2)}x ` +
+                `(goal <= 0.7x); queue mean: ${(mean('patches', 'queue_mean') / mean('round_robin', 'queue_mean')).toFixed(2)}x`);
+  for (const p of names)
+    console.log(`text TTFT p50 with images / alone, ${p}: ${((mean(p, 'busy_p50') / mean(p, 'idle_p50') - 1) * 100).toFixed(1)} % (goal within +5 %)`);
+}

@@ -10,11 +10,21 @@ import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 
-export function freePort() {
-  return new Promise((resolve) => {
-    const s = net.createServer();
-    s.listen(0, '127.0.0.1', () => { const p = s.address().port; s.close(() => resolve(p)); });
-  });
+// Ports this process was handed: the OS may hand a closed one out again, and a manifest with two
+// nodes on one port is refused.
+const portsHanded = new Set();
+
+export async function freePort() {
+  for (;;) {
+    const port = await new Promise((resolve) => {
+      const s = net.createServer();
+      s.listen(0, '127.0.0.1', () => { const p = s.address().port; s.close(() => resolve(p)); });
+    });
+    if (!portsHanded.has(port)) {
+      portsHanded.add(port);
+      return port;
+    }
+  }
 }
 
 /// The official API clients `packages` (e.g. ['openai', '@anthropic-ai/sdk']) from the cache that
