@@ -21,9 +21,12 @@ std::vector<verify_output> run_decode_step(rank_engine& engine, spec_planner* pl
     return v;
   }
   std::vector<draft_proposal> props(seqs.size());
-  for (std::size_t i = 0; i < seqs.size(); ++i)
+  std::vector<uint64_t> ids(seqs.size());
+  for (std::size_t i = 0; i < seqs.size(); ++i) {
     props[i] = engine.proposal(seqs[i]);
-  const auto lengths = planner->plan(props);
+    ids[i] = seqs[i].value;
+  }
+  const auto lengths = planner->plan(props, ids);
   std::vector<verify_request> reqs(seqs.size());
   int64_t rows = 0;
   for (std::size_t i = 0; i < seqs.size(); ++i) {

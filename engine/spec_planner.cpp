@@ -204,16 +204,19 @@ namespace {
 int bin_of(float c, int bins) { return std::clamp(static_cast<int>(c * static_cast<float>(bins)), 0, bins - 1); }
 } // namespace
 
-void spec_planner::record(int position, float confidence, bool accepted) {
+void spec_planner::record(history last, int position, float confidence, bool accepted) {
   constexpr double decay = 0.999; // about the last thousand comparisons per bin
   const int b = bin_of(confidence, bins);
   reached_[position][b] = decay * reached_[position][b] + 1.0;
   taken_[position][b] = decay * taken_[position][b] + (accepted ? 1.0 : 0.0);
+  const auto h = static_cast<int>(last);
+  reached_after_[h][position][b] = decay * reached_after_[h][position][b] + 1.0;
+  taken_after_[h][position][b] = decay * taken_after_[h][position][b] + (accepted ? 1.0 : 0.0);
 }
 
 void spec_planner::observe_acceptance(const draft_proposal& p, int32_t drafted, int32_t accepted) {
   for (int32_t j = 0; j < std::min(drafted, p.count); ++j) {
-    record(j, p.confidence[j], j < accepted);
+    record(history::unknown, j, p.confidence[j], j < accepted);
     if (j >= accepted)
       break; // the drafts after a rejected one were not tried
   }
@@ -226,13 +229,17 @@ void spec_planner::observe_emitted(uint64_t seq, const draft_proposal& proposal,
   auto& t = tracks_[seq];
   t.step = steps_;
   if (proposal.count > 0)
-    t.drafts.push_back({proposal, 0});
+    t.drafts.push_back({proposal, 0, t.last});
   for (const int32_t token : emitted)
     for (auto& p : t.drafts) {
       if (p.next >= p.proposal.count)
         continue; // ended: all compared, or one rejected
       const bool accepted = token == p.proposal.tokens[p.next];
-      record(p.next, p.proposal.confidence[p.next], accepted);
+      record(p.last, p.next, p.proposal.confidence[p.next], accepted);
+      if (accepted && p.next + 1 == p.proposal.count)
+        t.last = history::all_accepted;
+      else if (!accepted)
+        t.last = p.next == 0 ? history::first_rejected : history::partly_accepted;
       p.next = accepted ? p.next + 1 : p.proposal.count;
     }
   std::erase_if(t.drafts, [](const pending& p) { return p.next >= p.proposal.count; });
@@ -257,6 +264,22 @@ double spec_planner::calibrated(int position, float confidence) const {
   const double at_position = (taken + prior * c) / (reached + prior);
   const int b = bin_of(confidence, bins);
   return (taken_[position][b] + prior * at_position) / (reached_[position][b] + prior);
+}
+
+double spec_planner::calibrated(int position, float confidence, history last) const {
+  const double overall = calibrated(position, confidence);
+  if (position < 0 || position >= max_draft_positions)
+    return overall;
+  constexpr double prior = 8.0;
+  const auto h = static_cast<int>(last);
+  double reached = 0.0, taken = 0.0;
+  for (int x = 0; x < bins; ++x) {
+    reached += reached_after_[h][position][x];
+    taken += taken_after_[h][position][x];
+  }
+  const double after = (taken + prior * overall) / (reached + prior);
+  const int b = bin_of(confidence, bins);
+  return (taken_after_[h][position][b] + prior * after) / (reached_after_[h][position][b] + prior);
 }
 
 bool spec_planner::wants_proposals() const {
@@ -305,7 +328,7 @@ spec_planner::cost_curve spec_planner::curve() const {
   return {my / (1.0 + mx / 16.0), my / (16.0 + mx)};
 }
 
-std::vector<int32_t> spec_planner::plan(std::span<const draft_proposal> proposals) {
+std::vector<int32_t> spec_planner::plan(std::span<const draft_proposal> proposals, std::span<const uint64_t> sequences) {
   std::vector<int32_t> out(proposals.size(), 0);
   if (mode_ == speculative_mode::off)
     return out;
@@ -325,9 +348,13 @@ std::vector<int32_t> spec_planner::plan(std::span<const draft_proposal> proposal
   };
   std::vector<candidate> cs;
   for (std::size_t i = 0; i < proposals.size(); ++i) {
+    auto last = history::unknown;
+    if (i < sequences.size())
+      if (auto t = tracks_.find(sequences[i]); t != tracks_.end())
+        last = t->second.last;
     float e = 1.0f;
     for (int32_t k = 0; k < proposals[i].count; ++k) {
-      e *= static_cast<float>(calibrated(k, proposals[i].confidence[k]));
+      e *= static_cast<float>(calibrated(k, proposals[i].confidence[k], last));
       cs.push_back({e, static_cast<uint32_t>(i), k + 1});
     }
   }

@@ -92,6 +92,45 @@ BOOST_AUTO_TEST_CASE(every_proposal_is_compared_with_what_its_sequence_emits) {
   BOOST_TEST(v.calibrated(3, 0.5f) == 0.5, boost::test_tools::tolerance(1e-6)); // never compared
 }
 
+BOOST_AUTO_TEST_CASE(a_sequence_s_last_proposal_prices_its_next_drafts) {
+  // Two sequences whose head says 0.5 for every draft: sequence 1 goes on exactly as drafted,
+  // sequence 2 never does. Pooled over both, a first draft is accepted half the time; after its
+  // own last proposal each sequence's next one is all but certain either way.
+  spec_planner p{speculative_mode::variable};
+  p.set_curve({1.0, 0.05});
+  const uint64_t ids[] = {1, 2};
+  int32_t at[] = {0, 0}; // tokens emitted so far; sequence 1's text is 0, 1, 2, ...
+  auto proposal = [&](int s) {
+    draft_proposal q;
+    for (int32_t j = 1; j <= 5; ++j) {
+      q.tokens[q.count] = s == 0 ? at[0] + j : -j; // sequence 2's drafts are never its text
+      q.confidence[q.count++] = 0.5f;
+    }
+    return q;
+  };
+  for (int step = 0; step < 200; ++step) {
+    const draft_proposal ps[] = {proposal(0), proposal(1)};
+    const auto lengths = p.plan(ps, ids);
+    for (int s = 0; s < 2; ++s) {
+      // What verification emits: the drafts it accepted, then the target's own token.
+      std::vector<int32_t> out;
+      for (int32_t j = 0; j < (s == 0 ? lengths[0] : 0); ++j)
+        out.push_back(at[0] + 1 + j);
+      out.push_back(s == 0 ? at[0] + 1 + lengths[0] : 1000 + step);
+      at[s] += static_cast<int32_t>(out.size());
+      p.observe_emitted(ids[s], ps[s], out, false);
+    }
+  }
+  const draft_proposal ps[] = {proposal(0), proposal(1)};
+  BOOST_TEST(p.calibrated(0, 0.5f) == 0.5, boost::test_tools::tolerance(0.05));
+  BOOST_TEST(p.calibrated(0, 0.5f, spec_planner::history::all_accepted) > 0.95);
+  BOOST_TEST(p.calibrated(0, 0.5f, spec_planner::history::first_rejected) < 0.05);
+  BOOST_TEST((p.plan(ps, ids) == std::vector<int32_t>{5, 0}));
+  // Without the sequences, both are priced on the pooled chance and get the same drafts.
+  const auto blind = p.plan(ps);
+  BOOST_TEST(blind[0] == blind[1]);
+}
+
 BOOST_AUTO_TEST_CASE(confidences_are_recalibrated_by_what_verification_accepted) {
   spec_planner p{speculative_mode::variable};
   // Untried: the head's confidence as it is.
