@@ -1,6 +1,7 @@
 #include "launcher/launch_plan.hpp"
 
 #include <sstream>
+#include <string>
 
 #include <ifaddrs.h>
 #include <netdb.h>
@@ -115,7 +116,9 @@ std::string describe_plan(const cluster_manifest& m, const std::vector<node_laun
       << " fetch_max_redirects=" << m.image_fetch.max_redirects << " fetch_private_addresses="
       << (m.image_fetch.private_hosts == actors::http::private_addresses::allow ? "true" : "false")
       << " fetch_ca_file=" << (m.image_fetch.ca_file.empty() ? "(system)" : m.image_fetch.ca_file)
-      << " balancer=" << balancers::to_string(m.vision_balancer) << "\n";
+      << " balancer=" << balancers::to_string(m.vision_balancer) << " scheduling="
+      << (m.vision_priority.idle ? std::string{"idle"} : "normal nice=" + std::to_string(m.vision_priority.nice))
+      << "\n";
   auto& b = m.balancer;
   out << "balancer.prefill: bucket_bounds=" << b.prefill_bucket_bounds[0] << ","
       << b.prefill_bucket_bounds[1] << "," << b.prefill_bucket_bounds[2]
