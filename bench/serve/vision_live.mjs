@@ -15,6 +15,8 @@
 //        of the vision ranks' encoder threads alternating run by run: `idle` is `[vision]
 //        scheduling = "idle"` (SCHED_IDLE, the default), a number N is scheduling = "normal" with
 //        `nice = N`. (`--nice=0,10` is the same as `--priority=0,10`.)
+//        [--prefill-nodes=1]: prefill nodes of one rank each (p0, p1, ...), each its own instance
+//        (the prefill balancer spreads prompts over them by remaining quota).
 import { spawn } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
@@ -36,6 +38,7 @@ const runs = Number(opts.runs ?? 2), rate = Number(opts.rate ?? 6), seconds = Nu
 const idleSeconds = Number(opts['idle-seconds'] ?? 12), largeShare = Number(opts['large-share'] ?? 0.05);
 const large = Number(opts.large ?? 1024), small = Number(opts.small ?? 256), cards = Number(opts.cards ?? 2);
 const probeRate = Number(opts['probe-rate'] ?? 2);
+const prefillNodes = Math.max(1, Number(opts['prefill-nodes'] ?? 1));
 const MODEL = 'deepseek-v4.1-flash';
 
 // A seeded stream, so every run sends the same images at the same offsets.
@@ -57,15 +60,16 @@ function priorityLines(priority) {
 async function start(policy, priority) {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'deepinfer-vision-live-'));
   const ports = [];
-  for (let i = 0; i < 5; ++i) ports.push(await freePort());
+  for (let i = 0; i < 4 + prefillNodes; ++i) ports.push(await freePort());
   const http = await freePort();
   const manifest = path.join(dir, 'cluster.toml');
+  const prefills = Array.from({ length: prefillNodes }, (_, i) => manifestNode(`p${i}`, ports[4 + i], ['prefill'], 'ranks = 1\n'));
   const text = clusterManifest(path.join(dir, 'kv'), [
     manifestNode('n0', ports[0], ['controller', 'entrypoint', 'kvstore'], `http = "127.0.0.1:${http}"\n`),
-    manifestNode('p0', ports[1], ['prefill'], 'ranks = 1\n'),
-    manifestNode('d0', ports[2], ['decode'], 'ranks = 1\n'),
-    manifestNode('v0', ports[3], ['vision'], `ranks = ${cards}\n`),
-    manifestNode('v1', ports[4], ['vision'], `ranks = ${cards}\n`),
+    ...prefills,
+    manifestNode('d0', ports[1], ['decode'], 'ranks = 1\n'),
+    manifestNode('v0', ports[2], ['vision'], `ranks = ${cards}\n`),
+    manifestNode('v1', ports[3], ['vision'], `ranks = ${cards}\n`),
   ]).replace('log_level = "info"', `log_level = "${opts['log-level'] ?? 'warn'}"\n[vision]\nbalancer = "${policy}"` +
                                         priorityLines(priority));
   fs.writeFileSync(manifest, text);
@@ -75,7 +79,9 @@ async function start(policy, priority) {
   for (;;) {
     try {
       const m = await (await fetch(base + '/metrics')).text();
-      const up = ['v0', 'v1'].every((n) => m.includes(`deepinfer_instance_healthy_ranks{instance="${n}/vision"} ${cards}`));
+      const running = (instance) => new RegExp(`^deepinfer_instance_state\\{[^}]*instance="${instance}"[^}]*state="running"`, 'm').test(m);
+      const up = ['v0', 'v1'].every((n) => m.includes(`deepinfer_instance_healthy_ranks{instance="${n}/vision"} ${cards}`) && running(`${n}/vision`)) &&
+                 Array.from({ length: prefillNodes }, (_, i) => `p${i}/prefill`).every(running);
       if (up && (await chat(base, 'ping')).ok) break;
     } catch { /* not up yet */ }
     if (Date.now() - t0 > 180000) throw new Error(`the cluster did not come up within 180 s (log: ${dir}/log)`);
@@ -197,7 +203,7 @@ async function measure({ policy, priority }) {
 if (!isMainThread) {
   parentPort.postMessage(await imageLoad(workerData.base));
 } else {
-  console.log(`# vision live: 2 vision nodes x ${cards} ranks, ${rate} images/s for ${seconds} s, ${Math.round(largeShare * 100)} % ${large}x${large} ` +
+  console.log(`# vision live: 2 vision nodes x ${cards} ranks, ${prefillNodes} prefill node(s), ${rate} images/s for ${seconds} s, ${Math.round(largeShare * 100)} % ${large}x${large} ` +
               `among ${small}x${small}, text probes ${probeRate}/s; ${os.cpus()[0]?.model} x ${os.cpus().length}`);
   console.log('| run | policy | images (large, failed) | queue p50 | queue p99 | queue mean | small-image answer p50 / p99 | large p50 | text TTFT p50 / p90 alone | with images | p50 change |');
   console.log('|---|---|---|---|---|---|---|---|---|---|---|');
