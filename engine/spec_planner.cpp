@@ -204,14 +204,27 @@ namespace {
 int bin_of(float c, int bins) { return std::clamp(static_cast<int>(c * static_cast<float>(bins)), 0, bins - 1); }
 } // namespace
 
-void spec_planner::record(history last, int position, float confidence, bool accepted) {
+void spec_planner::tally::add(int bin, bool accepted) {
   constexpr double decay = 0.999; // about the last thousand comparisons per bin
+  reached[bin] = decay * reached[bin] + 1.0;
+  taken[bin] = decay * taken[bin] + (accepted ? 1.0 : 0.0);
+}
+
+double spec_planner::tally::shrunk(int bin, double prior) const {
+  constexpr double weight = 8.0;
+  double all_reached = 0.0, all_taken = 0.0;
+  for (int b = 0; b < bins; ++b) {
+    all_reached += reached[b];
+    all_taken += taken[b];
+  }
+  const double all = (all_taken + weight * prior) / (all_reached + weight);
+  return (taken[bin] + weight * all) / (reached[bin] + weight);
+}
+
+void spec_planner::record(history last, int position, float confidence, bool accepted) {
   const int b = bin_of(confidence, bins);
-  reached_[position][b] = decay * reached_[position][b] + 1.0;
-  taken_[position][b] = decay * taken_[position][b] + (accepted ? 1.0 : 0.0);
-  const auto h = static_cast<int>(last);
-  reached_after_[h][position][b] = decay * reached_after_[h][position][b] + 1.0;
-  taken_after_[h][position][b] = decay * taken_after_[h][position][b] + (accepted ? 1.0 : 0.0);
+  pooled_[position].add(b, accepted);
+  after_[static_cast<int>(last)][position].add(b, accepted);
 }
 
 void spec_planner::observe_acceptance(const draft_proposal& p, int32_t drafted, int32_t accepted) {
@@ -255,31 +268,14 @@ double spec_planner::calibrated(int position, float confidence) const {
   // confidence itself, each prior counting as 8 verifications. A tenth the planner has rarely
   // verified borrows from its position's acceptance: the head may rank drafts well and still be
   // off in scale (on the tiny model, drafts 2-5 it rated 0.1-0.3 were accepted 9 times in 10).
-  constexpr double prior = 8.0;
-  double reached = 0.0, taken = 0.0;
-  for (int b = 0; b < bins; ++b) {
-    reached += reached_[position][b];
-    taken += taken_[position][b];
-  }
-  const double at_position = (taken + prior * c) / (reached + prior);
-  const int b = bin_of(confidence, bins);
-  return (taken_[position][b] + prior * at_position) / (reached_[position][b] + prior);
+  return pooled_[position].shrunk(bin_of(confidence, bins), c);
 }
 
 double spec_planner::calibrated(int position, float confidence, history last) const {
   const double overall = calibrated(position, confidence);
   if (position < 0 || position >= max_draft_positions)
     return overall;
-  constexpr double prior = 8.0;
-  const auto h = static_cast<int>(last);
-  double reached = 0.0, taken = 0.0;
-  for (int x = 0; x < bins; ++x) {
-    reached += reached_after_[h][position][x];
-    taken += taken_after_[h][position][x];
-  }
-  const double after = (taken + prior * overall) / (reached + prior);
-  const int b = bin_of(confidence, bins);
-  return (taken_after_[h][position][b] + prior * after) / (reached_after_[h][position][b] + prior);
+  return after_[static_cast<int>(last)][position].shrunk(bin_of(confidence, bins), overall);
 }
 
 bool spec_planner::wants_proposals() const {

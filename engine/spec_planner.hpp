@@ -175,9 +175,15 @@ private:
   // sequence's last proposal: exponentially weighted comparisons and acceptances. (The pooled
   // sums are their own: each outcome's decays only with its own comparisons.)
   static constexpr int bins = 10;
-  double reached_[max_draft_positions][bins] = {}, taken_[max_draft_positions][bins] = {};
-  double reached_after_[histories][max_draft_positions][bins] = {};
-  double taken_after_[histories][max_draft_positions][bins] = {};
+  struct tally {
+    double reached[bins] = {}, taken[bins] = {};
+    void add(int bin, bool accepted);
+    /// Bin `bin`'s acceptance shrunk towards all bins', and that towards `prior` (each prior
+    /// counting as 8 comparisons).
+    double shrunk(int bin, double prior) const;
+  };
+  tally pooled_[max_draft_positions];
+  tally after_[histories][max_draft_positions];
   void record(history last, int position, float confidence, bool accepted);
   // Proposals still being compared with what their sequence emits (`observe_emitted`).
   struct pending {

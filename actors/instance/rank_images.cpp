@@ -62,14 +62,12 @@ caf::typed_response_promise<vision_result> start_encode(rank_pointer self, visio
   vision_result r;
   r.id = job.id;
   auto* vision = st.engine ? st.engine->vision() : nullptr;
-  if (vision == nullptr || !st.encoder) {
+  if (vision == nullptr || !st.encoder)
     r.error = make_error(errc::engine_missing, "this rank has no vision encoder");
-    promise.deliver(std::move(r));
-    return promise;
-  }
-  if (vision->tokens_for(job.width, job.height) <= 0 ||
-      job.rgb.size() != static_cast<std::size_t>(job.width) * static_cast<std::size_t>(job.height) * 3) {
+  else if (vision->tokens_for(job.width, job.height) <= 0 ||
+           job.rgb.size() != static_cast<std::size_t>(job.width) * static_cast<std::size_t>(job.height) * 3)
     r.error = make_error(errc::engine_invalid_request, "the image does not cover one cell of the encoder");
+  if (r.error) {
     promise.deliver(std::move(r));
     return promise;
   }
