@@ -85,6 +85,7 @@ using swa_fetch_atom = caf::atom_constant<caf::atom("swafetch")>;
 using admit_atom = caf::atom_constant<caf::atom("admit")>;
 /// A request actor's image URLs are fetched (the results wait in its state).
 using fetched_atom = caf::atom_constant<caf::atom("fetched")>;
+using parsed_atom = caf::atom_constant<caf::atom("parsed")>;
 using deadline_atom = caf::atom_constant<caf::atom("deadline")>;
 using place_atom = caf::atom_constant<caf::atom("place")>;
 using release_atom = caf::atom_constant<caf::atom("release")>;

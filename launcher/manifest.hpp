@@ -162,6 +162,9 @@ struct cluster_manifest {
   /// `[vision] scheduling` ("idle", default: SCHED_IDLE; "normal") and `nice` (0-19, under
   /// "normal"): the CPU priority of the vision ranks' encoder threads (actors::serving_config).
   engine::thread_priority vision_priority{true, 10};
+  /// `[vision] background_body_bytes`: request bodies this large or larger are parsed at the
+  /// vision priority (actors::serving_config; 0: never).
+  uint64_t vision_background_body_bytes = uint64_t{1} << 20;
   actors::system_settings caf;
   /// `kv_transport`: how KV crosses processes (auto | caf_message | rdma; actors/kv_transport_choice.hpp).
   actors::kv_transport_mode kv_transport = actors::kv_transport_mode::automatic;

@@ -7,6 +7,7 @@
 #include "actors/http/anthropic_error.hpp"
 #include "actors/http/request_checks.hpp"
 #include "actors/log.hpp"
+#include "actors/node/lowered_thread.hpp"
 #include "kv/prefix_cache.hpp"
 #include "actors/entrypoint/request_actor.hpp"
 #include "actors/entrypoint/token_routes.hpp"
@@ -232,6 +233,11 @@ std::unique_ptr<entrypoint> entrypoint::create(caf::actor_system& sys, const ser
     auto fetch = cfg.image_fetch;
     fetch.max_bytes = cfg.vision.max_bytes;
     ctx->fetcher = std::make_shared<http::image_fetcher>(fetch);
+    if (cfg.background_body_bytes > 0) {
+      ctx->background = std::make_shared<lowered_thread>(cfg.vision_priority);
+      if (const auto& refused = ctx->background->priority_error())
+        log().warn("entrypoint: large request bodies are parsed at the process's CPU priority: {}", *refused);
+    }
     ctx->image_fetches = &metrics->add_counter("deepinfer_image_fetches_total",
                                                "Image URLs fetched by the entrypoint, by result (ok, or why not: "
                                                "bad_url, refused_address, unreachable, tls, timeout, too_large, "

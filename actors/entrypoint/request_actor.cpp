@@ -179,7 +179,6 @@ bool prepare(request_pointer self, recipe::conversation conv, const fetched_imag
   return true;
 }
 
-caf::behavior await_images(request_pointer self, recipe::conversation conv, const std::vector<std::string>& urls);
 caf::behavior start(request_pointer self, recipe::conversation conv, const fetched_images& fetched);
 
 caf::behavior request_behavior(request_pointer self, std::shared_ptr<entrypoint::context> ctx, recipe::api_kind api,
@@ -197,41 +196,13 @@ caf::behavior request_behavior(request_pointer self, std::shared_ptr<entrypoint:
   });
   st.conv.api = api;
   st.tenant = tenant;
+  // A large body (an inline image, in practice) is parsed where it yields the CPU to text
+  // requests; a parse takes ~6 ms per MiB (bench_parse_body).
+  if (st.ctx->background && body.size() >= st.ctx->cfg.background_body_bytes)
+    return parse_in_background(self, api, std::move(body), std::move(tenant));
   auto conv = parse_for_serving(*st.ctx, api, body, tenant);
   std::string().swap(body); // the body (up to the body limit) is not needed any more
-  if (!conv) {
-    st.done = true;
-    send_error(st, conv.error());
-    self->quit();
-    return {};
-  }
-  if (auto urls = image_urls(*conv); !urls.empty() && st.ctx->fetcher)
-    return await_images(self, std::move(*conv), urls);
-  return compile_then_start(self, std::move(*conv), {});
-}
-
-/// Waits for the request's image URLs, fetched on the fetcher's thread (never on this actor's,
-/// which would hold a CAF worker for the whole fetch), then starts it; a client gone meanwhile
-/// ends it.
-caf::behavior await_images(request_pointer self, recipe::conversation conv, const std::vector<std::string>& urls) {
-  log().debug("request={} fetching {} image URL(s)", self->state.id, urls.size());
-  auto parsed = std::make_shared<recipe::conversation>(std::move(conv));
-  auto fetched = std::make_shared<fetched_images>();
-  // The callback holds the actor strongly: nothing else does while it waits (no request is out
-  // yet), and CAF ends an actor nobody references.
-  fetch_images(*self->state.ctx, urls, [fetched, h = caf::actor_cast<caf::actor>(self)](fetched_images got) {
-    // The message orders the write before the actor reads it.
-    *fetched = std::move(got);
-    caf::anon_send(h, fetched_atom::value);
-  });
-  return {
-    [=](fetched_atom) {
-      log().debug("request={} image URLs fetched", self->state.id);
-      if (auto next = compile_then_start(self, std::move(*parsed), std::move(*fetched)))
-        self->become(std::move(next));
-    },
-    [=](cancel_atom, uint64_t) { abandon_request(self, "its images were fetched"); },
-  };
+  return after_parse(self, std::move(conv));
 }
 
 /// The rest of a request once its images are at hand: prepare, the stream parser and encoder,

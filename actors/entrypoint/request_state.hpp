@@ -219,6 +219,16 @@ void on_handoff_done(request_pointer self, int i);
 /// moves there (samples that rode together share one monitor).
 void unwatch(request_pointer self, const caf::actor& rank);
 
+/// request_parse.cpp: a request once its body is parsed: answered at once when `conv` is an
+/// error, else its image URLs fetched and its constraint compiled, then started; an empty
+/// behavior when it was answered already.
+caf::behavior after_parse(request_pointer self, expected<recipe::conversation, recipe::api_error> conv);
+
+/// request_parse.cpp: parses a large body (`[vision] background_body_bytes`: inline images,
+/// in practice) on the entrypoint's lowered-priority thread instead of this actor's CAF worker,
+/// then goes on with `after_parse`; a client gone meanwhile ends the request.
+caf::behavior parse_in_background(request_pointer self, recipe::api_kind api, std::string body, std::string tenant);
+
 /// request_actor.cpp: the rest of a request once its images are at hand and its constraint
 /// compiled (prepare, the stream parser and encoder, admission, the behavior that carries it to
 /// the end); an empty behavior when it was answered already.

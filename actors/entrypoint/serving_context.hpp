@@ -21,6 +21,8 @@
 
 namespace deepinfer::actors {
 
+class lowered_thread;
+
 /// What every request actor shares (read-only after start, apart from the id counter).
 struct entrypoint::context {
   caf::actor_system* sys = nullptr;
@@ -35,6 +37,9 @@ struct entrypoint::context {
   /// encoder queue time it measures (round trip less the encode).
   std::shared_ptr<vision_router> vision_routes;
   http::metrics_registry::histogram* vision_queue = nullptr;
+  /// Parses request bodies of `cfg.background_body_bytes` or more at the vision priority (null
+  /// when the model has no vision encoder, or the setting is 0).
+  std::shared_ptr<lowered_thread> background;
   /// Fetches http(s) image URLs (null when the model has no vision encoder).
   std::shared_ptr<http::image_fetcher> fetcher;
   /// Image URL fetches by result (`ok` or the fetch error's kind), their time and bytes.

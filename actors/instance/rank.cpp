@@ -206,7 +206,7 @@ rank_actor::behavior_type rank_behavior(rank_pointer self, rank_config cfg) {
     engine::rank_engine::load_result loaded;
     if (cfg.engine.encodes_images) {
       // On the encoder thread, at its priority: the engine's threads inherit it.
-      self->state.encoder = std::make_unique<encoder_thread>(cfg.engine.priority);
+      self->state.encoder = std::make_unique<lowered_thread>(cfg.engine.priority);
       if (const auto& refused = self->state.encoder->priority_error())
         log().warn("rank={} the encoder keeps the process's CPU priority: {}", cfg.rank, *refused);
       loaded = self->state.encoder->run_and_wait(load);

@@ -66,7 +66,7 @@ struct rank_engine_config {
   /// (646 on the tiny model), so its windows equal a full run's.
   engine::decoder_mode decoder_mode = engine::decoder_mode::bounded;
   /// A vision rank: it loads its engine and encodes images on an encoder thread of its own
-  /// (actors/instance/encoder_thread.hpp) that runs at `priority`, so that vision ranks yield
+  /// (actors/node/lowered_thread.hpp) that runs at `priority`, so that vision ranks yield
   /// the CPU to the text path where they share cores (`[vision] scheduling`, `nice`).
   bool encodes_images = false;
   engine::thread_priority priority;

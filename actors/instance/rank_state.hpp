@@ -20,7 +20,7 @@
 
 #include "actors/errors.hpp"
 #include "actors/instance/block_fetcher.hpp"
-#include "actors/instance/encoder_thread.hpp"
+#include "actors/node/lowered_thread.hpp"
 #include "actors/instance/ep_generation.hpp"
 #include "actors/http/metrics_registry.hpp"
 #include "actors/interfaces.hpp"
@@ -143,7 +143,7 @@ struct rank_state {
   std::unique_ptr<block_fetcher> fetcher;
   /// A vision rank's encoder thread (`rank_engine_config::encodes_images`); declared after the
   /// engine: joined before it goes. Its images' answers by local key, until they come back.
-  std::unique_ptr<encoder_thread> encoder;
+  std::unique_ptr<lowered_thread> encoder;
   std::map<uint64_t, caf::typed_response_promise<vision_result>> encoding;
   uint64_t next_encode = 1;
   /// Pool use, batch size and prefill queue gauges (null without a registry).

@@ -98,6 +98,11 @@ struct serving_config {
   /// decode thread takes the core; a nice thread keeps a share and a slice. On vision machines
   /// of their own it changes nothing.
   engine::thread_priority vision_priority{true, 10};
+  /// Request bodies of this many bytes or more are parsed on a thread of the entrypoint at
+  /// `vision_priority` instead of a CAF worker (`[vision] background_body_bytes`, 0: never): in
+  /// practice inline images, whose parse (~6 ms per MiB) would otherwise be taken from the text
+  /// requests sharing the cores. A text prompt that fits the context is far smaller.
+  std::size_t background_body_bytes = std::size_t{1} << 20;
   /// Limit for one prefill round trip (a dead rank never answers: CAF 0.17 pitfall P7).
   std::chrono::milliseconds prefill_timeout{60000};
   /// How long a request waits for a running prefill and decode instance (starting, restarting

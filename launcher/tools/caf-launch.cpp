@@ -332,6 +332,7 @@ int main(int argc, char** argv) {
       sc.image_fetch = m.image_fetch;
       sc.vision_balancer = m.vision_balancer;
       sc.vision_priority = m.vision_priority;
+      sc.background_body_bytes = static_cast<std::size_t>(m.vision_background_body_bytes);
       sc.prefill_step = std::chrono::microseconds{static_cast<int64_t>(m.balancer.prefill_step_budget_ms * 1000.0)};
       if (auto rc = finish_serving_config(o, sc, node->cpu_isa, node->backend, m.kv_transport))
         return *rc;

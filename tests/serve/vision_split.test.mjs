@@ -2,7 +2,8 @@
 // two vision nodes, each its own process. The entrypoint's vision balancer sends every image to a
 // vision node over CAF (vision_job / vision_result serialized across processes); the answers
 // equal the one-process embedded default's, both vision nodes get images, and nothing stays in
-// flight.
+// flight. The split entrypoint parses every body on its SCHED_IDLE thread (`[vision]
+// background_body_bytes = 1`), the embedded default on its CAF workers.
 // Usage: node vision_split.test.mjs /path/to/caf-launch
 import fs from 'node:fs';
 import os from 'node:os';
@@ -24,7 +25,9 @@ fs.writeFileSync(manifest, clusterManifest(path.join(dir, 'kv-split'), [
   manifestNode('d0', ports[2], ['decode'], 'ranks = 1\n'),
   manifestNode('v0', ports[3], ['vision']),
   manifestNode('v1', ports[4], ['vision']),
-]));
+// Every body of the split cluster is parsed on the entrypoint's lowered-priority thread (the
+// default takes only bodies of 1 MiB or more there): the same answers, and its errors too.
+]).replace('log_level = "info"', 'log_level = "info"\n[vision]\nbackground_body_bytes = 1'));
 const logPath = path.join(dir, 'split.log');
 const procs = startClusterAndReference(exe, manifest, logPath, oneHttp, path.join(dir, 'kv-one'));
 const split = `http://127.0.0.1:${splitHttp}`;
@@ -77,7 +80,21 @@ try {
     const refused = fs.readFileSync(logPath, 'utf8').split('\n').filter((l) => l.includes('vision rank refused'));
     assert.equal(refused.length, 0, `vision ranks refused images: ${refused[0]}`);
   });
-  await check('the vision nodes encode on SCHED_IDLE threads; their other threads keep the normal policy', async () => {
+  await check("a malformed body parsed in the background is the API's 400, and the entrypoint goes on", async () => {
+    const r = await fetch(split + '/v1/chat/completions', { method: 'POST', headers: { 'content-type': 'application/json' },
+      body: '{"model": "' + MODEL + '", "messages": [' });
+    const body = await r.json();
+    assert.equal(r.status, 400, JSON.stringify(body));
+    assert.equal(body.error?.type, 'invalid_request_error', JSON.stringify(body));
+    const m = await fetch(split + '/v1/messages', { method: 'POST', headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ model: 'no-such-model', max_tokens: 4, messages: [{ role: 'user', content: 'hi' }] }) });
+    const mb = await m.json();
+    assert.equal(m.status, 404, JSON.stringify(mb));
+    assert.equal(mb.type, 'error', JSON.stringify(mb));
+    const ok = await ask(split, png(64, 64, 7));
+    assert.equal(ok.status, 200, JSON.stringify(ok.json));
+  });
+  await check('the vision nodes encode, and the entrypoint parses large bodies, on SCHED_IDLE threads; their other threads keep the normal policy', async () => {
     // /proc/PID/task/TID/stat: field 41 is the scheduling policy (0 SCHED_OTHER, 5 SCHED_IDLE);
     // fields are counted after the command name's closing parenthesis (field 2).
     const policy = (pid, tid) => {
@@ -96,6 +113,16 @@ try {
       assert.ok(policies.includes(5), `process ${pid}: an encoder thread under SCHED_IDLE (${policies})`);
       assert.ok(policies.includes(0), `process ${pid}: CAF's threads under SCHED_OTHER (${policies})`);
     }
+    // The entrypoint's body parser too (the controller's node, n0).
+    const n0 = fs.readdirSync('/proc').filter((p) => /^\d+$/.test(p)).filter((p) => {
+      try {
+        const args = fs.readFileSync(`/proc/${p}/cmdline`, 'utf8').split('\0');
+        return args.includes(manifest) && args[args.indexOf('--node') + 1] === 'n0';
+      } catch { return false; }
+    });
+    assert.equal(n0.length, 1, `one entrypoint node process: ${n0}`);
+    const policies = fs.readdirSync(`/proc/${n0[0]}/task`).map((tid) => policy(n0[0], tid));
+    assert.ok(policies.includes(5), `the entrypoint parses large bodies on a SCHED_IDLE thread (${policies})`);
   });
 } catch (e) {
   await check('setup', () => { throw e; });

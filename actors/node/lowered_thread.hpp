@@ -12,20 +12,22 @@
 
 namespace deepinfer::actors {
 
-/// A vision rank's encoder thread (issue 21). It runs at the vision ranks' lowered priority
-/// (`[vision] scheduling`, `nice`) and loads the rank's engine, so the engine's own threads
-/// inherit that priority; then it encodes the rank's images one after another. Only these
-/// threads yield the CPU: the rank's actor and the CAF worker under it keep theirs and stay free
-/// for other messages while an image encodes. A job reports back by message.
-class encoder_thread {
+/// A thread at a lowered CPU priority (`[vision] scheduling`, `nice`; issue 21) for the image
+/// work that shares cores with the text path, so that it yields them to text requests:
+/// - a vision rank's encoder: it loads the rank's engine on this thread (the engine's own
+///   threads inherit the priority), then encodes the rank's images one after another;
+/// - an entrypoint's large request bodies (inline images): parsed here, not on a CAF worker.
+/// Only these threads yield the CPU: the actor and the CAF worker under it keep theirs and stay
+/// free for other messages meanwhile. A job reports back by message.
+class lowered_thread {
 public:
-  explicit encoder_thread(const engine::thread_priority& priority) : worker_(1) {
+  explicit lowered_thread(const engine::thread_priority& priority) : worker_(1) {
     run_and_wait([&] { priority_error_ = engine::lower_this_thread(priority); });
   }
-  /// Lets the running encode finish, drops the queued ones, joins the thread.
-  ~encoder_thread() { worker_.discard_queued(); }
-  encoder_thread(const encoder_thread&) = delete;
-  encoder_thread& operator=(const encoder_thread&) = delete;
+  /// Lets the running job finish, drops the queued ones, joins the thread.
+  ~lowered_thread() { worker_.discard_queued(); }
+  lowered_thread(const lowered_thread&) = delete;
+  lowered_thread& operator=(const lowered_thread&) = delete;
 
   /// What the OS refused when the thread lowered its priority (it then runs at the process's).
   [[nodiscard]] const std::optional<std::string>& priority_error() const { return priority_error_; }
