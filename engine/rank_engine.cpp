@@ -209,6 +209,14 @@ prefill_progress rank_engine::begin_prefill(const prefill_request& req) {
   return {};
 }
 
+int64_t rank_engine::first_encoded_position(const prefill_request& req) const {
+  const int64_t h = req.hit_length;
+  if (h <= 0)
+    return 0;
+  // begin_prefill: the snapshot's windows end at h; otherwise [h - window, h) is replayed.
+  return req.snapshot ? h : std::max<int64_t>(0, h - model().window);
+}
+
 void rank_engine::run_encoder(sequence& s, int64_t begin, int64_t end, bool write_kv) {
   const auto& c = model();
   // A snapshot must see the windows exactly at its point: split the run there.

@@ -58,6 +58,7 @@ struct prefill_request {
   sampling_params sampling;
   /// The vision embeddings of the prompt's images (`encode_image`), ascending and disjoint:
   /// every encoder pass over their positions (the prompt's own, a window replay) embeds them.
+  /// Those that end at or before `first_encoded_position` may be left out (the hit holds them).
   std::vector<image_embedding> images;
   /// Parallel samples of this prompt besides its own (OpenAI's `n`): each seed draws its own
   /// first token from the same last-position logits, as a request of that seed alone would
@@ -168,6 +169,10 @@ public:
   prefill_progress prefill_step(sequence_id seq, int64_t max_tokens);
   /// begin_prefill + prefill_step over the whole prompt.
   prefill_progress prefill(const prefill_request& req);
+  /// The first prompt position an encoder pass of `req` reaches: its hit length with a snapshot,
+  /// the hit less the window without one (the replay), 0 without a hit. The images that end at
+  /// or before it need no embeddings: their KV comes with the hit.
+  int64_t first_encoded_position(const prefill_request& req) const;
 
   /// One batched decode step: feeds each sequence's last token and samples the next. Sequences
   /// that are unknown, finished or out of KV get a non-ok status and do not advance.

@@ -209,6 +209,7 @@ std::unique_ptr<entrypoint> entrypoint::create(caf::actor_system& sys, const ser
   // a tokenizer only) refuses images with a 400 instead of failing to start.
   if (auto mc = engine::load_config_file(cfg.model_dir + "/config.json"); mc.config) {
     ctx->vision = mc.config->vision;
+    ctx->window = mc.config->window;
     // Every prompt would fail at the prefill rank ("token id out of range"): refuse to start.
     if (static_cast<int64_t>(mc.config->vocab_size) < static_cast<int64_t>(ctx->tok->vocab_size())) {
       *error = "the model in " + cfg.model_dir + " has " + std::to_string(mc.config->vocab_size) +
@@ -249,6 +250,9 @@ std::unique_ptr<entrypoint> entrypoint::create(caf::actor_system& sys, const ser
                                   .with({});
     ctx->image_fetch_bytes = &metrics->add_counter("deepinfer_image_fetch_bytes_total",
                                                    "Bytes of the image files fetched from URLs.").with({});
+    ctx->vision_skipped = &metrics->add_counter("deepinfer_vision_images_cached_total",
+                                                "Images not encoded because the prompt's prefix-cache hit holds "
+                                                "their KV (a conversation sent again with its images).").with({});
     ctx->vision_queue = &metrics->add_histogram("deepinfer_vision_queue_seconds",
                                                 "Encoder queue time: an image's round trip to its vision rank "
                                                 "less the encode itself (mailbox wait and transfer).",

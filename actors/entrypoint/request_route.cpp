@@ -304,14 +304,14 @@ void place(request_pointer self, int i) {
     wait_for_capacity(self, i, "balancer");
     return;
   }
-  if (send_to_vision(self, i, view))
-    return;
   placement at;
   at.job = sm.job;
   at.tokens = st.prompt;
   at.tokens.insert(at.tokens.end(), sm.generated.begin(), sm.generated.end());
   const auto prompt_length = static_cast<int64_t>(st.prompt.size());
   auto hit = st.ctx->cache ? st.ctx->cache->check(at.tokens, prompt_length, st.salt, st.image_marks) : kv::prefix_cache::check_result{};
+  if (send_to_vision(self, i, view, hit.length))
+    return;
   at.hit_length = hit.length;
   // The rank must hold all it may reach: what is there now plus the tokens still to generate,
   // for this sample and each that rides on it (each its own copy of the prompt's KV).

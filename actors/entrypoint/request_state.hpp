@@ -245,8 +245,10 @@ void refuse_request(request_pointer self, const recipe::api_error& e);
 /// balancer picks a random vision machine, then its rank with the fewest patches in flight); true
 /// while they are out, and `place(self, placing)` runs again once all are back. An image whose
 /// rank fails or times out keeps no embeddings: the prefill rank encodes it (the same encoder,
-/// the same bits).
-bool send_to_vision(request_pointer self, int placing, const membership_view& view);
+/// the same bits). An image that ends a window or more before `hit_length` (the prefix cache's
+/// CHECK) is not sent: the hit holds its KV, and even a replay of the window before the hit does
+/// not reach it (a prefill rank whose hit turns out shorter encodes it itself).
+bool send_to_vision(request_pointer self, int placing, const membership_view& view, int64_t hit_length);
 
 /// request_compile.cpp: has the request's structured-output constraint compiled (issue 19:
 /// asynchronously, on an `so` node or this node's compiler actor), then `start_request`.

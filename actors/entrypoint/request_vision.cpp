@@ -21,7 +21,7 @@ constexpr auto vision_timeout = std::chrono::seconds(10);
 
 } // namespace
 
-bool send_to_vision(request_pointer self, int placing, const membership_view& view) {
+bool send_to_vision(request_pointer self, int placing, const membership_view& view, int64_t hit_length) {
   auto& st = self->state;
   if (st.vision_pending > 0)
     return true;
@@ -32,6 +32,12 @@ bool send_to_vision(request_pointer self, int placing, const membership_view& vi
   auto router = st.ctx->vision_routes;
   for (std::size_t i = 0; i < st.images.size(); ++i) {
     const auto& im = st.images[i];
+    if (im.mark.position + im.mark.tokens <= hit_length - st.ctx->window) {
+      log().debug("request={} image {} lies in the prefix-cache hit: not encoded", st.id, i);
+      if (st.ctx->vision_skipped)
+        st.ctx->vision_skipped->inc();
+      continue;
+    }
     auto r = router->pick(vision, im.width, im.height);
     if (!r)
       break;

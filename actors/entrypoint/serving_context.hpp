@@ -33,10 +33,15 @@ struct entrypoint::context {
   /// The model's vision encoder shape (config.json; disabled when it has none or the config
   /// cannot be read): how many placeholders an image takes.
   engine::vision_config vision;
+  /// The model's sliding window (config.json): a hit without its snapshot replays the window
+  /// before it, images there included.
+  int64_t window = 128;
   /// Routes images to the vision ranks (null when the model has no vision encoder), and the
   /// encoder queue time it measures (round trip less the encode).
   std::shared_ptr<vision_router> vision_routes;
   http::metrics_registry::histogram* vision_queue = nullptr;
+  /// Images not sent to a vision rank because the prefix-cache hit holds them.
+  http::metrics_registry::counter* vision_skipped = nullptr;
   /// Parses request bodies of `cfg.background_body_bytes` or more at the vision priority (null
   /// when the model has no vision encoder, or the setting is 0).
   std::shared_ptr<lowered_thread> background;

@@ -1,5 +1,6 @@
 // Images (issue 21): a vision rank's encodes on its encoder thread; a prefill job's images,
 // their prefix-cache marks and their placeholder embeddings (from a vision rank, or encoded here).
+#include <algorithm>
 #include <chrono>
 
 #include <caf/actor_cast.hpp>
@@ -19,41 +20,51 @@ std::vector<kv::image_mark> marks_of(const prefill_job& job) {
   return out;
 }
 
-/// Encodes the job's images into the placeholders' input embeddings (`req.images`), dropping
-/// their pixels. An error when the model has no vision encoder or an image does not match its
-/// placeholders (the entrypoint counted them with the same model config).
-caf::error encode_images(rank_state& st, engine::rank_engine& engine, prefill_job& job, engine::prefill_request& req) {
+caf::error check_images(engine::rank_engine& engine, const prefill_job& job) {
   if (job.images.empty())
     return {};
   auto* vision = engine.vision();
   if (vision == nullptr)
     return make_error(errc::engine_invalid_request,
                       "this model has no vision encoder; send the request without images");
-  for (auto& im : job.images) {
+  for (const auto& im : job.images) {
     const auto tokens = vision->tokens_for(im.width, im.height);
     if (tokens != im.mark.tokens || tokens <= 0 ||
         im.rgb.size() != static_cast<std::size_t>(im.width) * static_cast<std::size_t>(im.height) * 3)
       return make_error(errc::engine_invalid_request, "an image does not match its placeholder positions");
-    engine::image_embedding e;
-    e.position = im.mark.position;
-    e.tokens = tokens;
-    // A vision rank encoded it already (the same encoder and weights: the same bits).
-    if (im.embedding.size() == static_cast<std::size_t>(tokens * engine.model().hidden)) {
-      e.values = std::move(im.embedding);
-      req.images.push_back(std::move(e));
-      im.rgb = {};
-      continue;
-    }
-    const auto t0 = std::chrono::steady_clock::now();
-    e.values = vision->encode({im.width, im.height, im.rgb});
-    if (st.images_encoded) {
-      st.images_encoded->inc();
-      st.encode_seconds->observe(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
-    }
-    req.images.push_back(std::move(e));
-    im.rgb = {};
   }
   return {};
+}
+
+void attach_images(rank_state& st, engine::rank_engine& engine, prefill_job& job, engine::prefill_request& req) {
+  auto* vision = engine.vision();
+  const int64_t first = engine.first_encoded_position(req);
+  for (auto& im : job.images) {
+    const int64_t position = im.mark.position, tokens = im.mark.tokens;
+    if (position + tokens <= first)
+      continue; // the hit holds its KV: nothing reads the embeddings
+    auto at = std::lower_bound(req.images.begin(), req.images.end(), position,
+                               [](const engine::image_embedding& e, int64_t p) { return e.position < p; });
+    if (at != req.images.end() && at->position == position)
+      continue; // attached already (before a restart without the hit)
+    engine::image_embedding e;
+    e.position = position;
+    e.tokens = tokens;
+    if (im.embedding.size() == static_cast<std::size_t>(tokens * engine.model().hidden)) {
+      // A vision rank encoded it already (the same encoder and weights: the same bits).
+      e.values = std::move(im.embedding);
+    } else {
+      const auto t0 = std::chrono::steady_clock::now();
+      e.values = vision->encode({im.width, im.height, im.rgb});
+      if (st.images_encoded) {
+        st.images_encoded->inc();
+        st.encode_seconds->observe(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+      }
+    }
+    req.images.insert(at, std::move(e));
+    im.rgb = {};
+    im.embedding = {};
+  }
 }
 
 caf::typed_response_promise<vision_result> start_encode(rank_pointer self, vision_job& job) {

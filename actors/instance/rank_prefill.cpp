@@ -248,7 +248,11 @@ void admit_waiting(rank_pointer self) {
 /// pool fails at once instead of holding up the queue.
 void queue_for_pool(rank_pointer self, uint64_t id) {
   auto& st = self->state;
-  const auto blocks = static_cast<int64_t>((st.prefills.at(id).req.tokens.size() + 127) / 128);
+  // The hit is known now (none without a cache, or after a restart without it): the images
+  // its encoder passes reach get their embeddings.
+  auto& t = st.prefills.at(id);
+  attach_images(st, *st.engine, t.job, t.req);
+  const auto blocks = static_cast<int64_t>((t.req.tokens.size() + 127) / 128);
   if (blocks > st.engine->pool().geometry().blocks)
     fail_prefill(self, id, make_error(errc::engine_out_of_kv, "kv pool full"));
   else
@@ -284,7 +288,7 @@ void start_prefill(rank_pointer self, prefill_job& job,
   if (prompt_length < static_cast<int64_t>(t.req.tokens.size()))
     t.req.decoder_from = std::max<int64_t>(0, prompt_length - 128);
   t.job = std::move(job);
-  if (auto err = encode_images(st, *st.engine, t.job, t.req)) {
+  if (auto err = check_images(*st.engine, t.job)) {
     fail_prefill(self, id, std::move(err));
     return;
   }

@@ -221,10 +221,15 @@ void note_unstored(rank_state& st, const decoding& d, int64_t full);
 
 /// The prefix-cache marks of a job's images (their positions and content keys).
 std::vector<kv::image_mark> marks_of(const prefill_job& job);
-/// Encodes the job's images into the placeholders' input embeddings (`req.images`), dropping
-/// their pixels; an error when the model has no vision encoder or an image does not match its
-/// placeholders.
-caf::error encode_images(rank_state& st, engine::rank_engine& engine, prefill_job& job, engine::prefill_request& req);
+/// An error when the job has images and the model no vision encoder, or an image does not match
+/// its placeholders (the entrypoint counted them with the same model config).
+caf::error check_images(engine::rank_engine& engine, const prefill_job& job);
+/// Gives `req` the placeholder embeddings of the job's images that its encoder passes reach
+/// (from `req.hit_length` on, less the replayed window without a snapshot; `check_images`
+/// passed): a vision rank's, or encoded here, dropping the pixels. The ones the hit holds wholly
+/// are neither encoded nor sent; they keep their pixels, and a restart without the hit (called
+/// again) encodes them.
+void attach_images(rank_state& st, engine::rank_engine& engine, prefill_job& job, engine::prefill_request& req);
 /// A vision rank's image: checked here, then encoded on the rank's encoder thread; the promise
 /// is answered when `finish_encode` gets the result (at once with an error when it cannot be).
 caf::typed_response_promise<vision_result> start_encode(rank_pointer self, vision_job& job);

@@ -8,6 +8,7 @@
 // embedded default's vision instance encodes the images (the vision balancer routes them). The
 // PNGs are made in the test (png.mjs), seeded.
 // Usage: node vision.test.mjs /path/to/caf-launch
+import fs from 'node:fs';
 import http from 'node:http';
 import os from 'node:os';
 import path from 'node:path';
@@ -242,6 +243,55 @@ try {
     assert.equal(again.choices[0].message.content, chatA.choices[0].message.content);
     const h = await fetch(base + '/health');
     assert.ok(h.ok);
+  });
+
+  await check('a conversation sent again: an image inside the prefix-cache hit is encoded nowhere, the output is the same', async () => {
+    // The image first, then ~1,200 tokens of text: the hit (blocks up to L - 134) ends far more
+    // than a window past the image's placeholders.
+    const long = Array.from({ length: 600 }, (_, i) => `v${(i * 104729) % 2003}`).join(' ') + ' What is in the picture?';
+    const ask = (img) => openai.chat.completions.create({
+      model: MODEL, max_tokens: 8, temperature: 0, logprobs: true,
+      messages: [{ role: 'user', content: [{ type: 'image_url', image_url: { url: dataUri(img) } }, { type: 'text', text: long }] }] });
+    const count = async (name) => {
+      const text = await (await fetch(base + '/metrics')).text();
+      return [...text.matchAll(new RegExp(`^${name}(?:\\{[^}]*\\})? (\\S+)$`, 'gm'))].reduce((a, m) => a + Number(m[1]), 0);
+    };
+    const imageE = png(256, 192, 11), imageF = png(256, 192, 12);
+    const e0 = await count('deepinfer_vision_images_encoded_total');
+    const first = await ask(imageE);
+    const e1 = await count('deepinfer_vision_images_encoded_total');
+    assert.equal(e1 - e0, 1, 'the first send encodes its image once');
+    const skipped0 = await count('deepinfer_vision_images_cached_total');
+    const again = await ask(imageE);
+    const cached = again.usage.prompt_tokens_details?.cached_tokens ?? 0;
+    console.log(`     prompt ${again.usage.prompt_tokens} tokens, cached ${cached}`);
+    assert.ok(cached >= again.usage.prompt_tokens - 134 - 127, `the second send hits all its full blocks: ${cached} cached`);
+    assert.equal(await count('deepinfer_vision_images_encoded_total'), e1, 'the second send encodes nothing (vision rank or prefill rank)');
+    assert.equal(await count('deepinfer_vision_images_cached_total') - skipped0, 1, 'counted as held by the hit');
+    assert.equal(again.choices[0].message.content, first.choices[0].message.content, 'same greedy output');
+    assert.equal(firstLogprobs(again), firstLogprobs(first), 'same log-probabilities');
+    // Another image in the same place is no hit: it is encoded.
+    const other = await ask(imageF);
+    assert.equal(other.usage.prompt_tokens_details?.cached_tokens ?? 0, 0, 'another image: no hit');
+    assert.equal(await count('deepinfer_vision_images_encoded_total'), e1 + 1, 'another image is encoded');
+    // The block files gone after the entrypoint's CHECK (a store wiped under it): the entrypoint
+    // still finds the hit in its index and sends no image, the prefill rank's hit falls through,
+    // and the rank encodes the image itself: the same output.
+    const wipe = (dir) => { for (const f of fs.readdirSync(dir, { withFileTypes: true })) {
+      const p = path.join(dir, f.name);
+      if (f.isDirectory()) wipe(p); else fs.rmSync(p, { force: true });
+    } };
+    wipe(server.kvRoot);
+    const prefillEncoded = async () => {
+      const text = await (await fetch(base + '/metrics')).text();
+      return [...text.matchAll(/^deepinfer_vision_images_encoded_total\{[^}]*instance="local\/prefill"[^}]*\} (\S+)$/gm)].reduce((a, m) => a + Number(m[1]), 0);
+    };
+    const p0 = await prefillEncoded();
+    const lost = await ask(imageE);
+    console.log(`     blocks wiped: cached ${lost.usage.prompt_tokens_details?.cached_tokens ?? 0}, prefill-rank encodes ${await prefillEncoded() - p0}`);
+    assert.equal(lost.choices[0].message.content, first.choices[0].message.content, 'same greedy output without the blocks');
+    assert.equal(firstLogprobs(lost), firstLogprobs(first), 'same log-probabilities without the blocks');
+    assert.equal(await count('deepinfer_vision_images_encoded_total'), e1 + 2, 'the image is encoded again, once');
   });
 
   await check('metrics count the images encoded', async () => {
