@@ -187,6 +187,13 @@ void finish_prefill(rank_pointer self, uint64_t id, engine::prefill_progress& p)
                                                       [](const parallel_sample& x) { return !x.finished; });
   if (ok && goes_on && !decode)
     t.out.error = make_error(errc::no_decode_rank, "the job names no decode rank");
+  if (ok && !goes_on && cache) {
+    // The first token ended every sample (max_tokens 1, a stop): no decode rank stores the
+    // prompt's blocks when its KV arrives, so they are stored from here, for the next turn.
+    cache->store_async(t.req.tokens, 0, static_cast<int64_t>(t.req.tokens.size()) / 128,
+                       [&](int64_t i) { return st.engine->export_block(t.req.seq, i); }, t.job.cache_salt,
+                       t.job.traffic, marks_of(t.job));
+  }
   if (!ok || !goes_on || t.out.error) {
     st.engine->free(t.req.seq);
     t.promise.deliver(std::move(t.out));

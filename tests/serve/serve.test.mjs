@@ -194,6 +194,19 @@ try {
       console.log(`     ${label}: ${cached} of ${hit.usage.prompt_tokens} cached; ${miss.usage.completion_tokens} tokens equal`);
     }
   });
+  await check('a prompt answered by its first token alone (max_tokens 1) is stored: sent again, it hits with the same answer', async () => {
+    // No decode rank takes its KV (the first token ends it), so the prefill rank stores the blocks.
+    const words = Array.from({ length: 900 }, (_, i) => `m${(i * 7919) % 2003}`).join(' ');
+    const ask = () => openai.chat.completions.create({ model: MODEL, max_tokens: 1, temperature: 0, logprobs: true,
+                                                       messages: [{ role: 'user', content: words }] });
+    const miss = await ask();
+    const hit = await ask();
+    assert.equal(miss.usage.prompt_tokens_details?.cached_tokens ?? 0, 0, 'the first send misses');
+    const cached = hit.usage.prompt_tokens_details?.cached_tokens ?? 0;
+    assert.ok(cached >= hit.usage.prompt_tokens - 134 - 127, `the second send hits every full block below L - 134: ${cached} of ${hit.usage.prompt_tokens}`);
+    assert.equal(hit.choices[0].message.content ?? '', miss.choices[0].message.content ?? '');
+    assert.deepEqual(hit.choices[0].logprobs.content.map((e) => e.logprob), miss.choices[0].logprobs.content.map((e) => e.logprob));
+  });
   await check('client disconnect mid-stream cancels; the server keeps serving', async () => {
     const ac = new AbortController();
     const r = await fetch(base + '/v1/chat/completions', {
