@@ -133,6 +133,8 @@ caf::behavior compile_then_start(request_pointer self, recipe::conversation conv
   });
   return {
     [=](cancel_atom, uint64_t) { abandon_request(self, "its constraint compiled"); },
+    // No deadline runs before admission: this is the background parse's fallback timer, stale.
+    [=](deadline_atom, uint64_t) {},
   };
 }
 

@@ -8,6 +8,7 @@
 // embedded default's vision instance encodes the images (the vision balancer routes them). The
 // PNGs are made in the test (png.mjs), seeded.
 // Usage: node vision.test.mjs /path/to/caf-launch
+import { spawn } from 'node:child_process';
 import fs from 'node:fs';
 import http from 'node:http';
 import os from 'node:os';
@@ -236,6 +237,28 @@ try {
       messages: [{ role: 'user', content: Array.from({ length: 9 }, () => ({ type: 'image_url', image_url: { url: dataUri(imageA) } })) }] });
     assert.equal(tooMany.status, 400);
     assert.match(tooMany.json.error.message, /more than 8 images/);
+  });
+
+  await check('a large body is answered while normal-priority work keeps every core busy (the background parser starves; the request actor parses it)', async () => {
+    // 4.4 MB of JSON (a random 1100 x 1000 PNG, over max_pixels): parsed on the SCHED_IDLE
+    // thread, which gets next to nothing while two busy loops hold both cores, so after 2 s the
+    // request actor parses it instead (before that fallback: ~10 s here).
+    const body = JSON.stringify({ model: MODEL, max_tokens: 4, messages: [{ role: 'user', content: [
+      { type: 'image_url', image_url: { url: dataUri(png(1100, 1000, 4)) } }, { type: 'text', text: 'x' }] }] });
+    const loops = [0, 1].map(() => spawn(process.execPath, ['-e', 'for (;;) {}'], { stdio: 'ignore' }));
+    try {
+      await new Promise((r) => setTimeout(r, 300));
+      const t0 = Date.now();
+      const r = await fetch(base + '/v1/chat/completions', { method: 'POST', headers: { 'content-type': 'application/json' }, body });
+      const json = await r.json();
+      const ms = Date.now() - t0;
+      console.log(`     answered in ${ms} ms beside two busy loops`);
+      assert.equal(r.status, 400, JSON.stringify(json));
+      assert.match(json.error.message, /pixels/);
+      assert.ok(ms < 6000, `answered within 6 s: ${ms} ms`);
+    } finally {
+      for (const l of loops) l.kill('SIGKILL');
+    }
   });
 
   await check('the server keeps serving after the refusals (the same image answers as before)', async () => {
