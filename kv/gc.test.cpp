@@ -199,7 +199,7 @@ BOOST_AUTO_TEST_CASE(concurrent_readers_during_gc_never_read_a_removed_or_torn_b
   for (auto& r : readers)
     r.join();
   BOOST_TEST_MESSAGE("evicted=" << evicted << " ok_reads=" << ok_reads << " leases=" << leases);
-  BOOST_TEST(evicted > 100u);
+  BOOST_TEST(evicted >= 100u); // the loop above runs until it is
   BOOST_TEST(ok_reads >= 200);
   BOOST_TEST(wrong == 0);
   BOOST_TEST(removed_while_held == 0);
