@@ -188,8 +188,7 @@ void finish_prefill(rank_pointer self, uint64_t id, engine::prefill_progress& p)
   if (ok && goes_on && !decode)
     t.out.error = make_error(errc::no_decode_rank, "the job names no decode rank");
   if (ok && !goes_on && cache) {
-    // The first token ended every sample (max_tokens 1, a stop): no decode rank stores the
-    // prompt's blocks when its KV arrives, so they are stored from here, for the next turn.
+    // The first token ended it (max_tokens 1, a stop): no decode rank stores its blocks; this does.
     cache->store_async(t.req.tokens, 0, static_cast<int64_t>(t.req.tokens.size()) / 128,
                        [&](int64_t i) { return st.engine->export_block(t.req.seq, i); }, t.job.cache_salt,
                        t.job.traffic, marks_of(t.job));
@@ -255,15 +254,16 @@ void admit_waiting(rank_pointer self) {
 /// pool fails at once instead of holding up the queue.
 void queue_for_pool(rank_pointer self, uint64_t id) {
   auto& st = self->state;
-  // The hit is known now (none without a cache, or after a restart without it): the images
-  // its encoder passes reach get their embeddings.
   auto& t = st.prefills.at(id);
-  attach_images(st, *st.engine, t.job, t.req);
   const auto blocks = static_cast<int64_t>((t.req.tokens.size() + 127) / 128);
-  if (blocks > st.engine->pool().geometry().blocks)
+  if (blocks > st.engine->pool().geometry().blocks) {
     fail_prefill(self, id, make_error(errc::engine_out_of_kv, "kv pool full"));
-  else
+  } else {
+    // The hit is known now (none without a cache, or after a restart without it): the images
+    // its encoder passes reach get their embeddings.
+    attach_images(st, *st.engine, t.job, t.req);
     st.admitting.push_back(id);
+  }
   admit_waiting(self);
 }
 
