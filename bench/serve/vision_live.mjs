@@ -18,6 +18,8 @@
 //        [--prefill-nodes=1]: prefill nodes of one rank each (p0, p1, ...), each its own instance
 //        (the prefill balancer spreads prompts over them by remaining quota).
 //        Several EXEs (`... EXE1 EXE2 --priority=idle`): the binaries take turns run by run.
+//        [--after-seconds=0]: text probes alone again once every image is answered (drift check).
+//        [--repeat-images]: 16 small and 4 large images in turn instead of one per request.
 // The summary gives, per variant, the mean over runs of each run's p50 change, and the change of
 // the p50 over every probe of every run (pooled: less noise than one run's 40 probes alone).
 import { spawn } from 'node:child_process';
@@ -41,6 +43,7 @@ const runs = Number(opts.runs ?? 2), rate = Number(opts.rate ?? 6), seconds = Nu
 const idleSeconds = Number(opts['idle-seconds'] ?? 12), largeShare = Number(opts['large-share'] ?? 0.05);
 const large = Number(opts.large ?? 1024), small = Number(opts.small ?? 256), cards = Number(opts.cards ?? 2);
 const probeRate = Number(opts['probe-rate'] ?? 2);
+const afterSeconds = Number(opts['after-seconds'] ?? 0);
 const prefillNodes = Math.max(1, Number(opts['prefill-nodes'] ?? 1));
 const MODEL = 'deepseek-v4.1-flash';
 
@@ -49,10 +52,28 @@ function rng(seed) {
   let x = seed >>> 0;
   return () => { x = (Math.imul(x, 1664525) + 1013904223) >>> 0; return x / 2 ** 32; };
 }
-// Distinct images (a cache hit would skip nothing on the encoder, but distinct is the honest load).
-// Made once by the main thread; the image load's worker gets them with its data.
-const smallImages = isMainThread ? Array.from({ length: 16 }, (_, i) => dataUri(png(small, small, 1000 + i))) : workerData.small;
-const largeImages = isMainThread ? Array.from({ length: 4 }, (_, i) => dataUri(png(large, large, 2000 + i))) : workerData.large;
+// The load's arrivals and sizes, seeded: every run sends the same images at the same offsets. The
+// images are made once by the main thread; the image load's worker gets them with its data.
+function loadPlan() {
+  const next = rng(42);
+  const out = [];
+  for (let at = 0; ;) {
+    at += -Math.log(1 - next()) / rate;
+    if (at > seconds) return out;
+    out.push({ at, big: next() < largeShare });
+  }
+}
+const plan = loadPlan();
+// Every request its own image (`--repeat-images`: 16 small and 4 large ones in turn, as before
+// 2026-12-05; since one-token prompts store their blocks, a repeated image's prompt hits the
+// prefix cache and its prefill shrinks, which lightens the load).
+const repeatImages = opts['repeat-images'] !== undefined;
+const images = isMainThread ? (() => {
+  const pool = { small: Array.from({ length: 16 }, (_, i) => dataUri(png(small, small, 1000 + i))),
+                 large: Array.from({ length: 4 }, (_, i) => dataUri(png(large, large, 2000 + i))) };
+  return plan.map((p, i) => repeatImages ? pool[p.big ? 'large' : 'small'][i % (p.big ? 4 : 16)]
+                                         : dataUri(png(p.big ? large : small, p.big ? large : small, (p.big ? 20000 : 10000) + i)));
+})() : workerData.images;
 
 // The `[vision]` lines of a priority variant ("idle" or a niceness; undefined: the default).
 function priorityLines(priority) {
@@ -128,17 +149,14 @@ async function probes(base, until) {
 
 /// The image load: Poisson arrivals at `rate`/s for `seconds`, each a one-token chat with one image.
 async function imageLoad(base) {
-  const next = rng(42);
   const sent = [];
   const t0 = performance.now();
-  let at = 0, failed = 0, nLarge = 0;
+  let failed = 0, nLarge = 0;
   const smallMs = [], largeMs = [];
-  for (let i = 0; ; ++i) {
-    at += -Math.log(1 - next()) / rate;
-    if (at > seconds) break;
-    const big = next() < largeShare;
+  for (let i = 0; i < plan.length; ++i) {
+    const { at, big } = plan[i];
     nLarge += big ? 1 : 0;
-    const img = big ? largeImages[i % largeImages.length] : smallImages[i % smallImages.length];
+    const img = images[i];
     const wait = t0 + at * 1000 - performance.now();
     if (wait > 0) await new Promise((r) => setTimeout(r, wait));
     const t = performance.now();
@@ -155,7 +173,7 @@ async function imageLoad(base) {
 /// would otherwise wait behind them and time the client instead of the server.
 function imageLoadOnWorker(base) {
   return new Promise((resolve, reject) => {
-    const worker = new Worker(new URL(import.meta.url), { workerData: { argv, base, small: smallImages, large: largeImages } });
+    const worker = new Worker(new URL(import.meta.url), { workerData: { argv, base, images } });
     worker.once('message', resolve);
     worker.once('error', reject);
     worker.once('exit', (code) => { if (code !== 0) reject(new Error(`the image load's worker exited with ${code}`)); });
@@ -195,9 +213,13 @@ async function measure({ policy, priority, exe }) {
     let loading = true;
     const [load, busy] = await Promise.all([imageLoadOnWorker(s.base).finally(() => { loading = false; }), probes(s.base, () => !loading)]);
     const q = minus(await histogram(s.base, 'deepinfer_vision_queue_seconds'), before);
+    // 3. Text alone again (`--after-seconds`, default 0): every image is answered by now, so this
+    // tells drift over the run from the image load's effect.
+    const afterEnd = performance.now() + afterSeconds * 1000;
+    const after = afterSeconds > 0 ? await probes(s.base, () => performance.now() > afterEnd) : [];
     const label = (priority === undefined ? policy : `${policy} ${priority === 'idle' ? 'idle' : `nice=${priority}`}`) +
                   (exes.length > 1 ? ` ${exe}` : '');
-    return { policy: label, idle, busy, ...load, queue_p50: quantile(q, 0.5), queue_p99: quantile(q, 0.99), queue_mean: q.sum / Math.max(1, q.count),
+    return { policy: label, idle, busy, after, after_p50: after.length ? pct(after, 0.5) : NaN, ...load, queue_p50: quantile(q, 0.5), queue_p99: quantile(q, 0.99), queue_mean: q.sum / Math.max(1, q.count),
              queued: q.count, idle_p50: pct(idle, 0.5), idle_p90: pct(idle, 0.9), busy_p50: pct(busy, 0.5), busy_p90: pct(busy, 0.9),
              probes: [idle.length, busy.length] };
   } finally {
@@ -237,5 +259,10 @@ if (!isMainThread) {
     console.log(`text TTFT p50 with images / alone, ${p}: ${((mean(p, 'busy_p50') / mean(p, 'idle_p50') - 1) * 100).toFixed(1)} % ` +
                 `(mean of the runs), ${((pooled('busy') / pooled('idle') - 1) * 100).toFixed(1)} % (pooled: ${pooled('busy').toFixed(2)} / ` +
                 `${pooled('idle').toFixed(2)} ms) (goal within +5 %)`);
+    if (afterSeconds > 0) {
+      const both = pct(all.filter((m) => m.policy === p).flatMap((m) => [...m.idle, ...m.after]), 0.5);
+      console.log(`  alone again after the images, pooled p50 ${pooled('after').toFixed(2)} ms (before ${pooled('idle').toFixed(2)}); ` +
+                  `with images / alone before and after: ${((pooled('busy') / both - 1) * 100).toFixed(1)} %`);
+    }
   }
 }
