@@ -69,10 +69,11 @@ const plan = loadPlan();
 // prefix cache and its prefill shrinks, which lightens the load).
 const repeatImages = opts['repeat-images'] !== undefined;
 const images = isMainThread ? (() => {
+  if (!repeatImages)
+    return plan.map((p, i) => dataUri(png(p.big ? large : small, p.big ? large : small, (p.big ? 20000 : 10000) + i)));
   const pool = { small: Array.from({ length: 16 }, (_, i) => dataUri(png(small, small, 1000 + i))),
                  large: Array.from({ length: 4 }, (_, i) => dataUri(png(large, large, 2000 + i))) };
-  return plan.map((p, i) => repeatImages ? pool[p.big ? 'large' : 'small'][i % (p.big ? 4 : 16)]
-                                         : dataUri(png(p.big ? large : small, p.big ? large : small, (p.big ? 20000 : 10000) + i)));
+  return plan.map((p, i) => pool[p.big ? 'large' : 'small'][i % (p.big ? 4 : 16)]);
 })() : workerData.images;
 
 // The `[vision]` lines of a priority variant ("idle" or a niceness; undefined: the default).
