@@ -52,6 +52,7 @@ using rank_actor = caf::typed_actor<
   caf::reacts_to<planned_atom, uint64_t>,
   caf::reacts_to<loaded_atom, uint64_t>,
   caf::reacts_to<ep_wake_atom, int64_t>,
+  caf::reacts_to<ep_serve_atom, uint64_t>,
   caf::replies_to<encode_atom, vision_job>::with<vision_result>,
   caf::reacts_to<encode_atom, uint64_t, vision_result>,
   caf::replies_to<drain_atom, int64_t>::with<uint64_t>,

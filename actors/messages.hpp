@@ -92,6 +92,8 @@ using release_atom = caf::atom_constant<caf::atom("release")>;
 using grow_atom = caf::atom_constant<caf::atom("grow")>;
 using round_atom = caf::atom_constant<caf::atom("round")>;
 using ep_wake_atom = caf::atom_constant<caf::atom("epwake")>;
+/// A rank woken for another rank's step serves its next round (rank_ep.cpp: on_ep_serve).
+using ep_serve_atom = caf::atom_constant<caf::atom("epserve")>;
 using encode_atom = caf::atom_constant<caf::atom("encode")>;
 using ep_atom = caf::atom_constant<caf::atom("ep")>;
 using drain_atom = caf::atom_constant<caf::atom("drain")>;

@@ -51,10 +51,11 @@ std::vector<std::size_t> prefill_scheduler::step_order() {
   return order;
 }
 
-prefill_scheduler::step_result prefill_scheduler::step() {
+prefill_scheduler::step_result prefill_scheduler::step(
+    const std::function<void(sequence_id, prefill_progress&)>& finished_now) {
   step_result out;
   const auto t0 = std::chrono::steady_clock::now();
-  double left = config_.step_budget_ns;
+  double left = config_.step_budget_ns, handed_ns = 0;
   std::vector<sequence_id> done;
   for (auto i : step_order()) {
     auto& e = queue_[i];
@@ -79,14 +80,20 @@ prefill_scheduler::step_result prefill_scheduler::step() {
     log().debug("req={} scheduled prefill chunk={} context={} last={}", e.seq.value, q, c, last);
     if (!p.done && p.status == engine_status::ok)
       break; // a partial chunk took what the budget allowed
-    out.finished.emplace_back(e.seq, std::move(p));
+    if (finished_now) {
+      // Its hand-off is not the step's compute: kept out of the measured time.
+      const auto h0 = std::chrono::steady_clock::now();
+      finished_now(e.seq, p);
+      handed_ns += std::chrono::duration<double, std::nano>(std::chrono::steady_clock::now() - h0).count();
+    } else
+      out.finished.emplace_back(e.seq, std::move(p));
     done.push_back(e.seq);
     if (left <= 0)
       break;
   }
   for (auto seq : done)
     cancel(seq);
-  out.measured_ns = std::chrono::duration<double, std::nano>(std::chrono::steady_clock::now() - t0).count();
+  out.measured_ns = std::chrono::duration<double, std::nano>(std::chrono::steady_clock::now() - t0).count() - handed_ns;
   // Steps of a millisecond or more say how far off the model is here (shorter ones are mostly
   // fixed costs and noise).
   if (config_.adapt && out.predicted_ns >= 1e6) {

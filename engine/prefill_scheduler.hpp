@@ -2,6 +2,7 @@
 
 #include <cstdint>
 #include <deque>
+#include <functional>
 #include <utility>
 #include <vector>
 
@@ -56,8 +57,10 @@ public:
   /// Registers the request with the engine and queues it; a non-ok status (invalid,
   /// does_not_fit) means it was not queued.
   prefill_progress submit(const prefill_request& req);
-  /// Runs one step.
-  step_result step();
+  /// Runs one step. `finished_now`, when given, gets each prefill that finishes as soon as it
+  /// does, before the step's later chunks run (a short prompt's first token does not wait for
+  /// the long prompt's chunk that follows it); such prefills are not in `finished`.
+  step_result step(const std::function<void(sequence_id, prefill_progress&)>& finished_now = {});
   /// Takes a queued prefill out of the queue (the caller frees the sequence); false when it is
   /// not queued.
   bool cancel(sequence_id seq);

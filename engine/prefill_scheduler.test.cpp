@@ -87,6 +87,47 @@ BOOST_AUTO_TEST_CASE(a_short_prompt_leads_every_other_step_behind_a_long_one) {
   e.free(r2.seq);
 }
 
+// A prompt that finishes is handed over at once (the rank answers its first token), before the
+// long prompt's chunk that follows it in the same step runs.
+BOOST_AUTO_TEST_CASE(a_finished_prompt_is_handed_over_before_the_chunks_after_it_run) {
+  auto& e = tiny_engine();
+  const deepinfer::balancers::cost_model m({.a0 = 1e-3, .a1 = 1e-5, .f0 = 2e-3});
+  prefill_scheduler::config cfg{8e6, 16};
+  cfg.adapt = false;
+  cfg.long_prompt_steps = 1;
+  prefill_scheduler s(cfg, e, m);
+  prefill_request r1, r2;
+  r1.seq = next_seq();
+  r1.tokens = random_tokens(2000, 51); // 23 ms: long
+  r2.seq = next_seq();
+  r2.tokens = random_tokens(100, 52); // 4 ms: short
+  BOOST_REQUIRE(s.submit(r1).status == engine_status::ok);
+  BOOST_REQUIRE(s.submit(r2).status == engine_status::ok);
+  s.step(); // the long one leads
+  const int64_t long_before = e.computed(r1.seq).value_or(-1);
+  BOOST_TEST(long_before > 0);
+  std::vector<int64_t> long_at_handover;
+  std::vector<float> short_logits;
+  auto second = s.step([&](sequence_id seq, prefill_progress& p) {
+    BOOST_TEST(seq.value == r2.seq.value);
+    long_at_handover.push_back(e.computed(r1.seq).value_or(-1));
+    short_logits = std::move(p.logits);
+  });
+  BOOST_TEST(second.finished.empty()); // handed over, not returned
+  BOOST_REQUIRE(second.chunks.size() == 2u); // the short one, then the long one goes on
+  BOOST_TEST(second.chunks[0].first.value == r2.seq.value);
+  BOOST_REQUIRE(long_at_handover.size() == 1u);
+  BOOST_TEST(long_at_handover[0] == long_before);
+  BOOST_TEST(e.computed(r1.seq).value_or(-1) > long_before);
+  auto [a, a_logits] = prefill_fresh(r2.tokens, decoder_mode::bounded);
+  BOOST_TEST(max_abs_diff(short_logits, a_logits) == 0.0f);
+  e.free(a);
+  while (s.pending() > 0)
+    s.step();
+  e.free(r1.seq);
+  e.free(r2.seq);
+}
+
 // A cost model 20x too optimistic (fitted on a faster CPU or ISA): the measured steps bring the
 // correction up until the steps keep to their budget.
 BOOST_AUTO_TEST_CASE(a_wrong_cost_model_is_corrected_by_the_measured_steps) {

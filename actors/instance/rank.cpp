@@ -371,6 +371,7 @@ rank_actor::behavior_type rank_behavior(rank_pointer self, rank_config cfg) {
       on_blocks_loaded(self, id);
     },
     [=](ep_wake_atom, int64_t step) { on_ep_wake(self, step); },
+    [=](ep_serve_atom, uint64_t chain) { on_ep_serve(self, chain); },
     [=](drain_atom, int64_t grace_ms) -> caf::typed_response_promise<uint64_t> {
       auto promise = self->make_response_promise<uint64_t>();
       auto held = hold_engine(self);

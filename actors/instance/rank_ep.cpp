@@ -108,6 +108,11 @@ bool end_ep_step(rank_pointer self, bool force) {
   auto* member = st.member;
   if (member == nullptr || (!force && !member->in_step()))
     return true;
+  // Serving a step another rank started, and nothing of this rank's ran in it: the serving
+  // goes on (its next round is a message away) and ends the step.
+  if (!force && st.ep_serving && !member->forwarded_in_step())
+    return true;
+  st.ep_serving = false; // forwards of its own joined the step: it ends here, the chain stops
   if (!end_group_step(group_step_of(st))) {
     // The step's forwards computed garbage: nothing of it leaves this rank. The supervisor
     // restarts the instance with its healthy ranks; requests here are rerouted.
@@ -132,10 +137,28 @@ void on_ep_wake(rank_pointer self, int64_t step) {
     loop->wake(step); // the loop's thread takes part, never waiting for this one
     return;
   }
-  auto* member = self->state.member;
-  // Stale: this rank started that step itself (its own forwards) and has ended it.
-  if (member == nullptr || step <= member->steps())
+  auto& st = self->state;
+  auto* member = st.member;
+  // Stale: this rank started that step itself (its own forwards) and has ended it, or it is
+  // taking part already.
+  if (member == nullptr || step <= member->steps() || st.ep_serving)
     return;
+  // One round per message: between two rounds this rank's mailbox is read, so a job that
+  // arrives while the others compute runs its forward in their step (its rounds join the
+  // step's remaining ones) instead of waiting for the step to end and then for a whole step of
+  // theirs beside it (issue 15: a short prompt beside a long prompt's chunks).
+  st.ep_serving = true;
+  on_ep_serve(self, ++st.ep_serve_chain);
+}
+
+void on_ep_serve(rank_pointer self, uint64_t chain) {
+  auto& st = self->state;
+  if (!st.ep_serving || chain != st.ep_serve_chain || st.member == nullptr)
+    return; // the step ended otherwise (forwards of this rank's ended it)
+  if (!st.member->serve_round()) {
+    self->send(self, ep_serve_atom::value, chain);
+    return;
+  }
   end_ep_step(self, true);
 }
 

@@ -14,7 +14,6 @@
 #include <caf/scoped_actor.hpp>
 #include <caf/send.hpp>
 
-#include "actors/transport/kv_transport.hpp"
 #include "actors/log.hpp"
 #include "engine/cost_profile.hpp"
 
@@ -92,63 +91,6 @@ void fail_prefill(rank_pointer self, uint64_t id, caf::error error) {
   drain_forget(self, id);
 }
 
-/// The sequences the decode rank starts from a job's KV: none for n = 1 (the one exported),
-/// else the job's own sample (unless its first token ended it) and each of its parallel
-/// samples that goes on.
-std::vector<parallel_sample> decoding_samples(const prefill_task& t) {
-  std::vector<parallel_sample> out;
-  if (t.out.samples.empty())
-    return out;
-  if (!t.out.finished)
-    out.push_back({t.job.id, t.job.sampling.seed, t.out.first_token, false, {}});
-  for (const auto& x : t.out.samples)
-    if (!x.finished)
-      out.push_back({x.id, x.seed, x.first_token, false, {}});
-  return out;
-}
-
-/// Hands a prefilled sequence to the job's decode rank over the transport that fits the pair
-/// (DESIGN §1 step 5) and frees it here. The first token (`t.out`) is answered first: TTFT does
-/// not wait for the export (tens of ms at 30K). A failure from then on reaches the request as a
-/// token batch error (one per sequence that was to go on).
-void hand_off(rank_pointer self, prefill_task& t, const caf::actor& decode) {
-  auto& st = self->state;
-  auto& transport = choose_kv_transport(decode.node() == self->node(), !t.job.decode_rdma.empty());
-  t.out.transport = transport.kind();
-  t.promise.deliver(t.out);
-  auto bytes = st.engine->export_sequence(t.req.seq);
-  st.engine->free(t.req.seq);
-  caf::error err;
-  kv_handoff h;
-  h.cache_salt = t.job.cache_salt;
-  h.traffic = t.job.traffic;
-  h.images = marks_of(t.job);
-  h.samples = decoding_samples(t);
-  if (!bytes)
-    err = make_error(errc::engine_export_failed, "cannot export the sequence");
-  else
-    err = transport.send(t.job.id, std::move(*bytes), h);
-  if (err) {
-    std::vector<uint64_t> ids{t.job.id};
-    if (!h.samples.empty()) {
-      ids.clear();
-      for (const auto& x : h.samples)
-        ids.push_back(x.id);
-    }
-    if (auto sink = caf::actor_cast<caf::actor>(t.job.sink))
-      for (auto id : ids) {
-        token_batch fail;
-        fail.id = id;
-        fail.finished = true;
-        fail.error = err;
-        caf::send_as(caf::actor_cast<caf::actor>(self), sink, tokens_atom::value, std::move(fail));
-      }
-    return;
-  }
-  self->send(caf::actor_cast<rank_actor>(decode), decode_atom::value, std::move(h), t.job.sampling,
-             std::move(t.job.sink));
-}
-
 /// A job's prefill ended (`p`): keeps its snapshots, answers the first token, hands it over.
 void finish_prefill(rank_pointer self, uint64_t id, engine::prefill_progress& p) {
   auto& st = self->state;
@@ -212,6 +154,16 @@ void forget_hit(prefill_task& t) {
   t.out.snapshot_hit = false;
 }
 
+/// Starts the chunk loop. While the rank serves a step another rank started, the first chunk
+/// runs at once, before the next round's message: its forward joins that step's next round.
+void start_chunking(rank_pointer self) {
+  self->state.chunking = true;
+  if (self->state.ep_serving && !self->state.in_chunk)
+    prefill_chunk(self);
+  else
+    self->send(self, chunk_atom::value);
+}
+
 /// Moves fetched jobs into the scheduler, oldest first, while the pool has room for them.
 void admit_waiting(rank_pointer self) {
   auto& st = self->state;
@@ -243,10 +195,8 @@ void admit_waiting(rank_pointer self) {
   // A hit without its window snapshot replays the encoder window when submitted: a step.
   if (!end_ep_step(self))
     return;
-  if (!st.running.empty() && !st.chunking) {
-    st.chunking = true;
-    self->send(self, chunk_atom::value);
-  }
+  if (!st.running.empty() && !st.chunking)
+    start_chunking(self);
   report(self);
 }
 
@@ -424,30 +374,37 @@ void on_blocks_loaded(rank_pointer self, uint64_t id) {
     return;
   }
   // Its decoder may be all that is left: step it.
-  if (!st.chunking) {
-    st.chunking = true;
-    self->send(self, chunk_atom::value);
-  }
+  if (!st.chunking)
+    start_chunking(self);
 }
 
 void prefill_chunk(rank_pointer self) {
   auto& st = self->state;
+  const bool nested = std::exchange(st.in_chunk, true);
+  struct restore {
+    bool& flag;
+    bool to;
+    ~restore() { flag = to; }
+  } restore_in_chunk{st.in_chunk, nested};
   if (st.running.empty()) {
     st.chunking = false;
     return;
   }
-  auto done = scheduler(self).step();
-  if (!end_ep_step(self))
-    return;
-  ++st.steps;
-  for (auto& [seq, p] : done.finished) {
+  // A finished prompt's first token is whole once its forward is (every round of it went
+  // through: the group has not failed): it is answered at once, before the step's later
+  // chunks (a long prompt's, after a short one) and before the group's step ends (which waits
+  // for the other ranks' forwards).
+  auto done = scheduler(self).step([&](engine::sequence_id seq, engine::prefill_progress& p) {
     auto it = st.running.find(seq.value);
-    if (it == st.running.end())
-      continue;
+    if (it == st.running.end() || (st.member != nullptr && st.member->failed()))
+      return;
     auto id = it->second;
     st.running.erase(it);
     finish_prefill(self, id, p);
-  }
+  });
+  if (!end_ep_step(self))
+    return;
+  ++st.steps;
   // Nothing ran: every job in the scheduler waits for its blocks, whose arrival re-arms the loop.
   if (done.chunks.empty())
     st.chunking = false;

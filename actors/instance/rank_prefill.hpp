@@ -26,6 +26,12 @@ void on_hit_planned(rank_pointer self, uint64_t id);
 /// The block fetcher has job `id`'s blocks in host memory.
 void on_blocks_loaded(rank_pointer self, uint64_t id);
 
+/// rank_handoff.cpp: hands job `t`'s prefilled sequence to its decode rank `decode` over the
+/// transport that fits the pair and frees it here. The first token (`t.out`) is answered first:
+/// TTFT does not wait for the export (tens of ms at 30K). A failure from then on reaches the
+/// request as a token batch error (one per sequence that was to go on).
+void hand_off(rank_pointer self, prefill_task& t, const caf::actor& decode);
+
 /// One budgeted prefill step over the scheduler's jobs; re-arms itself while any remain.
 void prefill_chunk(rank_pointer self);
 

@@ -122,6 +122,10 @@ struct rank_state {
   ep_fail_on_exit ep_guard;
   /// The engine's member of `cfg.ep`'s group (null without EP).
   engine::ep_rank* member = nullptr;
+  /// Taking part in a step another rank started, one round per message (on_ep_serve), and the
+  /// chain of those messages that is current (a chain whose step ended otherwise stops).
+  bool ep_serving = false;
+  uint64_t ep_serve_chain = 0;
   /// Rank 0's EP figures (null on other ranks and without a registry).
   http::metrics_registry::gauge* moe_lb_gauge = nullptr;
   http::metrics_registry::counter* replacements_counter = nullptr;
@@ -139,6 +143,8 @@ struct rank_state {
   std::map<uint64_t, uint64_t> running;
   std::unique_ptr<engine::prefill_scheduler> scheduler;
   bool chunking = false;
+  /// Inside prefill_chunk (start_chunking then sends the chunk message instead of calling it).
+  bool in_chunk = false;
   /// Declared after the engine and the tasks: destroyed (joined) first.
   std::unique_ptr<block_fetcher> fetcher;
   /// A vision rank's encoder thread (`rank_engine_config::encodes_images`); declared after the
@@ -263,8 +269,12 @@ bool end_ep_step(rank_pointer self, bool force = false);
 /// The decode loop's way to end the steps its forwards started (null without EP): as
 /// end_ep_step, on the loop's thread; false when the group failed (the rank then quits).
 std::function<bool(int64_t wake)> ep_step_ender(rank_pointer self);
-/// Another rank started step `step`: take part (an empty step) unless this rank already did.
+/// Another rank started step `step`: take part unless this rank already did, serving the
+/// step's rounds one message at a time (on_ep_serve), so a job that arrives meanwhile joins it.
 void on_ep_wake(rank_pointer self, int64_t step);
+/// The next round of the step this rank was woken for (chain `chain`); ends the step after its
+/// last round.
+void on_ep_serve(rank_pointer self, uint64_t chain);
 
 /// rank_constraints.cpp: whether a request with `constraint` (an engine spec; empty: none) must
 /// have it compiled on the node's compiler actor before it enters the engine (not in the cache

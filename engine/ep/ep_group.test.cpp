@@ -2,6 +2,10 @@
 // every expert, bit for bit, for chunked prefill and batched decode with uneven per-rank batches
 // and an empty rank; a re-placement between two steps changes no bit; a group rebuilt from
 // 3 of 4 ranks continues with the same bits.
+#include <chrono>
+#include <cstring>
+#include <thread>
+
 #include <boost/test/unit_test.hpp>
 
 #include "engine/testing/ep_test_run.hpp"
@@ -130,6 +134,115 @@ BOOST_AUTO_TEST_CASE(a_group_rebuilt_from_3_of_4_ranks_continues_with_the_same_b
   run.decode(&g3, {{0, 1, 2}, {3, 5}, {4}}, decode_steps - 3);
   run.decode(&g3, moved, 3);
   require_identical(run.logits(), "EP4 -> EP3");
+}
+
+// A rank woken for a step another started serves its rounds one at a time (so its owner can
+// read messages between them) and then joins the step with a forward of its own: its rounds
+// meet the others' remaining ones, layer against layer of another depth. Same bits, one step.
+BOOST_AUTO_TEST_CASE(a_rank_that_joins_a_step_between_its_serve_rounds_changes_no_bit) {
+  for (int served : {0, 1, 3, 6, -1}) { // -1: serves to the end and joins no forward
+    BOOST_TEST_CONTEXT("rounds served first " << served) {
+      ep_group group(model_config::tiny(), group_config(2));
+      for (int r = 0; r < 2; ++r)
+        engine(r).join_ep_group(group.rank(r));
+      std::vector<float> long_logits, short_logits;
+      std::vector<bool> over_early;
+      int served_rounds = 0;
+      // Rank 1: the 260-token prompt in one chunk (4 encoder and 4 decoder MoE rounds).
+      std::thread long_rank([&] {
+        prefill_request pr;
+        pr.seq = sequence_id{900 + static_cast<uint64_t>(served + 1) * 2};
+        pr.tokens = prompts()[2];
+        pr.sampling.max_tokens = 1;
+        auto p = engine(1).begin_prefill(pr);
+        p = engine(1).prefill_step(pr.seq, 260);
+        if (p.done)
+          long_logits = std::move(p.logits);
+        group.rank(1).end_step();
+        engine(1).free(pr.seq);
+      });
+      // Rank 0: serves `served` rounds, then prefills the 37-token prompt in the same step.
+      auto& me = group.rank(0);
+      bool over = false;
+      for (int i = 0; served < 0 ? !over : i < served; ++i) {
+        over = me.serve_round();
+        ++served_rounds;
+        over_early.push_back(over);
+      }
+      prefill_request pr;
+      pr.seq = sequence_id{901 + static_cast<uint64_t>(served + 1) * 2};
+      pr.tokens = prompts()[0];
+      pr.sampling.max_tokens = 1;
+      if (served >= 0) {
+        auto p = engine(0).prefill(pr);
+        if (p.done)
+          short_logits = std::move(p.logits);
+        BOOST_TEST(me.forwarded_in_step());
+      }
+      me.end_step();
+      long_rank.join();
+      BOOST_TEST(me.steps() == 1);
+      BOOST_TEST(group.rank(1).steps() == 1);
+      BOOST_REQUIRE(!long_logits.empty());
+      BOOST_TEST(std::memcmp(long_logits.data(), reference()[2][0].data(), long_logits.size() * 4) == 0);
+      if (served >= 0) {
+        for (bool b : over_early)
+          BOOST_TEST(!b, "the step's rounds ended while rank 0 still had a forward to run");
+        BOOST_REQUIRE(!short_logits.empty());
+        BOOST_TEST(std::memcmp(short_logits.data(), reference()[0][0].data(), short_logits.size() * 4) == 0);
+        engine(0).free(pr.seq);
+      } else {
+        // At least a round per MoE layer of rank 1's forward (8), and the one where both were done.
+        BOOST_TEST(served_rounds > 8);
+      }
+    }
+  }
+}
+
+// A rank in the middle of a long forward computes, between two pieces of it, the rows another
+// rank's short forward waits on (serve_waiting), instead of at its own next MoE layer: the
+// short forward is not paced by the long one's layers. Same bits.
+BOOST_AUTO_TEST_CASE(a_long_forward_serves_a_waiting_short_one_between_its_pieces_with_the_same_bits) {
+  ep_group group(model_config::tiny(), group_config(2));
+  for (int r = 0; r < 2; ++r)
+    engine(r).join_ep_group(group.rank(r));
+  std::vector<float> short_logits, long_logits;
+  // Rank 1: the 37-token prompt; its first MoE round waits for rank 0.
+  std::thread short_rank([&] {
+    prefill_request pr;
+    pr.seq = sequence_id{950};
+    pr.tokens = prompts()[0];
+    pr.sampling.max_tokens = 1;
+    auto p = engine(1).prefill(pr);
+    if (p.done)
+      short_logits = std::move(p.logits);
+    group.rank(1).end_step();
+    engine(1).free(pr.seq);
+  });
+  // Rank 0 starts the 260-token prompt once rank 1 waits with rows (a deadline, not a sleep).
+  auto& me = group.rank(0);
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+  while (!me.others_wait_with_rows() && std::chrono::steady_clock::now() < deadline)
+    std::this_thread::yield();
+  BOOST_TEST(me.others_wait_with_rows());
+  const int64_t early = me.served_early();
+  prefill_request pr;
+  pr.seq = sequence_id{951};
+  pr.tokens = prompts()[2];
+  pr.sampling.max_tokens = 1;
+  auto p = engine(0).prefill(pr);
+  if (p.done)
+    long_logits = std::move(p.logits);
+  me.end_step();
+  short_rank.join();
+  engine(0).free(pr.seq);
+  // At least the round rank 1 waited in before rank 0's first MoE layer.
+  BOOST_TEST(me.served_early() > early);
+  BOOST_TEST(me.steps() == group.rank(1).steps());
+  BOOST_REQUIRE(!short_logits.empty());
+  BOOST_REQUIRE(!long_logits.empty());
+  BOOST_TEST(std::memcmp(short_logits.data(), reference()[0][0].data(), short_logits.size() * 4) == 0);
+  BOOST_TEST(std::memcmp(long_logits.data(), reference()[2][0].data(), long_logits.size() * 4) == 0);
 }
 
 BOOST_AUTO_TEST_SUITE_END()

@@ -89,7 +89,29 @@ void ep_rank::begin_step() {
 void ep_rank::run(int layer, const float* xn, int64_t n, std::span<const expert_route> routes,
                   int top, float* out) {
   begin_step();
+  if (rounds_over_) {
+    if (failed_.load())
+      return; // the rest of a forward the failure cut short: garbage, never used
+    // The others have left the step's rounds: these rows would wait for a round that never
+    // comes. The owner must end the step after serve_round said it was over.
+    log().critical("ep rank={} ran a forward after its step's rounds were over", rank());
+    std::abort();
+  }
+  forwarded_ = true;
   round(layer, xn, n, routes, top, out, false);
+}
+
+void ep_rank::serve_waiting() {
+  if (rounds_over_ || failed_.load() || !transport_.peers_wait_with_rows())
+    return;
+  begin_step();
+  ++served_early_;
+  round(-1, nullptr, 0, {}, 0, nullptr, false);
+}
+
+bool ep_rank::serve_round() {
+  begin_step();
+  return rounds_over_ || round(-1, nullptr, 0, {}, 0, nullptr, true);
 }
 
 bool ep_rank::round(int layer, const float* xn, int64_t n, std::span<const expert_route> routes,
@@ -116,18 +138,18 @@ bool ep_rank::round(int layer, const float* xn, int64_t n, std::span<const exper
     }
   // A failed group ends every loop at once (its outputs are garbage and will not be used).
   if (!timed_all_to_all(send_, recv_))
-    return true;
+    return rounds_over_ = true;
   // Every rank sees the same flags: all done means no rows anywhere and the step's rounds end.
   bool all_done = true;
   for (const auto& b : recv_)
     all_done = all_done && b.header[head_done] == 1;
   if (all_done)
-    return true;
+    return rounds_over_ = true;
   // 2. compute what was sent here, 3. send it back and combine in ascending expert order (the
   // order of each row's routes), one axpy per route as the local path does.
   compute_received();
   if (!timed_all_to_all(reply_, result_))
-    return true;
+    return rounds_over_ = true;
   if (n == 0)
     return false;
   const auto& k = backend_->kernels();
@@ -214,9 +236,12 @@ void ep_rank::set_wake(std::function<void(int64_t step)> wake) {
 
 ep_step_stats ep_rank::end_step() {
   begin_step();
-  // 1. serve the others' rounds until every rank has ended its step
-  while (!round(-1, nullptr, 0, {}, 0, nullptr, true)) {
+  // 1. serve the others' rounds until every rank has ended its step (serve_round may have
+  // seen the last one already)
+  while (!rounds_over_ && !round(-1, nullptr, 0, {}, 0, nullptr, true)) {
   }
+  rounds_over_ = false;
+  forwarded_ = false;
   // 2. every rank's counts to every rank: [flags, routed (layers x experts), served (layers)]
   ep_buffer mine;
   mine.header.reserve(1 + routed_step_.size() + served_step_.size());

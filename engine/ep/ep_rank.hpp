@@ -75,6 +75,13 @@ struct ep_step_stats {
 /// when any rank asked) the re-placement, whose replica moves happen before `end_step` returns:
 /// between two steps, so no forward sees a half-moved expert.
 ///
+/// Rounds pair up by their order, not by layer (each rank's rows carry their own layer), which
+/// lets a short forward avoid being paced by a long one beside it: a rank woken for a step
+/// serves it a round at a time (`serve_round`) and may start a forward of its own between two
+/// rounds, joining the step; and a rank in the middle of a long forward takes part in a round
+/// early, between two pieces of its work, when the others wait on its experts
+/// (`serve_waiting`). Neither changes a bit: every row meets the same experts in the same order.
+///
 /// One thread uses a rank: the thread that runs its engine.
 class ep_rank final : public routed_experts {
 public:
@@ -104,6 +111,24 @@ public:
   /// Ends this rank's step (see the class comment); returns once the whole group has ended it.
   /// Required after every step, also one without forwards.
   ep_step_stats end_step();
+
+  /// One round of a step this rank takes part in without rows of its own (an idle rank woken
+  /// for a step another started), so that its owner can do other work between two rounds:
+  /// true once the step's rounds are over (every rank has ended it; `end_step` then finishes
+  /// the step without another round). Between two calls the owner may run forwards: their
+  /// rounds join the step's remaining ones (a round carries each rank's layer), so work that
+  /// arrives while the others compute starts in their step instead of after it.
+  bool serve_round();
+
+  /// True when this rank's own rows took part in a round of the current step (`run`).
+  bool forwarded_in_step() const { return forwarded_; }
+
+  /// Between two pieces of this rank's forward: when the other ranks wait in the next round
+  /// and one of them has rows there (`ep_transport::peers_wait_with_rows`), takes part in that
+  /// round now without rows of its own (not done: the forward goes on).
+  void serve_waiting() override;
+  /// Whether serve_waiting would take part in a round now (not a collective).
+  bool others_wait_with_rows() const { return transport_.peers_wait_with_rows(); }
 
   /// True once the group has failed (see `ep_step_stats::failed`); readable from any thread.
   bool failed() const { return failed_.load(); }
@@ -136,6 +161,8 @@ public:
   std::size_t routed_expert_bytes() const { return slots_.bytes(); }
   /// Re-placements so far, and slot buffers moved by them.
   int64_t replacements() const { return replacements_; }
+  /// Rounds this rank joined from inside its forwards for others' waiting rows (serve_waiting).
+  int64_t served_early() const { return served_early_; }
   int64_t moved_slots() const { return moved_slots_; }
 
 private:
@@ -178,9 +205,11 @@ private:
   double wait_mark_ = 0.0; // the transport's arrival wait at the start of the step
   std::atomic<int64_t> steps_{0};
   bool in_step_ = false;
+  bool forwarded_ = false;   // this step ran rows of this rank's own
+  bool rounds_over_ = false; // this step's last round has been (every rank was done in it)
   std::atomic<bool> failed_{false};
   std::vector<int64_t> routed_total_;
-  int64_t replacements_ = 0, moved_slots_ = 0;
+  int64_t replacements_ = 0, moved_slots_ = 0, served_early_ = 0;
   std::atomic<bool> replace_requested_{false};
 };
 

@@ -40,6 +40,13 @@ public:
   /// the other ranks (to arrive, or to finish reading: their compute and scheduling, not this
   /// rank's data), to split exchange time into waiting and moving the data.
   virtual double arrival_wait_seconds() const { return 0.0; }
+
+  /// **optional** (default: false) — not a collective: true when every other rank waits in the
+  /// group's next `all_to_all` and one of them sends rows there (a forward waiting for experts
+  /// this rank holds). A rank in the middle of other work may then take part in that exchange
+  /// at once (`ep_rank::serve_waiting`): it completes without waiting. A hint only: false costs
+  /// the waiting rank latency, never a wrong or stuck exchange.
+  virtual bool peers_wait_with_rows() const { return false; }
 };
 
 } // namespace deepinfer::engine

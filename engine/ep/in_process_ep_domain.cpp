@@ -16,8 +16,13 @@ public:
   bool all_to_all(const std::vector<ep_buffer>& send, std::vector<ep_buffer>& recv) override {
     const auto n = static_cast<std::size_t>(ranks());
     d_.published_[static_cast<std::size_t>(rank_)] = &send;
+    const bool rows = std::any_of(send.begin(), send.end(), [](const ep_buffer& b) { return !b.rows.empty(); });
+    if (rows) // before arriving: a rank that sees the arrival sees this too
+      d_.rows_waiting_.fetch_add(1, std::memory_order_relaxed);
     const auto t0 = std::chrono::steady_clock::now();
     const bool arrived = d_.wait();
+    if (rows)
+      d_.rows_waiting_.fetch_sub(1, std::memory_order_relaxed);
     wait_seconds_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     if (!arrived)
       return false;
@@ -35,6 +40,12 @@ public:
 
   bool barrier() override { return d_.wait(); }
   double arrival_wait_seconds() const override { return wait_seconds_; }
+  bool peers_wait_with_rows() const override {
+    // Every other rank has arrived at the barrier this one has not (the next exchange's), and
+    // a rank with rows is among them.
+    return d_.arrived_.load(std::memory_order_acquire) == ranks() - 1 &&
+           d_.rows_waiting_.load(std::memory_order_relaxed) > 0;
+  }
 
   bool move(std::span<const replica_send> sends, std::span<const replica_receive> receives,
             std::size_t floats) override {

@@ -39,6 +39,8 @@ private:
   /// The barrier (spins and yields briefly, then sleeps on the futex): false when the group failed.
   bool wait();
   std::atomic<int> arrived_{0};
+  /// Ranks waiting in an all_to_all that sends rows (endpoint::peers_wait_with_rows).
+  std::atomic<int> rows_waiting_{0};
   /// Barrier generation x 2, plus 1 once the group failed (one word, so a failure wakes the
   /// sleepers like a completed barrier does).
   std::atomic<uint64_t> state_{0};

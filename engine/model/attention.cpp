@@ -43,9 +43,11 @@ void ced_moe_forward::self_attention(const attention_weights& a,
   float* k = buffer(work::sa_k, n * kvd);
   float* v = buffer(work::sa_v, n * kvd);
   float* att = buffer(work::sa_att, n * qd);
+  serve_group();
   k_.rms_norm(x, n, h, a.norm, c.norm_eps, xn);
   const backend::product qkv[] = {{a.wq, qd, q}, {a.wk, kvd, k}, {a.wv, kvd, v}};
   b_.matmul_shared_input(xn, n, h, qkv);
+  serve_group();
   std::vector<int64_t> first(static_cast<std::size_t>(n));
   for (int64_t r = 0; r < n; ++r) {
     ops::rope(q + r * qd, c.heads, c.head_dim, rope_at(rows[r].pos));
@@ -119,6 +121,7 @@ void ced_moe_forward::self_attention(const attention_weights& a,
     k_.attend_rows(q + r0 * qd, count_rows, qd, first_key, keys, sp.kt.data(), sp.count, sp.v.data(),
                    c.heads, c.kv_heads, c.head_dim, tls.scores.data(), att + r0 * qd);
   });
+  serve_group();
   b_.matmul(att, n, qd, a.wo, h, x, true);
   for (int64_t r = 0; r < n; ++r) {
     auto& ring = dec ? rows[r].windows->decoder[li] : rows[r].windows->encoder[li];
@@ -139,9 +142,11 @@ void ced_moe_forward::cross_attention(const decoder_layer_weights& d,
   float* q = buffer(work::ca_q, n * qd);
   float* iq = buffer(work::ca_iq, n * iqd);
   float* att = buffer(work::ca_att, n * qd);
+  serve_group();
   k_.rms_norm(x, n, h, d.cross_norm, c.norm_eps, xn);
   const backend::product queries[] = {{d.cross_wq, qd, q}, {d.index_wq, iqd, iq}};
   b_.matmul_shared_input(xn, n, h, queries);
+  serve_group();
   for (int64_t r = 0; r < n; ++r)
     ops::rope(q + r * qd, c.heads, c.head_dim, rope_at(rows[r].pos));
   const int64_t ih = c.index_heads, idim = c.index_dim;
@@ -226,6 +231,7 @@ void ced_moe_forward::cross_attention(const decoder_layer_weights& d,
     }
     attend_row(blk.rows - 1);
   });
+  serve_group();
   b_.matmul(att, n, qd, d.cross_wo, h, x, true);
 }
 

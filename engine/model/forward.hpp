@@ -118,6 +118,12 @@ public:
   void reserve_positions(int64_t positions);
 
 private:
+  /// Between two pieces of work: lets the expert-parallel group's other ranks that wait on this
+  /// rank's experts have them now (routed_experts::serve_waiting; nothing without a group).
+  void serve_group() {
+    if (external_experts_ != nullptr)
+      external_experts_->serve_waiting();
+  }
   void self_attention(const attention_weights& a, std::span<const forward_row> rows, bool dec,
                       int layer, float* x);
   void cross_attention(const decoder_layer_weights& d, std::span<const forward_row> rows,

@@ -15,6 +15,7 @@ void ced_moe_forward::moe(const moe_weights& m, int layer, int64_t n, float* x) 
   const int64_t h = c.hidden, e = c.routed_experts, f = c.expert_ffn, top = c.experts_per_token;
   float* xn = buffer(work::moe_xn, n * h);
   float* logits = buffer(work::moe_logits, n * e);
+  serve_group();
   k_.rms_norm(x, n, h, m.norm, c.norm_eps, xn);
   b_.matmul(xn, n, h, m.router, e, logits);
   // 1. route: select by score + bias, weight by the score normalised over the selection; each
@@ -49,6 +50,7 @@ void ced_moe_forward::moe(const moe_weights& m, int layer, int64_t n, float* x) 
     const int64_t sf = int64_t{c.shared_experts} * f;
     float* g = buffer(work::moe_g, n * std::max(f, sf));
     float* u = buffer(work::moe_u, n * std::max(f, sf));
+    serve_group();
     b_.gated_mlp(xn, n, h, m.shared_w1, m.shared_w3, sf, m.shared_w2, out, true, g, u);
   }
   k_.axpy(x, out, 1.0f, n * h);

@@ -28,6 +28,12 @@ public:
   /// row, each row's in ascending expert order. `n` may be 0.
   virtual void run(int layer, const float* xn, int64_t n, std::span<const expert_route> routes,
                    int top, float* out) = 0;
+
+  /// **optional** (default: nothing) — called by the forward between two pieces of its work
+  /// (never inside a `run`): `ep_rank` computes now the rows other ranks of its group wait on
+  /// (their forwards' MoE layers), so a short forward beside a long one is not paced by the long
+  /// one's layers. Changes no bit of anything.
+  virtual void serve_waiting() {}
 };
 
 } // namespace deepinfer::engine
