@@ -1,7 +1,12 @@
-// bench/serve/short_behind_long.mjs: TTFT of a short prompt sent while a long one is being
-// prefilled (one prefill rank takes both: the embedded default has 2, so two longs go first to
-// fill both), for each caf-launch binary given, side by side in one run.
-// Usage: node bench/serve/short_behind_long.mjs EXE [EXE...] [--long-words=6000] [--rounds=3]
+// bench/serve/short_behind_long.mjs: TTFT of short prompts sent while long ones are being
+// prefilled, for each caf-launch binary given, side by side in one run (every server is started
+// first and the binaries take turns round by round, so machine noise hits them alike).
+// Usage: node bench/serve/short_behind_long.mjs EXE [EXE...] [--long-words=6000] [--rounds=3] [--longs=2]
+// Each round sends `longs` long prompts at once (fresh words: no prefix hit), then short prompts
+// one after another until the longs have their first tokens. With --longs=2 (the default) both
+// prefill ranks of the embedded default hold a long prompt, so a short one waits behind a long
+// one on its rank; with --longs=1 the other rank is free, and a short prompt there waits only
+// for the expert-parallel group's step the long prompt's chunk runs in (issue 15).
 import { serverUp, startServer, stopServer } from '../../tests/serve/harness.mjs';
 import { streamTtft } from './stream_ttft.mjs';
 
@@ -9,28 +14,42 @@ const opts = Object.fromEntries(process.argv.slice(2).filter((a) => a.startsWith
 const exes = process.argv.slice(2).filter((a) => !a.startsWith('--'));
 const longWords = Number(opts['long-words'] ?? 6000);
 const rounds = Number(opts.rounds ?? 3);
+const longCount = Number(opts.longs ?? 2);
 const MODEL = 'deepseek-v4.1-flash';
 
 const ttft = (base, content) => streamTtft(base, MODEL, content, 2);
-const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
-const words = (n, seed) => Array.from({ length: n }, (_, i) => `w${(i * 7919 + seed * 104729) % 1009}`).join(' ');
+const pct = (xs, p) => { const s = [...xs].sort((a, b) => a - b); return s[Math.min(s.length - 1, Math.floor(p * s.length))]; };
+let seed = 0;
+const words = (n) => { const s = ++seed; return Array.from({ length: n }, (_, i) => `w${(i * 7919 + s * 104729) % 99991}`).join(' '); };
 
-console.log(`| binary | long TTFT ms (median of ${rounds}) | short TTFT behind it ms | short alone ms |`);
-console.log('|---|---|---|---|');
-for (const exe of exes) {
-  const server = await startServer(exe, { name: exe, kvPrefix: 'deepinfer-bench-kv-' });
-  const base = server.base;
-  await serverUp(server);
-  await ttft(base, 'Warm up.');
-  const longs = []; const shorts = []; const alone = [];
-  for (let i = 0; i < rounds; ++i) {
-    alone.push(await ttft(base, `Short question ${i}a.`));
-    // Fresh words each round: no prefix hit.
-    const l = [ttft(base, words(longWords, 2 * i + 1)), ttft(base, words(longWords, 2 * i + 2))];
-    await new Promise((r) => setTimeout(r, 300));
-    shorts.push(await ttft(base, `Short question ${i}b.`));
-    longs.push(...await Promise.all(l));
+const servers = [];
+try {
+  for (const exe of exes) {
+    const s = await startServer(exe, { name: exe, kvPrefix: 'deepinfer-bench-kv-' });
+    servers.push(s);
+    await serverUp(s);
+    await ttft(s.base, 'Warm up.');
   }
-  console.log(`| ${exe} | ${median(longs).toFixed(0)} | ${median(shorts).toFixed(0)} | ${median(alone).toFixed(0)} |`);
-  await stopServer(server);
+  const results = exes.map(() => ({ longs: [], shorts: [], alone: [] }));
+  for (let i = 0; i < rounds; ++i)
+    for (const [k, s] of servers.entries()) {
+      const r = results[k];
+      r.alone.push(await ttft(s.base, `${words(40)} Answer briefly.`));
+      let pending = longCount;
+      const longs = Array.from({ length: longCount }, () => ttft(s.base, words(longWords)).then((ms) => { --pending; r.longs.push(ms); }));
+      await new Promise((res) => setTimeout(res, 20));
+      while (pending > 0)
+        r.shorts.push(await ttft(s.base, `${words(40)} Answer briefly.`));
+      await Promise.all(longs);
+    }
+  console.log(`${longCount} long prompt(s) of ${longWords} words, short ones back to back beside them; ${rounds} rounds`);
+  console.log('| binary | long TTFT p50 ms | short TTFT beside them p50 / p90 ms (count) | short alone p50 ms |');
+  console.log('|---|---|---|---|');
+  for (const [k, exe] of exes.entries()) {
+    const r = results[k];
+    console.log(`| ${exe} | ${pct(r.longs, 0.5).toFixed(0)} | ${pct(r.shorts, 0.5).toFixed(0)} / ${pct(r.shorts, 0.9).toFixed(0)} (${r.shorts.length}) | ${pct(r.alone, 0.5).toFixed(0)} |`);
+  }
+} finally {
+  for (const s of servers)
+    await stopServer(s);
 }
