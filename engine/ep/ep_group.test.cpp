@@ -136,6 +136,28 @@ BOOST_AUTO_TEST_CASE(a_group_rebuilt_from_3_of_4_ranks_continues_with_the_same_b
   require_identical(run.logits(), "EP4 -> EP3");
 }
 
+namespace {
+
+/// Prefills prompts()[prompt] on engine(rank) in one chunk (its MoE rounds go through the rank's
+/// group), frees the sequence and returns the last position's logits (empty when it failed).
+std::vector<float> prefill_whole(int rank, uint64_t seq, int prompt) {
+  prefill_request pr;
+  pr.seq = sequence_id{seq};
+  pr.tokens = prompts()[static_cast<std::size_t>(prompt)];
+  pr.sampling.max_tokens = 1;
+  auto p = engine(rank).prefill(pr);
+  engine(rank).free(pr.seq);
+  return p.done ? std::move(p.logits) : std::vector<float>{};
+}
+
+/// The one-engine reference's prefill logits of prompts()[prompt], bit for bit.
+bool reference_bits(const std::vector<float>& logits, int prompt) {
+  const auto& want = reference()[static_cast<std::size_t>(prompt)][0];
+  return logits.size() == want.size() && std::memcmp(logits.data(), want.data(), want.size() * 4) == 0;
+}
+
+} // namespace
+
 // A rank woken for a step another started serves its rounds one at a time (so its owner can
 // read messages between them) and then joins the step with a forward of its own: its rounds
 // meet the others' remaining ones, layer against layer of another depth. Same bits, one step.
@@ -150,16 +172,8 @@ BOOST_AUTO_TEST_CASE(a_rank_that_joins_a_step_between_its_serve_rounds_changes_n
       int served_rounds = 0;
       // Rank 1: the 260-token prompt in one chunk (4 encoder and 4 decoder MoE rounds).
       std::thread long_rank([&] {
-        prefill_request pr;
-        pr.seq = sequence_id{900 + static_cast<uint64_t>(served + 1) * 2};
-        pr.tokens = prompts()[2];
-        pr.sampling.max_tokens = 1;
-        auto p = engine(1).begin_prefill(pr);
-        p = engine(1).prefill_step(pr.seq, 260);
-        if (p.done)
-          long_logits = std::move(p.logits);
+        long_logits = prefill_whole(1, 900 + static_cast<uint64_t>(served + 1) * 2, 2);
         group.rank(1).end_step();
-        engine(1).free(pr.seq);
       });
       // Rank 0: serves `served` rounds, then prefills the 37-token prompt in the same step.
       auto& me = group.rank(0);
@@ -169,28 +183,19 @@ BOOST_AUTO_TEST_CASE(a_rank_that_joins_a_step_between_its_serve_rounds_changes_n
         ++served_rounds;
         over_early.push_back(over);
       }
-      prefill_request pr;
-      pr.seq = sequence_id{901 + static_cast<uint64_t>(served + 1) * 2};
-      pr.tokens = prompts()[0];
-      pr.sampling.max_tokens = 1;
       if (served >= 0) {
-        auto p = engine(0).prefill(pr);
-        if (p.done)
-          short_logits = std::move(p.logits);
+        short_logits = prefill_whole(0, 901 + static_cast<uint64_t>(served + 1) * 2, 0);
         BOOST_TEST(me.forwarded_in_step());
       }
       me.end_step();
       long_rank.join();
       BOOST_TEST(me.steps() == 1);
       BOOST_TEST(group.rank(1).steps() == 1);
-      BOOST_REQUIRE(!long_logits.empty());
-      BOOST_TEST(std::memcmp(long_logits.data(), reference()[2][0].data(), long_logits.size() * 4) == 0);
+      BOOST_TEST(reference_bits(long_logits, 2));
       if (served >= 0) {
         for (bool b : over_early)
           BOOST_TEST(!b, "the step's rounds ended while rank 0 still had a forward to run");
-        BOOST_REQUIRE(!short_logits.empty());
-        BOOST_TEST(std::memcmp(short_logits.data(), reference()[0][0].data(), short_logits.size() * 4) == 0);
-        engine(0).free(pr.seq);
+        BOOST_TEST(reference_bits(short_logits, 0));
       } else {
         // At least a round per MoE layer of rank 1's forward (8), and the one where both were done.
         BOOST_TEST(served_rounds > 8);
@@ -209,15 +214,8 @@ BOOST_AUTO_TEST_CASE(a_long_forward_serves_a_waiting_short_one_between_its_piece
   std::vector<float> short_logits, long_logits;
   // Rank 1: the 37-token prompt; its first MoE round waits for rank 0.
   std::thread short_rank([&] {
-    prefill_request pr;
-    pr.seq = sequence_id{950};
-    pr.tokens = prompts()[0];
-    pr.sampling.max_tokens = 1;
-    auto p = engine(1).prefill(pr);
-    if (p.done)
-      short_logits = std::move(p.logits);
+    short_logits = prefill_whole(1, 950, 0);
     group.rank(1).end_step();
-    engine(1).free(pr.seq);
   });
   // Rank 0 starts the 260-token prompt once rank 1 waits with rows (a deadline, not a sleep).
   auto& me = group.rank(0);
@@ -226,23 +224,14 @@ BOOST_AUTO_TEST_CASE(a_long_forward_serves_a_waiting_short_one_between_its_piece
     std::this_thread::yield();
   BOOST_TEST(me.others_wait_with_rows());
   const int64_t early = me.served_early();
-  prefill_request pr;
-  pr.seq = sequence_id{951};
-  pr.tokens = prompts()[2];
-  pr.sampling.max_tokens = 1;
-  auto p = engine(0).prefill(pr);
-  if (p.done)
-    long_logits = std::move(p.logits);
+  long_logits = prefill_whole(0, 951, 2);
   me.end_step();
   short_rank.join();
-  engine(0).free(pr.seq);
   // At least the round rank 1 waited in before rank 0's first MoE layer.
   BOOST_TEST(me.served_early() > early);
   BOOST_TEST(me.steps() == group.rank(1).steps());
-  BOOST_REQUIRE(!short_logits.empty());
-  BOOST_REQUIRE(!long_logits.empty());
-  BOOST_TEST(std::memcmp(short_logits.data(), reference()[0][0].data(), short_logits.size() * 4) == 0);
-  BOOST_TEST(std::memcmp(long_logits.data(), reference()[2][0].data(), long_logits.size() * 4) == 0);
+  BOOST_TEST(reference_bits(short_logits, 0));
+  BOOST_TEST(reference_bits(long_logits, 2));
 }
 
 BOOST_AUTO_TEST_SUITE_END()
