@@ -276,6 +276,11 @@ void start_prefill(rank_pointer self, prefill_job& job,
     if (prompt_length < static_cast<int64_t>(tokens.size()) && plan.length > 0 && !plan.snapshot)
       plan = {};
     slot->plan = plan;
+    {
+      std::lock_guard lock{slot->m};
+      slot->planned = true;
+    }
+    slot->cv.notify_one();
     // A rank that is gone meanwhile does not hear of it.
     if (auto r = caf::actor_cast<caf::strong_actor_ptr>(me))
       caf::anon_send(caf::actor_cast<rank_actor>(r), planned_atom::value, id);
@@ -288,6 +293,19 @@ void start_prefill(rank_pointer self, prefill_job& job,
     if (auto r = caf::actor_cast<caf::strong_actor_ptr>(me))
       caf::anon_send(caf::actor_cast<rank_actor>(r), loaded_atom::value, id);
   });
+  // The plan is usually ready within a millisecond (an index lookup): waiting that long here
+  // admits the job in this turn of the mailbox. The fetcher's message would be read only after
+  // the step the rank runs next, a whole step (100 ms by default) later. A slow plan (a remote
+  // snapshot, a busy fetcher) still comes by that message.
+  constexpr auto plan_wait = std::chrono::milliseconds{2};
+  bool planned = false;
+  {
+    auto& slot = *t.fetching;
+    std::unique_lock lock{slot.m};
+    planned = slot.cv.wait_for(lock, plan_wait, [&] { return slot.planned; });
+  }
+  if (planned)
+    on_hit_planned(self, id);
   report(self);
 }
 
@@ -297,6 +315,8 @@ void on_hit_planned(rank_pointer self, uint64_t id) {
   if (it == st.prefills.end() || !it->second.fetching)
     return;
   auto& t = it->second;
+  if (std::exchange(t.fetching->plan_taken, true))
+    return; // start_prefill took it already
   auto& plan = t.fetching->plan;
   if (t.dropped) { // cancelled while planning: without blocks to wait for it goes now
     if (plan.length == 0) {

@@ -9,7 +9,9 @@
 #include <cstdint>
 #include <deque>
 #include <map>
+#include <condition_variable>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <set>
 #include <utility>
@@ -77,6 +79,13 @@ struct fetched_blocks {
   kv::prefix_cache::hit_plan plan;
   bool snapshot_remote = false;
   std::vector<std::vector<std::byte>> blocks;
+  /// Set (under `m`, then `cv` notified) once `plan` is: the rank may take it without waiting
+  /// for the fetcher's message (start_prefill).
+  std::mutex m;
+  std::condition_variable cv;
+  bool planned = false;
+  /// The rank has taken the plan (the rank's thread only): the message finds it done.
+  bool plan_taken = false;
 };
 
 /// One prefill job on its way through the rank: fetching its blocks, waiting for pool room,
