@@ -5,6 +5,9 @@
 //        [--long-words=6000] [--long-every=6] [--max-tokens=16]
 // Each stream sends requests back to back; every `long-every`-th request of a stream is long
 // (fresh words, so no prefix hit), the rest short. Prints one row per (binary, streams).
+// With --rates=R1,R2 the load is open instead: `requests` arrivals at R requests/s (Poisson, the
+// same seeded sequence for every binary), every `long-every`-th long, whatever the answers' pace
+// (in a closed loop faster short prompts bring the next long ones in sooner).
 import { serverUp, startServer, stopServer } from '../../tests/serve/harness.mjs';
 import { streamTtft } from './stream_ttft.mjs';
 
@@ -33,6 +36,29 @@ let salt = 0;
 const words = (n) => { const s = ++salt; return Array.from({ length: n }, (_, i) => `w${(i * 7919 + s * 104729) % 99991}`).join(' '); };
 const pct = (xs, p) => { const s = [...xs].sort((a, b) => a - b); return s.length ? s[Math.min(s.length - 1, Math.floor(p * s.length))] : NaN; };
 
+// Seeded exponential gaps: every binary sees the same arrival times.
+function arrivals(rate) {
+  let x = 12345; const out = []; let t = 0;
+  for (let i = 0; i < requests; ++i) {
+    x = (x * 1103515245 + 12345) % 2147483648;
+    t += -Math.log(1 - x / 2147483648) / rate * 1000;
+    out.push(t);
+  }
+  return out;
+}
+
+async function runOpen(base, rate) {
+  const short = []; const long = [];
+  const t0 = performance.now();
+  await Promise.all(arrivals(rate).map(async (at, i) => {
+    await new Promise((r) => setTimeout(r, Math.max(0, at - (performance.now() - t0))));
+    const isLong = i % longEvery === 0;
+    const ms = await ttft(base, isLong ? words(longWords) : `${words(40)} Answer briefly.`);
+    (isLong ? long : short).push(ms);
+  }));
+  return { short, long, seconds: (performance.now() - t0) / 1000 };
+}
+
 async function run(base, streams) {
   const short = []; const long = [];
   let next = 0;
@@ -49,15 +75,18 @@ async function run(base, streams) {
   return { short, long, seconds: (performance.now() - t0) / 1000 };
 }
 
-console.log(`mixed load: ${requests} requests per level, every ${longEvery}th of a stream long (${longWords} words), max_tokens ${maxTokens}`);
-console.log('| binary | streams | short TTFT p50 / p99 ms | long TTFT p50 / p99 ms | requests/s |');
+const rates = opts.rates ? opts.rates.split(',').map(Number) : null;
+const levels = rates ?? streamsList;
+console.log(`mixed load: ${requests} requests per level, every ${longEvery}th ${rates ? '' : 'of a stream '}long (${longWords} words), max_tokens ${maxTokens}` +
+            (rates ? ', open loop (arrivals at a fixed rate)' : ''));
+console.log(`| binary | ${rates ? 'arrivals/s' : 'streams'} | short TTFT p50 / p99 ms | long TTFT p50 / p99 ms | requests/s |`);
 console.log('|---|---|---|---|---|');
-for (const streams of streamsList)
+for (const streams of levels)
   for (const exe of exes) {
     const s = await start(exe);
     try {
       await ttft(s.base, 'warm up'); // model pages in, first-request costs out of the figures
-      const r = await run(s.base, streams);
+      const r = rates ? await runOpen(s.base, streams) : await run(s.base, streams);
       const f = (xs) => `${pct(xs, 0.5).toFixed(0)} / ${pct(xs, 0.99).toFixed(0)}`;
       console.log(`| ${exe} | ${streams} | ${f(r.short)} | ${f(r.long)} | ${(requests / r.seconds).toFixed(2)} |`);
     } finally {
