@@ -5,11 +5,11 @@
 
 #include <array>
 #include <chrono>
-#include <functional>
+#include <condition_variable>
 #include <cstdint>
 #include <deque>
+#include <functional>
 #include <map>
-#include <condition_variable>
 #include <memory>
 #include <mutex>
 #include <optional>
