@@ -1,5 +1,6 @@
 #include "launcher/launch_plan.hpp"
 
+#include <algorithm>
 #include <sstream>
 #include <string>
 
@@ -240,7 +241,7 @@ actors::node_runtime_config make_node_config(const cluster_manifest& m, const no
 }
 
 actors::node_runtime_config make_embedded_config(const host_port& http, const std::string& model_name,
-                                                  uint32_t ranks) {
+                                                  uint32_t ranks, uint32_t instances) {
   actors::node_runtime_config cfg;
   cfg.self.name = "local";
   cfg.self.host = "127.0.0.1";
@@ -251,9 +252,13 @@ actors::node_runtime_config make_embedded_config(const host_port& http, const st
   cfg.balancers = make_balancer_config({});
   const balancer_params b;
   // One vision instance (one rank) encodes the images (issue 21).
-  cfg.instances = {{node_role::prefill, ranks, make_ep_settings(b.prefill_ep)},
-                   {node_role::decode, ranks, make_ep_settings(b.decode_ep)},
-                   {node_role::vision, 1}};
+  for (uint32_t k = 1; k <= std::max(instances, 1u); ++k)
+    for (auto role : {node_role::prefill, node_role::decode}) {
+      actors::instance_spec spec{role, ranks, make_ep_settings(role == node_role::prefill ? b.prefill_ep : b.decode_ep)};
+      spec.ordinal = k;
+      cfg.instances.push_back(spec);
+    }
+  cfg.instances.push_back({node_role::vision, 1});
   actors::http_endpoint ep;
   ep.host = http.host;
   ep.port = http.port;

@@ -39,8 +39,9 @@ actors::balancer_actors_config make_balancer_config(const balancer_params& b);
 /// The controller's autoscaler from `[autoscaler]` (DESIGN §6.5).
 actors::autoscaler_settings make_autoscaler_settings(const autoscaler_params& a);
 
-/// The embedded default: every role in one process, no CAF port, HTTP on `http`.
+/// The embedded default: every role in one process, no CAF port, HTTP on `http`; `instances`
+/// prefill and as many decode instances of `ranks` ranks each (one EP group each).
 actors::node_runtime_config make_embedded_config(const host_port& http, const std::string& model_name,
-                                                  uint32_t ranks = 2);
+                                                  uint32_t ranks = 2, uint32_t instances = 1);
 
 } // namespace deepinfer::launcher

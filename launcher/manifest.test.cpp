@@ -2,6 +2,7 @@
 
 #include <boost/test/unit_test.hpp>
 
+#include "actors/node/instance_config.hpp"
 #include "launcher/launch_plan.hpp"
 
 using namespace deepinfer::launcher;
@@ -368,3 +369,18 @@ BOOST_AUTO_TEST_CASE(keys_nothing_uses_are_refused_with_what_to_do) {
 }
 
 BOOST_AUTO_TEST_SUITE_END()
+
+// `caf-launch --instances N`: N prefill and N decode instances of the embedded default, each its
+// own EP group with a name of its own (two instances of one role on a node must not share one).
+BOOST_AUTO_TEST_CASE(embedded_default_with_several_instances_names_each_one) {
+  auto cfg = make_embedded_config(host_port{"127.0.0.1", 8000}, "m", 1, 2);
+  std::vector<std::string> names;
+  for (auto& spec : cfg.instances) {
+    BOOST_TEST((spec.role == deepinfer::actors::node_role::vision ? 1u : spec.ranks) == 1u);
+    names.push_back(deepinfer::actors::make_instance_config(cfg, spec, {}).instance);
+  }
+  const std::vector<std::string> expected{"local/prefill", "local/decode", "local/prefill.2", "local/decode.2",
+                                          "local/vision"};
+  BOOST_TEST(names == expected, boost::test_tools::per_element());
+  BOOST_TEST(make_embedded_config(host_port{"127.0.0.1", 8000}, "m").instances.size() == 3u); // 1 + 1 + vision
+}

@@ -256,6 +256,11 @@ rank_actor::behavior_type rank_behavior(rank_pointer self, rank_config cfg) {
                                      "Prefill jobs on the rank: fetching blocks, waiting for pool "
                                      "room or being prefilled.", {"instance", "rank"})
                           .with(labels);
+      if (cfg.engine.reads_hits) // prefill ranks
+        st.prefilled_tokens = &m->add_counter("deepinfer_rank_prefilled_tokens_total",
+                                              "Prompt tokens the prefill rank computed (a prefix hit's cached "
+                                              "tokens not counted).", {"instance", "rank"})
+                                 .with(labels);
       if (st.engine->has_vision()) {
         st.images_encoded = &m->add_counter("deepinfer_vision_images_encoded_total",
                                             "Images the rank's vision encoder turned into placeholder embeddings.",

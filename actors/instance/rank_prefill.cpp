@@ -105,6 +105,8 @@ void finish_prefill(rank_pointer self, uint64_t id, engine::prefill_progress& p)
       cache->store_snapshot(t.req.tokens, snap.end, std::move(snap.bytes), t.job.cache_salt, marks_of(t.job));
   t.out.cached = t.req.hit_length;
   if (ok) {
+    if (st.prefilled_tokens)
+      st.prefilled_tokens->inc(static_cast<double>(static_cast<int64_t>(t.req.tokens.size()) - t.req.hit_length));
     t.out.first_token = p.first.id;
     if (t.job.sampling.logprobs || t.job.sampling.top_logprobs > 0)
       append_logprobs(t.out.logprobs, p.first, t.job.sampling.top_logprobs);

@@ -165,6 +165,9 @@ struct rank_state {
   http::metrics_registry::gauge* pool_used = nullptr;
   http::metrics_registry::gauge* active_gauge = nullptr;
   http::metrics_registry::gauge* queue_gauge = nullptr;
+  /// Prefill ranks: prompt tokens computed (a hit's cached tokens not counted): which rank of
+  /// which instance did the prefill work.
+  http::metrics_registry::counter* prefilled_tokens = nullptr;
   /// Vision (issue 21): images this rank's encoder turned into placeholder embeddings, and the
   /// time each took.
   http::metrics_registry::counter* images_encoded = nullptr;

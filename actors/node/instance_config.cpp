@@ -10,6 +10,8 @@ instance_supervisor_config make_instance_config(const node_runtime_config& node,
                                                 const node_shared_parts& shared) {
   instance_supervisor_config sc;
   sc.instance = node.self.name + "/" + to_string(spec.role);
+  if (spec.ordinal > 1)
+    sc.instance += "." + std::to_string(spec.ordinal);
   sc.node = node.self.name;
   sc.role = spec.role;
   sc.ranks = spec.ranks;

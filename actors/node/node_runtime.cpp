@@ -61,7 +61,7 @@ struct node_runtime::impl {
   /// This node's instances: the manifest's, and a pool instance while the controller has it
   /// serve (added and removed on the agent's thread, read by signal handlers' callers).
   std::mutex supervisors_mtx;
-  std::map<node_role, instance_supervisor_actor> supervisors;
+  std::multimap<node_role, instance_supervisor_actor> supervisors;
   /// Builds an instance's supervisor config (set once the node's shared parts exist; a pool
   /// assignment before that is refused and asked again by the controller).
   std::mutex factory_mtx;
@@ -83,7 +83,7 @@ struct node_runtime::impl {
       return make_error(errc::pool_refused, "node " + cfg.self.name + " is still starting");
     auto sup = spawn_instance_supervisor(*sys, make(*spec), std::move(observer));
     std::lock_guard<std::mutex> guard{supervisors_mtx};
-    supervisors[role] = sup;
+    supervisors.emplace(role, sup);
     return sup;
   }
 
@@ -92,12 +92,22 @@ struct node_runtime::impl {
     supervisors.erase(role);
   }
 
+  /// The node's first instance of `role` (the one named `node/role`).
   std::optional<instance_supervisor_actor> supervisor_of(node_role role) {
     std::lock_guard<std::mutex> guard{supervisors_mtx};
-    auto i = supervisors.find(role);
-    if (i == supervisors.end())
+    auto i = supervisors.lower_bound(role);
+    if (i == supervisors.end() || i->first != role)
       return std::nullopt;
     return i->second;
+  }
+
+  /// Every instance of `role` on the node, first to last.
+  std::vector<instance_supervisor_actor> supervisors_of(node_role role) {
+    std::lock_guard<std::mutex> guard{supervisors_mtx};
+    std::vector<instance_supervisor_actor> out;
+    for (auto [i, end] = supervisors.equal_range(role); i != end; ++i)
+      out.push_back(i->second);
+    return out;
   }
   std::unique_ptr<entrypoint> serving;
   std::unique_ptr<node_http> http;
@@ -310,7 +320,7 @@ std::optional<std::string> node_runtime::start() {
   {
     std::lock_guard<std::mutex> guard{d.supervisors_mtx};
     for (auto& spec : cfg.instances)
-      d.supervisors[spec.role] = spawn_instance_supervisor(sys, supervisor_config(spec), d.agent);
+      d.supervisors.emplace(spec.role, spawn_instance_supervisor(sys, supervisor_config(spec), d.agent));
   }
   {
     std::lock_guard<std::mutex> guard{d.factory_mtx};
@@ -394,7 +404,7 @@ void node_runtime::stop(std::chrono::milliseconds deadline) {
     std::lock_guard<std::mutex> guard{d.factory_mtx};
     d.supervisor_config = nullptr; // it holds the cache and the compiler
   }
-  std::map<node_role, instance_supervisor_actor> supervisors;
+  std::multimap<node_role, instance_supervisor_actor> supervisors;
   {
     std::lock_guard<std::mutex> guard{d.supervisors_mtx};
     supervisors.swap(d.supervisors);
@@ -459,26 +469,30 @@ bool node_runtime::inject_rank_failure(node_role role, uint32_t rank,
 
 std::optional<uint64_t> node_runtime::drain(std::chrono::milliseconds handoff_limit) {
   auto& d = *impl_;
-  auto sup = d.sys ? d.supervisor_of(node_role::decode) : std::nullopt;
-  if (!sup)
+  auto sups = d.sys ? d.supervisors_of(node_role::decode) : std::vector<instance_supervisor_actor>{};
+  if (sups.empty())
     return std::nullopt;
   auto grace = std::chrono::milliseconds{0};
   for (auto* specs : {&d.cfg.instances, &d.cfg.pool_instances})
     for (auto& spec : *specs)
       if (spec.role == node_role::decode)
-        grace = spec.drain_grace;
+        grace = std::max(grace, spec.drain_grace);
   const auto t0 = std::chrono::steady_clock::now();
-  std::optional<uint64_t> moved;
+  uint64_t moved = 0;
   caf::scoped_actor self{*d.sys};
-  self->request(*sup, grace + handoff_limit, drain_atom::value, int64_t{-1})
-    .receive([&](uint64_t n) { moved = n; },
-             [&](caf::error& e) {
-               log().warn("node={} drain did not complete: {}; stopping anyway", d.cfg.self.name, d.sys->render(e));
-             });
+  // Every decode instance of the node drains at once: the grace runs once, not per instance.
+  std::vector<decltype(self->request(sups[0], grace + handoff_limit, drain_atom::value, int64_t{-1}))> answers;
+  for (auto& sup : sups)
+    answers.push_back(self->request(sup, grace + handoff_limit, drain_atom::value, int64_t{-1}));
+  for (auto& answer : answers)
+    answer.receive([&](uint64_t n) { moved += n; },
+                   [&](caf::error& e) {
+                     log().warn("node={} drain did not complete: {}; stopping anyway", d.cfg.self.name, d.sys->render(e));
+                   });
   log().info("node={} drain took {} ms: {} request(s) handed off", d.cfg.self.name,
              std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - t0).count(),
-             moved.value_or(0));
-  return moved.value_or(0);
+             moved);
+  return moved;
 }
 
 std::optional<instance_status> node_runtime::instance(node_role role) {

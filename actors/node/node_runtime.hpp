@@ -31,6 +31,9 @@ struct instance_spec {
   /// Decode: how long a drain notice lets it decode on before it hands its requests to other
   /// decode instances (`[autoscaler] decode_grace_seconds`).
   std::chrono::milliseconds drain_grace{60000};
+  /// Its number among the node's instances of this role: the first is `node/role`, the next
+  /// ones `node/role.2`, `node/role.3`... (several independent groups on one node).
+  uint32_t ordinal = 1;
 };
 
 /// The HTTP entrypoint of a node.

@@ -49,6 +49,7 @@ struct options {
   int prefill_step_ms = 0;  // 0: the manifest's step_budget_ms (100 ms without a manifest)
   bool no_serve = false;
   int ranks = 2;            // ranks (EP size) of each instance of the embedded default
+  int instances = 1;        // prefill and decode instances of the embedded default
   bool no_batch_threads = false;
   bool hangup_stops = false; // set for nodes started over ssh: their session's end must stop them
   serving_flags serving;
@@ -239,6 +240,10 @@ int main(int argc, char** argv) {
   app.add_option("--ranks", o.ranks, "Ranks of each prefill and decode instance of the embedded default: "
                                      "its expert-parallel size (default 2; a manifest sets each node's ranks)")
     ->check(CLI::Range(1, 64));
+  app.add_option("--instances", o.instances, "Prefill instances and decode instances of the embedded default, "
+                                             "each an expert-parallel group of --ranks ranks (default 1; "
+                                             "--instances 2 --ranks 1: two independent engines of each role)")
+    ->check(CLI::Range(1, 16));
   o.serving.add_to(app);
   try {
     app.parse(argc, argv);
@@ -264,7 +269,8 @@ int main(int argc, char** argv) {
     }
     auto stop_signals = block_stop_signals();
     auto cfg = make_embedded_config(http_override.value_or(host_port{"127.0.0.1", 8000}),
-                                    "deepseek-v4.1-flash", static_cast<uint32_t>(o.ranks));
+                                    "deepseek-v4.1-flash", static_cast<uint32_t>(o.ranks),
+                                    static_cast<uint32_t>(o.instances));
     apply_flag_overrides(o, cfg.caf);
     if (!o.no_serve) {
       actors::serving_config sc;

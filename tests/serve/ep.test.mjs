@@ -39,7 +39,9 @@ redundant_experts_per_rank = 1
 ep_window_steps = 20
 ep_replace_steps = 25` }));
 const procs = [
-  spawn(exe, ['--http', `127.0.0.1:${oneHttp}`, '--ranks', '1', '--kv-root', path.join(dir, 'kv-one')], out(logs.one)),
+  // The 1-rank reference runs two independent instances of each role (--instances 2).
+  spawn(exe, ['--http', `127.0.0.1:${oneHttp}`, '--ranks', '1', '--instances', '2', '--kv-root', path.join(dir, 'kv-one')],
+        out(logs.one)),
   spawn(exe, ['--http', `127.0.0.1:${twoHttp}`, '--ranks', '2', '--kv-root', path.join(dir, 'kv-two'), '--admin',
               '--api-key', KEY], out(logs.two)),
   spawn(exe, ['--manifest', manifest], out(logs.four)),
@@ -94,7 +96,18 @@ const metric = async (url, name, instance) => {
 };
 const healthy = async (url) => { try { return (await fetch(url + '/health')).ok; } catch { return false; } };
 
-await check('the servers start (embedded --ranks 1, 2, 4; a 4-rank manifest)', async () => {
+// Every `name{instance="I",rank="R"} value` line of a labelled metric, as { I/R: value }.
+const perRank = async (url, name) => {
+  const m = await (await fetch(url + '/metrics')).text();
+  const out = {};
+  for (const l of m.split('\n')) {
+    const x = l.match(new RegExp(`^${name}\\{instance="([^"]+)",rank="(\\d+)"\\} (\\S+)$`));
+    if (x) out[`${x[1]}/${x[2]}`] = Number(x[3]);
+  }
+  return out;
+};
+
+await check('the servers start (embedded --ranks 1 --instances 2, --ranks 2, 4; a 4-rank manifest)', async () => {
   for (const url of Object.values(base))
     await waitFor(`/health on ${url}`, () => healthy(url), { deadlineMs: 120000, everyMs: 200 });
   await waitFor('a 4-rank decode instance', async () => (await metric(base.four, 'deepinfer_instance_ep_size', 'local/decode')) === 4,
@@ -111,6 +124,22 @@ await check('greedy text at --ranks 2 and --ranks 4 is the text at --ranks 1', a
   for (let i = 0; i < STREAMS; i++)
     assert.equal(four[i], reference[i], `prompt ${i}: ranks 4 gave other text`);
   assert.ok(reference.every((t) => t.length > 0));
+});
+
+await check('--instances 2: two 1-rank instances of each role; short and long prompts at once keep both prefill instances busy', async () => {
+  for (const inst of ['local/prefill', 'local/prefill.2', 'local/decode', 'local/decode.2'])
+    assert.equal(await metric(base.one, 'deepinfer_instance_ep_size', inst), 1, `${inst} is not a 1-rank instance`);
+  // A prompt past the first length bucket (16K tokens) beside short ones: the bucketed balancer
+  // gives the buckets different instances (or, when one bucket holds both, the one with more
+  // quota left takes the next job), so both prefill.
+  const before = await perRank(base.one, 'deepinfer_rank_prefilled_tokens_total');
+  const long = Array.from({ length: 6000 }, (_, j) => `w${(j * 7919) % 99991}`).join(' ');
+  await Promise.all([complete(base.one, long), ...prompts.map((p) => complete(base.one, `${p} again`))]);
+  const after = await perRank(base.one, 'deepinfer_rank_prefilled_tokens_total');
+  assert.deepEqual(Object.keys(after).sort(), ['local/prefill.2/0', 'local/prefill/0'], JSON.stringify(after));
+  const done = Object.keys(after).map((k) => after[k] - (before[k] ?? 0));
+  assert.ok(done.every((n) => n > 0), `a prefill instance did no work: ${JSON.stringify({ before, after })}`);
+  assert.ok(done[0] + done[1] > 16384, `the long prompt was not prefilled: ${JSON.stringify({ before, after })}`);
 });
 
 let streams, postAt, shrankMs, grewMs;
