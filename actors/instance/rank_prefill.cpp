@@ -264,9 +264,10 @@ void start_prefill(rank_pointer self, prefill_job& job,
   if (!st.fetcher)
     st.fetcher = std::make_unique<block_fetcher>();
   t.fetching = std::make_shared<fetched_blocks>();
-  st.fetcher->post([slot = t.fetching, tokens = t.req.tokens, prompt_length, cache, end = t.job.snapshot_end,
+  st.fetcher->plan([slot = t.fetching, tokens = t.req.tokens, prompt_length, cache, end = t.job.snapshot_end,
                     owner = t.job.snapshot_owner, sys = &self->system(), me = self->address(), id,
-                    rank = st.cfg.rank, salt = t.job.cache_salt, images = marks_of(t.job)] {
+                    rank = st.cfg.rank, salt = t.job.cache_salt, images = marks_of(t.job),
+                    fetcher = st.fetcher.get()] {
     if (owner)
       slot->snapshot_remote = fetch_snapshot(*sys, *cache, tokens, end, owner, rank, salt, images);
     const auto t0 = std::chrono::steady_clock::now();
@@ -288,17 +289,19 @@ void start_prefill(rank_pointer self, prefill_job& job,
       caf::anon_send(caf::actor_cast<rank_actor>(r), planned_atom::value, id);
     if (plan.length == 0)
       return;
-    slot->blocks = cache->read(plan);
-    log().debug("rank={} job={} hit={} blocks read={} took={}us", rank, id, plan.length,
-                slot->blocks.size(),
-                std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::steady_clock::now() - t0).count());
-    if (auto r = caf::actor_cast<caf::strong_actor_ptr>(me))
-      caf::anon_send(caf::actor_cast<rank_actor>(r), loaded_atom::value, id);
+    fetcher->read([slot, plan, cache, me, id, rank, t0] {
+      slot->blocks = cache->read(plan);
+      log().debug("rank={} job={} hit={} blocks read={} took={}us", rank, id, plan.length,
+                  slot->blocks.size(),
+                  std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::steady_clock::now() - t0).count());
+      if (auto r = caf::actor_cast<caf::strong_actor_ptr>(me))
+        caf::anon_send(caf::actor_cast<rank_actor>(r), loaded_atom::value, id);
+    });
   });
   // The plan is usually ready within a millisecond (an index lookup): waiting that long here
   // admits the job in this turn of the mailbox. The fetcher's message would be read only after
   // the step the rank runs next, a whole step (100 ms by default) later. A slow plan (a remote
-  // snapshot, a busy fetcher) still comes by that message.
+  // snapshot, plans queued ahead of it) still comes by that message.
   constexpr auto plan_wait = std::chrono::milliseconds{2};
   bool planned = false;
   {
