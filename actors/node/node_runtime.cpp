@@ -30,6 +30,7 @@
 #include "actors/node/instance_config.hpp"
 #include "actors/node/kv_gc_worker.hpp"
 #include "actors/node/node_http.hpp"
+#include "actors/node/node_instances.hpp"
 #include "actors/node/prefix_cache_config.hpp"
 #include "actors/node/structured_output.hpp"
 #include "actors/so/so_compiler.hpp"
@@ -58,10 +59,8 @@ struct node_runtime::impl {
   std::shared_ptr<cluster_snapshot> snap = std::make_shared<cluster_snapshot>();
   node_agent_actor agent;
   controller_actor local_controller;
-  /// This node's instances: the manifest's, and a pool instance while the controller has it
-  /// serve (added and removed on the agent's thread, read by signal handlers' callers).
-  std::mutex supervisors_mtx;
-  std::multimap<node_role, instance_supervisor_actor> supervisors;
+  /// This node's instance supervisors.
+  node_instances instances;
   /// Builds an instance's supervisor config (set once the node's shared parts exist; a pool
   /// assignment before that is refused and asked again by the controller).
   std::mutex factory_mtx;
@@ -82,33 +81,12 @@ struct node_runtime::impl {
     if (!make)
       return make_error(errc::pool_refused, "node " + cfg.self.name + " is still starting");
     auto sup = spawn_instance_supervisor(*sys, make(*spec), std::move(observer));
-    std::lock_guard<std::mutex> guard{supervisors_mtx};
-    supervisors.emplace(role, sup);
+    instances.add(role, sup);
     return sup;
   }
 
-  void pool_instance_stopped(node_role role) {
-    std::lock_guard<std::mutex> guard{supervisors_mtx};
-    supervisors.erase(role);
-  }
+  void pool_instance_stopped(node_role role) { instances.remove(role); }
 
-  /// The node's first instance of `role` (the one named `node/role`).
-  std::optional<instance_supervisor_actor> supervisor_of(node_role role) {
-    std::lock_guard<std::mutex> guard{supervisors_mtx};
-    auto i = supervisors.lower_bound(role);
-    if (i == supervisors.end() || i->first != role)
-      return std::nullopt;
-    return i->second;
-  }
-
-  /// Every instance of `role` on the node, first to last.
-  std::vector<instance_supervisor_actor> supervisors_of(node_role role) {
-    std::lock_guard<std::mutex> guard{supervisors_mtx};
-    std::vector<instance_supervisor_actor> out;
-    for (auto [i, end] = supervisors.equal_range(role); i != end; ++i)
-      out.push_back(i->second);
-    return out;
-  }
   std::unique_ptr<entrypoint> serving;
   std::unique_ptr<node_http> http;
   /// The API keys every keyed route checks (the entrypoint's, the admin routes', /metrics).
@@ -318,9 +296,8 @@ std::optional<std::string> node_runtime::start() {
     return make_instance_config(cfg, spec, {cache, so, metrics, so_compiler});
   };
   {
-    std::lock_guard<std::mutex> guard{d.supervisors_mtx};
     for (auto& spec : cfg.instances)
-      d.supervisors.emplace(spec.role, spawn_instance_supervisor(sys, supervisor_config(spec), d.agent));
+      d.instances.add(spec.role, spawn_instance_supervisor(sys, supervisor_config(spec), d.agent));
   }
   {
     std::lock_guard<std::mutex> guard{d.factory_mtx};
@@ -404,14 +381,8 @@ void node_runtime::stop(std::chrono::milliseconds deadline) {
     std::lock_guard<std::mutex> guard{d.factory_mtx};
     d.supervisor_config = nullptr; // it holds the cache and the compiler
   }
-  std::multimap<node_role, instance_supervisor_actor> supervisors;
-  {
-    std::lock_guard<std::mutex> guard{d.supervisors_mtx};
-    supervisors.swap(d.supervisors);
-  }
-  for (auto& [role, sup] : supervisors)
+  for (auto& sup : d.instances.take_all())
     caf::anon_send_exit(sup, caf::exit_reason::user_shutdown);
-  supervisors.clear();
   caf::anon_send_exit(d.agent, caf::exit_reason::user_shutdown);
   for (auto& a : {d.cfg.self.swa_shard, d.cfg.self.snapshots})
     if (a)
@@ -460,7 +431,7 @@ std::optional<std::string> node_runtime::reload_api_keys() {
 
 bool node_runtime::inject_rank_failure(node_role role, uint32_t rank,
                                        const std::string& reason) {
-  auto sup = impl_->supervisor_of(role);
+  auto sup = impl_->instances.first(role);
   if (!sup)
     return false;
   caf::anon_send(*sup, fail_atom::value, rank, reason);
@@ -469,7 +440,7 @@ bool node_runtime::inject_rank_failure(node_role role, uint32_t rank,
 
 std::optional<uint64_t> node_runtime::drain(std::chrono::milliseconds handoff_limit) {
   auto& d = *impl_;
-  auto sups = d.sys ? d.supervisors_of(node_role::decode) : std::vector<instance_supervisor_actor>{};
+  auto sups = d.sys ? d.instances.all(node_role::decode) : std::vector<instance_supervisor_actor>{};
   if (sups.empty())
     return std::nullopt;
   auto grace = std::chrono::milliseconds{0};
@@ -496,7 +467,7 @@ std::optional<uint64_t> node_runtime::drain(std::chrono::milliseconds handoff_li
 }
 
 std::optional<instance_status> node_runtime::instance(node_role role) {
-  auto sup = impl_->supervisor_of(role);
+  auto sup = impl_->instances.first(role);
   if (!sup)
     return std::nullopt;
   std::optional<instance_status> result;
