@@ -1,6 +1,7 @@
 #include "launcher/launch_plan.hpp"
 
 #include <algorithm>
+#include <optional>
 #include <sstream>
 #include <string>
 
@@ -148,7 +149,10 @@ std::string describe_plan(const cluster_manifest& m, const std::vector<node_laun
     out << "- " << n.name << " " << n.host << ":" << n.port << " roles=";
     for (size_t i = 0; i < n.roles.size(); ++i)
       out << (i ? "," : "") << to_string(n.roles[i]);
-    out << " ranks=" << n.ranks << " backend=" << to_string(n.backend) << " cpu_isa=" << n.cpu_isa;
+    out << " ranks=" << n.ranks;
+    if (n.instances > 1)
+      out << " instances=" << n.instances;
+    out << " backend=" << to_string(n.backend) << " cpu_isa=" << n.cpu_isa;
     if (n.standby) {
       out << " ready-pool=";
       auto may = n.pool_roles();
@@ -200,6 +204,22 @@ engine::ep_settings make_ep_settings(const expert_parallel_params& p) {
           static_cast<int>(p.replace_steps)};
 }
 
+namespace {
+
+/// `count` prefill and decode instances (those `spec` gives), numbered 1..count in that order:
+/// prefill, decode, prefill.2, decode.2, ...
+template <class Spec>
+void add_instances(actors::node_runtime_config& cfg, uint32_t count, const Spec& spec) {
+  for (uint32_t k = 1; k <= std::max(count, 1u); ++k)
+    for (auto role : {node_role::prefill, node_role::decode})
+      if (std::optional<actors::instance_spec> s = spec(role)) {
+        s->ordinal = k;
+        cfg.instances.push_back(*s);
+      }
+}
+
+} // namespace
+
 actors::node_runtime_config make_node_config(const cluster_manifest& m, const node_spec& node) {
   actors::node_runtime_config cfg;
   cfg.balancers = make_balancer_config(m.balancer);
@@ -222,9 +242,7 @@ actors::node_runtime_config make_node_config(const cluster_manifest& m, const no
     for (auto role : node.pool_roles())
       cfg.pool_instances.push_back(spec(role));
   else
-    for (auto role : {node_role::prefill, node_role::decode})
-      if (node.has(role))
-        cfg.instances.push_back(spec(role));
+    add_instances(cfg, node.instances, [&](node_role role) { return node.has(role) ? std::optional{spec(role)} : std::nullopt; });
   if (cfg.hosts_controller)
     cfg.autoscaler = make_autoscaler_settings(m.autoscaler);
   if (node.has(node_role::vision))
@@ -252,12 +270,10 @@ actors::node_runtime_config make_embedded_config(const host_port& http, const st
   cfg.balancers = make_balancer_config({});
   const balancer_params b;
   // One vision instance (one rank) encodes the images (issue 21).
-  for (uint32_t k = 1; k <= std::max(instances, 1u); ++k)
-    for (auto role : {node_role::prefill, node_role::decode}) {
-      actors::instance_spec spec{role, ranks, make_ep_settings(role == node_role::prefill ? b.prefill_ep : b.decode_ep)};
-      spec.ordinal = k;
-      cfg.instances.push_back(spec);
-    }
+  add_instances(cfg, instances, [&](node_role role) {
+    return std::optional{actors::instance_spec{role, ranks,
+                                               make_ep_settings(role == node_role::prefill ? b.prefill_ep : b.decode_ep)}};
+  });
   cfg.instances.push_back({node_role::vision, 1});
   actors::http_endpoint ep;
   ep.host = http.host;

@@ -45,6 +45,9 @@ struct node_spec {
   /// in `roles`, or either when none is). `roles` then holds `pool` too.
   bool standby = false;
   uint32_t ranks = 1;             ///< ranks per prefill/decode instance on this node (EP size)
+  /// Prefill / decode instances on this node, each its own EP group of `ranks` ranks (named
+  /// node/role, node/role.2, ...).
+  uint32_t instances = 1;
   backend_kind backend = backend_kind::cpu;
   /// CPU kernels of the node's ranks: auto (the best its CPU runs), portable, avx2 or avx512;
   /// every choice gives the same bits. Checked against the CPU when the node starts.

@@ -368,7 +368,6 @@ BOOST_AUTO_TEST_CASE(keys_nothing_uses_are_refused_with_what_to_do) {
   BOOST_TEST(std::get<cluster_manifest>(r).balancer.prefill_step_budget_ms == 40.0);
 }
 
-BOOST_AUTO_TEST_SUITE_END()
 
 // `caf-launch --instances N`: N prefill and N decode instances of the embedded default, each its
 // own EP group with a name of its own (two instances of one role on a node must not share one).
@@ -384,3 +383,27 @@ BOOST_AUTO_TEST_CASE(embedded_default_with_several_instances_names_each_one) {
   BOOST_TEST(names == expected, boost::test_tools::per_element());
   BOOST_TEST(make_embedded_config(host_port{"127.0.0.1", 8000}, "m").instances.size() == 3u); // 1 + 1 + vision
 }
+
+// `instances = N` on a manifest node: N prefill (or decode) instances there, named like the
+// embedded default's; a ready-pool node becomes one instance, so more is an error.
+BOOST_AUTO_TEST_CASE(a_node_with_several_instances_gets_one_spec_and_name_each) {
+  auto three = good;
+  three.replace(three.find("ranks = 2"), 9, "ranks = 1\ninstances = 3");
+  auto r = parse_manifest(three, "test.toml");
+  BOOST_REQUIRE(std::holds_alternative<cluster_manifest>(r));
+  auto& m = std::get<cluster_manifest>(r);
+  auto cfg = make_node_config(m, m.nodes[1]);
+  std::vector<std::string> names;
+  for (auto& spec : cfg.instances)
+    names.push_back(deepinfer::actors::make_instance_config(cfg, spec, {}).instance);
+  const std::vector<std::string> expected{"p0/prefill", "p0/prefill.2", "p0/prefill.3"};
+  BOOST_TEST(names == expected, boost::test_tools::per_element());
+  BOOST_TEST(describe_plan(m, make_launch_plan(m, "/usr/bin/caf-launch", {})).find("instances=3") != std::string::npos);
+  auto none = good;
+  none.replace(none.find("ranks = 2"), 9, "instances = 0");
+  BOOST_TEST(expect_error(none).key == "nodes[1].instances");
+  BOOST_TEST(expect_error(good + "\n[[nodes]]\nname = \"q0\"\nhost = \"h\"\nport = 1\nroles = [\"pool\"]\ninstances = 2\n")
+               .key == "nodes[2].instances");
+}
+
+BOOST_AUTO_TEST_SUITE_END()

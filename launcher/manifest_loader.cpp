@@ -262,6 +262,11 @@ node_spec read_node(toml_reader& r) {
       r.fail("ranks", "at most 1024 ranks per instance, got " + std::to_string(*v));
     n.ranks = static_cast<uint32_t>(*v);
   }
+  if (auto v = r.integer("instances", 1, 64)) {
+    if (n.standby && *v > 1)
+      r.fail("instances", "a ready-pool node becomes one instance; give it `instances = 1` or leave the key out");
+    n.instances = static_cast<uint32_t>(*v);
+  }
   if (auto v = r.string("backend"))
     n.backend = parse_enum(r, "backend", *v, std::array{backend_kind::cpu, backend_kind::cuda});
   if (auto v = r.string("cpu_isa")) {
