@@ -353,6 +353,17 @@ expected<prepared_request, recipe::api_error> prepare_conversation(const entrypo
   };
   if (out.max_tokens >= limit)
     return too_long(std::to_string(out.max_tokens) + " tokens for the output alone", out.max_tokens);
+  // Token ids the client names must be the model's (OpenAI and vLLM answer 400 too).
+  const auto vocab = static_cast<int64_t>(ctx.tok->vocab_size());
+  auto not_in_vocab = [&](const std::string& what, int64_t id) {
+    return error_of(api, 400, "invalid_request_error",
+                    "Invalid '" + what + "': token id " + std::to_string(id) + " is not in the vocabulary (0 to " +
+                      std::to_string(vocab - 1) + ").",
+                    what);
+  };
+  for (auto& [id, bias] : conv.sampling.logit_bias)
+    if (id >= vocab)
+      return not_in_vocab("logit_bias", id);
   // 2. Decode the images (their placeholder counts shape the prompt), 3. render, 4. tokenize,
   // stopping once the prompt is certainly over what the limit leaves.
   auto images = decode_images(ctx, conv, fetched);
@@ -362,13 +373,9 @@ expected<prepared_request, recipe::api_error> prepare_conversation(const entrypo
   recipe::tokenizer::bounded_encoding enc;
   if (conv.prompt && conv.prompt->is_ids) {
     // A legacy completion of token ids: used as they are (the client tokenized).
-    const auto vocab = static_cast<int64_t>(ctx.tok->vocab_size());
     for (auto id : conv.prompt->ids)
       if (id >= vocab)
-        return error_of(api, 400, "invalid_request_error",
-                        "Invalid 'prompt': token id " + std::to_string(id) + " is not in the vocabulary (0 to " +
-                          std::to_string(vocab - 1) + ").",
-                        "prompt");
+        return not_in_vocab("prompt", id);
     enc.ids = conv.prompt->ids;
     enc.fits = enc.ids.size() <= room;
     enc.exact = true;

@@ -122,6 +122,12 @@ try {
     const pen = await openai.chat.completions.create({ model: MODEL, messages, max_tokens: 8, temperature: 0,
                                                        presence_penalty: 2, frequency_penalty: 2, repetition_penalty: 1.5 });
     assert.ok(pen.usage.completion_tokens >= 1);
+    // A bias on an id past the vocabulary is the client's mistake: a 400 naming the parameter.
+    const outside = await post(base, '/v1/chat/completions', { model: MODEL, messages, max_tokens: 2,
+                                                               logit_bias: { 999999999: 5 } });
+    assert.equal(outside.status, 400, JSON.stringify(outside.json));
+    assert.equal(outside.json.error.param, 'logit_bias');
+    assert.match(outside.json.error.message, /not in the vocabulary/);
   });
 
   await check('chat logprobs: one entry per completion token, top-1 at temperature 0 is the token (stream and not)', async () => {
