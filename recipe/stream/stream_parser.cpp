@@ -43,6 +43,7 @@ stream_parser::stream_parser(const config& cfg, const special_table& specials, t
   const std::string invoke = v41 ? " invoke" : "invoke";
   const std::string param = v41 ? " parameter" : "parameter";
   tool_start_ = kmp_matcher("<" + d + block + ">");
+  tool_start_marked_ = 1 + d.size();
   param_close_ = kmp_matcher("</" + d + param + ">");
   tags_ = {"<" + d + invoke + " name=\"", "<" + d + param + " name=\"", "</" + d + invoke + ">",
            "</" + d + block + ">"};
@@ -119,6 +120,12 @@ void stream_parser::do_finish(finish_reason why) {
   utf8_.flush(scratch_);
   text(scratch_);
   if (phase_ == phase::reasoning || phase_ == phase::content) {
+    // Cut off by the token limit in the middle of a tool block's opening tag, past its DSML
+    // marker: the model was writing a call, and the tag's start is markup, not text to show.
+    if (why == finish_reason::length && tool_start_.state() >= tool_start_marked_) {
+      tool_start_.reset();
+      pending_newlines_ = 0;
+    }
     release_partial(text_kind());
     emit(text_kind(), std::string(pending_newlines_, '\n'));
     pending_newlines_ = 0;

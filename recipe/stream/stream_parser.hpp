@@ -114,6 +114,9 @@ private:
 
   // Reasoning / content phases.
   kmp_matcher tool_start_;
+  /// Bytes of `tool_start_`'s pattern up to and with the DSML marker (`<` + marker): a partial
+  /// match this long is a tool block the model began, not text.
+  std::size_t tool_start_marked_ = 0;
   std::size_t pending_newlines_ = 0;
   bool leading_ = true;
 

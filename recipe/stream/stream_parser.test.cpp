@@ -153,6 +153,29 @@ BOOST_AUTO_TEST_CASE(plain_answer_finishes_with_stop_and_length_is_reported) {
   BOOST_TEST((r.finishes.at(0) == finish_reason::length));
 }
 
+// A turn cut off by the token limit inside the tool block's opening tag, once past its DSML
+// marker, shows its content only: the tag was markup the model began, not text.
+BOOST_AUTO_TEST_CASE(a_tool_tag_cut_by_the_token_limit_past_its_marker_is_not_shown_as_text) {
+  for (auto v : {template_version::dsv41, template_version::dsv32}) {
+    message m = test::sample_turn(false);
+    m.reasoning.reset();
+    const std::string content = m.content.front().value;
+    const auto ids = byte_ids(render_completion(m, table(v), false));
+    // Cuts after the marker up to the tag's end: " calls" (V4.1) or "function_calls" (V3.2).
+    const std::size_t after_marker = v == template_version::dsv41 ? 7 : 15;
+    std::size_t exact = 0;
+    for (std::size_t n = 1; n < ids.size(); ++n) {
+      const auto r = run(std::vector<token_id>(ids.begin(), ids.begin() + static_cast<std::ptrdiff_t>(n)), {}, v, false);
+      BOOST_TEST_CONTEXT("version " << static_cast<int>(v) << ", first " << n << " tokens") {
+        BOOST_TEST(r.content.find("｜DSML｜") == std::string::npos);
+        if (r.names.empty() && r.content == content)
+          ++exact;
+      }
+    }
+    BOOST_TEST(exact >= after_marker);
+  }
+}
+
 BOOST_AUTO_TEST_CASE(counts_reasoning_tokens_up_to_think_close) {
   const auto& t = table(template_version::dsv41);
   message m;
