@@ -237,10 +237,10 @@ int main(int argc, char** argv) {
                "starts over ssh, so they end with their session)");
   app.add_flag("--no-serve", o.no_serve, "Run without the model (membership, supervision and HTTP only), "
                                          "for the embedded default or every node of a manifest");
-  app.add_option("--ranks", o.ranks, "Ranks of each prefill and decode instance of the embedded default: "
+  auto* ranks_flag = app.add_option("--ranks", o.ranks, "Ranks of each prefill and decode instance of the embedded default: "
                                      "its expert-parallel size (default 2; a manifest sets each node's ranks)")
     ->check(CLI::Range(1, 64));
-  app.add_option("--instances", o.instances, "Prefill instances and decode instances of the embedded default, "
+  auto* instances_flag = app.add_option("--instances", o.instances, "Prefill instances and decode instances of the embedded default, "
                                              "each an expert-parallel group of --ranks ranks (default 1; "
                                              "--instances 2 --ranks 1: two independent engines of each role)")
     ->check(CLI::Range(1, 16));
@@ -287,7 +287,12 @@ int main(int argc, char** argv) {
     return run_node(std::move(cfg), stop_signals, o.hangup_stops);
   }
 
-  // 2. A manifest: validate first, whatever the mode.
+  // 2. A manifest: validate first, whatever the mode. Its nodes have their own shapes.
+  if (ranks_flag->count() > 0 || instances_flag->count() > 0) {
+    std::cerr << "caf-launch: --ranks and --instances shape the embedded default; with --manifest set `ranks` "
+                 "and `instances` on the manifest's [[nodes]]\n";
+    return usage_error;
+  }
   auto loaded = load_manifest(o.manifest);
   if (auto* err = std::get_if<manifest_error>(&loaded)) {
     std::cerr << "caf-launch: " << err->to_string() << "\n";

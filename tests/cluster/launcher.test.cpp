@@ -171,6 +171,21 @@ BOOST_AUTO_TEST_CASE(supervised_mode_forwards_the_serving_flags_to_its_children)
   }
 }
 
+// --ranks / --instances shape the embedded default only: with a manifest they would be ignored,
+// so they are an error that says where the shape goes instead.
+BOOST_AUTO_TEST_CASE(ranks_or_instances_with_a_manifest_is_a_clear_error) {
+  for (const char* flag : {"--ranks", "--instances"}) {
+    auto dir = temp_dir("shape");
+    node_process p{{CAF_LAUNCH_PATH, "--manifest", std::string{DEEPINFER_SOURCE_DIR} + "/examples/cluster.toml",
+                    "--dry-run", flag, "2"},
+                   (dir / "log").string()};
+    auto status = p.wait(5000ms);
+    BOOST_REQUIRE(status);
+    BOOST_TEST(WEXITSTATUS(*status) == 2);
+    BOOST_TEST(p.log().find("[[nodes]]") != std::string::npos, p.log());
+  }
+}
+
 BOOST_AUTO_TEST_CASE(an_isa_the_cpu_lacks_or_an_unknown_one_is_a_clear_error) {
   auto dir = temp_dir("isa");
   node_process p{{CAF_LAUNCH_PATH, "--no-serve", "--cpu-isa", "avx9"}, (dir / "log").string()};
