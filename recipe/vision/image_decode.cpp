@@ -3,6 +3,7 @@
 #include <array>
 #include <cstring>
 #include <memory>
+#include <utility>
 
 #include <stb_image.h>
 
@@ -12,6 +13,21 @@ namespace {
 
 bool is_png(std::string_view b) {
   return b.size() >= 8 && std::memcmp(b.data(), "\x89PNG\r\n\x1a\n", 8) == 0;
+}
+
+/// A PNG's width and height from its IHDR chunk (the first chunk, bytes 8-23), read before stb:
+/// stb's header scan refuses an image over 2^30 decoded bytes as "unknown image type", and such
+/// a one (a few hundred bytes declaring 30000 x 30000) deserves the pixel limit's message.
+std::pair<int64_t, int64_t> png_size(std::string_view b) {
+  if (b.size() < 24 || std::memcmp(b.data() + 12, "IHDR", 4) != 0)
+    return {0, 0};
+  auto be32 = [&](std::size_t at) {
+    int64_t v = 0;
+    for (std::size_t i = 0; i < 4; ++i)
+      v = (v << 8) | static_cast<uint8_t>(b[at + i]);
+    return v;
+  };
+  return {be32(16), be32(20)};
 }
 
 bool is_jpeg(std::string_view b) {
@@ -61,14 +77,20 @@ expected<decoded_image, std::string> decode_image(std::string_view bytes, const 
   // stb takes an int length; the byte limit above keeps it in range.
   const auto* data = reinterpret_cast<const stbi_uc*>(bytes.data());
   const int len = static_cast<int>(bytes.size());
+  auto too_many = [&](int64_t w, int64_t h) {
+    return "the image is " + std::to_string(w) + "x" + std::to_string(h) + " pixels; at most " +
+           std::to_string(limits.max_pixels) + " pixels are accepted (scale it down)";
+  };
+  if (is_png(bytes))
+    if (auto [pw, ph] = png_size(bytes); pw * ph > limits.max_pixels)
+      return too_many(pw, ph);
   int w = 0, h = 0, comp = 0;
   if (!stbi_info_from_memory(data, len, &w, &h, &comp))
     return std::string{"the image cannot be decoded ("} + stbi_failure_reason() + "); send a valid PNG or JPEG file";
   if (w <= 0 || h <= 0)
     return std::string{"the image has no pixels"};
   if (int64_t{w} * h > limits.max_pixels)
-    return "the image is " + std::to_string(w) + "x" + std::to_string(h) + " pixels; at most " +
-           std::to_string(limits.max_pixels) + " pixels are accepted (scale it down)";
+    return too_many(w, h);
   std::unique_ptr<stbi_uc, void (*)(void*)> px{stbi_load_from_memory(data, len, &w, &h, &comp, 3), stbi_image_free};
   if (!px)
     return std::string{"the image cannot be decoded ("} + stbi_failure_reason() + "); send a valid PNG or JPEG file";

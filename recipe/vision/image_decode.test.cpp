@@ -109,6 +109,18 @@ BOOST_AUTO_TEST_CASE(limits_refuse_oversize_images_before_decoding) {
   auto big = decode_image(png(65, 64, gradient(65, 64)), lim);
   BOOST_REQUIRE(!big);
   BOOST_TEST(big.error().find("65x64") != std::string::npos);
+  // A few bytes that declare a huge PNG (stb's own header scan refuses it as an unknown type):
+  // the pixel limit's message, with the declared size.
+  auto bomb = png(64, 64, gradient(64, 64));
+  for (int i = 0; i < 2; ++i) { // IHDR width and height: 30000 each, big-endian
+    bomb[16 + 4 * i] = 0;
+    bomb[17 + 4 * i] = 0;
+    bomb[18 + 4 * i] = static_cast<char>(30000 >> 8);
+    bomb[19 + 4 * i] = static_cast<char>(30000 & 0xFF);
+  }
+  auto bombed = decode_image(bomb, lim);
+  BOOST_REQUIRE(!bombed);
+  BOOST_TEST(bombed.error().find("30000x30000") != std::string::npos, bombed.error());
   lim.max_bytes = 100;
   auto heavy = decode_image(png(64, 64, gradient(64, 64)), lim);
   BOOST_REQUIRE(!heavy);
