@@ -55,6 +55,13 @@ void stored_response(const std::shared_ptr<entrypoint::context>& ctx, const http
   if (!key_accepted(ctx, recipe::api_kind::responses, req, w, tenant))
     return;
   const auto id = std::string{req.path.substr(std::string_view{"/v1/responses/"}.size())};
+  // A sub-resource (`/input_items`, `/cancel` of a background response) is not served here: say
+  // so, rather than look for a response whose id has a slash in it.
+  if (id.find('/') != std::string::npos)
+    return send_api_error(w, recipe::api_kind::responses, 404, "invalid_request_error",
+                          "Invalid URL (" + req.method + " " + req.path + "): this server stores responses for "
+                          "GET / DELETE /v1/responses/{id} and previous_response_id; it has no input_items "
+                          "listing and no background responses to cancel.");
   auto missing = [&] {
     send_api_error(w, recipe::api_kind::responses, 404, "invalid_request_error",
                    "Response with id '" + id + "' not found.", "response_id");
