@@ -181,6 +181,9 @@ struct cluster_manifest {
   std::vector<node_spec> nodes;
 
   const node_spec* find_node(const std::string& name) const;
+  /// What a valid manifest still cannot do, in words (empty: nothing): e.g. no node that can
+  /// prefill, so every request would wait for capacity until it times out. Printed at start.
+  std::vector<std::string> warnings() const;
   const node_spec& controller() const;
 };
 

@@ -406,4 +406,16 @@ BOOST_AUTO_TEST_CASE(a_node_with_several_instances_gets_one_spec_and_name_each) 
                .key == "nodes[2].instances");
 }
 
+// A manifest that validates but cannot serve says why (printed by caf-launch at start).
+BOOST_AUTO_TEST_CASE(a_manifest_without_prefill_or_decode_capacity_warns) {
+  auto r = parse_manifest(good, "test.toml"); // a prefill node, no decode node
+  BOOST_REQUIRE(std::holds_alternative<cluster_manifest>(r));
+  auto w = std::get<cluster_manifest>(r).warnings();
+  BOOST_REQUIRE_EQUAL(w.size(), 1u);
+  BOOST_TEST(w[0].find("no node has the decode role") != std::string::npos, w[0]);
+  auto pooled = parse_manifest(good + "\n[[nodes]]\nname = \"q0\"\nhost = \"h\"\nport = 9\nroles = [\"pool\"]\n", "test.toml");
+  BOOST_REQUIRE(std::holds_alternative<cluster_manifest>(pooled));
+  BOOST_TEST(std::get<cluster_manifest>(pooled).warnings().empty()); // the pool node can become a decode instance
+}
+
 BOOST_AUTO_TEST_SUITE_END()

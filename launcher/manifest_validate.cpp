@@ -82,6 +82,20 @@ std::vector<node_role> node_spec::pool_roles() const {
   return out;
 }
 
+std::vector<std::string> cluster_manifest::warnings() const {
+  std::vector<std::string> out;
+  for (auto role : {node_role::prefill, node_role::decode}) {
+    const bool can = std::any_of(nodes.begin(), nodes.end(), [&](const node_spec& n) {
+      auto pool = n.pool_roles();
+      return n.standby ? std::find(pool.begin(), pool.end(), role) != pool.end() : n.has(role);
+    });
+    if (!can)
+      out.push_back(std::string{"no node has the "} + to_string(role) + " role and no ready-pool node can become one: "
+                    "every request will wait for " + to_string(role) + " capacity until it times out");
+  }
+  return out;
+}
+
 const node_spec* cluster_manifest::find_node(const std::string& name) const {
   for (auto& n : nodes)
     if (n.name == name)

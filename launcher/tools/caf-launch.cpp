@@ -299,6 +299,9 @@ int main(int argc, char** argv) {
     return usage_error;
   }
   auto& m = std::get<cluster_manifest>(loaded);
+  if (o.node.empty() && !o.no_serve)
+    for (auto& w : m.warnings())
+      std::cerr << "caf-launch: warning: " << w << "\n";
   apply_flag_overrides(o, m.caf);
   auto level = o.log_level.empty() ? m.log_level : o.log_level;
   if (!setup_logging(level, o.node.empty() ? "launcher" : o.node)) {
