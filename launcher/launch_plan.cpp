@@ -1,7 +1,6 @@
 #include "launcher/launch_plan.hpp"
 
 #include <algorithm>
-#include <optional>
 #include <sstream>
 #include <string>
 
@@ -206,16 +205,14 @@ engine::ep_settings make_ep_settings(const expert_parallel_params& p) {
 
 namespace {
 
-/// `count` prefill and decode instances (those `spec` gives), numbered 1..count in that order:
-/// prefill, decode, prefill.2, decode.2, ...
-template <class Spec>
-void add_instances(actors::node_runtime_config& cfg, uint32_t count, const Spec& spec) {
+/// `count` copies of `specs` (a node's prefill and decode instances), numbered 1..count in that
+/// order: prefill, decode, prefill.2, decode.2, ...
+void add_instances(actors::node_runtime_config& cfg, uint32_t count, const std::vector<actors::instance_spec>& specs) {
   for (uint32_t k = 1; k <= std::max(count, 1u); ++k)
-    for (auto role : {node_role::prefill, node_role::decode})
-      if (std::optional<actors::instance_spec> s = spec(role)) {
-        s->ordinal = k;
-        cfg.instances.push_back(*s);
-      }
+    for (auto s : specs) {
+      s.ordinal = k;
+      cfg.instances.push_back(s);
+    }
 }
 
 } // namespace
@@ -241,8 +238,13 @@ actors::node_runtime_config make_node_config(const cluster_manifest& m, const no
   if (node.standby)
     for (auto role : node.pool_roles())
       cfg.pool_instances.push_back(spec(role));
-  else
-    add_instances(cfg, node.instances, [&](node_role role) { return node.has(role) ? std::optional{spec(role)} : std::nullopt; });
+  else {
+    std::vector<actors::instance_spec> specs;
+    for (auto role : {node_role::prefill, node_role::decode})
+      if (node.has(role))
+        specs.push_back(spec(role));
+    add_instances(cfg, node.instances, specs);
+  }
   if (cfg.hosts_controller)
     cfg.autoscaler = make_autoscaler_settings(m.autoscaler);
   if (node.has(node_role::vision))
@@ -270,10 +272,8 @@ actors::node_runtime_config make_embedded_config(const host_port& http, const st
   cfg.balancers = make_balancer_config({});
   const balancer_params b;
   // One vision instance (one rank) encodes the images (issue 21).
-  add_instances(cfg, instances, [&](node_role role) {
-    return std::optional{actors::instance_spec{role, ranks,
-                                               make_ep_settings(role == node_role::prefill ? b.prefill_ep : b.decode_ep)}};
-  });
+  add_instances(cfg, instances, {{node_role::prefill, ranks, make_ep_settings(b.prefill_ep)},
+                                  {node_role::decode, ranks, make_ep_settings(b.decode_ep)}});
   cfg.instances.push_back({node_role::vision, 1});
   actors::http_endpoint ep;
   ep.host = http.host;

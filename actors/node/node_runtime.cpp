@@ -295,10 +295,8 @@ std::optional<std::string> node_runtime::start() {
   auto supervisor_config = [&cfg, cache, so, metrics, so_compiler](const instance_spec& spec) {
     return make_instance_config(cfg, spec, {cache, so, metrics, so_compiler});
   };
-  {
-    for (auto& spec : cfg.instances)
-      d.instances.add(spec.role, spawn_instance_supervisor(sys, supervisor_config(spec), d.agent));
-  }
+  for (auto& spec : cfg.instances)
+    d.instances.add(spec.role, spawn_instance_supervisor(sys, supervisor_config(spec), d.agent));
   {
     std::lock_guard<std::mutex> guard{d.factory_mtx};
     d.supervisor_config = supervisor_config;
