@@ -15,6 +15,7 @@
 #include <caf/type_id.hpp>
 
 #include "actors/names.hpp"
+#include "balancers/cost_model.hpp"
 #include "engine/sampler.hpp"
 #include "kv/block_key.hpp"
 #include "kv/hash_chain.hpp"
@@ -157,13 +158,17 @@ struct instance_status {
   std::vector<caf::strong_actor_ptr> ranks;
   /// KV tokens one rank's pool holds (blocks x 128); what the decode balancer sizes it by.
   int64_t kv_tokens_per_rank = 0;
+  /// Prefill: the cost model fitted on the instance's engine (its node's ISA, threads, backend),
+  /// which the prefill balancer prices the jobs it pulls with; all zero: not known.
+  balancers::cost_model::config prefill_cost;
 };
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, instance_status& x) {
   return f(caf::meta::type_name("instance_status"), x.instance, x.node, x.role, x.configured_ranks,
            x.healthy_ranks, x.generation, x.state, x.last_failure, x.supervisor, x.ranks,
-           x.kv_tokens_per_rank);
+           x.kv_tokens_per_rank, x.prefill_cost.a0, x.prefill_cost.a1, x.prefill_cost.a2, x.prefill_cost.a3,
+           x.prefill_cost.f0, x.prefill_cost.f1);
 }
 
 /// Node liveness as the controller sees it.
@@ -454,7 +459,8 @@ struct prefill_ask {
   int64_t input_len = 0;
   double quota_s = 0.0;
   /// Tokens of the prompt the prefix cache does not hold (what the autoscaler's missed-token
-  /// rate counts).
+  /// rate counts); the rest (`input_len - missed_tokens`) is the hit an instance with its own
+  /// cost model prices the job by.
   int64_t missed_tokens = 0;
 };
 

@@ -33,6 +33,8 @@ public:
     double a3 = 0.0;
     double f0 = 0.0;
     double f1 = 0.0;
+
+    bool operator==(const config&) const = default;
   };
 
   /// One measured chunk (ns of wall time).

@@ -51,7 +51,7 @@ int prefill_balancer::live_engines() const {
   return static_cast<int>(std::count_if(ranks_.begin(), ranks_.end(), [](int r) { return r > 0; }));
 }
 
-std::optional<int> prefill_balancer::best_engine(int bucket, bool stealing) const {
+std::optional<int> prefill_balancer::best_engine(const job& j, int bucket, bool stealing) const {
   std::optional<int> best;
   double best_left = 0.0;
   for (int e = 0; e < engines(); ++e) {
@@ -64,10 +64,14 @@ std::optional<int> prefill_balancer::best_engine(int bucket, bool stealing) cons
     // Only an engine whose own bucket has nothing queued lends itself out.
     if (stealing && !queue_[static_cast<size_t>(served)].empty())
       continue;
+    // Among the engines with quota left, the one with the most left after taking the job: with
+    // one price everywhere that is the most left now; an engine that prices it higher (slower
+    // hardware) must have that much more to spare.
     const double left = cfg_.quota_per_rank_s * ranks_of(e) - engine_load(e);
-    if (left > 0.0 && (!best || left > best_left)) {
+    const double after = left - price(j, e);
+    if (left > 0.0 && (!best || after > best_left)) {
       best = e;
-      best_left = left;
+      best_left = after;
     }
   }
   return best;
@@ -92,17 +96,29 @@ std::vector<prefill_balancer::assignment> prefill_balancer::dispatch() {
     for (const int b : order) {
       auto& q = queue_[static_cast<size_t>(b)];
       while (!q.empty()) {
-        const auto e = best_engine(b, stealing);
+        const auto e = best_engine(q.front(), b, stealing);
         if (!e)
           break;
         const int r = lowest_rank(*e);
-        load_[static_cast<size_t>(*e)][static_cast<size_t>(r)] += q.front().quota;
-        out.push_back({q.front().id, *e, r});
+        const double quota = price(q.front(), *e);
+        load_[static_cast<size_t>(*e)][static_cast<size_t>(r)] += quota;
+        out.push_back({q.front().id, *e, r, quota});
         q.pop_front();
       }
     }
   }
   return out;
+}
+
+void prefill_balancer::set_engine_costs(std::vector<std::optional<cost_model>> costs) {
+  engine_cost_ = std::move(costs);
+}
+
+double prefill_balancer::price(const job& j, int engine) const {
+  if (j.uncached < 0 || engine < 0 || static_cast<size_t>(engine) >= engine_cost_.size())
+    return j.quota;
+  const auto& model = engine_cost_[static_cast<size_t>(engine)];
+  return model ? model->cost(static_cast<double>(j.uncached), static_cast<double>(j.cached)) : j.quota;
 }
 
 void prefill_balancer::complete(int engine, int rank, double quota) {

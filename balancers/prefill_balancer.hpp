@@ -6,6 +6,8 @@
 #include <optional>
 #include <vector>
 
+#include "balancers/cost_model.hpp"
+
 namespace deepinfer::balancers {
 
 /// Prefill load balancer of DESIGN §6.1: four length buckets, engines pull by remaining
@@ -29,18 +31,23 @@ public:
   };
 
   /// A request as the balancer sees it: its total input length picks the bucket and `quota` is
-  /// `cost(q, c)` of the cost model.
+  /// `cost(q, c)` of the cost model. `uncached` (q) and `cached` (c): its tokens, for engines that
+  /// price jobs with a cost model of their own (`set_engine_costs`); `uncached` < 0: not known,
+  /// `quota` on every engine.
   struct job {
     uint64_t id = 0;
     int64_t input_len = 0;
     double quota = 0.0;
+    int64_t uncached = -1;
+    int64_t cached = 0;
   };
 
-  /// Where `dispatch()` sent a job.
+  /// Where `dispatch()` sent a job, and the quota it holds there (its price on that engine).
   struct assignment {
     uint64_t id = 0;
     int engine = 0;
     int rank = 0;
+    double quota = 0.0;
   };
 
   explicit prefill_balancer(const config& cfg);
@@ -68,6 +75,15 @@ public:
   /// instances keeps a stable index per name.
   void reshape(const std::vector<int>& ranks);
 
+  /// The cost model each engine's ranks are priced by (index = engine; nullopt, or an engine past
+  /// the end: jobs hold their `quota`). An engine on slower hardware prices a job higher, so it
+  /// holds more quota for it and pulls less: the quotas of a rank reflect the engine it prices.
+  /// Demand (`submit`, the bucket division) stays in the jobs' own `quota`.
+  void set_engine_costs(std::vector<std::optional<cost_model>> costs);
+
+  /// What `j` costs on `engine`: its own model's `cost(uncached, cached)`, else `j.quota`.
+  double price(const job& j, int engine) const;
+
   /// Takes a queued job out (its request went away before any engine pulled it); false when it
   /// is not queued (already dispatched, or unknown).
   bool withdraw(uint64_t id);
@@ -91,7 +107,7 @@ public:
   size_t queued(int bucket) const { return queue_[static_cast<size_t>(bucket)].size(); }
 
 private:
-  std::optional<int> best_engine(int bucket, bool stealing) const;
+  std::optional<int> best_engine(const job& j, int bucket, bool stealing) const;
   int lowest_rank(int engine) const;
   int live_engines() const;
   /// Moves engines between buckets until each has `want[b]`: a bucket with too many gives up
@@ -104,6 +120,7 @@ private:
   std::vector<int> engine_bucket_;
   std::vector<int> ranks_;
   std::vector<std::vector<double>> load_;
+  std::vector<std::optional<cost_model>> engine_cost_;
 };
 
 } // namespace deepinfer::balancers

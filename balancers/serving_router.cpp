@@ -30,9 +30,14 @@ void serving_router::set_prefill_instances(std::span<const instance_shape> live)
       ranks.push_back(0);
       it = engine_names_.end() - 1;
     }
-    ranks[static_cast<std::size_t>(it - engine_names_.begin())] = static_cast<int>(inst.ranks);
+    const auto e = static_cast<std::size_t>(it - engine_names_.begin());
+    ranks[e] = static_cast<int>(inst.ranks);
+    if (engine_costs_.size() <= e)
+      engine_costs_.resize(e + 1);
+    engine_costs_[e] = inst.prefill_cost;
   }
   prefill_.reshape(ranks);
+  prefill_.set_engine_costs(engine_costs_);
   // A prefill held by a rank that is gone will never report; forget its quota (the request
   // actor sees the rank die and submits again).
   for (auto& [id, h] : prefills_)
@@ -66,10 +71,11 @@ void serving_router::set_decode_instances(std::span<const instance_shape> live) 
 
 // -- prefill -------------------------------------------------------------------------------------
 
-void serving_router::submit_prefill(uint64_t id, int64_t input_len, double quota_s) {
+void serving_router::submit_prefill(uint64_t id, int64_t input_len, double quota_s, int64_t cached) {
   if (!prefills_.emplace(id, prefill_held{-1, 0, quota_s}).second)
     return;
-  prefill_.submit({id, input_len, quota_s});
+  const bool known = cached >= 0 && cached <= input_len;
+  prefill_.submit({id, input_len, quota_s, known ? input_len - cached : -1, known ? cached : 0});
 }
 
 std::vector<serving_router::prefill_placement> serving_router::dispatch_prefills() {
@@ -78,6 +84,13 @@ std::vector<serving_router::prefill_placement> serving_router::dispatch_prefills
     auto& h = prefills_[a.id];
     h.engine = a.engine;
     h.rank = a.rank;
+    h.quota_s = a.quota; // its price on that instance
+    if (placed_.size() <= static_cast<std::size_t>(a.engine))
+      placed_.resize(static_cast<std::size_t>(a.engine) + 1);
+    auto& ranks = placed_[static_cast<std::size_t>(a.engine)];
+    if (ranks.size() <= static_cast<std::size_t>(a.rank))
+      ranks.resize(static_cast<std::size_t>(a.rank) + 1, 0);
+    ++ranks[static_cast<std::size_t>(a.rank)];
     out.push_back({a.id, {engine_names_[static_cast<std::size_t>(a.engine)], static_cast<uint32_t>(a.rank)}});
   }
   return out;
@@ -198,6 +211,8 @@ std::vector<serving_router::rank_load> serving_router::prefill_loads() const {
       rank_load l;
       l.where = {engine_names_[static_cast<std::size_t>(e)], static_cast<uint32_t>(r)};
       l.quota_s = prefill_.rank_load(e, r);
+      if (static_cast<std::size_t>(e) < placed_.size() && static_cast<std::size_t>(r) < placed_[static_cast<std::size_t>(e)].size())
+        l.placed = placed_[static_cast<std::size_t>(e)][static_cast<std::size_t>(r)];
       for (const auto& [id, h] : prefills_)
         l.requests += h.engine == e && h.rank == r ? 1 : 0;
       out.push_back(std::move(l));

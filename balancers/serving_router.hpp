@@ -46,6 +46,9 @@ public:
     uint32_t ranks = 0;
     /// KV tokens one rank's pool holds; 0: unknown (decode: `config.decode.max_kv_tokens`).
     int64_t kv_tokens_per_rank = 0;
+    /// Prefill: the cost model fitted on the instance's own engine (its node's ISA, threads,
+    /// backend), which prices the prefills it pulls; nullopt: the price the submitter gave.
+    std::optional<cost_model> prefill_cost = std::nullopt;
   };
 
   /// A prefill the balancer handed to a rank.
@@ -62,6 +65,7 @@ public:
     int64_t kv_tokens = 0;     ///< decode: KV held
     int64_t kv_capacity = 0;   ///< decode: what its pool holds
     int64_t kv_reserved = 0;   ///< decode: what its requests may reach
+    int64_t placed = 0;        ///< prefill: jobs placed on it so far
   };
 
   explicit serving_router(const config& cfg);
@@ -77,8 +81,10 @@ public:
   // -- prefill (DESIGN §6.1) -------------------------------------------------------------------
 
   /// Queues prefill `id` of `input_len` tokens priced at `quota_s` of compute (the fitted cost of
-  /// its uncached tokens). An id already known is ignored.
-  void submit_prefill(uint64_t id, int64_t input_len, double quota_s);
+  /// its uncached tokens), of which `cached` are a prefix-cache hit: an instance with a cost
+  /// model of its own prices it `cost(input_len - cached, cached)` instead. `cached` < 0: not
+  /// known, `quota_s` everywhere. An id already known is ignored.
+  void submit_prefill(uint64_t id, int64_t input_len, double quota_s, int64_t cached = -1);
   /// Hands queued prefills to instances that have quota left (call after every submit, finish
   /// and membership change).
   std::vector<prefill_placement> dispatch_prefills();
@@ -137,6 +143,8 @@ private:
   config cfg_;
   prefill_balancer prefill_;
   std::vector<std::string> engine_names_; ///< prefill engine index -> instance name
+  std::vector<std::optional<cost_model>> engine_costs_; ///< prefill engine index -> its own price
+  std::vector<std::vector<int64_t>> placed_;            ///< prefill jobs placed so far, [engine][rank]
   std::unordered_map<uint64_t, prefill_held> prefills_;
   decode_balancer decode_;
   std::vector<decode_slot> decode_slots_;

@@ -79,6 +79,57 @@ BOOST_AUTO_TEST_CASE(a_prefill_goes_to_the_lowest_quota_rank_of_the_instance) {
   BOOST_TEST(a[3].where.rank == 1u); // 3.0 / 1.0 / 1.0: rank 1 is the first lowest
 }
 
+BOOST_AUTO_TEST_CASE(an_instance_prices_prefills_with_its_own_cost_model_and_pulls_by_it) {
+  using deepinfer::balancers::cost_model;
+  cost_model::config fast_terms, slow_terms;
+  fast_terms.a1 = 1e-4; // 1,000 new tokens: 0.1 s
+  slow_terms.a1 = 3e-4; // the same on hardware three times slower: 0.3 s
+  slow_terms.a2 = 1e-8; // and its attention over the hit: + 1e-8 x 1,000 x 2,000 = 0.02 s
+  serving_router r(quota_of(1.0));
+  std::vector<serving_router::instance_shape> shapes{{"fast", 1, 0, cost_model{fast_terms}},
+                                                     {"slow", 1, 0, cost_model{slow_terms}}};
+  r.set_prefill_instances(shapes);
+  // Priced by the submitter at 0.1 s (the fast engine's price); 2,000 of 3,000 tokens cached.
+  for (uint64_t id = 1; id <= 30; ++id)
+    r.submit_prefill(id, 3000, 0.1, 2000);
+  std::vector<uint64_t> on_slow;
+  int on_fast = 0;
+  for (const auto& a : r.dispatch_prefills()) {
+    if (a.where.instance == "slow")
+      on_slow.push_back(a.id);
+    else
+      ++on_fast;
+  }
+  // Each pulls while it has quota left, counted in its own seconds: the slow one holds 0.32 s
+  // per job, so it takes 4 (0.96 left 0.04), the fast one 10 or 11 (0.1 each; rounding).
+  BOOST_TEST_REQUIRE(on_slow.size() == 4u);
+  BOOST_TEST((on_fast == 10 || on_fast == 11));
+  BOOST_TEST(r.prefill().rank_load(1, 0) == 4 * 0.32, boost::test_tools::tolerance(1e-9));
+  for (const auto& l : r.prefill_loads())
+    BOOST_TEST(l.placed == (l.where.instance == "slow" ? 4 : on_fast));
+  // Finishing gives back what the job held there, its slow price.
+  r.finish_prefill(on_slow[0]);
+  BOOST_TEST(r.prefill().rank_load(1, 0) == 3 * 0.32, boost::test_tools::tolerance(1e-9));
+  // Two idle instances serving the same bucket: the job goes where it leaves the most quota,
+  // the fast one, whichever comes first in the view.
+  serving_router both(quota_of(1.0));
+  both.set_prefill_instances(std::vector<serving_router::instance_shape>{{"slow", 1, 0, cost_model{slow_terms}},
+                                                                         {"fast", 1, 0, cost_model{fast_terms}}});
+  both.submit_prefill(1, 3000, 0.1, 2000);
+  both.new_round(); // all demand short: both instances serve the first bucket
+  both.submit_prefill(2, 3000, 0.1, 2000);
+  auto first = both.dispatch_prefills();
+  BOOST_TEST_REQUIRE(first.size() == 2u);
+  BOOST_TEST(first[0].where.instance == "fast");
+  BOOST_TEST(first[1].where.instance == "fast"); // 0.8 left after it there, 0.68 on the slow one
+  // A job whose hit is not known holds the submitter's price on any instance.
+  serving_router plain(quota_of(1.0));
+  plain.set_prefill_instances(std::vector<serving_router::instance_shape>{{"slow", 1, 0, cost_model{slow_terms}}});
+  plain.submit_prefill(1, 3000, 0.1);
+  BOOST_TEST_REQUIRE(plain.dispatch_prefills().size() == 1u);
+  BOOST_TEST(plain.prefill().rank_load(0, 0) == 0.1, boost::test_tools::tolerance(1e-12));
+}
+
 BOOST_AUTO_TEST_CASE(a_withdrawn_prefill_never_dispatches_and_a_down_instance_pulls_nothing) {
   serving_router r(quota_of(1.0));
   const std::vector<serving_router::instance_shape> two{{"p0", 1, 0}, {"p1", 1, 0}};

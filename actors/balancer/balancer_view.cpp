@@ -6,7 +6,7 @@ void balancer_view::update(const membership_view& view, node_role role) {
   live_ = live_instances(view, role);
   shapes_.clear();
   for (const auto& i : live_)
-    shapes_.push_back({i.name, i.ranks, i.kv_tokens_per_rank});
+    shapes_.push_back({i.name, i.ranks, i.kv_tokens_per_rank, i.prefill_cost});
 }
 
 std::optional<rank_grant> balancer_view::grant(const balancers::serving_router::rank_ref& where) const {

@@ -92,7 +92,7 @@ prefill_balancer_actor::behavior_type prefill_balancer(prefill_pointer self, bal
       st.waiting[ask.key] = promise;
       if (st.queued_at.emplace(ask.key, std::chrono::steady_clock::now()).second)
         st.demand->submitted(ask.missed_tokens);
-      st.router->submit_prefill(ask.key, ask.input_len, ask.quota_s);
+      st.router->submit_prefill(ask.key, ask.input_len, ask.quota_s, ask.input_len - ask.missed_tokens);
       dispatch(self);
       return promise;
     },

@@ -307,6 +307,8 @@ instance_supervisor(supervisor_pointer self, instance_supervisor_config cfg,
   st.status.role = cfg.role;
   st.status.configured_ranks = cfg.ranks;
   st.status.kv_tokens_per_rank = cfg.engine.kv_blocks * rank_engine_config::tokens_per_block;
+  if (cfg.role == node_role::prefill && cfg.engine.prefill_cost)
+    st.status.prefill_cost = cfg.engine.prefill_cost->coefficients();
   st.status.generation = 1;
   if (auto& m = cfg.engine.metrics)
     st.ep_size = &m->add_gauge("deepinfer_instance_ep_size",

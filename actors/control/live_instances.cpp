@@ -14,8 +14,11 @@ std::vector<live_instance> live_instances(const membership_view& view, node_role
                              [&](const node_status& n) { return n.info.name == inst.node; });
     if (node == view.nodes.end() || node->state != node_state::alive)
       continue;
+    std::optional<balancers::cost_model> cost;
+    if (inst.prefill_cost != balancers::cost_model::config{})
+      cost.emplace(inst.prefill_cost);
     out.push_back({inst.instance, inst.node, inst.supervisor, inst.healthy_ranks, node->info.rdma, inst.ranks,
-                   inst.kv_tokens_per_rank});
+                   inst.kv_tokens_per_rank, std::move(cost)});
   }
   return out;
 }

@@ -1,6 +1,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -23,6 +24,8 @@ struct live_instance {
   std::vector<caf::strong_actor_ptr> rank_handles;
   /// KV tokens one rank's pool holds.
   int64_t kv_tokens_per_rank = 0;
+  /// Prefill: the cost model of its engine (instance_status::prefill_cost; nullopt: not known).
+  std::optional<balancers::cost_model> prefill_cost;
 };
 
 /// The running instances of `role` on alive nodes, in view order (deterministic placement).

@@ -61,9 +61,9 @@ bool membership::mark_left(const std::string& name) {
 bool membership::report(const instance_status& status) {
   auto same = [](const instance_status& a, const instance_status& b) {
     return std::tie(a.node, a.role, a.configured_ranks, a.healthy_ranks, a.generation, a.state,
-                    a.last_failure, a.supervisor, a.ranks, a.kv_tokens_per_rank)
+                    a.last_failure, a.supervisor, a.ranks, a.kv_tokens_per_rank, a.prefill_cost)
            == std::tie(b.node, b.role, b.configured_ranks, b.healthy_ranks, b.generation, b.state,
-                       b.last_failure, b.supervisor, b.ranks, b.kv_tokens_per_rank);
+                       b.last_failure, b.supervisor, b.ranks, b.kv_tokens_per_rank, b.prefill_cost);
   };
   auto i = std::find_if(view_.instances.begin(), view_.instances.end(),
                         [&](const instance_status& s) { return s.instance == status.instance; });

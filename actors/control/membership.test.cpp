@@ -56,6 +56,22 @@ BOOST_AUTO_TEST_CASE(instances_of_a_dead_node_are_marked_failed) {
   BOOST_TEST((m.view().instances.front().state == instance_state::failed));
 }
 
+BOOST_AUTO_TEST_CASE(a_prefill_instance_reports_the_cost_model_of_its_engine) {
+  m.join(node("p0", 1));
+  instance_status s;
+  s.instance = "p0/prefill";
+  s.node = "p0";
+  s.state = instance_state::running;
+  s.prefill_cost.a1 = 2e-5;
+  BOOST_TEST(m.report(s));
+  BOOST_TEST(m.view().instances.front().prefill_cost.a1 == 2e-5);
+  // A refit (the node restarted on other hardware) is a change the balancers must see.
+  s.prefill_cost.a1 = 6e-5;
+  BOOST_TEST(m.report(s));
+  BOOST_TEST(m.view().instances.front().prefill_cost.a1 == 6e-5);
+  BOOST_TEST(!m.report(s));
+}
+
 BOOST_AUTO_TEST_CASE(left_is_distinct_from_dead) {
   m.join(node("p0", 1));
   BOOST_TEST(m.mark_left("p0"));

@@ -149,9 +149,9 @@ std::unique_ptr<entrypoint> entrypoint::create(caf::actor_system& sys, const ser
     *error = "serving_config::prefill_cost is required (node_runtime fits it)";
     return nullptr;
   }
-  // Prefills are priced by the fit of this node's engine setup: the prefill ranks' own where
-  // they run the same ISA and threads (every node of the embedded default and of a one-host
-  // cluster). TODO: price each rank by its own node's fit (issue 15's router work).
+  // Asks are priced by the fit of this node's engine setup (the bucket demand, the autoscaler's
+  // quota use); the prefill balancer prices each job again with the fit of the instance that
+  // pulls it (instance_status::prefill_cost), so a slower node's ranks hold more quota per job.
   ctx->quota = cfg.prefill_cost;
   auto& terms = metrics->add_gauge("deepinfer_prefill_cost_model",
                                    "The fitted prefill cost model prefills are priced with: seconds (per "

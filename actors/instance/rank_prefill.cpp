@@ -16,6 +16,7 @@
 
 #include "actors/log.hpp"
 #include "engine/cost_profile.hpp"
+#include "recipe/base/assert.hpp"
 
 namespace deepinfer::actors {
 
@@ -34,11 +35,8 @@ engine::prefill_scheduler& scheduler(rank_pointer self) {
       setup.backend = ec.backend;
       auto fit = engine::cost_profile::ensure(ec.model_dir, setup);
       // A model the rank loaded always profiles (the same engine, one more sequence); a failure
-      // here is a bug in the profile. TODO: DEEPINFER_ASSERT once it exists (issue 15).
-      if (!fit.fit) {
-        log().critical("rank={} cannot fit the prefill cost model: {}", st.cfg.rank, fit.error);
-        std::abort();
-      }
+      // here is a bug in the profile.
+      DEEPINFER_ASSERT(fit.fit, "rank={} cannot fit the prefill cost model: {}", st.cfg.rank, fit.error);
       if (!fit.warning.empty())
         log().warn("rank={} {}", st.cfg.rank, fit.warning);
       ec.prefill_cost = fit.fit->model;
