@@ -22,6 +22,7 @@ const char* to_string(errc x) {
     case errc::engine_export_failed: return "engine_export_failed";
     case errc::no_capacity: return "no_capacity";
     case errc::no_decode_rank: return "no_decode_rank";
+    case errc::no_rank_large_enough: return "no_rank_large_enough";
     case errc::node_unreachable: return "node_unreachable";
     case errc::controller_unreachable: return "controller_unreachable";
     case errc::rank_failed: return "rank_failed";

@@ -41,6 +41,9 @@ enum class errc : uint8_t {
   no_capacity = 100,
   /// A prefill job names no decode rank.
   no_decode_rank = 101,
+  /// The KV a request may reach is more than any live decode rank's pool holds: waiting cannot
+  /// help (a smaller request, or larger pools, can).
+  no_rank_large_enough = 102,
   // -- cluster --------------------------------------------------------------------------------
   node_unreachable = 150,
   controller_unreachable = 151,

@@ -1,6 +1,10 @@
+#include <algorithm>
+
 #include <caf/actor_system.hpp>
 #include <caf/stateful_actor.hpp>
 #include <caf/typed_event_based_actor.hpp>
+
+#include <fmt/format.h>
 
 #include "actors/balancer/balancer_actors.hpp"
 #include "actors/balancer/balancer_view.hpp"
@@ -50,8 +54,16 @@ decode_balancer_actor::behavior_type decode_balancer(decode_pointer self, balanc
       if (st.live.empty())
         return make_error(errc::no_capacity, "no decode instance is running");
       auto where = st.router->place_decode(ask.key, ask.kv_tokens, ask.reserve_tokens);
-      if (!where)
+      if (!where) {
+        int64_t largest = 0;
+        for (const auto& l : st.router->decode_loads())
+          largest = std::max(largest, l.kv_capacity);
+        if (ask.reserve_tokens > largest)
+          return make_error(errc::no_rank_large_enough,
+                            fmt::format("it may reach {} KV tokens and the largest decode rank's pool holds {}",
+                                        ask.reserve_tokens, largest));
         return make_error(errc::no_capacity, "every decode rank is full (batch or KV pool)");
+      }
       auto grant = st.live.grant(*where);
       if (!grant) {
         st.router->finish_decode(ask.key);

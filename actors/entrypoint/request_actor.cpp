@@ -452,7 +452,11 @@ void fail(request_pointer self, int status, const std::string& message) {
   auto& st = self->state;
   if (!st.done)
     log().warn("request={} failed status={} {}", st.id, status, message);
-  end_with_error(self, status, anthropic(st) ? "api_error" : "server_error", "", message);
+  // A 4xx is the request's own (both APIs call it invalid_request_error); the rest are ours.
+  const auto type = status >= 400 && status < 500 ? "invalid_request_error"
+                    : anthropic(st)               ? "api_error"
+                                                  : "server_error";
+  end_with_error(self, status, type, "", message);
 }
 
 void spawn_request_actor(std::shared_ptr<entrypoint::context> ctx, recipe::api_kind api, std::string body,

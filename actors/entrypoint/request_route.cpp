@@ -65,6 +65,26 @@ std::vector<int> riders(request_pointer self) {
   return out;
 }
 
+/// No live decode rank's pool can hold what sample `i`'s claim may reach. Samples riding on
+/// sample 0 share its rank (n copies of the KV): they stop riding and each is placed on its
+/// own, so `n` choices fit where one does. One sample that fits nowhere is the request's own
+/// size: a 400 at once, since waiting for capacity cannot help.
+void too_large_for_one_rank(request_pointer self, int i, const caf::error& e) {
+  auto& sm = sample(self, i);
+  sm.decode_claim.reset();
+  const auto alone = i == 0 ? riders(self) : std::vector<int>{};
+  if (alone.empty()) {
+    fail(self, 400, "the request does not fit on any decode rank: " + error_text(e) +
+                      "; lower max_tokens (or the prompt)");
+    return;
+  }
+  for (int r : alone)
+    sample(self, r).rides = false;
+  place(self, i);
+  for (int r : alone)
+    place(self, r);
+}
+
 } // namespace
 
 uint64_t balancer_key(request_pointer self, uint64_t job) {
@@ -345,6 +365,10 @@ void place(request_pointer self, int i) {
         if (!current(self, i, at.job))
           return;
         log().debug("request={} decode balancer: {}", self->state.id, self->system().render(e));
+        if (is(e, errc::no_rank_large_enough)) {
+          too_large_for_one_rank(self, i, e);
+          return;
+        }
         wait_for_capacity(self, i, "decode rank");
       });
 }

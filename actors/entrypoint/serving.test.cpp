@@ -178,6 +178,29 @@ BOOST_AUTO_TEST_CASE(a_nearly_full_decode_rank_is_passed_over_instead_of_failing
   BOOST_TEST(most_on_one_rank <= 1.0);
   BOOST_TEST(most_reserved > 0.0);
   BOOST_TEST(most_reserved <= 512.0);
+
+  // n = 2: the two choices' KV (2 x ~500 tokens) fits no rank, one choice's does. The choices
+  // stop sharing a rank and each is placed alone, instead of waiting for room that never comes
+  // and ending in a 503.
+  actors::http::testing::http_test_client c{node.http_port()};
+  auto two = nlohmann::json::parse(body);
+  two["n"] = 2;
+  auto res = c.request(boost::beast::http::verb::post, "/v1/chat/completions", two.dump());
+  BOOST_TEST_REQUIRE(res.result_int() == 200u, res.body());
+  auto j = nlohmann::json::parse(res.body());
+  BOOST_TEST_REQUIRE(j["choices"].size() == 2u);
+  for (const auto& choice : j["choices"])
+    BOOST_TEST(choice["message"]["content"].get<std::string>() == first_text);
+  // One choice that fits no rank's pool is the request's own size: a 400 at once that says what
+  // to lower (waiting cannot help).
+  auto large = nlohmann::json::parse(body);
+  large["max_tokens"] = 400;
+  const auto asked = std::chrono::steady_clock::now();
+  res = c.request(boost::beast::http::verb::post, "/v1/chat/completions", large.dump());
+  BOOST_TEST(res.result_int() == 400u, res.body());
+  BOOST_TEST(res.body().find("lower max_tokens") != std::string::npos, res.body());
+  BOOST_TEST(res.body().find("invalid_request_error") != std::string::npos, res.body());
+  BOOST_TEST((std::chrono::steady_clock::now() - asked < 10s));
   node.stop();
   std::filesystem::remove_all(model);
 }
