@@ -155,6 +155,7 @@ void connection::reply_error(unsigned status, std::string_view message, std::str
   version_ = 11;
   route_ = "invalid";
   method_ = "";
+  head_only_ = false;
   if (!parser_ || parser_->get().target().empty()) {
     // Beast parses the request line with the whole header: for a stalled or oversized header,
     // read the path off the raw bytes, so the answer still comes in its route's shape.
@@ -172,6 +173,7 @@ void connection::reply_error(unsigned status, std::string_view message, std::str
     // like the request it is, e.g. 413 on /v1/chat/completions.
     const auto& h = parser_->get();
     method_ = h.method() == bhttp::verb::unknown ? "other" : to_string(h.method_string());
+    head_only_ = h.method() == bhttp::verb::head;
     auto target = to_string(h.target());
     error_path_ = target.substr(0, target.find('?'));
     auto m = ctx_->routes.find(method_, error_path_);
@@ -253,6 +255,7 @@ void connection::dispatch() {
   req.version = msg.version();
   req.remote = remote_;
   version_ = msg.version();
+  head_only_ = msg.method() == bhttp::verb::head;
   keep_alive_ = msg.keep_alive() && !shutdown_ && !overflow_;
   linger_ = false;
   error_path_ = req.path;

@@ -137,6 +137,9 @@ private:
   std::size_t queued_bytes_ = 0; // bytes in out_, sent or not
   bool keep_alive_ = true;
   bool chunked_ = true;
+  /// The request is a HEAD: its response carries the head (with the length the body would
+  /// have) and never a body, or the client would read the body as the next response.
+  bool head_only_ = false;
   bool linger_ = false;    // close by draining input first (request may be half read)
   bool shutdown_ = false;
   bool overflow_ = false;  // over the connection cap: one request, the health path only

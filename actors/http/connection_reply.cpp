@@ -54,7 +54,8 @@ void connection::send(uint64_t seq, http_response r) {
   reply_ = reply::complete;
   status_ = r.status;
   auto bytes = head(r.status, r.content_type, r.headers, "Content-Length: " + std::to_string(r.body.size()) + "\r\n");
-  bytes += r.body;
+  if (!head_only_)
+    bytes += r.body;
   queue(std::move(bytes));
 }
 
@@ -72,7 +73,7 @@ void connection::start_stream(uint64_t seq, unsigned status, std::string content
 }
 
 void connection::write(uint64_t seq, std::string chunk) {
-  if (seq != seq_ || phase_ != phase::handling || reply_ != reply::streaming || chunk.empty())
+  if (seq != seq_ || phase_ != phase::handling || reply_ != reply::streaming || chunk.empty() || head_only_)
     return;
   // A client that stops reading must not make the server buffer a whole generation: cut it,
   // which fires on_disconnect so the request gets cancelled upstream.
@@ -94,7 +95,7 @@ void connection::finish(uint64_t seq) {
   if (seq != seq_ || phase_ != phase::handling || reply_ != reply::streaming)
     return;
   reply_ = reply::complete;
-  if (chunked_)
+  if (chunked_ && !head_only_)
     queue("0\r\n\r\n");
   else if (!writing_ && out_.empty())
     response_done();

@@ -91,7 +91,7 @@ BOOST_FIXTURE_TEST_CASE(wrong_method_gets_405_with_allow, server_fixture) {
   auto c = client();
   auto res = c.request(verb::delete_, "/health");
   BOOST_TEST(res.result_int() == 405);
-  BOOST_TEST(res[boost::beast::http::field::allow] == "GET");
+  BOOST_TEST(res[boost::beast::http::field::allow] == "GET, HEAD");
   BOOST_TEST(error_of(res)["code"] == "method_not_allowed");
 }
 
@@ -161,6 +161,33 @@ BOOST_FIXTURE_TEST_CASE(keep_alive_and_pipelining_serve_many_requests_on_one_con
   BOOST_TEST(c.read().body() == R"({"answered_from_other_thread":true})");
   BOOST_TEST(c.read().body() == "abc");
   BOOST_TEST(c.read().body() == R"({"status":"ok"})");
+}
+
+BOOST_FIXTURE_TEST_CASE(head_answers_like_get_without_a_body_and_keeps_the_connection_usable, server_fixture) {
+  start({}, [this](router& r) { basic_routes(r, *this); });
+  auto c = client();
+  // HEAD on a GET route (the async one too), then HEAD on a POST-only route, then GET, pipelined:
+  // had a body followed a HEAD's head, the client would read it as the next response.
+  c.send_raw("HEAD /health HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n"
+             "HEAD /later HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n"
+             "HEAD /echo HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n"
+             "GET /health HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n");
+  auto head_of = [&] {
+    boost::beast::http::response_parser<boost::beast::http::string_body> p;
+    p.skip(true); // a HEAD's response: the parser must not wait for the body its length names
+    boost::beast::http::read(c.socket(), c.buffer(), p);
+    return p.release();
+  };
+  auto health = head_of();
+  BOOST_TEST(health.result_int() == 200);
+  BOOST_TEST(health[boost::beast::http::field::content_length] == std::to_string(std::string{R"({"status":"ok"})"}.size()));
+  BOOST_TEST(head_of().result_int() == 200);
+  auto post_only = head_of();
+  BOOST_TEST(post_only.result_int() == 405);
+  BOOST_TEST(post_only[boost::beast::http::field::allow] == "POST");
+  auto get = c.read();
+  BOOST_TEST(get.result_int() == 200);
+  BOOST_TEST(get.body() == R"({"status":"ok"})");
 }
 
 BOOST_FIXTURE_TEST_CASE(async_handler_answers_later_from_another_thread, server_fixture) {

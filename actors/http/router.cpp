@@ -36,9 +36,13 @@ router::match router::find(std::string_view method, std::string_view path) const
   for (const auto& e : entries_) {
     if (!matches(e.pattern, path))
       continue;
-    if (e.method != method) {
+    // HEAD is GET without the body (RFC 9110 9.3.2): every GET route answers it; the
+    // connection leaves the body out.
+    if (e.method != method && !(method == "HEAD" && e.method == "GET")) {
       if (std::find(allow.begin(), allow.end(), e.method) == allow.end())
         allow.push_back(e.method);
+      if (e.method == "GET" && std::find(allow.begin(), allow.end(), "HEAD") == allow.end())
+        allow.push_back("HEAD");
       continue;
     }
     if (!best || rank(e.pattern) > best_rank) {

@@ -48,6 +48,21 @@ BOOST_AUTO_TEST_CASE(known_path_with_other_method_lists_allowed_methods) {
   BOOST_TEST(hit == 3);
 }
 
+BOOST_AUTO_TEST_CASE(head_finds_the_get_route_and_get_routes_allow_head) {
+  int hit = 0;
+  router r;
+  r.add("GET", "/v1/models", tagged(&hit, 1));
+  r.add("POST", "/v1/chat/completions", tagged(&hit, 2));
+  auto h = r.find("HEAD", "/v1/models");
+  BOOST_TEST_REQUIRE((h.result == router::outcome::found));
+  (*h.fn)({}, nullptr);
+  BOOST_TEST(hit == 1);
+  BOOST_TEST(r.find("DELETE", "/v1/models").allow == "GET, HEAD");
+  auto post = r.find("HEAD", "/v1/chat/completions");
+  BOOST_TEST((post.result == router::outcome::method_not_allowed));
+  BOOST_TEST(post.allow == "POST");
+}
+
 BOOST_AUTO_TEST_CASE(error_formats_cover_the_path_a_prefix_pattern_is_under) {
   router r;
   r.set_error_format("/v1/messages/*", [](unsigned, std::string_view, std::string_view) { return std::string{"A"}; });
