@@ -39,6 +39,10 @@ void serving_flags::add_to(CLI::App& app) {
   app.add_option("--request-deadline-ms", deadline_ms,
                  "End a request this long after it arrived with the API's error (default 0: none)")
     ->check(CLI::Range(0, 86400000));
+  app.add_option("--default-max-tokens", default_max_tokens,
+                 "Output tokens of a request that names no max_tokens (default 256; lowered to what the "
+                 "context leaves after the prompt; each request's KV is reserved for prompt + max_tokens)")
+    ->check(CLI::Range(1, 1 << 20));
   app.add_option("--api-key", api_keys, "An API key clients must send (repeatable; default none: no "
                                         "authentication); each key is its own prefix-cache namespace");
   app.add_option("--api-keys-file", api_keys_file,
@@ -87,6 +91,8 @@ void serving_flags::apply(actors::http_endpoint& http, actors::request_limits& r
     requests.stall_timeout = milliseconds{*stall_timeout_ms};
   if (deadline_ms)
     requests.deadline = milliseconds{*deadline_ms};
+  if (default_max_tokens)
+    requests.default_max_tokens = *default_max_tokens;
   if (!api_keys.empty())
     requests.api_keys = api_keys;
   if (prefill_tokens_per_rank)

@@ -19,6 +19,7 @@ struct serving_flags {
   std::vector<std::string> allowed_hosts, cors_origins;
   std::optional<std::size_t> json_max_depth;
   std::optional<int64_t> stall_timeout_ms, deadline_ms;
+  std::optional<int32_t> default_max_tokens;
   std::vector<std::string> api_keys;
   std::optional<int64_t> prefill_tokens_per_rank, decode_sequences_per_rank;
   std::optional<std::size_t> max_waiting;

@@ -340,7 +340,10 @@ expected<prepared_request, recipe::api_error> prepare_conversation(const entrypo
                                                                    bool constraint_compiled) {
   const auto api = conv.api;
   prepared_request out;
-  out.max_tokens = static_cast<int32_t>(conv.sampling.max_tokens.value_or(ctx.cfg.default_max_tokens));
+  // No limit named: the configured default, lowered below to what the context leaves after the
+  // prompt (vLLM's rule), so leaving max_tokens out never makes a prompt too long.
+  const bool default_limit = !conv.sampling.max_tokens;
+  out.max_tokens = static_cast<int32_t>(conv.sampling.max_tokens.value_or(ctx.cfg.requests.default_max_tokens));
   out.salt = cache_salt_of(tenant, conv.cache_salt);
   const int64_t limit = ctx.cfg.context_limit;
   const bool legacy = api == recipe::api_kind::completions;
@@ -351,7 +354,7 @@ expected<prepared_request, recipe::api_error> prepare_conversation(const entrypo
                       (legacy ? "prompt" : "messages") + " or lower the maximum number of output tokens.",
                     legacy ? "prompt" : "messages");
   };
-  if (out.max_tokens >= limit)
+  if (!default_limit && out.max_tokens >= limit)
     return too_long(std::to_string(out.max_tokens) + " tokens for the output alone", out.max_tokens);
   // Token ids the client names must be the model's (OpenAI and vLLM answer 400 too).
   const auto vocab = static_cast<int64_t>(ctx.tok->vocab_size());
@@ -369,7 +372,7 @@ expected<prepared_request, recipe::api_error> prepare_conversation(const entrypo
   auto images = decode_images(ctx, conv, fetched);
   if (!images)
     return std::move(images).error();
-  const auto room = static_cast<std::size_t>(limit - out.max_tokens);
+  const auto room = static_cast<std::size_t>(limit - (default_limit ? 1 : out.max_tokens));
   recipe::tokenizer::bounded_encoding enc;
   if (conv.prompt && conv.prompt->is_ids) {
     // A legacy completion of token ids: used as they are (the client tokenized).
@@ -397,12 +400,16 @@ expected<prepared_request, recipe::api_error> prepare_conversation(const entrypo
     enc = ctx.tok->encode_within(segments, room);
   }
   if (!enc.fits) {
+    if (default_limit)
+      out.max_tokens = 1; // the least a completion takes
     const auto prompt = static_cast<int64_t>(enc.at_least);
     const std::string n = (enc.exact ? "" : "at least ") + std::to_string(prompt + out.max_tokens);
     return too_long(n + " tokens (" + (enc.exact ? "" : "at least ") + std::to_string(prompt) + (legacy ? " in the prompt, " : " in the messages, ") +
                       std::to_string(out.max_tokens) + " in the completion)",
                     prompt + out.max_tokens);
   }
+  if (default_limit)
+    out.max_tokens = static_cast<int32_t>(std::min<int64_t>(out.max_tokens, limit - static_cast<int64_t>(enc.ids.size())));
   auto constraint = constraint_of(ctx, conv, constraint_compiled);
   if (!constraint)
     return std::move(constraint).error();

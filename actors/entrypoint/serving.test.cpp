@@ -205,6 +205,42 @@ BOOST_AUTO_TEST_CASE(a_nearly_full_decode_rank_is_passed_over_instead_of_failing
   std::filesystem::remove_all(model);
 }
 
+// A request that names no max_tokens gets the default, lowered to what the context leaves after
+// its prompt (before: prompt + the default over the context limit was a 400 about a limit the
+// client never set).
+BOOST_AUTO_TEST_CASE(a_request_without_max_tokens_gets_what_the_context_leaves, *utf::precondition(has_tokenizer)) {
+  auto model = std::filesystem::temp_directory_path() / ("deepinfer-serving-default-" + std::to_string(::getpid()));
+  BOOST_REQUIRE(engine::random_model::write(engine::model_config::tiny(), 7, model.string()).empty());
+  auto cfg = serving_node(model, {node_role::controller, node_role::entrypoint, node_role::prefill, node_role::decode},
+                          {{node_role::prefill, 1}, {node_role::decode, 1}});
+  cfg.serving->context_limit = 400;
+  cfg.serving->requests.default_max_tokens = 256;
+  actors::node_runtime node{cfg};
+  BOOST_REQUIRE(!node.start());
+  std::string words;
+  for (int i = 0; i < 300; ++i)
+    words += "a ";
+  actors::http::testing::http_test_client c{node.http_port()};
+  auto ask = [&](std::optional<int> max_tokens) {
+    auto body = nlohmann::json{{"model", "m"}, {"temperature", 0}, {"messages", {{{"role", "user"}, {"content", words}}}}};
+    if (max_tokens)
+      body["max_tokens"] = *max_tokens;
+    return c.request(boost::beast::http::verb::post, "/v1/chat/completions", body.dump());
+  };
+  auto res = ask(std::nullopt);
+  BOOST_TEST_REQUIRE(res.result_int() == 200u, res.body());
+  auto usage = nlohmann::json::parse(res.body())["usage"];
+  const auto prompt = usage["prompt_tokens"].get<int>();
+  BOOST_TEST_REQUIRE(prompt + 256 > 400); // the default alone would not fit
+  BOOST_TEST(prompt + usage["completion_tokens"].get<int>() <= 400);
+  // Named, the same limit is the client's own: over the context it is still a 400.
+  res = ask(256);
+  BOOST_TEST(res.result_int() == 400u, res.body());
+  BOOST_TEST(res.body().find("maximum context length is 400") != std::string::npos, res.body());
+  node.stop();
+  std::filesystem::remove_all(model);
+}
+
 // The entrypoint prices prefills with the fit kept beside the model (not constants, and not a
 // new measurement when the file has one for this setup).
 BOOST_AUTO_TEST_CASE(the_entrypoint_prices_with_the_fit_kept_beside_the_model, *utf::precondition(has_tokenizer)) {

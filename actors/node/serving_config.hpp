@@ -32,6 +32,11 @@ struct request_limits {
   /// Total time a request may take from arrival, ended the same way; 0: none (max_tokens and the
   /// stall timeout bound it).
   std::chrono::milliseconds deadline{0};
+  /// Output tokens of a request that names no limit (max_tokens, max_completion_tokens,
+  /// max_output_tokens; legacy completions keep OpenAI's 16), lowered to what the context leaves
+  /// after the prompt. Finite because a decode rank reserves KV for prompt + max_tokens of every
+  /// request it takes.
+  int32_t default_max_tokens = 256;
   /// API keys clients must send (`Authorization: Bearer KEY` or `x-api-key: KEY`); empty: no
   /// authentication. Each key is also its tenant's prefix-cache namespace.
   std::vector<std::string> api_keys;
@@ -53,8 +58,6 @@ struct serving_config {
   std::string template_version = "dsv41";
   /// The model id clients must name.
   std::string model_name;
-  /// max_tokens when the request gives none.
-  int32_t default_max_tokens = 256;
   /// Prompt + max_tokens must fit this many tokens.
   int64_t context_limit = 40960;
   /// Engine threads and KV blocks per rank.
