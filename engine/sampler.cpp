@@ -91,6 +91,15 @@ void sampler::process_logits(float* logits, int64_t vocab, const sampling_params
     for (auto id : p.stop_ids)
       if (valid(id))
         logits[id] = -std::numeric_limits<float>::infinity();
+  // 5. The thinking budget spent and the reasoning still open: only its end may come. A pass
+  // over the vocabulary, once per sequence (the next step's output holds the end).
+  if (p.thinking_budget >= 0 && valid(p.thinking_end) &&
+      static_cast<int64_t>(tokens.size() - from) >= p.thinking_budget &&
+      std::find(tokens.begin() + static_cast<std::ptrdiff_t>(from), tokens.end(), p.thinking_end) == tokens.end()) {
+    const float end = logits[p.thinking_end];
+    std::fill(logits, logits + vocab, -std::numeric_limits<float>::infinity());
+    logits[p.thinking_end] = std::isfinite(end) ? end : 0.0f;
+  }
 }
 
 sampled_token sampler::sample(const float* logits, int64_t vocab, const sampling_params& p, int64_t position) {

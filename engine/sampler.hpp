@@ -49,11 +49,17 @@ struct sampling_params {
   int32_t min_tokens = 0;
   /// OpenAI's: (id, bias) added to the logits before sampling (bias in [-100, 100]).
   std::vector<std::pair<int32_t, float>> logit_bias;
+  /// Anthropic's thinking budget: once the output holds `thinking_budget` tokens and none of
+  /// them is `thinking_end` (`</think>`), the next token is `thinking_end`, so the reasoning
+  /// ends there and the answer follows. -1: no budget.
+  int32_t thinking_budget = -1;
+  int32_t thinking_end = -1;
 
-  /// Whether any logit processing (penalties, min_tokens, logit_bias) is asked for.
+  /// Whether any logit processing (penalties, min_tokens, logit_bias, a thinking budget) is
+  /// asked for.
   bool processes_logits() const noexcept {
     return presence_penalty != 0.0f || frequency_penalty != 0.0f || repetition_penalty != 1.0f || min_tokens > 0 ||
-           !logit_bias.empty();
+           !logit_bias.empty() || (thinking_budget >= 0 && thinking_end >= 0);
   }
 };
 

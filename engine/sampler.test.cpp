@@ -114,6 +114,33 @@ BOOST_AUTO_TEST_CASE(penalties_lower_the_logits_of_repeated_output_tokens_as_ope
   BOOST_TEST(sampler::sample(l.data(), 8, p, 3).id == 6);
 }
 
+BOOST_AUTO_TEST_CASE(a_spent_thinking_budget_forces_the_end_of_the_reasoning_once) {
+  sampling_params p;
+  p.temperature = 1.0f;
+  p.thinking_budget = 3;
+  p.thinking_end = 6;
+  p.output_from = 2;
+  BOOST_TEST(p.processes_logits());
+  // Two output tokens of a budget of three: untouched.
+  auto l = logits();
+  const auto before = l;
+  sampler::process_logits(l.data(), 8, p, std::vector<int32_t>{7, 7, 1, 2});
+  BOOST_TEST((l == before));
+  // Three, none of them the end: only the end can be drawn, whatever the seed.
+  for (int i = 0; i < 20; ++i) {
+    l = logits();
+    sampler::process_logits(l.data(), 8, p, std::vector<int32_t>{7, 7, 1, 2, 3});
+    BOOST_TEST(sampler::sample(l.data(), 8, p, 5 + i).id == 6);
+  }
+  // The reasoning already ended (in the output; the prompt's own tokens do not count): free.
+  l = logits();
+  sampler::process_logits(l.data(), 8, p, std::vector<int32_t>{7, 6, 1, 6, 3, 4});
+  BOOST_TEST((l == before));
+  l = logits();
+  sampler::process_logits(l.data(), 8, p, std::vector<int32_t>{6, 6, 1, 2, 3, 4});
+  BOOST_TEST(std::isinf(l[0]));
+}
+
 BOOST_AUTO_TEST_CASE(repetition_min_tokens_and_logit_bias_follow_vllm) {
   sampling_params p;
   p.output_from = 1;

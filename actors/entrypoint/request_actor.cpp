@@ -230,6 +230,11 @@ caf::behavior start(request_pointer self, recipe::conversation conv, const fetch
     sampling.logit_bias.emplace_back(id, static_cast<float>(bias));
   sampling.logprobs = smp.logprobs;
   sampling.top_logprobs = static_cast<int32_t>(smp.top_logprobs);
+  if (st.conv.thinking && st.conv.thinking_budget)
+    if (auto end = st.ctx->specials->id(recipe::spelling::think_close)) {
+      sampling.thinking_budget = static_cast<int32_t>(*st.conv.thinking_budget);
+      sampling.thinking_end = *end;
+    }
   st.usage.prompt_tokens = static_cast<int64_t>(st.prompt.size());
   st.ctx->prompt_tokens->inc(static_cast<double>(st.prompt.size()));
   recipe::stream_parser::config pc;

@@ -117,6 +117,16 @@ try {
     assert.equal(text, full);
   });
 
+  await check('anthropic thinking.budget_tokens ends the reasoning there, and the answer follows', async () => {
+    // The tiny model never closes its reasoning by itself: without the budget all 1,040 tokens
+    // would be thinking.
+    const r = await anthropic.messages.create({ model: MODEL, max_tokens: 1040, temperature: 0,
+      thinking: { type: 'enabled', budget_tokens: 1024 }, messages: [{ role: 'user', content: 'Hello' }] });
+    assert.deepEqual(r.content.map((b) => b.type), ['thinking', 'text']);
+    assert.ok(r.content[1].text.length > 0, 'the answer has text');
+    assert.equal(r.usage.output_tokens, 1040);
+  });
+
   // Bad requests: each API's error shape and status, and the server keeps serving.
   await check('malformed JSON -> 400 in each API shape', async () => {
     for (const route of ['/v1/chat/completions', '/v1/responses']) {
