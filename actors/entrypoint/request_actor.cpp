@@ -83,6 +83,16 @@ void arm_deadline(request_pointer self) {
   self->delayed_send(self, wait, deadline_atom::value, ++st.timer);
 }
 
+/// The stream's first events (one per sample), with the usage known so far.
+void write_start_events(request_pointer self) {
+  auto& st = self->state;
+  st.start_event_pending = false;
+  std::string head;
+  for (auto& sm : st.samples)
+    head += sm.out->start(st.usage);
+  st.writer->write(std::move(head));
+}
+
 /// Admitted: the stream starts, the deadline counts, the first attempt is placed (one for all
 /// samples: the others ride on sample 0's, so they are set up first).
 void begin(request_pointer self) {
@@ -91,10 +101,10 @@ void begin(request_pointer self) {
   if (st.conv.stream) {
     st.streaming = true;
     st.writer->start_stream(200, "text/event-stream", {{"Cache-Control", "no-cache"}});
-    std::string head;
-    for (auto& sm : st.samples)
-      head += sm.out->start(st.usage);
-    st.writer->write(std::move(head));
+    if (st.conv.api == recipe::api_kind::messages)
+      st.start_event_pending = true;
+    else
+      write_start_events(self);
   }
   arm_deadline(self);
   for (std::size_t i = st.samples.size(); i-- > 0;)
@@ -382,6 +392,8 @@ void on_tokens(request_pointer self, int i, const std::vector<int32_t>& ids, boo
   auto& sm = st.samples[static_cast<std::size_t>(i)];
   auto now = clock_type::now();
   auto& ctx = *st.ctx;
+  if (st.start_event_pending)
+    write_start_events(self);
   if (!ids.empty()) {
     if (!st.first_token_out) {
       st.first_token_out = true;

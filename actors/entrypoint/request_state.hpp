@@ -112,6 +112,9 @@ struct request_state {
   std::map<caf::actor_addr, int64_t> dead;
   /// The SSE head is out (only once admitted: a refusal before is a plain error response).
   bool streaming = false;
+  /// Messages: the stream's first event (`message_start`, whose usage has the input tokens
+  /// split by the prefix-cache hit) waits for the first token, when the hit is known.
+  bool start_event_pending = false;
   bool done = false;
   /// The first token of any sample is out (time to first token).
   bool first_token_out = false;

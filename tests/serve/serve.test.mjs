@@ -117,6 +117,21 @@ try {
     assert.equal(text, full);
   });
 
+  await check('anthropic stream: message_start usage splits the input by the prefix-cache hit, as the final usage does', async () => {
+    const req = { model: MODEL, max_tokens: 3, temperature: 0, system: 'You are a helpful assistant. '.repeat(60),
+                  messages: [{ role: 'user', content: 'Hello there' }] };
+    await anthropic.messages.create(req); // stores the prompt's blocks
+    const s = await anthropic.messages.create({ ...req, stream: true });
+    let start = null; let last = null;
+    for await (const e of s) {
+      if (e.type === 'message_start') start = e.message.usage;
+      if (e.type === 'message_delta') last = e.usage;
+    }
+    assert.ok(start && last, 'message_start and message_delta arrived');
+    assert.ok(last.cache_read_input_tokens >= 128, `a hit of ${last.cache_read_input_tokens} tokens`);
+    assert.equal(start.input_tokens, last.input_tokens);
+    assert.equal(start.cache_read_input_tokens, last.cache_read_input_tokens);
+  });
   await check('anthropic thinking.budget_tokens ends the reasoning there, and the answer follows', async () => {
     // The tiny model never closes its reasoning by itself: without the budget all 1,040 tokens
     // would be thinking.
