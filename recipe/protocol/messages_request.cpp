@@ -29,6 +29,14 @@ content_part image_block(const json& b, const json_path& at) {
   return content_part::image("data:" + media + ";base64," + jr::req_string(*src, "data", p), (p / "data").str());
 }
 
+/// A text block's text; Anthropic refuses an empty one (it would add nothing but its framing).
+std::string text_block(const json& b, const json_path& at) {
+  auto text = jr::req_string(b, "text", at);
+  if (text.empty())
+    (at / "text").fail("text content blocks must be non-empty");
+  return text;
+}
+
 std::vector<content_part> tool_result_content(const json& v, const json_path& at) {
   return rc::content_parts(v, at, {"text", "image"}, [](const json& b, const json_path& p, const std::string& type) {
     return type == "text" ? content_part::text(jr::req_string(b, "text", p)) : image_block(b, p);
@@ -53,7 +61,7 @@ void user_message(const json& content, const json_path& at, conversation& c) {
     const auto type = jr::req_string(b, "type", p);
     jr::one_of(type, {"text", "image", "tool_result"}, p / "type");
     if (type == "text") {
-      pending.content.push_back(content_part::text(jr::req_string(b, "text", p)));
+      pending.content.push_back(content_part::text(text_block(b, p)));
     } else if (type == "image") {
       pending.content.push_back(image_block(b, p));
     } else {
@@ -85,7 +93,7 @@ void assistant_message(const json& content, const json_path& at, conversation& c
     const auto type = jr::req_string(b, "type", p);
     jr::one_of(type, {"text", "thinking", "redacted_thinking", "tool_use"}, p / "type");
     if (type == "text") {
-      m.content.push_back(content_part::text(jr::req_string(b, "text", p)));
+      m.content.push_back(content_part::text(text_block(b, p)));
     } else if (type == "thinking") {
       m.reasoning = m.reasoning.value_or("") + jr::req_string(b, "thinking", p);
     } else if (type == "tool_use") {
@@ -163,6 +171,13 @@ conversation parse_messages_body(const json& j, const json_path& root) {
     const json* content = jr::find(m, "content");
     if (!content)
       (p / "content").fail("Field required");
+    // An empty turn would otherwise vanish from the prompt (a user turn with nothing in it renders
+    // no tags at all); only a final assistant turn may be empty, as a prefill with nothing in it.
+    const bool final_assistant = r == "assistant" && i + 1 == msgs->size();
+    const bool empty = (content->is_string() && content->get_ref<const std::string&>().empty()) ||
+                       (content->is_array() && content->empty());
+    if (empty && !final_assistant)
+      (p / "content").fail("all messages must have non-empty content except for the optional final assistant message");
     if (r == "user")
       user_message(*content, p / "content", c);
     else

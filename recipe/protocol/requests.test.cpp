@@ -127,4 +127,25 @@ BOOST_AUTO_TEST_CASE(messages_thinking_budget_must_fit_max_tokens) {
   BOOST_TEST(*ok->thinking_budget == 2048);
 }
 
+BOOST_AUTO_TEST_CASE(messages_empty_content_is_refused_except_for_a_final_assistant_prefill) {
+  const auto refused = [](const std::string& messages) {
+    return parse_messages_request(R"({"model": "m", "max_tokens": 10, "messages": )" + messages + "}");
+  };
+  auto e = refused(R"([{"role": "user", "content": []}])");
+  BOOST_REQUIRE(!e.has_value());
+  BOOST_TEST(e.error().param == "messages.0.content");
+  BOOST_TEST(e.error().body() ==
+             R"({"type":"error","error":{"type":"invalid_request_error","message":"messages.0.content: all messages )"
+             R"(must have non-empty content except for the optional final assistant message"}})");
+  e = refused(R"([{"role": "user", "content": "q"}, {"role": "assistant", "content": ""}, {"role": "user", "content": "r"}])");
+  BOOST_REQUIRE(!e.has_value());
+  BOOST_TEST(e.error().param == "messages.1.content");
+  e = refused(R"([{"role": "user", "content": [{"type": "text", "text": "a"}, {"type": "text", "text": ""}]}])");
+  BOOST_REQUIRE(!e.has_value());
+  BOOST_TEST(e.error().param == "messages.0.content.1.text");
+  auto prefill = refused(R"([{"role": "user", "content": "q"}, {"role": "assistant", "content": []}])");
+  BOOST_REQUIRE_MESSAGE(prefill.has_value(), error_of(prefill));
+  BOOST_TEST(prefill->messages.size() == 2u);
+}
+
 BOOST_AUTO_TEST_SUITE_END()
