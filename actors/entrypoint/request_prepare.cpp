@@ -29,7 +29,7 @@ recipe::api_error error_of(recipe::api_kind api, int status, std::string type, s
 const char* format_param(recipe::api_kind api) {
   switch (api) {
     case recipe::api_kind::responses: return "text.format";
-    case recipe::api_kind::messages: return "output_format";
+    case recipe::api_kind::messages: return "output_config.format";
     default: return "response_format";
   }
 }

@@ -76,7 +76,7 @@ struct tool_choice {
   std::string name;
 };
 
-/// The structured-output request (`response_format`, `text.format`, `output_format`).
+/// The structured-output request (`response_format`, `text.format`, Anthropic `output_config.format`).
 struct response_format {
   enum class mode : std::uint8_t { text, json_object, json_schema };
   mode kind = mode::text;

@@ -141,6 +141,22 @@ void parse_tools(const json& v, const json_path& at, conversation& c) {
   }
 }
 
+/// `output_config.format`: `{type: "json_schema", schema}`, enforced (and rendered into the
+/// prompt) as Chat's `response_format` json_schema is.
+response_format output_format(const json& v, const json_path& at) {
+  jr::object(v, at);
+  jr::one_of(jr::req_string(v, "type", at), {"json_schema"}, at / "type");
+  const json* schema = jr::find(v, "schema");
+  if (!schema)
+    (at / "schema").fail("Field required");
+  response_format f;
+  f.kind = response_format::mode::json_schema;
+  f.schema = jr::object(*schema, at / "schema");
+  f.strict = true;
+  f.original = v;
+  return f;
+}
+
 } // namespace
 
 conversation parse_messages_body(const json& j, const json_path& root) {
@@ -202,7 +218,18 @@ conversation parse_messages_body(const json& j, const json_path& root) {
     const auto p = root / "thinking";
     jr::object(*th, p);
     const auto type = jr::req_string(*th, "type", p);
-    jr::one_of(type, {"enabled", "disabled"}, p / "type");
+    jr::one_of(type, {"enabled", "disabled", "adaptive"}, p / "type");
+    if (auto display = jr::opt_string(*th, "display", p)) {
+      jr::one_of(*display, {"summarized", "omitted"}, p / "display");
+      if (*display == "omitted")
+        (p / "display").fail("'omitted' is not supported: this server returns thinking as text; drop 'display' or "
+                             "send 'summarized'.");
+    }
+    // Adaptive thinking lets the model decide how much to think: DeepSeek's template has no such
+    // mode, so it is thinking on at the effort output_config.effort gives (default high), with no
+    // budget.
+    if (type == "adaptive")
+      c.thinking = true;
     if (type == "enabled") {
       c.thinking = true;
       c.thinking_budget = jr::opt_int(*th, "budget_tokens", p, 1024, INT32_MAX);
@@ -213,11 +240,21 @@ conversation parse_messages_body(const json& j, const json_path& root) {
     }
   }
   if (const json* oc = jr::find(j, "output_config")) {
-    jr::object(*oc, root / "output_config");
-    if (auto e = jr::opt_string(*oc, "effort", root / "output_config")) {
-      jr::one_of(*e, {"low", "medium", "high", "max"}, root / "output_config" / "effort");
+    const auto p = root / "output_config";
+    jr::object(*oc, p);
+    if (auto e = jr::opt_string(*oc, "effort", p)) {
+      // The V4.1 template's effort levels: low 25, medium and high 50, xhigh 75, max 100.
+      jr::one_of(*e, {"low", "medium", "high", "xhigh", "max"}, p / "effort");
       c.reasoning_effort = *e;
     }
+    if (const json* f = jr::find(*oc, "format"))
+      c.format = output_format(*f, p / "format");
+  }
+  // The beta API's older spelling of output_config.format, which the SDK's beta parser still sends.
+  if (const json* f = jr::find(j, "output_format")) {
+    if (c.format)
+      (root / "output_format").fail("give either 'output_format' or 'output_config.format', not both.");
+    c.format = output_format(*f, root / "output_format");
   }
   auto& s = c.sampling;
   s.temperature = jr::opt_number(j, "temperature", root, 0, 1);

@@ -148,4 +148,36 @@ BOOST_AUTO_TEST_CASE(messages_empty_content_is_refused_except_for_a_final_assist
   BOOST_TEST(prefill->messages.size() == 2u);
 }
 
+BOOST_AUTO_TEST_CASE(messages_output_config_format_becomes_a_json_schema_format) {
+  const std::string head = R"("model": "m", "max_tokens": 100, "messages": [{"role": "user", "content": "q"}])";
+  auto c = parse_messages_request("{" + head + R"(, "output_config": {"effort": "xhigh", "format": {"type": "json_schema",
+      "schema": {"type": "object", "properties": {"a": {"type": "integer"}}, "required": ["a"]}}}})");
+  BOOST_REQUIRE_MESSAGE(c.has_value(), error_of(c));
+  BOOST_REQUIRE(c->format.has_value());
+  BOOST_TEST((c->format->kind == response_format::mode::json_schema));
+  BOOST_TEST(c->format->schema.dump() == R"({"type":"object","properties":{"a":{"type":"integer"}},"required":["a"]})");
+  BOOST_TEST(c->reasoning_effort == "xhigh");
+  // The beta API's deprecated spelling, the same object at the top level.
+  auto beta = parse_messages_request("{" + head + R"(, "output_format": {"type": "json_schema", "schema": {"type": "object"}}})");
+  BOOST_REQUIRE_MESSAGE(beta.has_value(), error_of(beta));
+  BOOST_TEST(beta->format.has_value());
+  auto e = parse_messages_request("{" + head + R"(, "output_config": {"format": {"type": "json_schema"}}})");
+  BOOST_REQUIRE(!e.has_value());
+  BOOST_TEST(e.error().param == "output_config.format.schema");
+  e = parse_messages_request("{" + head + R"(, "output_config": {"format": {"type": "regex", "schema": {}}}})");
+  BOOST_REQUIRE(!e.has_value());
+  BOOST_TEST(e.error().param == "output_config.format.type");
+}
+
+BOOST_AUTO_TEST_CASE(messages_adaptive_thinking_turns_thinking_on_without_a_budget) {
+  const std::string head = R"("model": "m", "max_tokens": 100, "messages": [{"role": "user", "content": "q"}])";
+  auto c = parse_messages_request("{" + head + R"(, "thinking": {"type": "adaptive", "display": "summarized"}})");
+  BOOST_REQUIRE_MESSAGE(c.has_value(), error_of(c));
+  BOOST_TEST(c->thinking);
+  BOOST_TEST(!c->thinking_budget.has_value());
+  auto e = parse_messages_request("{" + head + R"(, "thinking": {"type": "adaptive", "display": "omitted"}})");
+  BOOST_REQUIRE(!e.has_value());
+  BOOST_TEST(e.error().param == "thinking.display");
+}
+
 BOOST_AUTO_TEST_SUITE_END()

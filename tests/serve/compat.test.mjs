@@ -2,12 +2,16 @@
 // clients migrating from vLLM send: each check names what a client relies on (the API probe's
 // findings F4-F13).
 // Usage: node compat.test.mjs /path/to/caf-launch
+import { createRequire } from 'node:module';
 import os from 'node:os';
 import path from 'node:path';
 import assert from 'node:assert/strict';
 import { apiClients, check, serverUp, setupFailed, startServer, stopServer, verdict } from './harness.mjs';
 
 const [OpenAI, Anthropic] = apiClients(['openai', '@anthropic-ai/sdk']);
+const cache = process.env.DEEPINFER_CACHE || path.join(os.homedir(), '.cache', 'deepinfer');
+const { jsonSchemaOutputFormat } = createRequire(path.join(cache, 'api-clients', 'node_modules', 'x.js'))(
+  '@anthropic-ai/sdk/helpers/json-schema');
 const MODEL = 'deepseek-v4.1-flash';
 const exe = process.argv[2];
 const logPath = path.join(os.tmpdir(), `deepinfer-compat-test-${process.pid}.log`);
@@ -75,6 +79,33 @@ try {
           if (t.id) streamed.push(t.id);
     assert.equal(new Set(streamed).size, 3, streamed.join(' '));
   });
+  await check('messages output_config.format: messages.parse() gets an object of the schema; one it cannot enforce is a 400', async () => {
+    const schema = { type: 'object', properties: { a: { type: 'integer' }, b: { type: 'string', enum: ['x', 'y'] } },
+                     required: ['a', 'b'], additionalProperties: false };
+    for (let draw = 0; draw < 2; ++draw) { // unseeded: each draws its own seed
+      const m = await anthropic.messages.parse({ model: MODEL, max_tokens: 60, temperature: 1,
+                                                 messages: [{ role: 'user', content: 'Hi' }],
+                                                 // transform off: the SDK would move `enum` into a description.
+                                                 output_config: { format: jsonSchemaOutputFormat(schema, { transform: false }) } });
+      assert.equal(m.stop_reason, 'end_turn');
+      assert.ok(Number.isInteger(m.parsed_output.a), JSON.stringify(m.parsed_output));
+      assert.ok(['x', 'y'].includes(m.parsed_output.b), JSON.stringify(m.parsed_output));
+      assert.deepEqual(Object.keys(m.parsed_output).sort(), ['a', 'b']);
+    }
+    const bad = await post(base, '/v1/messages', { model: MODEL, max_tokens: 20, messages: [{ role: 'user', content: 'Hi' }],
+                                                   output_config: { format: { type: 'json_schema',
+                                                     schema: { type: 'object', properties: { n: { type: 'integer', multipleOf: 3 } } } } } });
+    assert.equal(bad.status, 400);
+    assert.equal(bad.json.error.type, 'invalid_request_error');
+    assert.match(bad.json.error.message, /^output_config\.format: .*multipleOf/);
+  });
+
+  await check('messages thinking adaptive and output_config.effort xhigh are accepted (thinking on)', async () => {
+    const m = await anthropic.messages.create({ model: MODEL, max_tokens: 8, messages: [{ role: 'user', content: 'Hi' }],
+                                               thinking: { type: 'adaptive' }, output_config: { effort: 'xhigh' } });
+    assert.equal(m.content[0].type, 'thinking');
+  });
+
 } catch (e) {
   setupFailed(e);
 } finally {
