@@ -218,6 +218,7 @@ caf::behavior start(request_pointer self, recipe::conversation conv, const fetch
   sampling.temperature = static_cast<float>(smp.temperature.value_or(0.0));
   sampling.top_p = static_cast<float>(smp.top_p.value_or(1.0));
   sampling.top_k = static_cast<int32_t>(smp.top_k.value_or(0));
+  sampling.min_p = static_cast<float>(smp.min_p.value_or(0.0));
   // An unseeded request draws its own seed (once: a resubmission continues the same stream).
   sampling.seed = smp.seed ? static_cast<uint64_t>(*smp.seed) : recipe::random_seed();
   // ignore_eos (vLLM): EOS is no stop for the ranks, and no text for the parser.

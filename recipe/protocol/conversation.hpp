@@ -103,6 +103,8 @@ struct sampling {
   std::optional<double> temperature;
   std::optional<double> top_p;
   std::optional<std::int64_t> top_k;
+  /// vLLM's: drop tokens less likely than min_p times the most likely one (0 to 1).
+  std::optional<double> min_p;
   std::optional<double> presence_penalty;
   std::optional<double> frequency_penalty;
   /// vLLM's extensions (Chat Completions): repetition_penalty, min_tokens, and OpenAI's

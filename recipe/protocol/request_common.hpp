@@ -53,7 +53,8 @@ void check_conversation(const conversation& c, const json_path& at, std::string_
 void finish(conversation& c, const json& body, const json_path& root);
 
 /// The sampling fields Chat Completions and legacy Completions share: temperature, top_p, top_k,
-/// the penalties, min_tokens, ignore_eos, logit_bias and seed (not logprobs: their forms differ).
+/// min_p, the penalties, min_tokens, ignore_eos, logit_bias and seed (not logprobs: their forms
+/// differ); vLLM's `prompt_logprobs` is a 400 (not supported).
 void parse_openai_sampling(const json& body, const json_path& root, sampling& s);
 
 /// `stream` and `stream_options` (`include_usage`; only with `stream`), as Chat Completions and

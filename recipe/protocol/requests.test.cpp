@@ -180,4 +180,69 @@ BOOST_AUTO_TEST_CASE(messages_adaptive_thinking_turns_thinking_on_without_a_budg
   BOOST_TEST(e.error().param == "thinking.display");
 }
 
+BOOST_AUTO_TEST_CASE(vllm_min_p_and_guided_fields_are_read_or_refused_never_ignored) {
+  const std::string msgs = R"("model": "m", "messages": [{"role": "user", "content": "x"}])";
+  auto c = parse_chat_request("{" + msgs + R"(, "min_p": 0.25})");
+  BOOST_REQUIRE_MESSAGE(c.has_value(), error_of(c));
+  BOOST_TEST(*c->sampling.min_p == 0.25);
+  auto e = parse_chat_request("{" + msgs + R"(, "min_p": 1.5})");
+  BOOST_REQUIRE(!e.has_value());
+  BOOST_TEST(e.error().param == "min_p");
+  // vLLM's older guided_* spellings are structured_outputs under another name.
+  c = parse_chat_request("{" + msgs + R"(, "guided_choice": ["yes", "no"]})");
+  BOOST_REQUIRE_MESSAGE(c.has_value(), error_of(c));
+  BOOST_REQUIRE(c->structured.has_value());
+  BOOST_TEST((c->structured->kind == structured_outputs::mode::regex));
+  BOOST_TEST(c->structured->text == "(yes|no)");
+  c = parse_chat_request("{" + msgs + R"(, "guided_json": {"type": "integer"}})");
+  BOOST_TEST(c->structured->text == R"({"type":"integer"})");
+  c = parse_chat_request("{" + msgs + R"(, "guided_regex": "a+", "guided_decoding_backend": "xgrammar"})");
+  BOOST_TEST(c->structured->text == "a+");
+  c = parse_chat_request("{" + msgs + R"(, "guided_grammar": "start: \"a\""})");
+  BOOST_TEST((c->structured->kind == structured_outputs::mode::grammar));
+  // Two constraints: the 400 names the second one read (structured_outputs, then guided_json,
+  // guided_regex, ...).
+  for (const auto& [conflict, param] : std::vector<std::pair<std::string, std::string>>{
+           {R"(, "guided_regex": "a", "guided_json": {}})", "guided_regex"},
+           {R"(, "structured_outputs": {"regex": "a"}, "guided_json": {}})", "guided_json"},
+           {R"(, "response_format": {"type": "json_object"}, "guided_json": {}})", "guided_json"}}) {
+    e = parse_chat_request("{" + msgs + conflict);
+    BOOST_REQUIRE(!e.has_value());
+    BOOST_TEST(e.error().param == param, conflict);
+  }
+  for (const auto* refused : {"prompt_logprobs", "guided_whitespace_pattern"}) {
+    e = parse_chat_request("{" + msgs + ", \"" + refused + "\": 1}");
+    BOOST_REQUIRE(!e.has_value());
+    BOOST_TEST(e.error().param == refused);
+    BOOST_TEST(e.error().message.find("not supported") != std::string::npos);
+  }
+}
+
+BOOST_AUTO_TEST_CASE(chat_template_kwargs_switch_thinking_and_functions_become_tools) {
+  const std::string msgs = R"("model": "m", "messages": [{"role": "user", "content": "x"}])";
+  BOOST_TEST(parse_chat_request("{" + msgs + R"(, "chat_template_kwargs": {"thinking": true}})")->thinking);
+  BOOST_TEST(parse_chat_request("{" + msgs + R"(, "chat_template_kwargs": {"enable_thinking": true}})")->thinking);
+  BOOST_TEST(!parse_chat_request("{" + msgs + R"(, "reasoning_effort": "high",
+      "chat_template_kwargs": {"thinking": false}})")->thinking);
+  auto e = parse_chat_request("{" + msgs + R"(, "chat_template_kwargs": {"thinking": "yes"}})");
+  BOOST_REQUIRE(!e.has_value());
+  BOOST_TEST(e.error().param == "chat_template_kwargs.thinking");
+  auto c = parse_chat_request("{" + msgs + R"(, "functions": [{"name": "f", "parameters": {"type": "object"}}],
+      "function_call": {"name": "f"}})");
+  BOOST_REQUIRE_MESSAGE(c.has_value(), error_of(c));
+  BOOST_REQUIRE_EQUAL(c->tools.size(), 1u);
+  BOOST_TEST(c->tools[0].name == "f");
+  BOOST_TEST((c->tool_choice.kind == tool_choice::mode::named));
+  BOOST_TEST(c->tool_choice.name == "f");
+  e = parse_chat_request("{" + msgs + R"(, "functions": [{"name": "f"}], "function_call": {"name": "g"}})");
+  BOOST_REQUIRE(!e.has_value());
+  e = parse_chat_request("{" + msgs + R"(, "functions": [{"name": "f"}], "tools": []})");
+  BOOST_REQUIRE(!e.has_value());
+  BOOST_TEST(e.error().param == "functions");
+  e = parse_chat_request("{" + msgs + R"(, "modalities": ["text", "audio"]})");
+  BOOST_REQUIRE(!e.has_value());
+  BOOST_TEST(e.error().param == "modalities[1]");
+  BOOST_TEST(parse_chat_request("{" + msgs + R"(, "modalities": ["text"]})").has_value());
+}
+
 BOOST_AUTO_TEST_SUITE_END()

@@ -106,6 +106,36 @@ try {
     assert.equal(m.content[0].type, 'thinking');
   });
 
+  await check('vLLM extras: min_p, guided_choice / guided_json, chat_template_kwargs, functions; what cannot be done is a 400', async () => {
+    const story = [{ role: 'user', content: 'Tell me a story about dragons' }];
+    const text = async (extra) => (await openai.chat.completions.create({ model: MODEL, messages: story, max_tokens: 8,
+                                                                         temperature: 1.5, seed: 5, ...extra })).choices[0].message.content;
+    // min_p 1 keeps the most likely token alone: the greedy text, where the unconstrained draw differs.
+    const greedy = await text({ top_k: 1 });
+    assert.equal(await text({ min_p: 1 }), greedy);
+    assert.notEqual(await text({}), greedy);
+    const choice = await openai.chat.completions.create({ model: MODEL, messages: story, max_tokens: 8,
+                                                          guided_choice: ['yes', 'no'] });
+    assert.ok(['yes', 'no'].includes(choice.choices[0].message.content), choice.choices[0].message.content);
+    const json = await openai.chat.completions.create({ model: MODEL, messages: story, max_tokens: 30,
+                                                        guided_json: { type: 'object', properties: { n: { type: 'integer' } },
+                                                                       required: ['n'], additionalProperties: false } });
+    assert.ok(Number.isInteger(JSON.parse(json.choices[0].message.content).n), json.choices[0].message.content);
+    const thinking = await openai.chat.completions.create({ model: MODEL, messages: story, max_tokens: 4,
+                                                            chat_template_kwargs: { thinking: true } });
+    assert.ok(thinking.choices[0].message.reasoning_content.length > 0, JSON.stringify(thinking.choices[0].message));
+    const fn = await openai.chat.completions.create({ model: MODEL, messages: story, max_tokens: 80,
+                                                      functions: [weather.function], function_call: { name: 'get_weather' } });
+    assert.equal(fn.choices[0].message.tool_calls[0].function.name, 'get_weather');
+    assert.equal(typeof JSON.parse(fn.choices[0].message.tool_calls[0].function.arguments).city, 'string');
+    for (const [field, value, param] of [['prompt_logprobs', 1, 'prompt_logprobs'], ['modalities', ['text', 'audio'], 'modalities[1]'],
+                                         ['min_p', 2, 'min_p']]) {
+      const r = await post(base, '/v1/chat/completions', { model: MODEL, messages: story, max_tokens: 2, [field]: value });
+      assert.equal(r.status, 400, `${field}: ${JSON.stringify(r.json)}`);
+      assert.equal(r.json.error.param, param);
+    }
+  });
+
 } catch (e) {
   setupFailed(e);
 } finally {
