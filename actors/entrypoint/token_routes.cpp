@@ -107,6 +107,7 @@ token_answer answer(const entrypoint::context& ctx, token_route route, const std
                                       "' does not exist; this server serves '" + ctx.cfg.model_name + "'.",
                                "model");
           e.status = 404;
+          e.code = "model_not_found";
           return done(e);
         }
         // vLLM's default: the BOS token first, then the text (special spellings stay text).
