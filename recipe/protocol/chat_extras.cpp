@@ -18,7 +18,7 @@ void parse_functions(const json& v, const json_path& at, conversation& c) {
     d.name = jr::req_string(fn, "name", p);
     rc::check_function_name(d.name, p / "name");
     jr::opt_string(fn, "description", p);
-    jr::require_object_or_absent(fn, "parameters", p);
+    rc::check_parameters_schema(fn, "parameters", p);
     d.function = fn;
     c.tools.push_back(std::move(d));
   }

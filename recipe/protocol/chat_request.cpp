@@ -97,7 +97,7 @@ void parse_tools(const json& v, const json_path& at, conversation& c) {
     d.name = jr::req_string(*fn, "name", p / "function");
     rc::check_function_name(d.name, p / "function" / "name");
     jr::opt_string(*fn, "description", p / "function");
-    jr::require_object_or_absent(*fn, "parameters", p / "function");
+    rc::check_parameters_schema(*fn, "parameters", p / "function");
     d.function = *fn;
     c.tools.push_back(std::move(d));
   }

@@ -130,7 +130,7 @@ void parse_tools(const json& v, const json_path& at, conversation& c) {
     const json* schema = jr::find(t, "input_schema");
     if (!schema)
       (p / "input_schema").fail("Field required");
-    jr::object(*schema, p / "input_schema");
+    rc::check_parameters_schema(t, "input_schema", p);
     // Rendered in the OpenAI function form so the model sees one schema layout for every API.
     d.function = json::object();
     d.function["name"] = d.name;

@@ -17,6 +17,17 @@ void check_function_name(const std::string& name, const json_path& at) {
     at.fail("Invalid function name: '" + name + "'. Expected a string that matches the pattern '^[a-zA-Z0-9_.:-]{1,64}$'.");
 }
 
+void check_parameters_schema(const json& fn, std::string_view key, const json_path& at) {
+  const json* params = jr::find(fn, key);
+  if (!params)
+    return;
+  const auto p = at / key;
+  jr::object(*params, p);
+  if (const json* type = jr::find(*params, "type"); type && *type != "object")
+    p.fail("Invalid schema for function '" + jr::opt_string(fn, "name", at).value_or("") +
+           "': schema must be a JSON Schema of 'type: \"object\"', got 'type: " + type->dump() + "'.");
+}
+
 void check_image_url(const std::string& url, const json_path& at) {
   if (url.rfind("http://", 0) == 0 || url.rfind("https://", 0) == 0)
     return;

@@ -245,4 +245,24 @@ BOOST_AUTO_TEST_CASE(chat_template_kwargs_switch_thinking_and_functions_become_t
   BOOST_TEST(parse_chat_request("{" + msgs + R"(, "modalities": ["text"]})").has_value());
 }
 
+BOOST_AUTO_TEST_CASE(a_tool_whose_arguments_schema_is_not_an_object_is_refused_by_every_api) {
+  const std::string msgs = R"("model": "m", "messages": [{"role": "user", "content": "x"}])";
+  auto e = parse_chat_request("{" + msgs + R"(, "tools": [{"type": "function", "function": {"name": "f",
+      "parameters": {"type": "string"}}}]})");
+  BOOST_REQUIRE(!e.has_value());
+  BOOST_TEST(e.error().param == "tools[0].function.parameters");
+  BOOST_TEST(e.error().message.find("'type: \"object\"'") != std::string::npos, e.error().message);
+  e = parse_chat_request("{" + msgs + R"(, "functions": [{"name": "f", "parameters": {"type": "array"}}]})");
+  BOOST_TEST(e.error().param == "functions[0].parameters");
+  e = parse_responses_request(R"({"model": "m", "input": "x", "tools": [{"type": "function", "name": "f",
+      "parameters": {"type": "integer"}}]})");
+  BOOST_TEST(e.error().param == "tools[0].parameters");
+  e = parse_messages_request(R"({"model": "m", "max_tokens": 5, "messages": [{"role": "user", "content": "x"}],
+      "tools": [{"name": "f", "input_schema": {"type": "string"}}]})");
+  BOOST_TEST(e.error().param == "tools.0.input_schema");
+  // An object schema, or one that leaves the type out, is fine.
+  BOOST_TEST(parse_chat_request("{" + msgs + R"(, "tools": [{"type": "function", "function": {"name": "f",
+      "parameters": {"properties": {}}}}]})").has_value());
+}
+
 BOOST_AUTO_TEST_SUITE_END()
