@@ -136,6 +136,32 @@ try {
     }
   });
 
+  await check('an unknown model is 404 model_not_found on POST routes; a non-object tool schema is a 400 naming it', async () => {
+    for (const route of ['/v1/chat/completions', '/tokenize']) {
+      const r = await post(base, route, { model: 'gpt-4', messages, max_tokens: 2 });
+      assert.equal(r.status, 404, route);
+      assert.equal(r.json.error.code, 'model_not_found', route);
+    }
+    const tool = { type: 'function', function: { name: 'f', parameters: { type: 'string' } } };
+    const r = await post(base, '/v1/chat/completions', { model: MODEL, messages, tools: [tool], tool_choice: 'required' });
+    assert.equal(r.status, 400);
+    assert.equal(r.json.error.param, 'tools[0].function.parameters');
+  });
+
+  await check('/tokenize and /detokenize without model use the served model (vLLM: model is optional)', async () => {
+    const named = await post(base, '/tokenize', { model: MODEL, prompt: 'Hello there' });
+    const unnamed = await post(base, '/tokenize', { prompt: 'Hello there' });
+    assert.equal(unnamed.status, 200, JSON.stringify(unnamed.json));
+    assert.deepEqual(unnamed.json.tokens, named.json.tokens);
+    const chat = await post(base, '/tokenize', { messages });
+    assert.equal(chat.status, 200, JSON.stringify(chat.json));
+    assert.deepEqual(chat.json, (await post(base, '/tokenize', { model: MODEL, messages })).json);
+    const text = await post(base, '/detokenize', { tokens: named.json.tokens.slice(1) });
+    assert.equal(text.status, 200, JSON.stringify(text.json));
+    assert.equal(text.json.prompt, 'Hello there');
+    assert.equal((await post(base, '/detokenize', { model: 'gpt-4', tokens: [1] })).status, 404);
+  });
+
 } catch (e) {
   setupFailed(e);
 } finally {
