@@ -123,21 +123,30 @@ sampled_token sampler::sample(const float* logits, int64_t vocab, const sampling
     out.logprob = logprob(out.id);
     return out;
   }
-  // Candidates sorted by logit (ties to the lower id), cut by top-k, then by top-p.
+  // Candidates cut by min-p, then sorted by logit (ties to the lower id) and cut by top-k, then
+  // by top-p (vLLM's order).
+  const double t = p.temperature;
+  auto weight = [&](int32_t id) {
+    return static_cast<double>(kernels::canonical::exp(static_cast<float>((logits[id] - mx) / t)));
+  };
   std::vector<int32_t> ids(static_cast<std::size_t>(vocab));
   std::iota(ids.begin(), ids.end(), 0);
-  int64_t keep = p.top_k > 0 ? std::min<int64_t>(p.top_k, vocab) : vocab;
+  // The most likely id weighs exactly 1, so min-p is a floor on the weights themselves (and the
+  // same rounded weights the draw uses: what survives never depends on the platform).
+  if (p.min_p > 0.0f)
+    std::erase_if(ids, [&](int32_t id) { return weight(id) < p.min_p; });
+  const auto left = static_cast<int64_t>(ids.size());
+  const int64_t keep = p.top_k > 0 ? std::min<int64_t>(p.top_k, left) : left;
   auto better = [&](int32_t a, int32_t b) {
     return logits[a] > logits[b] || (logits[a] == logits[b] && a < b);
   };
-  if (keep < vocab || p.top_p < 1.0f)
+  if (keep < left || p.top_p < 1.0f)
     std::partial_sort(ids.begin(), ids.begin() + keep, ids.end(), better);
   ids.resize(static_cast<std::size_t>(keep));
-  const double t = p.temperature;
   std::vector<double> w(ids.size());
   double total = 0.0;
   for (std::size_t i = 0; i < ids.size(); ++i) {
-    w[i] = static_cast<double>(kernels::canonical::exp(static_cast<float>((logits[ids[i]] - mx) / t)));
+    w[i] = weight(ids[i]);
     total += w[i];
   }
   if (p.top_p < 1.0f) {

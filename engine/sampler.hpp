@@ -16,6 +16,9 @@ struct sampling_params {
   int32_t top_k = 0;
   /// Keep the smallest set whose probability reaches p; 1 means all.
   float top_p = 1.0f;
+  /// vLLM's: drop the ids whose probability (at this temperature) is below `min_p` times the
+  /// most likely one's, before top-k and top-p; 0 means all.
+  float min_p = 0.0f;
   /// Seed of the request's own generator: the same seed gives the same tokens.
   uint64_t seed = 0;
   /// Generation stops after emitting any of these (the stop id is emitted).

@@ -57,6 +57,30 @@ BOOST_AUTO_TEST_CASE(same_seed_same_tokens_and_cuts_restrict_the_candidates) {
     BOOST_TEST(sampler::sample(l.data(), 8, p, i).id == 1);
 }
 
+// vLLM's min_p: an id survives when its probability at the request's temperature is at least
+// min_p times the top one's, so a hotter temperature lets more through.
+BOOST_AUTO_TEST_CASE(min_p_keeps_the_ids_within_its_ratio_of_the_top_one_at_the_temperature) {
+  auto l = logits();
+  sampling_params p;
+  p.seed = 3;
+  p.min_p = 0.5f;
+  const auto drawn = [&] {
+    std::set<int32_t> seen;
+    for (int i = 0; i < 400; ++i)
+      seen.insert(sampler::sample(l.data(), 8, p, i).id);
+    return seen;
+  };
+  p.temperature = 1.0f; // weights vs id 1: id 4 0.90, id 3 0.61, id 7 0.37
+  BOOST_TEST((drawn() == std::set<int32_t>{1, 3, 4}));
+  p.temperature = 2.0f; // id 7 0.61, id 0 0.39
+  BOOST_TEST((drawn() == std::set<int32_t>{1, 3, 4, 7}));
+  p.top_k = 2; // both cuts apply
+  BOOST_TEST((drawn() == std::set<int32_t>{1, 4}));
+  p.top_k = 0;
+  p.min_p = 1.0f; // only the most likely id
+  BOOST_TEST((drawn() == std::set<int32_t>{1}));
+}
+
 BOOST_AUTO_TEST_CASE(a_draw_depends_on_the_seed_and_the_position_alone) {
   // What lets a moved request (rerouted, handed off) continue as it would have in place: the
   // token at position 1000 is the same whether positions before it were sampled or not.

@@ -228,6 +228,7 @@ caf::behavior start(request_pointer self, recipe::conversation conv, const fetch
   sampling.temperature = static_cast<float>(smp.temperature.value_or(0.0));
   sampling.top_p = static_cast<float>(smp.top_p.value_or(1.0));
   sampling.top_k = static_cast<int32_t>(smp.top_k.value_or(0));
+  sampling.min_p = static_cast<float>(smp.min_p.value_or(0.0));
   // An unseeded request draws its own seed (once: a resubmission continues the same stream).
   sampling.seed = smp.seed ? static_cast<uint64_t>(*smp.seed) : recipe::random_seed();
   // ignore_eos (vLLM): EOS is no stop for the ranks, and no text for the parser.
@@ -251,21 +252,21 @@ caf::behavior start(request_pointer self, recipe::conversation conv, const fetch
   pc.thinking = st.conv.thinking;
   pc.stop = st.conv.sampling.stop;
   pc.ignore_eos = smp.ignore_eos;
-  auto ids = recipe::api_ids::draw(st.conv.api);
-  st.public_id = ids.response;
-  pc.tool_id_prefix = ids.tool_prefix;
   auto tok = st.ctx->tok;
   auto now = std::chrono::duration_cast<std::chrono::seconds>(
                std::chrono::system_clock::now().time_since_epoch()).count();
   // OpenAI's `n`: choice k samples with the request's seed + k (as vLLM), so choice k equals a
   // request of that seed alone.
   const auto choices = static_cast<int>(std::clamp<int64_t>(smp.n, 1, 16));
+  auto ids = recipe::api_ids::draw(st.conv.api, choices);
+  st.public_id = ids.response;
   st.samples.resize(static_cast<std::size_t>(choices));
   for (int k = 0; k < choices; ++k) {
     auto& sm = st.samples[static_cast<std::size_t>(k)];
     sm.index = k;
     sm.sampling = sampling;
     sm.sampling.seed = sampling.seed + static_cast<uint64_t>(k);
+    pc.tool_id_prefix = ids.tool_prefixes[static_cast<std::size_t>(k)];
     sm.parser = std::make_unique<recipe::stream_parser>(
       pc, *st.ctx->specials, [tok](recipe::token_id id) { return tok->token_bytes(id); },
       [tok, hidden = recipe::special_added_tokens(*tok)](recipe::token_id id) { return hidden(id); });

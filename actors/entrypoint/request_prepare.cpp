@@ -29,7 +29,7 @@ recipe::api_error error_of(recipe::api_kind api, int status, std::string type, s
 const char* format_param(recipe::api_kind api) {
   switch (api) {
     case recipe::api_kind::responses: return "text.format";
-    case recipe::api_kind::messages: return "output_format";
+    case recipe::api_kind::messages: return "output_config.format";
     default: return "response_format";
   }
 }
@@ -235,10 +235,13 @@ expected<recipe::conversation, recipe::api_error> parse_for_serving(const entryp
   auto conv = recipe::parse_request(api, body, ctx.cfg.requests.json);
   if (!conv)
     return std::move(conv).error();
-  if (conv->model != ctx.cfg.model_name)
-    return error_of(api, 404, anthropic ? "not_found_error" : "invalid_request_error",
-                    "The model '" + conv->model + "' does not exist; this server serves '" + ctx.cfg.model_name + "'.",
-                    "model");
+  if (conv->model != ctx.cfg.model_name) {
+    auto e = error_of(api, 404, anthropic ? "not_found_error" : "invalid_request_error",
+                      "The model '" + conv->model + "' does not exist; this server serves '" + ctx.cfg.model_name + "'.",
+                      "model");
+    e.code = "model_not_found"; // OpenAI's code, as GET /v1/models/{id} gives it
+    return e;
+  }
   if (!conv->previous_response_id.empty()) {
     // Continue a stored turn: its history goes between this request's instructions (which are
     // the only ones that apply) and its input.

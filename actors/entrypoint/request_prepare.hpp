@@ -68,7 +68,7 @@ std::vector<std::string> image_urls(const recipe::conversation& conv);
 void fetch_images(const entrypoint::context& ctx, const std::vector<std::string>& urls,
                   std::function<void(fetched_images)> done);
 
-/// The structured-output constraint of a request (response_format, text.format, output_format,
+/// The structured-output constraint of a request (response_format, text.format, output_config.format,
 /// structured_outputs or a forced tool call) before it is compiled: what the compiler gets, the
 /// engine spec it travels as, and where the API puts it (the `param` of its 400).
 struct constraint_job {

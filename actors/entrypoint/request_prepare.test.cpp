@@ -68,6 +68,13 @@ BOOST_AUTO_TEST_CASE(an_unknown_model_is_404_in_the_apis_terms) {
   BOOST_REQUIRE(!r.has_value());
   BOOST_TEST(r.error().status == 404);
   BOOST_TEST(r.error().type == "not_found_error");
+  // OpenAI's routes carry the code GET /v1/models/{id} gives, so clients can tell it from a bad URL.
+  auto chat_404 = prepare_request(context(), recipe::api_kind::chat, chat("x", 4, "gpt-4"), "");
+  BOOST_REQUIRE(!chat_404.has_value());
+  BOOST_TEST(chat_404.error().status == 404);
+  const auto body = nlohmann::json::parse(chat_404.error().body());
+  BOOST_TEST(body["error"]["code"] == "model_not_found");
+  BOOST_TEST(body["error"]["param"] == "model");
 }
 
 BOOST_AUTO_TEST_CASE(each_key_and_salt_pair_is_its_own_namespace) {

@@ -93,6 +93,18 @@ token_answer answer(const entrypoint::context& ctx, token_route route, const std
   json j = json::parse(body, nullptr, false);
   if (j.is_discarded() || !j.is_object())
     return done(bad_request(api, "The request body is not a JSON object."));
+  // vLLM's /tokenize and /detokenize take `model` as optional: absent means the served one.
+  // (Anthropic's count_tokens requires it, as generation does.)
+  if (route != token_route::count_tokens && (!j.contains("model") || j["model"].is_null()))
+    j["model"] = ctx.cfg.model_name;
+  if (route == token_route::detokenize && j["model"] != ctx.cfg.model_name) {
+    auto e = bad_request(api, "The model '" + j["model"].dump() + "' does not exist; this server serves '" +
+                                  ctx.cfg.model_name + "'.",
+                         "model");
+    e.status = 404;
+    e.code = "model_not_found";
+    return done(e);
+  }
   switch (route) {
     case token_route::count_tokens:
       return count_conversation(ctx, route, std::move(j), tenant, api);
@@ -107,6 +119,7 @@ token_answer answer(const entrypoint::context& ctx, token_route route, const std
                                       "' does not exist; this server serves '" + ctx.cfg.model_name + "'.",
                                "model");
           e.status = 404;
+          e.code = "model_not_found";
           return done(e);
         }
         // vLLM's default: the BOS token first, then the text (special spellings stay text).

@@ -1,5 +1,6 @@
 #include "recipe/protocol/api_ids.hpp"
 
+#include <algorithm>
 #include <array>
 #include <random>
 
@@ -39,14 +40,20 @@ std::string random_hex(std::size_t n) { return random_chars("0123456789abcdef", 
 
 std::uint64_t random_seed() { return generator()(); }
 
-api_ids api_ids::draw(api_kind api) {
+api_ids api_ids::draw(api_kind api, int choices) {
+  api_ids ids;
+  const auto tool_prefix = [api] {
+    return api == api_kind::messages ? "toolu_01" + random_base62(22) + "_" : "call_" + random_base62(24) + "_";
+  };
   switch (api) {
-    case api_kind::responses: return {"resp_" + random_hex(48), "call_" + random_base62(24) + "_"};
-    case api_kind::messages: return {"msg_01" + random_base62(22), "toolu_01" + random_base62(22) + "_"};
-    case api_kind::completions: return {"cmpl-" + random_base62(29), "call_" + random_base62(24) + "_"};
-    case api_kind::chat: break;
+    case api_kind::responses: ids.response = "resp_" + random_hex(48); break;
+    case api_kind::messages: ids.response = "msg_01" + random_base62(22); break;
+    case api_kind::completions: ids.response = "cmpl-" + random_base62(29); break;
+    case api_kind::chat: ids.response = "chatcmpl-" + random_base62(29); break;
   }
-  return {"chatcmpl-" + random_base62(29), "call_" + random_base62(24) + "_"};
+  for (int k = 0; k < std::max(choices, 1); ++k)
+    ids.tool_prefixes.push_back(tool_prefix());
+  return ids;
 }
 
 } // namespace deepinfer::recipe

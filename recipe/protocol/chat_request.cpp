@@ -2,6 +2,7 @@
 
 #include <charconv>
 
+#include "recipe/protocol/chat_extras.hpp"
 #include "recipe/protocol/json_reader.hpp"
 #include "recipe/protocol/request_common.hpp"
 #include "recipe/protocol/request_parsers.hpp"
@@ -96,7 +97,7 @@ void parse_tools(const json& v, const json_path& at, conversation& c) {
     d.name = jr::req_string(*fn, "name", p / "function");
     rc::check_function_name(d.name, p / "function" / "name");
     jr::opt_string(*fn, "description", p / "function");
-    jr::require_object_or_absent(*fn, "parameters", p / "function");
+    rc::check_parameters_schema(*fn, "parameters", p / "function");
     d.function = *fn;
     c.tools.push_back(std::move(d));
   }
@@ -151,6 +152,7 @@ conversation parse_chat_body(const json& j, const json_path& root) {
     jr::one_of(type, {"enabled", "disabled"}, root / "thinking" / "type");
     c.thinking = c.thinking || type == "enabled";
   }
+  parse_chat_extras(j, root, c);
   auto& s = c.sampling;
   rc::parse_openai_sampling(j, root, s);
   s.logprobs = jr::opt_bool(j, "logprobs", root).value_or(false);

@@ -76,7 +76,7 @@ struct tool_choice {
   std::string name;
 };
 
-/// The structured-output request (`response_format`, `text.format`, `output_format`).
+/// The structured-output request (`response_format`, `text.format`, Anthropic `output_config.format`).
 struct response_format {
   enum class mode : std::uint8_t { text, json_object, json_schema };
   mode kind = mode::text;
@@ -103,6 +103,8 @@ struct sampling {
   std::optional<double> temperature;
   std::optional<double> top_p;
   std::optional<std::int64_t> top_k;
+  /// vLLM's: drop tokens less likely than min_p times the most likely one (0 to 1).
+  std::optional<double> min_p;
   std::optional<double> presence_penalty;
   std::optional<double> frequency_penalty;
   /// vLLM's extensions (Chat Completions): repetition_penalty, min_tokens, and OpenAI's

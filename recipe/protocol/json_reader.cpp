@@ -155,11 +155,6 @@ std::vector<std::string> stop_list(const json& v, const json_path& at, std::size
   return out;
 }
 
-void require_object_or_absent(const json& obj, std::string_view key, const json_path& at) {
-  if (const json* v = find(obj, key))
-    object(*v, at / key);
-}
-
 } // namespace json_reader
 
 json parse_body(std::string_view body, api_kind api, const json_limits& limits) {

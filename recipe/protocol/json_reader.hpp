@@ -69,8 +69,6 @@ std::optional<std::int64_t> opt_int(const json& obj, std::string_view key, const
 void one_of(const std::string& value, std::initializer_list<std::string_view> allowed, const json_path& at);
 /// `stop`: a string or an array of at most `max` strings.
 std::vector<std::string> stop_list(const json& v, const json_path& at, std::size_t max);
-/// A JSON-schema-like parameters object: must be an object when present.
-void require_object_or_absent(const json& obj, std::string_view key, const json_path& at);
 
 } // namespace json_reader
 

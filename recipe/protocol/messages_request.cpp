@@ -29,6 +29,14 @@ content_part image_block(const json& b, const json_path& at) {
   return content_part::image("data:" + media + ";base64," + jr::req_string(*src, "data", p), (p / "data").str());
 }
 
+/// A text block's text; Anthropic refuses an empty one (it would add nothing but its framing).
+std::string text_block(const json& b, const json_path& at) {
+  auto text = jr::req_string(b, "text", at);
+  if (text.empty())
+    (at / "text").fail("text content blocks must be non-empty");
+  return text;
+}
+
 std::vector<content_part> tool_result_content(const json& v, const json_path& at) {
   return rc::content_parts(v, at, {"text", "image"}, [](const json& b, const json_path& p, const std::string& type) {
     return type == "text" ? content_part::text(jr::req_string(b, "text", p)) : image_block(b, p);
@@ -53,7 +61,7 @@ void user_message(const json& content, const json_path& at, conversation& c) {
     const auto type = jr::req_string(b, "type", p);
     jr::one_of(type, {"text", "image", "tool_result"}, p / "type");
     if (type == "text") {
-      pending.content.push_back(content_part::text(jr::req_string(b, "text", p)));
+      pending.content.push_back(content_part::text(text_block(b, p)));
     } else if (type == "image") {
       pending.content.push_back(image_block(b, p));
     } else {
@@ -85,7 +93,7 @@ void assistant_message(const json& content, const json_path& at, conversation& c
     const auto type = jr::req_string(b, "type", p);
     jr::one_of(type, {"text", "thinking", "redacted_thinking", "tool_use"}, p / "type");
     if (type == "text") {
-      m.content.push_back(content_part::text(jr::req_string(b, "text", p)));
+      m.content.push_back(content_part::text(text_block(b, p)));
     } else if (type == "thinking") {
       m.reasoning = m.reasoning.value_or("") + jr::req_string(b, "thinking", p);
     } else if (type == "tool_use") {
@@ -122,7 +130,7 @@ void parse_tools(const json& v, const json_path& at, conversation& c) {
     const json* schema = jr::find(t, "input_schema");
     if (!schema)
       (p / "input_schema").fail("Field required");
-    jr::object(*schema, p / "input_schema");
+    rc::check_parameters_schema(t, "input_schema", p);
     // Rendered in the OpenAI function form so the model sees one schema layout for every API.
     d.function = json::object();
     d.function["name"] = d.name;
@@ -131,6 +139,22 @@ void parse_tools(const json& v, const json_path& at, conversation& c) {
     d.function["parameters"] = *schema;
     c.tools.push_back(std::move(d));
   }
+}
+
+/// `output_config.format`: `{type: "json_schema", schema}`, enforced (and rendered into the
+/// prompt) as Chat's `response_format` json_schema is.
+response_format output_format(const json& v, const json_path& at) {
+  jr::object(v, at);
+  jr::one_of(jr::req_string(v, "type", at), {"json_schema"}, at / "type");
+  const json* schema = jr::find(v, "schema");
+  if (!schema)
+    (at / "schema").fail("Field required");
+  response_format f;
+  f.kind = response_format::mode::json_schema;
+  f.schema = jr::object(*schema, at / "schema");
+  f.strict = true;
+  f.original = v;
+  return f;
 }
 
 } // namespace
@@ -163,6 +187,13 @@ conversation parse_messages_body(const json& j, const json_path& root) {
     const json* content = jr::find(m, "content");
     if (!content)
       (p / "content").fail("Field required");
+    // An empty turn would otherwise vanish from the prompt (a user turn with nothing in it renders
+    // no tags at all); only a final assistant turn may be empty, as a prefill with nothing in it.
+    const bool final_assistant = r == "assistant" && i + 1 == msgs->size();
+    const bool empty = (content->is_string() && content->get_ref<const std::string&>().empty()) ||
+                       (content->is_array() && content->empty());
+    if (empty && !final_assistant)
+      (p / "content").fail("all messages must have non-empty content except for the optional final assistant message");
     if (r == "user")
       user_message(*content, p / "content", c);
     else
@@ -187,7 +218,18 @@ conversation parse_messages_body(const json& j, const json_path& root) {
     const auto p = root / "thinking";
     jr::object(*th, p);
     const auto type = jr::req_string(*th, "type", p);
-    jr::one_of(type, {"enabled", "disabled"}, p / "type");
+    jr::one_of(type, {"enabled", "disabled", "adaptive"}, p / "type");
+    if (auto display = jr::opt_string(*th, "display", p)) {
+      jr::one_of(*display, {"summarized", "omitted"}, p / "display");
+      if (*display == "omitted")
+        (p / "display").fail("'omitted' is not supported: this server returns thinking as text; drop 'display' or "
+                             "send 'summarized'.");
+    }
+    // Adaptive thinking lets the model decide how much to think: DeepSeek's template has no such
+    // mode, so it is thinking on at the effort output_config.effort gives (default high), with no
+    // budget.
+    if (type == "adaptive")
+      c.thinking = true;
     if (type == "enabled") {
       c.thinking = true;
       c.thinking_budget = jr::opt_int(*th, "budget_tokens", p, 1024, INT32_MAX);
@@ -198,11 +240,21 @@ conversation parse_messages_body(const json& j, const json_path& root) {
     }
   }
   if (const json* oc = jr::find(j, "output_config")) {
-    jr::object(*oc, root / "output_config");
-    if (auto e = jr::opt_string(*oc, "effort", root / "output_config")) {
-      jr::one_of(*e, {"low", "medium", "high", "max"}, root / "output_config" / "effort");
+    const auto p = root / "output_config";
+    jr::object(*oc, p);
+    if (auto e = jr::opt_string(*oc, "effort", p)) {
+      // The V4.1 template's effort levels: low 25, medium and high 50, xhigh 75, max 100.
+      jr::one_of(*e, {"low", "medium", "high", "xhigh", "max"}, p / "effort");
       c.reasoning_effort = *e;
     }
+    if (const json* f = jr::find(*oc, "format"))
+      c.format = output_format(*f, p / "format");
+  }
+  // The beta API's older spelling of output_config.format, which the SDK's beta parser still sends.
+  if (const json* f = jr::find(j, "output_format")) {
+    if (c.format)
+      (root / "output_format").fail("give either 'output_format' or 'output_config.format', not both.");
+    c.format = output_format(*f, root / "output_format");
   }
   auto& s = c.sampling;
   s.temperature = jr::opt_number(j, "temperature", root, 0, 1);

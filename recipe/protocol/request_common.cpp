@@ -1,5 +1,7 @@
 #include "recipe/protocol/request_common.hpp"
 
+#include "recipe/protocol/structured_fields.hpp"
+
 #include <charconv>
 
 namespace deepinfer::recipe::request_common {
@@ -15,6 +17,17 @@ void check_function_name(const std::string& name, const json_path& at) {
     at.fail("Invalid function name: '" + name + "'. Expected a string that matches the pattern '^[a-zA-Z0-9_.:-]{1,64}$'.");
 }
 
+void check_parameters_schema(const json& fn, std::string_view key, const json_path& at) {
+  const json* params = jr::find(fn, key);
+  if (!params)
+    return;
+  const auto p = at / key;
+  jr::object(*params, p);
+  if (const json* type = jr::find(*params, "type"); type && *type != "object")
+    p.fail("Invalid schema for function '" + jr::opt_string(fn, "name", at).value_or("") +
+           "': schema must be a JSON Schema of 'type: \"object\"', got 'type: " + type->dump() + "'.");
+}
+
 void check_image_url(const std::string& url, const json_path& at) {
   if (url.rfind("http://", 0) == 0 || url.rfind("https://", 0) == 0)
     return;
@@ -27,6 +40,11 @@ void parse_openai_sampling(const json& j, const json_path& root, sampling& s) {
   s.temperature = jr::opt_number(j, "temperature", root, 0, 2);
   s.top_p = jr::opt_number(j, "top_p", root, 0, 1);
   s.top_k = jr::opt_int(j, "top_k", root, -1, 1 << 20);
+  s.min_p = jr::opt_number(j, "min_p", root, 0, 1);
+  // vLLM's prompt_logprobs would need the prefill's logits for every prompt position, which the
+  // ranks never keep: refused rather than answered without them.
+  if (jr::find(j, "prompt_logprobs"))
+    (root / "prompt_logprobs").fail("Invalid value: 'prompt_logprobs' is not supported by this server; drop it.");
   s.presence_penalty = jr::opt_number(j, "presence_penalty", root, -2, 2);
   s.frequency_penalty = jr::opt_number(j, "frequency_penalty", root, -2, 2);
   s.repetition_penalty = jr::opt_number(j, "repetition_penalty", root, 0.01, 100);
@@ -106,56 +124,6 @@ void check_conversation(const conversation& c, const json_path& at, std::string_
   }
 }
 
-namespace {
-
-/// `s` as a regex that matches exactly it (ECMA-262 syntax characters escaped).
-std::string regex_literal(const std::string& s) {
-  std::string out;
-  for (char ch : s) {
-    if (std::string_view{"\\^$.|?*+()[]{}/"}.find(ch) != std::string_view::npos)
-      out += '\\';
-    out += ch;
-  }
-  return out;
-}
-
-/// vLLM's `structured_outputs` object: exactly one of `json`, `regex`, `choice`, `grammar`.
-structured_outputs parse_structured_outputs(const json& v, const json_path& at) {
-  jr::object(v, at);
-  structured_outputs out;
-  int given = 0;
-  if (const json* j = jr::find(v, "json")) {
-    ++given;
-    out.kind = structured_outputs::mode::json_schema;
-    out.text = j->is_string() ? j->get<std::string>() : jr::object(*j, at / "json").dump();
-  }
-  if (auto r = jr::opt_string(v, "regex", at)) {
-    ++given;
-    out.kind = structured_outputs::mode::regex;
-    out.text = std::move(*r);
-  }
-  if (auto g = jr::opt_string(v, "grammar", at)) {
-    ++given;
-    out.kind = structured_outputs::mode::grammar;
-    out.text = std::move(*g);
-  }
-  if (const json* ch = jr::find(v, "choice")) {
-    ++given;
-    const auto& list = jr::array(*ch, at / "choice");
-    if (list.empty())
-      (at / "choice").fail("Invalid value: 'choice' needs at least one string.");
-    out.kind = structured_outputs::mode::regex;
-    for (std::size_t i = 0; i < list.size(); ++i)
-      out.text += (i ? "|" : "") + regex_literal(jr::string(list[i], at / "choice" / i));
-    out.text = "(" + out.text + ")";
-  }
-  if (given != 1)
-    at.fail("Invalid value: 'structured_outputs' takes exactly one of 'json', 'regex', 'choice' or 'grammar'.");
-  return out;
-}
-
-} // namespace
-
 void finish(conversation& c, const json& body, const json_path& root) {
   if (const json* md = jr::find(body, "metadata"))
     c.metadata = jr::object(*md, root / "metadata");
@@ -164,11 +132,7 @@ void finish(conversation& c, const json& body, const json_path& root) {
       (root / "cache_salt").fail("Invalid value: 'cache_salt' must be a string of 1 to 256 characters.");
     c.cache_salt = std::move(*salt);
   }
-  if (const json* so = jr::find(body, "structured_outputs"); so && !so->is_null()) {
-    c.structured = parse_structured_outputs(*so, root / "structured_outputs");
-    if (c.format)
-      (root / "structured_outputs").fail("Invalid value: give either a response format or 'structured_outputs', not both.");
-  }
+  parse_structured_outputs(c, body, root);
   check_conversation(c, root, "tools", "tool_choice");
 }
 

@@ -14,6 +14,12 @@ namespace deepinfer::recipe::request_common {
 /// `:` which MCP tool names use).
 void check_function_name(const std::string& name, const json_path& at);
 
+/// Checks a tool's argument schema, `fn[key]` (OpenAI `parameters`, Anthropic `input_schema`):
+/// absent, or a JSON Schema object whose `type`, when given, is "object". The arguments are
+/// always a JSON object, so a schema for anything else could never be met (OpenAI and Anthropic
+/// refuse it too). `fn` is the function object, `at` its path.
+void check_parameters_schema(const json& fn, std::string_view key, const json_path& at);
+
 /// Requires an `http(s)://` URL or a `data:image/...;base64,` URI.
 void check_image_url(const std::string& url, const json_path& at);
 
@@ -53,7 +59,8 @@ void check_conversation(const conversation& c, const json_path& at, std::string_
 void finish(conversation& c, const json& body, const json_path& root);
 
 /// The sampling fields Chat Completions and legacy Completions share: temperature, top_p, top_k,
-/// the penalties, min_tokens, ignore_eos, logit_bias and seed (not logprobs: their forms differ).
+/// min_p, the penalties, min_tokens, ignore_eos, logit_bias and seed (not logprobs: their forms
+/// differ); vLLM's `prompt_logprobs` is a 400 (not supported).
 void parse_openai_sampling(const json& body, const json_path& root, sampling& s);
 
 /// `stream` and `stream_options` (`include_usage`; only with `stream`), as Chat Completions and

@@ -127,4 +127,142 @@ BOOST_AUTO_TEST_CASE(messages_thinking_budget_must_fit_max_tokens) {
   BOOST_TEST(*ok->thinking_budget == 2048);
 }
 
+BOOST_AUTO_TEST_CASE(messages_empty_content_is_refused_except_for_a_final_assistant_prefill) {
+  const auto refused = [](const std::string& messages) {
+    return parse_messages_request(R"({"model": "m", "max_tokens": 10, "messages": )" + messages + "}");
+  };
+  auto e = refused(R"([{"role": "user", "content": []}])");
+  BOOST_REQUIRE(!e.has_value());
+  BOOST_TEST(e.error().param == "messages.0.content");
+  BOOST_TEST(e.error().body() ==
+             R"({"type":"error","error":{"type":"invalid_request_error","message":"messages.0.content: all messages )"
+             R"(must have non-empty content except for the optional final assistant message"}})");
+  e = refused(R"([{"role": "user", "content": "q"}, {"role": "assistant", "content": ""}, {"role": "user", "content": "r"}])");
+  BOOST_REQUIRE(!e.has_value());
+  BOOST_TEST(e.error().param == "messages.1.content");
+  e = refused(R"([{"role": "user", "content": [{"type": "text", "text": "a"}, {"type": "text", "text": ""}]}])");
+  BOOST_REQUIRE(!e.has_value());
+  BOOST_TEST(e.error().param == "messages.0.content.1.text");
+  auto prefill = refused(R"([{"role": "user", "content": "q"}, {"role": "assistant", "content": []}])");
+  BOOST_REQUIRE_MESSAGE(prefill.has_value(), error_of(prefill));
+  BOOST_TEST(prefill->messages.size() == 2u);
+}
+
+BOOST_AUTO_TEST_CASE(messages_output_config_format_becomes_a_json_schema_format) {
+  const std::string head = R"("model": "m", "max_tokens": 100, "messages": [{"role": "user", "content": "q"}])";
+  auto c = parse_messages_request("{" + head + R"(, "output_config": {"effort": "xhigh", "format": {"type": "json_schema",
+      "schema": {"type": "object", "properties": {"a": {"type": "integer"}}, "required": ["a"]}}}})");
+  BOOST_REQUIRE_MESSAGE(c.has_value(), error_of(c));
+  BOOST_REQUIRE(c->format.has_value());
+  BOOST_TEST((c->format->kind == response_format::mode::json_schema));
+  BOOST_TEST(c->format->schema.dump() == R"({"type":"object","properties":{"a":{"type":"integer"}},"required":["a"]})");
+  BOOST_TEST(c->reasoning_effort == "xhigh");
+  // The beta API's deprecated spelling, the same object at the top level.
+  auto beta = parse_messages_request("{" + head + R"(, "output_format": {"type": "json_schema", "schema": {"type": "object"}}})");
+  BOOST_REQUIRE_MESSAGE(beta.has_value(), error_of(beta));
+  BOOST_TEST(beta->format.has_value());
+  auto e = parse_messages_request("{" + head + R"(, "output_config": {"format": {"type": "json_schema"}}})");
+  BOOST_REQUIRE(!e.has_value());
+  BOOST_TEST(e.error().param == "output_config.format.schema");
+  e = parse_messages_request("{" + head + R"(, "output_config": {"format": {"type": "regex", "schema": {}}}})");
+  BOOST_REQUIRE(!e.has_value());
+  BOOST_TEST(e.error().param == "output_config.format.type");
+}
+
+BOOST_AUTO_TEST_CASE(messages_adaptive_thinking_turns_thinking_on_without_a_budget) {
+  const std::string head = R"("model": "m", "max_tokens": 100, "messages": [{"role": "user", "content": "q"}])";
+  auto c = parse_messages_request("{" + head + R"(, "thinking": {"type": "adaptive", "display": "summarized"}})");
+  BOOST_REQUIRE_MESSAGE(c.has_value(), error_of(c));
+  BOOST_TEST(c->thinking);
+  BOOST_TEST(!c->thinking_budget.has_value());
+  auto e = parse_messages_request("{" + head + R"(, "thinking": {"type": "adaptive", "display": "omitted"}})");
+  BOOST_REQUIRE(!e.has_value());
+  BOOST_TEST(e.error().param == "thinking.display");
+}
+
+BOOST_AUTO_TEST_CASE(vllm_min_p_and_guided_fields_are_read_or_refused_never_ignored) {
+  const std::string msgs = R"("model": "m", "messages": [{"role": "user", "content": "x"}])";
+  auto c = parse_chat_request("{" + msgs + R"(, "min_p": 0.25})");
+  BOOST_REQUIRE_MESSAGE(c.has_value(), error_of(c));
+  BOOST_TEST(*c->sampling.min_p == 0.25);
+  auto e = parse_chat_request("{" + msgs + R"(, "min_p": 1.5})");
+  BOOST_REQUIRE(!e.has_value());
+  BOOST_TEST(e.error().param == "min_p");
+  // vLLM's older guided_* spellings are structured_outputs under another name.
+  c = parse_chat_request("{" + msgs + R"(, "guided_choice": ["yes", "no"]})");
+  BOOST_REQUIRE_MESSAGE(c.has_value(), error_of(c));
+  BOOST_REQUIRE(c->structured.has_value());
+  BOOST_TEST((c->structured->kind == structured_outputs::mode::regex));
+  BOOST_TEST(c->structured->text == "(yes|no)");
+  c = parse_chat_request("{" + msgs + R"(, "guided_json": {"type": "integer"}})");
+  BOOST_TEST(c->structured->text == R"({"type":"integer"})");
+  c = parse_chat_request("{" + msgs + R"(, "guided_regex": "a+", "guided_decoding_backend": "xgrammar"})");
+  BOOST_TEST(c->structured->text == "a+");
+  c = parse_chat_request("{" + msgs + R"(, "guided_grammar": "start: \"a\""})");
+  BOOST_TEST((c->structured->kind == structured_outputs::mode::grammar));
+  // Two constraints: the 400 names the second one read (structured_outputs, then guided_json,
+  // guided_regex, ...).
+  for (const auto& [conflict, param] : std::vector<std::pair<std::string, std::string>>{
+           {R"(, "guided_regex": "a", "guided_json": {}})", "guided_regex"},
+           {R"(, "structured_outputs": {"regex": "a"}, "guided_json": {}})", "guided_json"},
+           {R"(, "response_format": {"type": "json_object"}, "guided_json": {}})", "guided_json"}}) {
+    e = parse_chat_request("{" + msgs + conflict);
+    BOOST_REQUIRE(!e.has_value());
+    BOOST_TEST(e.error().param == param, conflict);
+  }
+  for (const auto* refused : {"prompt_logprobs", "guided_whitespace_pattern"}) {
+    e = parse_chat_request("{" + msgs + ", \"" + refused + "\": 1}");
+    BOOST_REQUIRE(!e.has_value());
+    BOOST_TEST(e.error().param == refused);
+    BOOST_TEST(e.error().message.find("not supported") != std::string::npos);
+  }
+}
+
+BOOST_AUTO_TEST_CASE(chat_template_kwargs_switch_thinking_and_functions_become_tools) {
+  const std::string msgs = R"("model": "m", "messages": [{"role": "user", "content": "x"}])";
+  BOOST_TEST(parse_chat_request("{" + msgs + R"(, "chat_template_kwargs": {"thinking": true}})")->thinking);
+  BOOST_TEST(parse_chat_request("{" + msgs + R"(, "chat_template_kwargs": {"enable_thinking": true}})")->thinking);
+  BOOST_TEST(!parse_chat_request("{" + msgs + R"(, "reasoning_effort": "high",
+      "chat_template_kwargs": {"thinking": false}})")->thinking);
+  auto e = parse_chat_request("{" + msgs + R"(, "chat_template_kwargs": {"thinking": "yes"}})");
+  BOOST_REQUIRE(!e.has_value());
+  BOOST_TEST(e.error().param == "chat_template_kwargs.thinking");
+  auto c = parse_chat_request("{" + msgs + R"(, "functions": [{"name": "f", "parameters": {"type": "object"}}],
+      "function_call": {"name": "f"}})");
+  BOOST_REQUIRE_MESSAGE(c.has_value(), error_of(c));
+  BOOST_REQUIRE_EQUAL(c->tools.size(), 1u);
+  BOOST_TEST(c->tools[0].name == "f");
+  BOOST_TEST((c->tool_choice.kind == tool_choice::mode::named));
+  BOOST_TEST(c->tool_choice.name == "f");
+  e = parse_chat_request("{" + msgs + R"(, "functions": [{"name": "f"}], "function_call": {"name": "g"}})");
+  BOOST_REQUIRE(!e.has_value());
+  e = parse_chat_request("{" + msgs + R"(, "functions": [{"name": "f"}], "tools": []})");
+  BOOST_REQUIRE(!e.has_value());
+  BOOST_TEST(e.error().param == "functions");
+  e = parse_chat_request("{" + msgs + R"(, "modalities": ["text", "audio"]})");
+  BOOST_REQUIRE(!e.has_value());
+  BOOST_TEST(e.error().param == "modalities[1]");
+  BOOST_TEST(parse_chat_request("{" + msgs + R"(, "modalities": ["text"]})").has_value());
+}
+
+BOOST_AUTO_TEST_CASE(a_tool_whose_arguments_schema_is_not_an_object_is_refused_by_every_api) {
+  const std::string msgs = R"("model": "m", "messages": [{"role": "user", "content": "x"}])";
+  auto e = parse_chat_request("{" + msgs + R"(, "tools": [{"type": "function", "function": {"name": "f",
+      "parameters": {"type": "string"}}}]})");
+  BOOST_REQUIRE(!e.has_value());
+  BOOST_TEST(e.error().param == "tools[0].function.parameters");
+  BOOST_TEST(e.error().message.find("'type: \"object\"'") != std::string::npos, e.error().message);
+  e = parse_chat_request("{" + msgs + R"(, "functions": [{"name": "f", "parameters": {"type": "array"}}]})");
+  BOOST_TEST(e.error().param == "functions[0].parameters");
+  e = parse_responses_request(R"({"model": "m", "input": "x", "tools": [{"type": "function", "name": "f",
+      "parameters": {"type": "integer"}}]})");
+  BOOST_TEST(e.error().param == "tools[0].parameters");
+  e = parse_messages_request(R"({"model": "m", "max_tokens": 5, "messages": [{"role": "user", "content": "x"}],
+      "tools": [{"name": "f", "input_schema": {"type": "string"}}]})");
+  BOOST_TEST(e.error().param == "tools.0.input_schema");
+  // An object schema, or one that leaves the type out, is fine.
+  BOOST_TEST(parse_chat_request("{" + msgs + R"(, "tools": [{"type": "function", "function": {"name": "f",
+      "parameters": {"properties": {}}}}]})").has_value());
+}
+
 BOOST_AUTO_TEST_SUITE_END()

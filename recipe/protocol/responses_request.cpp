@@ -128,7 +128,7 @@ void parse_tools(const json& v, const json_path& at, conversation& c) {
     d.name = jr::req_string(t, "name", p);
     rc::check_function_name(d.name, p / "name");
     jr::opt_string(t, "description", p);
-    jr::require_object_or_absent(t, "parameters", p);
+    rc::check_parameters_schema(t, "parameters", p);
     // The function object the templates render: the tool minus its `type`, key order kept.
     d.function = json::object();
     for (const auto& [k, x] : t.items())

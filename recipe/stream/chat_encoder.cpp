@@ -51,7 +51,10 @@ std::string chat_encoder::chunk(std::string delta_json, const char* finish) cons
   return s;
 }
 
-std::string chat_encoder::start() { return chunk("{\"role\":\"assistant\",\"content\":\"\"}", nullptr); }
+// `refusal: null` as OpenAI's first chunk has it; the model never refuses by a separate channel.
+std::string chat_encoder::start() {
+  return chunk("{\"role\":\"assistant\",\"content\":\"\",\"refusal\":null}", nullptr);
+}
 
 std::string chat_encoder::encode(std::span<const stream_event> events, const usage_counts& usage) {
   result_.apply(events);
@@ -127,6 +130,8 @@ std::string chat_encoder::body(const usage_counts& usage) const {
   ojson msg;
   msg["role"] = "assistant";
   msg["content"] = result_.content.empty() && !result_.calls.empty() ? ojson() : ojson(result_.content);
+  // Not optional in ChatCompletionMessage: strict clients (generated zod/pydantic models) need the key.
+  msg["refusal"] = nullptr;
   if (!result_.reasoning.empty())
     msg["reasoning_content"] = result_.reasoning;
   if (!result_.calls.empty()) {

@@ -57,7 +57,7 @@ BOOST_AUTO_TEST_CASE(chat_chunks_carry_each_delta_and_end_with_usage_and_done) {
   BOOST_TEST(sse.substr(sse.size() - 14) == "data: [DONE]\n\n");
   const auto p = payloads(sse);
   BOOST_REQUIRE_EQUAL(p.size(), 7u); // role, reasoning, content, call start, arguments, finish, usage
-  BOOST_TEST(p[0]["choices"][0]["delta"] == nlohmann::json::parse(R"({"role":"assistant","content":""})"));
+  BOOST_TEST(p[0]["choices"][0]["delta"] == nlohmann::json::parse(R"({"role":"assistant","content":"","refusal":null})"));
   BOOST_TEST(p[1]["choices"][0]["delta"]["reasoning_content"] == "hm");
   BOOST_TEST(p[2]["choices"][0]["delta"]["content"] == "A \"q\"");
   BOOST_TEST(p[3]["choices"][0]["delta"]["tool_calls"][0] ==
@@ -70,6 +70,9 @@ BOOST_AUTO_TEST_CASE(chat_chunks_carry_each_delta_and_end_with_usage_and_done) {
   BOOST_TEST(p[6]["usage"]["completion_tokens_details"]["reasoning_tokens"] == 2);
   const auto body = nlohmann::json::parse(enc.body(usage));
   BOOST_TEST(body["choices"][0]["message"]["reasoning_content"] == "hm");
+  // ChatCompletionMessage.refusal is `string | null`, never absent.
+  BOOST_TEST(body["choices"][0]["message"].contains("refusal"));
+  BOOST_TEST(body["choices"][0]["message"]["refusal"].is_null());
   BOOST_TEST(body["usage"]["total_tokens"] == 16);
 }
 

@@ -50,7 +50,7 @@ expected<std::shared_ptr<const matcher>, std::string> compiler::compile(const co
       g = compile_json_schema(schema, b);
       break;
     }
-    case constraint_kind::json_object: g = compile_any_json(b); break;
+    case constraint_kind::json_object: g = compile_json_object(b); break;
     case constraint_kind::regex: g = compile_regex(c.text, b); break;
     case constraint_kind::grammar: g = compile_ebnf(c.text, b); break;
     case constraint_kind::tool_calls: {

@@ -16,7 +16,7 @@ namespace deepinfer::recipe::so {
 /// What a request constrains its output to.
 enum class constraint_kind : std::uint8_t {
   json_schema,  ///< `text` is a JSON Schema
-  json_object,  ///< any JSON value (`text` ignored)
+  json_object,  ///< any JSON object, never a bare scalar or array (`text` ignored)
   regex,        ///< `text` is an ECMA-262 regex the whole output must match
   grammar,      ///< `text` is a Lark-style EBNF grammar (start rule `start`)
   tool_calls,   ///< `text` is {"tools": [{"name", "parameters"}], "parallel", "v41"} (compile_tool_calls)

@@ -15,7 +15,8 @@ namespace deepinfer::recipe::so {
 /// a `$ref` it cannot resolve, a contradiction, or the budget.
 std::shared_ptr<const grammar> compile_json_schema(const nlohmann::ordered_json& schema, budget& b);
 
-/// The grammar of any JSON value (`response_format: json_object`).
-std::shared_ptr<const grammar> compile_any_json(budget& b);
+/// The grammar of any JSON object, whatever its keys and values (`response_format: json_object`,
+/// Responses `text.format: json_object`): the root is always `{...}`.
+std::shared_ptr<const grammar> compile_json_object(budget& b);
 
 } // namespace deepinfer::recipe::so

@@ -96,6 +96,17 @@ BOOST_AUTO_TEST_CASE(objects_accept_valid_instances_and_reject_invalid_ones) {
   BOOST_TEST(!accepts(*m, R"({"name":"Ada")"));                       // incomplete
 }
 
+// JSON mode (`response_format: json_object`) promises an object: the root may not be a bare
+// scalar or array, while any keys and values inside are fine.
+BOOST_AUTO_TEST_CASE(json_object_mode_accepts_any_object_and_nothing_else) {
+  auto m = deepinfer::recipe::so::test::shared_compiler().compile({constraint_kind::json_object, ""});
+  BOOST_TEST_REQUIRE(m.has_value());
+  BOOST_TEST(accepts(**m, R"({})"));
+  BOOST_TEST(accepts(**m, R"({"a": [1, {"b": null}], "c": "x"})"));
+  for (const auto* not_an_object : {"358", R"("text")", "[1]", "true", "null"})
+    BOOST_TEST(!accepts(**m, not_an_object), not_an_object);
+}
+
 BOOST_AUTO_TEST_CASE(additional_properties_never_shadow_declared_keys) {
   auto m = schema_matcher(R"({"type":"object","properties":{"a":{"type":"integer"}},"additionalProperties":{"type":"string"}})");
   BOOST_TEST(accepts(*m, R"({"a":1,"b":"x"})"));

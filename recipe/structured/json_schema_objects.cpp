@@ -275,10 +275,11 @@ std::shared_ptr<const grammar> compile_json_schema(const nlohmann::ordered_json&
   return sb.finish(root);
 }
 
-std::shared_ptr<const grammar> compile_any_json(budget& b) {
-  const nlohmann::ordered_json any = nlohmann::ordered_json::object();
-  detail::schema_builder sb{any, b};
-  return sb.finish(sb.any_value());
+std::shared_ptr<const grammar> compile_json_object(budget& b) {
+  // JSON mode promises an object (OpenAI's, and vLLM's / llama.cpp's constrain it so): a bare
+  // number or string would break every client that reads a key of the answer.
+  const nlohmann::ordered_json object_schema = {{"type", "object"}};
+  return compile_json_schema(object_schema, b);
 }
 
 } // namespace deepinfer::recipe::so

@@ -1,0 +1,170 @@
+// Request and response shapes as the official SDK types describe them, and the vLLM extras
+// clients migrating from vLLM send: each check names what a client relies on (the API probe's
+// findings F4-F13).
+// Usage: node compat.test.mjs /path/to/caf-launch
+import { createRequire } from 'node:module';
+import os from 'node:os';
+import path from 'node:path';
+import assert from 'node:assert/strict';
+import { apiClients, check, serverUp, setupFailed, startServer, stopServer, verdict } from './harness.mjs';
+
+const [OpenAI, Anthropic] = apiClients(['openai', '@anthropic-ai/sdk']);
+const cache = process.env.DEEPINFER_CACHE || path.join(os.homedir(), '.cache', 'deepinfer');
+const { jsonSchemaOutputFormat } = createRequire(path.join(cache, 'api-clients', 'node_modules', 'x.js'))(
+  '@anthropic-ai/sdk/helpers/json-schema');
+const MODEL = 'deepseek-v4.1-flash';
+const exe = process.argv[2];
+const logPath = path.join(os.tmpdir(), `deepinfer-compat-test-${process.pid}.log`);
+const messages = [{ role: 'user', content: 'Give me some JSON.' }];
+const weather = { type: 'function', function: { name: 'get_weather', parameters: {
+  type: 'object', properties: { city: { type: 'string' } }, required: ['city'] } } };
+
+async function post(base, route, body) {
+  const r = await fetch(base + route, { method: 'POST', headers: { 'content-type': 'application/json' },
+                                         body: JSON.stringify(body) });
+  return { status: r.status, json: await r.json() };
+}
+
+const server = await startServer(exe, { logPath, kvPrefix: 'deepinfer-compat-kv-' });
+try {
+  await serverUp(server);
+  const base = server.base;
+  const openai = new OpenAI({ baseURL: base + '/v1', apiKey: 'none', maxRetries: 0, timeout: 60000 });
+  const anthropic = new Anthropic({ baseURL: base, apiKey: 'none', maxRetries: 0, timeout: 60000 });
+
+  await check('messages: an empty user turn is Anthropic\'s 400 naming the message, not a BOS-only prompt', async () => {
+    for (const content of [[], '', [{ type: 'text', text: '' }]]) {
+      const err = await anthropic.messages.create({ model: MODEL, max_tokens: 3, messages: [{ role: 'user', content }] })
+        .then(() => null, (e) => e);
+      assert.ok(err instanceof Anthropic.BadRequestError, `content ${JSON.stringify(content)}: ${err}`);
+      assert.equal(err.error.type, 'error');
+      assert.equal(err.error.error.type, 'invalid_request_error');
+      assert.match(err.error.error.message, /^messages\.0\.content/);
+    }
+    const count = await post(base, '/v1/messages/count_tokens', { model: MODEL, messages: [{ role: 'user', content: [] }] });
+    assert.equal(count.status, 400);
+  });
+
+  await check('chat json_object and Responses text.format json_object answer JSON objects', async () => {
+    for (const seed of [1, 2, 3, 4]) {
+      const c = await openai.chat.completions.create({ model: MODEL, messages, max_tokens: 30, seed, temperature: 1,
+                                                       response_format: { type: 'json_object' } });
+      const value = JSON.parse(c.choices[0].message.content);
+      assert.ok(value !== null && typeof value === 'object' && !Array.isArray(value), c.choices[0].message.content);
+    }
+    const r = await openai.responses.create({ model: MODEL, input: 'JSON please', max_output_tokens: 30, temperature: 1,
+                                              text: { format: { type: 'json_object' } } });
+    const value = JSON.parse(r.output_text);
+    assert.ok(value !== null && typeof value === 'object' && !Array.isArray(value), r.output_text);
+  });
+
+  await check('chat message.refusal is null (ChatCompletionMessage requires the key)', async () => {
+    const c = await openai.chat.completions.create({ model: MODEL, messages, max_tokens: 2 });
+    assert.ok('refusal' in c.choices[0].message);
+    assert.equal(c.choices[0].message.refusal, null);
+  });
+
+  await check('n > 1 with forced tool calls: every tool call id is unique, streamed and not', async () => {
+    const body = { model: MODEL, messages: [{ role: 'user', content: 'w' }], tools: [weather], tool_choice: 'required',
+                   max_tokens: 80, n: 3, temperature: 1, seed: 3 };
+    const c = await openai.chat.completions.create(body);
+    const ids = c.choices.flatMap((ch) => ch.message.tool_calls.map((t) => t.id));
+    assert.equal(ids.length, 3);
+    assert.equal(new Set(ids).size, 3, ids.join(' '));
+    const s = await openai.chat.completions.create({ ...body, stream: true });
+    const streamed = [];
+    for await (const chunk of s)
+      for (const ch of chunk.choices)
+        for (const t of ch.delta.tool_calls ?? [])
+          if (t.id) streamed.push(t.id);
+    assert.equal(new Set(streamed).size, 3, streamed.join(' '));
+  });
+  await check('messages output_config.format: messages.parse() gets an object of the schema; one it cannot enforce is a 400', async () => {
+    const schema = { type: 'object', properties: { a: { type: 'integer' }, b: { type: 'string', enum: ['x', 'y'] } },
+                     required: ['a', 'b'], additionalProperties: false };
+    for (let draw = 0; draw < 2; ++draw) { // unseeded: each draws its own seed
+      const m = await anthropic.messages.parse({ model: MODEL, max_tokens: 60, temperature: 1,
+                                                 messages: [{ role: 'user', content: 'Hi' }],
+                                                 // transform off: the SDK would move `enum` into a description.
+                                                 output_config: { format: jsonSchemaOutputFormat(schema, { transform: false }) } });
+      assert.equal(m.stop_reason, 'end_turn');
+      assert.ok(Number.isInteger(m.parsed_output.a), JSON.stringify(m.parsed_output));
+      assert.ok(['x', 'y'].includes(m.parsed_output.b), JSON.stringify(m.parsed_output));
+      assert.deepEqual(Object.keys(m.parsed_output).sort(), ['a', 'b']);
+    }
+    const bad = await post(base, '/v1/messages', { model: MODEL, max_tokens: 20, messages: [{ role: 'user', content: 'Hi' }],
+                                                   output_config: { format: { type: 'json_schema',
+                                                     schema: { type: 'object', properties: { n: { type: 'integer', multipleOf: 3 } } } } } });
+    assert.equal(bad.status, 400);
+    assert.equal(bad.json.error.type, 'invalid_request_error');
+    assert.match(bad.json.error.message, /^output_config\.format: .*multipleOf/);
+  });
+
+  await check('messages thinking adaptive and output_config.effort xhigh are accepted (thinking on)', async () => {
+    const m = await anthropic.messages.create({ model: MODEL, max_tokens: 8, messages: [{ role: 'user', content: 'Hi' }],
+                                               thinking: { type: 'adaptive' }, output_config: { effort: 'xhigh' } });
+    assert.equal(m.content[0].type, 'thinking');
+  });
+
+  await check('vLLM extras: min_p, guided_choice / guided_json, chat_template_kwargs, functions; what cannot be done is a 400', async () => {
+    const story = [{ role: 'user', content: 'Tell me a story about dragons' }];
+    const text = async (extra) => (await openai.chat.completions.create({ model: MODEL, messages: story, max_tokens: 8,
+                                                                         temperature: 1.5, seed: 5, ...extra })).choices[0].message.content;
+    // min_p 1 keeps the most likely token alone: the greedy text, where the unconstrained draw differs.
+    const greedy = await text({ top_k: 1 });
+    assert.equal(await text({ min_p: 1 }), greedy);
+    assert.notEqual(await text({}), greedy);
+    const choice = await openai.chat.completions.create({ model: MODEL, messages: story, max_tokens: 8,
+                                                          guided_choice: ['yes', 'no'] });
+    assert.ok(['yes', 'no'].includes(choice.choices[0].message.content), choice.choices[0].message.content);
+    const json = await openai.chat.completions.create({ model: MODEL, messages: story, max_tokens: 30,
+                                                        guided_json: { type: 'object', properties: { n: { type: 'integer' } },
+                                                                       required: ['n'], additionalProperties: false } });
+    assert.ok(Number.isInteger(JSON.parse(json.choices[0].message.content).n), json.choices[0].message.content);
+    const thinking = await openai.chat.completions.create({ model: MODEL, messages: story, max_tokens: 4,
+                                                            chat_template_kwargs: { thinking: true } });
+    assert.ok(thinking.choices[0].message.reasoning_content.length > 0, JSON.stringify(thinking.choices[0].message));
+    const fn = await openai.chat.completions.create({ model: MODEL, messages: story, max_tokens: 80,
+                                                      functions: [weather.function], function_call: { name: 'get_weather' } });
+    assert.equal(fn.choices[0].message.tool_calls[0].function.name, 'get_weather');
+    assert.equal(typeof JSON.parse(fn.choices[0].message.tool_calls[0].function.arguments).city, 'string');
+    for (const [field, value, param] of [['prompt_logprobs', 1, 'prompt_logprobs'], ['modalities', ['text', 'audio'], 'modalities[1]'],
+                                         ['min_p', 2, 'min_p']]) {
+      const r = await post(base, '/v1/chat/completions', { model: MODEL, messages: story, max_tokens: 2, [field]: value });
+      assert.equal(r.status, 400, `${field}: ${JSON.stringify(r.json)}`);
+      assert.equal(r.json.error.param, param);
+    }
+  });
+
+  await check('an unknown model is 404 model_not_found on POST routes; a non-object tool schema is a 400 naming it', async () => {
+    for (const route of ['/v1/chat/completions', '/tokenize']) {
+      const r = await post(base, route, { model: 'gpt-4', messages, max_tokens: 2 });
+      assert.equal(r.status, 404, route);
+      assert.equal(r.json.error.code, 'model_not_found', route);
+    }
+    const tool = { type: 'function', function: { name: 'f', parameters: { type: 'string' } } };
+    const r = await post(base, '/v1/chat/completions', { model: MODEL, messages, tools: [tool], tool_choice: 'required' });
+    assert.equal(r.status, 400);
+    assert.equal(r.json.error.param, 'tools[0].function.parameters');
+  });
+
+  await check('/tokenize and /detokenize without model use the served model (vLLM: model is optional)', async () => {
+    const named = await post(base, '/tokenize', { model: MODEL, prompt: 'Hello there' });
+    const unnamed = await post(base, '/tokenize', { prompt: 'Hello there' });
+    assert.equal(unnamed.status, 200, JSON.stringify(unnamed.json));
+    assert.deepEqual(unnamed.json.tokens, named.json.tokens);
+    const chat = await post(base, '/tokenize', { messages });
+    assert.equal(chat.status, 200, JSON.stringify(chat.json));
+    assert.deepEqual(chat.json, (await post(base, '/tokenize', { model: MODEL, messages })).json);
+    const text = await post(base, '/detokenize', { tokens: named.json.tokens.slice(1) });
+    assert.equal(text.status, 200, JSON.stringify(text.json));
+    assert.equal(text.json.prompt, 'Hello there');
+    assert.equal((await post(base, '/detokenize', { model: 'gpt-4', tokens: [1] })).status, 404);
+  });
+
+} catch (e) {
+  setupFailed(e);
+} finally {
+  await stopServer(server);
+}
+verdict(logPath);
