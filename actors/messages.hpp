@@ -292,11 +292,13 @@ struct so_compiled {
   uint64_t bytes = 0;
   /// Time the compile took (0: it was cached).
   int64_t compile_us = 0;
+  /// Tokens of the shortest output the constraint accepts (the end of the reply not counted).
+  int64_t shortest_tokens = 0;
 };
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, so_compiled& x) {
-  return f(caf::meta::type_name("so_compiled"), x.error, x.bytes, x.compile_us);
+  return f(caf::meta::type_name("so_compiled"), x.error, x.bytes, x.compile_us, x.shortest_tokens);
 }
 
 /// Log-probabilities of generated tokens, one entry per token in order (asked for with

@@ -1,5 +1,7 @@
 #include <chrono>
 #include <memory>
+#include <optional>
+#include <string>
 #include <vector>
 
 #include <caf/actor_cast.hpp>
@@ -43,6 +45,27 @@ struct awaiting_compile {
   caf::actor_addr remote;
 };
 
+/// A 400 when the request's output limit cannot hold the shortest output its format accepts
+/// (`shortest` tokens, plus the reply's end, plus `</think>` with thinking on): the output would
+/// stop cut off (a forced tool call's arguments empty, a schema's object unclosed) though the
+/// format promises a complete one.
+std::optional<recipe::api_error> too_short_for_the_format(const entrypoint::context& ctx,
+                                                          const recipe::conversation& conv, int64_t shortest) {
+  const int64_t limit = conv.sampling.max_tokens.value_or(ctx.cfg.requests.default_max_tokens);
+  const int64_t need = shortest + 1 + (conv.thinking ? 1 : 0);
+  if (limit >= need)
+    return std::nullopt;
+  recipe::api_error e;
+  e.api = conv.api;
+  e.param = conv.api == recipe::api_kind::responses ? "max_output_tokens" : "max_tokens";
+  e.message = (conv.api == recipe::api_kind::messages ? e.param + ": " : std::string{}) + "the output limit is " +
+              std::to_string(limit) + " tokens, but the shortest output the requested format (schema or tool "
+              "call) allows takes " + std::to_string(need) + " (with the end of the reply" +
+              (conv.thinking ? " and of the reasoning" : "") + "); raise " + e.param + " to at least " +
+              std::to_string(need) + ".";
+  return e;
+}
+
 /// Asks `compiler` for the request's constraint; on success starts the request. A refusal is the
 /// API's 400; an `so` node that is gone or too slow leaves the compile to this node's own
 /// compiler (then a 503 if that fails too).
@@ -84,6 +107,10 @@ void ask_compiler(request_pointer self, so_compiler_actor compiler, std::shared_
         if (r.error) {
           auto why = error_text(r.error);
           refuse_request(self, w->job.refused(why.empty() ? self->system().render(r.error) : why));
+          return;
+        }
+        if (auto short_limit = too_short_for_the_format(*st.ctx, w->conv, r.shortest_tokens)) {
+          refuse_request(self, *short_limit);
           return;
         }
         if (auto next = start_request(self, std::move(w->conv), w->fetched))

@@ -58,6 +58,7 @@ so_compiler_actor::behavior_type so_compiler_behavior(so_compiler_pointer self, 
         return out;
       }
       out.bytes = recipe::so::compiler::bytes_of(**m);
+      out.shortest_tokens = static_cast<int64_t>((*m)->shortest_completion_length((*m)->start()));
       out.compile_us = hit ? 0 : us.count();
       if (st.compiled) {
         (hit ? st.cached : st.compiled)->inc();

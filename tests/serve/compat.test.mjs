@@ -162,6 +162,29 @@ try {
     assert.equal((await post(base, '/detokenize', { model: 'gpt-4', tokens: [1] })).status, 404);
   });
 
+  await check('an output limit below the shortest output of the format is a 400 naming it, in each API', async () => {
+    const tools = { tools: [weather], tool_choice: 'required' };
+    const chat = await post(base, '/v1/chat/completions', { model: MODEL, messages, max_tokens: 20, ...tools });
+    assert.equal(chat.status, 400, JSON.stringify(chat.json));
+    assert.equal(chat.json.error.param, 'max_tokens');
+    assert.match(chat.json.error.message, /raise max_tokens to at least \d+/);
+    const need = Number(chat.json.error.message.match(/at least (\d+)/)[1]);
+    // At that limit the forced call is complete: its arguments parse and carry the required city.
+    const ok = await post(base, '/v1/chat/completions', { model: MODEL, messages, max_tokens: need, ...tools });
+    assert.equal(ok.status, 200, JSON.stringify(ok.json));
+    assert.ok('city' in JSON.parse(ok.json.choices[0].message.tool_calls[0].function.arguments));
+    const schema = { type: 'object', properties: { a: { type: 'integer' } }, required: ['a'], additionalProperties: false };
+    const resp = await post(base, '/v1/responses', { model: MODEL, input: 'Hi', max_output_tokens: 3,
+      text: { format: { type: 'json_schema', name: 'x', schema } } });
+    assert.equal(resp.status, 400, JSON.stringify(resp.json));
+    assert.equal(resp.json.error.param, 'max_output_tokens');
+    const msg = await post(base, '/v1/messages', { model: MODEL, max_tokens: 3, messages,
+      output_config: { format: { type: 'json_schema', schema } } });
+    assert.equal(msg.status, 400, JSON.stringify(msg.json));
+    assert.equal(msg.json.type, 'error');
+    assert.match(msg.json.error.message, /^max_tokens: /);
+  });
+
 } catch (e) {
   setupFailed(e);
 } finally {
