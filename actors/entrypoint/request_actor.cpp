@@ -422,23 +422,19 @@ void on_tokens(request_pointer self, int i, const std::vector<int32_t>& ids, boo
       sm.out->apply(events);
   };
   const bool with_logprobs = sm.sampling.logprobs && lp.logprob.size() == ids.size();
-  if (with_logprobs && (st.conv.api == recipe::api_kind::responses || st.conv.api == recipe::api_kind::completions)) {
-    // Responses and legacy Completions put each token's entry on the text it became: one token at a time,
-    // so an entry meets its own token's events; template tokens (end of reasoning, tool-call
-    // markup) are no output text.
+  if (with_logprobs) {
+    // Each token's entry goes on the text it became: one token at a time, so an entry meets its
+    // own token's events. Chat lists every generated token (usage counts them all); Responses
+    // and legacy Completions only output text, which template tokens (end of reasoning,
+    // tool-call markup) are not.
+    const bool every_token = st.conv.api == recipe::api_kind::chat;
     auto entries = logprob_entries(*st.ctx->tok, ids, lp);
     for (std::size_t k = 0; k < ids.size() && !sm.parser->finished(); ++k) {
-      if (st.ctx->tok->find_added(ids[k]) == nullptr)
+      if (every_token || st.ctx->tok->find_added(ids[k]) == nullptr)
         sm.out->logprobs(std::span(&entries[k], 1), st.conv.stream);
       emit(sm.parser->feed(std::span(&ids[k], 1)));
     }
   } else {
-    if (with_logprobs) {
-      // Before the events these tokens produce: the finish chunk comes after every entry.
-      auto entries = logprob_entries(*st.ctx->tok, ids, lp);
-      if (auto sse = sm.out->logprobs(entries, st.conv.stream); !sse.empty())
-        st.writer->write(std::move(sse));
-    }
     emit(sm.parser->feed(ids));
   }
   if (!sm.parser->finished() && finished)

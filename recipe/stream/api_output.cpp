@@ -90,14 +90,13 @@ std::string api_output::encode(std::span<const recipe::stream_event> events,
   return std::visit([&](auto& e) { return e.encode(events, usage); }, enc_);
 }
 
-std::string api_output::logprobs(std::span<const recipe::token_logprob> entries, bool stream) {
+void api_output::logprobs(std::span<const recipe::token_logprob> entries, bool stream) {
   if (auto* chat = std::get_if<recipe::chat_encoder>(&enc_))
-    return chat->logprobs(entries, stream);
+    chat->logprobs(entries, stream);
   if (auto* responses = std::get_if<recipe::responses_encoder>(&enc_))
     responses->logprobs(entries); // carried by the output-text events those tokens produce
   if (auto* legacy = std::get_if<recipe::completions_encoder>(&enc_))
     legacy->logprobs(entries); // carried by the text chunks those tokens produce
-  return {};
 }
 
 void api_output::apply(std::span<const recipe::stream_event> events) {

@@ -28,10 +28,10 @@ public:
   /// SSE bytes for `events` (a stream); `usage` is read at the finish event.
   std::string encode(std::span<const recipe::stream_event> events, const recipe::usage_counts& usage);
   /// The log-probabilities of the next generated tokens, before the events they produce are
-  /// encoded or applied: SSE bytes when `stream` (Chat Completions: a chunk that carries them),
-  /// else kept for the body (Responses: kept for the output-text events and the body; give it
-  /// one token's entry before that token's events). Messages has no logprobs: ignored.
-  std::string logprobs(std::span<const recipe::token_logprob> entries, bool stream);
+  /// encoded or applied (give it one token's entry before that token's events): kept for the
+  /// body and, streaming, for the next chunk (Chat) or output-text event (Responses, legacy
+  /// Completions) those tokens produce. Messages has no logprobs: ignored.
+  void logprobs(std::span<const recipe::token_logprob> entries, bool stream);
   /// The SSE bytes that end a stream of several choices (the usage chunk, `[DONE]`).
   std::string end(const recipe::usage_counts& usage) const;
   /// The body of a request of several choices: `first` (choice 0's body, with the request's

@@ -36,13 +36,21 @@ const char* openai_finish_reason(finish_reason r) {
   return "stop";
 }
 
-std::string chat_encoder::chunk(std::string delta_json, const char* finish) const {
+std::string chat_encoder::chunk(std::string delta_json, const char* finish) {
   // Written by hand: one chunk per event is the hot path of a streaming response.
   std::string s = "data: {\"id\":";
   append_json_string(s, cfg_.id);
   s += ",\"object\":\"chat.completion.chunk\",\"created\":" + std::to_string(cfg_.created) + ",\"model\":";
   append_json_string(s, cfg_.model);
-  s += ",\"choices\":[{\"index\":" + std::to_string(cfg_.index) + ",\"delta\":" + delta_json + ",\"logprobs\":null,\"finish_reason\":";
+  s += ",\"choices\":[{\"index\":" + std::to_string(cfg_.index) + ",\"delta\":" + delta_json + ",\"logprobs\":";
+  if (pending_.empty()) {
+    s += "null";
+  } else {
+    s += ojson{{"content", logprobs_json(pending_)}, {"refusal", nullptr}}.dump(-1, ' ', false,
+                                                                              ojson::error_handler_t::replace);
+    pending_.clear();
+  }
+  s += ",\"finish_reason\":";
   s += finish ? "\"" + std::string(finish) + "\"" : std::string("null");
   s += "}]";
   if (cfg_.include_usage)
@@ -104,20 +112,10 @@ std::string chat_encoder::end(const usage_counts& usage) const {
   return out + "data: [DONE]\n\n";
 }
 
-std::string chat_encoder::logprobs(std::span<const token_logprob> entries, bool stream) {
-  if (entries.empty())
-    return {};
+void chat_encoder::logprobs(std::span<const token_logprob> entries, bool stream) {
   logprobs_.insert(logprobs_.end(), entries.begin(), entries.end());
-  if (!stream)
-    return {};
-  ojson c = head(cfg_, "chat.completion.chunk");
-  c["choices"] = ojson::array({ojson{{"index", cfg_.index},
-                                     {"delta", ojson::object()},
-                                     {"logprobs", {{"content", logprobs_json(entries)}, {"refusal", nullptr}}},
-                                     {"finish_reason", nullptr}}});
-  if (cfg_.include_usage)
-    c["usage"] = nullptr;
-  return "data: " + c.dump(-1, ' ', false, ojson::error_handler_t::replace) + "\n\n";
+  if (stream)
+    pending_.insert(pending_.end(), entries.begin(), entries.end());
 }
 
 std::string chat_encoder::fail(std::string_view type, std::string_view code, std::string_view message) {

@@ -46,19 +46,24 @@ public:
   /// Records events without writing chunks (non-streaming requests).
   void apply(std::span<const stream_event> events) { result_.apply(events); }
   /// Log-probabilities of the next generated tokens (the request asked for `logprobs`): kept
-  /// for the body, and returned as a chunk whose `logprobs.content` holds them (empty delta)
-  /// when streaming; call it before `encode` of the events those tokens produced, so the finish
-  /// chunk comes after every token's entry. Empty `entries`: nothing.
-  std::string logprobs(std::span<const token_logprob> entries, bool stream);
+  /// for the body and, when streaming, carried by the next chunk `encode` writes, so an entry
+  /// comes with the text its token became, as OpenAI's chunks carry them (a token with no text
+  /// of its own yet: held back by a stop string, half a UTF-8 character, template markup, rides
+  /// on the next chunk; the last ride on the finish chunk). Call it before `encode` of the events
+  /// those tokens produced.
+  void logprobs(std::span<const token_logprob> entries, bool stream);
   const completion& result() const noexcept { return result_; }
 
 private:
-  std::string chunk(std::string delta_json, const char* finish) const;
+  /// One chunk; it carries the held entries (`pending_`) and clears them.
+  std::string chunk(std::string delta_json, const char* finish);
 
   config cfg_;
   completion result_;
   /// Every token's entry so far; the body's `logprobs` is null while none arrived.
   std::vector<token_logprob> logprobs_;
+  /// Streaming: entries no chunk has carried yet.
+  std::vector<token_logprob> pending_;
 };
 
 /// `stop` / `length` / `tool_calls`.

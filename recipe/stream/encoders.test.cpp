@@ -120,25 +120,35 @@ BOOST_AUTO_TEST_CASE(several_choices_carry_their_index_and_one_end_closes_the_st
 }
 
 BOOST_AUTO_TEST_CASE(chat_logprobs_come_in_openai_shape_streaming_and_not) {
-  const std::vector<token_logprob> lp = {{"A", -0.5f, {{"A", -0.5f}, {"B", -1.5f}}}, {" \xE2", -0.25f, {}}};
-  std::vector<stream_event> done(1);
+  const std::vector<token_logprob> lp = {{"A", -0.5f, {{"A", -0.5f}, {"B", -1.5f}}}, {" \xE2", -0.25f, {}},
+                                         {"\x82\xAC", -0.125f, {}}};
+  std::vector<stream_event> text(1), done(1);
+  text[0].type = stream_event::kind::content;
+  text[0].text = "A";
   done[0].type = stream_event::kind::finish;
   chat_encoder enc({"chatcmpl-1", "m", 7, false});
   std::string sse = enc.start();
-  sse += enc.logprobs(lp, true);
+  // Each entry rides on the chunk of the text its token became; a token with no text yet (half
+  // of the euro sign: the parser holds it) rides on the next chunk, here the finish.
+  enc.logprobs(std::span(&lp[0], 1), true);
+  sse += enc.encode(text, {});
+  enc.logprobs(std::span(&lp[1], 2), true);
   sse += enc.encode(done, {});
   const auto p = payloads(sse);
-  BOOST_REQUIRE_EQUAL(p.size(), 3u); // role, logprobs, finish
+  BOOST_REQUIRE_EQUAL(p.size(), 3u); // role, "A", finish
   BOOST_TEST(p[0]["choices"][0]["logprobs"].is_null());
-  BOOST_TEST(p[1]["choices"][0]["delta"].empty());
+  BOOST_TEST(p[1]["choices"][0]["delta"]["content"] == "A");
   const auto& c = p[1]["choices"][0]["logprobs"]["content"];
-  BOOST_REQUIRE_EQUAL(c.size(), 2u);
+  BOOST_REQUIRE_EQUAL(c.size(), 1u);
   BOOST_TEST(c[0] == nlohmann::json::parse(R"({"token":"A","logprob":-0.5,"bytes":[65],"top_logprobs":[
     {"token":"A","logprob":-0.5,"bytes":[65]},{"token":"B","logprob":-1.5,"bytes":[66]}]})"));
-  BOOST_TEST(c[1]["bytes"] == nlohmann::json::parse("[32,226]")); // a piece of UTF-8: the bytes are exact
+  const auto& rest = p[2]["choices"][0]["logprobs"]["content"];
+  BOOST_REQUIRE_EQUAL(rest.size(), 2u);
+  BOOST_TEST(rest[0]["bytes"] == nlohmann::json::parse("[32,226]")); // a piece of UTF-8: the bytes are exact
   BOOST_TEST(p[2]["choices"][0]["finish_reason"] == "stop");
   const auto body = nlohmann::json::parse(enc.body({}));
-  BOOST_TEST(body["choices"][0]["logprobs"]["content"] == c);
+  BOOST_REQUIRE_EQUAL(body["choices"][0]["logprobs"]["content"].size(), 3u);
+  BOOST_TEST(body["choices"][0]["logprobs"]["content"][0] == c[0]);
   chat_encoder none({"chatcmpl-2", "m", 7, false});
   none.apply(done);
   BOOST_TEST(nlohmann::json::parse(none.body({}))["choices"][0]["logprobs"].is_null());

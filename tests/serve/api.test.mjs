@@ -146,7 +146,14 @@ try {
                                                      logprobs: true, top_logprobs: 3, stream: true,
                                                      stream_options: { include_usage: true } });
     const got = []; let usage;
-    for await (const c of s) { if (c.usage) usage = c.usage; for (const ch of c.choices) got.push(...(ch.logprobs?.content ?? [])); }
+    for await (const c of s) {
+      if (c.usage) usage = c.usage;
+      for (const ch of c.choices) {
+        got.push(...(ch.logprobs?.content ?? []));
+        // OpenAI's pairing: the chunk with a token's text carries that token's entry.
+        if (ch.delta?.content) assert.ok((ch.logprobs?.content ?? []).length > 0, `text without its logprobs: ${JSON.stringify(ch)}`);
+      }
+    }
     assert.equal(got.length, usage.completion_tokens);
     assert.deepEqual(got.map((e) => e.token), lp.map((e) => e.token));
     const plain = await openai.chat.completions.create({ model: MODEL, messages, max_tokens: 4, temperature: 0 });
