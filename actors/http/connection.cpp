@@ -245,6 +245,12 @@ void connection::dispatch() {
   http_request req;
   req.method = to_string(msg.method_string());
   req.target = to_string(msg.target());
+  // The absolute form (`GET http://host/v1/models`, RFC 9112 3.2.2: a server must accept it,
+  // some proxies send it): the route is its path.
+  if (req.target.starts_with("http://") || req.target.starts_with("https://")) {
+    const auto slash = req.target.find('/', req.target.find("://") + 3);
+    req.target = slash == std::string::npos ? std::string{"/"} : req.target.substr(slash);
+  }
   auto q = req.target.find('?');
   req.path = req.target.substr(0, q);
   if (q != std::string::npos)

@@ -190,6 +190,19 @@ BOOST_FIXTURE_TEST_CASE(head_answers_like_get_without_a_body_and_keeps_the_conne
   BOOST_TEST(get.body() == R"({"status":"ok"})");
 }
 
+BOOST_FIXTURE_TEST_CASE(an_absolute_form_target_is_routed_by_its_path, server_fixture) {
+  start({}, [this](router& r) { basic_routes(r, *this); });
+  auto c = client();
+  c.send_raw("GET http://127.0.0.1/v1/models/deepseek-v4?x=1 HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n");
+  auto res = c.read();
+  BOOST_TEST_REQUIRE(res.result_int() == 200);
+  auto j = nlohmann::json::parse(res.body());
+  BOOST_TEST(j["path"] == "/v1/models/deepseek-v4");
+  BOOST_TEST(j["query"] == "x=1");
+  c.send_raw("GET http://127.0.0.1 HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n");
+  BOOST_TEST(c.read().result_int() == 404); // the path "/", which serves nothing here
+}
+
 BOOST_FIXTURE_TEST_CASE(async_handler_answers_later_from_another_thread, server_fixture) {
   http_server::config cfg;
   cfg.threads = 2;

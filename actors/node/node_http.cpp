@@ -1,7 +1,11 @@
 #include "actors/node/node_http.hpp"
 
+#include <chrono>
+
+#include <fmt/chrono.h>
 #include <nlohmann/json.hpp>
 
+#include "actors/http/anthropic_error.hpp"
 #include "actors/http/api_keys.hpp"
 #include "actors/http/http_server.hpp"
 #include "actors/http/request_checks.hpp"
@@ -120,25 +124,39 @@ std::optional<std::string> node_http::start() {
   auto keyed = [keys = d.keys](const http::http_request& req, http::response_writer& w) {
     return http::key_allows(keys.get(), req, w);
   };
-  routes.add("GET", "/v1/models", [models = d.cfg.models, keyed](http::http_request req, std::shared_ptr<http::response_writer> w) {
+  // One shape for both SDKs: OpenAI's Model {id, object, created, owned_by} and Anthropic's
+  // ModelInfo {id, type, display_name, created_at}; the list is OpenAI's {object, data} and
+  // Anthropic's page {data, first_id, last_id, has_more}. Each SDK reads its own fields.
+  const auto served_since = std::chrono::system_clock::now();
+  auto model_json = [served_since](const std::string& id) {
+    return nlohmann::json{{"id", id}, {"object", "model"},
+                          {"created", std::chrono::duration_cast<std::chrono::seconds>(served_since.time_since_epoch()).count()},
+                          {"owned_by", "deepinfer"}, {"type", "model"}, {"display_name", id},
+                          {"created_at", fmt::format("{:%Y-%m-%dT%H:%M:%SZ}", std::chrono::floor<std::chrono::seconds>(served_since))}};
+  };
+  routes.add("GET", "/v1/models", [models = d.cfg.models, keyed, model_json](http::http_request req, std::shared_ptr<http::response_writer> w) {
     if (!keyed(req, *w))
       return;
-    // OpenAI's list shape: {"object":"list","data":[{"id","object":"model","created","owned_by"}]}
     auto data = nlohmann::json::array();
     for (auto& m : models)
-      data.push_back({{"id", m}, {"object", "model"}, {"created", 0}, {"owned_by", "deepinfer"}});
-    w->send_json(200, nlohmann::json{{"object", "list"}, {"data", data}}.dump());
+      data.push_back(model_json(m));
+    nlohmann::json page{{"object", "list"}, {"data", data}, {"has_more", false}};
+    page["first_id"] = models.empty() ? nlohmann::json() : nlohmann::json(models.front());
+    page["last_id"] = models.empty() ? nlohmann::json() : nlohmann::json(models.back());
+    w->send_json(200, page.dump());
   });
-  routes.add("GET", "/v1/models/*", [models = d.cfg.models, keyed](http::http_request req, std::shared_ptr<http::response_writer> w) {
+  routes.add("GET", "/v1/models/*", [models = d.cfg.models, keyed, model_json](http::http_request req, std::shared_ptr<http::response_writer> w) {
     if (!keyed(req, *w))
       return;
     auto id = req.path.substr(std::string_view{"/v1/models/"}.size());
     for (auto& m : models)
       if (m == id)
-        return w->send_json(200, nlohmann::json{{"id", m}, {"object", "model"}, {"created", 0},
-                                                {"owned_by", "deepinfer"}}.dump());
-    w->send_error(404, "The model '" + id + "' does not exist; GET /v1/models lists the served models.",
-                  "model_not_found");
+        return w->send_json(200, model_json(m).dump());
+    const auto message = "The model '" + id + "' does not exist; GET /v1/models lists the served models.";
+    // An Anthropic client (its SDK always sends the version header) reads Anthropic's errors.
+    if (req.header("anthropic-version"))
+      return w->send_json(404, http::anthropic_error(message, "not_found_error"));
+    w->send_error(404, message, "model_not_found");
   });
   routes.add("GET", "/metrics", [metrics = d.metrics, keyed, guard = d.cfg.protect_metrics](
                                   http::http_request req, std::shared_ptr<http::response_writer> w) {

@@ -57,8 +57,9 @@ so_compiler_actor::behavior_type so_compiler_behavior(so_compiler_pointer self, 
           st.refused->inc();
         return out;
       }
-      out.bytes = recipe::so::compiler::bytes_of(**m);
+      // Before the size: the shortest completion builds parts of the automata on first use.
       out.shortest_tokens = static_cast<int64_t>((*m)->shortest_completion_length((*m)->start()));
+      out.bytes = recipe::so::compiler::bytes_of(**m);
       out.compile_us = hit ? 0 : us.count();
       if (st.compiled) {
         (hit ? st.cached : st.compiled)->inc();

@@ -158,6 +158,8 @@ struct conversation {
   bool stream_include_usage = false;
   /// Client metadata, echoed back by the Responses API.
   nlohmann::ordered_json metadata;
+  /// OpenAI's `user` (an end-user id for abuse monitoring): echoed back by the Responses API.
+  std::optional<std::string> user;
   /// Anthropic `system` / Responses `instructions`, already folded into `messages`; kept for echo.
   std::optional<std::string> instructions;
   /// `cache_salt` (vLLM's name; accepted on every API): the prefix-cache namespace this request

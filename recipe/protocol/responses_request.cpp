@@ -196,6 +196,7 @@ conversation parse_responses_body(const json& j, const json_path& root) {
     }
   }
   c.parallel_tool_calls = jr::opt_bool(j, "parallel_tool_calls", root).value_or(true);
+  c.user = jr::opt_string(j, "user", root);
   if (const json* r = jr::find(j, "reasoning")) {
     jr::object(*r, root / "reasoning");
     if (auto e = jr::opt_string(*r, "effort", root / "reasoning")) {

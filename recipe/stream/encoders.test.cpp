@@ -1,3 +1,4 @@
+#include "recipe/protocol/responses_request.hpp"
 #include "recipe/stream/api_output.hpp"
 #include "recipe/stream/chat_encoder.hpp"
 #include "recipe/stream/completions_encoder.hpp"
@@ -206,6 +207,22 @@ BOOST_AUTO_TEST_CASE(responses_logprobs_ride_on_the_output_text_they_became) {
   for (const auto& it : body["output"])
     if (it["type"] == "message")
       BOOST_TEST(it["content"][0]["logprobs"] == done[0]["logprobs"]);
+}
+
+BOOST_AUTO_TEST_CASE(the_response_object_echoes_user_reasoning_and_text_format) {
+  auto c = parse_responses_request(R"({"model": "m", "input": "q", "user": "u-7", "reasoning": {"effort": "low"},
+      "text": {"format": {"type": "json_object"}}})");
+  BOOST_TEST_REQUIRE(c.has_value());
+  const auto e = nlohmann::json::parse(responses_echo(*c).dump());
+  BOOST_TEST(e["user"] == "u-7");
+  BOOST_TEST(e["reasoning"] == nlohmann::json::parse(R"({"effort": "low", "summary": null})"));
+  BOOST_TEST(e["text"] == nlohmann::json::parse(R"({"format": {"type": "json_object"}})"));
+  auto plain = parse_responses_request(R"({"model": "m", "input": "q"})");
+  BOOST_TEST_REQUIRE(plain.has_value());
+  const auto p = nlohmann::json::parse(responses_echo(*plain).dump());
+  BOOST_TEST(!p.contains("user"));
+  BOOST_TEST(p["reasoning"].is_null());
+  BOOST_TEST(p["text"]["format"]["type"] == "text");
 }
 
 BOOST_AUTO_TEST_CASE(responses_events_are_numbered_and_close_every_item) {

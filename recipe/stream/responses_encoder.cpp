@@ -21,6 +21,13 @@ ojson responses_echo(const conversation& conv) {
   e["store"] = conv.store;
   e["top_logprobs"] = conv.sampling.logprobs ? ojson(conv.sampling.top_logprobs) : ojson();
   e["max_output_tokens"] = conv.sampling.max_tokens ? ojson(*conv.sampling.max_tokens) : ojson();
+  // The request's own settings, as the Response object carries them.
+  if (conv.user)
+    e["user"] = *conv.user;
+  e["reasoning"] = conv.reasoning_effort.empty() ? ojson()
+                                                 : ojson{{"effort", conv.reasoning_effort}, {"summary", nullptr}};
+  e["text"] = {{"format", conv.format && conv.format->original.is_object() ? conv.format->original
+                                                                          : ojson{{"type", "text"}}}};
   switch (conv.tool_choice.kind) {
     case tool_choice::mode::automatic: e["tool_choice"] = "auto"; break;
     case tool_choice::mode::none: e["tool_choice"] = "none"; break;

@@ -185,6 +185,24 @@ try {
     assert.match(msg.json.error.message, /^max_tokens: /);
   });
 
+  await check('GET /v1/models in both SDKs\' shapes: OpenAI Model and Anthropic ModelInfo pages; an unknown id is each one\'s 404', async () => {
+    const o = [];
+    for await (const m of openai.models.list()) o.push(m);
+    assert.deepEqual(o.map((m) => m.id), [MODEL]);
+    assert.equal(o[0].object, 'model');
+    assert.ok(o[0].created > 1.7e9, `created ${o[0].created}`);
+    const page = await anthropic.models.list();
+    assert.equal(page.data[0].type, 'model');
+    assert.equal(page.data[0].id, MODEL);
+    assert.equal(typeof page.data[0].display_name, 'string');
+    assert.ok(!Number.isNaN(Date.parse(page.data[0].created_at)), page.data[0].created_at);
+    assert.equal(page.has_more, false);
+    assert.equal(page.first_id, MODEL);
+    assert.equal((await anthropic.models.retrieve(MODEL)).type, 'model');
+    await assert.rejects(anthropic.models.retrieve('nope'), (e) => e.status === 404 && e.error?.error?.type === 'not_found_error');
+    await assert.rejects(openai.models.retrieve('nope'), (e) => e.status === 404 && e.code === 'model_not_found');
+  });
+
 } catch (e) {
   setupFailed(e);
 } finally {
