@@ -10,7 +10,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import assert from 'node:assert/strict';
-import { apiClients, check, serverUp, setupFailed, startServer, stopServer, verdict } from './harness.mjs';
+import { apiClients, check, serverUp, setupFailed, startServer, stopServer, verdict, waitFor } from './harness.mjs';
 
 const [OpenAI] = apiClients(['openai']);
 const MODEL = 'deepseek-v4.1-flash';
@@ -85,7 +85,13 @@ try {
   });
 
   await check('speculating servers count drafts under vLLM names; off counts none', async () => {
-    const texts = await Promise.all(servers.map(async (s) => (await fetch(s.base + '/metrics')).text()));
+    // A request a stop string ended may still be stepping on its decode rank until the cancel
+    // lands, and a step's counters are not one atomic update: read them once every rank is idle.
+    const scrape = (s) => fetch(s.base + '/metrics').then((r) => r.text());
+    for (const s of servers)
+      await waitFor(`${s.name}: decode ranks idle`, async () => metric(await scrape(s), 'deepinfer_rank_active_sequences') === 0,
+                    { deadlineMs: 30000 });
+    const texts = await Promise.all(servers.map(scrape));
     assert.equal(metric(texts[0], 'vllm:spec_decode_num_draft_tokens_total'), 0);
     for (const t of texts.slice(1)) {
       const drafts = metric(t, 'vllm:spec_decode_num_drafts_total');
