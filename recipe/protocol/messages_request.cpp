@@ -256,6 +256,11 @@ conversation parse_messages_body(const json& j, const json_path& root) {
       (root / "output_format").fail("give either 'output_format' or 'output_config.format', not both.");
     c.format = output_format(*f, root / "output_format");
   }
+  // Remote MCP servers would be tools the model calls through Anthropic's own connector: this
+  // server has none, and dropping them silently would answer without the tools the client gave.
+  if (const json* mcp = jr::find(j, "mcp_servers"); mcp && !mcp->is_null() && !(mcp->is_array() && mcp->empty()))
+    (root / "mcp_servers").fail("MCP servers are not supported by this server; declare the tools in 'tools' and "
+                                "run them on the client.");
   auto& s = c.sampling;
   s.temperature = jr::opt_number(j, "temperature", root, 0, 1);
   s.top_p = jr::opt_number(j, "top_p", root, 0, 1);

@@ -127,6 +127,17 @@ BOOST_AUTO_TEST_CASE(messages_thinking_budget_must_fit_max_tokens) {
   BOOST_TEST(*ok->thinking_budget == 2048);
 }
 
+BOOST_AUTO_TEST_CASE(messages_mcp_servers_are_refused_not_dropped) {
+  auto e = parse_messages_request(R"({"model": "m", "max_tokens": 10, "messages": [{"role": "user", "content": "q"}],
+      "mcp_servers": [{"type": "url", "url": "https://mcp.example/sse", "name": "x"}]})");
+  BOOST_REQUIRE(!e.has_value());
+  BOOST_TEST(e.error().param == "mcp_servers");
+  BOOST_TEST(e.error().message.find("not supported") != std::string::npos, e.error().message);
+  auto none = parse_messages_request(R"({"model": "m", "max_tokens": 10, "messages": [{"role": "user", "content": "q"}],
+      "mcp_servers": []})");
+  BOOST_TEST(none.has_value());
+}
+
 BOOST_AUTO_TEST_CASE(messages_empty_content_is_refused_except_for_a_final_assistant_prefill) {
   const auto refused = [](const std::string& messages) {
     return parse_messages_request(R"({"model": "m", "max_tokens": 10, "messages": )" + messages + "}");
