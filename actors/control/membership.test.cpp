@@ -18,6 +18,15 @@ struct fixture {
     n.incarnation = incarnation;
     return n;
   }
+
+  /// A running instance of `node` as its supervisor reports it.
+  static instance_status running(std::string instance, std::string node) {
+    instance_status s;
+    s.instance = std::move(instance);
+    s.node = std::move(node);
+    s.state = instance_state::running;
+    return s;
+  }
 };
 
 } // namespace
@@ -46,10 +55,7 @@ BOOST_AUTO_TEST_CASE(late_down_of_a_replaced_incarnation_is_ignored) {
 
 BOOST_AUTO_TEST_CASE(instances_of_a_dead_node_are_marked_failed) {
   m.join(node("d0", 1));
-  instance_status s;
-  s.instance = "d0/decode";
-  s.node = "d0";
-  s.state = instance_state::running;
+  auto s = running("d0/decode", "d0");
   BOOST_TEST(m.report(s));
   BOOST_TEST(!m.report(s));  // unchanged: no new version
   m.mark_dead("d0", 1, "gone");
@@ -58,10 +64,7 @@ BOOST_AUTO_TEST_CASE(instances_of_a_dead_node_are_marked_failed) {
 
 BOOST_AUTO_TEST_CASE(a_prefill_instance_reports_the_cost_model_of_its_engine) {
   m.join(node("p0", 1));
-  instance_status s;
-  s.instance = "p0/prefill";
-  s.node = "p0";
-  s.state = instance_state::running;
+  auto s = running("p0/prefill", "p0");
   s.prefill_cost.a1 = 2e-5;
   BOOST_TEST(m.report(s));
   BOOST_TEST(m.view().instances.front().prefill_cost.a1 == 2e-5);
