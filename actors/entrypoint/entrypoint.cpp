@@ -48,33 +48,81 @@ bool accepted(const std::shared_ptr<entrypoint::context>& ctx, recipe::api_kind 
   return key_accepted(ctx, api, req, w, tenant);
 }
 
-/// GET / DELETE /v1/responses/{id}: the tenant's stored response (OpenAI's 404 otherwise).
+/// GET / DELETE /v1/responses/{id}: the tenant's stored response (OpenAI's 404 otherwise); a
+/// background one still running is there `queued` (deleting it cancels it too).
 void stored_response(const std::shared_ptr<entrypoint::context>& ctx, const http::http_request& req,
                      http::response_writer& w, bool remove) {
   std::string tenant;
   if (!key_accepted(ctx, recipe::api_kind::responses, req, w, tenant))
     return;
   const auto id = std::string{req.path.substr(std::string_view{"/v1/responses/"}.size())};
-  // A sub-resource (`/input_items`, `/cancel` of a background response) is not served here: say
-  // so, rather than look for a response whose id has a slash in it.
+  // A sub-resource (`/input_items`) is not served here: say so, rather than look for a response
+  // whose id has a slash in it.
   if (id.find('/') != std::string::npos)
     return send_api_error(w, recipe::api_kind::responses, 404, "invalid_request_error",
                           "Invalid URL (" + req.method + " " + req.path + "): this server stores responses for "
-                          "GET / DELETE /v1/responses/{id} and previous_response_id; it has no input_items "
-                          "listing and no background responses to cancel.");
+                          "GET / DELETE /v1/responses/{id}, POST /v1/responses/{id}/cancel and "
+                          "previous_response_id; it has no input_items listing.");
   auto missing = [&] {
     send_api_error(w, recipe::api_kind::responses, 404, "invalid_request_error",
                    "Response with id '" + id + "' not found.", "response_id");
   };
   if (remove) {
+    auto stored = ctx->responses->get(tenant, id);
     if (!ctx->responses->erase(tenant, id))
       return missing();
+    if (stored && stored->running && stored->cancel)
+      stored->cancel();
     return w.send_json(200, nlohmann::json{{"id", id}, {"object", "response.deleted"}, {"deleted", true}}.dump());
+  }
+  for (std::string_view q = req.query; !q.empty();) {
+    auto amp = q.find('&');
+    auto field = q.substr(0, amp);
+    q = amp == std::string_view::npos ? std::string_view{} : q.substr(amp + 1);
+    if (field == "stream=true" || field == "stream=1")
+      return send_api_error(w, recipe::api_kind::responses, 400, "invalid_request_error",
+                            "Streaming a stored response again (GET with stream=true) is not supported by this "
+                            "server; GET without 'stream' returns it (poll until its status is no longer queued).",
+                            "stream");
   }
   auto stored = ctx->responses->get(tenant, id);
   if (!stored)
     return missing();
   w.send_json(200, stored->body);
+}
+
+/// POST /v1/responses/{id}/cancel: stops a background response. Cancelling one that ended
+/// already answers it as it is (OpenAI's cancel is idempotent); one that did not run in the
+/// background cannot be cancelled.
+void cancel_response(const std::shared_ptr<entrypoint::context>& ctx, const http::http_request& req,
+                     http::response_writer& w) {
+  std::string tenant;
+  if (!key_accepted(ctx, recipe::api_kind::responses, req, w, tenant))
+    return;
+  constexpr std::string_view prefix = "/v1/responses/", suffix = "/cancel";
+  std::string_view rest = std::string_view{req.path}.substr(prefix.size());
+  if (!rest.ends_with(suffix) || rest.size() == suffix.size() ||
+      rest.substr(0, rest.size() - suffix.size()).find('/') != std::string_view::npos)
+    return send_api_error(w, recipe::api_kind::responses, 404, "invalid_request_error",
+                          "Invalid URL (POST " + req.path + "): POST /v1/responses/{id}/cancel cancels a "
+                          "background response; create one with POST /v1/responses.");
+  const auto id = std::string{rest.substr(0, rest.size() - suffix.size())};
+  auto stored = ctx->responses->get(tenant, id);
+  if (!stored)
+    return send_api_error(w, recipe::api_kind::responses, 404, "invalid_request_error",
+                          "Response with id '" + id + "' not found.", "response_id");
+  if (!stored->background)
+    return send_api_error(w, recipe::api_kind::responses, 400, "invalid_request_error",
+                          "Response with id '" + id + "' did not run in the background: only responses created "
+                          "with background: true can be cancelled.", "response_id");
+  if (!stored->running || !stored->cancel)
+    return w.send_json(200, stored->body);
+  stored->cancel();
+  // The turn stores its end (with what it generated) as it stops; this answer is the response
+  // as created, now cancelled.
+  auto body = nlohmann::ordered_json::parse(stored->body);
+  body["status"] = "cancelled";
+  w.send_json(200, body.dump());
 }
 
 /// Parse, render and tokenize run in the request actor, on the CAF scheduler.
@@ -292,6 +340,9 @@ void entrypoint::add_routes(http::router& routes) {
     routes.add(method, "/v1/responses/*", [ctx = ctx_, remove](http::http_request req, std::shared_ptr<http::response_writer> w) {
       stored_response(ctx, req, *w, remove);
     });
+  routes.add("POST", "/v1/responses/*", [ctx = ctx_](http::http_request req, std::shared_ptr<http::response_writer> w) {
+    cancel_response(ctx, req, *w);
+  });
   for (auto [path, route] : {std::pair{"/v1/messages/count_tokens", token_route::count_tokens},
                              std::pair{"/tokenize", token_route::tokenize},
                              std::pair{"/detokenize", token_route::detokenize}})

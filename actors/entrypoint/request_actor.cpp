@@ -11,6 +11,7 @@
 #include <fmt/format.h>
 
 #include "actors/control/live_instances.hpp"
+#include "actors/http/discarding_writer.hpp"
 #include "actors/log.hpp"
 #include "kv/prefix_cache.hpp"
 #include "actors/entrypoint/request_prepare.hpp"
@@ -33,8 +34,19 @@ bool anthropic(const request_state& st) {
   return st.conv.api == recipe::api_kind::messages;
 }
 
-/// Sends an error response (only before the SSE head is out).
+/// Sends an error response (only before the SSE head is out). A background turn, answered
+/// already, stores it as its end (and a stream of it gets the error event).
 void send_error(request_state& st, const recipe::api_error& e, http::response_writer::header_list headers = {}) {
+  if (st.background_answered) {
+    auto& out = *st.samples.front().out;
+    auto events = out.fail(e.type, e.code, e.message, st.usage_now());
+    store_response(st, out.body(st.usage_now()));
+    if (st.streaming) {
+      st.writer->write(std::move(events));
+      st.writer->finish();
+      return;
+    }
+  }
   http::http_response r;
   r.status = static_cast<unsigned>(e.status);
   r.body = e.body();
@@ -98,7 +110,7 @@ void write_start_events(request_pointer self) {
 void begin(request_pointer self) {
   auto& st = self->state;
   st.progress = clock_type::now();
-  if (st.conv.stream) {
+  if (st.conv.stream && !st.streaming) { // a background turn's stream is out already
     st.streaming = true;
     st.writer->start_stream(200, "text/event-stream", {{"Cache-Control", "no-cache"}});
     if (st.conv.api == recipe::api_kind::messages)
@@ -202,7 +214,7 @@ caf::behavior request_behavior(request_pointer self, std::shared_ptr<entrypoint:
   // The writer outlives nothing it must not: the callback holds only a weak address.
   st.writer->on_disconnect([addr = self->address()] {
     if (auto h = caf::actor_cast<caf::actor>(addr))
-      caf::anon_send(h, cancel_atom::value, uint64_t{0});
+      caf::anon_send(h, cancel_atom::value, client_went_away);
   });
   st.conv.api = api;
   st.tenant = tenant;
@@ -303,6 +315,9 @@ caf::behavior start(request_pointer self, recipe::conversation conv, const fetch
     }
   });
   admit(self);
+  // After admission's verdict, so a full queue is still a plain 429 to the create call.
+  if (!st.done && st.conv.background && st.ctx->responses)
+    answer_background(self);
   return {
     [=](tokens_atom, token_batch& b) {
       auto& st = self->state;
@@ -339,10 +354,18 @@ caf::behavior start(request_pointer self, recipe::conversation conv, const fetch
       count_kv_bytes(self, i, b);
       on_tokens(self, i, b.tokens, b.finished, b.logprobs);
     },
-    [=](cancel_atom, uint64_t) {
+    [=](cancel_atom, uint64_t why) {
       auto& st = self->state;
       if (st.done)
         return;
+      if (st.background_answered) {
+        if (why == client_cancelled)
+          return cancel_background(self);
+        // A background turn's stream lost its listener: the turn runs on and is stored.
+        log().info("request={} id={} stream client went away; the background turn runs on", st.id, st.public_id);
+        st.writer = std::make_shared<http::discarding_writer>();
+        return;
+      }
       st.done = true;
       st.ctx->vllm.finished("abort");
       log().info("request={} client went away; cancelling", st.id);

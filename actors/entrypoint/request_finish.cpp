@@ -3,12 +3,14 @@
 #include <chrono>
 
 #include <caf/actor_cast.hpp>
+#include <caf/send.hpp>
 #include <caf/stateful_actor.hpp>
 
 #include "actors/entrypoint/request_state.hpp"
 #include "actors/entrypoint/response_store.hpp"
 #include "actors/entrypoint/serving_context.hpp"
 #include "actors/log.hpp"
+#include "actors/http/discarding_writer.hpp"
 #include "actors/http/metrics_registry.hpp"
 #include "recipe/protocol/api_error.hpp"
 
@@ -24,15 +26,12 @@ void cancel_ranks(request_pointer self) {
   }
 }
 
-namespace {
-
-/// A finished Responses turn with `store` (the default): kept for GET and for a later
-/// `previous_response_id`, with the conversation it ends (its instructions left out).
 void store_response(request_state& st, const std::string& body) {
   if (st.conv.api != recipe::api_kind::responses || !st.conv.store || !st.ctx->responses)
     return;
   response_store::entry e;
   e.body = body;
+  e.background = st.conv.background;
   e.history.assign(st.conv.messages.begin() + (st.conv.instructions ? 1 : 0), st.conv.messages.end());
   const auto& r = st.samples.front().out->result();
   recipe::message m;
@@ -44,10 +43,56 @@ void store_response(request_state& st, const std::string& body) {
   for (const auto& c : r.calls)
     m.tool_calls.push_back({c.id, c.name, c.arguments});
   e.history.push_back(std::move(m));
-  st.ctx->responses->put(st.tenant, st.public_id, std::move(e));
+  if (st.background_answered)
+    st.ctx->responses->replace(st.tenant, st.public_id, std::move(e));
+  else
+    st.ctx->responses->put(st.tenant, st.public_id, std::move(e));
 }
 
-} // namespace
+void answer_background(request_pointer self) {
+  auto& st = self->state;
+  auto& out = *st.samples.front().out;
+  response_store::entry e;
+  e.body = out.queued_body();
+  e.running = true;
+  e.background = true;
+  e.cancel = [addr = self->address()] {
+    if (auto h = caf::actor_cast<caf::actor>(addr))
+      caf::anon_send(h, cancel_atom::value, client_cancelled);
+  };
+  auto body = e.body;
+  st.ctx->responses->put(st.tenant, st.public_id, std::move(e));
+  st.background_answered = true;
+  log().debug("request={} id={} runs in the background", st.id, st.public_id);
+  if (st.conv.stream) {
+    if (st.streaming) // admitted at once: the stream is out
+      return;
+    st.streaming = true;
+    st.writer->start_stream(200, "text/event-stream", {{"Cache-Control", "no-cache"}});
+    st.writer->write(out.start(st.usage));
+  } else {
+    st.writer->send_json(200, std::move(body));
+    st.writer = std::make_shared<http::discarding_writer>();
+  }
+}
+
+void cancel_background(request_pointer self) {
+  auto& st = self->state;
+  st.done = true;
+  st.ctx->vllm.finished("abort");
+  log().info("request={} id={} cancelled by its client after {} tokens", st.id, st.public_id, st.generated_tokens());
+  if (st.waiting)
+    st.ctx->admission->withdraw(st.waiting);
+  cancel_ranks(self);
+  auto& out = *st.samples.front().out;
+  auto closing = out.cancel();
+  store_response(st, out.body(st.usage_now()));
+  if (st.streaming) {
+    st.writer->write(std::move(closing));
+    st.writer->finish();
+  }
+  self->quit();
+}
 
 /// Every sample's answer is complete: the stream's end, or the body with every choice.
 void finish_ok(request_pointer self) {
@@ -90,6 +135,8 @@ void end_with_error(request_pointer self, int status, std::string type, std::str
     st.writer->write(out.fail(type, code, message, st.usage_now()));
     st.writer->finish();
   } else {
+    if (st.background_answered) // its end is stored with the error (the writer discards)
+      out.fail(type, code, message, st.usage_now());
     recipe::api_error e;
     e.api = st.conv.api;
     e.status = status;
@@ -101,6 +148,8 @@ void end_with_error(request_pointer self, int status, std::string type, std::str
     r.body = !st.samples.front().generated.empty() ? out.failed_body(e, st.usage_now()) : e.body();
     st.writer->send(std::move(r));
   }
+  if (st.background_answered)
+    store_response(st, out.body(st.usage_now()));
   self->quit();
 }
 

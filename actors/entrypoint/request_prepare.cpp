@@ -255,6 +255,12 @@ expected<recipe::conversation, recipe::api_error> parse_for_serving(const entryp
       e.code = "previous_response_not_found";
       return e;
     }
+    if (prev->running)
+      return error_of(api, 400, "invalid_request_error",
+                      "Previous response with id '" + conv->previous_response_id +
+                        "' is a background response still in progress; poll GET /v1/responses/" +
+                        conv->previous_response_id + " until its status is no longer queued, then continue it.",
+                      "previous_response_id");
     auto at = conv->messages.begin() + (conv->instructions ? 1 : 0);
     conv->messages.insert(at, prev->history.begin(), prev->history.end());
   }

@@ -110,8 +110,12 @@ struct request_state {
   /// its own monitor), and a resubmission must not pick them again, unless their node registered
   /// again since (a node frozen past the heartbeat timeout, then thawed: the same rank serves on).
   std::map<caf::actor_addr, int64_t> dead;
-  /// The SSE head is out (only once admitted: a refusal before is a plain error response).
+  /// The SSE head is out (only once admitted, or a background turn's at once: a refusal before
+  /// is a plain error response).
   bool streaming = false;
+  /// A background Responses turn whose create call is answered (the body `queued`, or the
+  /// stream's head): however it ends, it ends in the response store.
+  bool background_answered = false;
   /// Messages: the stream's first event (`message_start`, whose usage has the input tokens
   /// split by the prefix-cache hit) waits for the first token, when the hit is known.
   bool start_event_pending = false;
@@ -153,6 +157,11 @@ struct request_state {
 
 using request_pointer = caf::stateful_actor<request_state>*;
 
+/// What `(cancel, why)` to a request actor says: the client went away (0), or a background
+/// turn's client asked for its cancel (`POST /v1/responses/{id}/cancel`).
+inline constexpr uint64_t client_went_away = 0;
+inline constexpr uint64_t client_cancelled = ~uint64_t{0};
+
 /// How long a request waits for a balancer's answer (place, grow).
 inline constexpr auto handle_timeout = std::chrono::seconds(5);
 
@@ -184,6 +193,16 @@ void fail(request_pointer self, int status, const std::string& message);
 /// request_finish.cpp: stops whatever runs on the ranks for this request (every sample's
 /// current attempt).
 void cancel_ranks(request_pointer self);
+/// request_finish.cpp: a Responses turn with `store` (the default) is kept for GET and a later
+/// `previous_response_id` with `body` as its response object; a background turn's replaces its
+/// `queued` entry (unless the client deleted it).
+void store_response(request_state& st, const std::string& body);
+/// request_finish.cpp: a background turn starts: its response is stored `queued` and the create
+/// call answered with it (or, streaming, the stream's head goes out now).
+void answer_background(request_pointer self);
+/// request_finish.cpp: a background turn's client asked for its cancel: the ranks stop, the
+/// response is stored `cancelled` with what was generated; the actor quits.
+void cancel_background(request_pointer self);
 /// request_finish.cpp: every sample's answer is complete: the stream's end, or the body with
 /// every choice (a Responses turn with `store` is kept); the actor quits.
 void finish_ok(request_pointer self);

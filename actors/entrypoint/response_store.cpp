@@ -35,17 +35,30 @@ void response_store::expire(clock::time_point now) {
 }
 
 void response_store::put(const std::string& tenant, const std::string& id, entry e, clock::time_point now) {
+  store(tenant, id, std::move(e), now, false);
+}
+
+bool response_store::store(const std::string& tenant, const std::string& id, entry e, clock::time_point now,
+                           bool only_replace) {
   const auto size = footprint(e);
   std::lock_guard guard{mtx_};
-  if (size > limits_.max_bytes)
-    return; // larger than the whole store: kept nowhere (a GET answers 404)
   auto key = key_of(tenant, id);
-  if (auto it = index_.find(key); it != index_.end())
+  auto it = index_.find(key);
+  if (only_replace && it == index_.end())
+    return false;
+  if (it != index_.end())
     drop(it->second);
+  if (size > limits_.max_bytes)
+    return false; // larger than the whole store: kept nowhere (a GET answers 404)
   order_.push_back({key, now, size, std::make_shared<const entry>(std::move(e))});
   index_[std::move(key)] = std::prev(order_.end());
   bytes_ += size;
   expire(now);
+  return true;
+}
+
+bool response_store::replace(const std::string& tenant, const std::string& id, entry e, clock::time_point now) {
+  return store(tenant, id, std::move(e), now, true);
 }
 
 std::shared_ptr<const response_store::entry> response_store::get(const std::string& tenant, const std::string& id,

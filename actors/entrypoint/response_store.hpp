@@ -2,6 +2,7 @@
 
 #include <chrono>
 #include <cstddef>
+#include <functional>
 #include <list>
 #include <memory>
 #include <mutex>
@@ -29,12 +30,21 @@ public:
     /// The conversation up to and including this response's output, without the instructions
     /// (which a continuation does not inherit, as OpenAI specifies).
     std::vector<recipe::message> history;
+    /// A background turn (`background: true`) still running: `body` is its response as created
+    /// (status `queued`), `history` empty, and `cancel` asks the turn to stop (thread-safe; the
+    /// turn then stores its end, status `cancelled`). Once it ends its entry is replaced.
+    bool running = false;
+    bool background = false;
+    std::function<void()> cancel;
   };
   using clock = std::chrono::steady_clock;
 
   explicit response_store(limits l) : limits_(l) {}
 
   void put(const std::string& tenant, const std::string& id, entry e, clock::time_point now = clock::now());
+  /// `put` only where `id` is still stored (a background turn's end: a client that deleted the
+  /// response meanwhile does not see it back). Whether it was.
+  bool replace(const std::string& tenant, const std::string& id, entry e, clock::time_point now = clock::now());
   /// Null when unknown, expired, deleted or another tenant's.
   std::shared_ptr<const entry> get(const std::string& tenant, const std::string& id,
                                    clock::time_point now = clock::now());
@@ -51,6 +61,7 @@ private:
     std::shared_ptr<const entry> value;
   };
   void expire(clock::time_point now);
+  bool store(const std::string& tenant, const std::string& id, entry e, clock::time_point now, bool only_replace);
   void drop(std::list<node>::iterator it);
 
   limits limits_;

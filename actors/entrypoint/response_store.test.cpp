@@ -37,6 +37,24 @@ BOOST_AUTO_TEST_CASE(a_stored_turn_is_its_tenants_only_and_can_be_deleted) {
   BOOST_TEST(s.bytes() == 0u);
 }
 
+BOOST_AUTO_TEST_CASE(a_background_turns_end_replaces_its_entry_but_never_brings_back_a_deleted_one) {
+  response_store s({3600s, 1 << 20});
+  auto queued = turn("{\"status\":\"queued\"}", "");
+  queued.running = true;
+  queued.background = true;
+  s.put("k", "resp_1", queued);
+  s.put("k", "resp_2", queued);
+  BOOST_TEST(s.get("k", "resp_1")->running);
+  BOOST_TEST(s.replace("k", "resp_1", turn("{\"status\":\"completed\"}", "done")));
+  BOOST_TEST(!s.get("k", "resp_1")->running);
+  BOOST_TEST(s.get("k", "resp_1")->body == "{\"status\":\"completed\"}");
+  BOOST_TEST(s.erase("k", "resp_2"));
+  BOOST_TEST(!s.replace("k", "resp_2", turn("{\"status\":\"completed\"}", "done")));
+  BOOST_TEST(!s.get("k", "resp_2"));
+  BOOST_TEST(!s.replace("other", "resp_1", turn("{}", ""))); // another tenant's id is not there
+  BOOST_TEST(s.size() == 1u);
+}
+
 BOOST_AUTO_TEST_CASE(turns_expire_after_the_ttl_and_the_oldest_go_when_full) {
   const auto t0 = response_store::clock::now();
   response_store s({60s, 64 * 1024});

@@ -166,6 +166,48 @@ struct node_runtime::impl {
   }
 };
 
+namespace {
+
+/// A stop that hangs says where: every `every` until it is dismissed, logs the phase the stop is
+/// in and how long it has taken (a node that never exits after a drain is otherwise a silent
+/// process its supervisor kills).
+class stop_watchdog {
+public:
+  stop_watchdog(std::string node, std::chrono::milliseconds every) {
+    thread_ = std::thread([this, node = std::move(node), every] {
+      const auto t0 = std::chrono::steady_clock::now();
+      std::unique_lock lock{mtx_};
+      while (!cv_.wait_for(lock, every, [&] { return dismissed_; }))
+        log().warn("node={} stop still in phase '{}' after {} ms (running actors at the last count: {})", node,
+                   phase_, std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - t0).count(),
+                   running_);
+    });
+  }
+  ~stop_watchdog() {
+    {
+      std::lock_guard guard{mtx_};
+      dismissed_ = true;
+    }
+    cv_.notify_all();
+    thread_.join();
+  }
+  void enter(const char* phase, std::size_t running) {
+    std::lock_guard guard{mtx_};
+    phase_ = phase;
+    running_ = running;
+  }
+
+private:
+  std::mutex mtx_;
+  std::condition_variable cv_;
+  bool dismissed_ = false;
+  const char* phase_ = "http";
+  std::size_t running_ = 0;
+  std::thread thread_;
+};
+
+} // namespace
+
 node_runtime::node_runtime(node_runtime_config cfg) : impl_(std::make_unique<impl>()) {
   impl_->cfg = std::move(cfg);
 }
@@ -350,6 +392,8 @@ void node_runtime::stop(std::chrono::milliseconds deadline) {
     return;
   d.stopped = true;
   auto t0 = std::chrono::steady_clock::now();
+  stop_watchdog watchdog{d.cfg.self.name, std::max(deadline, std::chrono::milliseconds{1000})};
+  auto phase = [&](const char* what) { watchdog.enter(what, d.sys->registry().running()); };
   // 1. Stop taking requests; answer those in flight.
   if (d.http)
     d.http->stop(deadline / 2);
@@ -361,6 +405,7 @@ void node_runtime::stop(std::chrono::milliseconds deadline) {
     ctl = d.controller;
     d.cv.notify_all();
   }
+  phase("leave");
   if (ctl && !d.cfg.hosts_controller) {
     caf::scoped_actor self{*d.sys};
     auto left = deadline - std::chrono::duration_cast<std::chrono::milliseconds>(
@@ -369,8 +414,10 @@ void node_runtime::stop(std::chrono::milliseconds deadline) {
                   d.cfg.self.name)
       .receive([](caf::ok_atom) {}, [](caf::error&) {});
   }
+  phase("bootstrap thread (a connect to the controller or a peer)");
   if (d.bootstrap.joinable())
     d.bootstrap.join();
+  phase("exit messages");
   // 3. Stop every actor we spawned; the actor system's destructor waits for them.
   // The controller first, so it does not record its own node's agent as dead.
   if (d.local_controller)
@@ -395,10 +442,13 @@ void node_runtime::stop(std::chrono::milliseconds deadline) {
   d.local_controller = nullptr;
   d.controller = nullptr;
   ctl = nullptr;
+  phase("HTTP server");
   d.http.reset();
   d.serving.reset();
+  phase("KV GC worker");
   d.gc.reset();
   d.snap->clear_view();
+  phase("actor system (waits for every actor)");
   d.sys.reset();
   log().info("node={} stopped", d.cfg.self.name);
 }

@@ -170,6 +170,9 @@ struct conversation {
   /// `previous_response_id`) and `previous_response_id` (the stored turn this one continues).
   bool store = true;
   std::string previous_response_id;
+  /// Responses `background`: the create call answers at once with the response `queued`; the
+  /// turn runs on, is stored when it ends (GET polls it) and can be cancelled. Needs `store`.
+  bool background = false;
 };
 
 } // namespace deepinfer::recipe

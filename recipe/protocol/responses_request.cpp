@@ -155,6 +155,11 @@ conversation parse_responses_body(const json& j, const json_path& root) {
   }
   if (const json* st = jr::find(j, "store"); st && !st->is_null())
     c.store = jr::opt_bool(j, "store", root).value_or(true);
+  if (const json* b = jr::find(j, "background"); b && !b->is_null())
+    c.background = jr::opt_bool(j, "background", root).value_or(false);
+  if (c.background && !c.store)
+    (root / "background").fail("Invalid 'background': background mode needs 'store' true (the result is "
+                                "fetched later with GET /v1/responses/{id}); drop 'store': false.");
   if (auto ins = jr::opt_string(j, "instructions", root)) {
     message m;
     m.role = role::system;

@@ -1,5 +1,7 @@
 #include "recipe/stream/api_output.hpp"
 
+#include "recipe/base/assert.hpp"
+
 #include <nlohmann/json.hpp>
 
 namespace deepinfer::recipe {
@@ -117,6 +119,18 @@ std::string api_output::fail(std::string_view type, std::string_view code, std::
         return e.fail(type, code, message);
     },
     enc_);
+}
+
+std::string api_output::queued_body() const {
+  const auto* e = std::get_if<recipe::responses_encoder>(&enc_);
+  DEEPINFER_ASSERT(e, "only a Responses turn runs in the background");
+  return e->queued();
+}
+
+std::string api_output::cancel() {
+  auto* e = std::get_if<recipe::responses_encoder>(&enc_);
+  DEEPINFER_ASSERT(e, "only a Responses turn runs in the background");
+  return e->cancel();
 }
 
 const recipe::completion& api_output::result() const {

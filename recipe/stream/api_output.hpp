@@ -49,6 +49,11 @@ public:
   std::string failed_body(const recipe::api_error& e, const recipe::usage_counts& usage) const;
   /// What was generated so far (reasoning, text, tool calls).
   const recipe::completion& result() const;
+  /// Responses only (a background turn): the response object not started yet, status `queued`.
+  std::string queued_body() const;
+  /// Responses only (a background turn cancelled by its client): `body` reads `cancelled` from
+  /// now on; streaming, the SSE bytes that close the open item.
+  std::string cancel();
 
 private:
   std::variant<recipe::chat_encoder, recipe::responses_encoder, recipe::messages_encoder, recipe::completions_encoder>

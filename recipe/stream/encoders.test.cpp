@@ -386,4 +386,39 @@ BOOST_AUTO_TEST_CASE(responses_marks_the_item_cut_by_the_token_limit_incomplete)
   }
 }
 
+BOOST_AUTO_TEST_CASE(a_cancelled_background_response_keeps_what_it_generated) {
+  auto evs = answer_with_call(); // reasoning "hm", content, call...
+  for (bool stream : {true, false}) {
+    BOOST_TEST_CONTEXT("stream " << stream) {
+      responses_encoder enc({"resp_1", "m", 7, nlohmann::ordered_json::object()});
+      const auto queued = nlohmann::json::parse(enc.queued());
+      BOOST_TEST(queued["status"] == "queued");
+      BOOST_TEST(queued["output"].empty());
+      BOOST_TEST(queued["usage"].is_null());
+      std::string sse = enc.start();
+      auto first_two = std::span(evs).subspan(0, 2); // the reasoning and the text's start
+      if (stream)
+        sse += enc.encode(first_two, {});
+      else
+        enc.apply(first_two);
+      const auto closing = enc.cancel();
+      BOOST_TEST(closing.empty() == !stream);
+      const auto body = nlohmann::json::parse(enc.body({5, 0, 2, 1}));
+      BOOST_TEST(body["status"] == "cancelled");
+      BOOST_REQUIRE(body["output"].size() == 2u);
+      BOOST_TEST(body["output"][0]["type"] == "reasoning");
+      BOOST_TEST(body["output"][1]["type"] == "message");
+      BOOST_TEST(body["output"][1]["status"] == "incomplete"); // the item the cancel cut
+      BOOST_TEST(body["output"][1]["content"][0]["text"] == "A \"q\"");
+      BOOST_TEST(body["usage"]["output_tokens"] == 2);
+      if (stream) { // the open item closed, and no completion claimed
+        const auto p = payloads(sse + closing);
+        BOOST_TEST(p.back()["type"] == "response.output_item.done");
+        for (const auto& e : p)
+          BOOST_TEST(e["type"] != "response.completed");
+      }
+    }
+  }
+}
+
 BOOST_AUTO_TEST_SUITE_END()

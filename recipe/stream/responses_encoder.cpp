@@ -19,6 +19,7 @@ ojson responses_echo(const conversation& conv) {
   e["top_p"] = conv.sampling.top_p ? ojson(*conv.sampling.top_p) : ojson();
   e["previous_response_id"] = conv.previous_response_id.empty() ? ojson() : ojson(conv.previous_response_id);
   e["store"] = conv.store;
+  e["background"] = conv.background;
   e["top_logprobs"] = conv.sampling.logprobs ? ojson(conv.sampling.top_logprobs) : ojson();
   e["max_output_tokens"] = conv.sampling.max_tokens ? ojson(*conv.sampling.max_tokens) : ojson();
   // The request's own settings, as the Response object carries them.
@@ -129,6 +130,7 @@ std::string responses_encoder::close_item() {
 }
 
 std::string responses_encoder::encode(std::span<const stream_event> events, const usage_counts& usage) {
+  streamed_ = true;
   std::string out;
   for (const auto& e : events) {
     result_.apply(std::span(&e, 1));
@@ -191,22 +193,38 @@ std::string responses_encoder::fail(std::string_view type, std::string_view code
   return out;
 }
 
+std::string responses_encoder::queued() const {
+  auto r = response({}, false);
+  r["status"] = "queued";
+  return dump(r);
+}
+
+std::string responses_encoder::cancel() {
+  truncated_ = true;
+  cancelled_ = true;
+  return close_item(); // nothing open unless streamed
+}
+
 ojson responses_encoder::response(const usage_counts& usage, bool final) const {
   ojson r;
   r["id"] = cfg_.id;
   r["object"] = "response";
   r["created_at"] = cfg_.created;
   const bool incomplete = final && result_.finished && result_.reason == finish_reason::length;
-  r["status"] = !failure_.is_null() ? "failed" : !final ? "in_progress" : incomplete ? "incomplete" : "completed";
+  r["status"] = cancelled_ ? "cancelled"
+                : !failure_.is_null() ? "failed"
+                : !final ? "in_progress"
+                : incomplete ? "incomplete"
+                             : "completed";
   r["error"] = failure_;
   r["incomplete_details"] = incomplete ? ojson{{"reason", "max_output_tokens"}} : ojson();
   r["model"] = cfg_.model;
   r["output"] = ojson::array();
   if (final) {
-    if (!done_items_.empty() || !result_.finished) {
+    if (streamed_) {
       r["output"] = done_items_;
     } else {
-      // Non-streaming: build the items from the completion.
+      // Non-streaming: build the items from the completion (as it stands, when cut short).
       if (!result_.reasoning.empty())
         r["output"].push_back({{"id", "rs_" + cfg_.id + "_0"}, {"type", "reasoning"}, {"summary", ojson::array()},
                                {"content", ojson::array({ojson{{"type", "reasoning_text"}, {"text", result_.reasoning}}})},
@@ -222,8 +240,8 @@ ojson responses_encoder::response(const usage_counts& usage, bool final) const {
         r["output"].push_back({{"id", "fc_" + cfg_.id + "_" + std::to_string(i)}, {"type", "function_call"},
                                {"status", "completed"}, {"arguments", c.arguments}, {"call_id", c.id}, {"name", c.name}});
       }
-      // The token limit cut the last item short.
-      if (incomplete && !r["output"].empty())
+      // The token limit (or a failure, a cancel) cut the last item short.
+      if ((incomplete || (truncated_ && !result_.finished)) && !r["output"].empty())
         r["output"].back()["status"] = "incomplete";
     }
   }

@@ -41,6 +41,12 @@ public:
   /// response as it stands, status `failed`). `type` and `code` are the error's type and code in the API's terms.
   std::string fail(std::string_view type, std::string_view code, std::string_view message,
                    const usage_counts& usage);
+  /// The `response` object of a background turn not started yet: status `queued`, no output.
+  std::string queued() const;
+  /// A background turn cancelled by its client: the response's status becomes `cancelled`, its
+  /// output what was generated (the last item incomplete). Streaming, the SSE bytes that close
+  /// the open item (the stream then just ends: the API has no cancelled event).
+  std::string cancel();
   /// The `response` object of everything encoded or applied so far.
   std::string body(const usage_counts& usage) const;
   void apply(std::span<const stream_event> events);
@@ -69,6 +75,8 @@ private:
   std::size_t call_ = 0;         // the open call's index
   std::vector<nlohmann::ordered_json> done_items_;
   nlohmann::ordered_json failure_; // {code, message} once fail() ran
+  bool streamed_ = false;  // encode() ran: the output is the items it closed
+  bool cancelled_ = false;
   bool truncated_ = false; // the answer was cut (token limit, failure): the open item is incomplete
   text_logprobs logprobs_;
   std::vector<token_logprob> item_logprobs_; // the open message item's

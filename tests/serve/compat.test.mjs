@@ -19,6 +19,10 @@ const messages = [{ role: 'user', content: 'Give me some JSON.' }];
 const weather = { type: 'function', function: { name: 'get_weather', parameters: {
   type: 'object', properties: { city: { type: 'string' } }, required: ['city'] } } };
 
+// A Response's text (the SDK adds `output_text` on create only, not on retrieve).
+const textOf = (r) => r.output.filter((o) => o.type === 'message')
+  .flatMap((o) => o.content).filter((c) => c.type === 'output_text').map((c) => c.text).join('');
+
 async function post(base, route, body) {
   const r = await fetch(base + route, { method: 'POST', headers: { 'content-type': 'application/json' },
                                          body: JSON.stringify(body) });
@@ -201,6 +205,88 @@ try {
     assert.equal((await anthropic.models.retrieve(MODEL)).type, 'model');
     await assert.rejects(anthropic.models.retrieve('nope'), (e) => e.status === 404 && e.error?.error?.type === 'not_found_error');
     await assert.rejects(openai.models.retrieve('nope'), (e) => e.status === 404 && e.code === 'model_not_found');
+  });
+
+  await check('responses background: the create call answers queued at once; GET polls it to the same text as a foreground turn', async () => {
+    const ask = { model: MODEL, input: 'Tell me about the sea.', max_output_tokens: 24, temperature: 0 };
+    const fg = await openai.responses.create(ask);
+    const bg = await openai.responses.create({ ...ask, background: true });
+    assert.equal(bg.object, 'response');
+    assert.equal(bg.background, true);
+    assert.ok(['queued', 'in_progress'].includes(bg.status), bg.status);
+    assert.deepEqual(bg.output, []);
+    let got = bg;
+    for (const t0 = Date.now(); ['queued', 'in_progress'].includes(got.status); await new Promise((r) => setTimeout(r, 20))) {
+      assert.ok(Date.now() - t0 < 30000, 'the background turn never ended');
+      got = await openai.responses.retrieve(bg.id);
+    }
+    assert.equal(got.id, bg.id);
+    assert.equal(got.status, fg.status);
+    assert.equal(got.background, true);
+    assert.equal(textOf(got), fg.output_text);
+    assert.equal(got.usage.output_tokens, fg.usage.output_tokens);
+    // Continuing the ended turn works like any stored one.
+    const next = await openai.responses.create({ ...ask, input: 'More.', previous_response_id: bg.id });
+    assert.equal(next.status === 'completed' || next.status === 'incomplete', true);
+    // Its cancel now answers it as it ended (idempotent), and a foreground one cannot be cancelled.
+    const again = await fetch(`${base}/v1/responses/${bg.id}/cancel`, { method: 'POST' });
+    assert.equal(again.status, 200);
+    assert.equal((await again.json()).status, got.status);
+    const fgCancel = await fetch(`${base}/v1/responses/${fg.id}/cancel`, { method: 'POST' });
+    assert.equal(fgCancel.status, 400);
+    assert.match((await fgCancel.json()).error.message, /only responses created with background: true/);
+    const none = await fetch(`${base}/v1/responses/resp_nope/cancel`, { method: 'POST' });
+    assert.equal(none.status, 404);
+    // background needs store.
+    await assert.rejects(openai.responses.create({ ...ask, background: true, store: false }),
+                         (e) => e.status === 400 && e.param === 'background');
+  });
+
+  await check('responses background: a cancel stops the turn; GET then shows it cancelled with what it generated', async () => {
+    const bg = await openai.responses.create({ model: MODEL, input: 'Write a very long story.', max_output_tokens: 4000,
+                                               temperature: 0, ignore_eos: true, background: true });
+    const cancelled = await fetch(`${base}/v1/responses/${bg.id}/cancel`, { method: 'POST' });
+    assert.equal(cancelled.status, 200);
+    assert.equal((await cancelled.json()).status, 'cancelled');
+    let got;
+    for (const t0 = Date.now(); ; await new Promise((r) => setTimeout(r, 20))) {
+      got = await openai.responses.retrieve(bg.id);
+      if (got.status !== 'queued') break;
+      assert.ok(Date.now() - t0 < 10000, 'the cancelled turn was never stored');
+    }
+    assert.equal(got.status, 'cancelled');
+    assert.ok(got.usage.output_tokens < 4000, `${got.usage.output_tokens} tokens`);
+    // The server is free again: a turn right after completes.
+    const after = await openai.responses.create({ model: MODEL, input: 'Hi', max_output_tokens: 4 });
+    assert.ok(['completed', 'incomplete'].includes(after.status));
+  });
+
+  await check('responses background stream: the events arrive as in the foreground, and a client that stops listening does not stop the turn', async () => {
+    const ask = { model: MODEL, input: 'Name three rivers.', max_output_tokens: 40, temperature: 0 };
+    const fg = await openai.responses.create(ask);
+    const types = [];
+    let id;
+    for await (const ev of await openai.responses.create({ ...ask, background: true, stream: true })) {
+      types.push(ev.type);
+      id ??= ev.response?.id;
+    }
+    assert.equal(types[0], 'response.created');
+    assert.ok(['response.completed', 'response.incomplete'].includes(types.at(-1)), types.at(-1));
+    assert.equal(textOf(await openai.responses.retrieve(id)), fg.output_text);
+    // Leave after the first event: the turn still ends and is stored.
+    const ac = new AbortController();
+    const stream = await openai.responses.create({ ...ask, background: true, stream: true }, { signal: ac.signal });
+    let left;
+    for await (const ev of stream) { left = ev.response.id; ac.abort(); break; }
+    let got;
+    for (const t0 = Date.now(); ; await new Promise((r) => setTimeout(r, 20))) {
+      got = await openai.responses.retrieve(left);
+      if (!['queued', 'in_progress'].includes(got.status)) break;
+      assert.ok(Date.now() - t0 < 30000, 'the abandoned background stream never ended');
+    }
+    assert.equal(textOf(got), fg.output_text);
+    const replay = await fetch(`${base}/v1/responses/${left}?stream=true`);
+    assert.equal(replay.status, 400);
   });
 
 } catch (e) {
