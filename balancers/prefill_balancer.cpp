@@ -51,8 +51,8 @@ int prefill_balancer::live_engines() const {
   return static_cast<int>(std::count_if(ranks_.begin(), ranks_.end(), [](int r) { return r > 0; }));
 }
 
-std::optional<int> prefill_balancer::best_engine(const job& j, int bucket, bool stealing) const {
-  std::optional<int> best;
+std::optional<prefill_balancer::priced> prefill_balancer::best_engine(const job& j, int bucket, bool stealing) const {
+  std::optional<priced> best;
   double best_left = 0.0;
   for (int e = 0; e < engines(); ++e) {
     const int served = engine_bucket_[static_cast<size_t>(e)];
@@ -67,10 +67,13 @@ std::optional<int> prefill_balancer::best_engine(const job& j, int bucket, bool 
     // Among the engines with quota left, the one with the most left after taking the job: with
     // one price everywhere that is the most left now; an engine that prices it higher (slower
     // hardware) must have that much more to spare.
-    const double left = cfg_.quota_per_rank_s * ranks_of(e) - engine_load(e);
-    const double after = left - price(j, e);
-    if (left > 0.0 && (!best || after > best_left)) {
-      best = e;
+    const double load = engine_load(e);
+    const double left = cfg_.quota_per_rank_s * ranks_of(e) - load;
+    const double cost = price(j, e);
+    const double after = left - cost;
+    const bool takes = cfg_.whole_job_fits ? after >= 0.0 || load <= 1e-9 : left > 0.0;
+    if (takes && (!best || after > best_left)) {
+      best = priced{e, cost};
       best_left = after;
     }
   }
@@ -99,10 +102,9 @@ std::vector<prefill_balancer::assignment> prefill_balancer::dispatch() {
         const auto e = best_engine(q.front(), b, stealing);
         if (!e)
           break;
-        const int r = lowest_rank(*e);
-        const double quota = price(q.front(), *e);
-        load_[static_cast<size_t>(*e)][static_cast<size_t>(r)] += quota;
-        out.push_back({q.front().id, *e, r, quota});
+        const int r = lowest_rank(e->engine);
+        load_[static_cast<size_t>(e->engine)][static_cast<size_t>(r)] += e->quota;
+        out.push_back({q.front().id, e->engine, r, e->quota});
         q.pop_front();
       }
     }

@@ -28,6 +28,13 @@ public:
     /// An engine whose own bucket queue is empty may pull (by remaining quota, as usual) from other
     /// buckets, so a bucket re-division lagging a burst never leaves quota unused while requests wait.
     bool lend_when_own_bucket_empty = true;
+    /// false: an engine takes jobs while it has any quota left (the last may overrun it); true:
+    /// only a job that fits in what is left, or any job when it holds nothing. With a quota of
+    /// about one long prompt, a second long prompt then waits at the balancer, where the first
+    /// engine to run dry takes it, instead of in the queue of the engine that ran the first.
+    /// (bench/RESULTS.md "whole-job quota": long prompts' TTFT halves where an engine would
+    /// idle, short prompts' p99 grows; a choice, off by default.)
+    bool whole_job_fits = false;
   };
 
   /// A request as the balancer sees it: its total input length picks the bucket and `quota` is
@@ -107,7 +114,12 @@ public:
   size_t queued(int bucket) const { return queue_[static_cast<size_t>(bucket)].size(); }
 
 private:
-  std::optional<int> best_engine(const job& j, int bucket, bool stealing) const;
+  /// An engine and the job's price there.
+  struct priced {
+    int engine = 0;
+    double quota = 0.0;
+  };
+  std::optional<priced> best_engine(const job& j, int bucket, bool stealing) const;
   int lowest_rank(int engine) const;
   int live_engines() const;
   /// Moves engines between buckets until each has `want[b]`: a bucket with too many gives up

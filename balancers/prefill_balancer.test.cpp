@@ -107,4 +107,47 @@ BOOST_AUTO_TEST_CASE(without_stealing_a_bucket_waits_for_its_own_engines) {
   BOOST_TEST(b.queued(0) == 1u);
 }
 
+BOOST_AUTO_TEST_CASE(whole_job_fits_keeps_a_second_long_prompt_at_the_balancer_for_the_engine_that_runs_dry) {
+  // Engine 0 serves short prompts, engine 1 long ones; a long prompt costs 0.5 s, the quota is 0.5 s.
+  for (const bool whole : {false, true}) {
+    BOOST_TEST_CONTEXT("whole_job_fits " << whole) {
+      prefill_balancer b({.engines = 2, .ranks_per_engine = 1, .quota_per_rank_s = 0.5, .whole_job_fits = whole});
+      BOOST_TEST((b.engine_bucket() == std::vector<int>{0, 1}));
+      b.submit({1, 1000, 0.01}); // a short one keeps engine 0 busy but not idle
+      b.submit({2, 20000, 0.5});
+      b.submit({3, 20000, 0.5});
+      const auto a = b.dispatch();
+      auto engine_of = [&](uint64_t id) {
+        auto it = std::find_if(a.begin(), a.end(), [&](const auto& x) { return x.id == id; });
+        return it == a.end() ? -1 : it->engine;
+      };
+      BOOST_TEST(engine_of(1) == 0);
+      BOOST_TEST(engine_of(2) == 1);
+      if (!whole) {
+        // Any quota left takes a job: the second long prompt goes into engine 0's queue behind
+        // the short one (its quota left, 0.49 s, is positive) though it overruns it.
+        BOOST_TEST(a.size() == 3u);
+        BOOST_TEST(engine_of(3) == 0);
+        continue;
+      }
+      // Only what fits: the first long prompt fills engine 1; the second fits nowhere and waits.
+      BOOST_TEST(a.size() == 2u);
+      BOOST_TEST(b.queued(1) == 1u);
+      // Engine 0 runs dry first: holding nothing, it takes the long prompt whatever its price.
+      b.complete(0, 0, 0.01);
+      const auto lent = b.dispatch();
+      BOOST_TEST_REQUIRE(lent.size() == 1u);
+      BOOST_TEST((lent[0].id == 3u && lent[0].engine == 0));
+      // A short prompt that fits still goes to its own engine's queue... when it fits: engine 0
+      // holds 0.5 s now, so it waits; engine 1 lends nothing (it is full too).
+      b.submit({4, 1000, 0.01});
+      BOOST_TEST(b.dispatch().empty());
+      b.complete(1, 0, 0.5);
+      const auto next = b.dispatch();
+      BOOST_TEST_REQUIRE(next.size() == 1u);
+      BOOST_TEST((next[0].id == 4u && next[0].engine == 1)); // the idle engine lends itself
+    }
+  }
+}
+
 BOOST_AUTO_TEST_SUITE_END()

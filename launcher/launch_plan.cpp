@@ -124,6 +124,7 @@ std::string describe_plan(const cluster_manifest& m, const std::vector<node_laun
   out << "balancer.prefill: bucket_bounds=" << b.prefill_bucket_bounds[0] << ","
       << b.prefill_bucket_bounds[1] << "," << b.prefill_bucket_bounds[2]
       << " step_budget_ms=" << b.prefill_step_budget_ms << " quota_per_rank_s=" << b.prefill_quota_per_rank_s
+      << " whole_job_fits=" << (b.prefill_whole_job_fits ? "true" : "false")
       << " round_ms=" << b.prefill_round_ms << " redundant_experts_per_rank="
       << b.prefill_ep.redundant_experts_per_rank << " ep_window_steps=" << b.prefill_ep.window_steps
       << " ep_replace_steps=" << b.prefill_ep.replace_steps << "\n"
@@ -174,6 +175,7 @@ actors::balancer_actors_config make_balancer_config(const balancer_params& b) {
   for (size_t i = 0; i < p.bounds.size() && i < b.prefill_bucket_bounds.size(); ++i)
     p.bounds[i] = static_cast<int64_t>(b.prefill_bucket_bounds[i]);
   p.quota_per_rank_s = b.prefill_quota_per_rank_s;
+  p.whole_job_fits = b.prefill_whole_job_fits;
   cfg.router.decode.max_batch = b.decode_max_batch;
   cfg.round = std::chrono::milliseconds{b.prefill_round_ms};
   return cfg;

@@ -369,6 +369,13 @@ BOOST_AUTO_TEST_CASE(keys_nothing_uses_are_refused_with_what_to_do) {
   r = parse_manifest(head + "[balancer.prefill]\nstep_budget_ms = 40\n" + good_nodes, "test.toml");
   BOOST_REQUIRE(std::holds_alternative<cluster_manifest>(r));
   BOOST_TEST(std::get<cluster_manifest>(r).balancer.prefill_step_budget_ms == 40.0);
+  BOOST_TEST(!std::get<cluster_manifest>(r).balancer.prefill_whole_job_fits);
+  r = parse_manifest(head + "[balancer.prefill]\nquota_per_rank_s = 0.5\nwhole_job_fits = true\n" + good_nodes, "test.toml");
+  BOOST_REQUIRE(std::holds_alternative<cluster_manifest>(r));
+  BOOST_TEST(std::get<cluster_manifest>(r).balancer.prefill_whole_job_fits);
+  BOOST_TEST(make_balancer_config(std::get<cluster_manifest>(r).balancer).router.prefill.whole_job_fits);
+  BOOST_TEST(expect_error(head + "[balancer.prefill]\nwhole_job_fits = 1\n" + good_nodes).key ==
+             "balancer.prefill.whole_job_fits");
 }
 
 

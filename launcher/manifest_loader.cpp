@@ -174,6 +174,8 @@ void read_balancer(toml_reader& r, balancer_params& b) {
       b.prefill_step_budget_ms = *v;
     if (auto v = p->number("quota_per_rank_s", 0.001, 1e6))
       b.prefill_quota_per_rank_s = *v;
+    if (auto v = p->boolean("whole_job_fits"))
+      b.prefill_whole_job_fits = *v;
     if (auto v = p->integer("round_ms", 10, 3'600'000))
       b.prefill_round_ms = static_cast<uint32_t>(*v);
     read_expert_parallel(*p, b.prefill_ep);

@@ -55,6 +55,7 @@ struct sim_config {
   double step_budget_s = 0.1;        ///< prefill step time budget (§5.3)
   double round_s = 10.0;             ///< bucket re-division period (§6.1)
   double quota_per_rank_s = 0.5;     ///< outstanding compute a prefill rank may pull
+  bool whole_job_fits = false;       ///< prefill_balancer::config::whole_job_fits
   decode_cost decode{};
   decode_balancer::config decode_router{};
   kv_cache::config cache{};

@@ -47,6 +47,8 @@ struct options {
   std::string backend;      // empty: the manifest node's backend, else cpu
   std::string kv_transport;
   int prefill_step_ms = 0;  // 0: the manifest's step_budget_ms (100 ms without a manifest)
+  double prefill_quota_s = 0; // embedded default only; 0: [balancer.prefill]'s default
+  bool prefill_whole_job_fits = false; // embedded default only
   bool no_serve = false;
   int ranks = 2;            // ranks (EP size) of each instance of the embedded default
   int instances = 1;        // prefill and decode instances of the embedded default
@@ -237,6 +239,15 @@ int main(int argc, char** argv) {
                "starts over ssh, so they end with their session)");
   app.add_flag("--no-serve", o.no_serve, "Run without the model (membership, supervision and HTTP only), "
                                          "for the embedded default or every node of a manifest");
+  auto* quota_flag = app.add_option("--prefill-quota-s", o.prefill_quota_s,
+                                    "Compute-quota (fitted seconds of prefill) a prefill rank of the embedded default may "
+                                    "hold before its instance stops pulling (default 4; a manifest sets "
+                                    "[balancer.prefill] quota_per_rank_s)")
+    ->check(CLI::Range(0.001, 1e6));
+  auto* fits_flag = app.add_flag("--prefill-whole-job-fits", o.prefill_whole_job_fits,
+                                 "A prefill instance of the embedded default pulls only a job that fits in its quota "
+                                 "left, or any job when it holds none (a manifest sets [balancer.prefill] "
+                                 "whole_job_fits; see bench/RESULTS.md, whole-job quota)");
   auto* ranks_flag = app.add_option("--ranks", o.ranks, "Ranks of each prefill and decode instance of the embedded default: "
                                      "its expert-parallel size (default 2; a manifest sets each node's ranks)")
     ->check(CLI::Range(1, 64));
@@ -272,6 +283,9 @@ int main(int argc, char** argv) {
                                     "deepseek-v4.1-flash", static_cast<uint32_t>(o.ranks),
                                     static_cast<uint32_t>(o.instances));
     apply_flag_overrides(o, cfg.caf);
+    if (o.prefill_quota_s > 0)
+      cfg.balancers.router.prefill.quota_per_rank_s = o.prefill_quota_s;
+    cfg.balancers.router.prefill.whole_job_fits = o.prefill_whole_job_fits;
     if (!o.no_serve) {
       actors::serving_config sc;
       sc.model_name = "deepseek-v4.1-flash";
@@ -291,6 +305,11 @@ int main(int argc, char** argv) {
   if (ranks_flag->count() > 0 || instances_flag->count() > 0) {
     std::cerr << "caf-launch: --ranks and --instances shape the embedded default; with --manifest set `ranks` "
                  "and `instances` on the manifest's [[nodes]]\n";
+    return usage_error;
+  }
+  if (quota_flag->count() > 0 || fits_flag->count() > 0) {
+    std::cerr << "caf-launch: --prefill-quota-s and --prefill-whole-job-fits set the embedded default's prefill "
+                 "balancer; with --manifest set quota_per_rank_s and whole_job_fits in [balancer.prefill]\n";
     return usage_error;
   }
   auto loaded = load_manifest(o.manifest);
