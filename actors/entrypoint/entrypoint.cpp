@@ -1,5 +1,6 @@
 #include "actors/entrypoint/entrypoint.hpp"
 
+#include <charconv>
 #include <random>
 
 #include <nlohmann/json.hpp>
@@ -51,7 +52,8 @@ bool accepted(const std::shared_ptr<entrypoint::context>& ctx, recipe::api_kind 
 /// GET / DELETE /v1/responses/{id}: the tenant's stored response (OpenAI's 404 otherwise); a
 /// background one still running is there `queued` (deleting it cancels it too).
 void stored_response(const std::shared_ptr<entrypoint::context>& ctx, const http::http_request& req,
-                     http::response_writer& w, bool remove) {
+                     const std::shared_ptr<http::response_writer>& writer, bool remove) {
+  auto& w = *writer;
   std::string tenant;
   if (!key_accepted(ctx, recipe::api_kind::responses, req, w, tenant))
     return;
@@ -75,20 +77,34 @@ void stored_response(const std::shared_ptr<entrypoint::context>& ctx, const http
       stored->cancel();
     return w.send_json(200, nlohmann::json{{"id", id}, {"object", "response.deleted"}, {"deleted", true}}.dump());
   }
+  bool stream = false;
+  int64_t starting_after = -1;
   for (std::string_view q = req.query; !q.empty();) {
     auto amp = q.find('&');
     auto field = q.substr(0, amp);
     q = amp == std::string_view::npos ? std::string_view{} : q.substr(amp + 1);
-    if (field == "stream=true" || field == "stream=1")
-      return send_api_error(w, recipe::api_kind::responses, 400, "invalid_request_error",
-                            "Streaming a stored response again (GET with stream=true) is not supported by this "
-                            "server; GET without 'stream' returns it (poll until its status is no longer queued).",
-                            "stream");
+    if (field == "stream=true" || field == "stream=1") {
+      stream = true;
+    } else if (field.starts_with("starting_after=")) {
+      auto v = field.substr(std::string_view{"starting_after="}.size());
+      auto [end, ec] = std::from_chars(v.data(), v.data() + v.size(), starting_after);
+      if (ec != std::errc{} || end != v.data() + v.size() || starting_after < -1)
+        return send_api_error(w, recipe::api_kind::responses, 400, "invalid_request_error",
+                              "Invalid 'starting_after': expected the sequence number of an event (an integer >= 0).",
+                              "starting_after");
+    }
   }
   auto stored = ctx->responses->get(tenant, id);
   if (!stored)
     return missing();
-  w.send_json(200, stored->body);
+  if (!stream)
+    return w.send_json(200, stored->body);
+  if (!stored->events)
+    return send_api_error(w, recipe::api_kind::responses, 400, "invalid_request_error",
+                          "Response with id '" + id + "' was not created with background: true; only a background "
+                          "response can be streamed again. GET it without 'stream'.",
+                          "stream");
+  stored->events->replay(writer, starting_after);
 }
 
 /// POST /v1/responses/{id}/cancel: stops a background response. Cancelling one that ended
@@ -338,7 +354,7 @@ void entrypoint::add_routes(http::router& routes) {
     });
   for (auto [method, remove] : {std::pair{"GET", false}, std::pair{"DELETE", true}})
     routes.add(method, "/v1/responses/*", [ctx = ctx_, remove](http::http_request req, std::shared_ptr<http::response_writer> w) {
-      stored_response(ctx, req, *w, remove);
+      stored_response(ctx, req, w, remove);
     });
   routes.add("POST", "/v1/responses/*", [ctx = ctx_](http::http_request req, std::shared_ptr<http::response_writer> w) {
     cancel_response(ctx, req, *w);

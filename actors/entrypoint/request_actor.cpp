@@ -314,10 +314,10 @@ caf::behavior start(request_pointer self, recipe::conversation conv, const fetch
       }
     }
   });
-  admit(self);
-  // After admission's verdict, so a full queue is still a plain 429 to the create call.
-  if (!st.done && st.conv.background && st.ctx->responses)
+  // Before admission: a background turn is answered at once; a refusal then ends it `failed`.
+  if (st.conv.background && st.ctx->responses)
     answer_background(self);
+  admit(self);
   return {
     [=](tokens_atom, token_batch& b) {
       auto& st = self->state;
@@ -363,7 +363,7 @@ caf::behavior start(request_pointer self, recipe::conversation conv, const fetch
           return cancel_background(self);
         // A background turn's stream lost its listener: the turn runs on and is stored.
         log().info("request={} id={} stream client went away; the background turn runs on", st.id, st.public_id);
-        st.writer = std::make_shared<http::discarding_writer>();
+        st.writer = std::make_shared<recording_writer>(std::make_shared<http::discarding_writer>(), st.background_log);
         return;
       }
       st.done = true;
@@ -439,7 +439,7 @@ void on_tokens(request_pointer self, int i, const std::vector<int32_t>& ids, boo
     for (const auto& e : events)
       if (e.type == recipe::stream_event::kind::finish)
         sm.finish = e.reason;
-    if (st.conv.stream)
+    if (st.streaming)
       st.writer->write(sm.out->encode(events, st.usage_now()));
     else
       sm.out->apply(events);
@@ -454,7 +454,7 @@ void on_tokens(request_pointer self, int i, const std::vector<int32_t>& ids, boo
     auto entries = logprob_entries(*st.ctx->tok, ids, lp);
     for (std::size_t k = 0; k < ids.size() && !sm.parser->finished(); ++k) {
       if (every_token || st.ctx->tok->find_added(ids[k]) == nullptr)
-        sm.out->logprobs(std::span(&entries[k], 1), st.conv.stream);
+        sm.out->logprobs(std::span(&entries[k], 1), st.streaming);
       emit(sm.parser->feed(std::span(&ids[k], 1)));
     }
   } else {

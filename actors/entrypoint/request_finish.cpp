@@ -32,6 +32,7 @@ void store_response(request_state& st, const std::string& body) {
   response_store::entry e;
   e.body = body;
   e.background = st.conv.background;
+  e.events = st.background_log;
   e.history.assign(st.conv.messages.begin() + (st.conv.instructions ? 1 : 0), st.conv.messages.end());
   const auto& r = st.samples.front().out->result();
   recipe::message m;
@@ -52,10 +53,12 @@ void store_response(request_state& st, const std::string& body) {
 void answer_background(request_pointer self) {
   auto& st = self->state;
   auto& out = *st.samples.front().out;
+  st.background_log = std::make_shared<background_events>();
   response_store::entry e;
   e.body = out.queued_body();
   e.running = true;
   e.background = true;
+  e.events = st.background_log;
   e.cancel = [addr = self->address()] {
     if (auto h = caf::actor_cast<caf::actor>(addr))
       caf::anon_send(h, cancel_atom::value, client_cancelled);
@@ -64,16 +67,18 @@ void answer_background(request_pointer self) {
   st.ctx->responses->put(st.tenant, st.public_id, std::move(e));
   st.background_answered = true;
   log().debug("request={} id={} runs in the background", st.id, st.public_id);
+  // Its events are recorded whether the create call streams or not (a GET may stream them).
+  std::shared_ptr<http::response_writer> inner;
   if (st.conv.stream) {
-    if (st.streaming) // admitted at once: the stream is out
-      return;
-    st.streaming = true;
     st.writer->start_stream(200, "text/event-stream", {{"Cache-Control", "no-cache"}});
-    st.writer->write(out.start(st.usage));
+    inner = std::move(st.writer);
   } else {
     st.writer->send_json(200, std::move(body));
-    st.writer = std::make_shared<http::discarding_writer>();
+    inner = std::make_shared<http::discarding_writer>();
   }
+  st.writer = std::make_shared<recording_writer>(std::move(inner), st.background_log);
+  st.streaming = true;
+  st.writer->write(out.start(st.usage));
 }
 
 void cancel_background(request_pointer self) {
@@ -111,7 +116,7 @@ void finish_ok(request_pointer self) {
     body = recipe::api_output::with_choices(body, others);
   }
   store_response(st, body);
-  if (st.conv.stream) {
+  if (st.streaming) {
     if (st.samples.size() > 1) // no choice's finish ended the stream
       st.writer->write(first.out->end(usage));
     st.writer->finish();
@@ -135,8 +140,6 @@ void end_with_error(request_pointer self, int status, std::string type, std::str
     st.writer->write(out.fail(type, code, message, st.usage_now()));
     st.writer->finish();
   } else {
-    if (st.background_answered) // its end is stored with the error (the writer discards)
-      out.fail(type, code, message, st.usage_now());
     recipe::api_error e;
     e.api = st.conv.api;
     e.status = status;

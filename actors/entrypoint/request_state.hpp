@@ -17,6 +17,7 @@
 #include <caf/stateful_actor.hpp>
 
 #include "actors/entrypoint/admission_control.hpp"
+#include "actors/entrypoint/background_events.hpp"
 #include "actors/messages.hpp"
 #include "recipe/stream/api_output.hpp"
 #include "actors/entrypoint/balancer_claim.hpp"
@@ -116,6 +117,8 @@ struct request_state {
   /// A background Responses turn whose create call is answered (the body `queued`, or the
   /// stream's head): however it ends, it ends in the response store.
   bool background_answered = false;
+  /// A background turn's events (every SSE byte its writer wrote), for GET `stream=true`.
+  std::shared_ptr<background_events> background_log;
   /// Messages: the stream's first event (`message_start`, whose usage has the input tokens
   /// split by the prefix-cache hit) waits for the first token, when the hit is known.
   bool start_event_pending = false;

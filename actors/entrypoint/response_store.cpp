@@ -12,7 +12,7 @@ std::string key_of(const std::string& tenant, const std::string& id) {
 } // namespace
 
 std::size_t footprint(const response_store::entry& e) {
-  std::size_t n = e.body.size() + sizeof(e);
+  std::size_t n = e.body.size() + sizeof(e) + (e.events ? e.events->bytes() : 0);
   for (const auto& m : e.history) {
     n += sizeof(m) + m.reasoning.value_or("").size() + m.tool_call_id.size();
     for (const auto& p : m.content)

@@ -10,6 +10,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "actors/entrypoint/background_events.hpp"
 #include "recipe/protocol/conversation.hpp"
 
 namespace deepinfer::actors {
@@ -36,6 +37,9 @@ public:
     bool running = false;
     bool background = false;
     std::function<void()> cancel;
+    /// A background turn's SSE events (whether its create call streamed or not): what a GET
+    /// with `stream=true` replays and follows. Null for a turn that did not run in the background.
+    std::shared_ptr<background_events> events;
   };
   using clock = std::chrono::steady_clock;
 

@@ -285,8 +285,41 @@ try {
       assert.ok(Date.now() - t0 < 30000, 'the abandoned background stream never ended');
     }
     assert.equal(textOf(got), fg.output_text);
-    const replay = await fetch(`${base}/v1/responses/${left}?stream=true`);
-    assert.equal(replay.status, 400);
+  });
+
+  await check('responses background: GET stream=true replays the events from starting_after and follows a running turn live', async () => {
+    const ask = { model: MODEL, input: 'Name three mountains.', max_output_tokens: 40, temperature: 0 };
+    const first = [];
+    let id;
+    for await (const ev of await openai.responses.create({ ...ask, background: true, stream: true })) {
+      first.push(ev);
+      id ??= ev.response?.id;
+    }
+    // The whole stream again, then its tail: the same events, numbered as they were.
+    const again = [];
+    for await (const ev of await openai.responses.retrieve(id, { stream: true })) again.push(ev);
+    assert.deepEqual(again, first);
+    first.forEach((ev, k) => assert.equal(ev.sequence_number, k));
+    const tail = [];
+    for await (const ev of await openai.responses.retrieve(id, { stream: true, starting_after: 4 })) tail.push(ev);
+    assert.deepEqual(tail, first.slice(5));
+    // A turn created without a stream is streamed while it runs: from its first event to its end.
+    const bg = await openai.responses.create({ model: MODEL, input: 'Write a story.', max_output_tokens: 300,
+                                               temperature: 0, ignore_eos: true, background: true });
+    const live = [];
+    for await (const ev of await openai.responses.retrieve(bg.id, { stream: true })) live.push(ev);
+    assert.equal(live[0].type, 'response.created');
+    assert.equal(live.at(-1).type, 'response.incomplete'); // the 300-token limit
+    live.forEach((ev, k) => assert.equal(ev.sequence_number, k));
+    const stored = await openai.responses.retrieve(bg.id);
+    assert.equal(live.filter((ev) => ev.type === 'response.output_text.delta').map((ev) => ev.delta).join(''), textOf(stored));
+    assert.equal(stored.usage.output_tokens, 300);
+    // A foreground response has no events to stream; starting_after must be a number.
+    const fg = await openai.responses.create(ask);
+    const noEvents = await fetch(`${base}/v1/responses/${fg.id}?stream=true`);
+    assert.equal(noEvents.status, 400);
+    assert.match((await noEvents.json()).error.message, /only a background response can be streamed again/);
+    assert.equal((await fetch(`${base}/v1/responses/${id}?stream=true&starting_after=x`)).status, 400);
   });
 
 } catch (e) {
