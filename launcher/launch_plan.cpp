@@ -101,7 +101,8 @@ std::string describe_plan(const cluster_manifest& m, const std::vector<node_laun
       << " allowed_hosts=" << m.http.allowed_hosts.size() << " cors_origins=" << m.http.cors_origins.size() << "\n"
       << "requests: json_max_depth=" << m.requests.json.max_depth << " stall_timeout_ms="
       << m.requests.stall_timeout.count() << " deadline_ms=" << m.requests.deadline.count()
-      << " default_max_tokens=" << m.requests.default_max_tokens << " api_keys=" << m.requests.api_keys.size() << "\n"
+      << " default_max_tokens=" << m.requests.default_max_tokens << " max_batch_prompts="
+      << m.requests.max_batch_prompts << " api_keys=" << m.requests.api_keys.size() << "\n"
       << "admission: prefill_tokens_per_rank=" << m.admission.prefill_tokens_per_rank
       << " decode_sequences_per_rank=" << m.admission.decode_sequences_per_rank
       << " max_waiting=" << m.admission.max_waiting << " queue_timeout_ms=" << m.admission.queue_timeout.count()

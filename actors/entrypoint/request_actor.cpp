@@ -14,11 +14,13 @@
 #include "actors/http/discarding_writer.hpp"
 #include "actors/log.hpp"
 #include "kv/prefix_cache.hpp"
+#include "actors/entrypoint/prompt_batch_writer.hpp"
 #include "actors/entrypoint/request_prepare.hpp"
 #include "actors/entrypoint/request_state.hpp"
 #include "actors/entrypoint/serving_context.hpp"
 #include "recipe/protocol/api_error.hpp"
 #include "recipe/protocol/api_ids.hpp"
+#include "recipe/protocol/prompt_batch.hpp"
 
 // The life of one request: prepare (parse, render, tokenize: here, never on an HTTP I/O
 // thread), admission, the deadline timer, and the answer in the API's shape. Routing each
@@ -218,6 +220,24 @@ caf::behavior request_behavior(request_pointer self, std::shared_ptr<entrypoint:
   });
   st.conv.api = api;
   st.tenant = tenant;
+  // Legacy Completions with a list of prompts: one request per prompt, one merged answer.
+  if (api == recipe::api_kind::completions) {
+    auto batch = recipe::split_prompt_batch(body, static_cast<std::size_t>(st.ctx->cfg.requests.max_batch_prompts));
+    if (batch.error) {
+      send_error(st, *batch.error);
+      self->quit();
+      return {};
+    }
+    if (!batch.bodies.empty()) {
+      log().debug("request={} a batch of {} prompts: one request each", st.id, batch.bodies.size());
+      auto merger = prompt_batch_writer::make(std::move(st.writer), static_cast<int>(batch.bodies.size()),
+                                              batch.n);
+      for (std::size_t i = 0; i < batch.bodies.size(); ++i)
+        spawn_request_actor(st.ctx, api, std::move(batch.bodies[i]), tenant, merger->part(static_cast<int>(i)));
+      self->quit();
+      return {};
+    }
+  }
   // A large body (an inline image, in practice) is parsed where it yields the CPU to text
   // requests; a parse takes ~6 ms per MiB (bench_parse_body).
   if (st.ctx->background && body.size() >= st.ctx->cfg.background_body_bytes)

@@ -37,6 +37,9 @@ struct request_limits {
   /// after the prompt. Finite because a decode rank reserves KV for prompt + max_tokens of every
   /// request it takes.
   int32_t default_max_tokens = 256;
+  /// Legacy Completions: most prompts one request's `prompt` list may hold (each is served as a
+  /// request of its own, the answers merged in one).
+  int32_t max_batch_prompts = 64;
   /// API keys clients must send (`Authorization: Bearer KEY` or `x-api-key: KEY`); empty: no
   /// authentication. Each key is also its tenant's prefix-cache namespace.
   std::vector<std::string> api_keys;

@@ -75,6 +75,11 @@ void parse_chat_extras(const json& j, const json_path& root, conversation& c) {
   }
   if (jr::find(j, "audio"))
     (root / "audio").fail("Invalid value: audio output is not supported by this server; drop 'audio'.");
+  // 4. Web search (OpenAI's search models): this server searches nothing, and answering without
+  // the search the client asked for would look like an answer grounded in it.
+  if (const json* w = jr::find(j, "web_search_options"); w && !w->is_null())
+    (root / "web_search_options").fail("Invalid value: this server has no web search; drop 'web_search_options' "
+                                       "(or search yourself and send the results in a message).");
 }
 
 } // namespace deepinfer::recipe

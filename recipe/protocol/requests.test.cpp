@@ -254,6 +254,10 @@ BOOST_AUTO_TEST_CASE(chat_template_kwargs_switch_thinking_and_functions_become_t
   BOOST_REQUIRE(!e.has_value());
   BOOST_TEST(e.error().param == "modalities[1]");
   BOOST_TEST(parse_chat_request("{" + msgs + R"(, "modalities": ["text"]})").has_value());
+  e = parse_chat_request("{" + msgs + R"(, "web_search_options": {"search_context_size": "low"}})");
+  BOOST_REQUIRE(!e.has_value());
+  BOOST_TEST(e.error().param == "web_search_options");
+  BOOST_TEST(parse_chat_request("{" + msgs + R"(, "web_search_options": null})").has_value());
 }
 
 BOOST_AUTO_TEST_CASE(a_tool_whose_arguments_schema_is_not_an_object_is_refused_by_every_api) {

@@ -322,6 +322,37 @@ try {
     assert.equal((await fetch(`${base}/v1/responses/${id}?stream=true&starting_after=x`)).status, 400);
   });
 
+  await check('completions: a list of prompts is one request per prompt, merged: choice index = prompt x n + k, usage summed, the stream too', async () => {
+    const prompts = ['The sea', 'A mountain', [100, 200, 300]];
+    const single = [];
+    for (const prompt of prompts)
+      single.push(await openai.completions.create({ model: MODEL, prompt, max_tokens: 6, n: 2, temperature: 0.8, seed: 5 }));
+    const batch = await openai.completions.create({ model: MODEL, prompt: prompts, max_tokens: 6, n: 2, temperature: 0.8, seed: 5 });
+    assert.equal(batch.choices.length, 6);
+    batch.choices.forEach((c, k) => assert.equal(c.index, k));
+    single.forEach((s, i) => s.choices.forEach((c) => assert.equal(batch.choices[i * 2 + c.index].text, c.text)));
+    for (const f of ['prompt_tokens', 'completion_tokens', 'total_tokens'])
+      assert.equal(batch.usage[f], single.reduce((a, s) => a + s.usage[f], 0), f);
+    const texts = new Array(6).fill('');
+    let usage = null, chunks = 0;
+    for await (const ch of await openai.completions.create({ model: MODEL, prompt: prompts, max_tokens: 6, n: 2, temperature: 0.8,
+                                                             seed: 5, stream: true, stream_options: { include_usage: true } })) {
+      chunks++;
+      for (const c of ch.choices) texts[c.index] += c.text;
+      if (ch.usage) { assert.equal(usage, null, 'one usage chunk'); usage = ch.usage; }
+    }
+    assert.ok(chunks > 6);
+    assert.deepEqual(texts, batch.choices.map((c) => c.text));
+    assert.equal(usage.total_tokens, batch.usage.total_tokens);
+    // One prompt the server refuses fails the whole request with its error; too many prompts are a 400.
+    await assert.rejects(openai.completions.create({ model: MODEL, prompt: ['fine', [1, 2, 4000000000]], max_tokens: 2 }),
+                         (e) => e.status === 400 && e.param === 'prompt');
+    await assert.rejects(openai.completions.create({ model: MODEL, prompt: Array(65).fill('x'), max_tokens: 1 }),
+                         (e) => e.status === 400 && /at most 64/.test(e.message));
+    // The server still answers.
+    assert.equal((await openai.completions.create({ model: MODEL, prompt: 'hi', max_tokens: 1 })).choices.length, 1);
+  });
+
 } catch (e) {
   setupFailed(e);
 } finally {
