@@ -156,6 +156,9 @@ struct conversation {
   bool stream = false;
   /// Chat Completions `stream_options.include_usage`.
   bool stream_include_usage = false;
+  /// vLLM's `stream_options.continuous_usage_stats` (with `include_usage`): every chunk carries
+  /// the usage so far instead of `"usage": null`.
+  bool stream_continuous_usage = false;
   /// Client metadata, echoed back by the Responses API.
   nlohmann::ordered_json metadata;
   /// OpenAI's `user` (an end-user id for abuse monitoring): echoed back by the Responses API.

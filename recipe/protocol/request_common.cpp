@@ -73,6 +73,8 @@ void parse_openai_stream(const json& j, const json_path& root, conversation& c) 
     if (!c.stream)
       (root / "stream_options").fail("The 'stream_options' parameter is only allowed when 'stream' is enabled.");
     c.stream_include_usage = jr::opt_bool(*so, "include_usage", root / "stream_options").value_or(false);
+    c.stream_continuous_usage =
+      c.stream_include_usage && jr::opt_bool(*so, "continuous_usage_stats", root / "stream_options").value_or(false);
   }
 }
 

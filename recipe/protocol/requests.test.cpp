@@ -36,7 +36,14 @@ BOOST_AUTO_TEST_CASE(chat_reads_sampling_and_ignores_unknown_fields) {
   BOOST_TEST(c->sampling.stop == (std::vector<std::string>{"a", "b"}));
   BOOST_TEST(c->stream);
   BOOST_TEST(c->stream_include_usage);
+  BOOST_TEST(!c->stream_continuous_usage);
   BOOST_TEST(c->sampling.n == 1);
+  const std::string streamed = R"({"model": "m", "messages": [{"role": "user", "content": "x"}], "stream": true, )";
+  BOOST_TEST(parse_chat_request(streamed + R"("stream_options": {"include_usage": true, "continuous_usage_stats": true}})")
+               ->stream_continuous_usage);
+  // vLLM: continuous stats only with include_usage.
+  BOOST_TEST(!parse_chat_request(streamed + R"("stream_options": {"continuous_usage_stats": true}})")
+                ->stream_continuous_usage);
   BOOST_TEST(parse_chat_request(R"({"model": "m", "messages": [{"role": "user", "content": "x"}], "n": 16})")->sampling.n == 16);
 }
 

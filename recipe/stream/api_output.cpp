@@ -34,6 +34,7 @@ encoder_variant make_encoder(const recipe::conversation& conv, const std::string
       c.model = conv.model;
       c.created = created;
       c.include_usage = conv.stream_include_usage;
+      c.continuous_usage = conv.stream_continuous_usage;
       c.index = index;
       c.ends_stream = choices <= 1;
       return recipe::completions_encoder{std::move(c)};
@@ -46,6 +47,7 @@ encoder_variant make_encoder(const recipe::conversation& conv, const std::string
   c.model = conv.model;
   c.created = created;
   c.include_usage = conv.stream_include_usage;
+  c.continuous_usage = conv.stream_continuous_usage;
   c.index = index;
   c.ends_stream = choices <= 1;
   return recipe::chat_encoder{std::move(c)};
@@ -79,17 +81,28 @@ std::string api_output::with_choices(const std::string& first, std::span<const s
 std::string api_output::start(const recipe::usage_counts& usage) {
   return std::visit(
     [&](auto& e) -> std::string {
-      if constexpr (std::is_same_v<std::decay_t<decltype(e)>, recipe::messages_encoder>)
+      using encoder = std::decay_t<decltype(e)>;
+      if constexpr (std::is_same_v<encoder, recipe::messages_encoder>)
         return e.start(usage);
-      else
+      else {
+        if constexpr (std::is_same_v<encoder, recipe::chat_encoder> || std::is_same_v<encoder, recipe::completions_encoder>)
+          e.usage_now(usage);
         return e.start();
+      }
     },
     enc_);
 }
 
 std::string api_output::encode(std::span<const recipe::stream_event> events,
                                const recipe::usage_counts& usage) {
-  return std::visit([&](auto& e) { return e.encode(events, usage); }, enc_);
+  return std::visit(
+    [&](auto& e) {
+      using encoder = std::decay_t<decltype(e)>;
+      if constexpr (std::is_same_v<encoder, recipe::chat_encoder> || std::is_same_v<encoder, recipe::completions_encoder>)
+        e.usage_now(usage);
+      return e.encode(events, usage);
+    },
+    enc_);
 }
 
 void api_output::logprobs(std::span<const recipe::token_logprob> entries, bool stream) {

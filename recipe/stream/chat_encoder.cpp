@@ -53,7 +53,9 @@ std::string chat_encoder::chunk(std::string delta_json, const char* finish) {
   s += ",\"finish_reason\":";
   s += finish ? "\"" + std::string(finish) + "\"" : std::string("null");
   s += "}]";
-  if (cfg_.include_usage)
+  if (cfg_.continuous_usage)
+    s += ",\"usage\":" + usage_json(live_).dump(-1, ' ', false, ojson::error_handler_t::replace);
+  else if (cfg_.include_usage)
     s += ",\"usage\":null";
   s += "}\n\n";
   return s;

@@ -22,6 +22,9 @@ public:
     std::int64_t created = 0;
     /// `stream_options.include_usage`: every chunk carries `"usage": null` and a usage chunk ends.
     bool include_usage = false;
+    /// vLLM's `continuous_usage_stats` (with `include_usage`): every chunk carries the usage so
+    /// far (`usage_now`) instead of null.
+    bool continuous_usage = false;
     /// The choice this encoder writes (OpenAI's `n`: one encoder per choice, chunks interleaved).
     int index = 0;
     /// Its finish also ends the stream (usage chunk, `[DONE]`); false for every choice of an
@@ -30,6 +33,9 @@ public:
   };
 
   explicit chat_encoder(config cfg) : cfg_(std::move(cfg)) {}
+
+  /// The usage the next chunks carry (`continuous_usage`).
+  void usage_now(const usage_counts& u) { live_ = u; }
 
   /// The first chunk (role).
   std::string start();
@@ -59,6 +65,7 @@ private:
   std::string chunk(std::string delta_json, const char* finish);
 
   config cfg_;
+  usage_counts live_;
   completion result_;
   /// Every token's entry so far; the body's `logprobs` is null while none arrived.
   std::vector<token_logprob> logprobs_;

@@ -59,7 +59,9 @@ std::string completions_encoder::chunk(const std::string& text, const std::strin
   s += ",\"finish_reason\":";
   s += finish ? "\"" + std::string(finish) + "\"" : std::string("null");
   s += "}]";
-  if (cfg_.include_usage)
+  if (cfg_.continuous_usage)
+    s += ",\"usage\":" + usage_json(live_).dump(-1, ' ', false, ojson::error_handler_t::replace);
+  else if (cfg_.include_usage)
     s += ",\"usage\":null";
   s += "}\n\n";
   return s;

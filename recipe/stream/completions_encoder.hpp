@@ -24,6 +24,9 @@ public:
     std::string model;
     std::int64_t created = 0;
     bool include_usage = false;
+    /// vLLM's `continuous_usage_stats` (with `include_usage`): every chunk carries the usage so
+    /// far (`usage_now`) instead of null.
+    bool continuous_usage = false;
     /// The choice this encoder writes (OpenAI's `n`: one encoder per choice, chunks interleaved).
     int index = 0;
     /// Its finish also ends the stream (usage chunk, `[DONE]`); false for every choice of an
@@ -32,6 +35,9 @@ public:
   };
 
   explicit completions_encoder(config cfg) : cfg_(std::move(cfg)) {}
+
+  /// The usage the next chunks carry (`continuous_usage`).
+  void usage_now(const usage_counts& u) { live_ = u; }
 
   /// Nothing: a legacy stream starts with its first text.
   std::string start() { return {}; }
@@ -54,6 +60,7 @@ private:
   std::string chunk(const std::string& text, const std::string& logprobs_json, const char* finish) const;
 
   config cfg_;
+  usage_counts live_;
   completion result_;
   text_logprobs logprobs_;
   std::size_t chars_ = 0;          ///< characters of text streamed so far (text_offset)

@@ -421,4 +421,45 @@ BOOST_AUTO_TEST_CASE(a_cancelled_background_response_keeps_what_it_generated) {
   }
 }
 
+BOOST_AUTO_TEST_CASE(continuous_usage_puts_the_usage_so_far_on_every_chunk) {
+  std::vector<stream_event> evs(2);
+  evs[0].type = stream_event::kind::content;
+  evs[0].text = "A";
+  evs[1].type = stream_event::kind::finish;
+  evs[1].reason = finish_reason::stop;
+  chat_encoder::config cc{"chatcmpl-1", "m", 7, true};
+  cc.continuous_usage = true;
+  chat_encoder chat(cc);
+  completions_encoder::config pc;
+  pc.include_usage = true;
+  pc.continuous_usage = true;
+  completions_encoder plain(pc);
+  for (int which = 0; which < 2; ++which) {
+    BOOST_TEST_CONTEXT((which ? "completions" : "chat")) {
+      std::string sse;
+      auto feed = [&](auto& enc) {
+        enc.usage_now({5, 0, 0, 0});
+        sse += enc.start();
+        enc.usage_now({5, 0, 1, 0});
+        sse += enc.encode(std::span(evs).subspan(0, 1), {5, 0, 1, 0});
+        enc.usage_now({5, 0, 2, 0});
+        sse += enc.encode(std::span(evs).subspan(1), {5, 0, 2, 0});
+      };
+      if (which)
+        feed(plain);
+      else
+        feed(chat);
+      const auto p = payloads(sse);
+      BOOST_REQUIRE(p.size() >= 3u);
+      for (const auto& c : p) {
+        BOOST_REQUIRE(c["usage"].is_object());
+        BOOST_TEST(c["usage"]["prompt_tokens"] == 5);
+        BOOST_TEST(c["usage"]["total_tokens"] == 5 + c["usage"]["completion_tokens"].get<int>());
+      }
+      BOOST_TEST(p.back()["usage"]["completion_tokens"] == 2); // the closing usage chunk
+      BOOST_TEST(p.front()["usage"]["completion_tokens"] == (which ? 1 : 0)); // chat's role chunk comes first
+    }
+  }
+}
+
 BOOST_AUTO_TEST_SUITE_END()
