@@ -58,7 +58,8 @@ std::optional<recipe::api_error> too_short_for_the_format(const entrypoint::cont
   recipe::api_error e;
   e.api = conv.api;
   e.param = conv.api == recipe::api_kind::responses ? "max_output_tokens" : "max_tokens";
-  e.message = (conv.api == recipe::api_kind::messages ? e.param + ": " : std::string{}) + "the output limit is " +
+  // (Anthropic's body puts the param before the message itself.)
+  e.message = "The output limit is " +
               std::to_string(limit) + " tokens, but the shortest output the requested format (schema or tool "
               "call) allows takes " + std::to_string(need) + " (with the end of the reply" +
               (conv.thinking ? " and of the reasoning" : "") + "); raise " + e.param + " to at least " +

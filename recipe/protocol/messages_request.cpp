@@ -37,9 +37,57 @@ std::string text_block(const json& b, const json_path& at) {
   return text;
 }
 
+/// A document block as the text the model reads: its title and context (when given), then its
+/// text. Plain-text sources (`text`, or `content` with text blocks) only: this server reads no
+/// PDF and fetches no URL, and answering without the document would look like an answer about it.
+content_part document_block(const json& b, const json_path& at) {
+  const json* src = jr::find(b, "source");
+  if (!src)
+    (at / "source").fail("Field required");
+  const auto p = at / "source";
+  jr::object(*src, p);
+  const auto type = jr::req_string(*src, "type", p);
+  if (type == "base64" || type == "url" || type == "file")
+    (p / "type").fail("Invalid value: '" + type + "'. This server reads plain-text documents only (source type "
+                      "'text' or 'content'); extract the text of the document and send it as a text source.");
+  jr::one_of(type, {"text", "content"}, p / "type");
+  std::string body;
+  if (type == "text") {
+    if (auto media = jr::opt_string(*src, "media_type", p))
+      jr::one_of(*media, {"text/plain"}, p / "media_type");
+    body = jr::req_string(*src, "data", p);
+  } else {
+    const json* content = jr::find(*src, "content");
+    if (!content)
+      (p / "content").fail("Field required");
+    if (content->is_string()) {
+      body = content->get<std::string>();
+    } else {
+      const auto& blocks = jr::array(*content, p / "content");
+      for (std::size_t i = 0; i < blocks.size(); ++i) {
+        const auto q = p / "content" / i;
+        const json& blk = jr::object(blocks[i], q);
+        jr::one_of(jr::req_string(blk, "type", q), {"text"}, q / "type");
+        body += (body.empty() ? "" : "\n\n") + jr::req_string(blk, "text", q);
+      }
+    }
+  }
+  std::string text;
+  if (auto title = jr::opt_string(b, "title", at); title && !title->empty())
+    text += *title + "\n\n";
+  if (auto context = jr::opt_string(b, "context", at); context && !context->empty())
+    text += *context + "\n\n";
+  text += body;
+  if (text.empty())
+    (p / "data").fail("document content must be non-empty");
+  return content_part::text(std::move(text));
+}
+
 std::vector<content_part> tool_result_content(const json& v, const json_path& at) {
-  return rc::content_parts(v, at, {"text", "image"}, [](const json& b, const json_path& p, const std::string& type) {
-    return type == "text" ? content_part::text(jr::req_string(b, "text", p)) : image_block(b, p);
+  return rc::content_parts(v, at, {"text", "image", "document"}, [](const json& b, const json_path& p, const std::string& type) {
+    return type == "text" ? content_part::text(jr::req_string(b, "text", p))
+           : type == "image" ? image_block(b, p)
+                             : document_block(b, p);
   });
 }
 
@@ -59,11 +107,13 @@ void user_message(const json& content, const json_path& at, conversation& c) {
     const auto p = at / i;
     const json& b = jr::object(content[i], p);
     const auto type = jr::req_string(b, "type", p);
-    jr::one_of(type, {"text", "image", "tool_result"}, p / "type");
+    jr::one_of(type, {"text", "image", "document", "tool_result"}, p / "type");
     if (type == "text") {
       pending.content.push_back(content_part::text(text_block(b, p)));
     } else if (type == "image") {
       pending.content.push_back(image_block(b, p));
+    } else if (type == "document") {
+      pending.content.push_back(document_block(b, p));
     } else {
       flush();
       message m;

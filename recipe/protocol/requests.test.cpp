@@ -287,4 +287,27 @@ BOOST_AUTO_TEST_CASE(a_tool_whose_arguments_schema_is_not_an_object_is_refused_b
       "parameters": {"properties": {}}}}]})").has_value());
 }
 
+BOOST_AUTO_TEST_CASE(messages_reads_plain_text_documents_and_refuses_the_ones_it_cannot_read) {
+  const std::string head = R"({"model": "m", "max_tokens": 10, "messages": [{"role": "user", "content": [)";
+  auto c = parse_messages_request(head + R"({"type": "document", "title": "Notes", "context": "from a meeting",
+      "source": {"type": "text", "media_type": "text/plain", "data": "hello doc"}}, {"type": "text", "text": "summarize"}]}]})");
+  BOOST_REQUIRE_MESSAGE(c.has_value(), error_of(c));
+  BOOST_REQUIRE(c->messages.at(0).content.size() == 2u);
+  BOOST_TEST(c->messages[0].content[0].value == "Notes\n\nfrom a meeting\n\nhello doc");
+  BOOST_TEST(c->messages[0].content[1].value == "summarize");
+  c = parse_messages_request(head + R"({"type": "document", "source": {"type": "content", "content": [
+      {"type": "text", "text": "a"}, {"type": "text", "text": "b"}]}}]}]})");
+  BOOST_REQUIRE_MESSAGE(c.has_value(), error_of(c));
+  BOOST_TEST(c->messages[0].content[0].value == "a\n\nb");
+  auto e = parse_messages_request(head + R"({"type": "document", "source": {"type": "base64",
+      "media_type": "application/pdf", "data": "JVBERi0="}}]}]})");
+  BOOST_REQUIRE(!e.has_value());
+  BOOST_TEST(e.error().param == "messages.0.content.0.source.type");
+  BOOST_TEST(e.error().message.find("plain-text documents only") != std::string::npos);
+  e = parse_messages_request(head + R"({"type": "document", "source": {"type": "text", "media_type": "text/html",
+      "data": "<p>x</p>"}}]}]})");
+  BOOST_REQUIRE(!e.has_value());
+  BOOST_TEST(e.error().param == "messages.0.content.0.source.media_type");
+}
+
 BOOST_AUTO_TEST_SUITE_END()

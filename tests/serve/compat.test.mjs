@@ -186,7 +186,7 @@ try {
       output_config: { format: { type: 'json_schema', schema } } });
     assert.equal(msg.status, 400, JSON.stringify(msg.json));
     assert.equal(msg.json.type, 'error');
-    assert.match(msg.json.error.message, /^max_tokens: /);
+    assert.match(msg.json.error.message, /^max_tokens: The output limit is 3 tokens/); // the param once
   });
 
   await check('GET /v1/models in both SDKs\' shapes: OpenAI Model and Anthropic ModelInfo pages; an unknown id is each one\'s 404', async () => {
@@ -351,6 +351,17 @@ try {
                          (e) => e.status === 400 && /at most 64/.test(e.message));
     // The server still answers.
     assert.equal((await openai.completions.create({ model: MODEL, prompt: 'hi', max_tokens: 1 })).choices.length, 1);
+  });
+
+  await check('messages: a plain-text document block reads as its title and text; a PDF is a 400 saying to send its text', async () => {
+    const ask = (first) => anthropic.messages.create({ model: MODEL, max_tokens: 8, temperature: 0,
+      messages: [{ role: 'user', content: [first, { type: 'text', text: 'Summarize it.' }] }] });
+    const doc = await ask({ type: 'document', title: 'Notes', source: { type: 'text', media_type: 'text/plain', data: 'The cat sat.' } });
+    const asText = await ask({ type: 'text', text: 'Notes\n\nThe cat sat.' });
+    assert.equal(doc.usage.input_tokens, asText.usage.input_tokens);
+    assert.deepEqual(doc.content, asText.content);
+    await assert.rejects(ask({ type: 'document', source: { type: 'base64', media_type: 'application/pdf', data: 'JVBERi0xLjQK' } }),
+                         (e) => e.status === 400 && /plain-text documents only/.test(e.error?.error?.message));
   });
 
 } catch (e) {
