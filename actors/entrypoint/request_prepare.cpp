@@ -333,6 +333,76 @@ void fetch_images(const entrypoint::context& ctx, const std::vector<std::string>
     });
 }
 
+namespace {
+
+/// What `truncate_to_fit` dropped and the prompt of what is left.
+struct truncation {
+  std::size_t dropped_messages = 0;
+  std::size_t dropped_images = 0;
+  recipe::tokenizer::bounded_encoding encoding;
+};
+
+/// Responses `truncation: "auto"`: drops the fewest oldest turns (the messages after the leading
+/// system ones, up to a user message) so the conversation fits `room` tokens, and leaves `conv`
+/// without them. Bisection over the turn boundaries: each try renders and tokenizes at most
+/// `room` tokens, so a long history costs a few tries, not one per message. When even the last
+/// turn alone is too long nothing is dropped (the caller reports the prompt too long).
+expected<truncation, recipe::api_error> truncate_to_fit(const entrypoint::context& ctx, recipe::conversation& conv,
+                                                        std::size_t room) {
+  std::size_t head = 0;
+  while (head < conv.messages.size() && conv.messages[head].role == recipe::role::system)
+    ++head;
+  std::vector<std::size_t> cuts; // a try drops messages [head, cut)
+  for (std::size_t i = head + 1; i < conv.messages.size(); ++i)
+    if (conv.messages[i].role == recipe::role::user)
+      cuts.push_back(i);
+  if (cuts.empty())
+    return truncation{};
+  auto all = std::move(conv.messages);
+  auto keep = [&](std::size_t cut) {
+    conv.messages.assign(all.begin(), all.begin() + static_cast<std::ptrdiff_t>(head));
+    conv.messages.insert(conv.messages.end(), all.begin() + static_cast<std::ptrdiff_t>(cut), all.end());
+  };
+  auto encode = [&](std::size_t cut) -> expected<recipe::tokenizer::bounded_encoding, recipe::api_error> {
+    keep(cut);
+    auto rendered = recipe::render(conv, *ctx.specials);
+    if (!rendered)
+      return std::move(rendered).error();
+    return ctx.tok->encode_within(*rendered, room);
+  };
+  std::size_t lo = 0, hi = cuts.size(); // the answer is in [lo, hi); hi: nothing fits
+  std::optional<recipe::tokenizer::bounded_encoding> best;
+  while (lo < hi) {
+    const auto mid = lo + (hi - lo) / 2;
+    auto enc = encode(cuts[mid]);
+    if (!enc) {
+      conv.messages = std::move(all);
+      return std::move(enc).error();
+    }
+    if (enc->fits) {
+      best = std::move(*enc);
+      hi = mid;
+    } else {
+      lo = mid + 1;
+    }
+  }
+  if (!best) {
+    conv.messages = std::move(all);
+    return truncation{};
+  }
+  truncation out;
+  const auto cut = cuts[lo];
+  out.dropped_messages = cut - head;
+  for (std::size_t m = head; m < cut; ++m)
+    for (const auto& part : all[m].content)
+      out.dropped_images += part.type == recipe::content_part::kind::image ? 1 : 0;
+  keep(cut); // the bisection ends at lo == hi, the last try that fit: `best` is its prompt
+  out.encoding = std::move(*best);
+  return out;
+}
+
+} // namespace
+
 expected<prepared_request, recipe::api_error> prepare_request(const entrypoint::context& ctx,
                                                                       recipe::api_kind api, std::string_view body,
                                                                       const std::string& tenant) {
@@ -407,6 +477,16 @@ expected<prepared_request, recipe::api_error> prepare_conversation(const entrypo
       segments = std::move(*rendered);
     }
     enc = ctx.tok->encode_within(segments, room);
+    if (!enc.fits && conv.truncate_auto && !conv.prompt) {
+      auto cut = truncate_to_fit(ctx, conv, room);
+      if (!cut)
+        return std::move(cut).error();
+      if (cut->dropped_messages > 0) {
+        // The images of the dropped turns go with them (images are in prompt order).
+        images->erase(images->begin(), images->begin() + static_cast<std::ptrdiff_t>(cut->dropped_images));
+        enc = std::move(cut->encoding);
+      }
+    }
   }
   if (!enc.fits) {
     if (default_limit)

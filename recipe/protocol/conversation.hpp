@@ -176,6 +176,10 @@ struct conversation {
   /// Responses `background`: the create call answers at once with the response `queued`; the
   /// turn runs on, is stored when it ends (GET polls it) and can be cancelled. Needs `store`.
   bool background = false;
+  /// Responses `truncation: "auto"`: a conversation longer than the context loses its oldest
+  /// turns (whole turns, from a user message on; the leading system messages stay) until it fits,
+  /// instead of a 400.
+  bool truncate_auto = false;
 };
 
 } // namespace deepinfer::recipe

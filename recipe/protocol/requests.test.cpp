@@ -310,4 +310,21 @@ BOOST_AUTO_TEST_CASE(messages_reads_plain_text_documents_and_refuses_the_ones_it
   BOOST_TEST(e.error().param == "messages.0.content.0.source.media_type");
 }
 
+BOOST_AUTO_TEST_CASE(responses_reads_truncation_and_background) {
+  auto c = parse_responses_request(R"({"model": "m", "input": "x", "truncation": "auto", "background": true})");
+  BOOST_REQUIRE_MESSAGE(c.has_value(), error_of(c));
+  BOOST_TEST(c->truncate_auto);
+  BOOST_TEST(c->background);
+  c = parse_responses_request(R"({"model": "m", "input": "x", "truncation": null, "background": null})");
+  BOOST_REQUIRE_MESSAGE(c.has_value(), error_of(c));
+  BOOST_TEST(!c->truncate_auto);
+  BOOST_TEST(!c->background);
+  auto e = parse_responses_request(R"({"model": "m", "input": "x", "truncation": "middle"})");
+  BOOST_REQUIRE(!e.has_value());
+  BOOST_TEST(e.error().param == "truncation");
+  e = parse_responses_request(R"({"model": "m", "input": "x", "background": true, "store": false})");
+  BOOST_REQUIRE(!e.has_value());
+  BOOST_TEST(e.error().param == "background");
+}
+
 BOOST_AUTO_TEST_SUITE_END()

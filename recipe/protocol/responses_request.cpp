@@ -155,6 +155,11 @@ conversation parse_responses_body(const json& j, const json_path& root) {
   }
   if (const json* st = jr::find(j, "store"); st && !st->is_null())
     c.store = jr::opt_bool(j, "store", root).value_or(true);
+  if (const json* t = jr::find(j, "truncation"); t && !t->is_null()) {
+    const auto mode = jr::string(*t, root / "truncation");
+    jr::one_of(mode, {"auto", "disabled"}, root / "truncation");
+    c.truncate_auto = mode == "auto";
+  }
   if (const json* b = jr::find(j, "background"); b && !b->is_null())
     c.background = jr::opt_bool(j, "background", root).value_or(false);
   if (c.background && !c.store)

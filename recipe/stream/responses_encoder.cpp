@@ -20,6 +20,7 @@ ojson responses_echo(const conversation& conv) {
   e["previous_response_id"] = conv.previous_response_id.empty() ? ojson() : ojson(conv.previous_response_id);
   e["store"] = conv.store;
   e["background"] = conv.background;
+  e["truncation"] = conv.truncate_auto ? "auto" : "disabled";
   e["top_logprobs"] = conv.sampling.logprobs ? ojson(conv.sampling.top_logprobs) : ojson();
   e["max_output_tokens"] = conv.sampling.max_tokens ? ojson(*conv.sampling.max_tokens) : ojson();
   // The request's own settings, as the Response object carries them.

@@ -364,6 +364,25 @@ try {
                          (e) => e.status === 400 && /plain-text documents only/.test(e.error?.error?.message));
   });
 
+  await check('responses truncation auto: a conversation over the context loses its oldest turns and answers as the turns it kept; disabled is the 400', async () => {
+    const words = (n, salt) => Array.from({ length: n }, (_, i) => `w${(i * 7919 + salt * 104729) % 99991}`).join(' ');
+    const turn = (k) => [{ role: 'user', content: words(6000, k) }, { role: 'assistant', content: 'Noted.' }];
+    const input = [...turn(1), ...turn(2), ...turn(3), { role: 'user', content: 'What did I say first?' }];
+    const ask = { model: MODEL, max_output_tokens: 4, temperature: 0, instructions: 'Be brief.' };
+    await assert.rejects(openai.responses.create({ ...ask, input }),
+                         (e) => e.status === 400 && /maximum context length/.test(e.message));
+    const cut = await openai.responses.create({ ...ask, input, truncation: 'auto' });
+    assert.equal(cut.truncation, 'auto');
+    assert.ok(cut.usage.input_tokens < 40960, `${cut.usage.input_tokens}`);
+    // The same as sending only what was kept: the fewest oldest turns went (here the first).
+    const kept = await openai.responses.create({ ...ask, input: input.slice(2) });
+    assert.equal(cut.usage.input_tokens, kept.usage.input_tokens);
+    assert.equal(cut.output_text, kept.output_text);
+    // A last turn longer than the context alone still cannot be served.
+    await assert.rejects(openai.responses.create({ ...ask, input: [{ role: 'user', content: words(20000, 9) }], truncation: 'auto' }),
+                         (e) => e.status === 400);
+  });
+
 } catch (e) {
   setupFailed(e);
 } finally {
