@@ -11,13 +11,25 @@ namespace {
 namespace jr = json_reader;
 namespace rc = request_common;
 
-content_part image_block(const json& b, const json_path& at) {
+/// An image or document block's `source` object, its path and its `type`.
+struct block_source {
+  const json* src;
+  json_path at;
+  std::string type;
+};
+
+block_source source_of(const json& b, const json_path& at) {
   const json* src = jr::find(b, "source");
   if (!src)
     (at / "source").fail("Field required");
-  const auto p = at / "source";
+  auto p = at / "source";
   jr::object(*src, p);
-  const auto type = jr::req_string(*src, "type", p);
+  auto type = jr::req_string(*src, "type", p);
+  return {src, std::move(p), std::move(type)};
+}
+
+content_part image_block(const json& b, const json_path& at) {
+  const auto [src, p, type] = source_of(b, at);
   jr::one_of(type, {"base64", "url"}, p / "type");
   if (type == "url") {
     auto url = jr::req_string(*src, "url", p);
@@ -41,12 +53,7 @@ std::string text_block(const json& b, const json_path& at) {
 /// text. Plain-text sources (`text`, or `content` with text blocks) only: this server reads no
 /// PDF and fetches no URL, and answering without the document would look like an answer about it.
 content_part document_block(const json& b, const json_path& at) {
-  const json* src = jr::find(b, "source");
-  if (!src)
-    (at / "source").fail("Field required");
-  const auto p = at / "source";
-  jr::object(*src, p);
-  const auto type = jr::req_string(*src, "type", p);
+  const auto [src, p, type] = source_of(b, at);
   if (type == "base64" || type == "url" || type == "file")
     (p / "type").fail("Invalid value: '" + type + "'. This server reads plain-text documents only (source type "
                       "'text' or 'content'); extract the text of the document and send it as a text source.");
