@@ -2,24 +2,20 @@
 
 #include <algorithm>
 
+#include "actors/http/sse_events.hpp"
+
 namespace deepinfer::actors {
 
 void background_events::append(std::string_view chunk) {
-  std::vector<std::string> fresh;
-  for (std::size_t at = 0; at < chunk.size();) {
-    const auto end = chunk.find("\n\n", at);
-    const auto stop = end == std::string_view::npos ? chunk.size() : end + 2;
-    fresh.emplace_back(chunk.substr(at, stop - at));
-    at = stop;
-  }
+  const auto fresh = http::sse_events(chunk);
   if (fresh.empty())
     return;
   std::lock_guard guard{mtx_};
-  for (auto& e : fresh) {
+  for (auto e : fresh) {
     for (auto& l : listeners_)
-      l.writer->write(e);
+      l.writer->write(std::string{e});
     bytes_ += e.size();
-    events_.push_back(std::move(e));
+    events_.emplace_back(e);
   }
 }
 

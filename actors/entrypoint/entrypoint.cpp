@@ -73,7 +73,7 @@ void stored_response(const std::shared_ptr<entrypoint::context>& ctx, const http
     auto stored = ctx->responses->get(tenant, id);
     if (!ctx->responses->erase(tenant, id))
       return missing();
-    if (stored && stored->running && stored->cancel)
+    if (stored && stored->running())
       stored->cancel();
     return w.send_json(200, nlohmann::json{{"id", id}, {"object", "response.deleted"}, {"deleted", true}}.dump());
   }
@@ -131,7 +131,7 @@ void cancel_response(const std::shared_ptr<entrypoint::context>& ctx, const http
     return send_api_error(w, recipe::api_kind::responses, 400, "invalid_request_error",
                           "Response with id '" + id + "' did not run in the background: only responses created "
                           "with background: true can be cancelled.", "response_id");
-  if (!stored->running || !stored->cancel)
+  if (!stored->running())
     return w.send_json(200, stored->body);
   stored->cancel();
   // The turn stores its end (with what it generated) as it stops; this answer is the response

@@ -1,5 +1,7 @@
 #include "actors/entrypoint/prompt_batch_writer.hpp"
 
+#include "actors/http/sse_events.hpp"
+
 namespace deepinfer::actors {
 
 namespace {
@@ -149,11 +151,7 @@ void prompt_batch_writer::on_write(int i, const std::string& chunk) {
   if (answered_ || !streaming_)
     return;
   std::string out;
-  for (size_t at = 0; at < chunk.size();) {
-    const auto end = chunk.find("\n\n", at);
-    const auto stop = end == std::string::npos ? chunk.size() : end + 2;
-    std::string_view ev{chunk.data() + at, stop - at};
-    at = stop;
+  for (auto ev : http::sse_events(chunk)) {
     if (!ev.starts_with("data: ")) {
       out += ev;
       continue;

@@ -386,12 +386,8 @@ caf::behavior start(request_pointer self, recipe::conversation conv, const fetch
         st.writer = std::make_shared<recording_writer>(std::make_shared<http::discarding_writer>(), st.background_log);
         return;
       }
-      st.done = true;
-      st.ctx->vllm.finished("abort");
       log().info("request={} client went away; cancelling", st.id);
-      if (st.waiting)
-        st.ctx->admission->withdraw(st.waiting);
-      cancel_ranks(self);
+      stop_in_flight(self);
       self->quit();
     },
     [=](admit_atom) {

@@ -56,7 +56,6 @@ void answer_background(request_pointer self) {
   st.background_log = std::make_shared<background_events>();
   response_store::entry e;
   e.body = out.queued_body();
-  e.running = true;
   e.background = true;
   e.events = st.background_log;
   e.cancel = [addr = self->address()] {
@@ -81,14 +80,19 @@ void answer_background(request_pointer self) {
   st.writer->write(out.start(st.usage));
 }
 
-void cancel_background(request_pointer self) {
+void stop_in_flight(request_pointer self) {
   auto& st = self->state;
   st.done = true;
   st.ctx->vllm.finished("abort");
-  log().info("request={} id={} cancelled by its client after {} tokens", st.id, st.public_id, st.generated_tokens());
   if (st.waiting)
     st.ctx->admission->withdraw(st.waiting);
   cancel_ranks(self);
+}
+
+void cancel_background(request_pointer self) {
+  auto& st = self->state;
+  log().info("request={} id={} cancelled by its client after {} tokens", st.id, st.public_id, st.generated_tokens());
+  stop_in_flight(self);
   auto& out = *st.samples.front().out;
   auto closing = out.cancel();
   store_response(st, out.body(st.usage_now()));

@@ -255,7 +255,7 @@ expected<recipe::conversation, recipe::api_error> parse_for_serving(const entryp
       e.code = "previous_response_not_found";
       return e;
     }
-    if (prev->running)
+    if (prev->running())
       return error_of(api, 400, "invalid_request_error",
                       "Previous response with id '" + conv->previous_response_id +
                         "' is a background response still in progress; poll GET /v1/responses/" +

@@ -203,6 +203,9 @@ void store_response(request_state& st, const std::string& body);
 /// request_finish.cpp: a background turn starts: its response is stored `queued` and the create
 /// call answered with it (or, streaming, the stream's head goes out now).
 void answer_background(request_pointer self);
+/// request_finish.cpp: the request is over before its answer (its client went away or cancelled
+/// it): counted as aborted, its place in the admission line or on the ranks given up.
+void stop_in_flight(request_pointer self);
 /// request_finish.cpp: a background turn's client asked for its cancel: the ranks stop, the
 /// response is stored `cancelled` with what was generated; the actor quits.
 void cancel_background(request_pointer self);

@@ -31,12 +31,13 @@ public:
     /// The conversation up to and including this response's output, without the instructions
     /// (which a continuation does not inherit, as OpenAI specifies).
     std::vector<recipe::message> history;
-    /// A background turn (`background: true`) still running: `body` is its response as created
-    /// (status `queued`), `history` empty, and `cancel` asks the turn to stop (thread-safe; the
-    /// turn then stores its end, status `cancelled`). Once it ends its entry is replaced.
-    bool running = false;
+    /// A background turn (`background: true`) still running has a `cancel`, which asks the turn
+    /// to stop (thread-safe; the turn then stores its end, status `cancelled`); its `body` is its
+    /// response as created (status `queued`) and `history` is empty. Once it ends its entry is
+    /// replaced by one without `cancel`.
     bool background = false;
     std::function<void()> cancel;
+    bool running() const { return static_cast<bool>(cancel); }
     /// A background turn's SSE events (whether its create call streamed or not): what a GET
     /// with `stream=true` replays and follows. Null for a turn that did not run in the background.
     std::shared_ptr<background_events> events;

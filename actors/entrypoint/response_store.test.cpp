@@ -40,13 +40,13 @@ BOOST_AUTO_TEST_CASE(a_stored_turn_is_its_tenants_only_and_can_be_deleted) {
 BOOST_AUTO_TEST_CASE(a_background_turns_end_replaces_its_entry_but_never_brings_back_a_deleted_one) {
   response_store s({3600s, 1 << 20});
   auto queued = turn("{\"status\":\"queued\"}", "");
-  queued.running = true;
   queued.background = true;
+  queued.cancel = [] {};
   s.put("k", "resp_1", queued);
   s.put("k", "resp_2", queued);
-  BOOST_TEST(s.get("k", "resp_1")->running);
+  BOOST_TEST(s.get("k", "resp_1")->running());
   BOOST_TEST(s.replace("k", "resp_1", turn("{\"status\":\"completed\"}", "done")));
-  BOOST_TEST(!s.get("k", "resp_1")->running);
+  BOOST_TEST(!s.get("k", "resp_1")->running());
   BOOST_TEST(s.get("k", "resp_1")->body == "{\"status\":\"completed\"}");
   BOOST_TEST(s.erase("k", "resp_2"));
   BOOST_TEST(!s.replace("k", "resp_2", turn("{\"status\":\"completed\"}", "done")));
