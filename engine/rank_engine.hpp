@@ -89,6 +89,9 @@ struct prefill_progress {
   std::vector<sampled_token> samples;
   /// Logits of the last prompt position (vocab floats).
   std::vector<float> logits;
+  /// With sampling_params::prompt_logprobs >= 0: prompt tokens 1 .. L-1 scored by the logits
+  /// of the position before each (its log-probability and the most likely ids there).
+  std::vector<sampled_token> prompt;
 };
 
 /// The next token of one sequence after a decode step.
@@ -276,6 +279,8 @@ private:
   void run_encoder(sequence& s, int64_t begin, int64_t end, bool write_kv);
   void finish_prefill(sequence& s, prefill_progress& out);
   void run_decoder(sequence& s, int64_t begin, int64_t end);
+  /// Fills `out.prompt` (prompt logprobs) from the decoder's final state of every prompt row.
+  void score_prompt(const sequence& s, prefill_progress& out);
   std::vector<std::byte> encode_snapshot(const sequence& s, bool with_decoder) const;
   /// Samples `s`'s next token from its row of `logits` (masked in place when it is constrained).
   bool sample_and_append(sequence& s, float* logits, sampled_token& tok);

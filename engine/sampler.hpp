@@ -57,6 +57,11 @@ struct sampling_params {
   /// ends there and the answer follows. -1: no budget.
   int32_t thinking_budget = -1;
   int32_t thinking_end = -1;
+  /// Prompt log-probabilities (legacy Completions' `echo` with `logprobs`): -1 none; otherwise
+  /// each prompt token's log-probability given the tokens before it (from the second token on)
+  /// with this many alternatives. The prefill then runs cold (no prefix hit: the decoder needs
+  /// the encoder's output at every position) with the decoder over the whole prompt.
+  int32_t prompt_logprobs = -1;
 
   /// Whether any logit processing (penalties, min_tokens, logit_bias, a thinking budget) is
   /// asked for.
@@ -83,7 +88,18 @@ public:
   /// `random_bits(p.seed, position)`: a function of the seed and the position only, so a
   /// request moved to another rank (rerouted, handed off, speculated) draws what it would have
   /// drawn in place, whatever it drew before.
-  static sampled_token sample(const float* logits, int64_t vocab, const sampling_params& p, int64_t position);
+  /// A vectorized `out[i] = exp(x[i] - shift)` with the canonical exp's bits
+  /// (kernels::kernel_table::exp_shifted); a null one: the scalar canonical exp, the same bits.
+  using exp_fn = void (*)(const float* x, int64_t n, float shift, float* out);
+
+  static sampled_token sample(const float* logits, int64_t vocab, const sampling_params& p, int64_t position,
+                              exp_fn exps = nullptr);
+
+  /// The log-probability of `id` under the temperature-1 distribution of `logits[0..vocab)`, and
+  /// the `top_n` most likely ids with theirs (best first, ties to the lower id): `sample`'s
+  /// figures for a token that was given, not drawn (a prompt token). One pass for the normalizer,
+  /// one for the top ids (no sort of the vocabulary).
+  static sampled_token score(const float* logits, int64_t vocab, int32_t id, int32_t top_n, exp_fn exps = nullptr);
 
   /// The 64 random bits of position `position` under `seed` (SplitMix64's output at step
   /// `position` of a stream that starts at a mix of `seed`).

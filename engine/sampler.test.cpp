@@ -1,7 +1,10 @@
 #include "engine/sampler.hpp"
+#include "engine/kernels/isa.hpp"
+#include "engine/kernels/kernel_table.hpp"
 
 #include <algorithm>
 #include <cmath>
+#include <random>
 #include <set>
 
 #include <boost/test/unit_test.hpp>
@@ -202,6 +205,40 @@ BOOST_AUTO_TEST_CASE(repetition_min_tokens_and_logit_bias_follow_vllm) {
   l = logits();
   sampler::process_logits(l.data(), 8, none, std::vector<int32_t>{1, 1, 1});
   BOOST_TEST((l == logits()));
+}
+
+// The vectorized exponentials (each ISA's kernel) give the scalar canonical exp's bits: the same
+// draws, logprobs and alternatives on a vocabulary-sized row, under every sampling setting.
+BOOST_AUTO_TEST_CASE(the_kernels_exponentials_draw_what_the_scalar_ones_draw) {
+  std::mt19937 rng(5);
+  std::normal_distribution<float> d(0.0f, 3.0f);
+  std::vector<float> row(129280);
+  for (auto& x : row)
+    x = d(rng);
+  for (auto isa : deepinfer::engine::kernels::supported_cpu_isas()) {
+    const auto fn = deepinfer::engine::kernels::kernels_for(isa).exp_shifted;
+    for (float temperature : {0.0f, 0.7f, 1.3f})
+      for (float min_p : {0.0f, 0.05f})
+        for (float top_p : {1.0f, 0.9f})
+          for (int64_t position : {0, 17}) {
+            sampling_params p;
+            p.temperature = temperature;
+            p.min_p = min_p;
+            p.top_p = top_p;
+            p.seed = 99;
+            p.logprobs = true;
+            p.top_logprobs = 3;
+            const auto a = sampler::sample(row.data(), static_cast<int64_t>(row.size()), p, position);
+            const auto b = sampler::sample(row.data(), static_cast<int64_t>(row.size()), p, position, fn);
+            BOOST_TEST(a.id == b.id);
+            BOOST_TEST(a.logprob == b.logprob);
+            BOOST_TEST(a.top == b.top);
+          }
+    const auto a = sampler::score(row.data(), static_cast<int64_t>(row.size()), 12, 5);
+    const auto b = sampler::score(row.data(), static_cast<int64_t>(row.size()), 12, 5, fn);
+    BOOST_TEST(a.logprob == b.logprob);
+    BOOST_TEST(a.top == b.top);
+  }
 }
 
 BOOST_AUTO_TEST_SUITE_END()
