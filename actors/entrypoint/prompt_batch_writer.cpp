@@ -83,6 +83,16 @@ void prompt_batch_writer::on_part_disconnect(int i, std::function<void()> cb) {
 }
 
 nlohmann::ordered_json prompt_batch_writer::rewrite(int i, nlohmann::ordered_json chunk) {
+  // One completion, one id and creation time (each prompt's request drew its own): the first
+  // part's to answer.
+  for (const char* key : {"id", "created"})
+    if (auto f = chunk.find(key); f != chunk.end()) {
+      auto& kept = head_[key];
+      if (kept.is_null())
+        kept = *f;
+      else
+        *f = kept;
+    }
   if (auto c = chunk.find("choices"); c != chunk.end() && c->is_array())
     for (auto& choice : *c)
       if (choice.contains("index") && choice["index"].is_number_integer())
@@ -169,7 +179,7 @@ void prompt_batch_writer::on_write(int i, const std::string& chunk) {
     // The usage chunk (include_usage: no choices, the part's usage): summed into one at the end.
     if (auto c = j.find("choices"); c != j.end() && c->empty() && j.contains("usage") && j["usage"].is_object()) {
       add_usage(usage_, j["usage"]);
-      last_chunk_head_ = j;
+      last_chunk_head_ = rewrite(i, std::move(j));
       continue;
     }
     out += event(rewrite(i, std::move(j)));

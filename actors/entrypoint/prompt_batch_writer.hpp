@@ -52,6 +52,7 @@ private:
   std::vector<std::function<void()>> cancels_;
   std::vector<bool> cancelled_;
   nlohmann::ordered_json usage_;           // summed usage chunks of a stream
+  nlohmann::ordered_json head_;            // the `id` and `created` every chunk and the body carry
   nlohmann::ordered_json last_chunk_head_; // id / object / created / model of a stream chunk
 };
 
