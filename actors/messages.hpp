@@ -29,7 +29,8 @@ template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, sampling_params& x) {
   return f(caf::meta::type_name("sampling_params"), x.temperature, x.top_k, x.top_p, x.min_p, x.seed, x.stop_ids,
            x.max_tokens, x.logprobs, x.top_logprobs, x.constraint, x.output_from, x.presence_penalty,
-           x.frequency_penalty, x.repetition_penalty, x.min_tokens, x.logit_bias, x.thinking_budget, x.thinking_end);
+           x.frequency_penalty, x.repetition_penalty, x.min_tokens, x.logit_bias, x.thinking_budget, x.thinking_end,
+           x.prompt_logprobs);
 }
 
 } // namespace deepinfer::engine
@@ -398,12 +399,15 @@ struct prefill_result {
   token_logprobs logprobs;
   /// prefill_job::samples with their first tokens (and whether each ended there).
   std::vector<parallel_sample> samples;
+  /// With sampling_params::prompt_logprobs >= 0: the prompt's tokens from the second on, each
+  /// scored by the logits before it (one entry per token, prompt_logprobs alternatives each).
+  token_logprobs prompt_logprobs;
 };
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, prefill_result& x) {
   return f(caf::meta::type_name("prefill_result"), x.id, x.first_token, x.finished, x.error,
-           x.cached, x.snapshot_hit, x.snapshot_remote, x.transport, x.logprobs, x.samples);
+           x.cached, x.snapshot_hit, x.snapshot_remote, x.transport, x.logprobs, x.samples, x.prompt_logprobs);
 }
 
 /// A prefilled sequence on its way to a decode rank (DESIGN §1 step 5). Which fields are set

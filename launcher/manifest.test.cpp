@@ -249,7 +249,7 @@ BOOST_AUTO_TEST_CASE(limits_tables_reach_the_node_config_and_reject_bad_values) 
                            "[http]\nmax_connections = 128\nheader_timeout_ms = 500\nallowed_hosts = [\"api.internal\"]\n"
                            "cors_origins = [\"https://app.example\"]\napi_keys_file = \"/etc/keys.txt\"\n"
                            "protect_metrics = true\n"
-                           "[requests]\njson_max_depth = 32\nstall_timeout_ms = 5000\ndeadline_ms = 9000\ndefault_max_tokens = 2048\nmax_batch_prompts = 8\n"
+                           "[requests]\njson_max_depth = 32\nstall_timeout_ms = 5000\ndeadline_ms = 9000\ndefault_max_tokens = 2048\nmax_batch_prompts = 8\nmax_prompt_logprobs_tokens = 512\n"
                            "api_keys = [\"key-0123456789\"]\nresponses_ttl_s = 60\nresponses_store_mib = 8\n"
                            "[admission]\nprefill_tokens_per_rank = 1000\nmax_waiting = 3\nqueue_timeout_ms = 700\n"
                            "[so]\ncache_mib = 64\ncompile_timeout_ms = 500\n" +
@@ -273,6 +273,7 @@ BOOST_AUTO_TEST_CASE(limits_tables_reach_the_node_config_and_reject_bad_values) 
   BOOST_TEST(m.requests.deadline.count() == 9000);
   BOOST_TEST(m.requests.default_max_tokens == 2048);
   BOOST_TEST(m.requests.max_batch_prompts == 8);
+  BOOST_TEST(m.requests.max_prompt_logprobs_tokens == 512);
   BOOST_TEST(expect_error("model = \"/m\"\n[kv]\nroot = \"/kv\"\n[requests]\ndefault_max_tokens = 0\n" + good_nodes).key ==
              "requests.default_max_tokens");
   BOOST_TEST(m.requests.api_keys.size() == 1u);

@@ -99,6 +99,8 @@ void read_requests(toml_reader& r, actors::request_limits& q) {
     q.default_max_tokens = static_cast<int32_t>(*v);
   if (auto v = r.integer("max_batch_prompts", 1, 4096))
     q.max_batch_prompts = static_cast<int32_t>(*v);
+  if (auto v = r.integer("max_prompt_logprobs_tokens", 1, 1 << 20))
+    q.max_prompt_logprobs_tokens = static_cast<int32_t>(*v);
   if (auto v = r.strings("api_keys")) {
     for (std::size_t i = 0; i < v->size(); ++i)
       if ((*v)[i].size() < 8)

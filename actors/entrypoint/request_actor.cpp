@@ -257,27 +257,7 @@ caf::behavior start(request_pointer self, recipe::conversation conv, const fetch
     return {};
   }
   auto& smp = st.conv.sampling;
-  sampling.temperature = static_cast<float>(smp.temperature.value_or(0.0));
-  sampling.top_p = static_cast<float>(smp.top_p.value_or(1.0));
-  sampling.top_k = static_cast<int32_t>(smp.top_k.value_or(0));
-  sampling.min_p = static_cast<float>(smp.min_p.value_or(0.0));
-  // An unseeded request draws its own seed (once: a resubmission continues the same stream).
-  sampling.seed = smp.seed ? static_cast<uint64_t>(*smp.seed) : recipe::random_seed();
-  // ignore_eos (vLLM): EOS is no stop for the ranks, and no text for the parser.
-  sampling.stop_ids = smp.ignore_eos ? std::vector<int32_t>{} : std::vector<int32_t>{st.ctx->eos};
-  sampling.presence_penalty = static_cast<float>(smp.presence_penalty.value_or(0.0));
-  sampling.frequency_penalty = static_cast<float>(smp.frequency_penalty.value_or(0.0));
-  sampling.repetition_penalty = static_cast<float>(smp.repetition_penalty.value_or(1.0));
-  sampling.min_tokens = static_cast<int32_t>(smp.min_tokens.value_or(0));
-  for (auto [id, bias] : smp.logit_bias)
-    sampling.logit_bias.emplace_back(id, static_cast<float>(bias));
-  sampling.logprobs = smp.logprobs;
-  sampling.top_logprobs = static_cast<int32_t>(smp.top_logprobs);
-  if (st.conv.thinking && st.conv.thinking_budget)
-    if (auto end = st.ctx->specials->id(recipe::spelling::think_close)) {
-      sampling.thinking_budget = static_cast<int32_t>(*st.conv.thinking_budget);
-      sampling.thinking_end = *end;
-    }
+  sampling_from_request(*st.ctx, st.conv, sampling);
   st.usage.prompt_tokens = static_cast<int64_t>(st.prompt.size());
   st.ctx->prompt_tokens->inc(static_cast<double>(st.prompt.size()));
   recipe::stream_parser::config pc;
@@ -408,21 +388,6 @@ caf::behavior start(request_pointer self, recipe::conversation conv, const fetch
         place(self, i);
     },
   };
-}
-
-/// The engine's log-probabilities of `ids` with each token's (and alternative's) bytes.
-std::vector<recipe::token_logprob> logprob_entries(const recipe::tokenizer& tok, const std::vector<int32_t>& ids,
-                                                   const token_logprobs& lp) {
-  std::vector<recipe::token_logprob> out(ids.size());
-  const auto n = static_cast<std::size_t>(std::max(lp.top_n, 0));
-  for (std::size_t i = 0; i < ids.size(); ++i) {
-    out[i].token = tok.token_bytes(ids[i]);
-    out[i].logprob = lp.logprob[i];
-    for (std::size_t k = i * n; k < (i + 1) * n && k < lp.top_ids.size(); ++k)
-      if (lp.top_ids[k] >= 0)
-        out[i].top.push_back({std::string(tok.token_bytes(lp.top_ids[k])), lp.top_logprobs[k]});
-  }
-  return out;
 }
 
 } // namespace

@@ -1,6 +1,7 @@
 #include "actors/entrypoint/request_prepare.hpp"
 
 #include "actors/entrypoint/serving_context.hpp"
+#include "recipe/protocol/api_ids.hpp"
 #include "recipe/protocol/parse_request.hpp"
 #include "recipe/render/renderer.hpp"
 #include "recipe/vision/image_decode.hpp"
@@ -207,6 +208,32 @@ bool place_images(std::vector<prompt_image>& images, const std::vector<int32_t>&
 
 } // namespace
 
+void sampling_from_request(const entrypoint::context& ctx, const recipe::conversation& conv,
+                           engine::sampling_params& sampling) {
+  sampling.temperature = static_cast<float>(conv.sampling.temperature.value_or(0.0));
+  sampling.top_p = static_cast<float>(conv.sampling.top_p.value_or(1.0));
+  sampling.top_k = static_cast<int32_t>(conv.sampling.top_k.value_or(0));
+  sampling.min_p = static_cast<float>(conv.sampling.min_p.value_or(0.0));
+  // An unseeded request draws its own seed (once: a resubmission continues the same stream).
+  sampling.seed = conv.sampling.seed ? static_cast<uint64_t>(*conv.sampling.seed) : recipe::random_seed();
+  // ignore_eos (vLLM): EOS is no stop for the ranks, and no text for the parser.
+  sampling.stop_ids = conv.sampling.ignore_eos ? std::vector<int32_t>{} : std::vector<int32_t>{ctx.eos};
+  sampling.presence_penalty = static_cast<float>(conv.sampling.presence_penalty.value_or(0.0));
+  sampling.frequency_penalty = static_cast<float>(conv.sampling.frequency_penalty.value_or(0.0));
+  sampling.repetition_penalty = static_cast<float>(conv.sampling.repetition_penalty.value_or(1.0));
+  sampling.min_tokens = static_cast<int32_t>(conv.sampling.min_tokens.value_or(0));
+  for (auto [id, bias] : conv.sampling.logit_bias)
+    sampling.logit_bias.emplace_back(id, static_cast<float>(bias));
+  sampling.logprobs = conv.sampling.logprobs;
+  sampling.top_logprobs = static_cast<int32_t>(conv.sampling.top_logprobs);
+  sampling.prompt_logprobs = static_cast<int32_t>(conv.sampling.prompt_logprobs);
+  if (conv.thinking && conv.thinking_budget)
+    if (auto end = ctx.specials->id(recipe::spelling::think_close)) {
+      sampling.thinking_budget = static_cast<int32_t>(*conv.thinking_budget);
+      sampling.thinking_end = *end;
+    }
+}
+
 kv::traffic_class traffic_class_of(const recipe::conversation& conv) {
   if (conv.metadata.is_object())
     if (auto it = conv.metadata.find("traffic_class"); it != conv.metadata.end() && it->is_string())
@@ -265,72 +292,6 @@ expected<recipe::conversation, recipe::api_error> parse_for_serving(const entryp
     conv->messages.insert(at, prev->history.begin(), prev->history.end());
   }
   return conv;
-}
-
-std::vector<std::string> image_urls(const recipe::conversation& conv) {
-  std::vector<std::string> out;
-  for (const auto& m : conv.messages)
-    for (const auto& part : m.content)
-      if (part.type == recipe::content_part::kind::image && part.value.rfind("data:", 0) != 0 &&
-          std::find(out.begin(), out.end(), part.value) == out.end())
-        out.push_back(part.value);
-  return out;
-}
-
-namespace {
-
-const char* fetch_result_label(const http::fetch_result& r) {
-  if (r)
-    return "ok";
-  using k = http::fetch_error::kind;
-  switch (r.error().what) {
-    case k::bad_url: return "bad_url";
-    case k::refused_address: return "refused_address";
-    case k::unreachable: return "unreachable";
-    case k::tls: return "tls";
-    case k::timeout: return "timeout";
-    case k::too_large: return "too_large";
-    case k::not_image: return "not_image";
-    case k::http_status: return "http_status";
-    case k::too_many_redirects: return "too_many_redirects";
-  }
-  return "unknown";
-}
-
-} // namespace
-
-void fetch_images(const entrypoint::context& ctx, const std::vector<std::string>& urls,
-                  std::function<void(fetched_images)> done) {
-  struct pending {
-    std::mutex mtx;
-    fetched_images got;
-    std::size_t left = 0;
-    std::function<void(fetched_images)> done;
-  };
-  auto p = std::make_shared<pending>();
-  p->left = urls.size();
-  p->done = std::move(done);
-  if (urls.empty())
-    return p->done({});
-  // The metrics live in the node's registry, which outlives the fetcher and its callbacks.
-  auto* fetches = ctx.image_fetches;
-  auto* seconds = ctx.image_fetch_seconds;
-  auto* bytes = ctx.image_fetch_bytes;
-  for (const auto& url : urls)
-    ctx.fetcher->fetch(url, [p, url, fetches, seconds, bytes, t0 = std::chrono::steady_clock::now()](http::fetch_result r) {
-      if (fetches)
-        fetches->with({fetch_result_label(r)}).inc();
-      if (seconds)
-        seconds->observe(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
-      if (bytes && r)
-        bytes->inc(static_cast<double>(r->size()));
-      std::unique_lock lock{p->mtx};
-      p->got.insert_or_assign(url, std::move(r));
-      if (--p->left == 0) {
-        lock.unlock();
-        p->done(std::move(p->got));
-      }
-    });
 }
 
 namespace {
@@ -499,6 +460,13 @@ expected<prepared_request, recipe::api_error> prepare_conversation(const entrypo
   }
   if (default_limit)
     out.max_tokens = static_cast<int32_t>(std::min<int64_t>(out.max_tokens, limit - static_cast<int64_t>(enc.ids.size())));
+  if (const int64_t most = ctx.cfg.requests.max_prompt_logprobs_tokens;
+      conv.sampling.prompt_logprobs >= 0 && static_cast<int64_t>(enc.ids.size()) > most)
+    return error_of(api, 400, "invalid_request_error",
+                    "'echo' with 'logprobs' scores prompts of up to " + std::to_string(most) + " tokens; this one has " +
+                      std::to_string(enc.ids.size()) + ". Shorten the prompt, or send it without 'logprobs' (or without "
+                      "'echo').",
+                    "logprobs");
   auto constraint = constraint_of(ctx, conv, constraint_compiled);
   if (!constraint)
     return std::move(constraint).error();

@@ -37,6 +37,11 @@ struct prepared_request {
 /// A request's traffic class (DESIGN §4.1): `agent` when it carries tools or tool results,
 /// `chatbot` otherwise, unless its `metadata` says `"traffic_class": "agent" | "chatbot"`.
 kv::traffic_class traffic_class_of(const recipe::conversation& conv);
+/// The engine's sampling settings of a prepared request (the rest of what `prepare_request` set
+/// in `sampling`): temperature, nucleus and the other cuts, the seed (drawn when the client sent
+/// none), EOS as the stop, penalties, logit bias, logprobs, the thinking budget.
+void sampling_from_request(const entrypoint::context& ctx, const recipe::conversation& conv,
+                           engine::sampling_params& sampling);
 
 /// Fetched image files by URL: the body, or why it could not be fetched.
 using fetched_images = std::map<std::string, http::fetch_result>;

@@ -117,6 +117,8 @@ void on_first_token(request_pointer self, int i, int32_t token, bool finished, c
       self->delayed_send(self, decode_start_timeout(self), decode_atom::value, sm.job);
   }
   sm.prefilled = true;
+  if (!echo_prompt(self, i))
+    return;
   on_tokens(self, i, {token}, finished, lp);
   auto early = std::move(sample(self, i).early);
   for (auto& b : early) {
@@ -153,6 +155,8 @@ void on_prefilled(request_pointer self, int i, prefill_result& r) {
   // One transfer, however many samples its KV starts on the decode rank.
   if (!r.finished || std::any_of(r.samples.begin(), r.samples.end(), [](const parallel_sample& x) { return !x.finished; }))
     st.ctx->kv_transfers->with({to_string(r.transport)}).inc();
+  if (!r.prompt_logprobs.logprob.empty())
+    st.prompt_scores = std::move(r.prompt_logprobs);
   const auto job = sm.job;
   on_first_token(self, i, r.first_token, r.finished, r.logprobs, r.transport);
   // The samples that rode on this prefill: each its own first token.

@@ -76,6 +76,8 @@ struct sample_state {
   bool rdma_failed = false;
   /// Its answer is complete.
   bool done = false;
+  /// Legacy Completions' `echo`: the prompt went out before its first token.
+  bool echoed = false;
   std::chrono::steady_clock::time_point last_token;
 };
 
@@ -84,6 +86,9 @@ struct request_state {
   std::shared_ptr<http::response_writer> writer;
   recipe::conversation conv;
   std::vector<int32_t> prompt;
+  /// Legacy Completions' `echo` with `logprobs`: the prompt's tokens from the second on as the
+  /// prefill scored them (prefill_result::prompt_logprobs; empty until it answered).
+  token_logprobs prompt_scores;
   kv::cache_salt salt;
   /// The prompt's decoded images (sent with every attempt's prefill job) and their marks (how
   /// the prefix cache keys the prompt).
@@ -189,6 +194,14 @@ bool usable(request_pointer self, const caf::strong_actor_ptr& rank, const std::
 /// once all have, the request, when they finish). `lp`: the tokens' log-probabilities (empty
 /// when the request did not ask for them).
 void on_tokens(request_pointer self, int i, const std::vector<int32_t>& ids, bool finished, const token_logprobs& lp);
+/// prompt_echo.cpp: the engine's log-probabilities `lp` of `ids` with each token's (and each
+/// alternative's) bytes.
+std::vector<recipe::token_logprob> logprob_entries(const recipe::tokenizer& tok, const std::vector<int32_t>& ids,
+                                                   const token_logprobs& lp);
+/// prompt_echo.cpp: legacy Completions' `echo`: writes the prompt (with its scores when
+/// `logprobs` was asked) to sample `i`'s output before its first token, once. False when the
+/// request failed instead (the scores did not come).
+bool echo_prompt(request_pointer self, int i);
 /// request_actor.cpp: ends the request with the API's error (`status` 5xx; a stream gets the
 /// error event), cancelling what runs on the ranks.
 void fail(request_pointer self, int status, const std::string& message);

@@ -106,6 +106,8 @@ void finish_prefill(rank_pointer self, uint64_t id, engine::prefill_progress& p)
     if (st.prefilled_tokens)
       st.prefilled_tokens->inc(static_cast<double>(static_cast<int64_t>(t.req.tokens.size()) - t.req.hit_length));
     t.out.first_token = p.first.id;
+    for (const auto& x : p.prompt)
+      append_logprobs(t.out.prompt_logprobs, x, t.req.sampling.prompt_logprobs);
     if (t.job.sampling.logprobs || t.job.sampling.top_logprobs > 0)
       append_logprobs(t.out.logprobs, p.first, t.job.sampling.top_logprobs);
     auto& stops = t.job.sampling.stop_ids;
@@ -244,6 +246,14 @@ void start_prefill(rank_pointer self, prefill_job& job,
                                                     : static_cast<int64_t>(t.req.tokens.size());
   if (prompt_length < static_cast<int64_t>(t.req.tokens.size()))
     t.req.decoder_from = std::max<int64_t>(0, prompt_length - 128);
+  // Prompt logprobs score every prompt position: the decoder over the whole prompt, from the
+  // encoder's output at every position (so no hit). A resubmission's tokens hold its output, and
+  // its prompt was scored by the first attempt: it goes as any other.
+  const bool scores_prompt = t.req.sampling.prompt_logprobs >= 0 && prompt_length == static_cast<int64_t>(t.req.tokens.size());
+  if (scores_prompt)
+    t.req.mode = engine::decoder_mode::full;
+  else
+    t.req.sampling.prompt_logprobs = -1;
   t.job = std::move(job);
   if (auto err = check_images(*st.engine, t.job)) {
     fail_prefill(self, id, std::move(err));
@@ -253,7 +263,7 @@ void start_prefill(rank_pointer self, prefill_job& job,
   if (auto sink = caf::actor_cast<caf::actor>(t.job.sink))
     self->monitor(sink);
   auto cache = st.cfg.engine.cache;
-  if (!cache) {
+  if (!cache || scores_prompt) {
     queue_for_pool(self, id);
     return;
   }

@@ -3,8 +3,9 @@
 #include "recipe/protocol/request_parsers.hpp"
 
 // OpenAI's legacy `/v1/completions` (what many tools and eval harnesses still call): a raw
-// prompt, text out. The prompt is one string or one list of token ids; a batch of prompts is
-// refused (send one request per prompt), as are the fields this server cannot honour.
+// prompt, text out. The prompt is one string or one list of token ids (a list of prompts is split
+// into requests before this parser: recipe/protocol/prompt_batch.hpp); the fields this server
+// cannot honour are refused.
 
 namespace deepinfer::recipe {
 
@@ -77,9 +78,13 @@ conversation parse_completions_body(const json& j, const json_path& root) {
   if (auto b = jr::opt_int(j, "best_of", root, 1, 16); b && *b != s.n)
     (root / "best_of").fail("Invalid value: only best_of equal to n (or absent) is supported; ask for n choices and "
                             "pick among them.");
-  if (jr::opt_bool(j, "echo", root).value_or(false))
-    (root / "echo").fail("Unsupported value: 'echo' (prompt log-probabilities are not computed); send the request "
-                         "without it and prepend the prompt yourself.");
+  // `echo`: the prompt comes back before the completion; with `logprobs`, scored token by token
+  // (what evaluation harnesses read a prompt's likelihood from).
+  if (jr::opt_bool(j, "echo", root).value_or(false)) {
+    c.prompt->echo = true;
+    if (s.logprobs)
+      s.prompt_logprobs = s.top_logprobs;
+  }
   if (const json* suffix = jr::find(j, "suffix"); suffix && !suffix->is_null())
     (root / "suffix").fail("Unsupported parameter: 'suffix' (fill-in-the-middle) is not supported by this model.");
   if (const json* st = jr::find(j, "stop"); st && !st->is_null())

@@ -49,6 +49,22 @@ BOOST_AUTO_TEST_CASE(logprobs_is_a_count_and_sampling_is_chats) {
   BOOST_TEST(!parse(R"({"model": "m", "prompt": "x", "logprobs": null})")->sampling.logprobs);
   BOOST_TEST(parse(R"({"model": "m", "prompt": "x", "logprobs": 0})")->sampling.logprobs);
   BOOST_TEST(parse(R"({"model": "m", "prompt": "x", "n": 3, "best_of": 3})")->sampling.n == 3);
+  BOOST_TEST(c->sampling.prompt_logprobs == -1);
+  BOOST_TEST(!c->prompt->echo);
+}
+
+BOOST_AUTO_TEST_CASE(echo_returns_the_prompt_and_with_logprobs_scores_it) {
+  auto plain = parse(R"({"model": "m", "prompt": "x", "echo": true})");
+  BOOST_REQUIRE(plain.has_value());
+  BOOST_TEST(plain->prompt->echo);
+  BOOST_TEST(plain->sampling.prompt_logprobs == -1); // the text only
+  // What evaluation harnesses send for a prompt's likelihood (lm-evaluation-harness).
+  auto scored = parse(R"({"model": "m", "prompt": [1, 2, 3], "echo": true, "logprobs": 1, "max_tokens": 1,
+                          "temperature": 0})");
+  BOOST_REQUIRE(scored.has_value());
+  BOOST_TEST(scored->prompt->echo);
+  BOOST_TEST(scored->sampling.prompt_logprobs == 1);
+  BOOST_TEST(parse(R"({"model": "m", "prompt": "x", "echo": true, "logprobs": 0})")->sampling.prompt_logprobs == 0);
 }
 
 BOOST_AUTO_TEST_CASE(what_cannot_be_honoured_is_refused_naming_the_field) {
@@ -59,7 +75,7 @@ BOOST_AUTO_TEST_CASE(what_cannot_be_honoured_is_refused_naming_the_field) {
   BOOST_TEST(param_of(R"({"model": "m", "prompt": [1, "a"]})") == "prompt");
   BOOST_TEST(param_of(R"({"model": "m", "prompt": [-1]})") == "prompt");
   BOOST_TEST(param_of(R"({"model": "m", "prompt": {"a": 1}})") == "prompt");
-  BOOST_TEST(param_of(R"({"model": "m", "prompt": "x", "echo": true})") == "echo");
+  BOOST_TEST(param_of(R"({"model": "m", "prompt": "x", "echo": 1})") == "echo");
   BOOST_TEST(param_of(R"({"model": "m", "prompt": "x", "suffix": "end"})") == "suffix");
   BOOST_TEST(param_of(R"({"model": "m", "prompt": "x", "n": 17})") == "n");
   BOOST_TEST(param_of(R"({"model": "m", "prompt": "x", "n": 0})") == "n");

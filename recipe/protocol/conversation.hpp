@@ -117,6 +117,9 @@ struct sampling {
   /// Report each output token's log-probability and this many alternatives (0 to 20).
   bool logprobs = false;
   std::int64_t top_logprobs = 0;
+  /// Score the prompt's tokens too, with this many alternatives (legacy Completions' `echo`
+  /// with `logprobs`); -1: no.
+  std::int64_t prompt_logprobs = -1;
   std::optional<std::int64_t> seed;
   std::optional<std::int64_t> max_tokens;
   std::vector<std::string> stop;
@@ -132,6 +135,9 @@ struct raw_prompt {
   /// ... or the token ids themselves (`prompt: [1, 2, 3]`), used unchanged.
   std::vector<std::int32_t> ids;
   bool is_ids = false;
+  /// `echo`: the answer's text starts with the prompt (and with `logprobs`, so does its
+  /// log-probability list: the prompt's tokens scored, the first one null).
+  bool echo = false;
 };
 
 /// The API-neutral form of a request: what the renderer reads and the entrypoint schedules.

@@ -114,6 +114,12 @@ void api_output::logprobs(std::span<const recipe::token_logprob> entries, bool s
     legacy->logprobs(entries); // carried by the text chunks those tokens produce
 }
 
+std::string api_output::echo(std::string text, std::vector<recipe::token_logprob> entries, bool with_logprobs) {
+  if (auto* legacy = std::get_if<recipe::completions_encoder>(&enc_))
+    return legacy->echo(std::move(text), std::move(entries), with_logprobs);
+  return {};
+}
+
 void api_output::apply(std::span<const recipe::stream_event> events) {
   std::visit([&](auto& e) { e.apply(events); }, enc_);
 }

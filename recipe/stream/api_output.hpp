@@ -32,6 +32,9 @@ public:
   /// body and, streaming, for the next chunk (Chat) or output-text event (Responses, legacy
   /// Completions) those tokens produce. Messages has no logprobs: ignored.
   void logprobs(std::span<const recipe::token_logprob> entries, bool stream);
+  /// Legacy Completions' `echo` (completions_encoder::echo): the prompt before the first output;
+  /// returns the stream's bytes of it. Other APIs have no echo: nothing.
+  std::string echo(std::string text, std::vector<recipe::token_logprob> entries, bool with_logprobs);
   /// The SSE bytes that end a stream of several choices (the usage chunk, `[DONE]`).
   std::string end(const recipe::usage_counts& usage) const;
   /// The body of a request of several choices: `first` (choice 0's body, with the request's

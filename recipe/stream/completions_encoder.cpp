@@ -3,6 +3,8 @@
 #include "recipe/json_text.hpp"
 #include "recipe/stream/chat_encoder.hpp"
 
+#include <cmath>
+
 #include <nlohmann/json.hpp>
 
 namespace deepinfer::recipe {
@@ -34,6 +36,13 @@ std::string completions_encoder::logprobs_object(std::span<const token_logprob> 
   ojson tokens = ojson::array(), lps = ojson::array(), tops = ojson::array(), offsets = ojson::array();
   for (const auto& e : entries) {
     tokens.push_back(e.token);
+    if (std::isnan(e.logprob)) { // an echoed prompt's first token: nothing scores it
+      lps.push_back(nullptr);
+      tops.push_back(nullptr);
+      offsets.push_back(offset);
+      offset += chars(e.token);
+      continue;
+    }
     lps.push_back(e.logprob);
     ojson top = ojson::object();
     for (const auto& a : e.top)
@@ -65,6 +74,21 @@ std::string completions_encoder::chunk(const std::string& text, const std::strin
     s += ",\"usage\":null";
   s += "}\n\n";
   return s;
+}
+
+std::string completions_encoder::echo(std::string text, std::vector<token_logprob> entries, bool with_logprobs) {
+  echo_text_ = std::move(text);
+  echo_entries_ = std::move(entries);
+  // The completion's offsets go on from the prompt tokens' (what vLLM counts: their spellings,
+  // which for a text prompt include the BOS the client did not write).
+  std::string logprobs;
+  if (with_logprobs) {
+    logprobs_.hold({}); // asked for: the body lists them even if no output token is text
+    logprobs = logprobs_object(echo_entries_, 0);
+    for (const auto& e : echo_entries_)
+      chars_ += chars(e.token);
+  }
+  return echo_text_.empty() && !with_logprobs ? std::string() : chunk(echo_text_, logprobs, nullptr);
 }
 
 void completions_encoder::apply(std::span<const stream_event> events) {
@@ -110,8 +134,14 @@ std::string completions_encoder::fail(std::string_view type, std::string_view co
 
 std::string completions_encoder::body(const usage_counts& usage) const {
   ojson j = {{"id", cfg_.id}, {"object", "text_completion"}, {"created", cfg_.created}, {"model", cfg_.model}};
-  ojson choice = {{"text", result_.content}, {"index", cfg_.index}};
-  choice["logprobs"] = logprobs_.asked() ? ojson::parse(logprobs_object(logprobs_.all(), 0)) : ojson();
+  ojson choice = {{"text", echo_text_ + result_.content}, {"index", cfg_.index}};
+  if (logprobs_.asked()) {
+    auto entries = echo_entries_;
+    entries.insert(entries.end(), logprobs_.all().begin(), logprobs_.all().end());
+    choice["logprobs"] = ojson::parse(logprobs_object(entries, 0));
+  } else {
+    choice["logprobs"] = nullptr;
+  }
   choice["finish_reason"] = openai_finish_reason(result_.reason);
   j["choices"] = ojson::array({choice});
   j["usage"] = usage_json(usage);

@@ -48,6 +48,10 @@ public:
   /// Log-probabilities of the next tokens (give one token's before its events): held until
   /// the text they became is encoded or applied.
   void logprobs(std::span<const token_logprob> entries) { logprobs_.hold(entries); }
+  /// `echo`: the completion's text starts with `text` (the prompt) and, when `with_logprobs`,
+  /// its log-probabilities with `entries` (the prompt's tokens; a NaN logprob is null: the
+  /// first token's). Before any other output; returns the stream's chunk of it.
+  std::string echo(std::string text, std::vector<token_logprob> entries, bool with_logprobs);
   /// An error chunk (`data: {"error": ...}`, which the SDKs raise), then `[DONE]`.
   std::string fail(std::string_view type, std::string_view code, std::string_view message);
   std::string body(const usage_counts& usage) const;
@@ -64,6 +68,8 @@ private:
   completion result_;
   text_logprobs logprobs_;
   std::size_t chars_ = 0;          ///< characters of text streamed so far (text_offset)
+  std::string echo_text_;
+  std::vector<token_logprob> echo_entries_;
 };
 
 } // namespace deepinfer::recipe

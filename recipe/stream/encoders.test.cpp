@@ -5,6 +5,8 @@
 #include "recipe/stream/messages_encoder.hpp"
 #include "recipe/stream/responses_encoder.hpp"
 
+#include <limits>
+
 #include <boost/test/unit_test.hpp>
 #include <nlohmann/json.hpp>
 
@@ -358,6 +360,53 @@ BOOST_AUTO_TEST_CASE(completions_chunks_carry_text_and_legacy_logprobs) {
   BOOST_TEST(pb["choices"][0]["text"] == "Hi");
   const auto err = payloads(plain.fail("server_error", "deadline_exceeded", "late"));
   BOOST_TEST(err.at(0)["error"]["code"] == "deadline_exceeded");
+}
+
+// `echo`: the prompt first (its first token's logprob and alternatives null), the completion's
+// offsets going on from the prompt's; streamed, the prompt is a chunk of its own.
+BOOST_AUTO_TEST_CASE(completions_echo_puts_the_prompt_and_its_scores_first) {
+  const float none = std::numeric_limits<float>::quiet_NaN();
+  const std::vector<token_logprob> prompt{{"The", none, {}}, {" cat", -2.5f, {{" dog", -1.0f}}}};
+  const token_logprob gen{" sat", -0.5f, {{" sat", -0.5f}}};
+  std::vector<stream_event> out(2);
+  out[0].type = stream_event::kind::content;
+  out[0].text = " sat";
+  out[1].type = stream_event::kind::finish;
+  out[1].reason = finish_reason::length;
+  for (bool stream : {true, false}) {
+    BOOST_TEST_CONTEXT("stream " << stream) {
+      completions_encoder enc({"cmpl-1", "m", 7, false});
+      const auto first = enc.echo("The cat", prompt, true);
+      enc.logprobs(std::span(&gen, 1));
+      std::string sse = first;
+      if (stream)
+        sse += enc.encode(out, {});
+      else
+        enc.apply(out);
+      const auto body = nlohmann::json::parse(enc.body({}));
+      const auto& lp = body["choices"][0]["logprobs"];
+      BOOST_TEST(body["choices"][0]["text"] == "The cat sat");
+      BOOST_TEST(lp["tokens"] == nlohmann::json::parse(R"(["The", " cat", " sat"])"));
+      BOOST_TEST(lp["token_logprobs"] == nlohmann::json::parse("[null, -2.5, -0.5]"));
+      BOOST_TEST(lp["top_logprobs"] == nlohmann::json::parse(R"([null, {" dog": -1.0}, {" sat": -0.5}])"));
+      BOOST_TEST(lp["text_offset"] == nlohmann::json::parse("[0, 3, 7]"));
+      const auto p = payloads(sse);
+      BOOST_REQUIRE(p.size() >= (stream ? 2u : 1u));
+      BOOST_TEST(p[0]["choices"][0]["text"] == "The cat");
+      BOOST_TEST(p[0]["choices"][0]["logprobs"]["token_logprobs"] == nlohmann::json::parse("[null, -2.5]"));
+      if (stream) {
+        BOOST_TEST(p[1]["choices"][0]["text"] == " sat");
+        BOOST_TEST(p[1]["choices"][0]["logprobs"]["text_offset"] == nlohmann::json::parse("[7]"));
+      }
+    }
+  }
+  // Without logprobs: the text alone, and no logprobs object.
+  completions_encoder plain({"cmpl-2", "m", 7, false});
+  BOOST_TEST(payloads(plain.echo("The cat", {}, false))[0]["choices"][0]["logprobs"].is_null());
+  plain.apply(out);
+  const auto pb = nlohmann::json::parse(plain.body({}));
+  BOOST_TEST(pb["choices"][0]["text"] == "The cat sat");
+  BOOST_TEST(pb["choices"][0]["logprobs"].is_null());
 }
 
 // At the token limit the response is `incomplete` and so is the item the limit cut, streamed

@@ -334,14 +334,17 @@ try {
     for (const f of ['prompt_tokens', 'completion_tokens', 'total_tokens'])
       assert.equal(batch.usage[f], single.reduce((a, s) => a + s.usage[f], 0), f);
     const texts = new Array(6).fill('');
+    const ids = new Set();
     let usage = null, chunks = 0;
     for await (const ch of await openai.completions.create({ model: MODEL, prompt: prompts, max_tokens: 6, n: 2, temperature: 0.8,
                                                              seed: 5, stream: true, stream_options: { include_usage: true } })) {
       chunks++;
+      ids.add(ch.id);
       for (const c of ch.choices) texts[c.index] += c.text;
       if (ch.usage) { assert.equal(usage, null, 'one usage chunk'); usage = ch.usage; }
     }
     assert.ok(chunks > 6);
+    assert.equal(ids.size, 1, 'one completion id for the whole batch');
     assert.deepEqual(texts, batch.choices.map((c) => c.text));
     assert.equal(usage.total_tokens, batch.usage.total_tokens);
     // One prompt the server refuses fails the whole request with its error; too many prompts are a 400.
@@ -351,6 +354,46 @@ try {
                          (e) => e.status === 400 && /at most 64/.test(e.message));
     // The server still answers.
     assert.equal((await openai.completions.create({ model: MODEL, prompt: 'hi', max_tokens: 1 })).choices.length, 1);
+  });
+
+  await check('completions echo: the prompt comes back first, and with logprobs scored as generation scores it (lm-eval\'s loglikelihood request)', async () => {
+    const prompt = Array.from({ length: 60 }, (_, i) => 2000 + i * 7);
+    const gen = await openai.completions.create({ model: MODEL, prompt, max_tokens: 4, logprobs: 2, temperature: 0 });
+    const ids = (await post(base, '/tokenize', { model: MODEL, prompt: gen.choices[0].text, add_special_tokens: false })).json.tokens;
+    assert.equal(ids.length, 4, 'the 4 generated tokens tokenize back to themselves');
+    // The prompt plus what was generated, scored: the generated tokens get the logprobs and
+    // alternatives generation gave them, bit for bit (a prompt under 128 tokens: the decoder saw all of it).
+    const scored = await openai.completions.create({ model: MODEL, prompt: [...prompt, ...ids], max_tokens: 1, logprobs: 2,
+                                                    temperature: 0, echo: true });
+    const lp = scored.choices[0].logprobs;
+    assert.equal(lp.token_logprobs.length, prompt.length + 4 + 1);
+    assert.equal(lp.token_logprobs[0], null);
+    assert.equal(lp.top_logprobs[0], null);
+    assert.deepEqual(lp.token_logprobs.slice(prompt.length, prompt.length + 4), gen.choices[0].logprobs.token_logprobs);
+    assert.deepEqual(lp.top_logprobs.slice(prompt.length, prompt.length + 4), gen.choices[0].logprobs.top_logprobs);
+    for (const x of lp.token_logprobs.slice(1)) assert.ok(x <= 0, `${x}`);
+    // Text prompts: the text as sent, then the completion; the BOS the server adds is the first token.
+    const text = await openai.completions.create({ model: MODEL, prompt: 'The sea is', max_tokens: 3, temperature: 0, echo: true,
+                                                  logprobs: 1 });
+    const plain = await openai.completions.create({ model: MODEL, prompt: 'The sea is', max_tokens: 3, temperature: 0 });
+    assert.equal(text.choices[0].text, 'The sea is' + plain.choices[0].text);
+    assert.equal(text.choices[0].logprobs.tokens.length, text.usage.prompt_tokens + text.usage.completion_tokens);
+    assert.equal(text.choices[0].logprobs.tokens[0], '<｜begin▁of▁sentence｜>');
+    // Streamed: the prompt is the first chunk; lm-eval's batch (a list of token lists) scores each.
+    const chunks = [];
+    for await (const ch of await openai.completions.create({ model: MODEL, prompt: 'The sea is', max_tokens: 3, temperature: 0,
+                                                             echo: true, stream: true }))
+      chunks.push(ch.choices[0]?.text ?? '');
+    assert.equal(chunks[0], 'The sea is');
+    assert.equal(chunks.join(''), text.choices[0].text);
+    const batch = await openai.completions.create({ model: MODEL, prompt: [prompt, prompt.slice(0, 9)], max_tokens: 1, logprobs: 1,
+                                                   temperature: 0, echo: true });
+    assert.deepEqual(batch.choices.map((c) => c.logprobs.token_logprobs.length), [61, 10]);
+    assert.deepEqual(batch.choices[0].logprobs.token_logprobs.slice(0, 60), lp.token_logprobs.slice(0, 60));
+    assert.deepEqual(batch.choices[1].logprobs.token_logprobs.slice(0, 9), lp.token_logprobs.slice(0, 9));
+    // Scoring is capped ([requests] max_prompt_logprobs_tokens, 4096): a longer prompt is a 400 naming logprobs.
+    await assert.rejects(openai.completions.create({ model: MODEL, prompt: Array(5000).fill(100), max_tokens: 1, logprobs: 1, echo: true }),
+                         (e) => e.status === 400 && e.param === 'logprobs');
   });
 
   await check('messages: a plain-text document block reads as its title and text; a PDF is a 400 saying to send its text', async () => {
