@@ -45,28 +45,6 @@ struct awaiting_compile {
   caf::actor_addr remote;
 };
 
-/// A 400 when the request's output limit cannot hold the shortest output its format accepts
-/// (`shortest` tokens, plus the reply's end, plus `</think>` with thinking on): the output would
-/// stop cut off (a forced tool call's arguments empty, a schema's object unclosed) though the
-/// format promises a complete one.
-std::optional<recipe::api_error> too_short_for_the_format(const entrypoint::context& ctx,
-                                                          const recipe::conversation& conv, int64_t shortest) {
-  const int64_t limit = conv.sampling.max_tokens.value_or(ctx.cfg.requests.default_max_tokens);
-  const int64_t need = shortest + 1 + (conv.thinking ? 1 : 0);
-  if (limit >= need)
-    return std::nullopt;
-  recipe::api_error e;
-  e.api = conv.api;
-  e.param = conv.api == recipe::api_kind::responses ? "max_output_tokens" : "max_tokens";
-  // (Anthropic's body puts the param before the message itself.)
-  e.message = "The output limit is " +
-              std::to_string(limit) + " tokens, but the shortest output the requested format (schema or tool "
-              "call) allows takes " + std::to_string(need) + " (with the end of the reply" +
-              (conv.thinking ? " and of the reasoning" : "") + "); raise " + e.param + " to at least " +
-              std::to_string(need) + ".";
-  return e;
-}
-
 /// Asks `compiler` for the request's constraint; on success starts the request. A refusal is the
 /// API's 400; an `so` node that is gone or too slow leaves the compile to this node's own
 /// compiler (then a 503 if that fails too).
@@ -110,10 +88,9 @@ void ask_compiler(request_pointer self, so_compiler_actor compiler, std::shared_
           refuse_request(self, w->job.refused(why.empty() ? self->system().render(r.error) : why));
           return;
         }
-        if (auto short_limit = too_short_for_the_format(*st.ctx, w->conv, r.shortest_tokens)) {
-          refuse_request(self, *short_limit);
-          return;
-        }
+        // The output limit is checked against its shortest output once the prompt's length is
+        // known (prepare_conversation: a default limit is lowered to what the context leaves).
+        st.format_shortest = r.shortest_tokens;
         if (auto next = start_request(self, std::move(w->conv), w->fetched))
           self->become(std::move(next));
       },

@@ -102,20 +102,57 @@ recipe::api_error constraint_job::refused(const std::string& why) const {
 
 namespace {
 
-/// The request's structured-output constraint as the engine's spec (empty: none), compiled now
-/// (unless `compiled`: a compiler actor did it) so that one it cannot enforce is refused before
-/// it is placed: never silently ignored.
-expected<std::string, recipe::api_error> constraint_of(const entrypoint::context& ctx, const recipe::conversation& conv,
-                                                       bool compiled) {
+/// The request's structured-output constraint as the engine's spec (empty: none) and the length
+/// of the shortest output it accepts, in tokens.
+struct format_constraint {
+  std::string spec;
+  int64_t shortest = 0;
+};
+
+/// The request's constraint, compiled now (unless `compiled_shortest`: a compiler actor did it)
+/// so that one it cannot enforce is refused before it is placed: never silently ignored.
+expected<format_constraint, recipe::api_error> constraint_of(const entrypoint::context& ctx,
+                                                             const recipe::conversation& conv,
+                                                             std::optional<int64_t> compiled_shortest) {
   auto job = constraint_job_of(ctx, conv);
   if (!job)
     return std::move(job).error();
   if (!*job)
-    return std::string{};
-  if (!compiled)
-    if (auto m = ctx.so->compile((*job)->constraint); !m)
+    return format_constraint{};
+  format_constraint out;
+  if (compiled_shortest) {
+    out.shortest = *compiled_shortest;
+  } else {
+    auto m = ctx.so->compile((*job)->constraint);
+    if (!m)
       return (*job)->refused(m.error());
-  return std::move((*job)->spec);
+    out.shortest = static_cast<int64_t>((*m)->shortest_completion_length((*m)->start()));
+  }
+  out.spec = std::move((*job)->spec);
+  return out;
+}
+
+/// A 400 when the output limit (`limit`, `named` by the client or the default lowered to what
+/// the context leaves) cannot hold the shortest output the request's format accepts (`shortest`
+/// tokens, plus the reply's end, plus `</think>` with thinking on): the output would stop cut off
+/// (a forced tool call's arguments empty, a schema's object unclosed) though the format promises
+/// a complete one.
+std::optional<recipe::api_error> too_short_for_the_format(const recipe::conversation& conv, int64_t limit,
+                                                          bool named, int64_t shortest) {
+  const int64_t need = shortest + 1 + (conv.thinking ? 1 : 0);
+  if (limit >= need)
+    return std::nullopt;
+  const std::string param = conv.api == recipe::api_kind::responses ? "max_output_tokens" : "max_tokens";
+  const std::string what = std::string(" the shortest output the requested format (schema or tool call) allows takes ") +
+                           std::to_string(need) + " (with the end of the reply" +
+                           (conv.thinking ? " and of the reasoning" : "") + ")";
+  // (Anthropic's body puts the param before the message itself.)
+  return error_of(conv.api, 400, "invalid_request_error",
+                  named ? "The output limit is " + std::to_string(limit) + " tokens, but" + what + "; raise " + param +
+                            " to at least " + std::to_string(need) + "."
+                        : "No output limit was named, and what the context leaves after the prompt is " +
+                            std::to_string(limit) + " tokens, but" + what + "; shorten the prompt.",
+                  param);
 }
 
 /// Where an API's messages are (the `param` of an image's 400).
@@ -370,14 +407,14 @@ expected<prepared_request, recipe::api_error> prepare_request(const entrypoint::
   auto conv = parse_for_serving(ctx, api, body, tenant);
   if (!conv)
     return std::move(conv).error();
-  return prepare_conversation(ctx, std::move(*conv), tenant, {}, false);
+  return prepare_conversation(ctx, std::move(*conv), tenant, {});
 }
 
 expected<prepared_request, recipe::api_error> prepare_conversation(const entrypoint::context& ctx,
                                                                    recipe::conversation conv,
                                                                    const std::string& tenant,
                                                                    const fetched_images& fetched,
-                                                                   bool constraint_compiled) {
+                                                                   std::optional<int64_t> compiled_shortest) {
   const auto api = conv.api;
   prepared_request out;
   // No limit named: the configured default, lowered below to what the context leaves after the
@@ -467,10 +504,13 @@ expected<prepared_request, recipe::api_error> prepare_conversation(const entrypo
                       std::to_string(enc.ids.size()) + ". Shorten the prompt, or send it without 'logprobs' (or without "
                       "'echo').",
                     "logprobs");
-  auto constraint = constraint_of(ctx, conv, constraint_compiled);
+  auto constraint = constraint_of(ctx, conv, compiled_shortest);
   if (!constraint)
     return std::move(constraint).error();
-  out.constraint = std::move(*constraint);
+  if (!constraint->spec.empty())
+    if (auto e = too_short_for_the_format(conv, out.max_tokens, !default_limit, constraint->shortest))
+      return std::move(*e);
+  out.constraint = std::move(constraint->spec);
   out.traffic = traffic_class_of(conv);
   if (!images->empty()) {
     const auto placeholder = ctx.specials->id(recipe::spelling::image);

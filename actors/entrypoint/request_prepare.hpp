@@ -93,12 +93,13 @@ expected<std::optional<constraint_job>, recipe::api_error> constraint_job_of(con
 /// The second half of `prepare_request`, for a conversation from `parse_for_serving`: image URLs
 /// take their bytes from `fetched` (a fetch error is the image's 400) and then go the way of
 /// inline images (the same decode, the same content key: the same prefix-cache entry). The
-/// constraint is compiled here unless `constraint_compiled` (a compiler actor did it: the
-/// request actor's path, which never compiles on its own thread).
+/// constraint is compiled here unless `compiled_shortest` (a compiler actor did it: the request
+/// actor's path, which never compiles on its own thread; the shortest output it accepts, in
+/// tokens). An output limit under that shortest output is a 400.
 expected<prepared_request, recipe::api_error> prepare_conversation(const entrypoint::context& ctx,
                                                                    recipe::conversation conv, const std::string& tenant,
                                                                    const fetched_images& fetched,
-                                                                   bool constraint_compiled = false);
+                                                                   std::optional<int64_t> compiled_shortest = std::nullopt);
 
 /// The salt of a tenant (API key, "" without keys) and a request's `cache_salt`: each pair names
 /// its own namespace, and ("", "") the shared one.

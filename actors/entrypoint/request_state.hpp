@@ -86,6 +86,9 @@ struct request_state {
   std::shared_ptr<http::response_writer> writer;
   recipe::conversation conv;
   std::vector<int32_t> prompt;
+  /// The structured-output constraint compiled by a compiler actor (request_compile.cpp): the
+  /// shortest output it accepts, in tokens. Unset: none compiled (prepare compiles, if needed).
+  std::optional<int64_t> format_shortest;
   /// Legacy Completions' `echo` with `logprobs`: the prompt's tokens from the second on as the
   /// prefill scored them (prefill_result::prompt_logprobs; empty until it answered).
   token_logprobs prompt_scores;

@@ -187,6 +187,21 @@ try {
     assert.equal(msg.status, 400, JSON.stringify(msg.json));
     assert.equal(msg.json.type, 'error');
     assert.match(msg.json.error.message, /^max_tokens: The output limit is 3 tokens/); // the param once
+    // No limit named: the default is lowered to what the context leaves after the prompt (40960 -
+    // 40955 = 5 tokens here), and that is what must hold the format's shortest output.
+    const count = async (k) => (await post(base, '/tokenize', { model: MODEL,
+      messages: [{ role: 'user', content: 'hello '.repeat(k) }] })).json.count;
+    const c1 = await count(1000), per = ((await count(2000)) - c1) / 1000;
+    const ask = (k) => post(base, '/v1/chat/completions', { model: MODEL, messages: [{ role: 'user', content: 'hello '.repeat(k) }],
+      response_format: { type: 'json_schema', json_schema: { name: 'x', schema } } });
+    // The format's instructions are part of the prompt: the too-long answer says how long it was.
+    let k = 1000 + Math.round((40955 - c1) / per) + 200;
+    const over = await ask(k);
+    k -= Math.round((Number(over.json.error.message.match(/\((\d+) in the messages/)[1]) - 40955) / per);
+    const long = await ask(k);
+    assert.equal(long.status, 400, JSON.stringify(long.json));
+    assert.equal(long.json.error.param, 'max_tokens', JSON.stringify(long.json));
+    assert.match(long.json.error.message, /context leaves after the prompt is 5 tokens.*shorten the prompt/);
   });
 
   await check('GET /v1/models in both SDKs\' shapes: OpenAI Model and Anthropic ModelInfo pages; an unknown id is each one\'s 404', async () => {
