@@ -312,11 +312,13 @@ struct token_logprobs {
   /// top_n (id, logprob) pairs per token, best first.
   std::vector<int32_t> top_ids;
   std::vector<float> top_logprobs;
+  /// Prompt scores only (prefill_result::prompt_logprobs): each token's rank in the vocabulary.
+  std::vector<int32_t> rank;
 };
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, token_logprobs& x) {
-  return f(caf::meta::type_name("token_logprobs"), x.logprob, x.top_n, x.top_ids, x.top_logprobs);
+  return f(caf::meta::type_name("token_logprobs"), x.logprob, x.top_n, x.top_ids, x.top_logprobs, x.rank);
 }
 
 /// One of a request's parallel samples (OpenAI's `n`) besides the job's own, sharing its

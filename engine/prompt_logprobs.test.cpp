@@ -93,6 +93,9 @@ BOOST_AUTO_TEST_CASE(a_hit_or_another_mode_is_refused) {
 BOOST_AUTO_TEST_CASE(score_orders_ties_by_id_and_normalizes) {
   std::vector<float> logits{0.5f, 2.0f, 2.0f, -1.0f, 2.0f};
   auto s = sampler::score(logits.data(), 5, 3, 4);
+  BOOST_TEST(s.rank == 5); // -1 is the lowest of five
+  BOOST_TEST(sampler::score(logits.data(), 5, 2, 0).rank == 1); // tied for the top
+  BOOST_TEST(sampler::score(logits.data(), 5, 0, 0).rank == 4);
   BOOST_REQUIRE_EQUAL(s.top.size(), 4u);
   BOOST_TEST(s.top[0].first == 1);
   BOOST_TEST(s.top[1].first == 2);

@@ -122,6 +122,10 @@ sampled_token sampler::score(const float* logits, int64_t vocab, int32_t id, int
   const float mx = max_logit(logits, vocab);
   const double lz = log_normalizer(logits, vocab, mx, fn);
   out.logprob = static_cast<float>(logits[id] - lz);
+  int64_t above = 0;
+  for (int64_t i = 0; i < vocab; ++i)
+    above += logits[i] > logits[id] ? 1 : 0;
+  out.rank = static_cast<int32_t>(above + 1);
   const auto k = static_cast<std::size_t>(std::clamp<int64_t>(top_n, 0, vocab));
   if (k == 0)
     return out;

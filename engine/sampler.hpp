@@ -78,6 +78,8 @@ struct sampled_token {
   float logprob = 0.0f;
   /// The most likely ids with their logprobs, best first (top_logprobs of them).
   std::vector<std::pair<int32_t, float>> top;
+  /// `score` only: the id's rank in the vocabulary, 1 + the ids with a larger logit (vLLM's).
+  int32_t rank = 0;
 };
 
 /// Turns one row of logits into a token. Stateless: the random stream is counter-based.

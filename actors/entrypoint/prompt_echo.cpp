@@ -1,7 +1,7 @@
-// Legacy Completions' `echo`: a choice's text starts with the prompt, and with `logprobs` so does
-// its log-probability list (the prompt's first token has none: null), the prompt scored by its
-// prefill (prefill_result::prompt_logprobs). What evaluation harnesses read a text's likelihood
-// from.
+// The prompt in a choice's output, scored by its prefill (prefill_result::prompt_logprobs):
+// legacy Completions' `echo` (the text starts with the prompt, and with `logprobs` so does its
+// log-probability list, the first token null: what evaluation harnesses read a text's likelihood
+// from) and vLLM's `prompt_logprobs` (Chat and legacy Completions, on the body).
 #include <cmath>
 #include <limits>
 
@@ -18,20 +18,44 @@ std::vector<recipe::token_logprob> logprob_entries(const recipe::tokenizer& tok,
   for (std::size_t i = 0; i < ids.size(); ++i) {
     out[i].token = tok.token_bytes(ids[i]);
     out[i].logprob = lp.logprob[i];
+    out[i].id = ids[i];
+    out[i].rank = i < lp.rank.size() ? lp.rank[i] : 0;
     for (std::size_t k = i * n; k < (i + 1) * n && k < lp.top_ids.size(); ++k)
       if (lp.top_ids[k] >= 0)
-        out[i].top.push_back({std::string(tok.token_bytes(lp.top_ids[k])), lp.top_logprobs[k]});
+        out[i].top.push_back({std::string(tok.token_bytes(lp.top_ids[k])), lp.top_logprobs[k], lp.top_ids[k]});
   }
   return out;
 }
 
-bool echo_prompt(request_pointer self, int i) {
+bool write_prompt_part(request_pointer self, int i) {
   auto& st = self->state;
   auto& sm = sample(self, i);
-  if (!st.conv.prompt || !st.conv.prompt->echo || sm.echoed)
+  const bool echo = st.conv.prompt && st.conv.prompt->echo;
+  const bool vllm = st.conv.sampling.vllm_prompt_logprobs >= 0;
+  if ((!echo && !vllm) || sm.echoed)
     return true;
   sm.echoed = true;
   const auto& tok = *st.ctx->tok;
+  // The prompt's entries: the first token has nothing before it (NaN: null), then the scores.
+  std::vector<recipe::token_logprob> entries;
+  if ((vllm || sm.sampling.logprobs) && !st.prompt.empty()) {
+    if (st.prompt_scores.logprob.size() + 1 != st.prompt.size()) {
+      fail(self, 500, "the prefill did not score the prompt (prompt logprobs); please report this");
+      return false;
+    }
+    entries.reserve(st.prompt.size());
+    recipe::token_logprob first;
+    first.token = tok.token_bytes(st.prompt.front());
+    first.id = st.prompt.front();
+    first.logprob = std::numeric_limits<float>::quiet_NaN();
+    entries.push_back(std::move(first));
+    auto rest = logprob_entries(tok, std::vector<int32_t>(st.prompt.begin() + 1, st.prompt.end()), st.prompt_scores);
+    entries.insert(entries.end(), std::make_move_iterator(rest.begin()), std::make_move_iterator(rest.end()));
+  }
+  if (vllm)
+    sm.out->prompt_logprobs(recipe::prompt_logprobs_json(entries));
+  if (!echo)
+    return true;
   // The client's text as sent (vLLM's echo); token ids as the text they spell.
   std::string text;
   if (st.conv.prompt->is_ids)
@@ -39,21 +63,9 @@ bool echo_prompt(request_pointer self, int i) {
       text += tok.token_bytes(id);
   else
     text = st.conv.prompt->text;
-  std::vector<recipe::token_logprob> entries;
-  if (sm.sampling.logprobs && !st.prompt.empty()) {
-    if (st.prompt_scores.logprob.size() + 1 != st.prompt.size()) {
-      fail(self, 500, "the prefill did not score the prompt ('echo' with 'logprobs'); please report this");
-      return false;
-    }
-    entries.reserve(st.prompt.size());
-    recipe::token_logprob first;
-    first.token = tok.token_bytes(st.prompt.front());
-    first.logprob = std::numeric_limits<float>::quiet_NaN(); // nothing before it: null
-    entries.push_back(std::move(first));
-    auto rest = logprob_entries(tok, std::vector<int32_t>(st.prompt.begin() + 1, st.prompt.end()), st.prompt_scores);
-    entries.insert(entries.end(), std::make_move_iterator(rest.begin()), std::make_move_iterator(rest.end()));
-  }
-  auto chunk = sm.out->echo(text, entries, sm.sampling.logprobs);
+  if (!sm.sampling.logprobs)
+    entries.clear();
+  auto chunk = sm.out->echo(text, std::move(entries), sm.sampling.logprobs);
   if (st.streaming)
     st.writer->write(chunk);
   return true;

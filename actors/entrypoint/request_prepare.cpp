@@ -263,7 +263,8 @@ void sampling_from_request(const entrypoint::context& ctx, const recipe::convers
     sampling.logit_bias.emplace_back(id, static_cast<float>(bias));
   sampling.logprobs = conv.sampling.logprobs;
   sampling.top_logprobs = static_cast<int32_t>(conv.sampling.top_logprobs);
-  sampling.prompt_logprobs = static_cast<int32_t>(conv.sampling.prompt_logprobs);
+  sampling.prompt_logprobs =
+    static_cast<int32_t>(std::max(conv.sampling.prompt_logprobs, conv.sampling.vllm_prompt_logprobs));
   if (conv.thinking && conv.thinking_budget)
     if (auto end = ctx.specials->id(recipe::spelling::think_close)) {
       sampling.thinking_budget = static_cast<int32_t>(*conv.thinking_budget);
@@ -498,12 +499,15 @@ expected<prepared_request, recipe::api_error> prepare_conversation(const entrypo
   if (default_limit)
     out.max_tokens = static_cast<int32_t>(std::min<int64_t>(out.max_tokens, limit - static_cast<int64_t>(enc.ids.size())));
   if (const int64_t most = ctx.cfg.requests.max_prompt_logprobs_tokens;
-      conv.sampling.prompt_logprobs >= 0 && static_cast<int64_t>(enc.ids.size()) > most)
+      std::max(conv.sampling.prompt_logprobs, conv.sampling.vllm_prompt_logprobs) >= 0 &&
+      static_cast<int64_t>(enc.ids.size()) > most) {
+    const bool vllm = conv.sampling.vllm_prompt_logprobs >= 0;
     return error_of(api, 400, "invalid_request_error",
-                    "'echo' with 'logprobs' scores prompts of up to " + std::to_string(most) + " tokens; this one has " +
-                      std::to_string(enc.ids.size()) + ". Shorten the prompt, or send it without 'logprobs' (or without "
-                      "'echo').",
-                    "logprobs");
+                    std::string(vllm ? "'prompt_logprobs'" : "'echo' with 'logprobs'") + " scores prompts of up to " +
+                      std::to_string(most) + " tokens; this one has " + std::to_string(enc.ids.size()) +
+                      ". Shorten the prompt, or send it without " + (vllm ? "'prompt_logprobs'." : "'logprobs' (or without 'echo')."),
+                    vllm ? "prompt_logprobs" : "logprobs");
+  }
   auto constraint = constraint_of(ctx, conv, compiled_shortest);
   if (!constraint)
     return std::move(constraint).error();

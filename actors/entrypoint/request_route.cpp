@@ -117,7 +117,7 @@ void on_first_token(request_pointer self, int i, int32_t token, bool finished, c
       self->delayed_send(self, decode_start_timeout(self), decode_atom::value, sm.job);
   }
   sm.prefilled = true;
-  if (!echo_prompt(self, i))
+  if (!write_prompt_part(self, i))
     return;
   on_tokens(self, i, {token}, finished, lp);
   auto early = std::move(sample(self, i).early);

@@ -76,7 +76,7 @@ struct sample_state {
   bool rdma_failed = false;
   /// Its answer is complete.
   bool done = false;
-  /// Legacy Completions' `echo`: the prompt went out before its first token.
+  /// The prompt's part of its output (echo, prompt_logprobs) went out before its first token.
   bool echoed = false;
   std::chrono::steady_clock::time_point last_token;
 };
@@ -89,8 +89,9 @@ struct request_state {
   /// The structured-output constraint compiled by a compiler actor (request_compile.cpp): the
   /// shortest output it accepts, in tokens. Unset: none compiled (prepare compiles, if needed).
   std::optional<int64_t> format_shortest;
-  /// Legacy Completions' `echo` with `logprobs`: the prompt's tokens from the second on as the
-  /// prefill scored them (prefill_result::prompt_logprobs; empty until it answered).
+  /// Prompt logprobs (`echo` with `logprobs`, vLLM's `prompt_logprobs`): the prompt's tokens from
+  /// the second on as the prefill scored them (prefill_result::prompt_logprobs; empty until it
+  /// answered).
   token_logprobs prompt_scores;
   kv::cache_salt salt;
   /// The prompt's decoded images (sent with every attempt's prefill job) and their marks (how
@@ -201,10 +202,11 @@ void on_tokens(request_pointer self, int i, const std::vector<int32_t>& ids, boo
 /// alternative's) bytes.
 std::vector<recipe::token_logprob> logprob_entries(const recipe::tokenizer& tok, const std::vector<int32_t>& ids,
                                                    const token_logprobs& lp);
-/// prompt_echo.cpp: legacy Completions' `echo`: writes the prompt (with its scores when
-/// `logprobs` was asked) to sample `i`'s output before its first token, once. False when the
-/// request failed instead (the scores did not come).
-bool echo_prompt(request_pointer self, int i);
+/// prompt_echo.cpp: the prompt's part of sample `i`'s output, once, before its first token:
+/// legacy Completions' `echo` (the prompt's text, with its scores when `logprobs` was asked) and
+/// vLLM's `prompt_logprobs` (for the body). False when the request failed instead (the scores
+/// did not come).
+bool write_prompt_part(request_pointer self, int i);
 /// request_actor.cpp: ends the request with the API's error (`status` 5xx; a stream gets the
 /// error event), cancelling what runs on the ranks.
 void fail(request_pointer self, int status, const std::string& message);

@@ -106,8 +106,10 @@ void finish_prefill(rank_pointer self, uint64_t id, engine::prefill_progress& p)
     if (st.prefilled_tokens)
       st.prefilled_tokens->inc(static_cast<double>(static_cast<int64_t>(t.req.tokens.size()) - t.req.hit_length));
     t.out.first_token = p.first.id;
-    for (const auto& x : p.prompt)
+    for (const auto& x : p.prompt) {
       append_logprobs(t.out.prompt_logprobs, x, t.req.sampling.prompt_logprobs);
+      t.out.prompt_logprobs.rank.push_back(x.rank);
+    }
     if (t.job.sampling.logprobs || t.job.sampling.top_logprobs > 0)
       append_logprobs(t.out.logprobs, p.first, t.job.sampling.top_logprobs);
     auto& stops = t.job.sampling.stop_ids;

@@ -40,7 +40,8 @@ struct request_limits {
   /// Legacy Completions: most prompts one request's `prompt` list may hold (each is served as a
   /// request of its own, the answers merged in one).
   int32_t max_batch_prompts = 64;
-  /// Legacy Completions' `echo` with `logprobs` scores every prompt token: the prefill runs the
+  /// Legacy Completions' `echo` with `logprobs` (and vLLM's `prompt_logprobs`) scores every
+  /// prompt token: the prefill runs the
   /// decoder and the lm_head over the whole prompt, cold (~0.8 ms a token for the tiny model on
   /// one Zen 4 core, most of it the lm_head; the prefill rank does nothing else meanwhile).
   /// Longest prompt that may ask for it.

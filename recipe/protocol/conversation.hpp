@@ -120,6 +120,9 @@ struct sampling {
   /// Score the prompt's tokens too, with this many alternatives (legacy Completions' `echo`
   /// with `logprobs`); -1: no.
   std::int64_t prompt_logprobs = -1;
+  /// vLLM's `prompt_logprobs` (Chat and legacy Completions): the prompt's tokens scored, with this
+  /// many alternatives, in vLLM's shape (`prompt_logprobs` on the body); -1: not asked.
+  std::int64_t vllm_prompt_logprobs = -1;
   std::optional<std::int64_t> seed;
   std::optional<std::int64_t> max_tokens;
   std::vector<std::string> stop;

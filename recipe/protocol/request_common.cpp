@@ -41,10 +41,14 @@ void parse_openai_sampling(const json& j, const json_path& root, sampling& s) {
   s.top_p = jr::opt_number(j, "top_p", root, 0, 1);
   s.top_k = jr::opt_int(j, "top_k", root, -1, 1 << 20);
   s.min_p = jr::opt_number(j, "min_p", root, 0, 1);
-  // vLLM's prompt_logprobs would need the prefill's logits for every prompt position, which the
-  // ranks never keep: refused rather than answered without them.
-  if (jr::find(j, "prompt_logprobs"))
-    (root / "prompt_logprobs").fail("Invalid value: 'prompt_logprobs' is not supported by this server; drop it.");
+  // vLLM's prompt_logprobs: each prompt token's logprob and rank with this many alternatives
+  // (true: 1, as vLLM's validation coerces it), scored by a cold prefill of the whole prompt.
+  if (const json* pl = jr::find(j, "prompt_logprobs"); pl && !pl->is_null()) {
+    if (pl->is_boolean())
+      s.vllm_prompt_logprobs = pl->get<bool>() ? 1 : -1;
+    else
+      s.vllm_prompt_logprobs = *jr::opt_int(j, "prompt_logprobs", root, 0, 20);
+  }
   s.presence_penalty = jr::opt_number(j, "presence_penalty", root, -2, 2);
   s.frequency_penalty = jr::opt_number(j, "frequency_penalty", root, -2, 2);
   s.repetition_penalty = jr::opt_number(j, "repetition_penalty", root, 0.01, 100);
@@ -136,6 +140,9 @@ void finish(conversation& c, const json& body, const json_path& root) {
   }
   parse_structured_outputs(c, body, root);
   check_conversation(c, root, "tools", "tool_choice");
+  // vLLM refuses it too: the scores come with the whole body.
+  if (c.stream && c.sampling.vllm_prompt_logprobs >= 0)
+    (root / "prompt_logprobs").fail("Invalid value: 'prompt_logprobs' is not available with 'stream': true.");
 }
 
 std::optional<response_format> parse_format(const json& v, const json_path& at, bool nested_schema) {

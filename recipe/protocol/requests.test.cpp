@@ -228,11 +228,20 @@ BOOST_AUTO_TEST_CASE(vllm_min_p_and_guided_fields_are_read_or_refused_never_igno
     BOOST_REQUIRE(!e.has_value());
     BOOST_TEST(e.error().param == param, conflict);
   }
-  for (const auto* refused : {"prompt_logprobs", "guided_whitespace_pattern"}) {
-    e = parse_chat_request("{" + msgs + ", \"" + refused + "\": 1}");
+  e = parse_chat_request("{" + msgs + R"(, "guided_whitespace_pattern": 1})");
+  BOOST_REQUIRE(!e.has_value());
+  BOOST_TEST(e.error().param == "guided_whitespace_pattern");
+  BOOST_TEST(e.error().message.find("not supported") != std::string::npos);
+  // vLLM's prompt_logprobs: a count (true is 1), not with a stream.
+  BOOST_TEST(parse_chat_request("{" + msgs + R"(, "prompt_logprobs": 3})")->sampling.vllm_prompt_logprobs == 3);
+  BOOST_TEST(parse_chat_request("{" + msgs + R"(, "prompt_logprobs": true})")->sampling.vllm_prompt_logprobs == 1);
+  BOOST_TEST(parse_chat_request("{" + msgs + R"(, "prompt_logprobs": null})")->sampling.vllm_prompt_logprobs == -1);
+  BOOST_TEST(parse_chat_request("{" + msgs + "}")->sampling.vllm_prompt_logprobs == -1);
+  for (const auto* bad : {R"(, "prompt_logprobs": 21})", R"(, "prompt_logprobs": "x"})",
+                          R"(, "prompt_logprobs": 1, "stream": true})"}) {
+    e = parse_chat_request("{" + msgs + bad);
     BOOST_REQUIRE(!e.has_value());
-    BOOST_TEST(e.error().param == refused);
-    BOOST_TEST(e.error().message.find("not supported") != std::string::npos);
+    BOOST_TEST(e.error().param == "prompt_logprobs", bad);
   }
 }
 

@@ -120,6 +120,13 @@ std::string api_output::echo(std::string text, std::vector<recipe::token_logprob
   return {};
 }
 
+void api_output::prompt_logprobs(nlohmann::ordered_json j) {
+  if (auto* chat = std::get_if<recipe::chat_encoder>(&enc_))
+    chat->prompt_logprobs(std::move(j));
+  else if (auto* legacy = std::get_if<recipe::completions_encoder>(&enc_))
+    legacy->prompt_logprobs(std::move(j));
+}
+
 void api_output::apply(std::span<const recipe::stream_event> events) {
   std::visit([&](auto& e) { e.apply(events); }, enc_);
 }

@@ -35,6 +35,9 @@ public:
   /// Legacy Completions' `echo` (completions_encoder::echo): the prompt before the first output;
   /// returns the stream's bytes of it. Other APIs have no echo: nothing.
   std::string echo(std::string text, std::vector<recipe::token_logprob> entries, bool with_logprobs);
+  /// vLLM's `prompt_logprobs` for the body (Chat: on the response; legacy Completions: on the
+  /// choice). Other APIs have none: nothing.
+  void prompt_logprobs(nlohmann::ordered_json j);
   /// The SSE bytes that end a stream of several choices (the usage chunk, `[DONE]`).
   std::string end(const recipe::usage_counts& usage) const;
   /// The body of a request of several choices: `first` (choice 0's body, with the request's

@@ -148,6 +148,8 @@ std::string chat_encoder::body(const usage_counts& usage) const {
                                                                             {"refusal", nullptr}}},
                                      {"finish_reason", openai_finish_reason(result_.reason)}}});
   j["usage"] = usage_json(usage);
+  if (!prompt_logprobs_.is_null())
+    j["prompt_logprobs"] = prompt_logprobs_;
   return j.dump(-1, ' ', false, ojson::error_handler_t::replace);
 }
 

@@ -58,6 +58,8 @@ public:
   /// on the next chunk; the last ride on the finish chunk). Call it before `encode` of the events
   /// those tokens produced.
   void logprobs(std::span<const token_logprob> entries, bool stream);
+  /// vLLM's `prompt_logprobs` (prompt_logprobs_json) for the body; never streamed.
+  void prompt_logprobs(nlohmann::ordered_json j) { prompt_logprobs_ = std::move(j); }
   const completion& result() const noexcept { return result_; }
 
 private:
@@ -71,6 +73,7 @@ private:
   std::vector<token_logprob> logprobs_;
   /// Streaming: entries no chunk has carried yet.
   std::vector<token_logprob> pending_;
+  nlohmann::ordered_json prompt_logprobs_;
 };
 
 /// `stop` / `length` / `tool_calls`.

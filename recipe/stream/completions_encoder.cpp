@@ -143,6 +143,8 @@ std::string completions_encoder::body(const usage_counts& usage) const {
     choice["logprobs"] = nullptr;
   }
   choice["finish_reason"] = openai_finish_reason(result_.reason);
+  if (!prompt_logprobs_.is_null())
+    choice["prompt_logprobs"] = prompt_logprobs_;
   j["choices"] = ojson::array({choice});
   j["usage"] = usage_json(usage);
   return dump(j);

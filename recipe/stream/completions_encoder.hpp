@@ -52,6 +52,8 @@ public:
   /// its log-probabilities with `entries` (the prompt's tokens; a NaN logprob is null: the
   /// first token's). Before any other output; returns the stream's chunk of it.
   std::string echo(std::string text, std::vector<token_logprob> entries, bool with_logprobs);
+  /// vLLM's `prompt_logprobs` (prompt_logprobs_json) for the body's choice; never streamed.
+  void prompt_logprobs(nlohmann::ordered_json j) { prompt_logprobs_ = std::move(j); }
   /// An error chunk (`data: {"error": ...}`, which the SDKs raise), then `[DONE]`.
   std::string fail(std::string_view type, std::string_view code, std::string_view message);
   std::string body(const usage_counts& usage) const;
@@ -70,6 +72,7 @@ private:
   std::size_t chars_ = 0;          ///< characters of text streamed so far (text_offset)
   std::string echo_text_;
   std::vector<token_logprob> echo_entries_;
+  nlohmann::ordered_json prompt_logprobs_;
 };
 
 } // namespace deepinfer::recipe

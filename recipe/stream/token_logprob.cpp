@@ -1,5 +1,8 @@
 #include "recipe/stream/token_logprob.hpp"
 
+#include <cmath>
+#include <string>
+
 namespace deepinfer::recipe {
 
 namespace {
@@ -22,6 +25,24 @@ nlohmann::ordered_json logprobs_json(std::span<const token_logprob> entries) {
     content.push_back({{"token", e.token}, {"logprob", e.logprob}, {"bytes", bytes_json(e.token)}, {"top_logprobs", top}});
   }
   return content;
+}
+
+nlohmann::ordered_json prompt_logprobs_json(std::span<const token_logprob> entries) {
+  auto out = nlohmann::ordered_json::array();
+  for (const auto& e : entries) {
+    if (std::isnan(e.logprob)) {
+      out.push_back(nullptr);
+      continue;
+    }
+    auto at = nlohmann::ordered_json::object();
+    at[std::to_string(e.id)] = {{"logprob", e.logprob}, {"rank", e.rank}, {"decoded_token", e.token}};
+    for (std::size_t k = 0; k < e.top.size(); ++k)
+      if (const auto key = std::to_string(e.top[k].id); !at.contains(key))
+        at[key] = {{"logprob", e.top[k].logprob}, {"rank", static_cast<std::int64_t>(k) + 1},
+                   {"decoded_token", e.top[k].token}};
+    out.push_back(std::move(at));
+  }
+  return out;
 }
 
 std::vector<token_logprob> text_logprobs::take(const stream_event& e) {

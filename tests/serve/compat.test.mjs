@@ -132,7 +132,7 @@ try {
                                                       functions: [weather.function], function_call: { name: 'get_weather' } });
     assert.equal(fn.choices[0].message.tool_calls[0].function.name, 'get_weather');
     assert.equal(typeof JSON.parse(fn.choices[0].message.tool_calls[0].function.arguments).city, 'string');
-    for (const [field, value, param] of [['prompt_logprobs', 1, 'prompt_logprobs'], ['modalities', ['text', 'audio'], 'modalities[1]'],
+    for (const [field, value, param] of [['prompt_logprobs', 21, 'prompt_logprobs'], ['modalities', ['text', 'audio'], 'modalities[1]'],
                                          ['min_p', 2, 'min_p']]) {
       const r = await post(base, '/v1/chat/completions', { model: MODEL, messages: story, max_tokens: 2, [field]: value });
       assert.equal(r.status, 400, `${field}: ${JSON.stringify(r.json)}`);
@@ -409,6 +409,32 @@ try {
     // Scoring is capped ([requests] max_prompt_logprobs_tokens, 4096): a longer prompt is a 400 naming logprobs.
     await assert.rejects(openai.completions.create({ model: MODEL, prompt: Array(5000).fill(100), max_tokens: 1, logprobs: 1, echo: true }),
                          (e) => e.status === 400 && e.param === 'logprobs');
+  });
+
+  await check('vLLM prompt_logprobs (Chat and Completions): each prompt token keyed by id with its logprob, rank and text, then its alternatives; not with a stream', async () => {
+    const prompt = Array.from({ length: 40 }, (_, i) => 3000 + i * 11);
+    const legacy = await openai.completions.create({ model: MODEL, prompt, max_tokens: 1, temperature: 0, prompt_logprobs: 2 });
+    const pl = legacy.choices[0].prompt_logprobs;
+    assert.equal(pl.length, prompt.length);
+    assert.equal(pl[0], null);
+    const echoed = await openai.completions.create({ model: MODEL, prompt, max_tokens: 1, temperature: 0, echo: true, logprobs: 2 });
+    for (let i = 1; i < prompt.length; ++i) {
+      const own = pl[i][String(prompt[i])];
+      assert.ok(own, `position ${i} lists its own token`);
+      assert.equal(own.logprob, echoed.choices[0].logprobs.token_logprobs[i]); // the same scores as echo
+      assert.ok(own.rank >= 1);
+      const alts = Object.entries(pl[i]).filter(([id]) => id !== String(prompt[i])).map(([, a]) => a);
+      // The alternatives are the two likeliest (one of them may be the token itself, listed once).
+      assert.ok(alts.length >= 1 && alts.length <= 2);
+      if (own.rank > 2) assert.deepEqual(alts.map((a) => a.rank).sort(), [1, 2]);
+      for (const a of alts) assert.ok(a.logprob >= own.logprob);
+    }
+    const chat = await openai.chat.completions.create({ model: MODEL, messages, max_tokens: 1, prompt_logprobs: true });
+    assert.equal(chat.prompt_logprobs.length, chat.usage.prompt_tokens);
+    assert.equal(chat.prompt_logprobs[0], null);
+    assert.ok(chat.prompt_logprobs.slice(1).every((x) => Object.keys(x).length >= 1));
+    await assert.rejects(openai.chat.completions.create({ model: MODEL, messages, max_tokens: 1, prompt_logprobs: 1, stream: true }),
+                         (e) => e.status === 400 && e.param === 'prompt_logprobs');
   });
 
   await check('messages: a plain-text document block reads as its title and text; a PDF is a 400 saying to send its text', async () => {
