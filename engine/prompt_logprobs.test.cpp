@@ -14,21 +14,17 @@ BOOST_AUTO_TEST_SUITE(prompt_logprobs)
 
 namespace {
 
-/// Prefills `tokens` cold in full mode with prompt logprobs of `top` alternatives, in chunks.
-prefill_progress prefill_scored(const std::vector<int32_t>& tokens, int32_t top, int64_t chunk, sequence_id& seq) {
-  auto& e = tiny_engine();
+/// Prefills `tokens` cold in full mode with prompt logprobs of `top` alternatives, in chunks;
+/// the sequence is freed again.
+prefill_progress prefill_scored(const std::vector<int32_t>& tokens, int32_t top, int64_t chunk) {
   prefill_request req;
-  req.seq = seq = next_seq();
+  req.seq = next_seq();
   req.tokens = tokens;
   req.mode = decoder_mode::full;
   req.sampling.max_tokens = 4;
   req.sampling.prompt_logprobs = top;
-  auto p = e.begin_prefill(req);
-  BOOST_REQUIRE_MESSAGE(p.status == engine_status::ok, p.error);
-  do {
-    p = e.prefill_step(req.seq, chunk);
-    BOOST_REQUIRE_MESSAGE(p.status == engine_status::ok, p.error);
-  } while (!p.done);
+  auto p = prefill_to_end(req, chunk);
+  tiny_engine().free(req.seq);
   return p;
 }
 
@@ -38,9 +34,7 @@ BOOST_AUTO_TEST_CASE(each_prompt_token_is_scored_by_the_logits_of_its_prefix_alo
   auto& e = tiny_engine();
   // 700 tokens: the indexer picks top-k positions past 256, and the decoder windows wrap.
   const auto prompt = random_tokens(700, 41);
-  sequence_id seq;
-  auto p = prefill_scored(prompt, 3, 129, seq);
-  e.free(seq);
+  auto p = prefill_scored(prompt, 3, 129);
   BOOST_REQUIRE_EQUAL(p.prompt.size(), prompt.size() - 1);
   for (int64_t j : {1, 2, 200, 256, 257, 300, 699}) {
     const std::vector<int32_t> prefix(prompt.begin(), prompt.begin() + j);
@@ -50,6 +44,7 @@ BOOST_AUTO_TEST_CASE(each_prompt_token_is_scored_by_the_logits_of_its_prefix_alo
     BOOST_TEST(got.id == prompt[static_cast<std::size_t>(j)]);
     const auto want = sampler::score(logits.data(), static_cast<int64_t>(logits.size()), got.id, 3);
     BOOST_TEST(got.logprob == want.logprob, "token " << j);
+    BOOST_TEST(got.rank == want.rank);
     BOOST_REQUIRE_EQUAL(got.top.size(), 3u);
     for (std::size_t k = 0; k < 3; ++k) {
       BOOST_TEST(got.top[k].first == want.top[k].first, "token " << j << " alternative " << k);
@@ -68,9 +63,7 @@ BOOST_AUTO_TEST_CASE(each_prompt_token_is_scored_by_the_logits_of_its_prefix_alo
 BOOST_AUTO_TEST_CASE(the_last_positions_logits_and_the_first_token_are_the_full_modes) {
   auto& e = tiny_engine();
   const auto prompt = random_tokens(300, 43);
-  sequence_id seq;
-  auto p = prefill_scored(prompt, 0, 1000, seq);
-  e.free(seq);
+  auto p = prefill_scored(prompt, 0, 1000);
   auto [ref, logits] = prefill_fresh(prompt, decoder_mode::full);
   e.free(ref);
   BOOST_TEST(max_abs_diff(p.logits, logits) == 0.0f);

@@ -66,25 +66,31 @@ inline sequence_id next_seq() {
   return sequence_id{++n};
 }
 
-/// Prefills `tokens` from scratch in `mode` into a new sequence; returns its id and the logits
-/// of the last prompt position.
-inline std::pair<sequence_id, std::vector<float>> prefill_fresh(
-    const std::vector<int32_t>& tokens, decoder_mode mode, int64_t chunk = 0) {
+/// Runs `req` on the tiny engine to its end, `chunk` prompt tokens a step (0: all at once);
+/// returns the last step's progress (the first token, the logits, prompt scores).
+inline prefill_progress prefill_to_end(const prefill_request& req, int64_t chunk = 0) {
   auto& e = tiny_engine();
-  prefill_request req;
-  req.seq = next_seq();
-  req.tokens = tokens;
-  req.mode = mode;
-  req.sampling.max_tokens = 1 << 20;
   if (chunk <= 0)
-    chunk = static_cast<int64_t>(tokens.size());
+    chunk = static_cast<int64_t>(req.tokens.size());
   auto p = e.begin_prefill(req);
   BOOST_REQUIRE_MESSAGE(p.status == engine_status::ok, p.error);
   do {
     p = e.prefill_step(req.seq, chunk);
     BOOST_REQUIRE_MESSAGE(p.status == engine_status::ok, p.error);
   } while (!p.done);
-  return {req.seq, p.logits};
+  return p;
+}
+
+/// Prefills `tokens` from scratch in `mode` into a new sequence; returns its id and the logits
+/// of the last prompt position.
+inline std::pair<sequence_id, std::vector<float>> prefill_fresh(
+    const std::vector<int32_t>& tokens, decoder_mode mode, int64_t chunk = 0) {
+  prefill_request req;
+  req.seq = next_seq();
+  req.tokens = tokens;
+  req.mode = mode;
+  req.sampling.max_tokens = 1 << 20;
+  return {req.seq, prefill_to_end(req, chunk).logits};
 }
 
 } // namespace deepinfer::engine::testing
