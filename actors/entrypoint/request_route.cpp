@@ -336,7 +336,9 @@ void place(request_pointer self, int i) {
   auto hit = st.ctx->cache ? st.ctx->cache->check(at.tokens, prompt_length, st.salt, st.image_marks) : kv::prefix_cache::check_result{};
   if (send_to_vision(self, i, view, hit.length))
     return;
-  at.hit_length = hit.length;
+  // A prompt to score prefills cold whatever the cache holds (rank_prefill.cpp): priced so.
+  const bool scored = sm.sampling.prompt_logprobs >= 0 && sm.generated.empty();
+  at.hit_length = scored ? 0 : hit.length;
   // The rank must hold all it may reach: what is there now plus the tokens still to generate,
   // for this sample and each that rides on it (each its own copy of the prompt's KV).
   const auto left = std::max<int64_t>(0, sm.sampling.max_tokens - static_cast<int64_t>(sm.generated.size()));
