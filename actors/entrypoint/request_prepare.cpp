@@ -13,9 +13,7 @@
 
 namespace deepinfer::actors {
 
-namespace {
-
-recipe::api_error error_of(recipe::api_kind api, int status, std::string type, std::string message,
+recipe::api_error request_error(recipe::api_kind api, int status, std::string type, std::string message,
                            std::string param) {
   recipe::api_error e;
   e.api = api;
@@ -26,134 +24,8 @@ recipe::api_error error_of(recipe::api_kind api, int status, std::string type, s
   return e;
 }
 
-/// Where each API puts the structured-output format (the `param` of its 400).
-const char* format_param(recipe::api_kind api) {
-  switch (api) {
-    case recipe::api_kind::responses: return "text.format";
-    case recipe::api_kind::messages: return "output_config.format";
-    default: return "response_format";
-  }
-}
-
-} // namespace
-
-expected<std::optional<constraint_job>, recipe::api_error> constraint_job_of(const entrypoint::context& ctx,
-                                                                            const recipe::conversation& conv) {
-  using mode = recipe::response_format::mode;
-  using choice = recipe::tool_choice::mode;
-  const bool format = conv.format && conv.format->kind != mode::text;
-  const bool forced_call = conv.tool_choice.kind == choice::required || conv.tool_choice.kind == choice::named;
-  if (!format && !conv.structured && !forced_call)
-    return std::optional<constraint_job>{};
-  const auto api = conv.api;
-  const char* param = format ? format_param(api) : conv.structured ? "structured_outputs" : "tool_choice";
-  if (forced_call && (format || conv.structured))
-    return error_of(api, 400, "invalid_request_error",
-                    "A forced tool call (tool_choice) and an output format cannot both be enforced; drop one.", param);
-  // With thinking on the reasoning is free and the constraint starts after `</think>`.
-  std::optional<int32_t> after;
-  if (conv.thinking) {
-    after = ctx.specials->id(recipe::spelling::think_close);
-    if (!after)
-      return error_of(api, 400, "invalid_request_error",
-                      "This template has no `</think>` token to start the output format after; turn thinking off "
-                      "for this request.",
-                      param);
-  }
-  recipe::so::constraint c;
-  if (forced_call) {
-    // The DSML markup of a call to the named tool (or any tool), arguments by its schema.
-    nlohmann::ordered_json spec{{"tools", nlohmann::ordered_json::array()},
-                                {"parallel", conv.parallel_tool_calls && conv.tool_choice.kind == choice::required},
-                                {"v41", ctx.specials->version() == recipe::template_version::dsv41}};
-    for (const auto& t : conv.tools)
-      if (conv.tool_choice.kind == choice::required || t.name == conv.tool_choice.name)
-        spec["tools"].push_back({{"name", t.name},
-                                 {"parameters", t.function.value("parameters", nlohmann::ordered_json::object())}});
-    c.kind = recipe::so::constraint_kind::tool_calls;
-    c.text = spec.dump();
-  } else if (format && conv.format->kind == mode::json_object)
-    c.kind = recipe::so::constraint_kind::json_object;
-  else if (format) {
-    c.kind = recipe::so::constraint_kind::json_schema;
-    c.text = conv.format->schema.dump();
-  } else {
-    using so_mode = recipe::structured_outputs::mode;
-    c.kind = conv.structured->kind == so_mode::regex     ? recipe::so::constraint_kind::regex
-             : conv.structured->kind == so_mode::grammar ? recipe::so::constraint_kind::grammar
-                                                         : recipe::so::constraint_kind::json_schema;
-    c.text = conv.structured->text;
-  }
-  if (!ctx.so)
-    return error_of(api, 400, "invalid_request_error",
-                    "This server has no structured-output compiler; send the request without a format.",
-                    param);
-  constraint_job job;
-  job.spec = structured_output::spec_of(c, after);
-  job.constraint = std::move(c);
-  job.api = api;
-  job.param = param;
-  return std::optional<constraint_job>{std::move(job)};
-}
-
-recipe::api_error constraint_job::refused(const std::string& why) const {
-  return error_of(api, 400, "invalid_request_error", "The output format cannot be enforced: " + why + ".", param);
-}
 
 namespace {
-
-/// The request's structured-output constraint as the engine's spec (empty: none) and the length
-/// of the shortest output it accepts, in tokens.
-struct format_constraint {
-  std::string spec;
-  int64_t shortest = 0;
-};
-
-/// The request's constraint, compiled now (unless `compiled_shortest`: a compiler actor did it)
-/// so that one it cannot enforce is refused before it is placed: never silently ignored.
-expected<format_constraint, recipe::api_error> constraint_of(const entrypoint::context& ctx,
-                                                             const recipe::conversation& conv,
-                                                             std::optional<int64_t> compiled_shortest) {
-  auto job = constraint_job_of(ctx, conv);
-  if (!job)
-    return std::move(job).error();
-  if (!*job)
-    return format_constraint{};
-  format_constraint out;
-  if (compiled_shortest) {
-    out.shortest = *compiled_shortest;
-  } else {
-    auto m = ctx.so->compile((*job)->constraint);
-    if (!m)
-      return (*job)->refused(m.error());
-    out.shortest = static_cast<int64_t>((*m)->shortest_completion_length((*m)->start()));
-  }
-  out.spec = std::move((*job)->spec);
-  return out;
-}
-
-/// A 400 when the output limit (`limit`, `named` by the client or the default lowered to what
-/// the context leaves) cannot hold the shortest output the request's format accepts (`shortest`
-/// tokens, plus the reply's end, plus `</think>` with thinking on): the output would stop cut off
-/// (a forced tool call's arguments empty, a schema's object unclosed) though the format promises
-/// a complete one.
-std::optional<recipe::api_error> too_short_for_the_format(const recipe::conversation& conv, int64_t limit,
-                                                          bool named, int64_t shortest) {
-  const int64_t need = shortest + 1 + (conv.thinking ? 1 : 0);
-  if (limit >= need)
-    return std::nullopt;
-  const std::string param = conv.api == recipe::api_kind::responses ? "max_output_tokens" : "max_tokens";
-  const std::string what = std::string(" the shortest output the requested format (schema or tool call) allows takes ") +
-                           std::to_string(need) + " (with the end of the reply" +
-                           (conv.thinking ? " and of the reasoning" : "") + ")";
-  // (Anthropic's body puts the param before the message itself.)
-  return error_of(conv.api, 400, "invalid_request_error",
-                  named ? "The output limit is " + std::to_string(limit) + " tokens, but" + what + "; raise " + param +
-                            " to at least " + std::to_string(need) + "."
-                        : "No output limit was named, and what the context leaves after the prompt is " +
-                            std::to_string(limit) + " tokens, but" + what + "; shorten the prompt.",
-                  param);
-}
 
 /// Where an API's messages are (the `param` of an image's 400).
 const char* messages_param(recipe::api_kind api) {
@@ -179,13 +51,13 @@ expected<std::vector<prompt_image>, recipe::api_error> decode_images(const entry
       const std::string which = "Image " + std::to_string(image) + " (message " + std::to_string(m + 1) + ", part " +
                                 std::to_string(p + 1) + ")";
       auto refuse = [&](const std::string& why) {
-        return error_of(api, 400, "invalid_request_error", which + ": " + why + ".",
+        return request_error(api, 400, "invalid_request_error", which + ": " + why + ".",
                         part.path.empty() ? messages_param(api) : part.path);
       };
       if (!ctx.vision.enabled())
         return refuse("this model has no vision encoder; send the request without images");
       if (image > lim.max_images_per_request)
-        return error_of(api, 400, "invalid_request_error",
+        return request_error(api, 400, "invalid_request_error",
                         "The request has more than " + std::to_string(lim.max_images_per_request) +
                           " images, the most this server accepts in one request; send fewer.",
                         messages_param(api));
@@ -301,7 +173,7 @@ expected<recipe::conversation, recipe::api_error> parse_for_serving(const entryp
   if (!conv)
     return std::move(conv).error();
   if (conv->model != ctx.cfg.model_name) {
-    auto e = error_of(api, 404, anthropic ? "not_found_error" : "invalid_request_error",
+    auto e = request_error(api, 404, anthropic ? "not_found_error" : "invalid_request_error",
                       "The model '" + conv->model + "' does not exist; this server serves '" + ctx.cfg.model_name + "'.",
                       "model");
     e.code = "model_not_found"; // OpenAI's code, as GET /v1/models/{id} gives it
@@ -312,7 +184,7 @@ expected<recipe::conversation, recipe::api_error> parse_for_serving(const entryp
     // the only ones that apply) and its input.
     auto prev = ctx.responses ? ctx.responses->get(tenant, conv->previous_response_id) : nullptr;
     if (!prev) {
-      auto e = error_of(api, 404, "invalid_request_error",
+      auto e = request_error(api, 404, "invalid_request_error",
                         "Previous response with id '" + conv->previous_response_id +
                           "' not found. It was never stored (store: false), was deleted, or expired; send the "
                           "full input instead.",
@@ -321,7 +193,7 @@ expected<recipe::conversation, recipe::api_error> parse_for_serving(const entryp
       return e;
     }
     if (prev->running())
-      return error_of(api, 400, "invalid_request_error",
+      return request_error(api, 400, "invalid_request_error",
                       "Previous response with id '" + conv->previous_response_id +
                         "' is a background response still in progress; poll GET /v1/responses/" +
                         conv->previous_response_id + " until its status is no longer queued, then continue it.",
@@ -426,7 +298,7 @@ expected<prepared_request, recipe::api_error> prepare_conversation(const entrypo
   const int64_t limit = ctx.cfg.context_limit;
   const bool legacy = api == recipe::api_kind::completions;
   auto too_long = [&](const std::string& prompt_part, int64_t total) {
-    return error_of(api, 400, "invalid_request_error",
+    return request_error(api, 400, "invalid_request_error",
                     "This model's maximum context length is " + std::to_string(limit) + " tokens. However, you requested " +
                       prompt_part + " (" + std::to_string(total - limit) + " over the limit). Shorten the " +
                       (legacy ? "prompt" : "messages") + " or lower the maximum number of output tokens.",
@@ -437,7 +309,7 @@ expected<prepared_request, recipe::api_error> prepare_conversation(const entrypo
   // Token ids the client names must be the model's (OpenAI and vLLM answer 400 too).
   const auto vocab = static_cast<int64_t>(ctx.tok->vocab_size());
   auto not_in_vocab = [&](const std::string& what, int64_t id) {
-    return error_of(api, 400, "invalid_request_error",
+    return request_error(api, 400, "invalid_request_error",
                     "Invalid '" + what + "': token id " + std::to_string(id) + " is not in the vocabulary (0 to " +
                       std::to_string(vocab - 1) + ").",
                     what);
@@ -502,7 +374,7 @@ expected<prepared_request, recipe::api_error> prepare_conversation(const entrypo
       std::max(conv.sampling.prompt_logprobs, conv.sampling.vllm_prompt_logprobs) >= 0 &&
       static_cast<int64_t>(enc.ids.size()) > most) {
     const bool vllm = conv.sampling.vllm_prompt_logprobs >= 0;
-    return error_of(api, 400, "invalid_request_error",
+    return request_error(api, 400, "invalid_request_error",
                     std::string(vllm ? "'prompt_logprobs'" : "'echo' with 'logprobs'") + " scores prompts of up to " +
                       std::to_string(most) + " tokens; this one has " + std::to_string(enc.ids.size()) +
                       ". Shorten the prompt, or send it without " + (vllm ? "'prompt_logprobs'." : "'logprobs' (or without 'echo')."),
@@ -519,7 +391,7 @@ expected<prepared_request, recipe::api_error> prepare_conversation(const entrypo
   if (!images->empty()) {
     const auto placeholder = ctx.specials->id(recipe::spelling::image);
     if (!placeholder || !place_images(*images, enc.ids, *placeholder))
-      return error_of(api, 500, "api_error", "the prompt lost an image's placeholders; please report this",
+      return request_error(api, 500, "api_error", "the prompt lost an image's placeholders; please report this",
                       messages_param(api));
   }
   out.images = std::move(*images);

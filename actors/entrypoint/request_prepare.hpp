@@ -101,6 +101,29 @@ expected<prepared_request, recipe::api_error> prepare_conversation(const entrypo
                                                                    const fetched_images& fetched,
                                                                    std::optional<int64_t> compiled_shortest = std::nullopt);
 
+/// The API's error of `status` (request_prepare.cpp and request_constraint.cpp build theirs so).
+recipe::api_error request_error(recipe::api_kind api, int status, std::string type, std::string message,
+                                std::string param);
+
+/// request_constraint.cpp: the request's structured-output constraint as the engine's spec
+/// (empty: none) and the length of the shortest output it accepts, in tokens.
+struct format_constraint {
+  std::string spec;
+  int64_t shortest = 0;
+};
+
+/// request_constraint.cpp: the request's constraint, compiled now (unless `compiled_shortest`: a
+/// compiler actor did it) so that one it cannot enforce is refused before it is placed.
+expected<format_constraint, recipe::api_error> constraint_of(const entrypoint::context& ctx,
+                                                             const recipe::conversation& conv,
+                                                             std::optional<int64_t> compiled_shortest);
+
+/// request_constraint.cpp: a 400 when the output limit (`limit`, `named` by the client or the
+/// default lowered to what the context leaves) cannot hold the shortest output of the request's
+/// format (`shortest` tokens, plus the reply's end, plus `</think>` with thinking on).
+std::optional<recipe::api_error> too_short_for_the_format(const recipe::conversation& conv, int64_t limit,
+                                                          bool named, int64_t shortest);
+
 /// The salt of a tenant (API key, "" without keys) and a request's `cache_salt`: each pair names
 /// its own namespace, and ("", "") the shared one.
 kv::cache_salt cache_salt_of(const std::string& tenant, const std::string& request_salt);
