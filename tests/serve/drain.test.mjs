@@ -1,5 +1,5 @@
-// SIGTERM to one decode node of a four-process cluster under streaming load, with a 2 s grace
-// ([autoscaler] decode_grace_seconds = 2; issue 17): the node drains. The routers pass it over at
+// SIGTERM to one decode node of a four-process cluster under streaming load, with a 1 s grace
+// ([autoscaler] decode_grace_seconds = 1; issue 17): the node drains. The routers pass it over at
 // once, it decodes on for the grace period, then hands every unfinished request (its KV and
 // windows, its tokens: the sampler's position and the stop state, and its sampling settings: the
 // seed, penalties, stop ids) to the other decode node in one go, and exits. No request is lost,
@@ -19,7 +19,7 @@ import { assertStreamsEqual, check, finish, postChat, results, startTwoDecodeClu
 
 const MODEL = 'deepseek-v4.1-flash';
 const [exe, draftModel] = process.argv.slice(2);
-const STREAMS = 12, MAX_TOKENS = 160, GRACE_S = 2;
+const STREAMS = 12, MAX_TOKENS = 480, GRACE_S = 1;
 
 const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'deepinfer-drain-'));
 const model = draftModel ?? 'tiny';
