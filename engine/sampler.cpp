@@ -179,7 +179,9 @@ sampled_token sampler::sample(const float* logits, int64_t vocab, const sampling
     scaled[static_cast<std::size_t>(i)] = static_cast<float>((logits[i] - mx) / t);
   exps(scaled.data(), vocab, 0.0f, weights.data(), fn); // x - 0 is x: exp of the scaled logit
   auto weight = [&](int32_t id) { return static_cast<double>(weights[static_cast<std::size_t>(id)]); };
-  std::vector<int32_t> ids(static_cast<std::size_t>(vocab));
+  // Kept per thread: 1.5 MB a draw would otherwise be fresh pages, faulted in and zeroed.
+  thread_local std::vector<int32_t> ids;
+  ids.resize(static_cast<std::size_t>(vocab));
   std::iota(ids.begin(), ids.end(), 0);
   // The most likely id weighs exactly 1, so min-p is a floor on the weights themselves (and the
   // same rounded weights the draw uses: what survives never depends on the platform).
@@ -193,7 +195,8 @@ sampled_token sampler::sample(const float* logits, int64_t vocab, const sampling
   if (keep < left || p.top_p < 1.0f)
     std::partial_sort(ids.begin(), ids.begin() + keep, ids.end(), better);
   ids.resize(static_cast<std::size_t>(keep));
-  std::vector<double> w(ids.size());
+  thread_local std::vector<double> w;
+  w.resize(ids.size());
   double total = 0.0;
   for (std::size_t i = 0; i < ids.size(); ++i) {
     w[i] = weight(ids[i]);
