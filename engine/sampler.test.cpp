@@ -1,9 +1,11 @@
 #include "engine/sampler.hpp"
+#include "engine/kernels/canonical.hpp"
 #include "engine/kernels/isa.hpp"
 #include "engine/kernels/kernel_table.hpp"
 
 #include <algorithm>
 #include <cmath>
+#include <numeric>
 #include <random>
 #include <set>
 
@@ -238,6 +240,53 @@ BOOST_AUTO_TEST_CASE(the_kernels_exponentials_draw_what_the_scalar_ones_draw) {
     const auto b = sampler::score(row.data(), static_cast<int64_t>(row.size()), 12, 5, fn);
     BOOST_TEST(a.logprob == b.logprob);
     BOOST_TEST(a.top == b.top);
+  }
+}
+
+// Top-p over the whole vocabulary draws what the plain definition draws: ids sorted by logit
+// (ties by id), weights exp((logit - max) / T) summed in that order, the smallest prefix reaching
+// p of the total, a uniform draw over it. Logits with many ties (rounded to a coarse grid), and
+// without.
+BOOST_AUTO_TEST_CASE(top_p_draws_what_a_full_sort_draws) {
+  std::mt19937 rng(8);
+  std::normal_distribution<float> d(0.0f, 2.0f);
+  std::vector<float> coarse(20000), fine(20000);
+  for (std::size_t i = 0; i < coarse.size(); ++i) {
+    fine[i] = d(rng);
+    coarse[i] = std::round(fine[i] * 16.0f) / 16.0f;
+  }
+  for (const auto& row : {coarse, fine}) {
+    for (float temperature : {0.5f, 1.0f})
+      for (float top_p : {0.5f, 0.9f, 0.99f})
+        for (int64_t position = 0; position < 40; ++position) {
+          sampling_params p;
+          p.temperature = temperature;
+          p.top_p = top_p;
+          p.seed = 3;
+          const auto got = sampler::sample(row.data(), static_cast<int64_t>(row.size()), p, position);
+          // The definition, spelled out.
+          std::vector<int32_t> ids(row.size());
+          std::iota(ids.begin(), ids.end(), 0);
+          std::sort(ids.begin(), ids.end(), [&](int32_t a, int32_t b) { return row[a] > row[b] || (row[a] == row[b] && a < b); });
+          const float mx = row[static_cast<std::size_t>(ids[0])];
+          std::vector<double> w;
+          double total = 0.0;
+          for (auto id : ids) {
+            w.push_back(deepinfer::engine::kernels::canonical::exp(static_cast<float>((row[id] - mx) / double{temperature})));
+            total += w.back();
+          }
+          double acc = 0.0;
+          std::size_t n = 0;
+          while (n < ids.size() && acc < top_p * total)
+            acc += w[n++];
+          n = std::max<std::size_t>(n, 1);
+          total = std::accumulate(w.begin(), w.begin() + static_cast<std::ptrdiff_t>(n), 0.0);
+          const double u = static_cast<double>(sampler::random_bits(3, position) >> 11) * 0x1.0p-53 * total;
+          std::size_t pick = 0;
+          for (double a = w[0]; a <= u && pick + 1 < n; a += w[++pick]) {
+          }
+          BOOST_TEST(got.id == ids[pick], "T " << temperature << " top_p " << top_p << " position " << position);
+        }
   }
 }
 

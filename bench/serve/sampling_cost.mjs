@@ -3,8 +3,8 @@
 // What sampling and scoring cost a server, side by side for each binary (embedded default, fresh
 // each round, binaries taking turns round by round):
 //   - decode: STREAMS concurrent legacy completions of TOKENS tokens (ignore_eos), greedy, at
-//     temperature 0.8, and greedy with logprobs: 1 — aggregate output tokens/s (the second of two
-//     passes, the first warming up);
+//     temperature 0.8, at temperature 0.8 with top_p 0.9, and greedy with logprobs: 1 — aggregate
+//     output tokens/s (the second of two passes, the first warming up);
 //   - echo: one legacy completion with echo and logprobs: 1 of each prompt length (token ids),
 //     max_tokens 1 — seconds for the whole answer (the prompt's tokens scored by a cold prefill).
 // Prints a markdown table per round; medians over rounds at the end.
@@ -69,6 +69,7 @@ for (let round = 1; round <= rounds; ++round)
     const row = {
       greedy: await decodeRate(s.base, { temperature: 0 }),
       sampled: await decodeRate(s.base, { temperature: 0.8 }),
+      nucleus: await decodeRate(s.base, { temperature: 0.8, top_p: 0.9 }),
       logprobs: await decodeRate(s.base, { temperature: 0, logprobs: 1 }),
       echo: [],
     };
@@ -76,12 +77,14 @@ for (let round = 1; round <= rounds; ++round)
     for (const l of echoLengths) row.echo.push(await echoSeconds(s.base, l).catch(() => NaN));
     await s.stop();
     results.get(exe).push(row);
-    console.log(`round ${round} ${exe}: greedy ${row.greedy.toFixed(0)} / T=0.8 ${row.sampled.toFixed(0)} / logprobs ${row.logprobs.toFixed(0)} tok/s;` +
+    console.log(`round ${round} ${exe}: greedy ${row.greedy.toFixed(0)} / T=0.8 ${row.sampled.toFixed(0)} / top_p 0.9 ` +
+                `${row.nucleus.toFixed(0)} / logprobs ${row.logprobs.toFixed(0)} tok/s;` +
                 ` echo ${echoLengths.map((l, k) => `${l}: ${row.echo[k].toFixed(2)} s`).join(', ')}`);
   }
 const median = (xs) => xs.slice().sort((a, b) => a - b)[Math.floor(xs.length / 2)];
-console.log(`\n| binary | ${streams} streams x ${tokens} tokens, tok/s: greedy / temperature 0.8 / greedy + logprobs | echo + logprobs, s: ${echoLengths.join(' / ')} tokens |`);
+console.log(`\n| binary | ${streams} streams x ${tokens} tokens, tok/s: greedy / temperature 0.8 / T 0.8 + top_p 0.9 / greedy + logprobs | echo + logprobs, s: ${echoLengths.join(' / ')} tokens |`);
 console.log('|---|---|---|');
 for (const [exe, rows] of results)
   console.log(`| ${exe} | ${median(rows.map((r) => r.greedy)).toFixed(0)} / ${median(rows.map((r) => r.sampled)).toFixed(0)} / ` +
+              `${median(rows.map((r) => r.nucleus)).toFixed(0)} / ` +
               `${median(rows.map((r) => r.logprobs)).toFixed(0)} | ${echoLengths.map((_, k) => median(rows.map((r) => r.echo[k])).toFixed(2)).join(' / ')} |`);
