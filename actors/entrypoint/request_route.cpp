@@ -334,10 +334,11 @@ void place(request_pointer self, int i) {
   at.tokens.insert(at.tokens.end(), sm.generated.begin(), sm.generated.end());
   const auto prompt_length = static_cast<int64_t>(st.prompt.size());
   auto hit = st.ctx->cache ? st.ctx->cache->check(at.tokens, prompt_length, st.salt, st.image_marks) : kv::prefix_cache::check_result{};
-  if (send_to_vision(self, i, view, hit.length))
-    return;
-  // A prompt to score prefills cold whatever the cache holds (rank_prefill.cpp): priced so.
+  // A prompt to score prefills cold whatever the cache holds (rank_prefill.cpp): priced so, and
+  // its images all encoded (none is inside a hit).
   const bool scored = sm.sampling.prompt_logprobs >= 0 && sm.generated.empty();
+  if (send_to_vision(self, i, view, scored ? 0 : hit.length))
+    return;
   at.hit_length = scored ? 0 : hit.length;
   // The rank must hold all it may reach: what is there now plus the tokens still to generate,
   // for this sample and each that rides on it (each its own copy of the prompt's KV).
