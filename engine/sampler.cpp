@@ -62,6 +62,25 @@ float max_logit(const float* logits, int64_t vocab) {
   return mx;
 }
 
+// The `k` most likely ids, best first, equal logits by ascending id: one pass keeping the best so
+// far (a later id displaces one only with a strictly larger logit), no sort of the vocabulary.
+std::vector<int32_t> most_likely(const float* logits, int64_t vocab, int64_t k_asked) {
+  const auto k = static_cast<std::size_t>(std::clamp<int64_t>(k_asked, 0, vocab));
+  std::vector<int32_t> best;
+  if (k == 0)
+    return best;
+  best.reserve(k + 1);
+  for (int64_t i = 0; i < vocab; ++i) {
+    if (best.size() == k && !(logits[i] > logits[best.back()]))
+      continue;
+    auto at = std::upper_bound(best.begin(), best.end(), logits[i], [&](float v, int32_t b) { return v > logits[b]; });
+    best.insert(at, static_cast<int32_t>(i));
+    if (best.size() > k)
+      best.pop_back();
+  }
+  return best;
+}
+
 // Sorts `ids` (ascending) by logit, largest first, equal logits by ascending id: the order a sort
 // with (logit greater, or equal and id lower) gives. An LSD radix sort of the logits' order keys,
 // 4 passes of 8 bits, stable, so ties keep their ascending ids. A comparison sort of the whole
@@ -156,22 +175,7 @@ sampled_token sampler::score(const float* logits, int64_t vocab, int32_t id, int
   for (int64_t i = 0; i < vocab; ++i)
     above += logits[i] > logits[id] ? 1 : 0;
   out.rank = static_cast<int32_t>(above + 1);
-  const auto k = static_cast<std::size_t>(std::clamp<int64_t>(top_n, 0, vocab));
-  if (k == 0)
-    return out;
-  // The k best so far, best first; a later id displaces one only with a strictly larger logit
-  // (equal logits: the lower id, met first, stays ahead), as sample's comparator orders them.
-  std::vector<int32_t> best;
-  best.reserve(k + 1);
-  for (int64_t i = 0; i < vocab; ++i) {
-    if (best.size() == k && !(logits[i] > logits[best.back()]))
-      continue;
-    auto at = std::upper_bound(best.begin(), best.end(), logits[i], [&](float v, int32_t b) { return v > logits[b]; });
-    best.insert(at, static_cast<int32_t>(i));
-    if (best.size() > k)
-      best.pop_back();
-  }
-  for (auto b : best)
+  for (auto b : most_likely(logits, vocab, top_n))
     out.top.emplace_back(b, static_cast<float>(logits[b] - lz));
   return out;
 }
@@ -183,16 +187,8 @@ sampled_token sampler::sample(const float* logits, int64_t vocab, const sampling
   const bool want = p.logprobs || p.top_logprobs > 0;
   const double lz = want ? log_normalizer(logits, vocab, mx, fn) : 0.0;
   auto logprob = [&](int64_t i) { return want ? static_cast<float>(logits[i] - lz) : 0.0f; };
-  if (p.top_logprobs > 0) {
-    std::vector<int32_t> ids(static_cast<std::size_t>(vocab));
-    std::iota(ids.begin(), ids.end(), 0);
-    auto k = std::min<int64_t>(p.top_logprobs, vocab);
-    std::partial_sort(ids.begin(), ids.begin() + k, ids.end(), [&](int32_t a, int32_t b) {
-      return logits[a] > logits[b] || (logits[a] == logits[b] && a < b);
-    });
-    for (int64_t i = 0; i < k; ++i)
-      out.top.emplace_back(ids[i], logprob(ids[i]));
-  }
+  for (auto id : most_likely(logits, vocab, p.top_logprobs))
+    out.top.emplace_back(id, logprob(id));
   if (p.temperature <= 0.0f) {
     out.id = static_cast<int32_t>(std::find(logits, logits + vocab, mx) - logits);
     out.logprob = logprob(out.id);

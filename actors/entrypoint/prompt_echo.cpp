@@ -27,6 +27,24 @@ std::vector<recipe::token_logprob> logprob_entries(const recipe::tokenizer& tok,
   return out;
 }
 
+void keep_prompt_scores(request_pointer self, const token_logprobs& scores) {
+  auto& st = self->state;
+  if (scores.logprob.size() + 1 != st.prompt.size())
+    return; // not scored (a resubmission), or not as asked: write_prompt_part fails the request
+  const auto& tok = *st.ctx->tok;
+  // The first token has nothing before it (NaN: null), then the scores.
+  st.prompt_entries.clear();
+  st.prompt_entries.reserve(st.prompt.size());
+  recipe::token_logprob first;
+  first.token = tok.token_bytes(st.prompt.front());
+  first.id = st.prompt.front();
+  first.logprob = std::numeric_limits<float>::quiet_NaN();
+  st.prompt_entries.push_back(std::move(first));
+  auto rest = logprob_entries(tok, std::vector<int32_t>(st.prompt.begin() + 1, st.prompt.end()), scores);
+  st.prompt_entries.insert(st.prompt_entries.end(), std::make_move_iterator(rest.begin()),
+                           std::make_move_iterator(rest.end()));
+}
+
 bool write_prompt_part(request_pointer self, int i) {
   auto& st = self->state;
   auto& sm = sample(self, i);
@@ -36,24 +54,13 @@ bool write_prompt_part(request_pointer self, int i) {
     return true;
   sm.echoed = true;
   const auto& tok = *st.ctx->tok;
-  // The prompt's entries: the first token has nothing before it (NaN: null), then the scores.
-  std::vector<recipe::token_logprob> entries;
-  if ((vllm || sm.sampling.logprobs) && !st.prompt.empty()) {
-    if (st.prompt_scores.logprob.size() + 1 != st.prompt.size()) {
-      fail(self, 500, "the prefill did not score the prompt (prompt logprobs); please report this");
-      return false;
-    }
-    entries.reserve(st.prompt.size());
-    recipe::token_logprob first;
-    first.token = tok.token_bytes(st.prompt.front());
-    first.id = st.prompt.front();
-    first.logprob = std::numeric_limits<float>::quiet_NaN();
-    entries.push_back(std::move(first));
-    auto rest = logprob_entries(tok, std::vector<int32_t>(st.prompt.begin() + 1, st.prompt.end()), st.prompt_scores);
-    entries.insert(entries.end(), std::make_move_iterator(rest.begin()), std::make_move_iterator(rest.end()));
+  const bool scored = vllm || sm.sampling.logprobs;
+  if (scored && st.prompt_entries.size() != st.prompt.size()) {
+    fail(self, 500, "the prefill did not score the prompt (prompt logprobs); please report this");
+    return false;
   }
   if (vllm)
-    sm.out->prompt_logprobs(recipe::prompt_logprobs_json(entries));
+    sm.out->prompt_logprobs(recipe::prompt_logprobs_json(st.prompt_entries));
   if (!echo)
     return true;
   // The client's text as sent (vLLM's echo); token ids as the text they spell.
@@ -63,9 +70,8 @@ bool write_prompt_part(request_pointer self, int i) {
       text += tok.token_bytes(id);
   else
     text = st.conv.prompt->text;
-  if (!sm.sampling.logprobs)
-    entries.clear();
-  auto chunk = sm.out->echo(text, std::move(entries), sm.sampling.logprobs);
+  auto chunk = sm.out->echo(text, sm.sampling.logprobs ? st.prompt_entries : std::vector<recipe::token_logprob>{},
+                            sm.sampling.logprobs);
   if (st.streaming)
     st.writer->write(chunk);
   return true;

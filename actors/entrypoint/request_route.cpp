@@ -155,8 +155,8 @@ void on_prefilled(request_pointer self, int i, prefill_result& r) {
   // One transfer, however many samples its KV starts on the decode rank.
   if (!r.finished || std::any_of(r.samples.begin(), r.samples.end(), [](const parallel_sample& x) { return !x.finished; }))
     st.ctx->kv_transfers->with({to_string(r.transport)}).inc();
-  if (!r.prompt_logprobs.logprob.empty())
-    st.prompt_scores = std::move(r.prompt_logprobs);
+  if (st.conv.sampling.vllm_prompt_logprobs >= 0 || st.conv.sampling.prompt_logprobs >= 0)
+    keep_prompt_scores(self, r.prompt_logprobs);
   const auto job = sm.job;
   on_first_token(self, i, r.first_token, r.finished, r.logprobs, r.transport);
   // The samples that rode on this prefill: each its own first token.

@@ -89,10 +89,10 @@ struct request_state {
   /// The structured-output constraint compiled by a compiler actor (request_compile.cpp): the
   /// shortest output it accepts, in tokens. Unset: none compiled (prepare compiles, if needed).
   std::optional<int64_t> format_shortest;
-  /// Prompt logprobs (`echo` with `logprobs`, vLLM's `prompt_logprobs`): the prompt's tokens from
-  /// the second on as the prefill scored them (prefill_result::prompt_logprobs; empty until it
-  /// answered).
-  token_logprobs prompt_scores;
+  /// Prompt logprobs (`echo` with `logprobs`, vLLM's `prompt_logprobs`): one entry per prompt
+  /// token, the first null (NaN), the others as the prefill scored them (`keep_prompt_scores`;
+  /// empty until it answered), shared by every choice.
+  std::vector<recipe::token_logprob> prompt_entries;
   kv::cache_salt salt;
   /// The prompt's decoded images (sent with every attempt's prefill job) and their marks (how
   /// the prefix cache keys the prompt).
@@ -202,6 +202,9 @@ void on_tokens(request_pointer self, int i, const std::vector<int32_t>& ids, boo
 /// alternative's) bytes.
 std::vector<recipe::token_logprob> logprob_entries(const recipe::tokenizer& tok, const std::vector<int32_t>& ids,
                                                    const token_logprobs& lp);
+/// prompt_echo.cpp: the prefill's scores of the prompt (prefill_result::prompt_logprobs) as the
+/// entries every choice's output reads (request_state::prompt_entries).
+void keep_prompt_scores(request_pointer self, const token_logprobs& scores);
 /// prompt_echo.cpp: the prompt's part of sample `i`'s output, once, before its first token:
 /// legacy Completions' `echo` (the prompt's text, with its scores when `logprobs` was asked) and
 /// vLLM's `prompt_logprobs` (for the body). False when the request failed instead (the scores
