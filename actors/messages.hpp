@@ -29,8 +29,8 @@ template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, sampling_params& x) {
   return f(caf::meta::type_name("sampling_params"), x.temperature, x.top_k, x.top_p, x.min_p, x.seed, x.stop_ids,
            x.max_tokens, x.logprobs, x.top_logprobs, x.constraint, x.output_from, x.presence_penalty,
-           x.frequency_penalty, x.repetition_penalty, x.min_tokens, x.logit_bias, x.thinking_budget, x.thinking_end,
-           x.prompt_logprobs);
+           x.frequency_penalty, x.repetition_penalty, x.min_tokens, x.logit_bias, x.allowed_ids, x.bad_words,
+           x.thinking_budget, x.thinking_end, x.prompt_logprobs);
 }
 
 } // namespace deepinfer::engine

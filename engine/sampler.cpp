@@ -154,7 +154,27 @@ void sampler::process_logits(float* logits, int64_t vocab, const sampling_params
     for (auto id : p.stop_ids)
       if (valid(id))
         logits[id] = -std::numeric_limits<float>::infinity();
-  // 5. The thinking budget spent and the reasoning still open: only its end may come. A pass
+  // 5. vLLM's allowed ids: every other id blocked (a pass over the vocabulary; the allowed ids'
+  // logits kept aside and put back). 6. Bad words: the id that would complete one after the
+  // output so far (vLLM matches over the output only).
+  if (!p.allowed_ids.empty()) {
+    thread_local std::vector<float> kept;
+    kept.clear();
+    for (auto id : p.allowed_ids)
+      kept.push_back(valid(id) ? logits[id] : 0.0f);
+    std::fill(logits, logits + vocab, -std::numeric_limits<float>::infinity());
+    for (std::size_t i = 0; i < p.allowed_ids.size(); ++i)
+      if (valid(p.allowed_ids[i]))
+        logits[p.allowed_ids[i]] = kept[i];
+  }
+  const std::span<const int32_t> output = tokens.subspan(from);
+  for (const auto& word : p.bad_words) {
+    if (word.empty() || !valid(word.back()) || output.size() + 1 < word.size())
+      continue;
+    if (std::equal(word.begin(), word.end() - 1, output.end() - static_cast<std::ptrdiff_t>(word.size() - 1)))
+      logits[word.back()] = -std::numeric_limits<float>::infinity();
+  }
+  // 7. The thinking budget spent and the reasoning still open: only its end may come. A pass
   // over the vocabulary, once per sequence (the next step's output holds the end).
   if (p.thinking_budget >= 0 && valid(p.thinking_end) &&
       static_cast<int64_t>(tokens.size() - from) >= p.thinking_budget &&
@@ -189,7 +209,9 @@ sampled_token sampler::sample(const float* logits, int64_t vocab, const sampling
   auto logprob = [&](int64_t i) { return want ? static_cast<float>(logits[i] - lz) : 0.0f; };
   for (auto id : most_likely(logits, vocab, p.top_logprobs))
     out.top.emplace_back(id, logprob(id));
-  if (p.temperature <= 0.0f) {
+  // Nothing left to draw (the request's own masks exclude every id: allowed ids that are all
+  // stop ids under min_tokens, say): the lowest id, as greedy picks among equals.
+  if (p.temperature <= 0.0f || mx == -std::numeric_limits<float>::infinity()) {
     out.id = static_cast<int32_t>(std::find(logits, logits + vocab, mx) - logits);
     out.logprob = logprob(out.id);
     return out;

@@ -52,6 +52,11 @@ struct sampling_params {
   int32_t min_tokens = 0;
   /// OpenAI's: (id, bias) added to the logits before sampling (bias in [-100, 100]).
   std::vector<std::pair<int32_t, float>> logit_bias;
+  /// vLLM's `allowed_token_ids` (sorted, unique): no other id can be drawn; empty: any.
+  std::vector<int32_t> allowed_ids;
+  /// vLLM's `bad_words` as token sequences: an id that would end one of them after the output so
+  /// far cannot be drawn (a one-token word never can).
+  std::vector<std::vector<int32_t>> bad_words;
   /// Anthropic's thinking budget: once the output holds `thinking_budget` tokens and none of
   /// them is `thinking_end` (`</think>`), the next token is `thinking_end`, so the reasoning
   /// ends there and the answer follows. -1: no budget.
@@ -63,11 +68,12 @@ struct sampling_params {
   /// the encoder's output at every position) with the decoder over the whole prompt.
   int32_t prompt_logprobs = -1;
 
-  /// Whether any logit processing (penalties, min_tokens, logit_bias, a thinking budget) is
-  /// asked for.
+  /// Whether any logit processing (penalties, min_tokens, logit_bias, allowed ids, bad words, a
+  /// thinking budget) is asked for.
   bool processes_logits() const noexcept {
     return presence_penalty != 0.0f || frequency_penalty != 0.0f || repetition_penalty != 1.0f || min_tokens > 0 ||
-           !logit_bias.empty() || (thinking_budget >= 0 && thinking_end >= 0);
+           !logit_bias.empty() || !allowed_ids.empty() || !bad_words.empty() ||
+           (thinking_budget >= 0 && thinking_end >= 0);
   }
 };
 
@@ -107,9 +113,10 @@ public:
   /// `position` of a stream that starts at a mix of `seed`).
   static uint64_t random_bits(uint64_t seed, int64_t position);
 
-  /// Applies `p`'s penalties, min_tokens and logit_bias to `logits[0..vocab)` in place, given the
-  /// sequence's `tokens` (prompt, then output from `p.output_from`). Touches only the ids
-  /// that occur in `tokens` or the bias (never a pass over the vocabulary) and depends on
+  /// Applies `p`'s penalties, min_tokens, logit_bias, allowed ids and bad words to
+  /// `logits[0..vocab)` in place, given the sequence's `tokens` (prompt, then output from
+  /// `p.output_from`). Touches only the ids that occur in `tokens`, the bias or the bad words
+  /// (a pass over the vocabulary only for allowed ids or a spent thinking budget) and depends on
   /// nothing but the tokens, so a resubmitted sequence continues identically. A no-op unless
   /// `p.processes_logits()`.
   static void process_logits(float* logits, int64_t vocab, const sampling_params& p,

@@ -209,6 +209,51 @@ BOOST_AUTO_TEST_CASE(repetition_min_tokens_and_logit_bias_follow_vllm) {
   BOOST_TEST((l == logits()));
 }
 
+// vLLM's allowed_token_ids and bad_words: the mask keeps exactly the allowed ids' logits; a bad
+// word's last token is blocked only right after its other tokens in the output (not the prompt).
+BOOST_AUTO_TEST_CASE(allowed_ids_and_bad_words_block_what_vllm_blocks) {
+  sampling_params a;
+  a.allowed_ids = {0, 5, 6};
+  BOOST_TEST(a.processes_logits());
+  auto l = logits();
+  const auto before = l;
+  sampler::process_logits(l.data(), 8, a, std::vector<int32_t>{1, 2});
+  for (int32_t i = 0; i < 8; ++i)
+    BOOST_TEST((i == 0 || i == 5 || i == 6 ? l[i] == before[i] : std::isinf(l[i]) && l[i] < 0));
+  BOOST_TEST(sampler::sample(l.data(), 8, a, 2).id == 0); // 0.1 beats 0.0 and -3
+  a.temperature = 1.0f;
+  for (int i = 0; i < 50; ++i) {
+    l = logits();
+    sampler::process_logits(l.data(), 8, a, std::vector<int32_t>{});
+    const auto id = sampler::sample(l.data(), 8, a, i).id;
+    BOOST_TEST((id == 0 || id == 5 || id == 6));
+  }
+  // Bad words [4] (one token) and [3, 1] (two): 4 always blocked; 1 only right after a 3.
+  sampling_params b;
+  b.bad_words = {{4}, {3, 1}};
+  b.output_from = 2;
+  l = logits();
+  sampler::process_logits(l.data(), 8, b, std::vector<int32_t>{3, 3}); // a 3 in the prompt only
+  BOOST_TEST(std::isinf(l[4]));
+  BOOST_TEST(l[1] == before[1]);
+  BOOST_TEST(sampler::sample(l.data(), 8, b, 2).id == 1);
+  l = logits();
+  sampler::process_logits(l.data(), 8, b, std::vector<int32_t>{3, 3, 0, 3});
+  BOOST_TEST(std::isinf(l[1]));
+  BOOST_TEST(std::isinf(l[4]));
+  BOOST_TEST(sampler::sample(l.data(), 8, b, 4).id == 3); // 2.0 and 1.9 gone: 1.5 next
+  // Nothing left (the only allowed id is a stop id under min_tokens): the lowest id, no NaN.
+  sampling_params c;
+  c.allowed_ids = {1};
+  c.stop_ids = {1};
+  c.min_tokens = 1;
+  c.temperature = 0.7f;
+  c.logprobs = true;
+  l = logits();
+  sampler::process_logits(l.data(), 8, c, std::vector<int32_t>{});
+  BOOST_TEST(sampler::sample(l.data(), 8, c, 0).id == 0);
+}
+
 // The vectorized exponentials (each ISA's kernel) give the scalar canonical exp's bits: the same
 // draws, logprobs and alternatives on a vocabulary-sized row, under every sampling setting.
 BOOST_AUTO_TEST_CASE(the_kernels_exponentials_draw_what_the_scalar_ones_draw) {

@@ -264,6 +264,9 @@ caf::behavior start(request_pointer self, recipe::conversation conv, const fetch
   pc.thinking = st.conv.thinking;
   pc.stop = st.conv.sampling.stop;
   pc.ignore_eos = smp.ignore_eos;
+  pc.stop_ids = smp.stop_token_ids;
+  pc.include_stop = smp.include_stop_str_in_output;
+  pc.show_specials = !smp.skip_special_tokens;
   auto tok = st.ctx->tok;
   auto now = std::chrono::duration_cast<std::chrono::seconds>(
                std::chrono::system_clock::now().time_since_epoch()).count();
@@ -432,7 +435,7 @@ void on_tokens(request_pointer self, int i, const std::vector<int32_t>& ids, boo
     // and legacy Completions only output text, which template tokens (end of reasoning,
     // tool-call markup) are not.
     const bool every_token = st.conv.api == recipe::api_kind::chat;
-    auto entries = logprob_entries(*st.ctx->tok, ids, lp);
+    auto entries = logprob_entries(*st.ctx->tok, ids, lp, st.conv.sampling.return_tokens_as_token_ids);
     for (std::size_t k = 0; k < ids.size() && !sm.parser->finished(); ++k) {
       if (every_token || st.ctx->tok->find_added(ids[k]) == nullptr)
         sm.out->logprobs(std::span(&entries[k], 1), st.streaming);

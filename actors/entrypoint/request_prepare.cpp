@@ -4,6 +4,7 @@
 #include "recipe/protocol/api_ids.hpp"
 #include "recipe/protocol/parse_request.hpp"
 #include "recipe/render/renderer.hpp"
+#include "recipe/tokenizer/tokenizer.hpp"
 #include "recipe/vision/image_decode.hpp"
 
 #include <algorithm>
@@ -117,6 +118,24 @@ bool place_images(std::vector<prompt_image>& images, const std::vector<int32_t>&
 
 } // namespace
 
+std::vector<std::vector<int32_t>> bad_word_ids(const recipe::tokenizer& tok, const std::vector<std::string>& words) {
+  // vLLM's rule: each word as written (leading spaces dropped), and again after a space when that
+  // spells it with another first token and as many tokens (the word inside a sentence).
+  std::vector<std::vector<int32_t>> out;
+  for (const auto& w : words) {
+    const auto bare = w.substr(std::min(w.size(), w.find_first_not_of(' ')));
+    auto ids = tok.encode(bare);
+    if (ids.empty())
+      continue;
+    auto spaced = tok.encode(" " + bare);
+    const bool other = !spaced.empty() && spaced.front() != ids.front() && spaced.size() == ids.size();
+    out.push_back(std::move(ids));
+    if (other)
+      out.push_back(std::move(spaced));
+  }
+  return out;
+}
+
 void sampling_from_request(const entrypoint::context& ctx, const recipe::conversation& conv,
                            engine::sampling_params& sampling) {
   sampling.temperature = static_cast<float>(conv.sampling.temperature.value_or(0.0));
@@ -127,6 +146,12 @@ void sampling_from_request(const entrypoint::context& ctx, const recipe::convers
   sampling.seed = conv.sampling.seed ? static_cast<uint64_t>(*conv.sampling.seed) : recipe::random_seed();
   // ignore_eos (vLLM): EOS is no stop for the ranks, and no text for the parser.
   sampling.stop_ids = conv.sampling.ignore_eos ? std::vector<int32_t>{} : std::vector<int32_t>{ctx.eos};
+  // vLLM's stop_token_ids stop the ranks too (and min_tokens holds them back like EOS).
+  for (auto id : conv.sampling.stop_token_ids)
+    if (std::find(sampling.stop_ids.begin(), sampling.stop_ids.end(), id) == sampling.stop_ids.end())
+      sampling.stop_ids.push_back(id);
+  sampling.allowed_ids = conv.sampling.allowed_token_ids;
+  sampling.bad_words = bad_word_ids(*ctx.tok, conv.sampling.bad_words);
   sampling.presence_penalty = static_cast<float>(conv.sampling.presence_penalty.value_or(0.0));
   sampling.frequency_penalty = static_cast<float>(conv.sampling.frequency_penalty.value_or(0.0));
   sampling.repetition_penalty = static_cast<float>(conv.sampling.repetition_penalty.value_or(1.0));
@@ -317,6 +342,12 @@ expected<prepared_request, recipe::api_error> prepare_conversation(const entrypo
   for (auto& [id, bias] : conv.sampling.logit_bias)
     if (id >= vocab)
       return not_in_vocab("logit_bias", id);
+  for (auto id : conv.sampling.stop_token_ids)
+    if (id >= vocab)
+      return not_in_vocab("stop_token_ids", id);
+  for (auto id : conv.sampling.allowed_token_ids)
+    if (id >= vocab)
+      return not_in_vocab("allowed_token_ids", id);
   // 2. Decode the images (their placeholder counts shape the prompt), 3. render, 4. tokenize,
   // stopping once the prompt is certainly over what the limit leaves.
   auto images = decode_images(ctx, conv, fetched);

@@ -18,6 +18,10 @@
 #include "recipe/protocol/conversation.hpp"
 #include "recipe/structured/compiler.hpp"
 
+namespace deepinfer::recipe {
+class tokenizer;
+}
+
 namespace deepinfer::actors {
 
 /// A request ready to run: what the client asked for, its prompt, and its cache namespace.
@@ -37,9 +41,12 @@ struct prepared_request {
 /// A request's traffic class (DESIGN §4.1): `agent` when it carries tools or tool results,
 /// `chatbot` otherwise, unless its `metadata` says `"traffic_class": "agent" | "chatbot"`.
 kv::traffic_class traffic_class_of(const recipe::conversation& conv);
+/// vLLM's `bad_words` as the token sequences the engine blocks (`sampling_params::bad_words`).
+std::vector<std::vector<int32_t>> bad_word_ids(const recipe::tokenizer& tok, const std::vector<std::string>& words);
 /// The engine's sampling settings of a prepared request (the rest of what `prepare_request` set
 /// in `sampling`): temperature, nucleus and the other cuts, the seed (drawn when the client sent
-/// none), EOS as the stop, penalties, logit bias, logprobs, the thinking budget.
+/// none), EOS and vLLM's stop ids as the stops, penalties, logit bias, allowed ids, bad words,
+/// logprobs, the thinking budget.
 void sampling_from_request(const entrypoint::context& ctx, const recipe::conversation& conv,
                            engine::sampling_params& sampling);
 

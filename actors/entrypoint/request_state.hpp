@@ -199,9 +199,9 @@ bool usable(request_pointer self, const caf::strong_actor_ptr& rank, const std::
 /// when the request did not ask for them).
 void on_tokens(request_pointer self, int i, const std::vector<int32_t>& ids, bool finished, const token_logprobs& lp);
 /// prompt_echo.cpp: the engine's log-probabilities `lp` of `ids` with each token's (and each
-/// alternative's) bytes.
+/// alternative's) bytes, or with `as_ids` (vLLM's `return_tokens_as_token_ids`) `token_id:N`.
 std::vector<recipe::token_logprob> logprob_entries(const recipe::tokenizer& tok, const std::vector<int32_t>& ids,
-                                                   const token_logprobs& lp);
+                                                   const token_logprobs& lp, bool as_ids = false);
 /// prompt_echo.cpp: the prefill's scores of the prompt (prefill_result::prompt_logprobs) as the
 /// entries every choice's output reads (request_state::prompt_entries).
 void keep_prompt_scores(request_pointer self, const token_logprobs& scores);

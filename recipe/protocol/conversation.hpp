@@ -126,6 +126,19 @@ struct sampling {
   std::optional<std::int64_t> seed;
   std::optional<std::int64_t> max_tokens;
   std::vector<std::string> stop;
+  /// vLLM's output controls (Chat and legacy Completions; `recipe/protocol/vllm_sampling.hpp`):
+  /// token ids that end the answer like EOS (`stop_reason` names the one that did);
+  std::vector<std::int32_t> stop_token_ids;
+  /// the stop string (or stop token's text) that ended the answer kept at its end;
+  bool include_stop_str_in_output = false;
+  /// special tokens the model generates left out of the text (false: written as their text);
+  bool skip_special_tokens = true;
+  /// only these ids may be generated (empty: any);
+  std::vector<std::int32_t> allowed_token_ids;
+  /// words the output may not contain (each banned as the token sequences that spell it);
+  std::vector<std::string> bad_words;
+  /// log-probability entries name their token `token_id:N` instead of its text.
+  bool return_tokens_as_token_ids = false;
   /// OpenAI's `n` (Chat and legacy Completions): this many choices, sampled in parallel from
   /// one prefill of the prompt (1 to 16).
   std::int64_t n = 1;

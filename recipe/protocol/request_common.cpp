@@ -1,6 +1,7 @@
 #include "recipe/protocol/request_common.hpp"
 
 #include "recipe/protocol/structured_fields.hpp"
+#include "recipe/protocol/vllm_sampling.hpp"
 
 #include <charconv>
 
@@ -68,6 +69,7 @@ void parse_openai_sampling(const json& j, const json_path& root, sampling& s) {
   }
   s.seed = jr::opt_int(j, "seed", root, INT64_MIN, INT64_MAX);
   s.n = jr::opt_int(j, "n", root, 1, 16).value_or(1);
+  parse_vllm_sampling(j, root, s);
 }
 
 void parse_openai_stream(const json& j, const json_path& root, conversation& c) {

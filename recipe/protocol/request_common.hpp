@@ -60,7 +60,7 @@ void finish(conversation& c, const json& body, const json_path& root);
 
 /// The sampling fields Chat Completions and legacy Completions share: temperature, top_p, top_k,
 /// min_p, the penalties, min_tokens, ignore_eos, logit_bias and seed (not logprobs: their forms
-/// differ); vLLM's `prompt_logprobs` is a 400 (not supported).
+/// differ), vLLM's `prompt_logprobs` and its output controls (`parse_vllm_sampling`).
 void parse_openai_sampling(const json& body, const json_path& root, sampling& s);
 
 /// `stream` and `stream_options` (`include_usage`; only with `stream`), as Chat Completions and

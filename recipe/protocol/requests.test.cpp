@@ -245,6 +245,30 @@ BOOST_AUTO_TEST_CASE(vllm_min_p_and_guided_fields_are_read_or_refused_never_igno
   }
 }
 
+BOOST_AUTO_TEST_CASE(vllm_output_controls_are_read_with_vllms_types) {
+  const std::string msgs = R"("model": "m", "messages": [{"role": "user", "content": "x"}])";
+  auto c = parse_chat_request("{" + msgs + R"(, "stop_token_ids": [7, 3], "include_stop_str_in_output": true,
+      "skip_special_tokens": false, "spaces_between_special_tokens": false, "allowed_token_ids": [9, 2, 9],
+      "bad_words": ["foo", " bar baz"], "return_tokens_as_token_ids": true})");
+  BOOST_REQUIRE_MESSAGE(c.has_value(), error_of(c));
+  BOOST_TEST(c->sampling.stop_token_ids == (std::vector<std::int32_t>{7, 3}));
+  BOOST_TEST(c->sampling.include_stop_str_in_output);
+  BOOST_TEST(!c->sampling.skip_special_tokens);
+  BOOST_TEST(c->sampling.allowed_token_ids == (std::vector<std::int32_t>{2, 9})); // sorted, unique
+  BOOST_TEST(c->sampling.bad_words == (std::vector<std::string>{"foo", " bar baz"}));
+  BOOST_TEST(c->sampling.return_tokens_as_token_ids);
+  auto d = parse_chat_request("{" + msgs + "}");
+  BOOST_TEST(d->sampling.skip_special_tokens);
+  BOOST_TEST(d->sampling.allowed_token_ids.empty());
+  for (const char* bad : {R"("stop_token_ids": [-1])", R"("stop_token_ids": "7")", R"("stop_token_ids": [1.5])",
+                          R"("allowed_token_ids": [])", R"("bad_words": ["  "])", R"("bad_words": "foo")",
+                          R"("include_stop_str_in_output": "yes")", R"("return_tokens_as_token_ids": 1)"}) {
+    auto r = parse_chat_request("{" + msgs + ", " + bad + "}");
+    BOOST_TEST_MESSAGE(bad);
+    BOOST_TEST(!r.has_value());
+  }
+}
+
 BOOST_AUTO_TEST_CASE(chat_template_kwargs_switch_thinking_and_functions_become_tools) {
   const std::string msgs = R"("model": "m", "messages": [{"role": "user", "content": "x"}])";
   BOOST_TEST(parse_chat_request("{" + msgs + R"(, "chat_template_kwargs": {"thinking": true}})")->thinking);

@@ -36,7 +36,16 @@ const char* openai_finish_reason(finish_reason r) {
   return "stop";
 }
 
-std::string chat_encoder::chunk(std::string delta_json, const char* finish) {
+std::string openai_stop_reason(const std::string& stop_sequence, std::int32_t stop_token) {
+  if (!stop_sequence.empty()) {
+    std::string s;
+    append_json_string(s, stop_sequence);
+    return s;
+  }
+  return stop_token >= 0 ? std::to_string(stop_token) : std::string("null");
+}
+
+std::string chat_encoder::chunk(std::string delta_json, const char* finish, const std::string& stop_reason_json) {
   // Written by hand: one chunk per event is the hot path of a streaming response.
   std::string s = "data: {\"id\":";
   append_json_string(s, cfg_.id);
@@ -52,6 +61,8 @@ std::string chat_encoder::chunk(std::string delta_json, const char* finish) {
   }
   s += ",\"finish_reason\":";
   s += finish ? "\"" + std::string(finish) + "\"" : std::string("null");
+  if (finish)
+    s += ",\"stop_reason\":" + stop_reason_json;
   s += "}]";
   if (cfg_.continuous_usage)
     s += ",\"usage\":" + usage_json(live_).dump(-1, ' ', false, ojson::error_handler_t::replace);
@@ -92,7 +103,7 @@ std::string chat_encoder::encode(std::span<const stream_event> events, const usa
         break;
       case stream_event::kind::tool_call_end: continue;
       case stream_event::kind::finish: {
-        out += chunk("{}", openai_finish_reason(e.reason));
+        out += chunk("{}", openai_finish_reason(e.reason), openai_stop_reason(e.text, e.stop_token));
         if (cfg_.ends_stream)
           out += end(usage);
         continue;
@@ -146,7 +157,9 @@ std::string chat_encoder::body(const usage_counts& usage) const {
                                      {"logprobs", logprobs_.empty() ? ojson()
                                                                     : ojson{{"content", logprobs_json(logprobs_)},
                                                                             {"refusal", nullptr}}},
-                                     {"finish_reason", openai_finish_reason(result_.reason)}}});
+                                     {"finish_reason", openai_finish_reason(result_.reason)},
+                                     {"stop_reason", ojson::parse(openai_stop_reason(result_.stop_sequence,
+                                                                                     result_.stop_token))}}});
   j["usage"] = usage_json(usage);
   if (!prompt_logprobs_.is_null())
     j["prompt_logprobs"] = prompt_logprobs_;

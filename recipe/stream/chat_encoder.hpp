@@ -64,7 +64,8 @@ public:
 
 private:
   /// One chunk; it carries the held entries (`pending_`) and clears them.
-  std::string chunk(std::string delta_json, const char* finish);
+  /// One chunk; a finishing one (`finish` set) carries vLLM's `stop_reason` (`stop_reason_json`).
+  std::string chunk(std::string delta_json, const char* finish, const std::string& stop_reason_json = "null");
 
   config cfg_;
   usage_counts live_;
@@ -78,5 +79,9 @@ private:
 
 /// `stop` / `length` / `tool_calls`.
 const char* openai_finish_reason(finish_reason r);
+
+/// vLLM's `stop_reason` of a choice, as JSON text: the stop sequence that ended it (a string),
+/// the stop token id (vLLM's `stop_token_ids`: a number), or null (EOS, the token limit).
+std::string openai_stop_reason(const std::string& stop_sequence, std::int32_t stop_token);
 
 } // namespace deepinfer::recipe

@@ -25,6 +25,7 @@ void completion::apply(std::span<const stream_event> events) {
       case stream_event::kind::finish:
         reason = e.reason;
         stop_sequence = e.text;
+        stop_token = e.stop_token;
         finished = true;
         break;
     }

@@ -23,6 +23,8 @@ struct completion {
   finish_reason reason = finish_reason::stop;
   /// The stop sequence that ended the answer; empty for EOS, length and tool calls.
   std::string stop_sequence;
+  /// The stop token id that ended it (vLLM's `stop_token_ids`); -1: none.
+  std::int32_t stop_token = -1;
   bool finished = false;
 
   /// Folds events in.

@@ -56,7 +56,7 @@ std::string completions_encoder::logprobs_object(std::span<const token_logprob> 
 }
 
 std::string completions_encoder::chunk(const std::string& text, const std::string& logprobs_json,
-                                       const char* finish) const {
+                                       const char* finish, const std::string& stop_reason_json) const {
   std::string s = "data: {\"id\":";
   append_json_string(s, cfg_.id);
   s += ",\"object\":\"text_completion\",\"created\":" + std::to_string(cfg_.created) + ",\"model\":";
@@ -67,6 +67,8 @@ std::string completions_encoder::chunk(const std::string& text, const std::strin
   s += ",\"logprobs\":" + (logprobs_json.empty() ? std::string("null") : logprobs_json);
   s += ",\"finish_reason\":";
   s += finish ? "\"" + std::string(finish) + "\"" : std::string("null");
+  if (finish)
+    s += ",\"stop_reason\":" + stop_reason_json;
   s += "}]";
   if (cfg_.continuous_usage)
     s += ",\"usage\":" + usage_json(live_).dump(-1, ' ', false, ojson::error_handler_t::replace);
@@ -107,7 +109,7 @@ std::string completions_encoder::encode(std::span<const stream_event> events, co
       for (const auto& x : lp)
         chars_ += chars(x.token);
     } else if (e.type == stream_event::kind::finish) {
-      out += chunk("", {}, openai_finish_reason(e.reason));
+      out += chunk("", {}, openai_finish_reason(e.reason), openai_stop_reason(e.text, e.stop_token));
       if (cfg_.ends_stream)
         out += end(usage);
     }
@@ -143,6 +145,7 @@ std::string completions_encoder::body(const usage_counts& usage) const {
     choice["logprobs"] = nullptr;
   }
   choice["finish_reason"] = openai_finish_reason(result_.reason);
+  choice["stop_reason"] = ojson::parse(openai_stop_reason(result_.stop_sequence, result_.stop_token));
   if (!prompt_logprobs_.is_null())
     choice["prompt_logprobs"] = prompt_logprobs_;
   j["choices"] = ojson::array({choice});

@@ -63,7 +63,8 @@ private:
   /// The legacy `logprobs` object of `entries`, whose text starts at `offset` characters into
   /// the completion.
   static std::string logprobs_object(std::span<const token_logprob> entries, std::size_t offset);
-  std::string chunk(const std::string& text, const std::string& logprobs_json, const char* finish) const;
+  std::string chunk(const std::string& text, const std::string& logprobs_json, const char* finish,
+                    const std::string& stop_reason_json = "null") const;
 
   config cfg_;
   usage_counts live_;

@@ -17,7 +17,8 @@ struct stream_event {
     tool_call_start,     ///< `tool_index`, `tool_id`, `tool_name`: a call whose name is now known
     tool_call_arguments, ///< `tool_index`, `text`: the next fragment of the arguments JSON
     tool_call_end,       ///< `tool_index`: the arguments are complete
-    finish,              ///< `reason`: the last event of a stream; `text`: the stop sequence that ended it, if any
+    finish,              ///< `reason`: the last event of a stream; `text`: the stop sequence that ended it, if any;
+                         ///< `stop_token`: the stop id that did
   };
   kind type = kind::content;
   std::string text;
@@ -25,6 +26,8 @@ struct stream_event {
   std::string tool_id;
   std::string tool_name;
   finish_reason reason = finish_reason::stop;
+  /// `finish` only: the stop token id that ended the stream (vLLM's `stop_token_ids`); -1: none.
+  std::int32_t stop_token = -1;
 };
 
 /// Token counts of one generation, for the APIs' `usage`.

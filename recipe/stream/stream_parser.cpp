@@ -70,6 +70,7 @@ stream_event& stream_parser::push(stream_event::kind k) {
   e.tool_id.clear();
   e.tool_name.clear();
   e.reason = finish_reason::stop;
+  e.stop_token = -1;
   return e;
 }
 
@@ -81,12 +82,28 @@ std::span<const stream_event> stream_parser::feed(std::span<const token_id> ids)
     ++counts_.completion_tokens;
     if (phase_ == phase::reasoning)
       ++counts_.reasoning_tokens;
-    if (id == eos_) {
-      if (cfg_.ignore_eos)
-        continue;
+    if (id == eos_ && !cfg_.ignore_eos) {
       do_finish(finish_reason::stop);
       break;
     }
+    if (!cfg_.stop_ids.empty() && std::find(cfg_.stop_ids.begin(), cfg_.stop_ids.end(), id) != cfg_.stop_ids.end()) {
+      // vLLM leaves a stop id's text out unless asked (then a special one only as it would
+      // show any special); a template marker used as a stop id is never text.
+      const bool marker = id == eos_ || id == think_open_ || id == think_close_ || (dsml_ && id == *dsml_);
+      if (cfg_.include_stop && !marker && (cfg_.show_specials || !is_hidden(id))) {
+        scratch_.clear();
+        utf8_.push(token_bytes_(id), scratch_);
+        text(scratch_);
+      }
+      if (phase_ == phase::done)
+        break; // its text completed a stop sequence
+      do_finish(finish_reason::stop);
+      if (count_ > 0 && events_[count_ - 1].type == stream_event::kind::finish)
+        events_[count_ - 1].stop_token = id;
+      break;
+    }
+    if (id == eos_ && !cfg_.show_specials)
+      continue; // ignore_eos: a hidden special like any other
     char mark = 0;
     if (id == think_close_)
       mark = mark_think_close;
@@ -94,7 +111,7 @@ std::span<const stream_event> stream_parser::feed(std::span<const token_id> ids)
       mark = mark_think_open;
     else if (dsml_ && id == *dsml_)
       mark = mark_dsml;
-    else if (std::find(ignored_.begin(), ignored_.end(), id) != ignored_.end() || (hidden_ && hidden_(id)))
+    else if (!cfg_.show_specials && is_hidden(id))
       continue; // a special token is never text
     scratch_.clear();
     if (mark) {
@@ -261,7 +278,8 @@ void stream_parser::emit_content(std::string_view s) {
       m.step(static_cast<unsigned char>(c));
       if (!m.matched())
         continue;
-      stop_hold_.resize(stop_hold_.size() - m.pattern().size());
+      if (!cfg_.include_stop)
+        stop_hold_.resize(stop_hold_.size() - m.pattern().size());
       emit_event_text(stream_event::kind::content, stop_hold_);
       stop_hold_.clear();
       phase_ = phase::done;

@@ -7,6 +7,7 @@
 #include "recipe/stream/stream_event.hpp"
 #include "recipe/stream/utf8_assembler.hpp"
 
+#include <algorithm>
 #include <functional>
 #include <span>
 #include <string>
@@ -39,6 +40,15 @@ public:
     /// vLLM's `ignore_eos`: EOS is a hidden special like any other and the stream ends only by
     /// `finish` (the token limit).
     bool ignore_eos = false;
+    /// vLLM's `stop_token_ids`: these ids end the answer like EOS; the finish event carries the
+    /// id (`stop_token`).
+    std::vector<token_id> stop_ids = {};
+    /// vLLM's `include_stop_str_in_output`: the stop sequence, or the stop id's text, stays at
+    /// the end of the content.
+    bool include_stop = false;
+    /// vLLM's `skip_special_tokens: false`: a generated special token that is not one of the
+    /// template's markers (EOS, `<think>`, `</think>`, DSML) is written as its text.
+    bool show_specials = false;
   };
 
   /// Raw bytes of one token (the tokenizer's `token_bytes`); the view must outlive the call.
@@ -75,6 +85,11 @@ private:
   enum class phase : std::uint8_t { reasoning, content, tools, after_tools, done };
   enum class tool_state : std::uint8_t { between, tag, name, after_name, key, attrs, value };
 
+  /// A special token that is never text unless `show_specials` (the template's other specials,
+  /// the tokenizer's special added tokens).
+  bool is_hidden(token_id id) const {
+    return std::find(ignored_.begin(), ignored_.end(), id) != ignored_.end() || (hidden_ && hidden_(id));
+  }
   void text(std::string_view s);
   void text_phase_byte(unsigned char c);
   void tool_byte(unsigned char c);

@@ -298,6 +298,119 @@ BOOST_AUTO_TEST_CASE(stop_at_the_start_of_the_answer_emits_no_empty_event) {
   BOOST_TEST(evs[0].text == "STOP");
 }
 
+// vLLM's include_stop_str_in_output: the matched stop sequence stays at the end of the content.
+BOOST_AUTO_TEST_CASE(include_stop_keeps_the_stop_sequence_in_every_chunking) {
+  const auto& t = test::real_table(template_version::dsv41);
+  message m;
+  m.content.push_back(content_part::text("alpha ENDING beta"));
+  const auto ids = byte_ids(render_completion(m, t, false));
+  stream_parser::config cfg{false, "call_", {"END"}};
+  cfg.include_stop = true;
+  for (std::size_t cut = 0; cut < ids.size(); ++cut) {
+    stream_parser p(cfg, t, byte_token);
+    std::string content, stop;
+    for (auto part : {std::span(ids).subspan(0, cut), std::span(ids).subspan(cut)})
+      for (const auto& e : p.feed(part)) {
+        if (e.type == stream_event::kind::content)
+          content += e.text;
+        if (e.type == stream_event::kind::finish)
+          stop = e.text;
+      }
+    BOOST_TEST(content == "alpha END");
+    BOOST_TEST(stop == "END");
+  }
+}
+
+BOOST_AUTO_TEST_SUITE_END()
+
+BOOST_AUTO_TEST_SUITE(stop_token_ids)
+
+// vLLM's stop_token_ids: the id ends the answer with reason stop and is named by the finish event;
+// its text is left out unless include_stop, and a special one shows only with show_specials.
+BOOST_AUTO_TEST_CASE(a_stop_id_ends_the_answer_and_is_reported) {
+  const auto& tok = test::real_tokenizer(template_version::dsv41);
+  const auto& t = table(template_version::dsv41);
+  const auto hi = tok.encode("Hi there");
+  const auto dot = tok.encode(".");
+  BOOST_REQUIRE_EQUAL(dot.size(), 1u);
+  const auto placeholder = *tok.special_id("<｜place▁holder▁no▁611｜>");
+  struct expect {
+    token_id stop;
+    bool include, show;
+    std::string content;
+  };
+  for (const auto& x : {expect{dot[0], false, false, "Hi there"}, expect{dot[0], true, false, "Hi there."},
+                        expect{placeholder, true, false, "Hi there"}, expect{placeholder, false, true, "Hi there"},
+                        expect{placeholder, true, true, "Hi there<｜place▁holder▁no▁611｜>"}}) {
+    stream_parser::config cfg{false, "call_"};
+    cfg.stop_ids = {x.stop};
+    cfg.include_stop = x.include;
+    cfg.show_specials = x.show;
+    stream_parser p(cfg, t, tok);
+    std::vector<token_id> out = hi;
+    out.push_back(x.stop);
+    out.insert(out.end(), hi.begin(), hi.end()); // after the stop: ignored
+    std::string content;
+    int32_t stopped_by = -2;
+    for (const auto& e : p.feed(out)) {
+      if (e.type == stream_event::kind::content)
+        content += e.text;
+      if (e.type == stream_event::kind::finish) {
+        BOOST_TEST((e.reason == finish_reason::stop));
+        BOOST_TEST(e.text.empty());
+        stopped_by = e.stop_token;
+      }
+    }
+    BOOST_TEST(content == x.content);
+    BOOST_TEST(stopped_by == x.stop);
+    BOOST_TEST(p.counts().completion_tokens == static_cast<std::int64_t>(hi.size() + 1));
+  }
+  // EOS still ends it, with no stop id named; a stop id's text completing a stop sequence ends it
+  // by the sequence.
+  stream_parser::config cfg{false, "call_", {"e."}};
+  cfg.stop_ids = {dot[0]};
+  cfg.include_stop = true;
+  stream_parser p(cfg, t, tok);
+  std::vector<token_id> out = hi;
+  out.push_back(dot[0]);
+  std::string content;
+  for (const auto& e : p.feed(out)) {
+    if (e.type == stream_event::kind::content)
+      content += e.text;
+    if (e.type == stream_event::kind::finish) {
+      BOOST_TEST(e.text == "e.");
+      BOOST_TEST(e.stop_token == -1);
+    }
+  }
+  BOOST_TEST(content == "Hi there.");
+  stream_parser q({false, "call_"}, t, tok);
+  out = hi;
+  out.push_back(*t.id(spelling::eos));
+  const auto evs = q.feed(out);
+  BOOST_REQUIRE(!evs.empty());
+  BOOST_TEST(evs.back().stop_token == -1);
+}
+
+// vLLM's skip_special_tokens: false: other specials are text; the template's markers still work.
+BOOST_AUTO_TEST_CASE(show_specials_writes_special_tokens_as_text_but_markers_still_work) {
+  const auto& tok = test::real_tokenizer(template_version::dsv41);
+  const auto& t = table(template_version::dsv41);
+  const auto placeholder = *tok.special_id("<｜place▁holder▁no▁611｜>");
+  auto ids = tok.encode("Hi");
+  std::vector<token_id> out = {*t.id(spelling::think_close)};
+  out.insert(out.end(), ids.begin(), ids.end());
+  out.push_back(placeholder);
+  out.push_back(*t.id(spelling::eos));
+  stream_parser::config cfg{true, "call_"};
+  cfg.show_specials = true;
+  stream_parser p(cfg, t, tok);
+  rebuilt r;
+  apply(r, p.feed(out));
+  BOOST_TEST(r.reasoning.empty());
+  BOOST_TEST(r.content == "Hi<｜place▁holder▁no▁611｜>");
+  BOOST_REQUIRE_EQUAL(r.finishes.size(), 1u);
+}
+
 BOOST_AUTO_TEST_SUITE_END()
 
 BOOST_AUTO_TEST_SUITE(special_tokens)

@@ -1,0 +1,187 @@
+// vLLM's output controls, as clients migrating from vLLM send them (RL and evaluation frameworks
+// read token ids and stop reasons): stop_token_ids with stop_reason, include_stop_str_in_output,
+// allowed_token_ids, bad_words, skip_special_tokens and return_tokens_as_token_ids, on Chat and
+// legacy Completions, through the official openai client (it passes unknown fields through) and
+// raw HTTP for the error cases. Every expectation comes from an unconstrained run of the same
+// seeded request: the draw of a position depends on the seed and the position only, so a request
+// that stops or bans a token generates what the unconstrained one did up to that point.
+// Usage: node vllm_outputs.test.mjs /path/to/caf-launch
+import os from 'node:os';
+import path from 'node:path';
+import assert from 'node:assert/strict';
+import { apiClients, check, serverUp, setupFailed, startServer, stopServer, verdict } from './harness.mjs';
+
+const [OpenAI] = apiClients(['openai']);
+const MODEL = 'deepseek-v4.1-flash';
+const exe = process.argv[2];
+const logPath = path.join(os.tmpdir(), `deepinfer-vllm-outputs-test-${process.pid}.log`);
+const TOKENS = 24;
+const base = { model: MODEL, messages: [{ role: 'user', content: 'Tell me a story about a lighthouse.' }],
+               max_tokens: TOKENS, temperature: 1, seed: 11, ignore_eos: true };
+const utf8 = new TextDecoder('utf-8', { fatal: true });
+const isText = (bytes) => { try { utf8.decode(Buffer.from(bytes)); return true; } catch { return false; } };
+
+async function post(baseUrl, route, body) {
+  const r = await fetch(baseUrl + route, { method: 'POST', headers: { 'content-type': 'application/json' },
+                                            body: JSON.stringify(body) });
+  return { status: r.status, json: await r.json() };
+}
+
+const server = await startServer(exe, { logPath, kvPrefix: 'deepinfer-vllm-outputs-kv-' });
+try {
+  await serverUp(server);
+  const url = server.base;
+  const openai = new OpenAI({ baseURL: url + '/v1', apiKey: 'none', maxRetries: 0, timeout: 60000 });
+  const chat = (extra) => openai.chat.completions.create({ ...base, ...extra });
+  const tokenize = async (text) => (await post(url, '/tokenize', { prompt: text, add_special_tokens: false })).json.tokens;
+
+  // The unconstrained run: its ids (return_tokens_as_token_ids) and each token's bytes.
+  const asIds = await chat({ logprobs: true, top_logprobs: 2, return_tokens_as_token_ids: true });
+  const plain = await chat({ logprobs: true });
+  const ids = asIds.choices[0].logprobs.content.map((e) => {
+    assert.match(e.token, /^token_id:\d+$/);
+    for (const alt of e.top_logprobs)
+      assert.match(alt.token, /^token_id:\d+$/);
+    return Number(e.token.slice('token_id:'.length));
+  });
+  const bytes = plain.choices[0].logprobs.content.map((e) => e.bytes);
+  const content = plain.choices[0].message.content;
+  assert.equal(ids.length, TOKENS);
+  assert.equal(asIds.choices[0].message.content, content);
+  // A position whose id is new there and whose text ends on a character boundary, so the text up to
+  // it and through it are exact.
+  const prefixBytes = (k) => bytes.slice(0, k).flat();
+  const k = ids.findIndex((id, i) => i >= 2 && !ids.slice(0, i).includes(id) && isText(prefixBytes(i)) &&
+                                     isText(prefixBytes(i + 1)) && bytes[i].length > 0);
+  assert.ok(k > 0, `no usable stop position in ${ids}`);
+  const before = utf8.decode(Buffer.from(prefixBytes(k)));
+  const through = utf8.decode(Buffer.from(prefixBytes(k + 1)));
+
+  await check('stop_token_ids: the answer ends at the id with finish_reason stop and stop_reason the id, its text left out unless include_stop_str_in_output', async () => {
+    const c = await chat({ stop_token_ids: [ids[k]] });
+    assert.equal(c.choices[0].finish_reason, 'stop');
+    assert.equal(c.choices[0].stop_reason, ids[k]);
+    assert.equal(c.choices[0].message.content, before);
+    assert.equal(c.usage.completion_tokens, k + 1); // the stop id is generated and counted
+    const kept = await chat({ stop_token_ids: [ids[k]], include_stop_str_in_output: true });
+    assert.equal(kept.choices[0].message.content, through);
+    assert.equal(kept.choices[0].stop_reason, ids[k]);
+    // Unconstrained: length, no stop reason; EOS (not ignored) would be stop with a null reason.
+    assert.equal(plain.choices[0].finish_reason, 'length');
+    assert.equal(plain.choices[0].stop_reason, null);
+  });
+
+  await check('stop_token_ids streamed: the deltas spell the same text and the finishing chunk names the id', async () => {
+    const s = await chat({ stop_token_ids: [ids[k]], stream: true });
+    let text = '';
+    let last;
+    for await (const chunk of s) {
+      text += chunk.choices[0]?.delta?.content ?? '';
+      if (chunk.choices[0]?.finish_reason)
+        last = chunk.choices[0];
+    }
+    assert.equal(text, before);
+    assert.equal(last.finish_reason, 'stop');
+    assert.equal(last.stop_reason, ids[k]);
+  });
+
+  await check('stop strings: stop_reason is the string; include_stop_str_in_output keeps it at the end', async () => {
+    const word = utf8.decode(Buffer.from(bytes[k]));
+    const at = content.indexOf(word);
+    assert.ok(at >= 0);
+    const cut = await chat({ stop: [word] });
+    assert.equal(cut.choices[0].message.content, content.slice(0, at));
+    assert.equal(cut.choices[0].stop_reason, word);
+    const kept = await chat({ stop: [word], include_stop_str_in_output: true });
+    assert.equal(kept.choices[0].message.content, content.slice(0, at + word.length));
+    assert.equal(kept.choices[0].finish_reason, 'stop');
+  });
+
+  await check('allowed_token_ids: every generated id is one of them', async () => {
+    const allowed = [...new Set([ids[0], ids[k], ids[TOKENS - 1], 1000])];
+    const c = await chat({ allowed_token_ids: allowed, logprobs: true, return_tokens_as_token_ids: true, seed: 12 });
+    const got = c.choices[0].logprobs.content.map((e) => Number(e.token.slice('token_id:'.length)));
+    assert.equal(got.length, TOKENS);
+    for (const id of got)
+      assert.ok(allowed.includes(id), `${id} not in ${allowed}`);
+  });
+
+  await check('bad_words: the word\'s tokens never come; everything before its first place is unchanged', async () => {
+    // A generated token that is a word on its own (one token with or without its leading space).
+    let found = null;
+    for (let i = 1; i < TOKENS && !found; ++i) {
+      if (!isText(bytes[i]))
+        continue;
+      const word = utf8.decode(Buffer.from(bytes[i])).trimStart();
+      if (!word || /\s/.test(word))
+        continue;
+      const bare = await tokenize(word);
+      const spaced = await tokenize(' ' + word);
+      const banned = [bare, spaced].filter((t) => t.length === 1).map((t) => t[0]);
+      const first = ids.findIndex((id) => banned.includes(id));
+      if (banned.length && first >= 0)
+        found = { word, banned, first };
+    }
+    assert.ok(found, `no single-token word among ${ids}`);
+    const c = await chat({ bad_words: [found.word], logprobs: true, return_tokens_as_token_ids: true });
+    const got = c.choices[0].logprobs.content.map((e) => Number(e.token.slice('token_id:'.length)));
+    assert.deepEqual(got.slice(0, found.first), ids.slice(0, found.first));
+    for (const id of found.banned)
+      assert.ok(!got.includes(id), `banned ${id} (${found.word}) came: ${got}`);
+  });
+
+  await check('skip_special_tokens: false writes a generated special token as its text; by default it is not text', async () => {
+    const eos = (await post(url, '/detokenize', { tokens: [1] })).json.prompt;
+    assert.equal(eos, '<｜end▁of▁sentence｜>');
+    const only = { allowed_token_ids: [1], max_tokens: 3 };
+    assert.equal((await chat({ ...only, skip_special_tokens: false })).choices[0].message.content, eos.repeat(3));
+    assert.equal((await chat(only)).choices[0].message.content, '');
+    // Not ignored, EOS ends the answer at once: stop, no stop reason, no text either way.
+    const ended = await chat({ ...only, ignore_eos: false, skip_special_tokens: false });
+    assert.equal(ended.choices[0].finish_reason, 'stop');
+    assert.equal(ended.choices[0].stop_reason, null);
+    assert.equal(ended.choices[0].message.content, '');
+  });
+
+  await check('legacy completions: stop_token_ids and stop_reason, streamed and not; token ids in logprobs', async () => {
+    const body = { model: MODEL, prompt: 'Once upon a time', max_tokens: TOKENS, temperature: 1, seed: 5, ignore_eos: true,
+                   logprobs: 1, return_tokens_as_token_ids: true };
+    const free = await openai.completions.create(body);
+    const got = free.choices[0].logprobs.tokens.map((t) => Number(t.slice('token_id:'.length)));
+    const j = got.findIndex((id, i) => i >= 2 && !got.slice(0, i).includes(id));
+    assert.ok(j > 0);
+    const c = await openai.completions.create({ ...body, stop_token_ids: [got[j]] });
+    assert.equal(c.choices[0].finish_reason, 'stop');
+    assert.equal(c.choices[0].stop_reason, got[j]);
+    // Legacy Completions lists the tokens that became text (the stop id did not).
+    assert.deepEqual(c.choices[0].logprobs.tokens.map((t) => Number(t.slice('token_id:'.length))), got.slice(0, j));
+    assert.equal(c.usage.completion_tokens, j + 1);
+    const s = await openai.completions.create({ ...body, stop_token_ids: [got[j]], stream: true });
+    let last;
+    for await (const chunk of s)
+      if (chunk.choices[0]?.finish_reason)
+        last = chunk.choices[0];
+    assert.equal(last.stop_reason, got[j]);
+  });
+
+  await check('bad values are 400s naming the field', async () => {
+    const cases = [[{ stop_token_ids: [-1] }, 'stop_token_ids'], [{ stop_token_ids: 5 }, 'stop_token_ids'],
+                   [{ stop_token_ids: [1e9] }, 'stop_token_ids'], [{ allowed_token_ids: [] }, 'allowed_token_ids'],
+                   [{ allowed_token_ids: [4e9] }, 'allowed_token_ids'], [{ bad_words: [' '] }, 'bad_words'],
+                   [{ bad_words: [3] }, 'bad_words'], [{ skip_special_tokens: 'no' }, 'skip_special_tokens'],
+                   [{ include_stop_str_in_output: 1 }, 'include_stop_str_in_output']];
+    for (const [extra, field] of cases) {
+      const r = await post(url, '/v1/chat/completions', { ...base, ...extra });
+      assert.equal(r.status, 400, JSON.stringify(extra));
+      assert.equal(r.json.error.type, 'invalid_request_error');
+      assert.ok(r.json.error.param.startsWith(field), `${JSON.stringify(extra)}: ${JSON.stringify(r.json.error)}`);
+    }
+    // The server still answers.
+    assert.equal((await chat({ max_tokens: 2 })).choices[0].message.role, 'assistant');
+  });
+} catch (e) {
+  setupFailed(e);
+} finally {
+  await stopServer(server);
+}
+verdict(logPath);
