@@ -261,7 +261,11 @@ caf::behavior start(request_pointer self, recipe::conversation conv, const fetch
   st.usage.prompt_tokens = static_cast<int64_t>(st.prompt.size());
   st.ctx->prompt_tokens->inc(static_cast<double>(st.prompt.size()));
   recipe::stream_parser::config pc;
-  pc.thinking = st.conv.thinking;
+  // A continued message picks up where it was left: in its reasoning or in its text.
+  const auto cont = recipe::continuation_of(st.conv);
+  pc.thinking = cont == recipe::continuation::none ? st.conv.thinking : cont == recipe::continuation::reasoning;
+  // So does a legacy completion, which continues its raw prompt: newlines it starts with are text.
+  pc.continues = cont != recipe::continuation::none || st.conv.api == recipe::api_kind::completions;
   pc.stop = st.conv.sampling.stop;
   pc.ignore_eos = smp.ignore_eos;
   pc.stop_ids = smp.stop_token_ids;

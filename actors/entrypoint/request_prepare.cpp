@@ -162,7 +162,8 @@ void sampling_from_request(const entrypoint::context& ctx, const recipe::convers
   sampling.top_logprobs = static_cast<int32_t>(conv.sampling.top_logprobs);
   sampling.prompt_logprobs =
     static_cast<int32_t>(std::max(conv.sampling.prompt_logprobs, conv.sampling.vllm_prompt_logprobs));
-  if (conv.thinking && conv.thinking_budget)
+  // (Not when the answer continues a message's text: the reasoning is closed already.)
+  if (conv.thinking && conv.thinking_budget && recipe::continuation_of(conv) != recipe::continuation::content)
     if (auto end = ctx.specials->id(recipe::spelling::think_close)) {
       sampling.thinking_budget = static_cast<int32_t>(*conv.thinking_budget);
       sampling.thinking_end = *end;

@@ -62,7 +62,18 @@ void parse_chat_extras(const json& j, const json_path& root, conversation& c) {
     if (auto on = thinking ? thinking : enable_thinking)
       c.thinking = *on;
   }
-  // 3. Audio output: the model only writes text; answering in text would silently drop the ask.
+  // 3. vLLM's continue_final_message: the answer goes on with the final assistant message (a
+  // prefill). vLLM also wants add_generation_prompt false; left out, it is taken as false here.
+  if (jr::opt_bool(j, "continue_final_message", root).value_or(false)) {
+    if (jr::opt_bool(j, "add_generation_prompt", root).value_or(false))
+      (root / "add_generation_prompt")
+          .fail("Invalid value: 'continue_final_message' and 'add_generation_prompt' cannot both be true.");
+    if (c.messages.empty() || c.messages.back().role != role::assistant)
+      (root / "continue_final_message")
+          .fail("Invalid value: 'continue_final_message' continues the final message, which must be the assistant's.");
+    c.continue_final = true;
+  }
+  // 4. Audio output: the model only writes text; answering in text would silently drop the ask.
   if (const json* m = jr::find(j, "modalities")) {
     const auto at = root / "modalities";
     const auto& list = jr::array(*m, at);
@@ -75,7 +86,7 @@ void parse_chat_extras(const json& j, const json_path& root, conversation& c) {
   }
   if (jr::find(j, "audio"))
     (root / "audio").fail("Invalid value: audio output is not supported by this server; drop 'audio'.");
-  // 4. Web search (OpenAI's search models): this server searches nothing, and answering without
+  // 5. Web search (OpenAI's search models): this server searches nothing, and answering without
   // the search the client asked for would look like an answer grounded in it.
   if (const json* w = jr::find(j, "web_search_options"); w && !w->is_null())
     (root / "web_search_options").fail("Invalid value: this server has no web search; drop 'web_search_options' "

@@ -12,6 +12,8 @@ namespace deepinfer::recipe {
 /// - vLLM's `chat_template_kwargs`: `thinking` / `enable_thinking` (booleans) turn thinking on
 ///   or off, over `reasoning_effort` and `thinking`; other keys are ignored, as a template that
 ///   does not use them ignores them;
+/// - vLLM's `continue_final_message` (conversation::continue_final; a 400 with
+///   `add_generation_prompt: true` or when the last message is not the assistant's);
 /// - `modalities` with "audio" and `audio`: a 400 (no audio output).
 void parse_chat_extras(const json& body, const json_path& root, conversation& c);
 

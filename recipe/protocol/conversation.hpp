@@ -2,6 +2,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -198,10 +199,27 @@ struct conversation {
   /// Responses `background`: the create call answers at once with the response `queued`; the
   /// turn runs on, is stored when it ends (GET polls it) and can be cancelled. Needs `store`.
   bool background = false;
+  /// The answer continues the final assistant message instead of starting a new one (Anthropic's
+  /// prefill, whenever the last message is the assistant's; vLLM's `continue_final_message` on
+  /// Chat): that message is rendered open (no EOS, no new turn after it). See `continuation_of`.
+  bool continue_final = false;
   /// Responses `truncation: "auto"`: a conversation longer than the context loses its oldest
   /// turns (whole turns, from a user message on; the leading system messages stay) until it fits,
   /// instead of a 400.
   bool truncate_auto = false;
 };
+
+/// Where a continued answer picks up (conversation::continue_final): not at all; inside the
+/// final assistant message's reasoning (thinking on, the message has reasoning and neither text
+/// nor tool calls: the reasoning is left open); or in its text (the reasoning, if any, closed).
+enum class continuation : std::uint8_t { none, reasoning, content };
+
+inline continuation continuation_of(const conversation& c) {
+  if (!c.continue_final || c.messages.empty() || c.messages.back().role != role::assistant)
+    return continuation::none;
+  const auto& m = c.messages.back();
+  const bool text = std::any_of(m.content.begin(), m.content.end(), [](const content_part& p) { return !p.value.empty(); });
+  return c.thinking && !text && m.tool_calls.empty() ? continuation::reasoning : continuation::content;
+}
 
 } // namespace deepinfer::recipe

@@ -256,6 +256,8 @@ conversation parse_messages_body(const json& j, const json_path& root) {
     else
       assistant_message(*content, p / "content", c);
   }
+  // Anthropic's prefill: a final assistant message is where the answer picks up.
+  c.continue_final = !c.messages.empty() && c.messages.back().role == role::assistant;
   if (const json* t = jr::find(j, "tools"))
     parse_tools(*t, root / "tools", c);
   if (const json* tc = jr::find(j, "tool_choice")) {

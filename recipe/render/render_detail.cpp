@@ -148,7 +148,12 @@ bool emit_system(segment_builder& b, const special_table& t, template_version v,
   return true;
 }
 
-bool emit_assistant(segment_builder& b, const special_table& t, const message& m, bool with_reasoning) {
+bool emit_assistant(segment_builder& b, const special_table& t, const message& m, bool with_reasoning,
+                    continuation open) {
+  if (open == continuation::reasoning) {
+    b.text(m.reasoning.value_or("")); // left open: the answer goes on reasoning
+    return true;
+  }
   if (with_reasoning) {
     b.text(m.reasoning.value_or(""));
     b.special(spelling::think_close);
@@ -157,7 +162,8 @@ bool emit_assistant(segment_builder& b, const special_table& t, const message& m
     return false;
   if (!m.tool_calls.empty())
     emit_tool_calls(b, t.version(), m.tool_calls);
-  b.special(spelling::eos);
+  if (open == continuation::none)
+    b.special(spelling::eos);
   return true;
 }
 

@@ -33,7 +33,10 @@ bool emit_system(segment_builder& b, const special_table& t, template_version v,
                  const flat_message& f);
 
 /// An assistant turn: (reasoning + `</think>` when `with_reasoning`) + content + DSML calls + EOS.
-bool emit_assistant(segment_builder& b, const special_table& t, const message& m, bool with_reasoning);
+/// `open`: the turn the answer continues (conversation::continue_final): no EOS, and for
+/// `continuation::reasoning` only the reasoning, its `</think>` not written.
+bool emit_assistant(segment_builder& b, const special_table& t, const message& m, bool with_reasoning,
+                    continuation open = continuation::none);
 
 /// Tools text of the version (spec §2.6 / §7) with one schema per line.
 void emit_tools(segment_builder& b, template_version v, const conversation& conv);

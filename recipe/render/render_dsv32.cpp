@@ -36,7 +36,8 @@ bool render_dsv32(segment_builder& b, const special_table& t, const conversation
         opener(i);
         break;
       case role::assistant:
-        if (!emit_assistant(b, t, *m, conv.thinking && i > last_user))
+        if (!emit_assistant(b, t, *m, conv.thinking && i > last_user,
+                            idx + 1 == msgs.size() ? continuation_of(conv) : continuation::none))
           return false;
         break;
       case role::tool: {

@@ -108,10 +108,13 @@ bool render_dsv41(segment_builder& b, const special_table& t, const conversation
         }
         break;
       case role::assistant:
-        if (!emit_assistant(b, t, *tn.single->source, conv.thinking && (!drop || i > last_user)))
+        if (!emit_assistant(b, t, *tn.single->source, conv.thinking && (!drop || i > last_user),
+                            is_last ? continuation_of(conv) : continuation::none))
           return false;
         break;
     }
+    if (is_last && tn.role == role::assistant && continuation_of(conv) != continuation::none)
+      break; // the answer continues that message: no new turn
     // The generation opener follows a turn that ends the prompt or precedes an assistant turn.
     if (!is_last && turns[idx + 1].role != role::assistant)
       continue;

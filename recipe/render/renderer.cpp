@@ -2,6 +2,8 @@
 
 #include "recipe/render/render_detail.hpp"
 
+#include <string>
+
 namespace deepinfer::recipe {
 
 namespace render_detail {
@@ -30,6 +32,20 @@ prompt_segments render_completion(const message& m, const special_table& special
 }
 
 expected<prompt_segments, api_error> render(const conversation& conv, const special_table& specials) {
+  if (continuation_of(conv) != continuation::none && !conv.messages.back().tool_calls.empty()) {
+    // Going on after a tool call would write past the call block, which ends the turn.
+    api_error e;
+    e.api = conv.api;
+    e.status = 400;
+    const auto last = std::to_string(conv.messages.size() - 1);
+    const bool anthropic = conv.api == api_kind::messages;
+    e.param = anthropic ? "messages." + last + ".content" : "messages[" + last + "].tool_calls";
+    e.message = anthropic ? e.param + ": the final assistant message is continued (a prefill) and cannot end with "
+                                      "tool_use blocks; send their tool_result in a user message instead."
+                          : "continue_final_message: the final assistant message cannot hold tool_calls; send "
+                            "their results as tool messages instead.";
+    return e;
+  }
   segment_builder b(specials);
   const auto msgs = render_detail::flatten(conv);
   const bool ok = specials.version() == template_version::dsv32

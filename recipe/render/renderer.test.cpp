@@ -74,4 +74,58 @@ BOOST_AUTO_TEST_CASE(table_from_tokenizer_file_matches_the_tokenizer) {
   BOOST_TEST(*table(template_version::dsv41).id(spelling::dsml) == 128825);
 }
 
+// A continued final assistant message (Anthropic's prefill, vLLM's continue_final_message) is
+// the prompt's end: the same text as the complete turn up to its content, without the EOS and the
+// new turn's opener; with thinking on and only reasoning in it, the reasoning is left open.
+BOOST_AUTO_TEST_CASE(a_continued_final_assistant_message_is_left_open) {
+  auto body = [](const std::string& last, bool thinking) {
+    nlohmann::ordered_json j = {{"model", "m"}, {"max_tokens", 10},
+                                {"messages", nlohmann::ordered_json::parse(R"([{"role": "user", "content": "Name a colour."})" +
+                                                                             (last.empty() ? "" : ", " + last) + "]")}};
+    if (thinking) {
+      j["thinking"] = {{"type", "enabled"}, {"budget_tokens", 1024}};
+      j["max_tokens"] = 2048;
+    }
+    return j;
+  };
+  for (auto v : {template_version::dsv32, template_version::dsv41}) {
+    const auto& t = table(v);
+    const std::string think_open(spelling::think_open), think_close(spelling::think_close);
+    auto text_of = [&](api_kind api, const nlohmann::ordered_json& j) {
+      auto conv = parse_request_json(api, j);
+      BOOST_REQUIRE_MESSAGE(conv.has_value(), (conv.has_value() ? "" : conv.error().body()));
+      auto segs = render(*conv, t);
+      BOOST_REQUIRE(segs.has_value());
+      return to_text(*segs);
+    };
+    const auto open = text_of(api_kind::messages, body(R"({"role": "assistant", "content": "The colour is"})", false));
+    const auto question = body("", false);
+    const auto asked = text_of(api_kind::messages, question);
+    BOOST_TEST(open == asked + "The colour is"); // after the user turn's opener, nothing else
+    // The same through Chat with continue_final_message; without it a final assistant turn is
+    // complete (EOS) and not continued.
+    auto chat = body(R"({"role": "assistant", "content": "The colour is"})", false);
+    chat.erase("max_tokens");
+    chat["continue_final_message"] = true;
+    BOOST_TEST(text_of(api_kind::chat, chat) == open);
+    chat.erase("continue_final_message");
+    BOOST_TEST(text_of(api_kind::chat, chat).find("The colour is<｜end▁of▁sentence｜>") != std::string::npos);
+    // Thinking on: text continues after the closed reasoning; reasoning alone stays open.
+    const auto with_both = text_of(api_kind::messages, body(R"({"role": "assistant", "content": [
+        {"type": "thinking", "thinking": "Blue is common.", "signature": "s"}, {"type": "text", "text": "Blue"}]})", true));
+    BOOST_TEST(with_both.ends_with("Blue is common." + think_close + "Blue"));
+    const auto reasoning_only = text_of(api_kind::messages, body(R"({"role": "assistant", "content": [
+        {"type": "thinking", "thinking": "Blue is", "signature": "s"}]})", true));
+    BOOST_TEST(reasoning_only.ends_with(think_open + "Blue is"));
+    BOOST_TEST(reasoning_only == text_of(api_kind::messages, body("", true)) + "Blue is");
+    // A continued message with tool calls is refused (the call block ends the turn).
+    auto calls = parse_request_json(api_kind::messages, body(R"({"role": "assistant", "content": [
+        {"type": "tool_use", "id": "toolu_1", "name": "f", "input": {}}]})", false));
+    BOOST_REQUIRE(calls.has_value());
+    auto refused = render(*calls, t);
+    BOOST_REQUIRE(!refused.has_value());
+    BOOST_TEST(refused.error().param == "messages.1.content");
+  }
+}
+
 BOOST_AUTO_TEST_SUITE_END()

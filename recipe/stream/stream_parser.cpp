@@ -47,6 +47,7 @@ stream_parser::stream_parser(const config& cfg, const special_table& specials, t
   param_close_ = kmp_matcher("</" + d + param + ">");
   tags_ = {"<" + d + invoke + " name=\"", "<" + d + param + " name=\"", "</" + d + invoke + ">",
            "</" + d + block + ">"};
+  leading_ = !cfg_.continues;
   for (const auto& st : cfg_.stop)
     if (!st.empty())
       stops_.emplace_back(st);

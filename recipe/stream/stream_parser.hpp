@@ -49,6 +49,9 @@ public:
     /// vLLM's `skip_special_tokens: false`: a generated special token that is not one of the
     /// template's markers (EOS, `<think>`, `</think>`, DSML) is written as its text.
     bool show_specials = false;
+    /// The answer continues a message the prompt left open (conversation::continue_final): its
+    /// first newlines are text, not the start of an answer to trim.
+    bool continues = false;
   };
 
   /// Raw bytes of one token (the tokenizer's `token_bytes`); the view must outlive the call.

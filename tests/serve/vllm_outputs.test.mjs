@@ -1,7 +1,8 @@
 // vLLM's output controls, as clients migrating from vLLM send them (RL and evaluation frameworks
 // read token ids and stop reasons): stop_token_ids with stop_reason, include_stop_str_in_output,
 // allowed_token_ids, bad_words, skip_special_tokens and return_tokens_as_token_ids, on Chat and
-// legacy Completions, through the official openai client (it passes unknown fields through) and
+// legacy Completions, and continuing a final assistant message (vLLM's continue_final_message,
+// Anthropic's prefill), through the official clients (openai passes unknown fields through) and
 // raw HTTP for the error cases. Every expectation comes from an unconstrained run of the same
 // seeded request: the draw of a position depends on the seed and the position only, so a request
 // that stops or bans a token generates what the unconstrained one did up to that point.
@@ -11,7 +12,7 @@ import path from 'node:path';
 import assert from 'node:assert/strict';
 import { apiClients, check, serverUp, setupFailed, startServer, stopServer, verdict } from './harness.mjs';
 
-const [OpenAI] = apiClients(['openai']);
+const [OpenAI, Anthropic] = apiClients(['openai', '@anthropic-ai/sdk']);
 const MODEL = 'deepseek-v4.1-flash';
 const exe = process.argv[2];
 const logPath = path.join(os.tmpdir(), `deepinfer-vllm-outputs-test-${process.pid}.log`);
@@ -162,6 +163,46 @@ try {
       if (chunk.choices[0]?.finish_reason)
         last = chunk.choices[0];
     assert.equal(last.stop_reason, got[j]);
+  });
+
+  await check('a final assistant message is continued (Anthropic prefill, vLLM continue_final_message): the prompt ends with its text, the answer is what comes next', async () => {
+    const anthropic = new Anthropic({ baseURL: url, apiKey: 'none', maxRetries: 0, timeout: 60000 });
+    const question = [{ role: 'user', content: 'Write a haiku about the sea.' }];
+    const prefill = 'Waves fold\n';
+    // The prompt by hand: the question's generation prompt, then the prefill's tokens.
+    const asked = (await post(url, '/tokenize', { model: MODEL, messages: question })).json.tokens;
+    const prompt = asked.concat(await tokenize(prefill));
+    const messages = [...question, { role: 'assistant', content: prefill }];
+    const viaTokenize = await post(url, '/tokenize', { model: MODEL, messages, continue_final_message: true });
+    assert.deepEqual(viaTokenize.json.tokens, prompt);
+    const raw = await openai.completions.create({ model: MODEL, prompt, max_tokens: 12, temperature: 0 });
+    const a = await anthropic.messages.create({ model: MODEL, max_tokens: 12, temperature: 0, messages });
+    assert.equal(a.usage.input_tokens, prompt.length);
+    assert.equal(a.content.map((b) => b.text).join(''), raw.choices[0].text);
+    const c = await chat({ messages, continue_final_message: true, max_tokens: 12, temperature: 0, ignore_eos: false });
+    assert.equal(c.usage.prompt_tokens, prompt.length);
+    assert.equal(c.choices[0].message.content, raw.choices[0].text);
+    // Without the flag, Chat reads the assistant message as a finished turn and answers anew.
+    const anew = await chat({ messages, max_tokens: 12, temperature: 0, ignore_eos: false });
+    assert.ok(anew.usage.prompt_tokens > prompt.length, `${anew.usage.prompt_tokens} vs ${prompt.length}`);
+    // Refused: nothing to continue, both flags, a tool call to continue after.
+    for (const extra of [{ messages: question, continue_final_message: true },
+                         { messages, continue_final_message: true, add_generation_prompt: true }]) {
+      const r = await post(url, '/v1/chat/completions', { ...base, ...extra });
+      assert.equal(r.status, 400, JSON.stringify(r.json));
+    }
+    await assert.rejects(anthropic.messages.create({ model: MODEL, max_tokens: 5, messages: [...question,
+      { role: 'assistant', content: [{ type: 'tool_use', id: 'toolu_1', name: 'f', input: {} }] }] }),
+      (e) => e.status === 400 && /tool_use/.test(e.error?.error?.message));
+  });
+
+  await check('legacy completions keep the newlines an answer starts with (a raw prompt is continued, not answered)', async () => {
+    // Only a newline may come: the answer is newlines, which a chat answer would trim.
+    const nl = await tokenize('\n');
+    assert.equal(nl.length, 1);
+    const forced = await openai.completions.create({ model: MODEL, prompt: 'def f():', max_tokens: 2, temperature: 0,
+                                                     allowed_token_ids: [nl[0]] });
+    assert.equal(forced.choices[0].text, '\n\n');
   });
 
   await check('bad values are 400s naming the field', async () => {
