@@ -298,6 +298,27 @@ expected<truncation, recipe::api_error> truncate_to_fit(const entrypoint::contex
   return out;
 }
 
+/// vLLM's `truncate_prompt_tokens`: keeps the last `keep` of `ids`; the images whose placeholders
+/// were cut off go with them (images are in prompt order), and one cut through is a 400.
+std::optional<recipe::api_error> keep_last_tokens(recipe::api_kind api, std::vector<int32_t>& ids, std::size_t keep,
+                                                  std::vector<prompt_image>& images, std::optional<int32_t> placeholder) {
+  if (ids.size() <= keep)
+    return std::nullopt;
+  const auto cut = static_cast<std::ptrdiff_t>(ids.size() - keep);
+  auto gone = placeholder ? std::count(ids.begin(), ids.begin() + cut, *placeholder) : 0;
+  std::size_t dropped = 0;
+  while (gone > 0 && dropped < images.size() && gone >= images[dropped].mark.tokens)
+    gone -= images[dropped++].mark.tokens;
+  if (gone > 0)
+    return request_error(api, 400, "invalid_request_error",
+                         "'truncate_prompt_tokens' " + std::to_string(keep) + " cuts through an image (" +
+                           std::to_string(gone) + " of its tokens would go); keep more tokens, or send the image later in the conversation.",
+                         "truncate_prompt_tokens");
+  images.erase(images.begin(), images.begin() + static_cast<std::ptrdiff_t>(dropped));
+  ids.erase(ids.begin(), ids.begin() + cut);
+  return std::nullopt;
+}
+
 } // namespace
 
 expected<prepared_request, recipe::api_error> prepare_request(const entrypoint::context& ctx,
@@ -379,7 +400,9 @@ expected<prepared_request, recipe::api_error> prepare_conversation(const entrypo
         return std::move(rendered).error();
       segments = std::move(*rendered);
     }
-    enc = ctx.tok->encode_within(segments, room);
+    // Left truncation needs the whole prompt (its length bounded by the body's).
+    enc = conv.sampling.truncate_prompt_tokens ? recipe::tokenizer::bounded_encoding{ctx.tok->encode(segments)}
+                                               : ctx.tok->encode_within(segments, room);
     if (!enc.fits && conv.truncate_auto && !conv.prompt) {
       auto cut = truncate_to_fit(ctx, conv, room);
       if (!cut)
@@ -390,6 +413,19 @@ expected<prepared_request, recipe::api_error> prepare_conversation(const entrypo
         enc = std::move(cut->encoding);
       }
     }
+  }
+  if (const auto keep = conv.sampling.truncate_prompt_tokens) {
+    if (*keep > limit)
+      return request_error(api, 400, "invalid_request_error",
+                           "'truncate_prompt_tokens' is " + std::to_string(*keep) + ", more than the model's context of " +
+                             std::to_string(limit) + " tokens; use at most that, or -1 to keep what fits with the output.",
+                           "truncate_prompt_tokens");
+    const auto placeholder = ctx.specials->id(recipe::spelling::image);
+    if (auto e = keep_last_tokens(api, enc.ids, *keep < 0 ? room : static_cast<std::size_t>(*keep), *images, placeholder))
+      return std::move(*e);
+    enc.fits = enc.ids.size() <= room;
+    enc.exact = true;
+    enc.at_least = enc.ids.size();
   }
   if (!enc.fits) {
     if (default_limit)

@@ -138,8 +138,11 @@ struct sampling {
   std::vector<std::int32_t> allowed_token_ids;
   /// words the output may not contain (each banned as the token sequences that spell it);
   std::vector<std::string> bad_words;
-  /// log-probability entries name their token `token_id:N` instead of its text.
+  /// log-probability entries name their token `token_id:N` instead of its text;
   bool return_tokens_as_token_ids = false;
+  /// only the prompt's last this many tokens are kept (left truncation, after the template);
+  /// -1: as many as fit with the output.
+  std::optional<std::int64_t> truncate_prompt_tokens;
   /// OpenAI's `n` (Chat and legacy Completions): this many choices, sampled in parallel from
   /// one prefill of the prompt (1 to 16).
   std::int64_t n = 1;

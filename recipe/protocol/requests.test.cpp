@@ -249,7 +249,7 @@ BOOST_AUTO_TEST_CASE(vllm_output_controls_are_read_with_vllms_types) {
   const std::string msgs = R"("model": "m", "messages": [{"role": "user", "content": "x"}])";
   auto c = parse_chat_request("{" + msgs + R"(, "stop_token_ids": [7, 3], "include_stop_str_in_output": true,
       "skip_special_tokens": false, "spaces_between_special_tokens": false, "allowed_token_ids": [9, 2, 9],
-      "bad_words": ["foo", " bar baz"], "return_tokens_as_token_ids": true})");
+      "bad_words": ["foo", " bar baz"], "return_tokens_as_token_ids": true, "truncate_prompt_tokens": -1})");
   BOOST_REQUIRE_MESSAGE(c.has_value(), error_of(c));
   BOOST_TEST(c->sampling.stop_token_ids == (std::vector<std::int32_t>{7, 3}));
   BOOST_TEST(c->sampling.include_stop_str_in_output);
@@ -257,12 +257,14 @@ BOOST_AUTO_TEST_CASE(vllm_output_controls_are_read_with_vllms_types) {
   BOOST_TEST(c->sampling.allowed_token_ids == (std::vector<std::int32_t>{2, 9})); // sorted, unique
   BOOST_TEST(c->sampling.bad_words == (std::vector<std::string>{"foo", " bar baz"}));
   BOOST_TEST(c->sampling.return_tokens_as_token_ids);
+  BOOST_TEST(*c->sampling.truncate_prompt_tokens == -1);
   auto d = parse_chat_request("{" + msgs + "}");
   BOOST_TEST(d->sampling.skip_special_tokens);
   BOOST_TEST(d->sampling.allowed_token_ids.empty());
   for (const char* bad : {R"("stop_token_ids": [-1])", R"("stop_token_ids": "7")", R"("stop_token_ids": [1.5])",
                           R"("allowed_token_ids": [])", R"("bad_words": ["  "])", R"("bad_words": "foo")",
-                          R"("include_stop_str_in_output": "yes")", R"("return_tokens_as_token_ids": 1)"}) {
+                          R"("include_stop_str_in_output": "yes")", R"("return_tokens_as_token_ids": 1)",
+                          R"("truncate_prompt_tokens": 0)", R"("truncate_prompt_tokens": -2)"}) {
     auto r = parse_chat_request("{" + msgs + ", " + bad + "}");
     BOOST_TEST_MESSAGE(bad);
     BOOST_TEST(!r.has_value());

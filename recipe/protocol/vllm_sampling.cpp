@@ -58,6 +58,10 @@ void parse_vllm_sampling(const json& j, const json_path& root, sampling& s) {
     }
   }
   s.return_tokens_as_token_ids = jr::opt_bool(j, "return_tokens_as_token_ids", root).value_or(false);
+  s.truncate_prompt_tokens = jr::opt_int(j, "truncate_prompt_tokens", root, -1, INT32_MAX);
+  if (s.truncate_prompt_tokens == 0)
+    (root / "truncate_prompt_tokens").fail("Invalid value: 'truncate_prompt_tokens' keeps the prompt's last N tokens "
+                                           "(N at least 1), or as many as fit with -1.");
 }
 
 } // namespace deepinfer::recipe

@@ -11,7 +11,7 @@ namespace deepinfer::recipe {
 /// - `include_stop_str_in_output`, `skip_special_tokens`, `spaces_between_special_tokens`
 ///   (accepted; the tokenizer's byte-level decoding never inserts spaces),
 /// - `allowed_token_ids` (a non-empty list when given), `bad_words` (at most 64 non-blank
-///   strings), `return_tokens_as_token_ids`.
+///   strings), `return_tokens_as_token_ids`, `truncate_prompt_tokens` (-1 or at least 1).
 /// Token ids are checked against the vocabulary later, by the server that knows it.
 void parse_vllm_sampling(const json& body, const json_path& root, sampling& s);
 

@@ -205,12 +205,39 @@ try {
     assert.equal(forced.choices[0].text, '\n\n');
   });
 
+  await check('truncate_prompt_tokens keeps the prompt\'s last N tokens (after the template); -1 keeps what fits with the output', async () => {
+    const words = (n) => Array.from({ length: n }, (_, i) => `w${(i * 7919) % 9973}`).join(' ');
+    const messages = [{ role: 'user', content: words(300) }];
+    const ids = (await post(url, '/tokenize', { model: MODEL, messages })).json.tokens;
+    assert.ok(ids.length > 100);
+    const cut = await chat({ messages, truncate_prompt_tokens: 40, max_tokens: 8, temperature: 0, ignore_eos: false });
+    assert.equal(cut.usage.prompt_tokens, 40);
+    const raw = await openai.completions.create({ model: MODEL, prompt: ids.slice(-40), max_tokens: 8, temperature: 0 });
+    assert.equal(cut.choices[0].message.content, raw.choices[0].text);
+    // Longer than the prompt: nothing cut.
+    const whole = await chat({ messages, truncate_prompt_tokens: 5000, max_tokens: 2 });
+    assert.equal(whole.usage.prompt_tokens, ids.length);
+    // A prompt over the context: a 400 without, served with -1 (the last 40,960 - max_tokens).
+    const huge = [{ role: 'user', content: words(42000) }];
+    const over = await post(url, '/v1/chat/completions', { ...base, messages: huge, max_tokens: 4 });
+    assert.equal(over.status, 400);
+    const fitted = await chat({ messages: huge, truncate_prompt_tokens: -1, max_tokens: 4 });
+    assert.equal(fitted.usage.prompt_tokens, 40960 - 4);
+    // Legacy Completions, token ids: the last 3.
+    const three = await openai.completions.create({ model: MODEL, prompt: ids.slice(0, 20), max_tokens: 1, truncate_prompt_tokens: 3 });
+    assert.equal(three.usage.prompt_tokens, 3);
+    const bad = await post(url, '/v1/chat/completions', { ...base, truncate_prompt_tokens: 50000 });
+    assert.equal(bad.status, 400);
+    assert.equal(bad.json.error.param, 'truncate_prompt_tokens');
+  });
+
   await check('bad values are 400s naming the field', async () => {
     const cases = [[{ stop_token_ids: [-1] }, 'stop_token_ids'], [{ stop_token_ids: 5 }, 'stop_token_ids'],
                    [{ stop_token_ids: [1e9] }, 'stop_token_ids'], [{ allowed_token_ids: [] }, 'allowed_token_ids'],
                    [{ allowed_token_ids: [4e9] }, 'allowed_token_ids'], [{ bad_words: [' '] }, 'bad_words'],
                    [{ bad_words: [3] }, 'bad_words'], [{ skip_special_tokens: 'no' }, 'skip_special_tokens'],
-                   [{ include_stop_str_in_output: 1 }, 'include_stop_str_in_output']];
+                   [{ include_stop_str_in_output: 1 }, 'include_stop_str_in_output'],
+                   [{ truncate_prompt_tokens: 0 }, 'truncate_prompt_tokens'], [{ truncate_prompt_tokens: -2 }, 'truncate_prompt_tokens']];
     for (const [extra, field] of cases) {
       const r = await post(url, '/v1/chat/completions', { ...base, ...extra });
       assert.equal(r.status, 400, JSON.stringify(extra));
