@@ -30,7 +30,7 @@ typename Inspector::result_type inspect(Inspector& f, sampling_params& x) {
   return f(caf::meta::type_name("sampling_params"), x.temperature, x.top_k, x.top_p, x.min_p, x.seed, x.stop_ids,
            x.max_tokens, x.logprobs, x.top_logprobs, x.constraint, x.output_from, x.presence_penalty,
            x.frequency_penalty, x.repetition_penalty, x.min_tokens, x.logit_bias, x.allowed_ids, x.bad_words,
-           x.thinking_budget, x.thinking_end, x.prompt_logprobs);
+           x.prediction, x.thinking_budget, x.thinking_end, x.prompt_logprobs);
 }
 
 } // namespace deepinfer::engine
@@ -451,11 +451,16 @@ struct token_batch {
   uint64_t kv_bytes = 0;
   /// The tokens' log-probabilities (when asked for).
   token_logprobs logprobs;
+  /// Drafts the step verified for this sequence and how many were accepted (a request with a
+  /// prediction reports them as accepted / rejected prediction tokens).
+  int32_t drafted = 0;
+  int32_t accepted = 0;
 };
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, token_batch& x) {
-  return f(caf::meta::type_name("token_batch"), x.id, x.tokens, x.finished, x.error, x.kv_bytes, x.logprobs);
+  return f(caf::meta::type_name("token_batch"), x.id, x.tokens, x.finished, x.error, x.kv_bytes, x.logprobs,
+           x.drafted, x.accepted);
 }
 
 // -- balancers ---------------------------------------------------------------------------------

@@ -8,6 +8,19 @@ namespace deepinfer::engine {
 
 std::vector<verify_output> run_decode_step(rank_engine& engine, spec_planner* planner,
                                            std::span<const sequence_id> seqs) {
+  std::vector<draft_proposal> props(seqs.size());
+  bool predicted = false;
+  for (std::size_t i = 0; i < seqs.size(); ++i) {
+    props[i] = engine.proposal(seqs[i]);
+    predicted = predicted || (props[i].predicted && props[i].count > 0);
+  }
+  if (planner == nullptr && predicted) {
+    // No head, but requests with a prediction: they verify all its drafts, the rest decode.
+    std::vector<verify_request> reqs(seqs.size());
+    for (std::size_t i = 0; i < seqs.size(); ++i)
+      reqs[i] = {seqs[i], props[i].predicted ? props[i].count : 0};
+    return engine.verify_step(reqs);
+  }
   if (planner == nullptr) {
     auto outs = engine.decode_step(seqs);
     std::vector<verify_output> v(outs.size());
@@ -20,18 +33,21 @@ std::vector<verify_output> run_decode_step(rank_engine& engine, spec_planner* pl
     }
     return v;
   }
-  std::vector<draft_proposal> props(seqs.size());
+  // The planner prices the head's proposals only: a prediction is verified whole (the client
+  // asked for it), and its outcomes would mislead the head's calibration.
   std::vector<uint64_t> ids(seqs.size());
+  std::vector<draft_proposal> head_props = props;
   for (std::size_t i = 0; i < seqs.size(); ++i) {
-    props[i] = engine.proposal(seqs[i]);
     ids[i] = seqs[i].value;
+    if (props[i].predicted)
+      head_props[i] = {};
   }
-  const auto lengths = planner->plan(props, ids);
+  const auto lengths = planner->plan(head_props, ids);
   std::vector<verify_request> reqs(seqs.size());
   int64_t rows = 0;
   for (std::size_t i = 0; i < seqs.size(); ++i) {
-    reqs[i] = {seqs[i], lengths[i]};
-    rows += 1 + lengths[i];
+    reqs[i] = {seqs[i], props[i].predicted ? props[i].count : lengths[i]};
+    rows += 1 + reqs[i].drafts;
   }
   // The head runs after this step unless paused: a step without it is cheaper than the profiled
   // ones, so only steps with it correct the profile.
@@ -47,7 +63,7 @@ std::vector<verify_output> run_decode_step(rank_engine& engine, spec_planner* pl
     for (const auto& t : outs[i].tokens)
       emitted.push_back(t.id);
     // A sequence the step could not extend (unknown, out of KV) ends its comparisons.
-    planner->observe_emitted(seqs[i].value, props[i], emitted,
+    planner->observe_emitted(seqs[i].value, head_props[i], emitted,
                              outs[i].finished || outs[i].status != engine_status::ok);
   }
   return outs;

@@ -196,8 +196,9 @@ public:
   /// rejected rows is dropped (the rings' spare slots held it). Sequences that are unknown,
   /// finished or out of KV get a non-ok status and do not advance.
   std::vector<verify_output> verify_step(std::span<const verify_request> reqs);
-  /// The draft head's proposal for `seq`'s next tokens (count 0: no head, speculation off, or
-  /// unknown sequence).
+  /// The draft head's proposal for `seq`'s next tokens, or for a request with a prediction
+  /// (sampling_params::prediction) the prediction's (`predicted_drafts`; head or not); count 0:
+  /// no head, speculation off, or unknown sequence.
   draft_proposal proposal(sequence_id seq) const;
   /// Replaces `seq`'s proposal (drafts from elsewhere; tests). False when unknown.
   bool set_proposal(sequence_id seq, const draft_proposal& p);
@@ -293,6 +294,8 @@ private:
   /// The proposals after rows `x` [n x hidden] of `seqs` (each sequence's last token is the
   /// first draft's previous token).
   void propose(std::span<sequence* const> seqs, const float* x);
+  /// `s`'s proposal: its prediction's drafts when it has one, else the head's last.
+  draft_proposal proposal_of(const sequence& s) const;
   /// The SWA snapshot of the windows as they were at `end` (<= the windows' end, within the
   /// spare slots): a speculative step crosses a 128 boundary with up to 5 tokens past it.
   std::vector<std::byte> encode_snapshot_at(const sequence& s, int64_t end) const;

@@ -101,8 +101,8 @@ std::vector<decode_output> rank_engine::decode_step(std::span<const sequence_id>
     std::vector<sequence*> next;
     std::vector<float> next_x;
     for (int64_t r = 0; r < n; ++r)
-      if (live[r]->finished)
-        live[r]->proposal = {};
+      if (live[r]->finished || !live[r]->sampling.prediction.empty())
+        live[r]->proposal = {}; // a prediction drafts for itself
       else {
         next.push_back(live[r]);
         next_x.insert(next_x.end(), x.data() + r * c.hidden, x.data() + (r + 1) * c.hidden);

@@ -4,6 +4,7 @@
 #include <cstring>
 
 #include "engine/kv_codec.hpp"
+#include "engine/predicted_drafts.hpp"
 #include "engine/rank_engine.hpp"
 #include "engine/rank_engine_sequence.hpp"
 
@@ -29,7 +30,14 @@ void rank_engine::propose(std::span<sequence* const> seqs, const float* x) {
 
 draft_proposal rank_engine::proposal(sequence_id id) const {
   auto it = seqs_.find(id);
-  return it == seqs_.end() ? draft_proposal{} : it->second->proposal;
+  return it == seqs_.end() ? draft_proposal{} : proposal_of(*it->second);
+}
+
+draft_proposal rank_engine::proposal_of(const sequence& s) const {
+  if (s.sampling.prediction.empty() || s.finished || s.prefilling)
+    return s.proposal;
+  const auto from = static_cast<std::size_t>(std::clamp<int64_t>(s.sampling.output_from, 0, static_cast<int64_t>(s.tokens.size())));
+  return predicted_drafts(s.sampling.prediction, std::span(s.tokens).subspan(from));
 }
 
 bool rank_engine::set_proposal(sequence_id id, const draft_proposal& p) {
@@ -81,6 +89,9 @@ std::vector<verify_output> rank_engine::verify_step(std::span<const verify_reque
       continue;
     }
     auto& s = *it->second;
+    // A request with a prediction drafts from it (the head's proposal is not used for it).
+    if (!s.sampling.prediction.empty())
+      s.proposal = proposal_of(s);
     // Never more drafts than proposed, than the rings' spare slots absorb, or than the tokens
     // the request may still emit (the last emitted one is always the target's own).
     const int64_t left = std::max<int64_t>(0, int64_t{s.sampling.max_tokens} - s.generated - 1);
@@ -152,7 +163,7 @@ std::vector<verify_output> rank_engine::verify_step(std::span<const verify_reque
       const int64_t boundary = s.kv_len / 128 * 128;
       if (boundary > base)
         s.snapshots.assign(1, {boundary, encode_snapshot_at(s, boundary)});
-      if (draft_ && !s.finished) {
+      if (draft_ && !s.finished && s.sampling.prediction.empty()) {
         next.push_back(&s);
         const float* from = x.data() + (l.first_row + used - 1) * h;
         next_x.insert(next_x.end(), from, from + h);

@@ -57,6 +57,9 @@ struct sampling_params {
   /// vLLM's `bad_words` as token sequences: an id that would end one of them after the output so
   /// far cannot be drawn (a one-token word never can).
   std::vector<std::vector<int32_t>> bad_words;
+  /// OpenAI's Predicted Outputs: the expected answer's token ids, offered as drafts
+  /// (predicted_drafts) and verified, so the output is the same as without them; empty: none.
+  std::vector<int32_t> prediction;
   /// Anthropic's thinking budget: once the output holds `thinking_budget` tokens and none of
   /// them is `thinking_end` (`</think>`), the next token is `thinking_end`, so the reasoning
   /// ends there and the answer follows. -1: no budget.

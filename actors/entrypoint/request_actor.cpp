@@ -339,6 +339,8 @@ caf::behavior start(request_pointer self, recipe::conversation conv, const fetch
         return;
       }
       const int i = sm->index;
+      sm->drafted += b.drafted;
+      sm->accepted += b.accepted;
       if (b.error) {
         if (!is_retryable(b.error)) {
           fail(self, 500, "decode failed: " + self->system().render(b.error));

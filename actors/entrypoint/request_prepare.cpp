@@ -152,6 +152,12 @@ void sampling_from_request(const entrypoint::context& ctx, const recipe::convers
       sampling.stop_ids.push_back(id);
   sampling.allowed_ids = conv.sampling.allowed_token_ids;
   sampling.bad_words = bad_word_ids(*ctx.tok, conv.sampling.bad_words);
+  if (!conv.sampling.prediction.empty()) {
+    // Predicted Outputs: no more of it than an answer can hold (the context).
+    sampling.prediction = ctx.tok->encode(conv.sampling.prediction);
+    if (static_cast<int64_t>(sampling.prediction.size()) > ctx.cfg.context_limit)
+      sampling.prediction.resize(static_cast<std::size_t>(ctx.cfg.context_limit));
+  }
   sampling.presence_penalty = static_cast<float>(conv.sampling.presence_penalty.value_or(0.0));
   sampling.frequency_penalty = static_cast<float>(conv.sampling.frequency_penalty.value_or(0.0));
   sampling.repetition_penalty = static_cast<float>(conv.sampling.repetition_penalty.value_or(1.0));

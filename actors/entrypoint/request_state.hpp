@@ -39,6 +39,9 @@ struct sample_state {
   /// The request's sampling settings with this sample's seed (the request's + index).
   engine::sampling_params sampling;
   std::vector<int32_t> generated;
+  /// Drafts its ranks verified and accepted (a request with a prediction: its prediction's).
+  int64_t drafted = 0;
+  int64_t accepted = 0;
   std::unique_ptr<recipe::stream_parser> parser;
   std::unique_ptr<recipe::api_output> out;
   /// How the answer ended (the parser's finish event), for the finished_reason metric.
@@ -163,6 +166,11 @@ struct request_state {
     for (const auto& s : samples)
       if (s.parser)
         u.reasoning_tokens += s.parser->counts().reasoning_tokens;
+    if (!conv.sampling.prediction.empty())
+      for (const auto& s : samples) {
+        u.accepted_prediction_tokens += s.accepted;
+        u.rejected_prediction_tokens += s.drafted - s.accepted;
+      }
     return u;
   }
 };

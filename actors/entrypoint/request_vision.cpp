@@ -39,8 +39,12 @@ bool send_to_vision(request_pointer self, int placing, const membership_view& vi
       continue;
     }
     auto r = router->pick(vision, im.width, im.height);
-    if (!r)
+    if (!r) {
+      // Not silent: an image the prefill rank encodes costs its prefill the encoder's time.
+      log().warn("request={} no live vision rank ({} vision instance(s) in the view): the prefill rank encodes image {} "
+                 "and the rest", st.id, vision.size(), i);
       break;
+    }
     vision_job job{st.id * 64 + i, im.width, im.height, im.rgb};
     ++st.vision_pending;
     const auto sent = std::chrono::steady_clock::now();

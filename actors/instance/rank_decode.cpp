@@ -93,6 +93,8 @@ void deliver(rank_pointer self, const std::vector<uint64_t>& ids, std::vector<en
           append_logprobs(b.logprobs, t, d.logprobs_top);
       }
       b.finished = outs[i].finished;
+      b.drafted = outs[i].drafted;
+      b.accepted = outs[i].accepted;
       // A block it filled is written now, not when it ends (issue 17).
       d.length += static_cast<int64_t>(outs[i].tokens.size());
       if (!b.finished && cache && (d.length - 1) / 128 > d.stored_blocks &&

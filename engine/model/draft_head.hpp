@@ -19,6 +19,9 @@ struct draft_proposal {
   int32_t count = 0;
   int32_t tokens[max_draft_positions] = {};
   float confidence[max_draft_positions] = {};
+  /// Drafted from the request's prediction (predicted_drafts), not by the head: every draft is
+  /// verified and the head's calibration does not learn from it.
+  bool predicted = false;
 };
 
 /// One drafted position's choice: the token, the softmax of its logit over all the candidates,

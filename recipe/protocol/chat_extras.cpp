@@ -73,7 +73,17 @@ void parse_chat_extras(const json& j, const json_path& root, conversation& c) {
           .fail("Invalid value: 'continue_final_message' continues the final message, which must be the assistant's.");
     c.continue_final = true;
   }
-  // 4. Audio output: the model only writes text; answering in text would silently drop the ask.
+  // 4. Predicted Outputs: the expected answer, verified as drafts (rank_engine::verify_step).
+  if (const json* pr = jr::find(j, "prediction")) {
+    const auto at = root / "prediction";
+    jr::object(*pr, at);
+    jr::one_of(jr::req_string(*pr, "type", at), {"content"}, at / "type");
+    const json* content = jr::find(*pr, "content");
+    if (!content)
+      (at / "content").fail("Missing required parameter: 'prediction.content'.");
+    c.sampling.prediction = rc::text_content(*content, at / "content", {"text"});
+  }
+  // 5. Audio output: the model only writes text; answering in text would silently drop the ask.
   if (const json* m = jr::find(j, "modalities")) {
     const auto at = root / "modalities";
     const auto& list = jr::array(*m, at);
@@ -86,7 +96,7 @@ void parse_chat_extras(const json& j, const json_path& root, conversation& c) {
   }
   if (jr::find(j, "audio"))
     (root / "audio").fail("Invalid value: audio output is not supported by this server; drop 'audio'.");
-  // 5. Web search (OpenAI's search models): this server searches nothing, and answering without
+  // 6. Web search (OpenAI's search models): this server searches nothing, and answering without
   // the search the client asked for would look like an answer grounded in it.
   if (const json* w = jr::find(j, "web_search_options"); w && !w->is_null())
     (root / "web_search_options").fail("Invalid value: this server has no web search; drop 'web_search_options' "

@@ -14,6 +14,7 @@ namespace deepinfer::recipe {
 ///   does not use them ignores them;
 /// - vLLM's `continue_final_message` (conversation::continue_final; a 400 with
 ///   `add_generation_prompt: true` or when the last message is not the assistant's);
+/// - OpenAI's `prediction` (Predicted Outputs; sampling::prediction);
 /// - `modalities` with "audio" and `audio`: a 400 (no audio output).
 void parse_chat_extras(const json& body, const json_path& root, conversation& c);
 

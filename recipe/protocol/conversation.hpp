@@ -143,6 +143,9 @@ struct sampling {
   /// only the prompt's last this many tokens are kept (left truncation, after the template);
   /// -1: as many as fit with the output.
   std::optional<std::int64_t> truncate_prompt_tokens;
+  /// OpenAI's Predicted Outputs (`prediction: {type: "content", content}`, Chat): the text the
+  /// answer is expected to be; its tokens are verified as drafts (the answer does not change).
+  std::string prediction;
   /// OpenAI's `n` (Chat and legacy Completions): this many choices, sampled in parallel from
   /// one prefill of the prompt (1 to 16).
   std::int64_t n = 1;

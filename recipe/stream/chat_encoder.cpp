@@ -16,7 +16,9 @@ ojson usage_json(const usage_counts& u) {
   j["completion_tokens"] = u.completion_tokens;
   j["total_tokens"] = u.prompt_tokens + u.completion_tokens;
   j["prompt_tokens_details"] = {{"cached_tokens", u.cached_tokens}};
-  j["completion_tokens_details"] = {{"reasoning_tokens", u.reasoning_tokens}};
+  j["completion_tokens_details"] = {{"reasoning_tokens", u.reasoning_tokens},
+                                    {"accepted_prediction_tokens", u.accepted_prediction_tokens},
+                                    {"rejected_prediction_tokens", u.rejected_prediction_tokens}};
   return j;
 }
 

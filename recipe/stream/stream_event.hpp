@@ -38,6 +38,10 @@ struct usage_counts {
   std::int64_t completion_tokens = 0;
   /// Completion tokens spent before `</think>`.
   std::int64_t reasoning_tokens = 0;
+  /// OpenAI's Predicted Outputs: the prediction's drafted tokens the answer took, and those
+  /// verified and turned down (they cost the steps that verified them).
+  std::int64_t accepted_prediction_tokens = 0;
+  std::int64_t rejected_prediction_tokens = 0;
 };
 
 } // namespace deepinfer::recipe

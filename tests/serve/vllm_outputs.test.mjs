@@ -2,7 +2,7 @@
 // read token ids and stop reasons): stop_token_ids with stop_reason, include_stop_str_in_output,
 // allowed_token_ids, bad_words, skip_special_tokens and return_tokens_as_token_ids, on Chat and
 // legacy Completions, and continuing a final assistant message (vLLM's continue_final_message,
-// Anthropic's prefill), through the official clients (openai passes unknown fields through) and
+// Anthropic's prefill) and OpenAI's Predicted Outputs, through the official clients (openai passes unknown fields through) and
 // raw HTTP for the error cases. Every expectation comes from an unconstrained run of the same
 // seeded request: the draw of a position depends on the seed and the position only, so a request
 // that stops or bans a token generates what the unconstrained one did up to that point.
@@ -229,6 +229,36 @@ try {
     const bad = await post(url, '/v1/chat/completions', { ...base, truncate_prompt_tokens: 50000 });
     assert.equal(bad.status, 400);
     assert.equal(bad.json.error.param, 'truncate_prompt_tokens');
+  });
+
+  await check('predicted outputs (OpenAI prediction): the same text with a right, an edited or no prediction; a right one is accepted, and usage says so', async () => {
+    const ask = { ...base, max_tokens: 64, ignore_eos: false };
+    for (const sampling of [{ temperature: 0 }, { temperature: 0.8, seed: 21 }]) {
+      const plainRun = await chat({ ...ask, ...sampling });
+      const text = plainRun.choices[0].message.content;
+      const n = plainRun.usage.completion_tokens;
+      assert.equal(plainRun.usage.completion_tokens_details.accepted_prediction_tokens, 0);
+      assert.equal(plainRun.usage.completion_tokens_details.rejected_prediction_tokens, 0);
+      const right = await chat({ ...ask, ...sampling, prediction: { type: 'content', content: text } });
+      assert.equal(right.choices[0].message.content, text);
+      const d = right.usage.completion_tokens_details;
+      // Most tokens come from accepted drafts (not all: the random model's tokens are not always
+      // how the tokenizer spells their text again, so the prediction's ids differ here and there).
+      assert.ok(d.accepted_prediction_tokens >= n / 2, JSON.stringify(right.usage));
+      assert.ok(d.accepted_prediction_tokens < n, JSON.stringify(right.usage));
+      const edited = text.slice(0, Math.floor(text.length / 3)) + ' an edit here ' + text.slice(Math.floor(text.length / 3));
+      const e = await chat({ ...ask, ...sampling, prediction: { type: 'content', content: [{ type: 'text', text: edited }] } });
+      assert.equal(e.choices[0].message.content, text);
+      assert.ok(e.usage.completion_tokens_details.rejected_prediction_tokens > 0, JSON.stringify(e.usage));
+      const s = await chat({ ...ask, ...sampling, prediction: { type: 'content', content: text }, stream: true });
+      let streamed = '';
+      for await (const chunk of s)
+        streamed += chunk.choices[0]?.delta?.content ?? '';
+      assert.equal(streamed, text);
+    }
+    const bad = await post(url, '/v1/chat/completions', { ...base, prediction: { type: 'diff', content: 'x' } });
+    assert.equal(bad.status, 400);
+    assert.match(bad.json.error.param, /^prediction/);
   });
 
   await check('bad values are 400s naming the field', async () => {
