@@ -5,8 +5,7 @@
 // answer edited (a sentence inserted a third of the way in, a word changed two thirds in). The
 // answers must be equal in all three (checked); prints output tokens/s, and the accepted and
 // rejected prediction tokens per answer. Medians over rounds at the end.
-import { spawn } from 'node:child_process';
-import fs from 'node:fs';
+import { startEmbedded } from './embedded_server.mjs';
 
 const args = process.argv.slice(2);
 const bin = args.find((a) => !a.startsWith('--'));
@@ -19,17 +18,7 @@ if (!bin) {
 }
 const MODEL = 'deepseek-v4.1-flash';
 
-async function start(exe) {
-  const port = 18000 + Math.floor(Math.random() * 1000);
-  const kv = fs.mkdtempSync('/tmp/predicted-kv-');
-  const p = spawn(exe, ['--http', `127.0.0.1:${port}`, '--log-level', 'warn', '--kv-root', kv], { stdio: 'ignore' });
-  const base = `http://127.0.0.1:${port}`;
-  for (let i = 0; i < 600; ++i) {
-    try { if ((await fetch(base + '/health')).ok) break; } catch {}
-    await new Promise((r) => setTimeout(r, 100));
-  }
-  return { base, stop: async () => { p.kill('SIGINT'); await new Promise((r) => p.on('exit', r)); fs.rmSync(kv, { recursive: true, force: true }); } };
-}
+const start = (exe) => startEmbedded(exe, '/tmp/predicted-kv-');
 
 const chat = (base, body) => fetch(base + '/v1/chat/completions', {
   method: 'POST', headers: { 'content-type': 'application/json' },

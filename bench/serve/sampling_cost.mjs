@@ -8,8 +8,7 @@
 //   - echo: one legacy completion with echo and logprobs: 1 of each prompt length (token ids),
 //     max_tokens 1 — seconds for the whole answer (the prompt's tokens scored by a cold prefill).
 // Prints a markdown table per round; medians over rounds at the end.
-import { spawn } from 'node:child_process';
-import fs from 'node:fs';
+import { startEmbedded } from './embedded_server.mjs';
 
 const args = process.argv.slice(2);
 const bins = args.filter((a) => !a.startsWith('--'));
@@ -22,17 +21,7 @@ if (bins.length === 0) {
 }
 const MODEL = 'deepseek-v4.1-flash';
 
-async function start(exe) {
-  const port = 18000 + Math.floor(Math.random() * 1000);
-  const kv = fs.mkdtempSync('/tmp/sampling-kv-');
-  const p = spawn(exe, ['--http', `127.0.0.1:${port}`, '--log-level', 'warn', '--kv-root', kv], { stdio: 'ignore' });
-  const base = `http://127.0.0.1:${port}`;
-  for (let i = 0; i < 600; ++i) {
-    try { if ((await fetch(base + '/health')).ok) break; } catch {}
-    await new Promise((r) => setTimeout(r, 100));
-  }
-  return { base, stop: async () => { p.kill('SIGINT'); await new Promise((r) => p.on('exit', r)); fs.rmSync(kv, { recursive: true, force: true }); } };
-}
+const start = (exe) => startEmbedded(exe, '/tmp/sampling-kv-');
 
 const complete = (base, body) => fetch(base + '/v1/completions', {
   method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ model: MODEL, ...body }),
