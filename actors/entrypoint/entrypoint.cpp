@@ -15,6 +15,7 @@
 #include "actors/entrypoint/serving_context.hpp"
 #include "recipe/protocol/api_error.hpp"
 #include "recipe/render/renderer.hpp"
+#include "recipe/stream/input_items.hpp"
 
 namespace deepinfer::actors {
 
@@ -57,18 +58,38 @@ void stored_response(const std::shared_ptr<entrypoint::context>& ctx, const http
   std::string tenant;
   if (!key_accepted(ctx, recipe::api_kind::responses, req, w, tenant))
     return;
-  const auto id = std::string{req.path.substr(std::string_view{"/v1/responses/"}.size())};
-  // A sub-resource (`/input_items`) is not served here: say so, rather than look for a response
-  // whose id has a slash in it.
+  auto id = std::string{req.path.substr(std::string_view{"/v1/responses/"}.size())};
+  constexpr std::string_view items_suffix = "/input_items";
+  const bool items = !remove && id.ends_with(items_suffix) && id.size() > items_suffix.size();
+  if (items)
+    id.resize(id.size() - items_suffix.size());
+  // Another sub-resource: say so, rather than look for a response whose id has a slash in it.
   if (id.find('/') != std::string::npos)
     return send_api_error(w, recipe::api_kind::responses, 404, "invalid_request_error",
                           "Invalid URL (" + req.method + " " + req.path + "): this server stores responses for "
-                          "GET / DELETE /v1/responses/{id}, POST /v1/responses/{id}/cancel and "
-                          "previous_response_id; it has no input_items listing.");
+                          "GET / DELETE /v1/responses/{id}, GET /v1/responses/{id}/input_items, "
+                          "POST /v1/responses/{id}/cancel and previous_response_id.");
   auto missing = [&] {
     send_api_error(w, recipe::api_kind::responses, 404, "invalid_request_error",
                    "Response with id '" + id + "' not found.", "response_id");
   };
+  if (items) {
+    // The conversation the response read: its stored history without the output at its end (a
+    // background turn still running has none stored yet).
+    auto q = recipe::parse_input_items_query(req.query);
+    if (!q)
+      return w.send_json(400, q.error().body());
+    auto stored = ctx->responses->get(tenant, id);
+    if (!stored)
+      return missing();
+    std::span<const recipe::message> input = stored->history;
+    if (!input.empty())
+      input = input.first(input.size() - 1);
+    auto page = recipe::input_items_page(input, id, *q);
+    if (!page)
+      return w.send_json(400, page.error().body());
+    return w.send_json(200, page->dump(-1, ' ', false, nlohmann::ordered_json::error_handler_t::replace));
+  }
   if (remove) {
     auto stored = ctx->responses->get(tenant, id);
     if (!ctx->responses->erase(tenant, id))

@@ -467,6 +467,31 @@ try {
                          (e) => e.status === 400);
   });
 
+  await check('responses input_items: the SDK pages through what the model read (a previous turn\'s input and output too), newest first by default', async () => {
+    const first = await openai.responses.create({ model: MODEL, max_output_tokens: 4, temperature: 0,
+      input: [{ role: 'user', content: 'Hello there.' }, { role: 'assistant', content: 'Hi.' }, { role: 'user', content: 'Count to three.' }] });
+    const second = await openai.responses.create({ model: MODEL, max_output_tokens: 4, temperature: 0,
+                                                   previous_response_id: first.id, input: 'And to four?' });
+    const items = [];
+    for await (const item of openai.responses.inputItems.list(second.id, { order: 'asc', limit: 2 }))
+      items.push(item);
+    // The first turn's three messages, its answer, then this turn's input.
+    assert.deepEqual(items.map((i) => [i.type, i.role]), [['message', 'user'], ['message', 'assistant'], ['message', 'user'],
+                                                          ['message', 'assistant'], ['message', 'user']]);
+    assert.equal(items[0].content[0].type, 'input_text');
+    assert.equal(items[0].content[0].text, 'Hello there.');
+    assert.equal(items[3].content[0].type, 'output_text');
+    assert.equal(items[3].content[0].text, first.output_text);
+    assert.equal(items[4].content[0].text, 'And to four?');
+    assert.equal(new Set(items.map((i) => i.id)).size, items.length);
+    const newest = await openai.responses.inputItems.list(second.id);
+    assert.equal(newest.data[0].id, items[4].id);
+    assert.equal(newest.data.length, 5);
+    await assert.rejects(openai.responses.inputItems.list('resp_missing'), (e) => e.status === 404);
+    const bad = await fetch(`${base}/v1/responses/${second.id}/input_items?limit=500`);
+    assert.equal(bad.status, 400);
+  });
+
 } catch (e) {
   setupFailed(e);
 } finally {
