@@ -85,8 +85,15 @@ conversation parse_completions_body(const json& j, const json_path& root) {
     if (s.logprobs)
       s.prompt_logprobs = s.top_logprobs;
   }
-  if (const json* suffix = jr::find(j, "suffix"); suffix && !suffix->is_null())
-    (root / "suffix").fail("Unsupported parameter: 'suffix' (fill-in-the-middle) is not supported by this model.");
+  // `suffix`: DeepSeek's FIM completion, the model writes what goes between prompt and suffix.
+  if (auto suffix = jr::opt_string(j, "suffix", root)) {
+    if (c.prompt->is_ids)
+      (root / "suffix").fail("Invalid value: 'suffix' needs a text prompt (fill-in-the-middle places the text before "
+                             "and after the hole); send the prompt as a string.");
+    if (c.prompt->echo)
+      (root / "suffix").fail("Invalid value: 'echo' and 'suffix' cannot be used together.");
+    c.prompt->suffix = std::move(*suffix);
+  }
   if (const json* st = jr::find(j, "stop"); st && !st->is_null())
     s.stop = jr::stop_list(*st, root / "stop", 16);
   if (const json* rf = jr::find(j, "response_format"); rf && !rf->is_null())

@@ -67,6 +67,14 @@ BOOST_AUTO_TEST_CASE(echo_returns_the_prompt_and_with_logprobs_scores_it) {
   BOOST_TEST(parse(R"({"model": "m", "prompt": "x", "echo": true, "logprobs": 0})")->sampling.prompt_logprobs == 0);
 }
 
+BOOST_AUTO_TEST_CASE(a_suffix_asks_for_the_middle) {
+  auto c = parse(R"({"model": "m", "prompt": "def f(x):\n    ", "suffix": "\n    return y"})");
+  BOOST_REQUIRE(c.has_value());
+  BOOST_TEST(c->prompt->text == "def f(x):\n    ");
+  BOOST_TEST(*c->prompt->suffix == "\n    return y");
+  BOOST_TEST(!parse(R"({"model": "m", "prompt": "x", "suffix": null})")->prompt->suffix);
+}
+
 BOOST_AUTO_TEST_CASE(what_cannot_be_honoured_is_refused_naming_the_field) {
   BOOST_TEST(param_of(R"({"model": "m"})") == "prompt");
   BOOST_TEST(param_of(R"({"model": "m", "prompt": ["a", "b"]})") == "prompt");
@@ -76,7 +84,9 @@ BOOST_AUTO_TEST_CASE(what_cannot_be_honoured_is_refused_naming_the_field) {
   BOOST_TEST(param_of(R"({"model": "m", "prompt": [-1]})") == "prompt");
   BOOST_TEST(param_of(R"({"model": "m", "prompt": {"a": 1}})") == "prompt");
   BOOST_TEST(param_of(R"({"model": "m", "prompt": "x", "echo": 1})") == "echo");
-  BOOST_TEST(param_of(R"({"model": "m", "prompt": "x", "suffix": "end"})") == "suffix");
+  BOOST_TEST(param_of(R"({"model": "m", "prompt": [1, 2], "suffix": "end"})") == "suffix"); // FIM needs text
+  BOOST_TEST(param_of(R"({"model": "m", "prompt": "x", "suffix": "end", "echo": true})") == "suffix");
+  BOOST_TEST(param_of(R"({"model": "m", "prompt": "x", "suffix": 3})") == "suffix");
   BOOST_TEST(param_of(R"({"model": "m", "prompt": "x", "n": 17})") == "n");
   BOOST_TEST(param_of(R"({"model": "m", "prompt": "x", "n": 0})") == "n");
   BOOST_TEST(param_of(R"({"model": "m", "prompt": "x", "best_of": 3})") == "best_of");

@@ -161,6 +161,9 @@ struct raw_prompt {
   /// `echo`: the answer's text starts with the prompt (and with `logprobs`, so does its
   /// log-probability list: the prompt's tokens scored, the first one null).
   bool echo = false;
+  /// `suffix` (DeepSeek's FIM completion): the text after the hole; the prompt is then the text
+  /// before it, and the model writes what goes between (fill-in-the-middle).
+  std::optional<std::string> suffix;
 };
 
 /// The API-neutral form of a request: what the renderer reads and the entrypoint schedules.

@@ -54,6 +54,10 @@ inline constexpr std::string_view user = "<｜User｜>";
 inline constexpr std::string_view assistant = "<｜Assistant｜>";
 inline constexpr std::string_view system = "<｜System｜>";
 inline constexpr std::string_view think_open = "<think>";
+/// Fill-in-the-middle (prefix, suffix, middle order): `fim_begin` prefix `fim_hole` suffix `fim_end`.
+inline constexpr std::string_view fim_begin = "<｜fim▁begin｜>";
+inline constexpr std::string_view fim_hole = "<｜fim▁hole｜>";
+inline constexpr std::string_view fim_end = "<｜fim▁end｜>";
 inline constexpr std::string_view think_close = "</think>";
 inline constexpr std::string_view dsml = "｜DSML｜";
 inline constexpr std::string_view image = "<｜deepseek_image｜>";

@@ -261,6 +261,29 @@ try {
     assert.match(bad.json.error.param, /^prediction/);
   });
 
+  await check('legacy completions suffix (DeepSeek FIM): the prompt is BOS, fim_begin, the text before, fim_hole, the text after, fim_end', async () => {
+    // The ids of the FIM tokens from the tokenizer's own table (spec: 128800-128802), by spelling.
+    const spelled = async (id) => (await post(url, '/detokenize', { tokens: [id] })).json.prompt;
+    const fim = {};
+    for (const id of [128800, 128801, 128802])
+      fim[await spelled(id)] = id;
+    const [hole, begin, end] = ['<｜fim▁hole｜>', '<｜fim▁begin｜>', '<｜fim▁end｜>'].map((s) => fim[s]);
+    assert.ok(hole && begin && end, JSON.stringify(fim));
+    const before = 'def area(r):\n    ', after = '\n    return result\n';
+    const want = [0, begin, ...await tokenize(before), hole, ...await tokenize(after), end];
+    const body = { model: MODEL, prompt: before, suffix: after, max_tokens: 8, temperature: 0 };
+    // vLLM's prompt_logprobs lists the prompt's ids (keyed by id).
+    const scored = await post(url, '/v1/completions', { ...body, prompt_logprobs: 0 });
+    assert.equal(scored.status, 200, JSON.stringify(scored.json));
+    assert.deepEqual(scored.json.choices[0].prompt_logprobs.map((p, i) => (p === null ? want[0] : Number(Object.keys(p)[0]))), want);
+    const viaIds = await openai.completions.create({ ...body, suffix: undefined, prompt: want });
+    const middle = await openai.completions.create(body);
+    assert.equal(middle.usage.prompt_tokens, want.length);
+    assert.equal(middle.choices[0].text, viaIds.choices[0].text);
+    const refused = await post(url, '/v1/completions', { ...body, prompt: [1, 2] });
+    assert.equal(refused.status, 400);
+  });
+
   await check('bad values are 400s naming the field', async () => {
     const cases = [[{ stop_token_ids: [-1] }, 'stop_token_ids'], [{ stop_token_ids: 5 }, 'stop_token_ids'],
                    [{ stop_token_ids: [1e9] }, 'stop_token_ids'], [{ allowed_token_ids: [] }, 'allowed_token_ids'],
