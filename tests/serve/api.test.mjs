@@ -237,8 +237,8 @@ try {
       assert.equal(st.choices[0].text, c.text.slice(0, c.text.indexOf(stop)));
       assert.equal(st.choices[0].finish_reason, 'stop');
     }
-    // (A list of prompts and echo are served: compat.test.mjs.)
-    for (const [body, param] of [[{ prompt: 'x', echo: 'yes' }, 'echo'], [{ prompt: 'x', suffix: 'y' }, 'suffix'],
+    // (A list of prompts and echo are served: compat.test.mjs; a text suffix too: vllm_outputs.test.mjs.)
+    for (const [body, param] of [[{ prompt: 'x', echo: 'yes' }, 'echo'], [{ prompt: [1, 2], suffix: 'y' }, 'suffix'],
                                  [{ prompt: [999999999] }, 'prompt'], [{ prompt: 'x', n: 17 }, 'n'],
                                  [{ prompt: 'x', best_of: 2 }, 'best_of']]) {
       const bad = await post(base, '/v1/completions', { model: MODEL, ...body });
