@@ -119,6 +119,15 @@ std::optional<std::string> node_http::start() {
                         {"controller_connected", s.controller_connected}};
     w->send_json(200, body.dump());
   });
+  // vLLM's probes, which clients and orchestration written for vLLM call: /version (the server's
+  // version) and /ping (SageMaker's liveness check, GET or POST), open like /health.
+  routes.add("GET", "/version", [](http::http_request, std::shared_ptr<http::response_writer> w) {
+    w->send_json(200, nlohmann::json{{"version", DEEPINFER_VERSION}}.dump());
+  });
+  for (const char* method : {"GET", "POST"})
+    routes.add(method, "/ping", [](http::http_request, std::shared_ptr<http::response_writer> w) {
+      w->send_json(200, "{}");
+    });
   // A keyed server answers only its clients (OpenAI's 401 shape); /health stays open for
   // probes and load balancers.
   auto keyed = [keys = d.keys](const http::http_request& req, http::response_writer& w) {

@@ -314,7 +314,7 @@ try {
     assert.equal(v(/^vllm:num_requests_running\{[^}]*\} (\S+)$/m), 0);
   });
 
-  await check('API keys: --api-key and a keys file reloaded on SIGHUP; 401 in each API\'s shape, never echoing the key; /health open, /metrics keyed with --protect-metrics', async () => {
+  await check('API keys: --api-key and a keys file reloaded on SIGHUP; 401 in each API\'s shape, never echoing the key; /health, /version and /ping open, /metrics keyed with --protect-metrics', async () => {
     const file = path.join(os.tmpdir(), `deepinfer-api-keys-${process.pid}.txt`);
     const FIXED = 'fixed-key-0123456789', OLD = 'file-key-old-0123456789', NEW = 'file-key-new-0123456789';
     fs.writeFileSync(file, `# keys of the test\n${OLD}\n`);
@@ -352,6 +352,10 @@ try {
       await assert.rejects(new OpenAI({ baseURL: b + '/v1', apiKey: NEW, maxRetries: 0 }).chat.completions.create(chat),
                            (e) => e.status === 401);
       assert.equal((await fetch(b + '/health')).status, 200);
+      // vLLM's probes are open too: /version names the server's version, /ping answers GET and POST.
+      assert.match((await (await fetch(b + '/version')).json()).version, /^\d+\.\d+\.\d+$/);
+      assert.equal((await fetch(b + '/ping')).status, 200);
+      assert.equal((await fetch(b + '/ping', { method: 'POST' })).status, 200);
       assert.equal((await fetch(b + '/metrics')).status, 401);
       assert.equal((await fetch(b + '/metrics', { headers: { 'x-api-key': FIXED } })).status, 200);
       assert.equal((await fetch(b + '/v1/models')).status, 401);
