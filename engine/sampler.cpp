@@ -29,10 +29,22 @@ double log_normalizer(const float* logits, int64_t vocab, float mx, sampler::exp
   thread_local std::vector<float> e;
   e.resize(static_cast<std::size_t>(vocab));
   exps(logits, vocab, mx, e.data(), fn);
-  double sum = 0.0;
-  for (int64_t i = 0; i < vocab; ++i)
-    sum += static_cast<double>(e[static_cast<std::size_t>(i)]);
-  return std::log(sum) + mx;
+  // 16 running sums (element i goes to sum i % 16), then theirs in a fixed tree: the same bits
+  // on every CPU (plain code in a fixed order, no FMA in additions), and no chain of 129K
+  // dependent additions (one sum was a fifth of a greedy + logprobs decode row).
+  constexpr int64_t lanes = 16;
+  double part[lanes] = {};
+  const float* x = e.data();
+  int64_t i = 0;
+  for (; i + lanes <= vocab; i += lanes)
+    for (int64_t l = 0; l < lanes; ++l)
+      part[l] += static_cast<double>(x[i + l]);
+  for (int64_t l = 0; i < vocab; ++i, ++l)
+    part[l] += static_cast<double>(x[i]);
+  for (int64_t width = lanes / 2; width > 0; width /= 2)
+    for (int64_t l = 0; l < width; ++l)
+      part[l] += part[l + width];
+  return std::log(part[0]) + mx;
 }
 
 // SplitMix64's finalizer (Steele, Lea, Flood 2014): a bijection whose outputs over consecutive
