@@ -36,13 +36,17 @@ std::vector<verify_output> run_decode_step(rank_engine& engine, spec_planner* pl
   // The planner prices the head's proposals only: a prediction is verified whole (the client
   // asked for it), and its outcomes would mislead the head's calibration.
   std::vector<uint64_t> ids(seqs.size());
-  std::vector<draft_proposal> head_props = props;
-  for (std::size_t i = 0; i < seqs.size(); ++i) {
+  for (std::size_t i = 0; i < seqs.size(); ++i)
     ids[i] = seqs[i].value;
-    if (props[i].predicted)
-      head_props[i] = {};
+  std::vector<draft_proposal> head_props;
+  if (predicted) {
+    head_props = props;
+    for (auto& p : head_props)
+      if (p.predicted)
+        p = {};
   }
-  const auto lengths = planner->plan(head_props, ids);
+  const auto& priced = predicted ? head_props : props;
+  const auto lengths = planner->plan(priced, ids);
   std::vector<verify_request> reqs(seqs.size());
   int64_t rows = 0;
   for (std::size_t i = 0; i < seqs.size(); ++i) {
@@ -63,7 +67,7 @@ std::vector<verify_output> run_decode_step(rank_engine& engine, spec_planner* pl
     for (const auto& t : outs[i].tokens)
       emitted.push_back(t.id);
     // A sequence the step could not extend (unknown, out of KV) ends its comparisons.
-    planner->observe_emitted(seqs[i].value, head_props[i], emitted,
+    planner->observe_emitted(seqs[i].value, priced[i], emitted,
                              outs[i].finished || outs[i].status != engine_status::ok);
   }
   return outs;

@@ -1,7 +1,6 @@
 #include "engine/predicted_drafts.hpp"
 
 #include <algorithm>
-#include <cstdlib>
 
 namespace deepinfer::engine {
 

@@ -294,8 +294,9 @@ private:
   /// The proposals after rows `x` [n x hidden] of `seqs` (each sequence's last token is the
   /// first draft's previous token).
   void propose(std::span<sequence* const> seqs, const float* x);
-  /// `s`'s proposal: its prediction's drafts when it has one, else the head's last.
-  draft_proposal proposal_of(const sequence& s) const;
+  /// `s`'s proposal: its prediction's drafts when it has one (drafted once per output length,
+  /// kept in `s`), else the head's last.
+  const draft_proposal& proposal_of(sequence& s) const;
   /// The SWA snapshot of the windows as they were at `end` (<= the windows' end, within the
   /// spare slots): a speculative step crosses a 128 boundary with up to 5 tokens past it.
   std::vector<std::byte> encode_snapshot_at(const sequence& s, int64_t end) const;

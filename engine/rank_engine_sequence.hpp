@@ -40,8 +40,10 @@ struct rank_engine::sequence {
   /// Prefill only: the parallel samples' seeds (prefill_request::sample_seeds).
   std::vector<uint64_t> sample_seeds;
   int32_t generated = 0;
-  /// The draft head's tokens after the last one (count 0 when not drafting).
+  /// The draft head's tokens after the last one (count 0 when not drafting); for a request with
+  /// a prediction, the prediction's drafts as of `predicted_at` tokens (`rank_engine::proposal_of`).
   draft_proposal proposal;
+  std::size_t predicted_at = 0;
   bool finished = false;
 };
 

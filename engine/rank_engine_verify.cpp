@@ -33,11 +33,14 @@ draft_proposal rank_engine::proposal(sequence_id id) const {
   return it == seqs_.end() ? draft_proposal{} : proposal_of(*it->second);
 }
 
-draft_proposal rank_engine::proposal_of(const sequence& s) const {
-  if (s.sampling.prediction.empty() || s.finished || s.prefilling)
+const draft_proposal& rank_engine::proposal_of(sequence& s) const {
+  // Drafted once per output length: the step's plan and its verification read the same one.
+  if (s.sampling.prediction.empty() || s.finished || s.prefilling || s.predicted_at == s.tokens.size())
     return s.proposal;
   const auto from = static_cast<std::size_t>(std::clamp<int64_t>(s.sampling.output_from, 0, static_cast<int64_t>(s.tokens.size())));
-  return predicted_drafts(s.sampling.prediction, std::span(s.tokens).subspan(from));
+  s.proposal = predicted_drafts(s.sampling.prediction, std::span(s.tokens).subspan(from));
+  s.predicted_at = s.tokens.size();
+  return s.proposal;
 }
 
 bool rank_engine::set_proposal(sequence_id id, const draft_proposal& p) {
@@ -90,8 +93,7 @@ std::vector<verify_output> rank_engine::verify_step(std::span<const verify_reque
     }
     auto& s = *it->second;
     // A request with a prediction drafts from it (the head's proposal is not used for it).
-    if (!s.sampling.prediction.empty())
-      s.proposal = proposal_of(s);
+    proposal_of(s);
     // Never more drafts than proposed, than the rings' spare slots absorb, or than the tokens
     // the request may still emit (the last emitted one is always the target's own).
     const int64_t left = std::max<int64_t>(0, int64_t{s.sampling.max_tokens} - s.generated - 1);

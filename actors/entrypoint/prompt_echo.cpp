@@ -11,19 +11,27 @@
 
 namespace deepinfer::actors {
 
+namespace {
+
+/// A log-probability entry's token: its bytes, or vLLM's `token_id:N` (return_tokens_as_token_ids).
+std::string spelling(const recipe::tokenizer& tok, int32_t id, bool as_ids) {
+  return as_ids ? "token_id:" + std::to_string(id) : std::string(tok.token_bytes(id));
+}
+
+} // namespace
+
 std::vector<recipe::token_logprob> logprob_entries(const recipe::tokenizer& tok, const std::vector<int32_t>& ids,
                                                    const token_logprobs& lp, bool as_ids) {
   std::vector<recipe::token_logprob> out(ids.size());
   const auto n = static_cast<std::size_t>(std::max(lp.top_n, 0));
-  auto spelling = [&](int32_t id) { return as_ids ? "token_id:" + std::to_string(id) : std::string(tok.token_bytes(id)); };
   for (std::size_t i = 0; i < ids.size(); ++i) {
-    out[i].token = spelling(ids[i]);
+    out[i].token = spelling(tok, ids[i], as_ids);
     out[i].logprob = lp.logprob[i];
     out[i].id = ids[i];
     out[i].rank = i < lp.rank.size() ? lp.rank[i] : 0;
     for (std::size_t k = i * n; k < (i + 1) * n && k < lp.top_ids.size(); ++k)
       if (lp.top_ids[k] >= 0)
-        out[i].top.push_back({spelling(lp.top_ids[k]), lp.top_logprobs[k], lp.top_ids[k]});
+        out[i].top.push_back({spelling(tok, lp.top_ids[k], as_ids), lp.top_logprobs[k], lp.top_ids[k]});
   }
   return out;
 }
@@ -38,7 +46,7 @@ void keep_prompt_scores(request_pointer self, const token_logprobs& scores) {
   st.prompt_entries.reserve(st.prompt.size());
   recipe::token_logprob first;
   const bool as_ids = st.conv.sampling.return_tokens_as_token_ids;
-  first.token = as_ids ? "token_id:" + std::to_string(st.prompt.front()) : std::string(tok.token_bytes(st.prompt.front()));
+  first.token = spelling(tok, st.prompt.front(), as_ids);
   first.id = st.prompt.front();
   first.logprob = std::numeric_limits<float>::quiet_NaN();
   st.prompt_entries.push_back(std::move(first));

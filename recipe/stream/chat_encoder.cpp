@@ -38,13 +38,10 @@ const char* openai_finish_reason(finish_reason r) {
   return "stop";
 }
 
-std::string openai_stop_reason(const std::string& stop_sequence, std::int32_t stop_token) {
-  if (!stop_sequence.empty()) {
-    std::string s;
-    append_json_string(s, stop_sequence);
-    return s;
-  }
-  return stop_token >= 0 ? std::to_string(stop_token) : std::string("null");
+nlohmann::ordered_json openai_stop_reason(const std::string& stop_sequence, std::int32_t stop_token) {
+  if (!stop_sequence.empty())
+    return stop_sequence;
+  return stop_token >= 0 ? ojson(stop_token) : ojson();
 }
 
 std::string chat_encoder::chunk(std::string delta_json, const char* finish, const std::string& stop_reason_json) {
@@ -105,7 +102,7 @@ std::string chat_encoder::encode(std::span<const stream_event> events, const usa
         break;
       case stream_event::kind::tool_call_end: continue;
       case stream_event::kind::finish: {
-        out += chunk("{}", openai_finish_reason(e.reason), openai_stop_reason(e.text, e.stop_token));
+        out += chunk("{}", openai_finish_reason(e.reason), openai_stop_reason(e.text, e.stop_token).dump());
         if (cfg_.ends_stream)
           out += end(usage);
         continue;
@@ -160,8 +157,7 @@ std::string chat_encoder::body(const usage_counts& usage) const {
                                                                     : ojson{{"content", logprobs_json(logprobs_)},
                                                                             {"refusal", nullptr}}},
                                      {"finish_reason", openai_finish_reason(result_.reason)},
-                                     {"stop_reason", ojson::parse(openai_stop_reason(result_.stop_sequence,
-                                                                                     result_.stop_token))}}});
+                                     {"stop_reason", openai_stop_reason(result_.stop_sequence, result_.stop_token)}}});
   j["usage"] = usage_json(usage);
   if (!prompt_logprobs_.is_null())
     j["prompt_logprobs"] = prompt_logprobs_;

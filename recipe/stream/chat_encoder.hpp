@@ -80,8 +80,8 @@ private:
 /// `stop` / `length` / `tool_calls`.
 const char* openai_finish_reason(finish_reason r);
 
-/// vLLM's `stop_reason` of a choice, as JSON text: the stop sequence that ended it (a string),
-/// the stop token id (vLLM's `stop_token_ids`: a number), or null (EOS, the token limit).
-std::string openai_stop_reason(const std::string& stop_sequence, std::int32_t stop_token);
+/// vLLM's `stop_reason` of a choice: the stop sequence that ended it (a string), the stop token
+/// id (vLLM's `stop_token_ids`: a number), or null (EOS, the token limit).
+nlohmann::ordered_json openai_stop_reason(const std::string& stop_sequence, std::int32_t stop_token);
 
 } // namespace deepinfer::recipe

@@ -109,7 +109,7 @@ std::string completions_encoder::encode(std::span<const stream_event> events, co
       for (const auto& x : lp)
         chars_ += chars(x.token);
     } else if (e.type == stream_event::kind::finish) {
-      out += chunk("", {}, openai_finish_reason(e.reason), openai_stop_reason(e.text, e.stop_token));
+      out += chunk("", {}, openai_finish_reason(e.reason), openai_stop_reason(e.text, e.stop_token).dump());
       if (cfg_.ends_stream)
         out += end(usage);
     }
@@ -145,7 +145,7 @@ std::string completions_encoder::body(const usage_counts& usage) const {
     choice["logprobs"] = nullptr;
   }
   choice["finish_reason"] = openai_finish_reason(result_.reason);
-  choice["stop_reason"] = ojson::parse(openai_stop_reason(result_.stop_sequence, result_.stop_token));
+  choice["stop_reason"] = openai_stop_reason(result_.stop_sequence, result_.stop_token);
   if (!prompt_logprobs_.is_null())
     choice["prompt_logprobs"] = prompt_logprobs_;
   j["choices"] = ojson::array({choice});

@@ -5,7 +5,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import assert from 'node:assert/strict';
-import { apiClients, check, serverUp, setupFailed, startServer, stopServer, verdict, waitFor } from './harness.mjs';
+import { apiClients, check, serverUp, setupFailed, startServer, stopServer, verdict, waitFor, postJson as post } from './harness.mjs';
 
 const [OpenAI, Anthropic] = apiClients(['openai', '@anthropic-ai/sdk']);
 const MODEL = 'deepseek-v4.1-flash';
@@ -13,11 +13,6 @@ const exe = process.argv[2];
 const logPath = path.join(os.tmpdir(), `deepinfer-api-test-${process.pid}.log`);
 const messages = [{ role: 'user', content: 'Say hello in three words.' }];
 
-async function post(base, route, body) {
-  const r = await fetch(base + route, { method: 'POST', headers: { 'content-type': 'application/json' },
-                                         body: JSON.stringify(body) });
-  return { status: r.status, json: await r.json() };
-}
 
 /// One id of each API (and a tool-call-free answer) from the server at `base`.
 async function ids(base) {

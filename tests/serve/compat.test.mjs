@@ -6,7 +6,7 @@ import { createRequire } from 'node:module';
 import os from 'node:os';
 import path from 'node:path';
 import assert from 'node:assert/strict';
-import { apiClients, check, serverUp, setupFailed, startServer, stopServer, verdict } from './harness.mjs';
+import { apiClients, check, serverUp, setupFailed, startServer, stopServer, verdict, postJson as post } from './harness.mjs';
 
 const [OpenAI, Anthropic] = apiClients(['openai', '@anthropic-ai/sdk']);
 const cache = process.env.DEEPINFER_CACHE || path.join(os.homedir(), '.cache', 'deepinfer');
@@ -23,11 +23,6 @@ const weather = { type: 'function', function: { name: 'get_weather', parameters:
 const textOf = (r) => r.output.filter((o) => o.type === 'message')
   .flatMap((o) => o.content).filter((c) => c.type === 'output_text').map((c) => c.text).join('');
 
-async function post(base, route, body) {
-  const r = await fetch(base + route, { method: 'POST', headers: { 'content-type': 'application/json' },
-                                         body: JSON.stringify(body) });
-  return { status: r.status, json: await r.json() };
-}
 
 const server = await startServer(exe, { logPath, kvPrefix: 'deepinfer-compat-kv-' });
 try {

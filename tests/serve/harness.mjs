@@ -175,11 +175,13 @@ export async function startTwoDecodeCluster(exe, dir, { prefillRanks = 2, tables
 }
 
 /// POSTs one Chat Completions `body` to `base`: its status and parsed JSON.
-export async function postChat(base, body) {
-  const r = await fetch(base + '/v1/chat/completions', {
-    method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
+export async function postJson(base, route, body) {
+  const r = await fetch(base + route, { method: 'POST', headers: { 'content-type': 'application/json' },
+                                         body: JSON.stringify(body) });
   return { status: r.status, json: await r.json() };
 }
+
+export const postChat = (base, body) => postJson(base, '/v1/chat/completions', body);
 
 /// Streams `body` (`streamChat`), counting its content deltas in `progress[i]`, its
 /// log-probability entries mapped by `entries`. A stream the server cuts (its connection closed

@@ -14,7 +14,7 @@ import http from 'node:http';
 import os from 'node:os';
 import path from 'node:path';
 import assert from 'node:assert/strict';
-import { apiClients, check, serverUp, setupFailed, startServer, stopServer, verdict } from './harness.mjs';
+import { apiClients, check, serverUp, setupFailed, startServer, stopServer, verdict, postJson as post } from './harness.mjs';
 import { dataUri, png } from './png.mjs';
 
 const [OpenAI, Anthropic] = apiClients(['openai', '@anthropic-ai/sdk']);
@@ -34,11 +34,6 @@ const gif = Buffer.from('GIF89a\x01\x00\x01\x00\x00\x00\x00', 'latin1');
 // that the last positions still see the image through the encoder's windows.
 const question = Array.from({ length: 120 }, (_, i) => `w${(i * 7919) % 1009}`).join(' ') + ' What is in the picture?';
 
-async function post(base, route, body) {
-  const r = await fetch(base + route, { method: 'POST', headers: { 'content-type': 'application/json' },
-                                         body: JSON.stringify(body) });
-  return { status: r.status, json: await r.json() };
-}
 
 // The image origin for the URL cases: a plain node:http server on loopback (the entrypoint
 // fetches from loopback by default, [vision] fetch_private_addresses).

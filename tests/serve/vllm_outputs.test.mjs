@@ -10,7 +10,7 @@
 import os from 'node:os';
 import path from 'node:path';
 import assert from 'node:assert/strict';
-import { apiClients, check, serverUp, setupFailed, startServer, stopServer, verdict } from './harness.mjs';
+import { apiClients, check, serverUp, setupFailed, startServer, stopServer, verdict, postJson as post } from './harness.mjs';
 
 const [OpenAI, Anthropic] = apiClients(['openai', '@anthropic-ai/sdk']);
 const MODEL = 'deepseek-v4.1-flash';
@@ -22,11 +22,6 @@ const base = { model: MODEL, messages: [{ role: 'user', content: 'Tell me a stor
 const utf8 = new TextDecoder('utf-8', { fatal: true });
 const isText = (bytes) => { try { utf8.decode(Buffer.from(bytes)); return true; } catch { return false; } };
 
-async function post(baseUrl, route, body) {
-  const r = await fetch(baseUrl + route, { method: 'POST', headers: { 'content-type': 'application/json' },
-                                            body: JSON.stringify(body) });
-  return { status: r.status, json: await r.json() };
-}
 
 const server = await startServer(exe, { logPath, kvPrefix: 'deepinfer-vllm-outputs-kv-' });
 try {
