@@ -157,6 +157,8 @@ struct cluster_manifest {
   /// `[so]`: structured-output compile cache (MiB) and compile timeout.
   uint64_t so_cache_mib = 256;
   uint32_t so_compile_timeout_ms = 2000;
+  /// `[so] json_whitespace`: the most whitespace bytes in a row between JSON tokens (-1: any).
+  int32_t so_json_whitespace = 16;
   /// `[vision]`: what one image may be (max_pixels, max_image_bytes) and how many a request may
   /// carry (max_images_per_request).
   recipe::image_limits vision;

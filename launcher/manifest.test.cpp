@@ -252,7 +252,7 @@ BOOST_AUTO_TEST_CASE(limits_tables_reach_the_node_config_and_reject_bad_values) 
                            "[requests]\njson_max_depth = 32\nstall_timeout_ms = 5000\ndeadline_ms = 9000\ndefault_max_tokens = 2048\nmax_batch_prompts = 8\nmax_prompt_logprobs_tokens = 512\n"
                            "api_keys = [\"key-0123456789\"]\nresponses_ttl_s = 60\nresponses_store_mib = 8\n"
                            "[admission]\nprefill_tokens_per_rank = 1000\nmax_waiting = 3\nqueue_timeout_ms = 700\n"
-                           "[so]\ncache_mib = 64\ncompile_timeout_ms = 500\n" +
+                           "[so]\ncache_mib = 64\ncompile_timeout_ms = 500\njson_whitespace = 0\n" +
                            good_nodes;
   auto r = parse_manifest(text, "test.toml");
   BOOST_REQUIRE(std::holds_alternative<cluster_manifest>(r));
@@ -260,6 +260,9 @@ BOOST_AUTO_TEST_CASE(limits_tables_reach_the_node_config_and_reject_bad_values) 
   BOOST_TEST(!m.caf.batch_threads);
   BOOST_TEST(m.so_cache_mib == 64u);
   BOOST_TEST(m.so_compile_timeout_ms == 500u);
+  BOOST_TEST(m.so_json_whitespace == 0);
+  BOOST_TEST(expect_error("model = \"/m\"\n[kv]\nroot = \"/kv\"\n[so]\njson_whitespace = -2\n" + good_nodes).key ==
+             "so.json_whitespace");
   BOOST_TEST(expect_error("model = \"/m\"\n[kv]\nroot = \"/kv\"\n[so]\ncache_mib = 0\n" + good_nodes).key == "so.cache_mib");
   BOOST_TEST(expect_error("model = \"/m\"\n[kv]\nroot = \"/kv\"\nwrite_queue_mib = 0\n" + good_nodes).key ==
              "kv.write_queue_mib");

@@ -354,6 +354,8 @@ manifest_result parse_manifest(std::string_view text, const std::string& display
         m.so_cache_mib = static_cast<uint64_t>(*v);
       if (auto v = t->integer("compile_timeout_ms", 1, 600000))
         m.so_compile_timeout_ms = static_cast<uint32_t>(*v);
+      if (auto v = t->integer("json_whitespace", -1, 4096))
+        m.so_json_whitespace = static_cast<int32_t>(*v);
       t->finish();
     }
     if (auto t = root.table("vision")) {

@@ -63,11 +63,17 @@ expected<std::optional<constraint_job>, recipe::api_error> constraint_job_of(con
     c.text = conv.format->schema.dump();
   } else {
     using so_mode = recipe::structured_outputs::mode;
-    c.kind = conv.structured->kind == so_mode::regex     ? recipe::so::constraint_kind::regex
-             : conv.structured->kind == so_mode::grammar ? recipe::so::constraint_kind::grammar
-                                                         : recipe::so::constraint_kind::json_schema;
+    c.kind = conv.structured->kind == so_mode::regex         ? recipe::so::constraint_kind::regex
+             : conv.structured->kind == so_mode::grammar     ? recipe::so::constraint_kind::grammar
+             : conv.structured->kind == so_mode::json_object ? recipe::so::constraint_kind::json_object
+                                                             : recipe::so::constraint_kind::json_schema;
     c.text = conv.structured->text;
   }
+  // JSON outputs: whitespace between tokens bounded by the server (a sampled model can spend its
+  // whole output on whitespace a grammar allows), none when the request asks for compact JSON.
+  if (c.kind == recipe::so::constraint_kind::json_schema || c.kind == recipe::so::constraint_kind::json_object ||
+      c.kind == recipe::so::constraint_kind::tool_calls)
+    c.json_whitespace = conv.compact_json ? std::optional<std::uint32_t>{0} : ctx.cfg.so_json_whitespace;
   if (!ctx.so)
     return request_error(api, 400, "invalid_request_error",
                     "This server has no structured-output compiler; send the request without a format.",

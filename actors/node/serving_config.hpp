@@ -96,6 +96,11 @@ struct serving_config {
   /// how long one compile may take before the request gets a 400.
   std::size_t so_cache_bytes = std::size_t{256} << 20;
   std::chrono::milliseconds so_compile_timeout{2000};
+  /// `[so] json_whitespace`: the most whitespace bytes in a row between two tokens of a JSON
+  /// output (nullopt: any number). Enough for pretty-printed JSON (a newline and an indent of
+  /// up to 15), and a sampled model cannot spend its output on whitespace. Each byte allowed
+  /// is a lexer state per gap: 16 keeps MaskBench's mask p99 under 400 us (bench/RESULTS.md).
+  std::optional<uint32_t> so_json_whitespace = 16;
   /// Image inputs (`[vision]`, issue 21): pixels per image and images per request, at most.
   recipe::image_limits vision;
   /// How the entrypoint fetches http(s) image URLs (`[vision]` fetch_timeout_s,

@@ -114,7 +114,10 @@ structured_output::structured_output(std::string tokenizer_path, recipe::so::com
     : tokenizer_path_(std::move(tokenizer_path)), cfg_(cfg) {}
 
 std::string structured_output::spec_of(const recipe::so::constraint& c, std::optional<int32_t> after_token) {
-  const std::string prefix = after_token ? "@" + std::to_string(*after_token) + ":" : std::string{};
+  std::string prefix = after_token ? "@" + std::to_string(*after_token) + ":" : std::string{};
+  // JSON spacing: `w` + the most whitespace bytes in a row + `;` (no letter of a kind is `w`).
+  if (c.json_whitespace)
+    prefix += "w" + std::to_string(*c.json_whitespace) + ";";
   for (auto [kind, letter] : kind_letters)
     if (kind == c.kind)
       return prefix + std::string(1, letter) + c.text;
@@ -150,6 +153,15 @@ expected<recipe::so::constraint, std::string> structured_output::constraint_of(s
   if (spec.empty())
     return std::string{"empty structured-output spec"};
   recipe::so::constraint c;
+  if (spec.front() == 'w') {
+    const auto semi = spec.find(';');
+    std::uint32_t ws = 0;
+    const auto r = std::from_chars(spec.data() + 1, spec.data() + std::min(semi, spec.size()), ws);
+    if (semi == std::string_view::npos || r.ec != std::errc{} || r.ptr != spec.data() + semi || semi + 1 >= spec.size())
+      return std::string{"bad whitespace bound in a structured-output spec"};
+    c.json_whitespace = ws;
+    spec.remove_prefix(semi + 1);
+  }
   const auto* entry = std::find_if(std::begin(kind_letters), std::end(kind_letters),
                                    [&](const auto& e) { return e.second == spec.front(); });
   if (entry == std::end(kind_letters))

@@ -65,4 +65,21 @@ BOOST_AUTO_TEST_CASE(compiles_into_the_ranks_cache_hits_it_again_and_refuses_as_
   caf::anon_send_exit(compiler, caf::exit_reason::user_shutdown);
 }
 
+// A constraint travels to the ranks as a spec: its kind, text and JSON whitespace bound arrive
+// as they left (the bound is part of what the rank compiles), with or without the `@ID:` start.
+BOOST_AUTO_TEST_CASE(a_spec_carries_the_whitespace_bound) {
+  using recipe::so::constraint_kind;
+  for (auto ws : {std::optional<std::uint32_t>{}, std::optional<std::uint32_t>{0}, std::optional<std::uint32_t>{20}})
+    for (auto after : {std::optional<int32_t>{}, std::optional<int32_t>{128799}}) {
+      const recipe::so::constraint c{constraint_kind::json_schema, R"({"type":"string"})", ws};
+      auto back = structured_output::constraint_of(structured_output::spec_of(c, after));
+      BOOST_TEST_REQUIRE(back.has_value());
+      BOOST_TEST((back->kind == c.kind));
+      BOOST_TEST(back->text == c.text);
+      BOOST_TEST((back->json_whitespace == ws));
+    }
+  for (const auto* bad : {"w", "w;o", "wx;o", "w3o", "w3;"})
+    BOOST_TEST(!structured_output::constraint_of(bad).has_value(), bad);
+}
+
 BOOST_AUTO_TEST_SUITE_END()

@@ -361,6 +361,8 @@ int main(int argc, char** argv) {
       sc.admission = m.admission;
       sc.so_cache_bytes = static_cast<std::size_t>(m.so_cache_mib) << 20;
       sc.so_compile_timeout = std::chrono::milliseconds{m.so_compile_timeout_ms};
+      sc.so_json_whitespace =
+          m.so_json_whitespace < 0 ? std::nullopt : std::optional<uint32_t>{static_cast<uint32_t>(m.so_json_whitespace)};
       sc.vision = m.vision;
       sc.image_fetch = m.image_fetch;
       sc.vision_balancer = m.vision_balancer;

@@ -92,10 +92,10 @@ struct response_format {
 /// vLLM's `structured_outputs` extension (accepted on every API): a constraint that is enforced
 /// by token masks but, unlike `response_format`, not written into the prompt.
 struct structured_outputs {
-  enum class mode : std::uint8_t { json_schema, regex, grammar };
+  enum class mode : std::uint8_t { json_schema, json_object, regex, grammar };
   mode kind = mode::json_schema;
   /// The JSON Schema text, the regex (`choice` becomes one: an alternation of the literals), or
-  /// the Lark-style grammar.
+  /// the Lark-style grammar (nothing for `json_object: true`, any JSON object).
   std::string text;
 };
 
@@ -185,6 +185,9 @@ struct conversation {
   recipe::sampling sampling;
   std::optional<recipe::response_format> format;
   std::optional<recipe::structured_outputs> structured;
+  /// vLLM's `structured_outputs.disable_any_whitespace`: a JSON output (format, structured
+  /// outputs, forced tool call arguments) written with no whitespace between tokens.
+  bool compact_json = false;
   bool stream = false;
   /// Chat Completions `stream_options.include_usage`.
   bool stream_include_usage = false;

@@ -232,6 +232,26 @@ BOOST_AUTO_TEST_CASE(vllm_min_p_and_guided_fields_are_read_or_refused_never_igno
   BOOST_REQUIRE(!e.has_value());
   BOOST_TEST(e.error().param == "guided_whitespace_pattern");
   BOOST_TEST(e.error().message.find("not supported") != std::string::npos);
+  // vLLM's structured_outputs options: compact JSON (alone beside a response_format, or with a
+  // constraint), and JSON mode spelled as structured outputs.
+  c = parse_chat_request("{" + msgs + R"(, "structured_outputs": {"json_object": true, "disable_any_whitespace": true}})");
+  BOOST_REQUIRE_MESSAGE(c.has_value(), error_of(c));
+  BOOST_TEST((c->structured->kind == structured_outputs::mode::json_object));
+  BOOST_TEST(c->compact_json);
+  c = parse_chat_request("{" + msgs + R"(, "response_format": {"type": "json_object"},
+      "structured_outputs": {"disable_any_whitespace": true}})");
+  BOOST_REQUIRE_MESSAGE(c.has_value(), error_of(c));
+  BOOST_TEST(!c->structured.has_value());
+  BOOST_TEST(c->compact_json);
+  BOOST_TEST(!parse_chat_request("{" + msgs + R"(, "guided_json": {}})")->compact_json);
+  for (const auto* bad : {R"(, "structured_outputs": {"disable_any_whitespace": true}})",  // nothing to apply it to
+                          R"(, "structured_outputs": {"json_object": false}})",
+                          R"(, "structured_outputs": {"json": {}, "whitespace_pattern": " ?"}})",
+                          R"(, "structured_outputs": {"json": {}, "disable_any_whitespace": 1}})"}) {
+    e = parse_chat_request("{" + msgs + bad);
+    BOOST_REQUIRE_MESSAGE(!e.has_value(), bad);
+    BOOST_TEST(e.error().param.rfind("structured_outputs", 0) == 0, bad);
+  }
   // vLLM's prompt_logprobs: a count (true is 1), not with a stream.
   BOOST_TEST(parse_chat_request("{" + msgs + R"(, "prompt_logprobs": 3})")->sampling.vllm_prompt_logprobs == 3);
   BOOST_TEST(parse_chat_request("{" + msgs + R"(, "prompt_logprobs": true})")->sampling.vllm_prompt_logprobs == 1);

@@ -26,6 +26,10 @@ structured_outputs constraint_of(std::string_view kind, const json& v, const jso
   if (kind == "json") {
     out.kind = structured_outputs::mode::json_schema;
     out.text = v.is_string() ? v.get<std::string>() : jr::object(v, at).dump();
+  } else if (kind == "json_object") {
+    if (!v.is_boolean() || !v.get<bool>())
+      at.fail("Invalid value: 'json_object' is either true or absent.");
+    out.kind = structured_outputs::mode::json_object;
   } else if (kind == "choice") {
     const auto& list = jr::array(v, at);
     if (list.empty())
@@ -41,7 +45,7 @@ structured_outputs constraint_of(std::string_view kind, const json& v, const jso
   return out;
 }
 
-constexpr std::array<std::string_view, 4> kinds{"json", "regex", "choice", "grammar"};
+constexpr std::array<std::string_view, 5> kinds{"json", "regex", "choice", "grammar", "json_object"};
 
 } // namespace
 
@@ -56,8 +60,16 @@ void parse_structured_outputs(conversation& c, const json& body, const json_path
         ++given;
         c.structured = constraint_of(kind, *v, at / kind);
       }
-    if (given != 1)
-      at.fail("Invalid value: 'structured_outputs' takes exactly one of 'json', 'regex', 'choice' or 'grammar'.");
+    c.compact_json = jr::opt_bool(*so, "disable_any_whitespace", at).value_or(false);
+    if (jr::find(*so, "whitespace_pattern"))
+      (at / "whitespace_pattern")
+          .fail("Invalid value: 'whitespace_pattern' is not supported; JSON output allows a bounded run of "
+                "whitespace between tokens, or none with 'disable_any_whitespace': true.");
+    // Options alone (vLLM applies them to the request's response_format) are not a constraint.
+    const bool options_only = given == 0 && c.compact_json && c.format;
+    if (given > 1 || (given == 0 && !options_only))
+      at.fail("Invalid value: 'structured_outputs' takes exactly one of 'json', 'regex', 'choice', 'grammar' or "
+              "'json_object'.");
   }
   // 2. vLLM's older top-level spelling (before 0.10.2), which clients migrating from it still send.
   std::string guided_key;
@@ -74,8 +86,9 @@ void parse_structured_outputs(conversation& c, const json& body, const json_path
   }
   if (jr::find(body, "guided_whitespace_pattern"))
     (root / "guided_whitespace_pattern")
-        .fail("Invalid value: 'guided_whitespace_pattern' is not supported (JSON output allows the usual whitespace); "
-              "drop it.");
+        .fail("Invalid value: 'guided_whitespace_pattern' is not supported (JSON output allows a bounded run of "
+              "whitespace between tokens); drop it, or send structured_outputs: {\"disable_any_whitespace\": true} "
+              "for none.");
   if (c.structured && c.format)
     (root / (guided_key.empty() ? std::string("structured_outputs") : guided_key))
         .fail("Invalid value: give either a response format or '" +

@@ -82,15 +82,18 @@ public:
   /// Subset construction from `start`; states that cannot reach a final state are removed.
   static byte_dfa determinize(const byte_nfa& nfa, std::int32_t start, budget& b);
   /// `prefix`-free unit repeated min..max times (max: rx::unbounded), between `open` and `close`
-  /// bytes, after `ws*`: built directly (a unit DFA whose finals have no exits, copied per count).
+  /// bytes, after at most `max_ws` bytes of whitespace: built directly (a unit DFA whose finals
+  /// have no exits, copied per count).
   static byte_dfa counted(const byte_dfa& unit, std::uint8_t open, std::uint8_t close, std::uint32_t min,
-                          std::uint32_t max, budget& b);
+                          std::uint32_t max, budget& b, std::uint32_t max_ws = rx::unbounded);
   /// The DFA of `r` (tag 0).
   static byte_dfa of(const rx& r, budget& b);
-  /// `ws* pieces[0] ws* pieces[1] ... ws* pieces[n-1]` (JSON whitespace; tag 0), built directly:
-  /// keys and punctuation, a few of them per schema property, went through the regex path.
-  /// nullopt when a piece is empty or starts with whitespace (use `of`).
-  static std::optional<byte_dfa> spaced_literal(std::span<const std::string> pieces);
+  /// `ws* pieces[0] ws* pieces[1] ... ws* pieces[n-1]` (JSON whitespace, at most `max_ws` bytes
+  /// in each gap; tag 0), built directly: keys and punctuation, a few of them per schema
+  /// property, went through the regex path. nullopt when a piece is empty or starts with
+  /// whitespace (use `of`).
+  static std::optional<byte_dfa> spaced_literal(std::span<const std::string> pieces,
+                                                std::uint32_t max_ws = rx::unbounded);
   /// Strings accepted by both (tags of `a`).
   static byte_dfa intersect(const byte_dfa& a, const byte_dfa& b, budget& bud);
   /// Strings of `a` that `b` does not accept (tags of `a`).

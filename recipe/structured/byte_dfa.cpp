@@ -301,8 +301,9 @@ std::string byte_dfa::shortest_from(std::int32_t q) const {
 }
 
 byte_dfa byte_dfa::counted(const byte_dfa& unit, std::uint8_t open, std::uint8_t close, std::uint32_t min,
-                           std::uint32_t max, budget& b) {
-  // States: 0 = leading whitespace, 1 = end, then for each count k the unit's non-final states.
+                           std::uint32_t max, budget& b, std::uint32_t max_ws) {
+  // States: 0 = leading whitespace, 1 = end, then for each count k the unit's non-final states,
+  // then (whitespace bounded) one state per whitespace byte read before `open`.
   std::vector<std::int32_t> inner(static_cast<std::size_t>(unit.size()), -1);
   std::int32_t m = 0;
   for (std::int32_t q = 0; q < unit.size(); ++q)
@@ -325,16 +326,24 @@ byte_dfa byte_dfa::counted(const byte_dfa& unit, std::uint8_t open, std::uint8_t
   // unit's non-final states; bounded, count `max` is one state that can only close (entering
   // the unit there could never end); unbounded, count `min` loops to itself.
   const std::uint32_t full = bounded ? max : min + 1;
-  const std::size_t n = 2 + static_cast<std::size_t>(full) * static_cast<std::size_t>(m) + (bounded ? 1 : 0);
+  const std::size_t body = 2 + static_cast<std::size_t>(full) * static_cast<std::size_t>(m) + (bounded ? 1 : 0);
+  const std::size_t gap = max_ws == rx::unbounded ? 0 : max_ws;
+  const std::size_t n = body + gap;
   b.states(n);
   std::vector<std::int32_t> next(n * nc, -1);
-  for (std::uint8_t c : {' ', '\t', '\n', '\r'})
-    next[r.cls[c]] = 0;
+  // Leading whitespace: state 0 loops, or walks the gap states body .. body + gap - 1.
+  for (std::size_t g = 0; g <= gap; ++g) {
+    const std::size_t q = g == 0 ? 0 : body + g - 1;
+    const auto to = gap == 0 ? (max_ws == 0 ? -1 : 0) : g < gap ? static_cast<std::int32_t>(body + g) : -1;
+    for (std::uint8_t c : {' ', '\t', '\n', '\r'})
+      next[q * nc + r.cls[c]] = to;
+  }
   auto id = [&](std::uint32_t k, std::int32_t q) { return 2 + static_cast<std::int32_t>(k) * m + inner[q]; };
   const std::int32_t last = bounded ? 2 + static_cast<std::int32_t>(full) * m : -1;  // count max
   // Between units at count k (k = full, bounded: the last state).
   auto at = [&](std::uint32_t k) { return k == full ? (bounded ? last : id(min, 0)) : id(k, 0); };
-  next[r.cls[open]] = at(0);
+  for (std::size_t g = 0; g <= gap; ++g)
+    next[(g == 0 ? 0 : body + g - 1) * nc + r.cls[open]] = at(0);
   for (std::uint32_t k = 0; k < full; ++k) {
     b.tick();
     for (std::int32_t q = 0; q < unit.size(); ++q) {
@@ -370,6 +379,8 @@ byte_dfa byte_dfa::counted(const byte_dfa& unit, std::uint8_t open, std::uint8_t
     d.dist_[static_cast<std::size_t>(last)] = 1;
   d.dist_[1] = 0;
   d.dist_[0] = 1 + d.dist_[static_cast<std::size_t>(at(0))];
+  for (std::size_t g = body; g < n; ++g)
+    d.dist_[g] = d.dist_[0];
   d.next_ = std::move(next);
   d.accept_off_.assign(1, 0);
   for (std::size_t q = 0; q < n; ++q) {
@@ -380,14 +391,16 @@ byte_dfa byte_dfa::counted(const byte_dfa& unit, std::uint8_t open, std::uint8_t
   return d;
 }
 
-std::optional<byte_dfa> byte_dfa::spaced_literal(std::span<const std::string> pieces) {
+std::optional<byte_dfa> byte_dfa::spaced_literal(std::span<const std::string> pieces, std::uint32_t max_ws) {
   auto is_ws = [](unsigned char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r'; };
+  // A gap is one state looping on whitespace, or (bounded) a chain of max_ws + 1 states.
+  const std::size_t gap = max_ws == rx::unbounded ? 1 : static_cast<std::size_t>(max_ws) + 1;
   std::size_t n = 1;  // the final state
   for (auto& p : pieces) {
     // A piece that is empty or starts with whitespace would make a gap state nondeterministic.
     if (p.empty() || is_ws(static_cast<unsigned char>(p[0])))
       return std::nullopt;
-    n += p.size();
+    n += gap + p.size() - 1;
   }
   if (pieces.empty())
     return std::nullopt;
@@ -412,27 +425,38 @@ std::optional<byte_dfa> byte_dfa::spaced_literal(std::span<const std::string> pi
   byte_dfa d;
   d.set_classes(r.cls, r.nc);
   const std::size_t nc = r.nc;
-  // States in order: each piece's gap (whitespace loops), then one state per byte after its
-  // first; the last piece's last byte goes to the final state n - 1.
+  // States in order: each piece's gap states (whitespace loops, or moves down the chain), then
+  // one state per byte after its first; the last piece's last byte goes to the final state.
   d.next_.assign(n * nc, -1);
-  std::int32_t q = 0;
+  d.dist_.assign(n, 0);
+  std::size_t left = 0;  // bytes of the pieces from the current one on
+  for (auto& p : pieces)
+    left += p.size();
+  std::size_t q = 0;
   for (std::size_t i = 0; i < pieces.size(); ++i) {
-    for (int c : {' ', '\t', '\n', '\r'})
-      d.next_[static_cast<std::size_t>(q) * nc + r.cls[static_cast<std::size_t>(c)]] = q;
-    for (unsigned char c : pieces[i]) {
-      d.next_[static_cast<std::size_t>(q) * nc + r.cls[c]] = q + 1;
+    const auto first = static_cast<unsigned char>(pieces[i][0]);
+    const std::size_t after = q + gap;  // the state after the piece's first byte
+    for (std::size_t g = 0; g < gap; ++g) {
+      const auto ws_to = max_ws == rx::unbounded ? static_cast<std::int32_t>(q) : g + 1 < gap ? static_cast<std::int32_t>(q + 1) : -1;
+      for (int c : {' ', '\t', '\n', '\r'})
+        d.next_[q * nc + r.cls[static_cast<std::size_t>(c)]] = ws_to;
+      d.next_[q * nc + r.cls[first]] = static_cast<std::int32_t>(after);
+      d.dist_[q] = static_cast<std::int32_t>(left);
+      ++q;
+    }
+    --left;
+    for (std::size_t k = 1; k < pieces[i].size(); ++k) {
+      d.next_[q * nc + r.cls[static_cast<unsigned char>(pieces[i][k])]] = static_cast<std::int32_t>(q + 1);
+      d.dist_[q] = static_cast<std::int32_t>(left--);
       ++q;
     }
   }
   d.accept_off_.assign(n + 1, 0);
   d.accept_off_[n] = 1;
   d.accept_.push_back(0);
-  // No finish: a chain is live, reached and numbered breadth-first already, each piece byte
-  // moves somewhere no other byte does (so no two classes merge), and the distance to the end
-  // is the bytes of the pieces left.
-  d.dist_.resize(n);
-  for (std::size_t q = 0; q < n; ++q)
-    d.dist_[q] = static_cast<std::int32_t>(n - 1 - q);
+  // No finish: every state is live and reached, each piece byte moves somewhere no other byte
+  // does (so no two classes merge), and the distance to the end is the bytes of the pieces left
+  // (whitespace is never needed). Unbounded, the numbering is breadth-first too.
   return d;
 }
 

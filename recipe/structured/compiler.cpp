@@ -15,6 +15,7 @@ std::uint64_t hash_of(const constraint& c, std::uint64_t fp) {
   std::uint64_t h = 0xcbf29ce484222325ull ^ (static_cast<std::uint64_t>(c.kind) + 1);
   for (unsigned char ch : c.text)
     h = (h ^ ch) * 0x100000001b3ull;
+  h = (h ^ (c.json_whitespace ? *c.json_whitespace + 1ull : 0ull)) * 0x100000001b3ull;
   return h ^ (fp * 0x9E3779B97F4A7C15ull);
 }
 } // namespace
@@ -39,6 +40,7 @@ expected<std::shared_ptr<const matcher>, std::string> compiler::compile(const co
   std::shared_ptr<const grammar> g;
   try {
     budget b{cfg_.timeout, cfg_.max_states};
+    const json_options spacing{c.json_whitespace};
     switch (c.kind) {
     case constraint_kind::json_schema: {
       nlohmann::ordered_json schema;
@@ -47,10 +49,10 @@ expected<std::shared_ptr<const matcher>, std::string> compiler::compile(const co
       } catch (const std::exception& e) {
         return std::string{"the schema is not valid JSON: "} + e.what();
       }
-      g = compile_json_schema(schema, b);
+      g = compile_json_schema(schema, b, spacing);
       break;
     }
-    case constraint_kind::json_object: g = compile_json_object(b); break;
+    case constraint_kind::json_object: g = compile_json_object(b, spacing); break;
     case constraint_kind::regex: g = compile_regex(c.text, b); break;
     case constraint_kind::grammar: g = compile_ebnf(c.text, b); break;
     case constraint_kind::tool_calls: {
@@ -60,7 +62,7 @@ expected<std::shared_ptr<const matcher>, std::string> compiler::compile(const co
       } catch (const std::exception& e) {
         return std::string{"the tool-call spec is not valid JSON: "} + e.what();
       }
-      g = compile_tool_calls(spec, b);
+      g = compile_tool_calls(spec, b, spacing);
       break;
     }
     }

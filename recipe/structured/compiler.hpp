@@ -8,6 +8,7 @@
 #include <list>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <unordered_map>
 
@@ -23,8 +24,14 @@ enum class constraint_kind : std::uint8_t {
 };
 
 struct constraint {
+  constraint() = default;
+  constraint(constraint_kind k, std::string t, std::optional<std::uint32_t> ws = std::nullopt)
+      : kind(k), text(std::move(t)), json_whitespace(ws) {}
   constraint_kind kind = constraint_kind::json_schema;
   std::string text;
+  /// JSON outputs (schema, object, a tool call's arguments): the most whitespace bytes in a row
+  /// between two tokens (nullopt: any; 0: compact). Ignored by regex and grammar.
+  std::optional<std::uint32_t> json_whitespace;
 };
 
 /// Compiles constraints into matchers over one vocabulary and caches them by (constraint hash,

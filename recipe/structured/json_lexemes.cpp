@@ -73,7 +73,7 @@ rx magnitude(std::uint64_t lo, bool lo_excl, std::optional<std::uint64_t> hi, bo
 }
 } // namespace
 
-rx lead(rx body) { return rx::seq({json_ws(), std::move(body)}); }
+rx lead(rx body, std::uint32_t max_ws) { return rx::seq({json_ws(max_ws), std::move(body)}); }
 
 rx string_char() { return rx::set(any_cp(), spelling::json); }
 

@@ -13,8 +13,8 @@ namespace deepinfer::recipe::so {
 /// whitespace before lexemes only, so compact output is one path and no whitespace is ambiguous).
 namespace json_lex {
 
-/// `ws* body`.
-rx lead(rx body);
+/// `ws* body`, at most `max_ws` whitespace bytes.
+rx lead(rx body, std::uint32_t max_ws = rx::unbounded);
 /// One character of a JSON string in its canonical spelling (raw UTF-8; `\"`, `\\`, `\/`,
 /// short escapes and `\u00XX` for controls).
 rx string_char();

@@ -39,6 +39,41 @@ BOOST_AUTO_TEST_CASE(other_key_shortest_is_the_built_automatons) {
   BOOST_TEST(accepts(*m, R"({"aa":"x"})"));
 }
 
+// A bound on whitespace between tokens (the server's default, or 0 for vLLM's
+// `disable_any_whitespace`) holds in every gap of every lexeme kind, never inside strings.
+BOOST_AUTO_TEST_CASE(whitespace_between_tokens_is_bounded_when_asked) {
+  const std::string schema = R"({"type":"object","properties":{"name":{"type":"string"},"n":{"type":"integer"},
+      "tags":{"type":"array","items":{"enum":["a","b"]}},"ok":{"type":"boolean"}},"required":["name"],
+      "additionalProperties":{"type":"number"}})";
+  const std::string pretty = "{\n    \"name\": \"a  b\",\n    \"n\": 3,\n    \"tags\": [\"a\", \"b\"],\n"
+                             "    \"ok\": true,\n    \"x\": 1.5\n}";
+  const std::string compact = R"({"name":"a  b","n":3,"tags":["a","b"],"ok":true,"x":1.5})";
+  auto any = schema_matcher(schema);
+  auto none = schema_matcher(schema, 0u);
+  auto five = schema_matcher(schema, 5u), four = schema_matcher(schema, 4u);
+  BOOST_TEST(accepts(*any, pretty));
+  BOOST_TEST(accepts(*any, "{" + std::string(300, ' ') + compact.substr(1)));
+  BOOST_TEST(accepts(*none, compact));
+  BOOST_TEST(!accepts(*none, pretty));
+  BOOST_TEST(!accepts(*none, R"({"name": "a"})"));
+  BOOST_TEST(!accepts(*none, R"( {"name":"a"})"));
+  BOOST_TEST(accepts(*none, R"({"name":"  many   spaces  "})"));  // inside a string: text
+  BOOST_TEST(accepts(*five, pretty));  // a newline and four spaces in a gap
+  BOOST_TEST(!accepts(*four, pretty));
+  BOOST_TEST(accepts(*four, compact));
+  BOOST_TEST(!accepts(*four, "{\"name\"" + std::string(5, ' ') + ":\"a\"}"));
+  BOOST_TEST(accepts(*four, "{\"name\"" + std::string(4, ' ') + ":\"a\"}"));
+  // The bound is part of the compiled constraint's identity (cached apart).
+  BOOST_TEST(none.get() != any.get());
+  BOOST_TEST(schema_matcher(schema, 0u).get() == none.get());
+  // JSON mode and an object's "other key" lexeme (built on first use) are bounded too.
+  auto object = test::shared_compiler().compile({constraint_kind::json_object, "", 2u});
+  BOOST_TEST_REQUIRE(object.has_value());
+  BOOST_TEST(accepts(**object, R"({ "k" :  [1, {"z": null}]})"));
+  BOOST_TEST(!accepts(**object, R"({"k":   1})"));
+  BOOST_TEST(!accepts(**object, "{\"k\":1,\n\n\n\"j\":2}"));
+}
+
 // Key unions and "other key" lexemes are built when a mask first needs them, from whichever
 // thread gets there first: masks computed from two threads at once on a fresh matcher must
 // equal masks computed on another fresh one from one thread, and the compile must not have

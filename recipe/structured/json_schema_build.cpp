@@ -60,41 +60,51 @@ std::size_t cp_len(const std::string& s) {
 
 } // namespace
 
-const byte_dfa& json_constant_dfa(json_constant c) {
-  static const std::array<byte_dfa, 5> all = [] {
+const byte_dfa& json_constant_dfa(json_constant c, std::uint32_t max_ws) {
+  // One set per whitespace bound in use (a server has one or two: its default and compact).
+  static std::mutex mutex;
+  static std::map<std::uint32_t, std::array<byte_dfa, 5>> built;
+  std::lock_guard lock{mutex};
+  auto it = built.find(max_ws);
+  if (it == built.end()) {
     auto b = budget::unbounded();  // JSON's own lexemes: fixed and small
     using namespace json_lex;
-    return std::array<byte_dfa, 5>{
-        byte_dfa::of(lead(any_string()), b), byte_dfa::of(lead(any_number()), b),
-        byte_dfa::of(lead(integer(std::nullopt, std::nullopt)), b),
-        byte_dfa::of(lead(rx::seq({string_len(0, rx::unbounded), json_ws(), rx::lit(":")})), b),
-        byte_dfa::of(string_char(), b)};
-  }();
-  return all[static_cast<std::size_t>(c)];
+    const auto ws = max_ws;
+    it = built
+             .emplace(max_ws, std::array<byte_dfa, 5>{
+                                  byte_dfa::of(lead(any_string(), ws), b), byte_dfa::of(lead(any_number(), ws), b),
+                                  byte_dfa::of(lead(integer(std::nullopt, std::nullopt), ws), b),
+                                  byte_dfa::of(lead(rx::seq({string_len(0, rx::unbounded), json_ws(ws), rx::lit(":")}), ws), b),
+                                  byte_dfa::of(string_char(), b)})
+             .first;
+  }
+  return it->second[static_cast<std::size_t>(c)];
 }
 
-const byte_dfa* json_format_dfa(const std::string& name) {
-  // The supported formats are a fixed few (json_lex::format), so this never grows past them.
+const byte_dfa* json_format_dfa(const std::string& name, std::uint32_t max_ws) {
+  // The supported formats are a fixed few (json_lex::format), so this never grows past them
+  // (times the whitespace bounds in use).
   static std::mutex mutex;
-  static std::map<std::string, byte_dfa, std::less<>> built;
+  static std::map<std::pair<std::string, std::uint32_t>, byte_dfa, std::less<>> built;
   std::lock_guard lock{mutex};
-  if (auto it = built.find(name); it != built.end())
+  if (auto it = built.find(std::pair{name, max_ws}); it != built.end())
     return &it->second;
   auto f = json_lex::format(name);
   if (!f)
     return nullptr;
   auto b = budget::unbounded();  // JSON's own lexemes: fixed and small
-  return &built.emplace(name, byte_dfa::of(json_lex::lead(json_lex::string_of(std::move(*f))), b)).first->second;
+  return &built.emplace(std::pair{name, max_ws}, byte_dfa::of(json_lex::lead(json_lex::string_of(std::move(*f)), max_ws), b))
+              .first->second;
 }
 
 symbol schema_builder::lex(const std::string& key, std::vector<std::string> pieces) {
   if (auto it = lexemes_.find(key); it != lexemes_.end())
     return it->second;
-  auto d = byte_dfa::spaced_literal(pieces);
+  auto d = byte_dfa::spaced_literal(pieces, ws_);
   if (!d) {
     std::vector<rx> parts;
     for (auto& p : pieces)
-      parts.push_back(json_ws()), parts.push_back(rx::lit(p));
+      parts.push_back(json_ws(ws_)), parts.push_back(rx::lit(p));
     d = byte_dfa::of(rx::seq(std::move(parts)), gb_.bud());
   }
   auto s = gb_.lexeme(std::move(*d), lexeme_shape::literal);
@@ -107,7 +117,7 @@ symbol schema_builder::punct(const std::string& text) { return lex("p:" + text, 
 symbol schema_builder::booleans() {
   if (auto it = lexemes_.find("bool"); it != lexemes_.end())
     return it->second;
-  auto s = gb_.lexeme(byte_dfa::of(json_lex::lead(rx::alt({rx::lit("true"), rx::lit("false")})), gb_.bud()),
+  auto s = gb_.lexeme(byte_dfa::of(json_lex::lead(rx::alt({rx::lit("true"), rx::lit("false")}), ws_), gb_.bud()),
                       lexeme_shape::literal);
   lexemes_.emplace("bool", s);
   return s;
@@ -303,17 +313,17 @@ symbol schema_builder::string_lexeme(const json& s) {
   auto& b = gb_.bud();
   std::vector<byte_dfa> parts;
   if (min > 0 || max != rx::unbounded)
-    parts.push_back(byte_dfa::counted(json_constant_dfa(json_constant::string_char), '"', '"', min, max, b));
+    parts.push_back(byte_dfa::counted(json_constant_dfa(json_constant::string_char), '"', '"', min, max, b, ws_));
   for (auto& p : patterns)
-    parts.push_back(byte_dfa::of(json_lex::lead(json_lex::string_of(search_regex(p, spelling::json))), b));
+    parts.push_back(byte_dfa::of(json_lex::lead(json_lex::string_of(search_regex(p, spelling::json)), ws_), b));
   if (!fmt.empty()) {
-    const auto* f = json_format_dfa(fmt);
+    const auto* f = json_format_dfa(fmt, ws_);
     if (f == nullptr)
       throw compile_error("unsupported format '" + fmt + "'");
     parts.push_back(*f);
   }
   if (parts.empty())
-    parts.push_back(json_constant_dfa(json_constant::any_string));
+    parts.push_back(json_constant_dfa(json_constant::any_string, ws_));
   byte_dfa d = std::move(parts[0]);
   for (std::size_t i = 1; i < parts.size(); ++i)
     d = byte_dfa::intersect(d, parts[i], b);
@@ -348,7 +358,7 @@ symbol schema_builder::number_lexeme(const json& s, bool integer) {
   if (auto it = lexemes_.find(key); it != lexemes_.end())
     return it->second;
   if (!lo && !hi) {
-    auto sym = gb_.lexeme(json_constant_dfa(integer ? json_constant::any_integer : json_constant::any_number));
+    auto sym = gb_.lexeme(json_constant_dfa(integer ? json_constant::any_integer : json_constant::any_number, ws_));
     lexemes_.emplace(key, sym);
     return sym;
   }
@@ -367,7 +377,7 @@ symbol schema_builder::number_lexeme(const json& s, bool integer) {
     r = json_lex::number(lo ? std::optional<std::int64_t>{static_cast<std::int64_t>(*lo)} : std::nullopt, lo_x,
                          hi ? std::optional<std::int64_t>{static_cast<std::int64_t>(*hi)} : std::nullopt, hi_x);
   }
-  auto sym = gb_.lexeme(byte_dfa::of(json_lex::lead(std::move(r)), gb_.bud()));
+  auto sym = gb_.lexeme(byte_dfa::of(json_lex::lead(std::move(r), ws_), gb_.bud()));
   lexemes_.emplace(key, sym);
   return sym;
 }

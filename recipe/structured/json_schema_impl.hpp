@@ -5,6 +5,7 @@
 
 #include "recipe/structured/grammar.hpp"
 #include "recipe/structured/json_lexemes.hpp"
+#include "recipe/structured/json_schema.hpp"
 
 #include <nlohmann/json.hpp>
 
@@ -28,18 +29,19 @@ std::optional<double> count_keyword(const json& s, const char* k);
 /// subset construction, once per schema, was a tenth of a large schema's compile).
 enum class json_constant : std::uint8_t { any_string, any_number, any_integer, any_key, string_char };
 /// `any_key` is any string then `:`; all but `string_char` (one character inside a string)
-/// start with optional whitespace.
-const byte_dfa& json_constant_dfa(json_constant c);
+/// start with optional whitespace, at most `max_ws` bytes of it (before the `:` too).
+const byte_dfa& json_constant_dfa(json_constant c, std::uint32_t max_ws = rx::unbounded);
 
 /// An object's "other key" lexeme: any key (then `:`) but the `declared` ones, spelled
 /// canonically, and those the `found` automata (its patternProperties' keys) accept.
-byte_dfa other_key_dfa(const std::vector<std::string>& declared, std::span<const byte_dfa> found, budget& b);
+byte_dfa other_key_dfa(const std::vector<std::string>& declared, std::span<const byte_dfa> found, budget& b,
+                       std::uint32_t max_ws = rx::unbounded);
 /// Its shortest match in bytes when found without building it (`"":` or `"c":`), else nullopt.
 std::optional<std::int32_t> other_key_shortest(const std::vector<std::string>& declared);
 
 /// A string in the JSON Schema format `name` (date-time, uuid, email...), after optional
 /// whitespace: built once per process like `json_constant_dfa`; nullptr for an unsupported one.
-const byte_dfa* json_format_dfa(const std::string& name);
+const byte_dfa* json_format_dfa(const std::string& name, std::uint32_t max_ws = rx::unbounded);
 
 /// Resolves `$ref`, merges `allOf` and distributes `anyOf`/`oneOf`: a schema becomes a list of
 /// plain alternatives (no combinators), each a JSON object.
@@ -62,7 +64,8 @@ private:
 /// Builds the grammar: one rule per distinct schema.
 class schema_builder {
 public:
-  schema_builder(const json& root, budget& b) : root_(root), norm_(root, b), gb_(b) {}
+  schema_builder(const json& root, budget& b, json_options opts = {})
+      : root_(root), norm_(root, b), gb_(b), ws_(opts.max_whitespace.value_or(rx::unbounded)) {}
   symbol value_rule(const json& s);
   std::shared_ptr<const grammar> finish(symbol root) { return gb_.finish(root); }
   symbol any_value();
@@ -87,6 +90,9 @@ private:
   const json& root_;
   schema_normalizer norm_;
   grammar_builder gb_;
+  /// The most whitespace bytes in a row before a token (rx::unbounded: any), built into every
+  /// JSON lexeme but `exact` ones.
+  std::uint32_t ws_;
   std::map<const json*, symbol> by_ptr_;
   std::unordered_map<std::string, symbol> by_text_;
   std::map<std::string, symbol> lexemes_;

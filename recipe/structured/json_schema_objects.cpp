@@ -14,8 +14,8 @@ bool is_false(const json& s) { return s.is_boolean() && !s.get<bool>(); }
 std::vector<std::string> key_pieces(const std::string& key) { return {json(key).dump(), ":"}; }
 /// Keys whose text a `patternProperties` pattern finds (ECMA-262 search: unanchored unless the
 /// pattern anchors itself), spelled canonically, then `:`.
-rx pattern_key_rx(const std::string& pattern) {
-  return rx::seq({json_lex::string_of(search_regex(pattern, spelling::json)), json_ws(), rx::lit(":")});
+rx pattern_key_rx(const std::string& pattern, std::uint32_t max_ws) {
+  return rx::seq({json_lex::string_of(search_regex(pattern, spelling::json)), json_ws(max_ws), rx::lit(":")});
 }
 } // namespace
 
@@ -29,8 +29,10 @@ std::optional<std::int32_t> other_key_shortest(const std::vector<std::string>& d
   return std::nullopt;
 }
 
-byte_dfa other_key_dfa(const std::vector<std::string>& declared, std::span<const byte_dfa> found, budget& b) {
-  const auto& any_key = json_constant_dfa(json_constant::any_key);
+byte_dfa other_key_dfa(const std::vector<std::string>& declared, std::span<const byte_dfa> found, budget& b,
+                       std::uint32_t max_ws) {
+  // Less the declared keys spelled with any whitespace: the same keys.
+  const auto& any_key = json_constant_dfa(json_constant::any_key, max_ws);
   if (declared.empty() && found.empty())
     return any_key;
   std::vector<byte_dfa> keys;
@@ -163,7 +165,7 @@ rule_nfa::frag schema_builder::build_object(rule_nfa& n, const json& s) {
       declared.push_back(*byte_dfa::spaced_literal(key_pieces(k)));
   std::vector<byte_dfa> found;  // the keys each pattern finds
   for (auto it = patterns.begin(); it != patterns.end(); ++it) {
-    auto keys = byte_dfa::of(json_lex::lead(pattern_key_rx(it.key())), b);
+    auto keys = byte_dfa::of(json_lex::lead(pattern_key_rx(it.key(), ws_), ws_), b);
     for (std::size_t d = 0; d < declared.size(); ++d)
       if (!byte_dfa::intersect(keys, declared[d], b).empty())
         throw compile_error("patternProperties pattern '" + it.key() + "' also matches the declared property '" +
@@ -196,14 +198,14 @@ rule_nfa::frag schema_builder::build_object(rule_nfa& n, const json& s) {
       // Without patterns the parts are a trie of literal keys and one string automaton, linear
       // in the keys: built with no budget (it may run while a mask is computed).
       key = gb_.lazy_lexeme(
-          [keys = all_keys] {
+          [keys = all_keys, ws = ws_] {
             auto unbounded = budget::unbounded();
-            return other_key_dfa(keys, {}, unbounded);
+            return other_key_dfa(keys, {}, unbounded, ws);
           },
           *shortest);
       lexemes_.emplace(cache_key, key);
     } else {
-      key = gb_.lexeme(other_key_dfa(all_keys, found, b));
+      key = gb_.lexeme(other_key_dfa(all_keys, found, b, ws_));
       lexemes_.emplace(cache_key, key);
     }
     additional(key, is_true(addl) ? any_value() : value_rule(addl));
@@ -269,17 +271,18 @@ rule_nfa::frag schema_builder::build_array(rule_nfa& n, const json& s) {
 
 } // namespace detail
 
-std::shared_ptr<const grammar> compile_json_schema(const nlohmann::ordered_json& schema, budget& b) {
-  detail::schema_builder sb{schema, b};
+std::shared_ptr<const grammar> compile_json_schema(const nlohmann::ordered_json& schema, budget& b,
+                                                   const json_options& opts) {
+  detail::schema_builder sb{schema, b, opts};
   auto root = sb.value_rule(schema);
   return sb.finish(root);
 }
 
-std::shared_ptr<const grammar> compile_json_object(budget& b) {
+std::shared_ptr<const grammar> compile_json_object(budget& b, const json_options& opts) {
   // JSON mode promises an object (OpenAI's, and vLLM's / llama.cpp's constrain it so): a bare
   // number or string would break every client that reads a key of the answer.
   const nlohmann::ordered_json object_schema = {{"type", "object"}};
-  return compile_json_schema(object_schema, b);
+  return compile_json_schema(object_schema, b, opts);
 }
 
 } // namespace deepinfer::recipe::so

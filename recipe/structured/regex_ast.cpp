@@ -132,6 +132,8 @@ rx rx::rep(rx part, std::uint32_t min, std::uint32_t max) {
   return r;
 }
 
-rx json_ws() { return rx::star(rx::set({{' ', ' '}, {'\t', '\t'}, {'\n', '\n'}, {'\r', '\r'}})); }
+rx json_ws(std::uint32_t max) {
+  return rx::rep(rx::set({{' ', ' '}, {'\t', '\t'}, {'\n', '\n'}, {'\r', '\r'}}), 0, max);
+}
 
 } // namespace deepinfer::recipe::so

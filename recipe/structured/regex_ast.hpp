@@ -61,6 +61,6 @@ std::vector<cp_range> complement(const std::vector<cp_range>& r);
 std::vector<cp_range> normalize(std::vector<cp_range> r);
 
 /// JSON whitespace, zero or more (`[ \t\n\r]*`).
-rx json_ws();
+rx json_ws(std::uint32_t max = rx::unbounded);
 
 } // namespace deepinfer::recipe::so

@@ -20,9 +20,10 @@ inline compiler& shared_compiler() {
 
 inline const tokenizer& shared_tokenizer() { return *recipe::test::shared("tokenizer_v41.json"); }
 
-/// The matcher of `schema` (JSON text); throws with the compile error.
-inline std::shared_ptr<const matcher> schema_matcher(const std::string& schema) {
-  auto m = shared_compiler().compile({constraint_kind::json_schema, schema});
+/// The matcher of `schema` (JSON text, whitespace between tokens bounded by `json_whitespace`); throws with the compile error.
+inline std::shared_ptr<const matcher> schema_matcher(const std::string& schema,
+                                                     std::optional<std::uint32_t> json_whitespace = std::nullopt) {
+  auto m = shared_compiler().compile({constraint_kind::json_schema, schema, json_whitespace});
   if (!m)
     throw std::runtime_error(m.error());
   return *m;

@@ -41,7 +41,8 @@ bool raw_string(const json& s) {
 
 class tool_call_builder {
 public:
-  tool_call_builder(const json& root, bool v41, budget& b) : sb_(root, b), v41_(v41) {}
+  tool_call_builder(const json& root, bool v41, budget& b, const json_options& opts)
+      : sb_(root, b, opts), v41_(v41) {}
 
   std::shared_ptr<const grammar> build(const json& tools, bool parallel) {
     rule_nfa n;
@@ -144,7 +145,7 @@ private:
 
 } // namespace
 
-std::shared_ptr<const grammar> compile_tool_calls(const json& spec, budget& b) {
+std::shared_ptr<const grammar> compile_tool_calls(const json& spec, budget& b, const json_options& opts) {
   const auto& tools = spec.at("tools");
   if (!tools.is_array() || tools.empty())
     throw compile_error("a forced tool call needs at least one tool");
@@ -154,7 +155,7 @@ std::shared_ptr<const grammar> compile_tool_calls(const json& spec, budget& b) {
         throw compile_error("'$ref' in the parameters of one of several tools; name the tool to call");
   static const json no_params = json::object();
   const json& root = tools.size() == 1 && tools[0].contains("parameters") ? tools[0]["parameters"] : no_params;
-  tool_call_builder builder(root, spec.value("v41", true), b);
+  tool_call_builder builder(root, spec.value("v41", true), b, opts);
   return builder.build(tools, spec.value("parallel", false));
 }
 

@@ -2,6 +2,7 @@
 
 #include "recipe/structured/compile_error.hpp"
 #include "recipe/structured/grammar.hpp"
+#include "recipe/structured/json_schema.hpp"
 
 #include <nlohmann/json.hpp>
 
@@ -19,7 +20,9 @@ namespace deepinfer::recipe::so {
 /// JSON string, `string="false"`, so that they are enforced). With `v41` the DSML marker is the tokenizer's one special
 /// token (`dsml_code_point` in the vocabulary), else the V3.2 text `｜DSML｜`. Throws
 /// `compile_error` for an unsupported parameter schema, or tools whose parameters use `$ref`
-/// when there are several (each tool's refs are relative to its own parameters).
-std::shared_ptr<const grammar> compile_tool_calls(const nlohmann::ordered_json& spec, budget& b);
+/// when there are several (each tool's refs are relative to its own parameters). `opts` spaces
+/// the JSON values (the markup is exact).
+std::shared_ptr<const grammar> compile_tool_calls(const nlohmann::ordered_json& spec, budget& b,
+                                                  const json_options& opts = {});
 
 } // namespace deepinfer::recipe::so

@@ -70,6 +70,13 @@ BOOST_AUTO_TEST_CASE(v41_calls_with_arguments_by_schema) {
   auto par = test::shared_compiler().compile({constraint_kind::tool_calls, spec(true, true)});
   BOOST_TEST_REQUIRE(par.has_value());
   BOOST_TEST(accepts(**par, call(M, weather(M, "A", "1") + "\n" + weather(M, "B", "2"))));
+  // Compact JSON arguments (no whitespace between JSON tokens): the markup's newlines and a raw
+  // string's text are not JSON whitespace and stay as they are.
+  auto compact = test::shared_compiler().compile({constraint_kind::tool_calls, spec(false, true), 0u});
+  BOOST_TEST_REQUIRE(compact.has_value());
+  BOOST_TEST(accepts(**compact, call(M, weather(M, "Paris,  \n old town", "2"))));
+  BOOST_TEST(!accepts(**compact, call(M, weather(M, "Paris", " 2"))));
+  BOOST_TEST(accepts(**m, call(M, weather(M, "Paris", " 2"))));
 }
 
 BOOST_AUTO_TEST_CASE(a_string_with_bounds_a_pattern_or_a_format_is_a_json_string_that_enforces_them) {

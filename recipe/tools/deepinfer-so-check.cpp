@@ -1,6 +1,7 @@
 // deepinfer-so-check: structured-output acceptance on MaskBench JSONL.
 //
 //   zstd -dc maskbench.jsonl.zst | deepinfer-so-check [--tokenizer PATH] [--limit N] [--timeout-ms MS] [--warm]
+//                                                     [--json-whitespace N]
 //
 // Each input line is {"file", "source"?, "schema", "tests": [{"valid", "data"}]}. The schema is
 // compiled; each test's data, serialized compactly (`,` `:` and no spaces, keys in their order),
@@ -82,12 +83,16 @@ int main(int argc, char** argv) {
   std::size_t limit = SIZE_MAX;
   long timeout_ms = 2000;
   bool warm = false;
+  long json_whitespace = -1;
   CLI::App app{"deepinfer-so-check: structured-output acceptance on MaskBench JSONL (stdin); one JSON line per "
                "schema on stdout.",
                "deepinfer-so-check"};
   app.add_option("--tokenizer", tok_path, "tokenizer.json (default: the cache's tokenizer_v41.json)");
   app.add_option("--limit", limit, "check at most this many schemas");
   app.add_option("--timeout-ms", timeout_ms, "compile time limit per schema")->capture_default_str();
+  app.add_option("--json-whitespace", json_whitespace,
+                 "most whitespace bytes in a row between JSON tokens, as the server's [so] json_whitespace (-1: any)")
+      ->capture_default_str();
   app.add_flag("--warm", warm, "walk each schema's tests a second time and report that pass's mask times too");
   if (auto rc = deepinfer::parse_command_line(app, argc, argv))
     return *rc;
@@ -107,9 +112,10 @@ int main(int argc, char** argv) {
   so::compiler::config cfg;
   cfg.timeout = std::chrono::milliseconds{timeout_ms};
   so::compiler comp{so::vocabulary::of(tok), cfg};
+  const auto ws = json_whitespace < 0 ? std::nullopt : std::optional<std::uint32_t>{static_cast<std::uint32_t>(json_whitespace)};
   // Warm the shared lexer classes once (strings, numbers, literals in the usual places).
   for (const char* w : {R"({"a":"x","b":1,"c":1.5,"d":true,"e":null,"f":["y"],"g":{"h":"z"}})"}) {
-    if (auto m = comp.compile({so::constraint_kind::json_object, ""}); m) {
+    if (auto m = comp.compile({so::constraint_kind::json_object, "", ws}); m) {
       bool acc;
       std::vector<double> t;
       std::size_t mm = 0;
@@ -133,7 +139,7 @@ int main(int argc, char** argv) {
     out["file"] = in.value("file", "");
     out["source"] = in.value("source", "");
     const auto t0 = clk::now();
-    auto m = comp.compile({so::constraint_kind::json_schema, in["schema"].dump()});
+    auto m = comp.compile({so::constraint_kind::json_schema, in["schema"].dump(), ws});
     out["compile_us"] = std::chrono::duration<double, std::micro>(clk::now() - t0).count();
     out["compiled"] = m.has_value();
     out["error"] = m ? nlohmann::ordered_json(nullptr) : nlohmann::ordered_json(m.error());

@@ -115,6 +115,46 @@ try {
     JSON.parse(r.choices[0].message.content);
   });
 
+  await check('JSON whitespace: at most [so] json_whitespace (16) bytes between tokens, none with disable_any_whitespace', async () => {
+    // The longest run of whitespace between JSON tokens (outside strings).
+    const longestGap = (text) => {
+      let longest = 0, run = 0, inString = false, escaped = false;
+      for (const ch of text) {
+        if (inString) {
+          if (escaped) escaped = false;
+          else if (ch === '\\') escaped = true;
+          else if (ch === '"') inString = false;
+          continue;
+        }
+        if (' \t\n\r'.includes(ch)) { longest = Math.max(longest, ++run); continue; }
+        run = 0;
+        if (ch === '"') inString = true;
+      }
+      return longest;
+    };
+    const ask = async (extra, seed) => {
+      const r = await openai.chat.completions.create({ model: MODEL, messages, max_tokens: 80, temperature: 1.0, seed, ...extra });
+      assert.equal(r.choices[0].finish_reason, 'stop');
+      const text = r.choices[0].message.content;
+      JSON.parse(text);
+      return text;
+    };
+    let gaps = 0;
+    for (const seed of [31, 32, 33]) {
+      const free = await ask({ response_format: { type: 'json_object' } }, seed);
+      assert.ok(longestGap(free) <= 16, JSON.stringify(free));
+      gaps = Math.max(gaps, longestGap(free));
+      for (const extra of [{ response_format: { type: 'json_object' }, structured_outputs: { disable_any_whitespace: true } },
+                           { structured_outputs: { json_object: true, disable_any_whitespace: true } },
+                           { structured_outputs: { json: person, disable_any_whitespace: true } }]) {
+        const compact = await ask(extra, seed);
+        assert.equal(longestGap(compact), 0, `${JSON.stringify(extra)}: ${JSON.stringify(compact)}`);
+      }
+    }
+    // The random model favours whitespace: a bound it never reached would test nothing.
+    assert.ok(gaps > 0, 'no whitespace at all in the free answers');
+  });
+
   await check('Responses text.format json_schema', async () => {
     const schema = { type: 'object', properties: { ok: { type: 'boolean' }, n: { type: 'integer', minimum: 1, maximum: 9 } },
                      required: ['ok', 'n'], additionalProperties: false };
