@@ -2,6 +2,8 @@
 
 #include "recipe/structured/regex_parser.hpp"
 
+#include <algorithm>
+#include <cctype>
 #include <string>
 
 namespace deepinfer::recipe::so::json_lex {
@@ -48,27 +50,51 @@ rx nat_range(std::uint64_t a, std::optional<std::uint64_t> b) {
 }
 
 rx frac_any() { return rx::opt(rx::seq({ch('.'), digits(1, rx::unbounded)})); }
-rx frac_zero() { return rx::opt(rx::seq({ch('.'), rx::plus(ch('0'))})); }
-rx frac_nonzero() {
-  return rx::seq({ch('.'), digits(0, rx::unbounded), rx::set({{'1', '9'}}), digits(0, rx::unbounded)});
+
+// Fraction digits B (the digits after the point, maybe none) compared as 0.B with 0.F (F a
+// digit string without trailing zeros, empty for zero): B with 0.B >= 0.F, > 0.F, <= 0.F,
+// < 0.F. `nonempty`: B has at least one digit (it follows a point).
+enum class cmp : std::uint8_t { ge, gt, le, lt };
+rx fraction(cmp c, std::string_view f, bool nonempty) {
+  const rx any = digits(nonempty ? 1 : 0, rx::unbounded);
+  if (f.empty()) {
+    switch (c) {
+      case cmp::ge: return any;
+      case cmp::gt: return rx::seq({rx::star(ch('0')), rx::set({{'1', '9'}}), digits(0, rx::unbounded)});
+      case cmp::le: return nonempty ? rx::plus(ch('0')) : rx::star(ch('0'));
+      case cmp::lt: return rx::none();
+    }
+  }
+  const auto d = static_cast<std::uint32_t>(f[0]);
+  std::vector<rx> alts;
+  const bool up = c == cmp::ge || c == cmp::gt;
+  // A first digit past f[0] (above for >=, >; below for <=, <) decides; equal, the rest does.
+  if (up && d < '9')
+    alts.push_back(rx::seq({rx::set({{d + 1, '9'}}), digits(0, rx::unbounded)}));
+  if (!up && d > '0')
+    alts.push_back(rx::seq({rx::set({{'0', d - 1}}), digits(0, rx::unbounded)}));
+  alts.push_back(rx::seq({ch(static_cast<char>(d)), fraction(c, f.substr(1), false)}));
+  // No digits at all is 0, below 0.F (F is not zero here).
+  if (!nonempty && !up)
+    alts.push_back(rx::eps());
+  return rx::alt(std::move(alts));
 }
 
-// Non-negative magnitudes m with lo (<) <= m (<) <= hi; integer bounds, hi nullopt = none.
-rx magnitude(std::uint64_t lo, bool lo_excl, std::optional<std::uint64_t> hi, bool hi_excl) {
-  auto lit = [](std::uint64_t v) { return rx::lit(std::to_string(v)); };
-  if (hi && *hi < lo)
-    return rx::none();
-  if (hi && *hi == lo)
-    return (lo_excl || hi_excl) ? rx::none() : rx::seq({lit(lo), frac_zero()});
-  std::vector<rx> alts;
-  // n == lo: any fraction (inclusive) or a non-zero one (exclusive).
-  alts.push_back(rx::seq({lit(lo), lo_excl ? frac_nonzero() : frac_any()}));
-  // lo < n < hi: anything.
-  if (!hi || *hi > lo + 1)
-    alts.push_back(rx::seq({nat_range(lo + 1, hi ? std::optional<std::uint64_t>{*hi - 1} : std::nullopt), frac_any()}));
-  // n == hi: only the value itself.
-  if (hi && !hi_excl)
-    alts.push_back(rx::seq({lit(*hi), frac_zero()}));
+// Magnitudes m (integer part without leading zeros, then maybe a point and digits) compared with
+// the non-negative decimal `d`: m >= d (`c` ge), > d, <= d, < d.
+rx magnitude(cmp c, const decimal& d) {
+  const auto whole = std::stoull(d.whole);
+  // Equal integer parts: the fraction decides (no point: a fraction of zero).
+  const bool empty_ok = c == cmp::ge ? d.frac.empty() : c == cmp::gt ? false : c == cmp::le ? true : !d.frac.empty();
+  std::vector<rx> tail;
+  if (empty_ok)
+    tail.push_back(rx::eps());
+  tail.push_back(rx::seq({ch('.'), fraction(c, d.frac, true)}));
+  std::vector<rx> alts{rx::seq({rx::lit(d.whole), rx::alt(std::move(tail))})};
+  if (c == cmp::ge || c == cmp::gt)
+    alts.push_back(rx::seq({nat_range(whole + 1, std::nullopt), frac_any()}));
+  else if (whole > 0)
+    alts.push_back(rx::seq({nat_range(0, whole - 1), frac_any()}));
   return rx::alt(std::move(alts));
 }
 } // namespace
@@ -95,6 +121,15 @@ std::optional<rx> format(std::string_view name) {
     "([01]\\d|2[0-3]):[0-5]\\d:([0-5]\\d|60)(\\.\\d+)?([Zz]|[+-]([01]\\d|2[0-3]):[0-5]\\d)";
   static const std::string octet = "(25[0-5]|2[0-4]\\d|1\\d\\d|[1-9]?\\d)";
   static const std::string label = "[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?";
+  static const std::string dur_time = "T(\\d+H(\\d+M(\\d+S)?)?|\\d+M(\\d+S)?|\\d+S)";
+  static const std::string h16 = "[0-9A-Fa-f]{1,4}";
+  static const std::string ipv6 = "(" + h16 + ":){7}" + h16 + "|(" + h16 + ":){1,7}:|(" + h16 + ":){1,6}:" + h16 +
+                                  "|(" + h16 + ":){1,5}(:" + h16 + "){1,2}|(" + h16 + ":){1,4}(:" + h16 + "){1,3}|(" +
+                                  h16 + ":){1,3}(:" + h16 + "){1,4}|(" + h16 + ":){1,2}(:" + h16 + "){1,5}|" + h16 +
+                                  ":(:" + h16 + "){1,6}|:((:" + h16 + "){1,7}|:)";
+  // RFC 3986 characters: a path character but `:` (a relative reference's first segment), any.
+  static const std::string pchar = "([A-Za-z0-9._~!$&'()*+,;=@-]|%[0-9A-Fa-f]{2})";
+  static const std::string uric = "([A-Za-z0-9._~:/?#@!$&'()*+,;=-]|%[0-9A-Fa-f]{2})";
   std::string re;
   if (name == "date")
     re = date;
@@ -110,8 +145,26 @@ std::optional<rx> format(std::string_view name) {
     re = "[A-Za-z][A-Za-z0-9+.-]*:[^\\s<>\"{}|\\\\^`]*";
   else if (name == "ipv4")
     re = octet + "\\." + octet + "\\." + octet + "\\." + octet;
-  else if (name == "hostname")
+  else if (name == "hostname" || name == "idn-hostname")  // ASCII names are IDN names too
     re = label + "(\\." + label + ")*";
+  else if (name == "duration")  // RFC 3339 appendix A
+    re = "P((\\d+D|\\d+M(\\d+D)?|\\d+Y(\\d+M(\\d+D)?)?)(" + dur_time + ")?|" + dur_time + "|\\d+W)";
+  else if (name == "ipv6")  // the eight groups, or fewer around one `::` (no IPv4 tail, no zone)
+    re = ipv6;
+  else if (name == "uri-reference" || name == "iri-reference")  // a URI, or a relative reference
+    re = "[A-Za-z][A-Za-z0-9+.-]*:" + uric + "*|" + pchar + "*([/?#]" + uric + "*)?";
+  else if (name == "iri")  // URIs are IRIs
+    re = "[A-Za-z][A-Za-z0-9+.-]*:[^\\s<>\"{}|\\\\^`]*";
+  else if (name == "idn-email")
+    re = "[A-Za-z0-9!#$%&'*+/=?^_`{|}~.-]+@" + label + "(\\." + label + ")*";
+  else if (name == "json-pointer")
+    re = "(/([^/~]|~[01])*)*";
+  else if (name == "relative-json-pointer")
+    re = "(0|[1-9]\\d*)(#|(/([^/~]|~[01])*)*)";
+  else if (name == "byte")  // OpenAPI: base64
+    re = "([A-Za-z0-9+/]{4})*([A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?";
+  else if (name == "binary" || name == "password")  // OpenAPI: any octets; a UI hint
+    re = "[\\s\\S]*";
   else
     return std::nullopt;
   return parse_regex(re, spelling::json).body;
@@ -139,24 +192,77 @@ rx integer(std::optional<std::int64_t> lo, std::optional<std::int64_t> hi) {
   return rx::alt(std::move(alts));  // 3.0 is a number, not an integer, for strict validators
 }
 
-rx number(std::optional<std::int64_t> lo, bool lo_excl, std::optional<std::int64_t> hi, bool hi_excl) {
-  std::vector<rx> alts;
-  // v >= 0 (zero itself unless excluded by the bounds).
-  if (!hi || *hi > 0 || (*hi == 0 && !hi_excl)) {
-    const bool from_zero = !lo || *lo < 0;
-    const std::uint64_t a = from_zero ? 0 : static_cast<std::uint64_t>(*lo);
-    alts.push_back(magnitude(a, from_zero ? false : lo_excl,
-                             hi ? std::optional<std::uint64_t>{static_cast<std::uint64_t>(*hi)} : std::nullopt, hi_excl));
+std::optional<decimal> decimal::parse(std::string_view text) {
+  // JSON number syntax: -? int (. digits)? ([eE] [+-]? digits)?
+  decimal out;
+  std::size_t i = 0;
+  if (i < text.size() && text[i] == '-')
+    out.negative = true, ++i;
+  std::string digits_all;
+  std::size_t point = std::string::npos;
+  for (; i < text.size() && (std::isdigit(static_cast<unsigned char>(text[i])) || text[i] == '.'); ++i) {
+    if (text[i] == '.') {
+      if (point != std::string::npos)
+        return std::nullopt;
+      point = digits_all.size();
+    } else {
+      digits_all += text[i];
+    }
   }
-  // v < 0: magnitude m > 0 with -hi (<) <= m (<) <= -lo.
-  if (!lo || *lo < 0) {
-    const bool to_zero = !hi || *hi >= 0;
-    const std::uint64_t a = to_zero ? 0 : static_cast<std::uint64_t>(-*hi);
-    alts.push_back(rx::seq({ch('-'), magnitude(a, to_zero ? true : hi_excl,
-                                               lo ? std::optional<std::uint64_t>{static_cast<std::uint64_t>(-*lo)} : std::nullopt,
-                                               lo_excl)}));
+  if (digits_all.empty())
+    return std::nullopt;
+  long exp = 0;
+  if (i < text.size() && (text[i] == 'e' || text[i] == 'E')) {
+    ++i;
+    bool neg = false;
+    if (i < text.size() && (text[i] == '+' || text[i] == '-'))
+      neg = text[i] == '-', ++i;
+    if (i == text.size())
+      return std::nullopt;
+    for (; i < text.size() && std::isdigit(static_cast<unsigned char>(text[i])); ++i)
+      if ((exp = exp * 10 + (text[i] - '0')) > 400)
+        return std::nullopt;
+    exp = neg ? -exp : exp;
   }
-  return rx::alt(std::move(alts));
+  if (i != text.size())
+    return std::nullopt;
+  // The point moves by the exponent; pad with zeros on either side.
+  long at = static_cast<long>(point == std::string::npos ? digits_all.size() : point) + exp;
+  if (at < 0)
+    digits_all.insert(0, static_cast<std::size_t>(-at), '0'), at = 0;
+  if (at > static_cast<long>(digits_all.size()))
+    digits_all.append(static_cast<std::size_t>(at) - digits_all.size(), '0');
+  out.whole = digits_all.substr(0, static_cast<std::size_t>(at));
+  out.frac = digits_all.substr(static_cast<std::size_t>(at));
+  out.whole.erase(0, std::min(out.whole.find_first_not_of('0'), out.whole.size()));
+  if (out.whole.empty())
+    out.whole = "0";
+  while (!out.frac.empty() && out.frac.back() == '0')
+    out.frac.pop_back();
+  if (out.whole == "0" && out.frac.empty())
+    out.negative = false;  // -0 is 0
+  return out;
+}
+
+rx number_beyond(const decimal& d, bool above, bool exclusive) {
+  const cmp toward = above ? (exclusive ? cmp::gt : cmp::ge) : (exclusive ? cmp::lt : cmp::le);
+  const cmp away = above ? (exclusive ? cmp::lt : cmp::le) : (exclusive ? cmp::gt : cmp::ge);
+  const rx any_magnitude = rx::seq({rx::alt({ch('0'), rx::seq({rx::set({{'1', '9'}}), digits(0, rx::unbounded)})}), frac_any()});
+  if (!d.negative) {
+    // Non-negative d. Above: x = m with m vs d. Below: every negative x too, and m vs d.
+    if (above)
+      return magnitude(toward, d);
+    // `-0` is 0: below 0 only when 0 is allowed.
+    const bool zero = d.whole == "0" && d.frac.empty();
+    const rx negative = zero && exclusive ? magnitude(cmp::gt, d) : any_magnitude;
+    return rx::alt({rx::seq({ch('-'), negative}), magnitude(toward, d)});
+  }
+  // Negative d = -|d|: x = -m is above d when m is below |d|; every non-negative x is above.
+  decimal mag = d;
+  mag.negative = false;
+  if (above)
+    return rx::alt({any_magnitude, rx::seq({ch('-'), magnitude(away, mag)})});
+  return rx::seq({ch('-'), magnitude(away, mag)});
 }
 
 } // namespace deepinfer::recipe::so::json_lex

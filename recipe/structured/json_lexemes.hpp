@@ -24,15 +24,29 @@ rx any_string();
 rx string_len(std::uint32_t min, std::uint32_t max);
 /// A string whose decoded content matches `content` (an rx in `spelling::json`).
 rx string_of(rx content);
-/// The content rx of a supported `format` (date, time, date-time, uuid, email, uri, ipv4,
-/// hostname, ipv6 is not); nullopt for another.
+/// The content rx of a supported `format` (JSON Schema's date, time, date-time, duration, uuid,
+/// email, idn-email, uri, uri-reference, iri, iri-reference, ipv4, ipv6, hostname, idn-hostname,
+/// json-pointer, relative-json-pointer; OpenAPI's byte, binary, password), each the format's
+/// strings or a subset of them (ipv6 without an IPv4 tail or zone); nullopt for another
+/// (uri-template, regex, and formats outside the standards are refused, never ignored).
 std::optional<rx> format(std::string_view name);
 /// Any JSON number.
 rx any_number();
 /// An integer in [lo, hi] (either side open), written without a fraction.
 rx integer(std::optional<std::int64_t> lo, std::optional<std::int64_t> hi);
-/// A decimal number (no exponent) in the range; bounds are integers, each inclusive or not.
-rx number(std::optional<std::int64_t> lo, bool lo_excl, std::optional<std::int64_t> hi, bool hi_excl);
+/// A bound of a number as written in the schema, exactly (a double's nearest value would move
+/// `0.1` off the bound): its sign, integer digits (no leading zeros) and fraction digits (no
+/// trailing zeros).
+struct decimal {
+  bool negative = false;
+  std::string whole = "0";
+  std::string frac;
+  /// From a JSON number's text (`0.1`, `-2`, `1e-05`, `2.50E+3`); nullopt for anything else.
+  static std::optional<decimal> parse(std::string_view text);
+};
+/// The numbers (written without an exponent) above `d` (`above`; or below), `d` itself
+/// too unless `exclusive`. A range is the intersection of two.
+rx number_beyond(const decimal& d, bool above, bool exclusive);
 
 } // namespace json_lex
 } // namespace deepinfer::recipe::so

@@ -26,7 +26,7 @@ namespace {
 const std::set<std::string>& unsupported() {
   static const std::set<std::string> s{
     "if", "then", "else", "dependencies", "dependentRequired", "dependentSchemas",
-    "propertyNames", "multipleOf", "contains",
+    "propertyNames", "contains",
     "minContains", "maxContains", "unevaluatedProperties", "unevaluatedItems", "$dynamicRef",
     "$recursiveRef", "uniqueItems", "x-patterns-unsupported"};
   return s;
@@ -60,10 +60,11 @@ std::size_t cp_len(const std::string& s) {
 
 } // namespace
 
+
 const byte_dfa& json_constant_dfa(json_constant c, std::uint32_t max_ws) {
   // One set per whitespace bound in use (a server has one or two: its default and compact).
   static std::mutex mutex;
-  static std::map<std::uint32_t, std::array<byte_dfa, 5>> built;
+  static std::map<std::uint32_t, std::array<byte_dfa, 6>> built;
   std::lock_guard lock{mutex};
   auto it = built.find(max_ws);
   if (it == built.end()) {
@@ -71,11 +72,12 @@ const byte_dfa& json_constant_dfa(json_constant c, std::uint32_t max_ws) {
     using namespace json_lex;
     const auto ws = max_ws;
     it = built
-             .emplace(max_ws, std::array<byte_dfa, 5>{
+             .emplace(max_ws, std::array<byte_dfa, 6>{
                                   byte_dfa::of(lead(any_string(), ws), b), byte_dfa::of(lead(any_number(), ws), b),
                                   byte_dfa::of(lead(integer(std::nullopt, std::nullopt), ws), b),
                                   byte_dfa::of(lead(rx::seq({string_len(0, rx::unbounded), json_ws(ws), rx::lit(":")}), ws), b),
-                                  byte_dfa::of(string_char(), b)})
+                                  byte_dfa::of(string_char(), b),
+                                  byte_dfa::of(lead(integer(-2147483648LL, 2147483647LL), ws), b)})
              .first;
   }
   return it->second[static_cast<std::size_t>(c)];
@@ -192,7 +194,6 @@ symbol schema_builder::value_rule(const json& s) {
 void schema_builder::build_plain(rule_nfa& n, std::vector<rule_nfa::frag>& out, const json& s) {
   for (auto it = s.begin(); it != s.end(); ++it)
     if (unsupported().contains(it.key()) && !trivially_true(it.key(), it.value()) &&
-        !(it.key() == "multipleOf" && it.value() == 1 && s.value("type", json{}) == "integer") &&
         !(it.key() == "uniqueItems" && s.contains("maxItems") && s["maxItems"].is_number() && s["maxItems"].get<double>() <= 1))
       throw compile_error("unsupported keyword '" + it.key() + "'");
   std::set<std::string> types{"null", "boolean", "object", "array", "string", "number"};
@@ -272,6 +273,27 @@ void schema_builder::build_plain(rule_nfa& n, std::vector<rule_nfa::frag>& out, 
             (s.contains("exclusiveMinimum") && d <= s["exclusiveMinimum"].get<double>()) ||
             (s.contains("exclusiveMaximum") && d >= s["exclusiveMaximum"].get<double>()))
           continue;
+        // multipleOf: the value as it will be written, through the same divisibility automaton.
+        std::vector<json> multiples;
+        if (s.contains("multipleOf"))
+          multiples.push_back(s["multipleOf"]);
+        if (s.contains("x-multipleOf"))
+          for (const auto& m : s["x-multipleOf"])
+            multiples.push_back(m);
+        bool divisible = true;
+        for (const auto& m : multiples) {
+          const auto dec = json_lex::decimal::parse(m.dump());
+          if (!dec)
+            throw compile_error("'multipleOf' must be a number above 0");
+          const auto dfa = multiple_of_dfa(*dec, gb_.bud());
+          std::int32_t q = 0;
+          for (char c : v.dump())
+            if (q >= 0)
+              q = dfa.step(q, static_cast<std::uint8_t>(c));
+          divisible = divisible && q >= 0 && dfa.is_final(q);
+        }
+        if (!divisible)
+          continue;
       }
       out.push_back(n.sym(lex("v:" + v.dump(), {v.dump()})));
     }
@@ -332,54 +354,5 @@ symbol schema_builder::string_lexeme(const json& s) {
   return sym;
 }
 
-symbol schema_builder::number_lexeme(const json& s, bool integer) {
-  std::optional<double> lo, hi;
-  bool lo_x = false, hi_x = false;
-  auto num = [&](const char* k) -> std::optional<double> {
-    if (!s.contains(k))
-      return std::nullopt;
-    if (!s[k].is_number())
-      throw compile_error(std::string{"'"} + k + "' must be a number");
-    return s[k].get<double>();
-  };
-  if (auto v = num("minimum"))
-    lo = v;
-  if (auto v = num("exclusiveMinimum"); v && (!lo || *v >= *lo))
-    lo = v, lo_x = true;
-  if (auto v = num("maximum"))
-    hi = v;
-  if (auto v = num("exclusiveMaximum"); v && (!hi || *v <= *hi))
-    hi = v, hi_x = true;
-  for (auto v : {lo, hi})
-    if (v && std::fabs(*v) > 9e15)
-      throw compile_error("a numeric bound beyond 9e15 (unsupported)");
-  const std::string key = std::string{integer ? "i:" : "n:"} + (lo ? std::to_string(*lo) : "") + (lo_x ? "x" : "") +
-                          ":" + (hi ? std::to_string(*hi) : "") + (hi_x ? "x" : "");
-  if (auto it = lexemes_.find(key); it != lexemes_.end())
-    return it->second;
-  if (!lo && !hi) {
-    auto sym = gb_.lexeme(json_constant_dfa(integer ? json_constant::any_integer : json_constant::any_number, ws_));
-    lexemes_.emplace(key, sym);
-    return sym;
-  }
-  rx r;
-  if (integer) {
-    std::optional<std::int64_t> a, b;
-    if (lo)
-      a = static_cast<std::int64_t>(lo_x ? std::floor(*lo) + 1 : std::ceil(*lo));
-    if (hi)
-      b = static_cast<std::int64_t>(hi_x ? std::ceil(*hi) - 1 : std::floor(*hi));
-    r = json_lex::integer(a, b);
-  } else {
-    for (auto v : {lo, hi})
-      if (v && std::floor(*v) != *v)
-        throw compile_error("a non-integer bound on a number (unsupported)");
-    r = json_lex::number(lo ? std::optional<std::int64_t>{static_cast<std::int64_t>(*lo)} : std::nullopt, lo_x,
-                         hi ? std::optional<std::int64_t>{static_cast<std::int64_t>(*hi)} : std::nullopt, hi_x);
-  }
-  auto sym = gb_.lexeme(byte_dfa::of(json_lex::lead(std::move(r), ws_), gb_.bud()));
-  lexemes_.emplace(key, sym);
-  return sym;
-}
 
 } // namespace deepinfer::recipe::so::detail

@@ -27,8 +27,9 @@ std::optional<double> count_keyword(const json& s, const char* k);
 
 /// Lexemes of JSON itself that every schema uses unconstrained: built once per process (their
 /// subset construction, once per schema, was a tenth of a large schema's compile).
-enum class json_constant : std::uint8_t { any_string, any_number, any_integer, any_key, string_char };
-/// `any_key` is any string then `:`; all but `string_char` (one character inside a string)
+enum class json_constant : std::uint8_t { any_string, any_number, any_integer, any_key, string_char, int32 };
+/// `any_key` is any string then `:`; `int32` an integer in OpenAPI's int32 range (Kubernetes
+/// schemas have dozens: its subset construction was most of their compile); all but `string_char` (one character inside a string)
 /// start with optional whitespace, at most `max_ws` bytes of it (before the `:` too).
 const byte_dfa& json_constant_dfa(json_constant c, std::uint32_t max_ws = rx::unbounded);
 
@@ -42,6 +43,10 @@ std::optional<std::int32_t> other_key_shortest(const std::vector<std::string>& d
 /// A string in the JSON Schema format `name` (date-time, uuid, email...), after optional
 /// whitespace: built once per process like `json_constant_dfa`; nullptr for an unsupported one.
 const byte_dfa* json_format_dfa(const std::string& name, std::uint32_t max_ws = rx::unbounded);
+
+/// Numbers (no exponent; after JSON whitespace, any amount) that are multiples of `m` (> 0):
+/// a compile_error for a zero, negative or too fine / too large one.
+byte_dfa multiple_of_dfa(const json_lex::decimal& m, budget& b);
 
 /// Resolves `$ref`, merges `allOf` and distributes `anyOf`/`oneOf`: a schema becomes a list of
 /// plain alternatives (no combinators), each a JSON object.

@@ -317,6 +317,11 @@ json schema_normalizer::merge(const json& a, const json& b) const {
         r[k] = v;
     } else if (k == "pattern") {
       r["x-patterns"].push_back(v);
+    } else if (k == "multipleOf") {
+      r["x-multipleOf"].push_back(v);  // both hold (a number may pass one and not the other)
+    } else if (k == "x-patterns" || k == "x-multipleOf") {
+      for (auto& x : v)  // lists from merges below: all of them hold
+        r[k].push_back(x);
     } else if (k == "items" && r[k].is_object() && v.is_object()) {
       r[k] = conj(r[k], v);
     } else if (k == "not" || k == "format" || k == "items" || k == "prefixItems" || k == "additionalItems") {
