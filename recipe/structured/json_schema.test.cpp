@@ -388,6 +388,42 @@ BOOST_AUTO_TEST_CASE(multiple_of_is_exact) {
     BOOST_TEST(!c.compile({constraint_kind::json_schema, bad}).has_value(), bad);
 }
 
+// An enum or const beside any other keyword is the listed values that pass the whole schema:
+// keywords the lexemes cannot express (not, if/then/else, uniqueItems, dependencies) are exact
+// for a finite set, and so are pattern and format beside an enum (refused before).
+BOOST_AUTO_TEST_CASE(enum_values_are_filtered_by_the_whole_schema) {
+  struct case_t {
+    const char* schema;
+    std::vector<const char*> in, out;
+  };
+  const std::vector<case_t> cases{
+      {R"({"allOf":[{"enum":[[1,2],[1,1],[3]]},{"not":{"uniqueItems":true}}]})", {"[1,1]"}, {"[1,2]", "[3]"}},
+      {R"({"allOf":[{"enum":[null,0,"x"]},{"not":{"not":{"enum":[null]}}}]})", {"null"}, {"0", "\"x\""}},
+      {R"({"enum":["ab","ba","bb"],"pattern":"^b","not":{"const":"bb"}})", {"\"ba\""}, {"\"ab\"", "\"bb\""}},
+      {R"({"enum":["2024-02-30","2024-02-29","x"],"format":"date"})", {"\"2024-02-29\""}, {"\"2024-02-30\"", "\"x\""}},
+      {R"({"enum":[{"a":1},{"a":1,"b":2},{"c":3}],"dependentRequired":{"a":["b"]},"if":{"required":["c"]},"then":false})",
+       {R"({"a":1,"b":2})"}, {R"({"a":1})", R"({"c":3})"}},
+      {R"({"const":5,"multipleOf":2})", {}, {"5"}},
+      {R"({"enum":[1,2.5,"3"],"type":"integer"})", {"1"}, {"2.5", "\"3\""}},
+      {R"({"properties":{"k":{"enum":["on","off"],"not":{"$ref":"#/$defs/off"}}},"required":["k"],"$defs":{"off":{"const":"off"}}})",
+       {R"({"k":"on"})"}, {R"({"k":"off"})"}},
+  };
+  auto& c = deepinfer::recipe::so::test::shared_compiler();
+  for (const auto& t : cases) {
+    auto m = c.compile({constraint_kind::json_schema, t.schema});
+    if (t.in.empty()) {  // nothing passes: a contradiction, refused as such
+      BOOST_TEST_REQUIRE(!m.has_value(), t.schema);
+      BOOST_TEST(m.error().find("admits no value") != std::string::npos, m.error());
+      continue;
+    }
+    BOOST_TEST_REQUIRE(m.has_value(), t.schema << ": " << (m ? "" : m.error()));
+    for (auto x : t.in)
+      BOOST_TEST(accepts(**m, x), t.schema << " " << x);
+    for (auto x : t.out)
+      BOOST_TEST(!accepts(**m, x), t.schema << " " << x);
+  }
+}
+
 BOOST_AUTO_TEST_CASE(arrays_with_prefix_items_and_counts) {
   auto m = schema_matcher(R"({"type":"array","prefixItems":[{"type":"integer"},{"type":"string"}],"items":{"type":"boolean"},"minItems":1,"maxItems":3})");
   BOOST_TEST(accepts(*m, "[1]"));

@@ -1,5 +1,6 @@
 #include "recipe/structured/json_schema.hpp"
 #include "recipe/structured/json_schema_impl.hpp"
+#include "recipe/structured/json_validate.hpp"
 #include "recipe/structured/regex_parser.hpp"
 
 #include <algorithm>
@@ -51,12 +52,6 @@ std::uint32_t count(const json& s, const char* k, std::uint32_t dflt) {
   return *d > 1e9 ? rx::unbounded - 1 : static_cast<std::uint32_t>(std::ceil(*d));
 }
 
-std::size_t cp_len(const std::string& s) {
-  std::size_t n = 0;
-  for (unsigned char c : s)
-    n += (c & 0xC0) != 0x80;
-  return n;
-}
 
 } // namespace
 
@@ -192,6 +187,19 @@ symbol schema_builder::value_rule(const json& s) {
 }
 
 void schema_builder::build_plain(rule_nfa& n, std::vector<rule_nfa::frag>& out, const json& s) {
+  // 1. enum / const: the listed values that pass the whole schema, each in its compact spelling.
+  // A finite set is filtered by the validator, so every keyword it decides (not, if, uniqueItems,
+  // dependencies, pattern, format...) is exact here, whatever the lexemes could express.
+  if (s.contains("enum") || s.contains("const")) {
+    const json values = s.contains("const") ? json::array({s["const"]}) : s["enum"];
+    if (!values.is_array())
+      throw compile_error("'enum' must be an array");
+    json_validator check{root_, gb_.bud()};
+    for (const auto& v : values)
+      if (check.valid(v, s))
+        out.push_back(n.sym(lex("v:" + v.dump(), {v.dump()})));
+    return;
+  }
   for (auto it = s.begin(); it != s.end(); ++it)
     if (unsupported().contains(it.key()) && !trivially_true(it.key(), it.value()) &&
         !(it.key() == "uniqueItems" && s.contains("maxItems") && s["maxItems"].is_number() && s["maxItems"].get<double>() <= 1))
@@ -234,70 +242,6 @@ void schema_builder::build_plain(rule_nfa& n, std::vector<rule_nfa::frag>& out, 
     } else if (!(x.is_boolean() && !x.get<bool>())) {
       throw compile_error("unsupported keyword 'not' (only not {}, not true/false and not {type})");
     }
-  }
-  // 1. enum / const: the listed values, in their compact spelling.
-  if (s.contains("enum") || s.contains("const")) {
-    json values = s.contains("enum") ? s["enum"] : json::array();
-    if (!values.is_array())
-      throw compile_error("'enum' must be an array");
-    if (s.contains("const")) {
-      json keep = json::array();
-      if (!s.contains("enum") || std::find(values.begin(), values.end(), s["const"]) != values.end())
-        keep.push_back(s["const"]);
-      values = keep;
-    }
-    for (auto k : {"pattern", "x-patterns", "format", "properties", "items", "prefixItems", "required",
-                   "additionalProperties", "patternProperties", "minProperties", "maxProperties", "minItems",
-                   "maxItems"})
-      if (s.contains(k))
-        throw compile_error(std::string{"'enum'/'const' together with '"} + k + "' (unsupported)");
-    for (auto& v : values) {
-      const bool ok_type =
-        (v.is_null() && types.contains("null")) || (v.is_boolean() && types.contains("boolean")) ||
-        (v.is_object() && types.contains("object")) || (v.is_array() && types.contains("array")) ||
-        (v.is_string() && types.contains("string")) ||
-        (v.is_number_integer() && (types.contains("integer") || types.contains("number"))) ||
-        (v.is_number_float() && (types.contains("number") ||
-                                 (types.contains("integer") && std::floor(v.get<double>()) == v.get<double>())));
-      if (!ok_type)
-        continue;
-      if (v.is_string()) {
-        const auto len = cp_len(v.get<std::string>());
-        if (len < count(s, "minLength", 0) || len > count(s, "maxLength", rx::unbounded))
-          continue;
-      }
-      if (v.is_number()) {
-        const double d = v.get<double>();
-        if ((s.contains("minimum") && d < s["minimum"].get<double>()) ||
-            (s.contains("maximum") && d > s["maximum"].get<double>()) ||
-            (s.contains("exclusiveMinimum") && d <= s["exclusiveMinimum"].get<double>()) ||
-            (s.contains("exclusiveMaximum") && d >= s["exclusiveMaximum"].get<double>()))
-          continue;
-        // multipleOf: the value as it will be written, through the same divisibility automaton.
-        std::vector<json> multiples;
-        if (s.contains("multipleOf"))
-          multiples.push_back(s["multipleOf"]);
-        if (s.contains("x-multipleOf"))
-          for (const auto& m : s["x-multipleOf"])
-            multiples.push_back(m);
-        bool divisible = true;
-        for (const auto& m : multiples) {
-          const auto dec = json_lex::decimal::parse(m.dump());
-          if (!dec)
-            throw compile_error("'multipleOf' must be a number above 0");
-          const auto dfa = multiple_of_dfa(*dec, gb_.bud());
-          std::int32_t q = 0;
-          for (char c : v.dump())
-            if (q >= 0)
-              q = dfa.step(q, static_cast<std::uint8_t>(c));
-          divisible = divisible && q >= 0 && dfa.is_final(q);
-        }
-        if (!divisible)
-          continue;
-      }
-      out.push_back(n.sym(lex("v:" + v.dump(), {v.dump()})));
-    }
-    return;
   }
   // 2. one branch per type.
   for (auto& t : types) {
