@@ -142,13 +142,35 @@ std::vector<json> schema_normalizer::alternatives(const json& s, int depth) {
     for (auto& sub : s["oneOf"])
       per.push_back(alternatives(sub, depth + 1));
     std::vector<json> branches;
+    // Objects that may match two branches are kept apart where each branch requires a key the
+    // other does not: each forbids the other's key, so its outputs fail the other branch as
+    // written (`oneOf: [{required: [a]}, {required: [b]}]` is "a or b, not both"). Forbidding
+    // only narrows a branch, so what was disjoint stays so; the outputs are a subset of the
+    // valid ones, each matching exactly one branch. One-sided (`[a]` and `[a, b]`) is refused:
+    // an output of the wider branch would match the narrower one too.
+    auto required_only_by = [](const json& x, const json& y) -> std::optional<std::string> {
+      if (!x.is_object() || !x.contains("required"))
+        return std::nullopt;
+      for (const auto& k : x["required"])
+        if (!y.contains("required") || std::find(y["required"].begin(), y["required"].end(), k) == y["required"].end())
+          return k.get<std::string>();
+      return std::nullopt;
+    };
+    auto forbid = [&](json& x, const std::string& k) { x = merge(x, json{{"properties", {{k, false}}}}); };
     for (std::size_t i = 0; i < per.size(); ++i)
       for (std::size_t j = i + 1; j < per.size(); ++j)
         for (auto& a : per[i])
-          for (auto& b : per[j])
-            if (!disjoint(merge(base, a), merge(base, b)))
+          for (auto& b : per[j]) {
+            const auto ma = merge(base, a), mb = merge(base, b);
+            if (disjoint(ma, mb))
+              continue;
+            const auto k = required_only_by(mb, ma), k2 = required_only_by(ma, mb);
+            if (!k || !k2)
               throw compile_error("oneOf branches " + std::to_string(i) + " and " + std::to_string(j) +
                                   " may both match (only provably disjoint oneOf is supported)");
+            forbid(a, *k);
+            forbid(b, *k2);
+          }
     for (auto& p : per)
       for (auto& a : p)
         branches.push_back(std::move(a));
@@ -231,10 +253,10 @@ bool schema_normalizer::disjoint(const json& a, const json& b) const {
              (!s.contains("patternProperties") || s["patternProperties"].empty());
     };
     for (auto& k : rb)
-      if (closed(a) && !pa.contains(k))
+      if ((closed(a) && !pa.contains(k)) || (pa.contains(k) && is_false(pa[k])))
         return true;
     for (auto& k : ra)
-      if (closed(b) && !pb.contains(k))
+      if ((closed(b) && !pb.contains(k)) || (pb.contains(k) && is_false(pb[k])))
         return true;
   }
   return false;
