@@ -93,10 +93,10 @@ try {
     }
     const bad = await post(base, '/v1/messages', { model: MODEL, max_tokens: 20, messages: [{ role: 'user', content: 'Hi' }],
                                                    output_config: { format: { type: 'json_schema',
-                                                     schema: { type: 'object', properties: { n: { type: 'integer', multipleOf: 3 } } } } } });
+                                                     schema: { type: 'object', properties: { n: { type: 'array', uniqueItems: true } } } } } });
     assert.equal(bad.status, 400);
     assert.equal(bad.json.error.type, 'invalid_request_error');
-    assert.match(bad.json.error.message, /^output_config\.format: .*multipleOf/);
+    assert.match(bad.json.error.message, /^output_config\.format: .*uniqueItems/);
   });
 
   await check('messages thinking adaptive and output_config.effort xhigh are accepted (thinking on)', async () => {
