@@ -209,6 +209,14 @@ BOOST_AUTO_TEST_CASE(recursive_refs_and_defs) {
 }
 
 BOOST_AUTO_TEST_CASE(strings_lengths_patterns_and_formats) {
+  // Past 4096 characters a maximum is written as 4096 (valid either way); a minimum is refused.
+  auto text = schema_matcher(R"({"type":"string","maxLength":65535})");
+  BOOST_TEST(accepts(*text, "\"" + std::string(4096, 'a') + "\""));
+  BOOST_TEST(!accepts(*text, "\"" + std::string(4097, 'a') + "\""));
+  auto& comp = deepinfer::recipe::so::test::shared_compiler();
+  auto too_long = comp.compile({constraint_kind::json_schema, R"({"type":"string","minLength":5000})"});
+  BOOST_TEST_REQUIRE(!too_long.has_value());
+  BOOST_TEST(too_long.error().find("minLength") != std::string::npos);
   auto len = schema_matcher(R"({"type":"string","minLength":2,"maxLength":4})");
   BOOST_TEST(accepts(*len, R"("ab")"));
   BOOST_TEST(accepts(*len, R"("é\n")"));  // characters, not bytes: an escape is one

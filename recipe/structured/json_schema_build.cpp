@@ -261,7 +261,16 @@ void schema_builder::build_plain(rule_nfa& n, std::vector<rule_nfa::frag>& out, 
 }
 
 symbol schema_builder::string_lexeme(const json& s) {
-  const auto min = count(s, "minLength", 0), max = count(s, "maxLength", rx::unbounded);
+  // A count is one automaton state per character: past 4096 characters a string is written to
+  // at most 4096 (every output still valid; APIs' `maxLength: 65535` text fields were refused),
+  // while a minimum past it cannot be met that way and is refused.
+  constexpr std::uint32_t longest = 4096;
+  const auto min = count(s, "minLength", 0);
+  auto max = count(s, "maxLength", rx::unbounded);
+  if (min > longest)
+    throw compile_error("minLength above 4096 (unsupported)");
+  if (max != rx::unbounded && max > longest)
+    max = longest;
   std::vector<std::string> patterns;
   if (s.contains("pattern"))
     patterns.push_back(s["pattern"].get<std::string>());
@@ -274,8 +283,6 @@ symbol schema_builder::string_lexeme(const json& s) {
     key += "\x1f" + p;
   if (auto it = lexemes_.find(key); it != lexemes_.end())
     return it->second;
-  if (max != rx::unbounded && max > 4096)
-    throw compile_error("maxLength above 4096 (unsupported)");
   auto& b = gb_.bud();
   std::vector<byte_dfa> parts;
   if (min > 0 || max != rx::unbounded)

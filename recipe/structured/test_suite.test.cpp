@@ -12,13 +12,19 @@
 
 using namespace deepinfer::recipe::so;
 
+namespace {
+std::filesystem::path suite_dir() {
+  return deepinfer::recipe::test::source_dir().parent_path() / "shared" / "data" / "json_schema_test_suite" / "tests" /
+         "draft2020-12";
+}
+} // namespace
+
 BOOST_AUTO_TEST_SUITE(structured_test_suite)
 
 BOOST_AUTO_TEST_CASE(no_invalid_instance_of_the_official_suite_is_accepted) {
-  const auto dir = deepinfer::recipe::test::source_dir().parent_path() / "shared" / "data" / "json_schema_test_suite" /
-                   "tests" / "draft2020-12";
+  const auto dir = suite_dir();
   if (!std::filesystem::exists(dir)) {
-    BOOST_TEST_MESSAGE("skipped: " << dir << " missing");
+    BOOST_TEST_MESSAGE("skipped: " << dir << " missing (the shared data folder beside the repository)");
     return;
   }
   auto& c = deepinfer::recipe::so::test::shared_compiler();
@@ -57,10 +63,9 @@ BOOST_AUTO_TEST_CASE(no_invalid_instance_of_the_official_suite_is_accepted) {
 // enforces the formats it supports, so they are assertions here) or a custom meta-schema to turn
 // validation off (vocabularies are not read).
 BOOST_AUTO_TEST_CASE(the_validator_agrees_with_the_official_suite) {
-  const auto dir = deepinfer::recipe::test::source_dir().parent_path() / "shared" / "data" / "json_schema_test_suite" /
-                   "tests" / "draft2020-12";
+  const auto dir = suite_dir();
   if (!std::filesystem::exists(dir)) {
-    BOOST_TEST_MESSAGE("skipped: " << dir << " missing");
+    BOOST_TEST_MESSAGE("skipped: " << dir << " missing (the shared data folder beside the repository)");
     return;
   }
   std::size_t decided = 0, refused = 0, disagree = 0;
