@@ -314,6 +314,38 @@ BOOST_AUTO_TEST_CASE(one_of_branches_apart_by_required_keys) {
   }
 }
 
+// dependentRequired (and `dependencies` with arrays), in either order of the keys, checked
+// instance by instance against the validator; what is not decided in order is refused.
+BOOST_AUTO_TEST_CASE(dependent_required_in_either_order) {
+  const std::vector<std::pair<std::string, std::vector<const char*>>> cases{
+      {R"({"type":"object","properties":{"card":{"type":"string"},"zip":{"type":"string"},"cvv":{"type":"string"}},
+          "dependentRequired":{"card":["cvv"],"cvv":["zip"]},"additionalProperties":false})",
+       {"{}", R"({"card":"1"})", R"({"card":"1","cvv":"2"})", R"({"card":"1","zip":"3","cvv":"2"})", R"({"zip":"3"})",
+        R"({"zip":"3","cvv":"2"})", R"({"cvv":"2"})"}},
+      {R"({"type":"object","properties":{"a":{"type":"integer"},"b":{"type":"integer"}},"required":["b"],
+          "dependencies":{"b":["a"]},"additionalProperties":false})",
+       {R"({"b":1})", R"({"a":1,"b":2})", R"({"a":1})"}},
+      {R"({"allOf":[{"type":"object","properties":{"a":{},"b":{},"c":{}},"additionalProperties":false,
+          "dependentRequired":{"a":["b"]}},{"dependentRequired":{"a":["c"]}}]})",
+       {R"({"a":1,"b":2})", R"({"a":1,"b":2,"c":3})", R"({"b":2})"}},
+  };
+  for (const auto& [schema, instances] : cases) {
+    auto m = schema_matcher(schema);
+    auto root = nlohmann::ordered_json::parse(schema);
+    auto b = budget::unbounded();
+    json_validator check{root, b};
+    for (const auto* text : instances)
+      BOOST_TEST(accepts(*m, text) == check.valid(nlohmann::ordered_json::parse(text), root), schema << " " << text);
+  }
+  BOOST_TEST(!accepts(*schema_matcher(cases[0].first), R"({"card":"1"})"));  // the comparison is not vacuous
+  auto& c = deepinfer::recipe::so::test::shared_compiler();
+  for (const char* schema : {R"({"type":"object","properties":{"a":{}},"dependentRequired":{"a":["zz"]}})",
+                             R"({"type":"object","properties":{"a":{}},"dependencies":{"a":{"required":["b"]}}})"}) {
+    auto r = c.compile({constraint_kind::json_schema, schema});
+    BOOST_TEST(!r.has_value(), schema);
+  }
+}
+
 BOOST_AUTO_TEST_CASE(arrays_with_prefix_items_and_counts) {
   auto m = schema_matcher(R"({"type":"array","prefixItems":[{"type":"integer"},{"type":"string"}],"items":{"type":"boolean"},"minItems":1,"maxItems":3})");
   BOOST_TEST(accepts(*m, "[1]"));

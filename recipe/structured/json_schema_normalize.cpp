@@ -341,6 +341,22 @@ json schema_normalizer::merge(const json& a, const json& b) const {
       r["x-patterns"].push_back(v);
     } else if (k == "multipleOf") {
       r["x-multipleOf"].push_back(v);  // both hold (a number may pass one and not the other)
+    } else if (k == "dependentRequired" || k == "dependencies") {
+      // Both hold: per key, the union of what each side requires with it.
+      if (!v.is_object() || !r[k].is_object())
+        throw compile_error("'" + k + "' must be an object");
+      for (auto it = v.begin(); it != v.end(); ++it) {
+        auto& mine = r[k][it.key()];
+        if (mine.is_null()) {
+          mine = it.value();
+          continue;
+        }
+        if (!mine.is_array() || !it.value().is_array())
+          throw compile_error("allOf combines two schema-valued '" + k + "' (unsupported)");
+        for (const auto& x : it.value())
+          if (std::find(mine.begin(), mine.end(), x) == mine.end())
+            mine.push_back(x);
+      }
     } else if (k == "x-patterns" || k == "x-multipleOf") {
       for (auto& x : v)  // lists from merges below: all of them hold
         r[k].push_back(x);

@@ -3,6 +3,7 @@
 #include "recipe/structured/regex_parser.hpp"
 
 #include <algorithm>
+#include <map>
 
 namespace deepinfer::recipe::so {
 namespace detail {
@@ -16,6 +17,88 @@ std::vector<std::string> key_pieces(const std::string& key) { return {json(key).
 /// pattern anchors itself), spelled canonically, then `:`.
 rx pattern_key_rx(const std::string& pattern, std::uint32_t max_ws) {
   return rx::seq({json_lex::string_of(search_regex(pattern, spelling::json)), json_ws(max_ws), rx::lit(":")});
+}
+
+/// What dependentRequired (and `dependencies` with arrays: "if a is present, so are r...") asks
+/// of each declared member. Members are decided in the schema's order, so each rule is one flag:
+/// a written before r (r may not be skipped then), or r skipped before a (a may not be written).
+struct member_rule {
+  int present_sets = 0, absent_sets = 0;                  // flags this member's choice sets
+  int present_forbidden_by = 0, absent_forbidden_by = 0;  // flags that forbid writing / skipping it
+  bool never = false;                                     // depends on a key that cannot appear
+};
+struct dependency_plan {
+  int bits = 0;
+  std::vector<member_rule> at;
+};
+
+/// The plan for `keys` (declared members, `required` updated: a required member's dependencies
+/// are required too); nullopt when a required member depends on a key that cannot appear.
+/// `open`: other keys may appear (a dependency on one is refused: it is not decided in order).
+std::optional<dependency_plan> plan_dependencies(const json& s, const std::vector<std::string>& keys,
+                                                 std::vector<bool>& required, bool open) {
+  dependency_plan plan;
+  plan.at.resize(keys.size());
+  std::vector<std::pair<std::string, std::string>> pairs;
+  for (const char* k : {"dependentRequired", "dependencies"}) {
+    if (!s.contains(k))
+      continue;
+    if (!s[k].is_object())
+      throw compile_error(std::string{"'"} + k + "' must be an object");
+    for (auto it = s[k].begin(); it != s[k].end(); ++it) {
+      if (is_true(it.value()))
+        continue;  // dependencies: {a: true} / {a: {}} asks nothing
+      if (!it.value().is_array())
+        throw compile_error(std::string{"unsupported keyword '"} + k + "' (a schema-valued dependency)");
+      for (const auto& r : it.value())
+        pairs.emplace_back(it.key(), r.get<std::string>());
+    }
+  }
+  auto index = [&](const std::string& k) {
+    const auto it = std::find(keys.begin(), keys.end(), k);
+    return it == keys.end() ? -1 : static_cast<int>(it - keys.begin());
+  };
+  for (const auto& [a, r] : pairs)
+    if (open && (index(a) < 0 || index(r) < 0))
+      throw compile_error("unsupported keyword 'dependentRequired' (on a key that is not a declared property)");
+  // A required member's dependencies are required, to a fixpoint.
+  for (bool changed = true; changed;) {
+    changed = false;
+    for (const auto& [a, r] : pairs) {
+      const int ia = index(a), ir = index(r);
+      if (ia < 0 || !required[static_cast<std::size_t>(ia)] || a == r)
+        continue;
+      if (ir < 0)
+        return std::nullopt;  // closed object: r can never appear
+      if (!required[static_cast<std::size_t>(ir)])
+        required[static_cast<std::size_t>(ir)] = true, changed = true;
+    }
+  }
+  std::map<std::string, int> present_bit, absent_bit;
+  auto bit = [&](std::map<std::string, int>& m, const std::string& k) {
+    auto [it, fresh] = m.emplace(k, plan.bits);
+    if (fresh && ++plan.bits > 8)
+      throw compile_error("dependentRequired tracking more than 8 keys (unsupported)");
+    return 1 << it->second;
+  };
+  for (const auto& [a, r] : pairs) {
+    const int ia = index(a), ir = index(r);
+    if (ia < 0 || a == r || required[static_cast<std::size_t>(ia)])
+      continue;  // a never appears, asks nothing, or its dependencies are required already
+    auto& ra = plan.at[static_cast<std::size_t>(ia)];
+    if (ir < 0) {
+      ra.never = true;
+    } else if (ir > ia) {
+      const int f = bit(present_bit, a);
+      ra.present_sets |= f;
+      plan.at[static_cast<std::size_t>(ir)].absent_forbidden_by |= f;
+    } else {
+      const int f = bit(absent_bit, r);
+      plan.at[static_cast<std::size_t>(ir)].absent_sets |= f;
+      ra.present_forbidden_by |= f;
+    }
+  }
+  return plan;
 }
 } // namespace
 
@@ -110,12 +193,24 @@ rule_nfa::frag schema_builder::build_object(rule_nfa& n, const json& s) {
   const auto& patterns = s.contains("patternProperties") ? s["patternProperties"] : empty;
   if (!patterns.is_object())
     throw compile_error("'patternProperties' must be an object");
+  std::vector<std::string> member_keys;
+  std::vector<bool> member_required;
+  for (const auto& x : members)
+    member_keys.push_back(x.key), member_required.push_back(x.required);
+  const auto deps = plan_dependencies(s, member_keys, member_required, extras || !patterns.empty());
+  if (!deps)
+    return {n.add(), n.add()};  // a required member depends on one that cannot appear
+  for (std::size_t i = 0; i < members.size(); ++i)
+    members[i].required = member_required[i];
   const auto open = punct("{"), close = punct("}"), comma = punct(",");
   const std::size_t m = members.size();
-  std::vector<std::vector<std::int32_t>> st(m + 1, std::vector<std::int32_t>(static_cast<std::size_t>(counts)));
+  // States (i, c, f): f the dependency flags so far (one state set per flag value in use).
+  const int flag_sets = 1 << deps->bits;
+  std::vector<std::vector<std::int32_t>> st(m + 1, std::vector<std::int32_t>(static_cast<std::size_t>(counts * flag_sets)));
   for (auto& x : st)
     for (auto& q : x)
       q = n.add();
+  auto at = [&](std::size_t i, int c, int f) { return st[i][static_cast<std::size_t>(c * flag_sets + f)]; };
   const auto start = n.add(), end = n.add();
   // One `key: value` member from state `from` to `to`; e == 1 (a member came before): a comma first.
   const auto member = [&](int e, auto from, auto key, auto val, auto to) {
@@ -128,25 +223,29 @@ rule_nfa::frag schema_builder::build_object(rule_nfa& n, const json& s) {
     n.edge(from, key, k);
     n.edge(k, val, to);
   };
-  n.edge(start, open, st[0][0]);
+  n.edge(start, open, at(0, 0, 0));
   for (std::size_t i = 0; i < m; ++i) {
     const auto key = lex("k:" + members[i].key, key_pieces(members[i].key));
     const auto val = value_rule(*members[i].schema);
-    for (int c = 0; c < counts; ++c) {
-      if (const int d = next(c); d >= 0)
-        member(c > 0 ? 1 : 0, st[i][c], key, val, st[i + 1][d]);
-      if (!members[i].required)
-        n.eps(st[i][c], st[i + 1][c]);
-    }
+    const auto& rule = deps->at[i];
+    for (int c = 0; c < counts; ++c)
+      for (int f = 0; f < flag_sets; ++f) {
+        if (const int d = next(c); d >= 0 && !rule.never && (f & rule.present_forbidden_by) == 0)
+          member(c > 0 ? 1 : 0, at(i, c, f), key, val, at(i + 1, d, f | rule.present_sets));
+        if (!members[i].required && (f & rule.absent_forbidden_by) == 0)
+          n.eps(at(i, c, f), at(i + 1, c, f | rule.absent_sets));
+      }
   }
   for (int c = 0; c < counts; ++c)
     if (c >= minp)
-      n.edge(st[m][c], close, end);
+      for (int f = 0; f < flag_sets; ++f)
+        n.edge(at(m, c, f), close, end);
   // One more member after the declared ones, from every count.
   const auto additional = [&](auto key, auto val) {
     for (int c = 0; c < counts; ++c)
       if (const int d = next(c); d >= 0)
-        member(c > 0 ? 1 : 0, st[m][c], key, val, st[m][d]);
+        for (int f = 0; f < flag_sets; ++f)
+          member(c > 0 ? 1 : 0, at(m, c, f), key, val, at(m, d, f));
   };
   auto& b = gb_.bud();
   if (patterns.empty() && !extras)
