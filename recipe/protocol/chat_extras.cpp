@@ -73,6 +73,8 @@ void parse_chat_extras(const json& j, const json_path& root, conversation& c) {
           .fail("Invalid value: 'continue_final_message' continues the final message, which must be the assistant's.");
     c.continue_final = true;
   }
+  // vLLM's echo: the final assistant message's text leads the answer (api_output).
+  c.echo_final = jr::opt_bool(j, "echo", root).value_or(false);
   // 4. Predicted Outputs: the expected answer, verified as drafts (rank_engine::verify_step).
   if (const json* pr = jr::find(j, "prediction")) {
     const auto at = root / "prediction";

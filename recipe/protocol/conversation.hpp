@@ -188,6 +188,9 @@ struct conversation {
   /// vLLM's `structured_outputs.disable_any_whitespace`: a JSON output (format, structured
   /// outputs, forced tool call arguments) written with no whitespace between tokens.
   bool compact_json = false;
+  /// vLLM's Chat `echo`: the answer's content starts with the final message's text when that
+  /// message is the assistant's (a prefill echoed back, as vLLM does).
+  bool echo_final = false;
   bool stream = false;
   /// Chat Completions `stream_options.include_usage`.
   bool stream_include_usage = false;

@@ -50,6 +50,10 @@ encoder_variant make_encoder(const recipe::conversation& conv, const std::string
   c.continuous_usage = conv.stream_continuous_usage;
   c.index = index;
   c.ends_stream = choices <= 1;
+  if (conv.echo_final && !conv.messages.empty() && conv.messages.back().role == recipe::role::assistant)
+    for (const auto& part : conv.messages.back().content)
+      if (part.type == recipe::content_part::kind::text)
+        c.echo += part.value;
   return recipe::chat_encoder{std::move(c)};
 }
 

@@ -72,8 +72,22 @@ std::string chat_encoder::chunk(std::string delta_json, const char* finish, cons
 }
 
 // `refusal: null` as OpenAI's first chunk has it; the model never refuses by a separate channel.
+chat_encoder::chat_encoder(config cfg) : cfg_(std::move(cfg)) {
+  if (!cfg_.echo.empty()) {
+    stream_event e;
+    e.text = cfg_.echo;
+    result_.apply(std::span<const stream_event>{&e, 1});
+  }
+}
+
 std::string chat_encoder::start() {
-  return chunk("{\"role\":\"assistant\",\"content\":\"\",\"refusal\":null}", nullptr);
+  auto out = chunk("{\"role\":\"assistant\",\"content\":\"\",\"refusal\":null}", nullptr);
+  if (!cfg_.echo.empty()) {
+    std::string d = "{\"content\":";
+    append_json_string(d, cfg_.echo);
+    out += chunk(d + "}", nullptr);
+  }
+  return out;
 }
 
 std::string chat_encoder::encode(std::span<const stream_event> events, const usage_counts& usage) {

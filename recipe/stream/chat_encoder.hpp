@@ -30,9 +30,12 @@ public:
     /// Its finish also ends the stream (usage chunk, `[DONE]`); false for every choice of an
     /// `n` > 1 request, whose stream `end` closes once all have finished.
     bool ends_stream = true;
+    /// vLLM's `echo`: text the answer's content starts with (the final assistant message's),
+    /// streamed right after the role chunk.
+    std::string echo = {};
   };
 
-  explicit chat_encoder(config cfg) : cfg_(std::move(cfg)) {}
+  explicit chat_encoder(config cfg);
 
   /// The usage the next chunks carry (`continuous_usage`).
   void usage_now(const usage_counts& u) { live_ = u; }

@@ -404,4 +404,27 @@ BOOST_AUTO_TEST_CASE(continuous_usage_puts_the_usage_so_far_on_every_chunk) {
   }
 }
 
+// vLLM's Chat `echo`: the final assistant message's text leads the answer, streamed right after
+// the role chunk, and in the body before what was generated.
+BOOST_AUTO_TEST_CASE(chat_echo_leads_with_the_final_message) {
+  std::vector<stream_event> ev(2);
+  ev[0].type = stream_event::kind::content;
+  ev[0].text = " world";
+  ev[1].type = stream_event::kind::finish;
+  chat_encoder::config cfg{"chatcmpl-1", "m", 7, false};
+  cfg.echo = "Hello,";
+  chat_encoder streamed(cfg);
+  const auto p = payloads(streamed.start() + streamed.encode(ev, {}));
+  BOOST_REQUIRE_EQUAL(p.size(), 4u);  // role, echo, " world", finish
+  BOOST_TEST(p[0]["choices"][0]["delta"]["role"] == "assistant");
+  BOOST_TEST(p[1]["choices"][0]["delta"]["content"] == "Hello,");
+  BOOST_TEST(p[2]["choices"][0]["delta"]["content"] == " world");
+  chat_encoder whole(cfg);
+  whole.apply(ev);
+  BOOST_TEST(nlohmann::json::parse(whole.body({}))["choices"][0]["message"]["content"] == "Hello, world");
+  chat_encoder plain({"chatcmpl-2", "m", 7, false});
+  plain.apply(ev);
+  BOOST_TEST(nlohmann::json::parse(plain.body({}))["choices"][0]["message"]["content"] == " world");
+}
+
 BOOST_AUTO_TEST_SUITE_END()

@@ -2,7 +2,7 @@
 // read token ids and stop reasons): stop_token_ids with stop_reason, include_stop_str_in_output,
 // allowed_token_ids, bad_words, skip_special_tokens and return_tokens_as_token_ids, on Chat and
 // legacy Completions, and continuing a final assistant message (vLLM's continue_final_message,
-// Anthropic's prefill) and OpenAI's Predicted Outputs, through the official clients (openai passes unknown fields through) and
+// Anthropic's prefill, with vLLM's echo) and OpenAI's Predicted Outputs, through the official clients (openai passes unknown fields through) and
 // raw HTTP for the error cases. Every expectation comes from an unconstrained run of the same
 // seeded request: the draw of a position depends on the seed and the position only, so a request
 // that stops or bans a token generates what the unconstrained one did up to that point.
@@ -191,6 +191,20 @@ try {
       (e) => e.status === 400 && /tool_use/.test(e.error?.error?.message));
   });
 
+  await check('echo (vLLM Chat): the final assistant message leads the answer, streamed and not; a final user message is not echoed', async () => {
+    const messages = [{ role: 'user', content: 'Write a haiku about the sea.' }, { role: 'assistant', content: 'Waves fold\n' }];
+    const ask = { messages, continue_final_message: true, max_tokens: 12 };
+    const plain = (await chat(ask)).choices[0].message.content;
+    const echoed = (await chat({ ...ask, echo: true })).choices[0].message.content;
+    assert.equal(echoed, 'Waves fold\n' + plain);
+    let streamed = '';
+    for await (const chunk of await chat({ ...ask, echo: true, stream: true }))
+      streamed += chunk.choices[0]?.delta?.content ?? '';
+    assert.equal(streamed, echoed);
+    const user = { messages: messages.slice(0, 1), max_tokens: 12 };
+    assert.equal((await chat({ ...user, echo: true })).choices[0].message.content, (await chat(user)).choices[0].message.content);
+  });
+
   await check('legacy completions keep the newlines an answer starts with (a raw prompt is continued, not answered)', async () => {
     // Only a newline may come: the answer is newlines, which a chat answer would trim.
     const nl = await tokenize('\n');
@@ -285,7 +299,8 @@ try {
                    [{ allowed_token_ids: [4e9] }, 'allowed_token_ids'], [{ bad_words: [' '] }, 'bad_words'],
                    [{ bad_words: [3] }, 'bad_words'], [{ skip_special_tokens: 'no' }, 'skip_special_tokens'],
                    [{ include_stop_str_in_output: 1 }, 'include_stop_str_in_output'],
-                   [{ truncate_prompt_tokens: 0 }, 'truncate_prompt_tokens'], [{ truncate_prompt_tokens: -2 }, 'truncate_prompt_tokens']];
+                   [{ truncate_prompt_tokens: 0 }, 'truncate_prompt_tokens'], [{ truncate_prompt_tokens: -2 }, 'truncate_prompt_tokens'],
+                   [{ echo: 'yes' }, 'echo']];
     for (const [extra, field] of cases) {
       const r = await post(url, '/v1/chat/completions', { ...base, ...extra });
       assert.equal(r.status, 400, JSON.stringify(extra));
