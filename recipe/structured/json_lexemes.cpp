@@ -139,9 +139,9 @@ std::optional<rx> format(std::string_view name) {
     re = date + "[Tt]" + time;
   else if (name == "uuid")
     re = "[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}";
-  else if (name == "email")
+  else if (name == "email" || name == "idn-email")  // ASCII addresses are IDN addresses too
     re = "[A-Za-z0-9!#$%&'*+/=?^_`{|}~.-]+@" + label + "(\\." + label + ")*";
-  else if (name == "uri")
+  else if (name == "uri" || name == "iri")  // URIs are IRIs
     re = "[A-Za-z][A-Za-z0-9+.-]*:[^\\s<>\"{}|\\\\^`]*";
   else if (name == "ipv4")
     re = octet + "\\." + octet + "\\." + octet + "\\." + octet;
@@ -153,10 +153,6 @@ std::optional<rx> format(std::string_view name) {
     re = ipv6;
   else if (name == "uri-reference" || name == "iri-reference")  // a URI, or a relative reference
     re = "[A-Za-z][A-Za-z0-9+.-]*:" + uric + "*|" + pchar + "*([/?#]" + uric + "*)?";
-  else if (name == "iri")  // URIs are IRIs
-    re = "[A-Za-z][A-Za-z0-9+.-]*:[^\\s<>\"{}|\\\\^`]*";
-  else if (name == "idn-email")
-    re = "[A-Za-z0-9!#$%&'*+/=?^_`{|}~.-]+@" + label + "(\\." + label + ")*";
   else if (name == "json-pointer")
     re = "(/([^/~]|~[01])*)*";
   else if (name == "relative-json-pointer")

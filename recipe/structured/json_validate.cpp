@@ -42,9 +42,11 @@ bool has_type(const json& v, const std::string& t) {
   throw compile_error("unknown type '" + t + "'");
 }
 
-std::size_t count_of(const json& s, const char* k) {
-  const auto v = detail::count_keyword(s, k);
-  return static_cast<std::size_t>(std::min(*v, 1e18));
+/// Whether `n` is within the count keywords `lo`..`hi` of `s` (minItems / maxItems...), each
+/// optional.
+bool counted_within(const json& s, const char* lo, const char* hi, std::size_t n) {
+  const auto at_least = detail::count_keyword(s, lo), at_most = detail::count_keyword(s, hi);
+  return (!at_least || static_cast<double>(n) >= *at_least) && (!at_most || static_cast<double>(n) <= *at_most);
 }
 
 } // namespace
@@ -89,6 +91,11 @@ bool json_validator::matches(const std::string& key, const std::string& text, Ma
     if ((q = d.step(q, c)) < 0)
       return false;
   return d.is_final(q);
+}
+
+bool json_validator::finds(const std::string& pattern, const std::string& spelled) {
+  return matches("/" + pattern, spelled,
+                 [&] { return byte_dfa::of(json_lex::string_of(search_regex(pattern, spelling::json)), budget_); });
 }
 
 bool json_validator::valid(const json& v, const json& s, int depth) {
@@ -184,10 +191,7 @@ bool json_validator::valid_number(const json& v, const json& s) {
 }
 
 bool json_validator::valid_string(const json& v, const json& s) {
-  const auto& str = v.get_ref<const std::string&>();
-  if (s.contains("minLength") && code_points(str) < count_of(s, "minLength"))
-    return false;
-  if (s.contains("maxLength") && code_points(str) > count_of(s, "maxLength"))
+  if (!counted_within(s, "minLength", "maxLength", code_points(v.get_ref<const std::string&>())))
     return false;
   std::vector<std::string> patterns;
   if (s.contains("pattern"))
@@ -197,7 +201,7 @@ bool json_validator::valid_string(const json& v, const json& s) {
       patterns.push_back(p.get<std::string>());
   const auto spelled = v.dump();
   for (const auto& p : patterns)
-    if (!matches("/" + p, spelled, [&] { return byte_dfa::of(json_lex::string_of(search_regex(p, spelling::json)), budget_); }))
+    if (!finds(p, spelled))
       return false;
   if (s.contains("format") && s["format"].is_string()) {
     const auto name = s["format"].get<std::string>();
@@ -211,15 +215,23 @@ bool json_validator::valid_string(const json& v, const json& s) {
 }
 
 bool json_validator::valid_array(const json& v, const json& s, int depth) {
-  if (s.contains("minItems") && v.size() < count_of(s, "minItems"))
+  if (!counted_within(s, "minItems", "maxItems", v.size()))
     return false;
-  if (s.contains("maxItems") && v.size() > count_of(s, "maxItems"))
-    return false;
-  // Items by position (prefixItems, or draft 4-2019's array `items`), then the rest.
-  const json* prefix = s.contains("prefixItems") ? &s["prefixItems"]
-                       : s.contains("items") && s["items"].is_array() ? &s["items"] : nullptr;
-  const json* rest = prefix == &s["items"] || !s.contains("items") ? (s.contains("additionalItems") && prefix ? &s["additionalItems"] : nullptr)
-                                                                     : &s["items"];
+  // Items by position (prefixItems, or draft 4-2019's array `items`), then the rest, as
+  // schema_builder::build_array reads them.
+  const json* prefix = nullptr;
+  const json* rest = nullptr;
+  if (s.contains("prefixItems")) {
+    prefix = &s["prefixItems"];
+    if (s.contains("items"))
+      rest = &s["items"];
+  } else if (s.contains("items") && s["items"].is_array()) {
+    prefix = &s["items"];
+    if (s.contains("additionalItems"))
+      rest = &s["additionalItems"];
+  } else if (s.contains("items")) {
+    rest = &s["items"];
+  }
   for (std::size_t i = 0; i < v.size(); ++i) {
     const json* item = prefix && i < prefix->size() ? &(*prefix)[i] : rest;
     if (item && !valid(v[i], *item, depth + 1))
@@ -233,17 +245,14 @@ bool json_validator::valid_array(const json& v, const json& s, int depth) {
   if (s.contains("contains")) {
     const auto n = static_cast<std::size_t>(
         std::count_if(v.begin(), v.end(), [&](const json& x) { return valid(x, s["contains"], depth + 1); }));
-    const std::size_t lo = s.contains("minContains") ? count_of(s, "minContains") : 1;
-    if (n < lo || (s.contains("maxContains") && n > count_of(s, "maxContains")))
+    if (n < (s.contains("minContains") ? 0 : 1) || !counted_within(s, "minContains", "maxContains", n))
       return false;
   }
   return true;
 }
 
 bool json_validator::valid_object(const json& v, const json& s, int depth) {
-  if (s.contains("minProperties") && v.size() < count_of(s, "minProperties"))
-    return false;
-  if (s.contains("maxProperties") && v.size() > count_of(s, "maxProperties"))
+  if (!counted_within(s, "minProperties", "maxProperties", v.size()))
     return false;
   if (s.contains("required"))
     for (const auto& k : s["required"])
@@ -261,8 +270,7 @@ bool json_validator::valid_object(const json& v, const json& s, int depth) {
         return false;
     }
     for (auto p = patterns.begin(); p != patterns.end(); ++p) {
-      const auto& pat = p.key();
-      if (matches("/" + pat, json(key).dump(), [&] { return byte_dfa::of(json_lex::string_of(search_regex(pat, spelling::json)), budget_); })) {
+      if (finds(p.key(), json(key).dump())) {
         seen = true;
         if (!valid(it.value(), p.value(), depth + 1))
           return false;

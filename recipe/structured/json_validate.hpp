@@ -33,6 +33,8 @@ private:
   /// Whether the automaton of `key` (built once by `make`, which returns a byte_dfa) accepts `text`.
   template <class Make>
   bool matches(const std::string& key, const std::string& text, Make make);
+  /// Whether ECMA-262 `pattern` finds a match in the string spelled (as JSON) `spelled`.
+  bool finds(const std::string& pattern, const std::string& spelled);
   bool valid_number(const json& v, const json& s);
   bool valid_string(const json& v, const json& s);
   bool valid_array(const json& v, const json& s, int depth);
