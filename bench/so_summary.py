@@ -35,8 +35,11 @@ def main():
     errors = collections.Counter()
     sizes = []  # bytes of each compiled schema's automata (what [so] cache_mib bounds)
     walked = []  # the same after its tests were walked (parts built on first use included)
+    sampled = []  # schemas with random outputs drawn (--sample)
     for line in fileinput.input(sys.argv[1:]):
         d = json.loads(line)
+        if 'sampled' in d:
+            sampled.append(d)
         if d['compiled'] and 'bytes' in d:
             sizes.append(d['bytes'])
         if d['compiled'] and 'bytes_walked' in d:
@@ -88,6 +91,13 @@ def main():
         q = lambda f: walked[min(len(walked) - 1, int(len(walked) * f))] / 1024
         print(f"bytes per compiled schema after its tests: p50 {q(0.5):.0f} KiB, p99 {q(0.99):.0f} KiB, "
               f"max {walked[-1] / 1024:.0f} KiB (key unions and other-key lexemes are built on first use)")
+    if sampled:
+        bad = [d for d in sampled if d['sampled_invalid']]
+        print(f"\nrandom outputs (--sample): {sum(d['sampled'] for d in sampled)} drawn from {len(sampled)} schemas, "
+              f"{sum(d['sampled_invalid'] for d in sampled)} invalid (in {len(bad)} schemas), "
+              f"{sum(d['sampled_undecided'] for d in sampled)} the validator could not decide")
+        for d in bad[:10]:
+            print(f"  invalid: {d['file']}: {d.get('sampled_invalid_text', '')[:160]!r}")
     print("\nmost common compile errors:")
     for e, c in errors.most_common(25):
         print(f"{c:6}  {e}")

@@ -143,9 +143,9 @@ std::optional<rx> format(std::string_view name) {
     re = "[A-Za-z0-9!#$%&'*+/=?^_`{|}~.-]+@" + label + "(\\." + label + ")*";
   else if (name == "uri" || name == "iri")  // URIs are IRIs
     re = "[A-Za-z][A-Za-z0-9+.-]*:[^\\s<>\"{}|\\\\^`]*";
-  else if (name == "ipv4")
+  else if (name == "ipv4" || name == "ip-address")  // draft 3 spelled it ip-address
     re = octet + "\\." + octet + "\\." + octet + "\\." + octet;
-  else if (name == "hostname" || name == "idn-hostname")  // ASCII names are IDN names too
+  else if (name == "hostname" || name == "idn-hostname" || name == "host-name")  // IDN: ASCII too; draft 3: host-name
     re = label + "(\\." + label + ")*";
   else if (name == "duration")  // RFC 3339 appendix A
     re = "P((\\d+D|\\d+M(\\d+D)?|\\d+Y(\\d+M(\\d+D)?)?)(" + dur_time + ")?|" + dur_time + "|\\d+W)";

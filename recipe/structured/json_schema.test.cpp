@@ -281,39 +281,6 @@ BOOST_AUTO_TEST_CASE(enum_values_are_filtered_by_the_whole_schema) {
   }
 }
 
-// oneOf branches that may overlap, kept apart by a key one requires and the other does not
-// (forbidden there): every accepted object matches exactly one branch (checked by the validator).
-BOOST_AUTO_TEST_CASE(one_of_branches_apart_by_required_keys) {
-  const std::vector<std::pair<std::string, std::vector<std::pair<const char*, bool>>>> cases{
-      {R"({"type":"object","properties":{"a":{"type":"integer"},"b":{"type":"integer"}},
-          "oneOf":[{"required":["a"]},{"required":["b"]}]})",
-       {{R"({"a":1})", true}, {R"({"b":2})", true}, {R"({"a":1,"b":2})", false}, {"{}", false}, {R"({"a":1,"c":3})", true}}},
-      {R"({"oneOf":[{"type":"object","required":["a","c"]},{"type":"object","required":["a","b"]}]})",
-       {{R"({"a":1,"c":1})", true}, {R"({"a":1,"b":2})", true}, {R"({"a":1,"b":2,"c":3})", false}, {R"({"b":2})", false}}},
-      {R"({"oneOf":[{"required":["ssn"]},{"required":["ein"]},{"required":["itin"]}],"type":"object",
-          "properties":{"name":{"type":"string"}},"required":["name"]})",
-       {{R"({"name":"x","ein":"1"})", true}, {R"({"name":"x","ssn":"1","ein":"2"})", false}, {R"({"name":"x"})", false}}},
-  };
-  for (const auto& [schema, instances] : cases) {
-    auto m = schema_matcher(schema);
-    auto root = nlohmann::ordered_json::parse(schema);
-    auto b = budget::unbounded();
-    json_validator check{root, b};
-    for (const auto& [text, ok] : instances) {
-      BOOST_TEST(accepts(*m, text) == ok, schema << " " << text);
-      BOOST_TEST(check.valid(nlohmann::ordered_json::parse(text), root) == ok, text);  // the test's own claim
-    }
-  }
-  // Branches no key keeps apart are still refused.
-  auto& c = deepinfer::recipe::so::test::shared_compiler();
-  for (const char* schema : {R"({"oneOf":[{"type":"string"},{"type":"string","maxLength":3}]})",
-                             R"({"oneOf":[{"type":"object","required":["a"]},{"type":"object","required":["a","b"]}]})"}) {
-    auto r = c.compile({constraint_kind::json_schema, schema});
-    BOOST_TEST_REQUIRE(!r.has_value(), schema);
-    BOOST_TEST(r.error().find("oneOf") != std::string::npos);
-  }
-}
-
 // dependentRequired (and `dependencies` with arrays), in either order of the keys, checked
 // instance by instance against the validator; what is not decided in order is refused.
 BOOST_AUTO_TEST_CASE(dependent_required_in_either_order) {

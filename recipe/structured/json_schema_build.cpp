@@ -260,6 +260,56 @@ void schema_builder::build_plain(rule_nfa& n, std::vector<rule_nfa::frag>& out, 
   }
 }
 
+std::string string_text_key(const json& s) {
+  std::string key = s.contains("format") && s["format"].is_string() ? s["format"].get<std::string>() : "";
+  if (s.contains("pattern"))
+    key += "\x1f" + s["pattern"].get<std::string>();
+  if (s.contains("x-patterns"))
+    for (auto& p : s["x-patterns"])
+      key += "\x1f" + p.get<std::string>();
+  if (s.contains("x-not-strings"))
+    key += "\x1e" + s["x-not-strings"].dump();
+  if (s.contains("enum"))
+    key += "\x1d" + s["enum"].dump();
+  return key;
+}
+
+std::optional<byte_dfa> string_text_dfa(const json& s, std::uint32_t ws, budget& b) {
+  std::vector<byte_dfa> parts;
+  if (s.contains("pattern"))
+    parts.push_back(byte_dfa::of(json_lex::lead(json_lex::string_of(search_regex(s["pattern"].get<std::string>(), spelling::json)), ws), b));
+  if (s.contains("x-patterns"))
+    for (auto& p : s["x-patterns"])
+      parts.push_back(byte_dfa::of(json_lex::lead(json_lex::string_of(search_regex(p.get<std::string>(), spelling::json)), ws), b));
+  if (s.contains("format") && s["format"].is_string()) {
+    const auto fmt = s["format"].get<std::string>();
+    const auto* f = json_format_dfa(fmt, ws);
+    if (f == nullptr)
+      throw compile_error("unsupported format '" + fmt + "'");
+    parts.push_back(*f);
+  }
+  const bool without = s.contains("x-not-strings") && !s["x-not-strings"].empty();
+  if (s.contains("enum")) {  // strings listed (an x-not-strings entry): each spelled one way
+    std::vector<rx> listed;
+    for (const auto& v : s["enum"])
+      if (v.is_string())
+        listed.push_back(json_lex::string_of(rx::lit(v.get_ref<const std::string&>(), spelling::json)));
+    parts.push_back(listed.empty() ? byte_dfa{} : byte_dfa::of(json_lex::lead(rx::alt(std::move(listed)), ws), b));
+  }
+  if (parts.empty() && !without)
+    return std::nullopt;
+  if (parts.empty())  // one spelling per string: what `without` removes is removed in every spelling
+    parts.push_back(byte_dfa::of(json_lex::lead(json_lex::string_len(0, rx::unbounded), ws), b));
+  byte_dfa d = std::move(parts[0]);
+  for (std::size_t i = 1; i < parts.size(); ++i)
+    d = byte_dfa::intersect(d, parts[i], b);
+  if (without)
+    for (const auto& other : s["x-not-strings"])
+      if (auto o = string_text_dfa(other, ws, b))
+        d = byte_dfa::minus(d, *o, b);
+  return d;
+}
+
 symbol schema_builder::string_lexeme(const json& s) {
   // A count is one automaton state per character: past 4096 characters a string is written to
   // at most 4096 (every output still valid; APIs' `maxLength: 65535` text fields were refused),
@@ -271,36 +321,18 @@ symbol schema_builder::string_lexeme(const json& s) {
     throw compile_error("minLength above 4096 (unsupported)");
   if (max != rx::unbounded && max > longest)
     max = longest;
-  std::vector<std::string> patterns;
-  if (s.contains("pattern"))
-    patterns.push_back(s["pattern"].get<std::string>());
-  if (s.contains("x-patterns"))
-    for (auto& p : s["x-patterns"])
-      patterns.push_back(p.get<std::string>());
-  std::string fmt = s.contains("format") && s["format"].is_string() ? s["format"].get<std::string>() : "";
-  std::string key = "s:" + std::to_string(min) + ":" + std::to_string(max) + ":" + fmt;
-  for (auto& p : patterns)
-    key += "\x1f" + p;
+  std::string key = "s:" + std::to_string(min) + ":" + std::to_string(max) + ":" + string_text_key(s);
   if (auto it = lexemes_.find(key); it != lexemes_.end())
     return it->second;
   auto& b = gb_.bud();
-  std::vector<byte_dfa> parts;
+  std::optional<byte_dfa> d;
   if (min > 0 || max != rx::unbounded)
-    parts.push_back(byte_dfa::counted(json_constant_dfa(json_constant::string_char), '"', '"', min, max, b, ws_));
-  for (auto& p : patterns)
-    parts.push_back(byte_dfa::of(json_lex::lead(json_lex::string_of(search_regex(p, spelling::json)), ws_), b));
-  if (!fmt.empty()) {
-    const auto* f = json_format_dfa(fmt, ws_);
-    if (f == nullptr)
-      throw compile_error("unsupported format '" + fmt + "'");
-    parts.push_back(*f);
-  }
-  if (parts.empty())
-    parts.push_back(json_constant_dfa(json_constant::any_string, ws_));
-  byte_dfa d = std::move(parts[0]);
-  for (std::size_t i = 1; i < parts.size(); ++i)
-    d = byte_dfa::intersect(d, parts[i], b);
-  auto sym = gb_.lexeme(std::move(d));
+    d = byte_dfa::counted(json_constant_dfa(json_constant::string_char), '"', '"', min, max, b, ws_);
+  if (auto t = string_text_dfa(s, ws_, b))
+    d = d ? byte_dfa::intersect(*d, *t, b) : std::move(*t);
+  if (!d)
+    d = json_constant_dfa(json_constant::any_string, ws_);
+  auto sym = gb_.lexeme(std::move(*d));
   lexemes_.emplace(key, sym);
   return sym;
 }

@@ -6,12 +6,15 @@
 #include "recipe/structured/grammar.hpp"
 #include "recipe/structured/json_lexemes.hpp"
 #include "recipe/structured/json_schema.hpp"
+#include "recipe/structured/json_validate.hpp"
 
 #include <nlohmann/json.hpp>
 
 #include <deque>
 #include <map>
+#include <memory>
 #include <optional>
+#include <set>
 #include <span>
 #include <string>
 #include <unordered_map>
@@ -20,6 +23,16 @@
 namespace deepinfer::recipe::so::detail {
 
 using json = nlohmann::ordered_json;
+
+/// `true` / `{}` (anything) and `false` (nothing).
+inline bool is_true(const json& s) { return (s.is_boolean() && s.get<bool>()) || (s.is_object() && s.empty()); }
+inline bool is_false(const json& s) { return s.is_boolean() && !s.get<bool>(); }
+/// The JSON types `s` admits ("integer" too when "number" is there; all seven without `type`).
+std::set<std::string> types_of(const json& s);
+/// `type`'s value for the set `t` (one name, or an array; "integer" folded into "number").
+json type_json(const std::set<std::string>& t);
+/// The listed values of `s` (`const`, `enum`, or those every member of an `allOf` lists), if any.
+std::optional<json> values_of(const json& s);
 
 /// The value of the count keyword `k` of `s` (minLength, maxItems, minProperties, ...): nullopt
 /// when absent, a compile_error when it is not a non-negative number.
@@ -44,6 +57,14 @@ std::optional<std::int32_t> other_key_shortest(const std::vector<std::string>& d
 /// whitespace: built once per process like `json_constant_dfa`; nullptr for an unsupported one.
 const byte_dfa* json_format_dfa(const std::string& name, std::uint32_t max_ws = rx::unbounded);
 
+/// The strings `s`'s text keywords accept (pattern, x-patterns, format; minus those of each
+/// schema in x-not-strings), after at most `ws` whitespace bytes, counts not included; nullopt
+/// when it has none (any string). Patterns and formats accept one spelling per string (the
+/// compact JSON one), so a difference of two of them removes a value in every spelling it has.
+std::optional<byte_dfa> string_text_dfa(const json& s, std::uint32_t ws, budget& b);
+/// What `string_text_dfa` reads of `s`, as a cache key.
+std::string string_text_key(const json& s);
+
 /// Numbers (no exponent; after JSON whitespace, any amount) that are multiples of `m` (> 0):
 /// a compile_error for a zero, negative or too fine / too large one.
 byte_dfa multiple_of_dfa(const json_lex::decimal& m, budget& b);
@@ -60,10 +81,36 @@ public:
   /// Merges two plain schemas (allOf of both).
   json merge(const json& a, const json& b) const;
 
-private:
+  /// Whether no value matches both plain schemas, as far as types, listed values, bounds, counts
+  /// and object keys prove it (false: they may overlap).
   bool disjoint(const json& a, const json& b) const;
+
+private:
+  /// oneOf: each branch's alternatives (`per`), narrowed to parts no other branch (`wide`, every
+  /// value it may match) accepts; a branch with no such part is dropped.
+  std::vector<json> one_of(const json& base, const std::vector<std::vector<json>>& per,
+                           const std::vector<std::vector<json>>& wide) const;
+  /// The parts of `x` (type by type, narrowed where needed) that match none of `others`.
+  std::vector<json> apart(const json& base, const json& x, const std::vector<json>& others) const;
+  /// Keywords that may leave a part of type `t` apart from `y`, least narrowing first.
+  std::vector<json> narrowings(const std::string& t, const json& part, const json& y) const;
+  /// Whether the value `v` provably fails the plain schema `y` (false when the validator cannot decide).
+  bool fails(const json& v, const json& y) const;
+  /// The strings `s`'s text keywords accept (no whitespace before), built once per key: nullptr
+  /// for any string, or when it cannot be built (an unsupported format...).
+  const byte_dfa* text_dfa(const json& s) const;
+  /// `s` with its `$ref` and `allOf` merged in (what `disjoint` reads of items and properties;
+  /// a superset of its values where a merge keeps one of two combinators).
+  json flat(const json& s, int depth = 0) const;
   const json& root_;
   budget& budget_;
+  /// Computing what a branch may match: a nested oneOf counts as anyOf (a superset), not narrowed.
+  bool superset_ = false;
+  /// oneOf nodes narrowed so far: a branch without one has the same alternatives either way.
+  std::size_t one_of_seen_ = 0;
+  mutable std::unique_ptr<json_validator> validator_;
+  mutable std::map<std::string, std::optional<byte_dfa>> text_dfas_;
+  mutable int depth_ = 0;  // of `disjoint` inside unions, items and properties
 };
 
 /// Builds the grammar: one rule per distinct schema.

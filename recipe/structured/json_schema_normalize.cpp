@@ -2,13 +2,11 @@
 
 #include <algorithm>
 #include <set>
+#include <utility>
 
 namespace deepinfer::recipe::so::detail {
 
 namespace {
-
-bool is_true(const json& s) { return (s.is_boolean() && s.get<bool>()) || (s.is_object() && s.empty()); }
-bool is_false(const json& s) { return s.is_boolean() && !s.get<bool>(); }
 
 json conj(const json& x, const json& y) {
   if (is_true(x))
@@ -18,6 +16,34 @@ json conj(const json& x, const json& y) {
   if (is_false(x) || is_false(y))
     return false;
   return json{{"allOf", json::array({x, y})}};
+}
+
+// Draft 4 spells exclusive bounds as booleans beside minimum / maximum.
+void draft4_bounds(json& s) {
+  for (auto [ex, bound] : {std::pair{"exclusiveMinimum", "minimum"}, std::pair{"exclusiveMaximum", "maximum"}}) {
+    if (!s.contains(ex) || !s[ex].is_boolean())
+      continue;
+    const bool on = s[ex].get<bool>();
+    s.erase(ex);
+    if (on && s.contains(bound)) {
+      s[ex] = s[bound];
+      s.erase(bound);
+    }
+  }
+}
+
+} // namespace
+
+json type_json(const std::set<std::string>& t) {
+  std::set<std::string> u = t;
+  if (u.contains("number"))
+    u.erase("integer");
+  if (u.size() == 1)
+    return *u.begin();
+  json a = json::array();
+  for (auto& x : u)
+    a.push_back(x);
+  return a;
 }
 
 std::set<std::string> types_of(const json& s) {
@@ -37,41 +63,31 @@ std::set<std::string> types_of(const json& s) {
   return t;
 }
 
-json type_json(const std::set<std::string>& t) {
-  std::set<std::string> u = t;
-  if (u.contains("number"))
-    u.erase("integer");
-  if (u.size() == 1)
-    return *u.begin();
-  json a = json::array();
-  for (auto& x : u)
-    a.push_back(x);
-  return a;
-}
-
-// Draft 4 spells exclusive bounds as booleans beside minimum / maximum.
-void draft4_bounds(json& s) {
-  for (auto [ex, bound] : {std::pair{"exclusiveMinimum", "minimum"}, std::pair{"exclusiveMaximum", "maximum"}}) {
-    if (!s.contains(ex) || !s[ex].is_boolean())
-      continue;
-    const bool on = s[ex].get<bool>();
-    s.erase(ex);
-    if (on && s.contains(bound)) {
-      s[ex] = s[bound];
-      s.erase(bound);
-    }
-  }
-}
-
 std::optional<json> values_of(const json& s) {
+  if (!s.is_object())
+    return std::nullopt;
   if (s.contains("const"))
     return json::array({s["const"]});
   if (s.contains("enum") && s["enum"].is_array())
     return s["enum"];
+  if (s.contains("allOf") && s["allOf"].is_array()) {  // conj() writes property conjunctions so
+    std::optional<json> r;
+    for (const auto& m : s["allOf"])
+      if (auto v = values_of(m)) {
+        if (!r) {
+          r = *v;
+          continue;
+        }
+        json keep = json::array();
+        for (const auto& x : *r)
+          if (std::find(v->begin(), v->end(), x) != v->end())
+            keep.push_back(x);
+        r = std::move(keep);
+      }
+    return r;
+  }
   return std::nullopt;
 }
-
-} // namespace
 
 const json& schema_normalizer::resolve(const std::string& ref) const {
   if (ref.empty() || ref[0] != '#')
@@ -138,128 +154,30 @@ std::vector<json> schema_normalizer::alternatives(const json& s, int depth) {
     cross(branches);
   }
   if (s.contains("oneOf")) {
-    std::vector<std::vector<json>> per;
-    for (auto& sub : s["oneOf"])
+    std::vector<std::vector<json>> per, wide;
+    for (auto& sub : s["oneOf"]) {
+      const auto seen = one_of_seen_;
       per.push_back(alternatives(sub, depth + 1));
-    std::vector<json> branches;
-    // Objects that may match two branches are kept apart where each branch requires a key the
-    // other does not: each forbids the other's key, so its outputs fail the other branch as
-    // written (`oneOf: [{required: [a]}, {required: [b]}]` is "a or b, not both"). Forbidding
-    // only narrows a branch, so what was disjoint stays so; the outputs are a subset of the
-    // valid ones, each matching exactly one branch. One-sided (`[a]` and `[a, b]`) is refused:
-    // an output of the wider branch would match the narrower one too.
-    auto required_only_by = [](const json& x, const json& y) -> std::optional<std::string> {
-      if (!x.is_object() || !x.contains("required"))
-        return std::nullopt;
-      for (const auto& k : x["required"])
-        if (!y.contains("required") || std::find(y["required"].begin(), y["required"].end(), k) == y["required"].end())
-          return k.get<std::string>();
-      return std::nullopt;
-    };
-    auto forbid = [&](json& x, const std::string& k) { x = merge(x, json{{"properties", {{k, false}}}}); };
-    for (std::size_t i = 0; i < per.size(); ++i)
-      for (std::size_t j = i + 1; j < per.size(); ++j)
-        for (auto& a : per[i])
-          for (auto& b : per[j]) {
-            const auto ma = merge(base, a), mb = merge(base, b);
-            if (disjoint(ma, mb))
-              continue;
-            const auto k = required_only_by(mb, ma), k2 = required_only_by(ma, mb);
-            if (!k || !k2)
-              throw compile_error("oneOf branches " + std::to_string(i) + " and " + std::to_string(j) +
-                                  " may both match (only provably disjoint oneOf is supported)");
-            forbid(a, *k);
-            forbid(b, *k2);
-          }
-    for (auto& p : per)
-      for (auto& a : p)
-        branches.push_back(std::move(a));
-    cross(branches);
+      if (superset_ || seen == one_of_seen_) {
+        wide.push_back(per.back());  // nothing inside was narrowed: the same values
+        continue;
+      }
+      const bool was = std::exchange(superset_, true);
+      wide.push_back(alternatives(sub, depth + 1));
+      superset_ = was;
+    }
+    if (superset_) {  // what the oneOf may match: any branch
+      std::vector<json> branches;
+      for (auto& p : wide)
+        for (auto& a : p)
+          branches.push_back(std::move(a));
+      cross(branches);
+    } else {
+      ++one_of_seen_;
+      cross(one_of(base, per, wide));
+    }
   }
   return alts;
-}
-
-bool schema_normalizer::disjoint(const json& a, const json& b) const {
-  if (a.is_null() || b.is_null())
-    return true;
-  auto ta = types_of(a), tb = types_of(b);
-  auto va = values_of(a), vb = values_of(b);
-  auto value_type = [](const json& v) -> std::string {
-    switch (v.type()) {
-    case json::value_t::null: return "null";
-    case json::value_t::boolean: return "boolean";
-    case json::value_t::object: return "object";
-    case json::value_t::array: return "array";
-    case json::value_t::string: return "string";
-    case json::value_t::number_float: return "number";
-    default: return "integer";
-    }
-  };
-  if (va) {
-    std::set<std::string> t;
-    for (auto& v : *va)
-      t.insert(value_type(v));
-    std::erase_if(ta, [&](auto& x) { return !t.contains(x) && !(x == "number" && t.contains("integer")); });
-  }
-  if (vb) {
-    std::set<std::string> t;
-    for (auto& v : *vb)
-      t.insert(value_type(v));
-    std::erase_if(tb, [&](auto& x) { return !t.contains(x) && !(x == "number" && t.contains("integer")); });
-  }
-  std::set<std::string> common;
-  for (auto& x : ta)
-    if (tb.contains(x))
-      common.insert(x);
-  if (common.empty())
-    return true;
-  if (va && vb) {
-    bool any = false;
-    for (auto& x : *va)
-      for (auto& y : *vb)
-        any = any || x == y;
-    if (!any)
-      return true;
-  }
-  if (common == std::set<std::string>{"object"}) {
-    auto req = [](const json& s) {
-      std::set<std::string> r;
-      if (s.contains("required"))
-        for (auto& x : s["required"])
-          r.insert(x.get<std::string>());
-      return r;
-    };
-    auto ra = req(a), rb = req(b);
-    const json empty = json::object();
-    const auto& pa = a.contains("properties") ? a["properties"] : empty;
-    const auto& pb = b.contains("properties") ? b["properties"] : empty;
-    // A required property whose values cannot agree.
-    for (auto& k : ra)
-      if (rb.contains(k) && pa.contains(k) && pb.contains(k)) {
-        auto x = values_of(pa[k]), y = values_of(pb[k]);
-        if (x && y) {
-          bool any = false;
-          for (auto& u : *x)
-            for (auto& v : *y)
-              any = any || u == v;
-          if (!any)
-            return true;
-        }
-      }
-    // One requires what the other forbids.
-    // (A pattern of patternProperties may let the key in: not closed then.)
-    auto closed = [](const json& s) {
-      return s.contains("additionalProperties") && is_false(s["additionalProperties"]) &&
-             (!s.contains("patternProperties") || s["patternProperties"].empty());
-    };
-    for (auto& k : rb)
-      if ((closed(a) && !pa.contains(k)) || (pa.contains(k) && is_false(pa[k])))
-        return true;
-    for (auto& k : ra)
-      if ((closed(b) && !pb.contains(k)) || (pb.contains(k) && is_false(pb[k])))
-        return true;
-  }
-  return false;
 }
 
 json schema_normalizer::merge(const json& a, const json& b) const {
@@ -357,7 +275,7 @@ json schema_normalizer::merge(const json& a, const json& b) const {
           if (std::find(mine.begin(), mine.end(), x) == mine.end())
             mine.push_back(x);
       }
-    } else if (k == "x-patterns" || k == "x-multipleOf") {
+    } else if (k == "x-patterns" || k == "x-multipleOf" || k == "x-not-strings") {
       for (auto& x : v)  // lists from merges below: all of them hold
         r[k].push_back(x);
     } else if (k == "items" && r[k].is_object() && v.is_object()) {

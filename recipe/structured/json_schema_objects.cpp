@@ -9,8 +9,6 @@ namespace deepinfer::recipe::so {
 namespace detail {
 
 namespace {
-bool is_true(const json& s) { return (s.is_boolean() && s.get<bool>()) || (s.is_object() && s.empty()); }
-bool is_false(const json& s) { return s.is_boolean() && !s.get<bool>(); }
 /// A declared key's lexeme pieces: the key spelled canonically, then `:` (whitespace around).
 std::vector<std::string> key_pieces(const std::string& key) { return {json(key).dump(), ":"}; }
 /// Keys whose text a `patternProperties` pattern finds (ECMA-262 search: unanchored unless the

@@ -211,6 +211,13 @@ bool json_validator::valid_string(const json& v, const json& s) {
     if (!matches("f" + name, spelled, [&] { return byte_dfa::of(json_lex::string_of(*f), budget_); }))
       return false;
   }
+  if (s.contains("x-not-strings"))  // a oneOf branch narrowed: none of the other branches' strings
+    for (const auto& other : s["x-not-strings"]) {
+      const bool listed = !other.contains("enum") || std::any_of(other["enum"].begin(), other["enum"].end(),
+                                                                 [&](const json& e) { return equal(v, e); });
+      if (listed && valid_string(v, other))
+        return false;
+    }
   return true;
 }
 

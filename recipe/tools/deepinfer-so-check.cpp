@@ -1,7 +1,7 @@
 // deepinfer-so-check: structured-output acceptance on MaskBench JSONL.
 //
 //   zstd -dc maskbench.jsonl.zst | deepinfer-so-check [--tokenizer PATH] [--limit N] [--timeout-ms MS] [--warm]
-//                                                     [--json-whitespace N]
+//                                                     [--json-whitespace N] [--sample N]
 //
 // Each input line is {"file", "source"?, "schema", "tests": [{"valid", "data"}]}. The schema is
 // compiled; each test's data, serialized compactly (`,` `:` and no spaces, keys in their order),
@@ -18,9 +18,15 @@
 // lexers (strings, numbers, punctuation) are warmed once, as a serving process does at start.
 // With --warm the tests of each schema are walked a second time and that pass's mask times are
 // added as warm_mask_us_mean / warm_mask_hist (every lexer state's class already computed).
+// With --sample N, N outputs of each compiled schema are drawn at random among the tokens the
+// masks allow (within a few dozen tokens past the shortest completion) and each is checked
+// against the schema by the JSON Schema validator: sampled, sampled_invalid (must be 0: an
+// output the constraint let through that the schema rejects), sampled_undecided (the validator
+// cannot decide a keyword), and the first invalid output's text.
 
 #include "recipe/base/cli.hpp"
 #include "recipe/structured/compiler.hpp"
+#include "recipe/structured/json_validate.hpp"
 #include "recipe/tokenizer/tokenizer.hpp"
 
 #include <nlohmann/json.hpp>
@@ -29,6 +35,9 @@
 #include <chrono>
 #include <cstdlib>
 #include <iostream>
+#include <map>
+#include <random>
+#include <regex>
 #include <string>
 
 using namespace deepinfer::recipe;
@@ -76,6 +85,32 @@ void walk(const so::matcher& m, const tokenizer& tok, const nlohmann::ordered_js
   accepted = eos;
 }
 
+/// One output drawn among what the masks allow, in at most `budget` tokens: its text, or why
+/// none came ("dead": a mask with nothing in it; "refused": a token the mask allowed that
+/// `advance` refused; "end allowed early": end of sequence in the mask of a state that does not
+/// accept; "unfinished": not accepting when the budget ran out). Each is a bug.
+std::pair<std::string, const char*> random_output(const so::matcher& m, const tokenizer& tok, std::mt19937& rng,
+                                                  std::size_t budget) {
+  auto st = m.start();
+  std::vector<token_id> out;
+  for (std::size_t left = budget; left > 0; --left) {
+    const auto mask = m.allowed_tokens(st, left);
+    std::vector<token_id> ids;
+    for (std::size_t w = 0; w < mask.size(); ++w)
+      for (auto b = mask[w]; b != 0; b &= b - 1)
+        ids.push_back(static_cast<token_id>(w * 64 + static_cast<std::size_t>(__builtin_ctzll(b))));
+    if (ids.empty())
+      return {tok.decode(out), "dead"};
+    const auto t = ids[std::uniform_int_distribution<std::size_t>{0, ids.size() - 1}(rng)];
+    if (t == m.vocab().eos())
+      return {tok.decode(out), m.is_accepting(st) ? nullptr : "end allowed early"};
+    if (!m.advance(st, t))
+      return {tok.decode(out), "refused"};
+    out.push_back(t);
+  }
+  return {tok.decode(out), m.is_accepting(st) ? nullptr : "unfinished"};
+}
+
 } // namespace
 
 int main(int argc, char** argv) {
@@ -83,6 +118,7 @@ int main(int argc, char** argv) {
   std::size_t limit = SIZE_MAX;
   long timeout_ms = 2000;
   bool warm = false;
+  int sample = 0;
   long json_whitespace = -1;
   CLI::App app{"deepinfer-so-check: structured-output acceptance on MaskBench JSONL (stdin); one JSON line per "
                "schema on stdout.",
@@ -93,6 +129,7 @@ int main(int argc, char** argv) {
   app.add_option("--json-whitespace", json_whitespace,
                  "most whitespace bytes in a row between JSON tokens, as the server's [so] json_whitespace (-1: any)")
       ->capture_default_str();
+  app.add_option("--sample", sample, "draw this many random outputs per schema and validate each");
   app.add_flag("--warm", warm, "walk each schema's tests a second time and report that pass's mask times too");
   if (auto rc = deepinfer::parse_command_line(app, argc, argv))
     return *rc;
@@ -190,6 +227,50 @@ int main(int argc, char** argv) {
       out["warm_mask_us_mean"] = wt.empty() ? 0.0 : wm / static_cast<double>(wt.size());
       out["warm_mask_n"] = wt.size();
       out["warm_mask_hist"] = wh;
+    }
+    if (sample > 0 && m) {
+      std::mt19937 rng{static_cast<std::uint32_t>(n)};
+      const auto root = nlohmann::ordered_json::parse(in["schema"].dump());
+      auto unbounded = so::budget::unbounded();
+      so::json_validator check{root, unbounded};
+      const auto least = (*m)->shortest_completion_length((*m)->start());
+      std::size_t invalid = 0, undecided = 0, drawn = 0;
+      std::map<std::string, std::size_t> why;
+      for (int i = 0; i < sample; ++i) {
+        auto [text, fault] = random_output(**m, tok, rng, least + 1 + static_cast<std::size_t>(i % 48));
+        ++drawn;
+        const char* bad = fault;
+        if (!bad) {
+          nlohmann::ordered_json v;
+          try {
+            v = nlohmann::ordered_json::parse(text);
+          } catch (const std::exception&) {
+            // JSON that nlohmann cannot hold (an exponent past a double's range) is not a fault.
+            static const std::regex huge_exponent{"[0-9][eE][+-]?[0-9]{3,}"};
+            bad = std::regex_search(text, huge_exponent) ? nullptr : "not JSON";
+            if (!bad) {
+              ++undecided;
+              continue;
+            }
+          }
+          if (!bad)
+            try {
+              if (!check.valid(v, root))
+                bad = "invalid";
+            } catch (const std::exception&) {
+              ++undecided;  // a keyword the validator cannot decide
+            }
+        }
+        if (bad) {
+          if (invalid++ == 0)
+            out["sampled_invalid_text"] = std::string(bad) + ": " + text;
+          ++why[bad];
+        }
+      }
+      out["sampled_faults"] = why;
+      out["sampled"] = drawn;
+      out["sampled_invalid"] = invalid;
+      out["sampled_undecided"] = undecided;
     }
     out["mismatch"] = mismatch;
     out["tests"] = tests;
