@@ -55,7 +55,7 @@ BOOST_AUTO_TEST_CASE(compiles_into_the_ranks_cache_hits_it_again_and_refuses_as_
   // {"n": 0} at the shortest, a few tokens; the same again.
   BOOST_TEST(first.shortest_tokens > 0);
   BOOST_TEST(again.shortest_tokens == first.shortest_tokens);
-  auto refused = ask(structured_output::spec_of({recipe::so::constraint_kind::json_schema, R"({"type":"object","not":{"required":["a"]}})"}));
+  auto refused = ask(structured_output::spec_of({recipe::so::constraint_kind::json_schema, R"({"type":"array","not":{"uniqueItems":true}})"}));
   BOOST_TEST(is(refused.error, errc::so_refused));
   BOOST_TEST(error_text(refused.error).find("not") != std::string::npos, error_text(refused.error));
   const auto text = metrics->render();

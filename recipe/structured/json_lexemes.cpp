@@ -104,7 +104,15 @@ rx lead(rx body, std::uint32_t max_ws) { return rx::seq({json_ws(max_ws), std::m
 rx string_char() { return rx::set(any_cp(), spelling::json); }
 
 rx any_string() {
-  auto u = rx::seq({ch('\\'), ch('u'), rx::rep(hex(), 4, 4)});
+  // A `\uXXXX` escape spells a code point: a surrogate only as a high-low pair. A lone one is
+  // no string strict parsers take (nlohmann and serde_json refuse it, Go substitutes U+FFFD).
+  auto esc = [](rx four) { return rx::seq({ch('\\'), ch('u'), std::move(four)}); };
+  const auto d = rx::set({{'D', 'D'}, {'d', 'd'}});
+  auto plain = rx::alt({rx::seq({rx::set({{'0', '9'}, {'A', 'C'}, {'E', 'F'}, {'a', 'c'}, {'e', 'f'}}), rx::rep(hex(), 3, 3)}),
+                        rx::seq({d, rx::set({{'0', '7'}}), rx::rep(hex(), 2, 2)})});
+  auto high = rx::seq({d, rx::set({{'8', '9'}, {'A', 'B'}, {'a', 'b'}}), rx::rep(hex(), 2, 2)});
+  auto low = rx::seq({d, rx::set({{'C', 'F'}, {'c', 'f'}}), rx::rep(hex(), 2, 2)});
+  auto u = rx::alt({esc(std::move(plain)), rx::seq({esc(std::move(high)), esc(std::move(low))})});
   return rx::seq({ch('"'), rx::star(rx::alt({string_char(), u})), ch('"')});
 }
 

@@ -324,7 +324,7 @@ BOOST_AUTO_TEST_CASE(arrays_with_prefix_items_and_counts) {
 
 BOOST_AUTO_TEST_CASE(unsupported_keywords_are_errors_never_ignored) {
   auto& c = deepinfer::recipe::so::test::shared_compiler();
-  for (auto [schema, word] : {std::pair{R"({"not":{"pattern":"a"}})", "not"},
+  for (auto [schema, word] : {std::pair{R"({"not":{"uniqueItems":true}})", "not"},
                               {R"({"type":"object","properties":{"ab":{}},"patternProperties":{"^a":{}}})", "patternProperties"},
                               {R"({"type":"object","patternProperties":{"a":{},"b":{}}})", "patternProperties"},
                               {R"({"allOf":[{"patternProperties":{"^a":{}}},{"properties":{"x":{}}}]})", "patternProperties"},
@@ -389,6 +389,22 @@ BOOST_AUTO_TEST_CASE(ebnf_grammars_in_lark_style) {
   auto left = c.compile({constraint_kind::grammar, "start: start \"a\" | \"b\""});
   BOOST_TEST_REQUIRE(!left.has_value());
   BOOST_TEST(left.error().find("left-recursive") != std::string::npos, left.error());
+}
+
+// \u escapes in a free string: any code point, a surrogate only in a high-low pair (strict
+// parsers refuse a lone one). (Keys and constrained strings take one spelling, no escapes.)
+BOOST_AUTO_TEST_CASE(escapes_never_spell_a_lone_surrogate) {
+  for (const char* schema : {R"({"type":"string"})", R"({"type":"array","items":{"type":"string"}})"}) {
+    auto m = schema_matcher(schema);
+    const bool array = std::string{schema}.find("array") != std::string::npos;
+    auto wrap = [&](const std::string& s) { return array ? "[" + s + "]" : s; };
+    BOOST_TEST(accepts(*m, wrap(R"("\u00e9\u4E2D")")), schema);
+    BOOST_TEST(accepts(*m, wrap(R"("\ud83d\ude00")")), schema);  // U+1F600, as a pair
+    BOOST_TEST(accepts(*m, wrap(R"("\uD7FF\uE000")")), schema);  // just outside the surrogates
+    BOOST_TEST(!accepts(*m, wrap(R"("\ud83d")")), schema);
+    BOOST_TEST(!accepts(*m, wrap(R"("\ude00\ud83d")")), schema);
+    BOOST_TEST(!accepts(*m, wrap(R"("\uDBFFx")")), schema);
+  }
 }
 
 BOOST_AUTO_TEST_SUITE_END()

@@ -26,7 +26,7 @@ namespace {
 // Standard validation keywords this compiler does not enforce: an error, never ignored.
 const std::set<std::string>& unsupported() {
   static const std::set<std::string> s{
-    "if", "then", "else", "dependentSchemas",
+    "dependentSchemas",
     "propertyNames", "contains",
     "minContains", "maxContains", "unevaluatedProperties", "unevaluatedItems", "$dynamicRef",
     "$recursiveRef", "uniqueItems", "x-patterns-unsupported"};
@@ -174,7 +174,7 @@ symbol schema_builder::value_rule(const json& s) {
     by_text_.emplace(text, r);
   else
     by_ptr_.emplace(&s, r);
-  auto alts = norm_.alternatives(s);
+  auto alts = norm_.settle(norm_.alternatives(s));
   rule_nfa n;
   std::vector<rule_nfa::frag> outs;
   for (auto& a : alts) {
@@ -220,28 +220,6 @@ void schema_builder::build_plain(rule_nfa& n, std::vector<rule_nfa::frag>& out, 
         throw compile_error("unknown type '" + x + "'");
     if (types.contains("number"))
       types.erase("integer");
-  }
-  // `not` in its decidable forms: nothing, a boolean, or a set of types.
-  if (s.contains("not")) {
-    const auto& x = s["not"];
-    if ((x.is_boolean() && x.get<bool>()) || (x.is_object() && x.empty()))
-      return;  // not {} admits no value
-    if (x.is_object() && x.size() == 1 && x.contains("type")) {
-      std::set<std::string> drop;
-      if (x["type"].is_string())
-        drop.insert(x["type"].get<std::string>());
-      else
-        for (auto& t : x["type"])
-          drop.insert(t.get<std::string>());
-      if (drop.contains("integer") && !drop.contains("number") && types.contains("number"))
-        throw compile_error("unsupported keyword 'not' (a number that is not an integer)");
-      if (drop.contains("number"))
-        drop.insert("integer");
-      for (auto& t : drop)
-        types.erase(t);
-    } else if (!(x.is_boolean() && !x.get<bool>())) {
-      throw compile_error("unsupported keyword 'not' (only not {}, not true/false and not {type})");
-    }
   }
   // 2. one branch per type.
   for (auto& t : types) {

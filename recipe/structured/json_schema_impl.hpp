@@ -76,6 +76,12 @@ public:
   schema_normalizer(const json& root, budget& b) : root_(root), budget_(b) {}
   /// The alternatives of `s` (empty: nothing matches).
   std::vector<json> alternatives(const json& s, int depth = 0);
+  /// `alts` with their pending `not` and if / then / else (x-not, x-if) applied: exact where the
+  /// narrowing is, a subset of the valid values otherwise; a compile_error when nothing is left
+  /// of alternatives that had such keywords.
+  std::vector<json> settle(std::vector<json> alts, int depth = 0);
+  /// Alternatives covering every value `s` may match (oneOf, not and if not narrowed).
+  std::vector<json> wide_alternatives(const json& s, int depth = 0);
   /// The schema a `$ref` names.
   const json& resolve(const std::string& ref) const;
   /// Merges two plain schemas (allOf of both).
@@ -106,7 +112,8 @@ private:
   budget& budget_;
   /// Computing what a branch may match: a nested oneOf counts as anyOf (a superset), not narrowed.
   bool superset_ = false;
-  /// oneOf nodes narrowed so far: a branch without one has the same alternatives either way.
+  /// oneOf, not and if nodes narrowed so far: a branch without one has the same alternatives
+  /// either way.
   std::size_t one_of_seen_ = 0;
   mutable std::unique_ptr<json_validator> validator_;
   mutable std::map<std::string, std::optional<byte_dfa>> text_dfas_;

@@ -120,7 +120,8 @@ std::vector<json> schema_normalizer::alternatives(const json& s, int depth) {
   json base = json::object();
   for (auto it = s.begin(); it != s.end(); ++it) {
     const auto& k = it.key();
-    if (k == "allOf" || k == "anyOf" || k == "oneOf" || k == "$ref" || k == "definitions" || k == "$defs")
+    if (k == "allOf" || k == "anyOf" || k == "oneOf" || k == "$ref" || k == "definitions" || k == "$defs" ||
+        k == "not" || k == "if" || k == "then" || k == "else")
       continue;
     base[k] = it.value();
   }
@@ -162,9 +163,7 @@ std::vector<json> schema_normalizer::alternatives(const json& s, int depth) {
         wide.push_back(per.back());  // nothing inside was narrowed: the same values
         continue;
       }
-      const bool was = std::exchange(superset_, true);
-      wide.push_back(alternatives(sub, depth + 1));
-      superset_ = was;
+      wide.push_back(wide_alternatives(sub, depth + 1));
     }
     if (superset_) {  // what the oneOf may match: any branch
       std::vector<json> branches;
@@ -177,7 +176,97 @@ std::vector<json> schema_normalizer::alternatives(const json& s, int depth) {
       cross(one_of(base, per, wide));
     }
   }
+  // `not` and if / then / else wait in the alternatives (x-not, x-if) until every keyword beside
+  // them is merged in (`settle`): narrowing a part apart from what they exclude needs its
+  // siblings' properties and values. What a schema may match (superset_) leaves them out.
+  if (!superset_ && (s.contains("not") || s.contains("if"))) {
+    ++one_of_seen_;
+    json pending = json::object();
+    if (s.contains("not"))
+      pending["x-not"] = json::array({s["not"]});
+    if (s.contains("if"))
+      pending["x-if"] = json::array({json::array({s["if"], s.contains("then") ? s["then"] : json(true),
+                                                  s.contains("else") ? s["else"] : json(true)})});
+    cross({pending});
+  }
   return alts;
+}
+
+std::vector<json> schema_normalizer::settle(std::vector<json> alts, int depth) {
+  if (depth > 8)
+    throw compile_error("not / if nest too deeply");
+  std::vector<json> out;
+  bool lost = false;  // a part that may have valid values dropped (not proven outside)
+  auto narrow = [&](const json& p, const std::vector<json>& wide, std::vector<json>& into) {
+    auto kept = apart(json::object(), p, wide);
+    lost = lost || (kept.empty() && !disjoint(p, p));
+    for (auto& q : kept)
+      into.push_back(std::move(q));
+  };
+  for (auto& a : alts) {
+    if (!a.contains("x-not") && !a.contains("x-if")) {
+      out.push_back(std::move(a));
+      continue;
+    }
+    const json nots = a.contains("x-not") ? a["x-not"] : json::array();
+    const json ifs = a.contains("x-if") ? a["x-if"] : json::array();
+    a.erase("x-not");
+    a.erase("x-if");
+    if (values_of(a)) {  // listed values: the validator decides each against the keywords as written
+      json all = json::array();
+      for (const auto& n : nots)
+        all.push_back(json{{"not", n}});
+      for (const auto& c : ifs)
+        all.push_back(json{{"if", c[0]}, {"then", c[1]}, {"else", c[2]}});
+      a["allOf"] = std::move(all);
+      out.push_back(std::move(a));
+      continue;
+    }
+    std::vector<json> parts{std::move(a)};
+    // if / then / else: (if and then) or (else, apart from all `if` may match).
+    for (const auto& c : ifs) {
+      std::vector<json> next;
+      const auto wide = wide_alternatives(c[0]);
+      for (const auto& p : parts) {
+        for (auto& x : alternatives(json{{"allOf", json::array({p, c[0], c[1]})}}))
+          next.push_back(std::move(x));
+        for (auto& x : alternatives(json{{"allOf", json::array({p, c[2]})}}))
+          narrow(x, wide, next);
+      }
+      parts = settle(std::move(next), depth + 1);
+    }
+    // not: each part narrowed apart from all the negated schema may match.
+    for (const auto& n : nots) {
+      if (is_true(n)) {
+        parts.clear();  // not {} admits nothing
+        break;
+      }
+      const auto wide = wide_alternatives(n);
+      std::vector<json> next;
+      for (const auto& p : parts)
+        narrow(p, wide, next);
+      parts = std::move(next);
+    }
+    for (auto& p : parts)
+      out.push_back(std::move(p));
+    if (out.size() > 64)
+      throw compile_error("too many alternatives after expanding not / if");
+  }
+  if (out.empty() && lost && depth == 0)
+    throw compile_error("unsupported keyword 'not' or 'if' (no part of the schema is provably outside what it excludes)");
+  return out;
+}
+
+std::vector<json> schema_normalizer::wide_alternatives(const json& s, int depth) {
+  const bool was = std::exchange(superset_, true);
+  try {
+    auto r = alternatives(s, depth);
+    superset_ = was;
+    return r;
+  } catch (...) {
+    superset_ = was;
+    throw;
+  }
 }
 
 json schema_normalizer::merge(const json& a, const json& b) const {
@@ -275,7 +364,7 @@ json schema_normalizer::merge(const json& a, const json& b) const {
           if (std::find(mine.begin(), mine.end(), x) == mine.end())
             mine.push_back(x);
       }
-    } else if (k == "x-patterns" || k == "x-multipleOf" || k == "x-not-strings") {
+    } else if (k == "x-patterns" || k == "x-multipleOf" || k == "x-not-strings" || k == "x-not" || k == "x-if") {
       for (auto& x : v)  // lists from merges below: all of them hold
         r[k].push_back(x);
     } else if (k == "items" && r[k].is_object() && v.is_object()) {

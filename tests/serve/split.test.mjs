@@ -164,7 +164,7 @@ try {
     assert.equal(await compiles('local', 'compiled'), 0, 'nothing compiled on the entrypoint');
     // A schema the compiler refuses is the API's 400 from the so node's answer.
     const bad = await chat(split, { messages: [{ role: 'user', content: 'x' }], response_format: { type: 'json_schema',
-      json_schema: { name: 'bad', schema: { type: 'object', not: { required: ['a'] } } } } });
+      json_schema: { name: 'bad', schema: { type: 'array', not: { uniqueItems: true } } } } });
     assert.equal(bad.status, 400, JSON.stringify(bad.json));
     assert.equal(bad.json.error.param, 'response_format');
     assert.match(bad.json.error.message, /not/);

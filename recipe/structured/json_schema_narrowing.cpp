@@ -1,5 +1,6 @@
-// oneOf: which plain schemas provably share no value, and how a branch is narrowed to the part
-// of it that no other branch matches.
+// Which plain schemas provably share no value, and how a schema is narrowed to a part that none
+// of some others match: a oneOf branch apart from the other branches, a schema apart from its
+// `not`, the `else` apart from the `if`.
 
 #include "recipe/structured/json_schema_impl.hpp"
 
@@ -254,14 +255,15 @@ bool schema_normalizer::disjoint(const json& a, const json& b) const {
   } in{depth_};
   // A union (what flat() leaves of an anyOf / oneOf inside items or properties): apart when
   // every branch, with the keywords beside it, is.
-  for (auto [x, y] : {std::pair{&a, &b}, std::pair{&b, &a}})
+  for (const auto& [x, y] : {std::pair{&a, &b}, std::pair{&b, &a}})
     for (const char* k : {"anyOf", "oneOf"})
       if (x->contains(k) && (*x)[k].is_array()) {
         json rest = *x;
         rest.erase(k);
+        const json& other = *y;  // (a lambda may not capture a structured binding before C++20's P1091 in clang)
         return std::all_of((*x)[k].begin(), (*x)[k].end(), [&](const json& branch) {
           try {
-            return disjoint(merge(rest, flat(branch)), *y);
+            return disjoint(merge(rest, flat(branch)), other);
           } catch (const compile_error& e) {
             if (std::string_view{e.what()} == "compile timeout")
               throw;
