@@ -19,6 +19,24 @@ matcher::matcher(std::shared_ptr<const grammar> g, std::shared_ptr<const vocabul
   : g_(std::move(g)), vocab_(std::move(v)), cache_(std::move(cache)), cfg_(cfg) {
   // Each lexer's row is sized on first use (lexers may be built lazily).
   local_.resize(g_->lexer_count());
+  // A token can take a longer way than the shortest completion: open an array's next item, an
+  // object with required keys, an optional key. Each such choice adds, in bytes, at most `jump`
+  // (the most any choice of any rule state costs over that state's shortest completion), and a
+  // forced token covers a byte or more; one token may chain two. Candidates are checked that
+  // far from the budget, not only `cfg.horizon` tokens (a 60-byte array item overran a 16-token
+  // band). Capped: in the band each step advances every allowed token.
+  std::uint32_t jump = 0;
+  for (std::size_t i = 0; i < g_->states(); ++i) {
+    const auto st = static_cast<grammar::rstate>(i);
+    const auto here = g_->min_len(st);
+    for (auto [r, to] : g_->calls(st))
+      jump = std::max(jump, g_->min_len(g_->rule_start(r)) + g_->min_len(to) - std::min(here, g_->min_len(g_->rule_start(r)) + g_->min_len(to)));
+    if (const auto* l = g_->lexer_of(st))
+      for (std::uint16_t t = 0; t < l->lexemes.size(); ++t)
+        jump = std::max(jump, g_->min_len(g_->lex_target(st, t)) - std::min(here, g_->min_len(g_->lex_target(st, t))));
+  }
+  const std::size_t widest = 2 * static_cast<std::size_t>(jump);
+  horizon_ = cfg_.horizon + std::min<std::size_t>(widest, 512);
 }
 
 // Enters rule state `stack.back()`: a config for its lexer, one per rule it may call, and a

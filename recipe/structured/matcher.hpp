@@ -70,6 +70,9 @@ public:
   /// token first); empty when accepting.
   std::vector<token_id> forced_completion(const matcher_state& s) const;
   std::size_t shortest_completion_length(const matcher_state& s) const { return forced_completion(s).size(); }
+  /// How many tokens before the budget's forced completion each candidate is checked: the
+  /// config's horizon plus what one token can add to the completion in this grammar.
+  std::size_t horizon() const noexcept { return horizon_; }
   /// Bytes of a shortest completion.
   std::string shortest_completion_bytes(const matcher_state& s) const;
 
@@ -95,6 +98,8 @@ private:
   std::shared_ptr<const vocabulary> vocab_;
   std::shared_ptr<lexer_class_cache> cache_;
   config cfg_;
+  /// `cfg_.horizon` plus the most one token can add to the forced completion (see the constructor).
+  std::size_t horizon_ = 0;
   // Per lexer and state, the class used last (a lock-free fast path over the shared cache).
   mutable std::mutex local_mutex_;
   mutable std::vector<std::vector<std::unique_ptr<local_class>>> local_;

@@ -84,6 +84,37 @@ BOOST_AUTO_TEST_CASE(forced_completion_always_yields_a_complete_valid_instance) 
   }
 }
 
+// One token may open a structure whose shortest completion is long (an array's next item with
+// five required keys, an optional key holding an object): whatever the budget, every token the
+// budgeted mask allows leaves a completion that still fits. (A fixed 16-token look-ahead let `,`
+// through 17 tokens before the end, and the next item could not be finished.)
+BOOST_AUTO_TEST_CASE(budget_holds_when_one_token_opens_a_long_structure) {
+  const std::vector<std::pair<const char*, const char*>> cases{
+      {R"({"type":"array","items":{"type":"object","properties":{"id":{"type":"number"},"title":{"type":"string"},
+          "description":{"type":"string"},"answers":{"type":"array","items":{"type":"string"}},"order":{"type":"number"}},
+          "required":["id","title","description","answers","order"],"additionalProperties":false}})",
+       R"([{"id":0,"title":"","description":"","answers":[],"order":0})"},
+      {R"({"type":"object","properties":{"a":{"type":"integer"},"meta":{"type":"object","properties":{
+          "created_by_user":{"type":"string","minLength":8},"last_modified_by":{"type":"string","minLength":8},
+          "revision":{"type":"integer"}},"required":["created_by_user","last_modified_by","revision"]}},"required":["a"]})",
+       R"({"a":1)"}};
+  for (const auto& [schema, prefix] : cases) {
+    auto m = schema_matcher(schema);
+    auto st = m->start();
+    BOOST_TEST_REQUIRE(m->advance_bytes(st, prefix));
+    const auto least = m->shortest_completion_length(st);
+    for (std::size_t left = least; left < least + 80; ++left)
+      for (auto t : allowed_ids(m->allowed_tokens(st, left))) {
+        if (t == m->vocab().eos())
+          continue;
+        auto next = st;
+        BOOST_TEST_REQUIRE(m->advance(next, t));
+        BOOST_TEST(m->shortest_completion_length(next) + 1 <= left,
+                   prefix << " + token " << t << " with " << left << " left needs " << m->shortest_completion_length(next));
+      }
+  }
+}
+
 BOOST_AUTO_TEST_CASE(shortest_completion_closes_every_open_structure) {
   auto m = schema_matcher(schemas[3]);
   auto st = m->start();

@@ -4,6 +4,7 @@
 #include <deque>
 #include <limits>
 #include <map>
+#include <optional>
 
 namespace deepinfer::recipe::so {
 
@@ -120,15 +121,22 @@ std::uint64_t matcher::completion_cost(const cfg_t& c, std::string* out) const {
           self(self, to);
           return;
         }
+      // Among equally short lexemes the smallest bytes, as the lexer's own search picks once a
+      // byte of it is read (taken in tag order, an enum's "regular" gave way to "playoff" a token
+      // later, and the forced completion grew by a token).
       const auto* l = g_->lexer_of(st);
+      std::optional<std::pair<std::string, grammar::rstate>> pick;
       for (std::uint16_t t = 0; l != nullptr && t < l->lexemes.size(); ++t) {
         const auto& lx = g_->lexeme(l->lexemes[t]);
         auto to = g_->lex_target(st, t);
-        if (static_cast<std::uint32_t>(lx.dist(0)) + g_->min_len(to) == g_->min_len(st)) {
-          *out += lx.shortest_from(0);
-          self(self, to);
-          return;
-        }
+        if (static_cast<std::uint32_t>(lx.dist(0)) + g_->min_len(to) == g_->min_len(st))
+          if (auto w = lx.shortest_from(0); !pick || w < pick->first)
+            pick.emplace(std::move(w), to);
+      }
+      if (pick) {
+        *out += pick->first;
+        self(self, pick->second);
+        return;
       }
     };
     rest(rest, g_->lex_target(s, best_t));
@@ -141,14 +149,24 @@ std::uint64_t matcher::completion_cost(const cfg_t& c, std::string* out) const {
 std::string matcher::shortest_completion_bytes(const matcher_state& s) const {
   if (is_accepting(s))
     return {};
-  const cfg_t* best = nullptr;
   std::uint64_t cost = std::numeric_limits<std::uint64_t>::max();
+  std::vector<const cfg_t*> best;
   for (const auto& c : s.configs_)
     if (auto k = completion_cost(c, nullptr); k < cost)
-      cost = k, best = &c;
+      cost = k, best.assign(1, &c);
+    else if (k == cost)
+      best.push_back(&c);
+  // Equally short completions of different configs: the smallest bytes, whatever the configs'
+  // order. A token later the configs are ordered otherwise; a tie taken by order could then
+  // switch to another completion that tokenizes longer ("regular" vs "play"+"off"), and a
+  // budget forced down to its last tokens would overrun.
   std::string out;
-  if (best != nullptr)
-    completion_cost(*best, &out);
+  for (const auto* c : best) {
+    std::string w;
+    completion_cost(*c, &w);
+    if (c == best.front() || w < out)
+      out = std::move(w);
+  }
   return out;
 }
 
@@ -195,15 +213,45 @@ token_mask matcher::allowed_tokens(const matcher_state& s, std::size_t tokens_le
     return m;
   }
   auto m = allowed_tokens(s);
-  if (tokens_left > forced.size() + cfg_.horizon)
+  if (tokens_left > forced.size() + horizon_)
     return m;
   // Near the end: keep a token only if its own forced completion still fits.
   std::map<std::vector<cfg_t>, bool> fits;
+  // A token the lexer of a lone config reads without reaching a final state (most tokens inside
+  // a string) only moves that lexer's state: one completion per state reached, found by walking
+  // the token's bytes, instead of an advance per token (~25 ms a step over a whole vocabulary).
+  const cfg_t* lone = s.configs_.size() == 1 ? &s.configs_.front() : nullptr;
+  const byte_dfa* lexer = lone != nullptr ? &g_->lexer_of(lone->stack.back())->dfa() : nullptr;
+  std::map<std::int32_t, bool> fits_at;
+  std::int32_t last_q = -1;
+  bool last_fits = false;
   for (std::size_t w = 0; w < m.size(); ++w)
     for (std::uint64_t bits = m[w]; bits != 0; bits &= bits - 1) {
       const auto t = static_cast<token_id>(w * 64 + static_cast<std::size_t>(__builtin_ctzll(bits)));
       if (t == vocab_->eos())
         continue;
+      if (lexer != nullptr) {
+        auto q = lone->q;
+        for (const auto b : vocab_->bytes(t)) {
+          q = lexer->step(q, static_cast<std::uint8_t>(b));
+          if (q < 0 || lexer->is_final(q))
+            break;
+        }
+        if (q >= 0 && !lexer->is_final(q)) {
+          if (q != last_q) {  // (most land in one state: a string's inside)
+            auto [at, fresh] = fits_at.emplace(q, false);
+            if (fresh) {
+              auto moved = s;
+              moved.configs_.front().q = q;
+              at->second = forced_completion(moved).size() + 1 <= tokens_left;
+            }
+            last_q = q, last_fits = at->second;
+          }
+          if (!last_fits)
+            m[w] &= ~(1ull << (t & 63));
+          continue;
+        }
+      }
       auto next = s;
       advance(next, t);
       auto [it, fresh] = fits.emplace(next.configs_, false);
