@@ -44,29 +44,21 @@ struct bound {
   bool exclusive;
 };
 
-std::optional<bound> lower(const json& s) {
+/// The tighter of `s`'s inclusive and exclusive bound on one side (`low`: the lower one).
+std::optional<bound> side(const json& s, const char* inclusive, const char* exclusive, bool low) {
   std::optional<bound> r;
-  if (s.contains("minimum") && s["minimum"].is_number())
-    r = bound{s["minimum"].get<double>(), false};
-  if (s.contains("exclusiveMinimum") && s["exclusiveMinimum"].is_number()) {
-    const double v = s["exclusiveMinimum"].get<double>();
-    if (!r || v >= r->at)
+  if (s.contains(inclusive) && s[inclusive].is_number())
+    r = bound{s[inclusive].get<double>(), false};
+  if (s.contains(exclusive) && s[exclusive].is_number()) {
+    const double v = s[exclusive].get<double>();
+    if (!r || (low ? v >= r->at : v <= r->at))
       r = bound{v, true};
   }
   return r;
 }
 
-std::optional<bound> upper(const json& s) {
-  std::optional<bound> r;
-  if (s.contains("maximum") && s["maximum"].is_number())
-    r = bound{s["maximum"].get<double>(), false};
-  if (s.contains("exclusiveMaximum") && s["exclusiveMaximum"].is_number()) {
-    const double v = s["exclusiveMaximum"].get<double>();
-    if (!r || v <= r->at)
-      r = bound{v, true};
-  }
-  return r;
-}
+std::optional<bound> lower(const json& s) { return side(s, "minimum", "exclusiveMinimum", true); }
+std::optional<bound> upper(const json& s) { return side(s, "maximum", "exclusiveMaximum", false); }
 
 /// Every number `a` admits lies below every number `b` admits. Doubles keep the order of the
 /// decimals they round (never invert it), so `<` proves it; equal ends need one to be exclusive.

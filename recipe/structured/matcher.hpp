@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <random>
 #include <string>
 #include <vector>
 
@@ -104,5 +105,16 @@ private:
   mutable std::mutex local_mutex_;
   mutable std::vector<std::vector<std::unique_ptr<local_class>>> local_;
 };
+
+/// One output drawn uniformly among the tokens the budgeted masks allow, in at most `budget`
+/// tokens (tests and `deepinfer-so-check --sample`): its tokens, and `fault` when it went wrong,
+/// each a bug: "dead" (a mask with nothing in it), "refused" (a token the mask allowed that
+/// `advance` refused), "end allowed early" (end of sequence in the mask of a state that does not
+/// accept), "unfinished" (not accepting when the budget ran out).
+struct drawn_output {
+  std::vector<token_id> tokens;
+  const char* fault = nullptr;
+};
+drawn_output draw_output(const matcher& m, std::mt19937& rng, std::size_t budget);
 
 } // namespace deepinfer::recipe::so

@@ -42,29 +42,13 @@ inline bool accepts(const matcher& m, const std::string& text) {
   return mask_test(m.allowed_tokens(st), m.vocab().eos()) && m.is_accepting(st);
 }
 
-/// One output drawn at random among what the masks allow, within `budget` tokens (the
-/// matcher forces a completion in time): its text, or nullopt when it did not end accepting.
+/// One output drawn at random among what the budgeted masks allow (`draw_output`): its text, or
+/// nullopt when it went wrong.
 inline std::optional<std::string> random_output(const matcher& m, std::mt19937& rng, std::size_t budget) {
-  auto st = m.start();
-  std::vector<token_id> out;
-  for (std::size_t left = budget; left > 0; --left) {
-    const auto mask = m.allowed_tokens(st, left);
-    std::vector<token_id> ids;
-    for (std::size_t w = 0; w < mask.size(); ++w)
-      for (auto b = mask[w]; b != 0; b &= b - 1)
-        ids.push_back(static_cast<token_id>(w * 64 + static_cast<std::size_t>(__builtin_ctzll(b))));
-    if (ids.empty())
-      return std::nullopt;
-    const auto t = ids[std::uniform_int_distribution<std::size_t>{0, ids.size() - 1}(rng)];
-    if (t == m.vocab().eos())
-      break;
-    if (!m.advance(st, t))
-      return std::nullopt;
-    out.push_back(t);
-  }
-  if (!m.is_accepting(st))
+  auto d = draw_output(m, rng, budget);
+  if (d.fault != nullptr)
     return std::nullopt;
-  return shared_tokenizer().decode(out);
+  return shared_tokenizer().decode(d.tokens);
 }
 
 } // namespace deepinfer::recipe::so::test

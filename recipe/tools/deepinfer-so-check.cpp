@@ -85,32 +85,6 @@ void walk(const so::matcher& m, const tokenizer& tok, const nlohmann::ordered_js
   accepted = eos;
 }
 
-/// One output drawn among what the masks allow, in at most `budget` tokens: its text, or why
-/// none came ("dead": a mask with nothing in it; "refused": a token the mask allowed that
-/// `advance` refused; "end allowed early": end of sequence in the mask of a state that does not
-/// accept; "unfinished": not accepting when the budget ran out). Each is a bug.
-std::pair<std::string, const char*> random_output(const so::matcher& m, const tokenizer& tok, std::mt19937& rng,
-                                                  std::size_t budget) {
-  auto st = m.start();
-  std::vector<token_id> out;
-  for (std::size_t left = budget; left > 0; --left) {
-    const auto mask = m.allowed_tokens(st, left);
-    std::vector<token_id> ids;
-    for (std::size_t w = 0; w < mask.size(); ++w)
-      for (auto b = mask[w]; b != 0; b &= b - 1)
-        ids.push_back(static_cast<token_id>(w * 64 + static_cast<std::size_t>(__builtin_ctzll(b))));
-    if (ids.empty())
-      return {tok.decode(out), "dead"};
-    const auto t = ids[std::uniform_int_distribution<std::size_t>{0, ids.size() - 1}(rng)];
-    if (t == m.vocab().eos())
-      return {tok.decode(out), m.is_accepting(st) ? nullptr : "end allowed early"};
-    if (!m.advance(st, t))
-      return {tok.decode(out), "refused"};
-    out.push_back(t);
-  }
-  return {tok.decode(out), m.is_accepting(st) ? nullptr : "unfinished"};
-}
-
 } // namespace
 
 int main(int argc, char** argv) {
@@ -237,7 +211,9 @@ int main(int argc, char** argv) {
       std::size_t invalid = 0, undecided = 0, drawn = 0;
       std::map<std::string, std::size_t> why;
       for (int i = 0; i < sample; ++i) {
-        auto [text, fault] = random_output(**m, tok, rng, least + 1 + static_cast<std::size_t>(i % 48));
+        const auto out_i = so::draw_output(**m, rng, least + 1 + static_cast<std::size_t>(i % 48));
+        const auto text = tok.decode(out_i.tokens);
+        const char* fault = out_i.fault;
         ++drawn;
         const char* bad = fault;
         static const std::regex long_number{"[0-9]{16}"};
