@@ -289,7 +289,8 @@ void ced_moe_forward::gather_index_keys(std::span<const forward_row> rows, const
       const int64_t from = cache.count == 0 ? 0 : have;
       cache.codes.resize(static_cast<std::size_t>(tiles * tile_bytes));
       cache.scales.resize(static_cast<std::size_t>(tiles * tile));
-      for (int64_t j = from * tile; j < tiles * tile; ++j)
+      // Slots up to the context get their records below; only the padding is zeroed here.
+      for (int64_t j = std::max(from * tile, g.ctx); j < tiles * tile; ++j)
         indexer::put_zero_key(idim, j % tile, cache.codes.data() + (j / tile) * tile_bytes,
                               cache.scales.data() + (j / tile) * tile);
     }

@@ -7,6 +7,7 @@
 
 #include "engine/kernels/canonical.hpp"
 #include "engine/kernels/kernel_functions.hpp"
+#include "engine/kernels/prefetch.hpp"
 
 #include "engine/kernels/target_avx2.hpp"
 #include "engine/kernels/avx2/vec.hpp"
@@ -176,7 +177,10 @@ void attend_gathered(const float* q, const float* const* kv, int64_t v_offset, i
     const float* qh = q + h * d;
     const int64_t g = h / group;
     float top = -INFINITY;
+    const bool first_of_group = h % group == 0; // later heads find the group's K and V in cache
     for (int64_t j = 0; j < nk; ++j) {
+      if (first_of_group && j + gather_ahead < nk)
+        prefetch_span(kv[j + gather_ahead] + g * d, d);
       const float* k = kv[j] + g * d;
       __m256 lo = _mm256_setzero_ps(), hi = _mm256_setzero_ps();
       for (int64_t i = 0; i < d; i += 16) {
@@ -187,7 +191,12 @@ void attend_gathered(const float* q, const float* const* kv, int64_t v_offset, i
       top = scores[j] > top ? scores[j] : top;
     }
     const float inv = exp_shifted(scores, nk, top);
-    weighted_values(scores, inv, nk, d / 8, [&](int64_t jj) { return kv[jj] + v_offset + g * d; },
+    weighted_values(scores, inv, nk, d / 8,
+                    [&](int64_t jj) {
+                      if (first_of_group && jj + gather_ahead < nk)
+                        prefetch_span(kv[jj + gather_ahead] + v_offset + g * d, d);
+                      return kv[jj] + v_offset + g * d;
+                    },
                     out + h * d);
   }
 }

@@ -6,6 +6,7 @@
 
 #include "engine/kernels/canonical.hpp"
 #include "engine/kernels/kernel_functions.hpp"
+#include "engine/kernels/prefetch.hpp"
 
 #include "engine/kernels/target_avx512.hpp"
 #include "engine/kernels/avx512/vec.hpp"
@@ -148,6 +149,8 @@ void attend_gathered(const float* q, const float* const* kv, int64_t v_offset, i
     }
     // scores[e * nk + j]: head g * group + e against pick j.
     for (int64_t j = 0; j < nk; ++j) {
+      if (j + gather_ahead < nk)
+        prefetch_span(kv[j + gather_ahead] + g * d, d);
       const float* k = kv[j] + g * d;
       const __m512 k0 = _mm512_loadu_ps(k), k1 = _mm512_loadu_ps(k + 16);
       for (int64_t e = 0; e < group; ++e) {
@@ -163,6 +166,8 @@ void attend_gathered(const float* q, const float* const* kv, int64_t v_offset, i
       a0[e] = a1[e] = zero;
     }
     for (int64_t j = 0; j < nk; ++j) {
+      if (j + gather_ahead < nk)
+        prefetch_span(kv[j + gather_ahead] + v_offset + g * d, d);
       const float* v = kv[j] + v_offset + g * d;
       const __m512 v0 = _mm512_loadu_ps(v), v1 = _mm512_loadu_ps(v + 16);
       for (int64_t e = 0; e < group; ++e) {
