@@ -332,6 +332,8 @@ BOOST_AUTO_TEST_CASE(unsupported_keywords_are_errors_never_ignored) {
                               {R"({"type":"string","format":"country-code"})", "country-code"},
                               {R"({"type":"string","format":"uri-template"})", "uri-template"},
                               {R"({"$ref":"other.json#/x"})", "not local"},
+                              {R"({"$defs":{"a":{}},"$ref":"#/$defs/a%zz"})", "does not resolve"},
+                              {R"({"$defs":{"a":{}},"$ref":"#/$defs/a%2"})", "does not resolve"},
                               {R"({"type":"string","pattern":"(?=a)b"})", "lookaround"}}) {
     auto r = c.compile({constraint_kind::json_schema, schema});
     BOOST_TEST_REQUIRE(!r.has_value(), schema);

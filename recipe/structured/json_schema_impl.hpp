@@ -71,6 +71,10 @@ byte_dfa multiple_of_dfa(const json_lex::decimal& m, budget& b);
 
 /// Resolves `$ref`, merges `allOf` and distributes `anyOf`/`oneOf`: a schema becomes a list of
 /// plain alternatives (no combinators), each a JSON object.
+/// The schema the local `$ref` `ref` names in `root` (a compile_error when it is not local or
+/// does not resolve).
+const json& resolve_ref(const json& root, const std::string& ref);
+
 class schema_normalizer {
 public:
   schema_normalizer(const json& root, budget& b) : root_(root), budget_(b) {}
@@ -114,7 +118,7 @@ private:
   bool superset_ = false;
   /// oneOf, not and if nodes narrowed so far: a branch without one has the same alternatives
   /// either way.
-  std::size_t one_of_seen_ = 0;
+  std::size_t narrowed_ = 0;
   mutable std::unique_ptr<json_validator> validator_;
   mutable std::map<std::string, std::optional<byte_dfa>> text_dfas_;
   mutable int depth_ = 0;  // of `disjoint` inside unions, items and properties

@@ -1,6 +1,7 @@
 #include "recipe/structured/json_schema_impl.hpp"
 
 #include <algorithm>
+#include <cctype>
 #include <set>
 #include <utility>
 
@@ -89,12 +90,13 @@ std::optional<json> values_of(const json& s) {
   return std::nullopt;
 }
 
-const json& schema_normalizer::resolve(const std::string& ref) const {
+const json& resolve_ref(const json& root, const std::string& ref) {
   if (ref.empty() || ref[0] != '#')
     throw compile_error("$ref '" + ref + "' is not local (only '#...' references are supported)");
   std::string ptr;
   for (std::size_t i = 1; i < ref.size(); ++i) {
-    if (ref[i] == '%' && i + 2 < ref.size()) {
+    if (ref[i] == '%' && i + 2 < ref.size() && std::isxdigit(static_cast<unsigned char>(ref[i + 1])) &&
+        std::isxdigit(static_cast<unsigned char>(ref[i + 2]))) {
       ptr.push_back(static_cast<char>(std::stoi(ref.substr(i + 1, 2), nullptr, 16)));
       i += 2;
     } else
@@ -103,11 +105,13 @@ const json& schema_normalizer::resolve(const std::string& ref) const {
   if (!ptr.empty() && ptr[0] != '/')
     throw compile_error("$ref '" + ref + "' names an anchor (unsupported)");
   try {
-    return root_.at(json::json_pointer(ptr));
+    return root.at(json::json_pointer(ptr));
   } catch (const std::exception&) {
     throw compile_error("$ref '" + ref + "' does not resolve");
   }
 }
+
+const json& schema_normalizer::resolve(const std::string& ref) const { return resolve_ref(root_, ref); }
 
 std::vector<json> schema_normalizer::alternatives(const json& s, int depth) {
   budget_.tick();
@@ -157,9 +161,9 @@ std::vector<json> schema_normalizer::alternatives(const json& s, int depth) {
   if (s.contains("oneOf")) {
     std::vector<std::vector<json>> per, wide;
     for (auto& sub : s["oneOf"]) {
-      const auto seen = one_of_seen_;
+      const auto seen = narrowed_;
       per.push_back(alternatives(sub, depth + 1));
-      if (superset_ || seen == one_of_seen_) {
+      if (superset_ || seen == narrowed_) {
         wide.push_back(per.back());  // nothing inside was narrowed: the same values
         continue;
       }
@@ -172,7 +176,7 @@ std::vector<json> schema_normalizer::alternatives(const json& s, int depth) {
           branches.push_back(std::move(a));
       cross(branches);
     } else {
-      ++one_of_seen_;
+      ++narrowed_;
       cross(one_of(base, per, wide));
     }
   }
@@ -180,7 +184,7 @@ std::vector<json> schema_normalizer::alternatives(const json& s, int depth) {
   // them is merged in (`settle`): narrowing a part apart from what they exclude needs its
   // siblings' properties and values. What a schema may match (superset_) leaves them out.
   if (!superset_ && (s.contains("not") || s.contains("if"))) {
-    ++one_of_seen_;
+    ++narrowed_;
     json pending = json::object();
     if (s.contains("not"))
       pending["x-not"] = json::array({s["not"]});

@@ -76,7 +76,7 @@ bool json_validator::equal(const json& a, const json& b) {
   return a == b;
 }
 
-const json& json_validator::resolve(const std::string& ref) const { return detail::schema_normalizer(root_, budget_).resolve(ref); }
+const json& json_validator::resolve(const std::string& ref) const { return detail::resolve_ref(root_, ref); }
 
 template <class Make>
 bool json_validator::matches(const std::string& key, const std::string& text, Make make) {

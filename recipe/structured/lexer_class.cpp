@@ -1,6 +1,7 @@
 #include "recipe/structured/lexer_class.hpp"
 
 #include "recipe/structured/level_trie.hpp"
+#include "recipe/structured/token_bits.hpp"
 
 #include <algorithm>
 #include <deque>
@@ -358,9 +359,7 @@ std::shared_ptr<const lexer_class> lexer_class::make(const byte_dfa& d, const le
     c->dense = std::move(bits);
     c->bytes += c->dense.size() * 8;
   } else {
-    for (std::size_t w = 0; w < bits.size(); ++w)
-      for (auto b = bits[w]; b != 0; b &= b - 1)
-        c->sparse.push_back(static_cast<token_id>(w * 64 + static_cast<std::size_t>(__builtin_ctzll(b))));
+    c->sparse = token_ids(bits);
     c->bytes += c->sparse.size() * 4;
   }
   for (auto& [fs, trie] : groups) {

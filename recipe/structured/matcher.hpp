@@ -2,6 +2,7 @@
 
 #include "recipe/structured/grammar.hpp"
 #include "recipe/structured/lexer_class.hpp"
+#include "recipe/structured/token_bits.hpp"
 #include "recipe/structured/token_trie.hpp"
 
 #include <cstdint>

@@ -20,14 +20,6 @@ const char* const schemas[] = {
   R"({"type":"object","properties":{"a":{"type":"object","properties":{"b":{"type":"object","properties":{"c":{"type":"string","minLength":3}},"required":["c"]}},"required":["b"]}},"required":["a"]})",
 };
 
-std::vector<token_id> allowed_ids(const token_mask& m) {
-  std::vector<token_id> out;
-  for (std::size_t w = 0; w < m.size(); ++w)
-    for (auto b = m[w]; b != 0; b &= b - 1)
-      out.push_back(static_cast<token_id>(w * 64 + static_cast<std::size_t>(__builtin_ctzll(b))));
-  return out;
-}
-
 } // namespace
 
 BOOST_AUTO_TEST_SUITE(structured_matcher)
@@ -65,7 +57,7 @@ BOOST_AUTO_TEST_CASE(forced_completion_always_yields_a_complete_valid_instance) 
         std::vector<token_id> out;
         bool ended = false;
         for (std::size_t left = budget; left > 0 && !ended; --left) {
-          const auto ids = allowed_ids(m->allowed_tokens(st, left));
+          const auto ids = token_ids(m->allowed_tokens(st, left));
           BOOST_TEST_REQUIRE(!ids.empty());
           const auto t = ids[std::uniform_int_distribution<std::size_t>{0, ids.size() - 1}(rng)];
           if (t == m->vocab().eos()) {
@@ -104,7 +96,7 @@ BOOST_AUTO_TEST_CASE(budget_holds_when_one_token_opens_a_long_structure) {
     BOOST_TEST_REQUIRE(m->advance_bytes(st, prefix));
     const auto least = m->shortest_completion_length(st);
     for (std::size_t left = least; left < least + 80; ++left)
-      for (auto t : allowed_ids(m->allowed_tokens(st, left))) {
+      for (auto t : token_ids(m->allowed_tokens(st, left))) {
         if (t == m->vocab().eos())
           continue;
         auto next = st;

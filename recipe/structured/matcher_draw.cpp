@@ -7,10 +7,7 @@ drawn_output draw_output(const matcher& m, std::mt19937& rng, std::size_t budget
   auto st = m.start();
   for (std::size_t left = budget; left > 0; --left) {
     const auto mask = m.allowed_tokens(st, left);
-    std::vector<token_id> ids;
-    for (std::size_t w = 0; w < mask.size(); ++w)
-      for (auto b = mask[w]; b != 0; b &= b - 1)
-        ids.push_back(static_cast<token_id>(w * 64 + static_cast<std::size_t>(__builtin_ctzll(b))));
+    const auto ids = token_ids(mask);
     if (ids.empty()) {
       out.fault = "dead";
       return out;

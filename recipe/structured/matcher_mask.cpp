@@ -225,41 +225,40 @@ token_mask matcher::allowed_tokens(const matcher_state& s, std::size_t tokens_le
   std::map<std::int32_t, bool> fits_at;
   std::int32_t last_q = -1;
   bool last_fits = false;
-  for (std::size_t w = 0; w < m.size(); ++w)
-    for (std::uint64_t bits = m[w]; bits != 0; bits &= bits - 1) {
-      const auto t = static_cast<token_id>(w * 64 + static_cast<std::size_t>(__builtin_ctzll(bits)));
-      if (t == vocab_->eos())
-        continue;
-      if (lexer != nullptr) {
-        auto q = lone->q;
-        for (const auto b : vocab_->bytes(t)) {
-          q = lexer->step(q, static_cast<std::uint8_t>(b));
-          if (q < 0 || lexer->is_final(q))
-            break;
-        }
-        if (q >= 0 && !lexer->is_final(q)) {
-          if (q != last_q) {  // (most land in one state: a string's inside)
-            auto [at, fresh] = fits_at.emplace(q, false);
-            if (fresh) {
-              auto moved = s;
-              moved.configs_.front().q = q;
-              at->second = forced_completion(moved).size() + 1 <= tokens_left;
-            }
-            last_q = q, last_fits = at->second;
-          }
-          if (!last_fits)
-            m[w] &= ~(1ull << (t & 63));
-          continue;
-        }
+  const auto drop = [&](token_id t) { m[static_cast<std::size_t>(t) >> 6] &= ~(1ull << (t & 63)); };
+  for_each_token(token_mask(m), [&](token_id t) {  // (a copy: `m` loses bits on the way)
+    if (t == vocab_->eos())
+      return;
+    if (lexer != nullptr) {
+      auto q = lone->q;
+      for (const auto b : vocab_->bytes(t)) {
+        q = lexer->step(q, static_cast<std::uint8_t>(b));
+        if (q < 0 || lexer->is_final(q))
+          break;
       }
-      auto next = s;
-      advance(next, t);
-      auto [it, fresh] = fits.emplace(next.configs_, false);
-      if (fresh)
-        it->second = forced_completion(next).size() + 1 <= tokens_left;
-      if (!it->second)
-        m[w] &= ~(1ull << (t & 63));
+      if (q >= 0 && !lexer->is_final(q)) {
+        if (q != last_q) {  // (most land in one state: a string's inside)
+          auto [at, fresh] = fits_at.emplace(q, false);
+          if (fresh) {
+            auto moved = s;
+            moved.configs_.front().q = q;
+            at->second = forced_completion(moved).size() + 1 <= tokens_left;
+          }
+          last_q = q, last_fits = at->second;
+        }
+        if (!last_fits)
+          drop(t);
+        return;
+      }
     }
+    auto next = s;
+    advance(next, t);
+    auto [it, fresh] = fits.emplace(next.configs_, false);
+    if (fresh)
+      it->second = forced_completion(next).size() + 1 <= tokens_left;
+    if (!it->second)
+      drop(t);
+  });
   return m;
 }
 

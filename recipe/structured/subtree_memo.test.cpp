@@ -1,6 +1,7 @@
 #include "recipe/structured/json_lexemes.hpp"
 #include "recipe/structured/lexer_class.hpp"
 #include "recipe/structured/test_support.hpp"
+#include "recipe/structured/token_bits.hpp"
 
 #include <boost/test/unit_test.hpp>
 
@@ -47,9 +48,7 @@ struct flat_class {
 flat_class flatten(const lexer_class& c, const lexer_view& view) {
   flat_class f;
   if (!c.dense.empty()) {
-    for (std::size_t w = 0; w < c.dense.size(); ++w)
-      for (auto b = c.dense[w]; b != 0; b &= b - 1)
-        f.tokens.push_back(static_cast<token_id>(w * 64 + static_cast<std::size_t>(__builtin_ctzll(b))));
+    f.tokens = token_ids(c.dense);
   } else {
     f.tokens = c.sparse;
   }
