@@ -58,16 +58,8 @@ std::string chat_encoder::chunk(std::string delta_json, const char* finish, cons
                                                                               ojson::error_handler_t::replace);
     pending_.clear();
   }
-  s += ",\"finish_reason\":";
-  s += finish ? "\"" + std::string(finish) + "\"" : std::string("null");
-  if (finish)
-    s += ",\"stop_reason\":" + stop_reason_json;
-  s += "}]";
-  if (cfg_.continuous_usage)
-    s += ",\"usage\":" + usage_json(live_).dump(-1, ' ', false, ojson::error_handler_t::replace);
-  else if (cfg_.include_usage)
-    s += ",\"usage\":null";
-  s += "}\n\n";
+  append_chunk_end(s, finish, stop_reason_json, cfg_.continuous_usage, cfg_.include_usage,
+                   [&] { return usage_json(live_).dump(-1, ' ', false, ojson::error_handler_t::replace); });
   return s;
 }
 

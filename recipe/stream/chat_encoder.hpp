@@ -87,4 +87,23 @@ const char* openai_finish_reason(finish_reason r);
 /// id (vLLM's `stop_token_ids`: a number), or null (EOS, the token limit).
 nlohmann::ordered_json openai_stop_reason(const std::string& stop_sequence, std::int32_t stop_token);
 
+/// The end of a Chat Completions or Completions chunk from its choice's `finish_reason` on: the
+/// reason (null until the last chunk) with vLLM's `stop_reason`, the choice's close, the usage
+/// (`usage_text()` under vLLM's continuous usage, null under `include_usage`, absent otherwise)
+/// and the SSE event's end.
+template <class UsageText>
+void append_chunk_end(std::string& s, const char* finish, const std::string& stop_reason_json,
+                      bool continuous_usage, bool include_usage, UsageText usage_text) {
+  s += ",\"finish_reason\":";
+  s += finish ? "\"" + std::string(finish) + "\"" : std::string("null");
+  if (finish)
+    s += ",\"stop_reason\":" + stop_reason_json;
+  s += "}]";
+  if (continuous_usage)
+    s += ",\"usage\":" + usage_text();
+  else if (include_usage)
+    s += ",\"usage\":null";
+  s += "}\n\n";
+}
+
 } // namespace deepinfer::recipe

@@ -65,16 +65,8 @@ std::string completions_encoder::chunk(const std::string& text, const std::strin
   append_json_string(s, text);
   s += ",\"index\":" + std::to_string(cfg_.index);
   s += ",\"logprobs\":" + (logprobs_json.empty() ? std::string("null") : logprobs_json);
-  s += ",\"finish_reason\":";
-  s += finish ? "\"" + std::string(finish) + "\"" : std::string("null");
-  if (finish)
-    s += ",\"stop_reason\":" + stop_reason_json;
-  s += "}]";
-  if (cfg_.continuous_usage)
-    s += ",\"usage\":" + usage_json(live_).dump(-1, ' ', false, ojson::error_handler_t::replace);
-  else if (cfg_.include_usage)
-    s += ",\"usage\":null";
-  s += "}\n\n";
+  append_chunk_end(s, finish, stop_reason_json, cfg_.continuous_usage, cfg_.include_usage,
+                   [&] { return dump(usage_json(live_)); });
   return s;
 }
 
