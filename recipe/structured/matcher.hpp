@@ -6,7 +6,9 @@
 #include "recipe/structured/token_trie.hpp"
 
 #include <cstdint>
+#include <map>
 #include <memory>
+#include <optional>
 #include <random>
 #include <string>
 #include <vector>
@@ -95,6 +97,8 @@ private:
   };
   const local_class& classify(std::int32_t li, std::int32_t q) const;
   std::uint64_t completion_cost(const cfg_t& c, std::string* out) const;
+  using rest_memo = std::map<grammar::rstate, std::optional<std::string>>;
+  std::optional<std::string> shortest_rest(grammar::rstate st, rest_memo& memo) const;
 
   std::shared_ptr<const grammar> g_;
   std::shared_ptr<const vocabulary> vocab_;

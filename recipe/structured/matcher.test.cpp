@@ -107,6 +107,47 @@ BOOST_AUTO_TEST_CASE(budget_holds_when_one_token_opens_a_long_structure) {
   }
 }
 
+// The budget's forced completion must not switch once it starts: after its first token, the
+// rest of it is again the forced completion. Equally short completions that tokenize differently
+// are where it switched: two branches whose shortest outputs have the same length (the smaller
+// bytes start with a longer key), and an enum beside a pattern of the same length.
+BOOST_AUTO_TEST_CASE(forced_completion_keeps_to_itself_token_after_token) {
+  std::vector<std::string> cases(std::begin(schemas), std::end(schemas));
+  cases.push_back(R"({"anyOf":[{"type":"object","properties":{"calculate_emission_savings":{"type":"object",
+      "properties":{"energy_type":{"type":"string"},"usage_duration":{"type":"integer"}},"required":["energy_type","usage_duration"],
+      "additionalProperties":false}},"required":["calculate_emission_savings"],"additionalProperties":false},
+      {"type":"object","properties":{"timezone.convert":{"type":"object","properties":{"time":{"type":"string"},
+      "from_timezone":{"type":"string"},"to_timezone":{"type":"string"}},"required":["time","from_timezone","to_timezone"],
+      "additionalProperties":false}},"required":["timezone.convert"],"additionalProperties":false}]})");
+  cases.push_back(R"({"type":"object","properties":{"type":{"anyOf":[{"enum":["app","application"]},{"type":"string","pattern":"^lib$"}]},
+      "files":{"type":"array","items":{"type":"string"}}},"required":["type"]})");
+  cases.push_back(R"({"anyOf":[{"type":"object","properties":{"b":{"type":"integer"},"zz":{"type":"integer"}},"required":["zz"]},
+      {"type":"object","properties":{"aaaa":{"type":"boolean"}},"required":["aaaa"]}]})");
+  std::mt19937 rng{7};
+  for (const auto& schema : cases) {
+    auto m = schema_matcher(schema, 4);
+    for (int walk = 0; walk < 20; ++walk) {
+      auto st = m->start();
+      for (int step = 0; step < 40 && !m->is_accepting(st); ++step) {
+        const auto forced = m->forced_completion(st);
+        BOOST_TEST_REQUIRE(!forced.empty());
+        auto next = st;
+        BOOST_TEST_REQUIRE(m->advance(next, forced.front()));
+        const auto after = m->forced_completion(next);
+        BOOST_TEST((std::vector<token_id>(forced.begin() + 1, forced.end()) == after),
+                   schema << " after " << m->vocab().bytes(forced.front()) << ": "
+                          << m->shortest_completion_bytes(st) << " became " << m->shortest_completion_bytes(next));
+        // Then a random allowed token, to test the next state.
+        const auto ids = token_ids(m->allowed_tokens(st));
+        const auto t = ids[std::uniform_int_distribution<std::size_t>{0, ids.size() - 1}(rng)];
+        if (t == m->vocab().eos())
+          break;
+        BOOST_TEST_REQUIRE(m->advance(st, t));
+      }
+    }
+  }
+}
+
 BOOST_AUTO_TEST_CASE(shortest_completion_closes_every_open_structure) {
   auto m = schema_matcher(schemas[3]);
   auto st = m->start();

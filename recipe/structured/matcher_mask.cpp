@@ -71,7 +71,42 @@ token_mask matcher::allowed_tokens(const matcher_state& s) const {
   return m;
 }
 
-// Bytes of a shortest completion of config `c` (and the bytes themselves into `out`).
+// The smallest bytes among the shortest completions from grammar state `st` (shortlex order:
+// the whole completion compared, whether it starts with a call or a lexeme). Exactness is what
+// keeps the budget's forced completion stable: after its first token is read, the rest of it is
+// again the smallest shortest completion, so it never switches to another, equally short one
+// that tokenizes longer (taken by lexeme length or grammar order, `{"timezone.convert"...}` gave
+// way to `{"calculate_emission_savings"...}` a token later and the budget ran out).
+std::optional<std::string> matcher::shortest_rest(grammar::rstate st, rest_memo& memo) const {
+  if (auto it = memo.find(st); it != memo.end())
+    return it->second;  // nullopt while in progress: a call that returns here without a byte
+  if (g_->is_final(st) && g_->min_len(st) == 0)
+    return memo[st] = std::string{};
+  memo[st] = std::nullopt;
+  std::optional<std::string> best;
+  const auto offer = [&](std::string w) {
+    if (!best || w < *best)
+      best = std::move(w);
+  };
+  const std::uint64_t need = g_->min_len(st);
+  for (auto [r, to] : g_->calls(st))
+    if (std::uint64_t{g_->min_len(g_->rule_start(r))} + g_->min_len(to) == need)
+      if (auto head = shortest_rest(g_->rule_start(r), memo))
+        if (auto tail = shortest_rest(to, memo))
+          offer(*head + *tail);
+  const auto* l = g_->lexer_of(st);
+  for (std::uint16_t t = 0; l != nullptr && t < l->lexemes.size(); ++t) {
+    const auto& lx = g_->lexeme(l->lexemes[t]);
+    const auto to = g_->lex_target(st, t);
+    if (lx.dist(0) >= 0 && static_cast<std::uint64_t>(lx.dist(0)) + g_->min_len(to) == need)
+      if (auto tail = shortest_rest(to, memo))
+        offer(lx.shortest_from(0) + *tail);
+  }
+  memo[st] = best;
+  return best;
+}
+
+// Bytes of a shortest completion of config `c` (and the smallest such bytes into `out`).
 std::uint64_t matcher::completion_cost(const cfg_t& c, std::string* out) const {
   constexpr std::uint64_t inf = std::numeric_limits<std::uint64_t>::max() / 4;
   // Below the top frame, each caller finishes from where the call returns.
@@ -80,14 +115,14 @@ std::uint64_t matcher::completion_cost(const cfg_t& c, std::string* out) const {
     below += g_->min_len(g_->after_call(c.stack[i - 1], g_->rule_of(c.stack[i])));
   const auto s = c.stack.back();
   const auto& d = g_->lexer_of(s)->dfa();
-  // BFS inside the lexer from q to every final state.
+  // BFS inside the lexer from q to every final state; in class order, so each state is first
+  // reached by the smallest of its shortest paths.
   std::vector<std::int32_t> dist(static_cast<std::size_t>(d.size()), -1), from(dist.size(), -1);
   std::vector<std::uint8_t> via(dist.size(), 0);
   std::deque<std::int32_t> queue{c.q};
   dist[static_cast<std::size_t>(c.q)] = 0;
   std::uint64_t best = inf;
-  std::int32_t best_f = -1;
-  std::uint16_t best_t = 0;
+  std::vector<std::pair<std::int32_t, std::uint16_t>> ends;  // (final state, lexeme) at `best`
   while (!queue.empty()) {
     auto q = queue.front();
     queue.pop_front();
@@ -95,7 +130,9 @@ std::uint64_t matcher::completion_cost(const cfg_t& c, std::string* out) const {
       for (auto t : d.accepts(q)) {
         auto cost = static_cast<std::uint64_t>(dist[q]) + g_->min_len(g_->lex_target(s, t));
         if (cost < best)
-          best = cost, best_f = q, best_t = t;
+          best = cost, ends.clear();
+        if (cost == best)
+          ends.emplace_back(q, t);
       }
     for (std::uint32_t k = 0; k < d.classes(); ++k)  // in class order = smallest bytes first
       if (auto n = d.step_class(q, k); n >= 0 && dist[n] < 0) {
@@ -103,45 +140,24 @@ std::uint64_t matcher::completion_cost(const cfg_t& c, std::string* out) const {
         queue.push_back(n);
       }
   }
-  if (best_f < 0)
+  if (ends.empty())
     return inf;
   if (out != nullptr) {
-    std::string lex;
-    for (auto q = best_f; q != c.q; q = from[q])
-      lex.push_back(static_cast<char>(via[q]));
-    std::reverse(lex.begin(), lex.end());
-    *out += lex;
-    // Then each frame's shortest rest, innermost first.
-    auto rest = [&](auto& self, grammar::rstate st) -> void {
-      if (g_->is_final(st) && g_->min_len(st) == 0)
-        return;
-      for (auto [r, to] : g_->calls(st))
-        if (g_->min_len(g_->rule_start(r)) + g_->min_len(to) == g_->min_len(st)) {
-          self(self, g_->rule_start(r));
-          self(self, to);
-          return;
-        }
-      // Among equally short lexemes the smallest bytes, as the lexer's own search picks once a
-      // byte of it is read (taken in tag order, an enum's "regular" gave way to "playoff" a token
-      // later, and the forced completion grew by a token).
-      const auto* l = g_->lexer_of(st);
-      std::optional<std::pair<std::string, grammar::rstate>> pick;
-      for (std::uint16_t t = 0; l != nullptr && t < l->lexemes.size(); ++t) {
-        const auto& lx = g_->lexeme(l->lexemes[t]);
-        auto to = g_->lex_target(st, t);
-        if (static_cast<std::uint32_t>(lx.dist(0)) + g_->min_len(to) == g_->min_len(st))
-          if (auto w = lx.shortest_from(0); !pick || w < pick->first)
-            pick.emplace(std::move(w), to);
-      }
-      if (pick) {
-        *out += pick->first;
-        self(self, pick->second);
-        return;
-      }
-    };
-    rest(rest, g_->lex_target(s, best_t));
+    rest_memo memo;
+    std::optional<std::string> pick;
+    for (auto [f, t] : ends) {
+      std::string w;
+      for (auto q = f; q != c.q; q = from[q])
+        w.push_back(static_cast<char>(via[q]));
+      std::reverse(w.begin(), w.end());
+      if (auto tail = shortest_rest(g_->lex_target(s, t), memo))
+        if (w += *tail; !pick || w < *pick)
+          pick = std::move(w);
+    }
+    *out += pick.value_or(std::string{});
+    // Then each frame's rest, innermost first (the same for every pick above).
     for (std::size_t i = c.stack.size() - 1; i > 0; --i)
-      rest(rest, g_->after_call(c.stack[i - 1], g_->rule_of(c.stack[i])));
+      *out += shortest_rest(g_->after_call(c.stack[i - 1], g_->rule_of(c.stack[i])), memo).value_or(std::string{});
   }
   return best + below;
 }
