@@ -234,20 +234,48 @@ rule_nfa::frag schema_builder::build_object(rule_nfa& n, const json& s) {
           n.eps(at(i, c, f), at(i + 1, c, f | rule.absent_sets));
       }
   }
-  for (int c = 0; c < counts; ++c)
-    if (c >= minp)
+  if (patterns.empty() && !extras) {
+    for (int c = minp; c < counts; ++c)
       for (int f = 0; f < flag_sets; ++f)
         n.edge(at(m, c, f), close, end);
-  // One more member after the declared ones, from every count.
+    return {start, end};
+  }
+  // Additional members follow the declared ones, in states (c, k, f): c declared members, k
+  // additional ones (exactly up to maxProperties; else only whether there is one). Two of them
+  // may spell the same key (a free key, one pattern's keys) and a JSON object keeps one: toward
+  // minProperties they count as one, toward maxProperties each counts. An object that needs two
+  // keys beyond the declared ones would admit duplicates as distinct keys: refused, never guessed.
+  if (minp > static_cast<std::int64_t>(m) + 1)
+    throw compile_error("minProperties " + std::to_string(minp) + " needs " + std::to_string(minp - static_cast<std::int64_t>(m)) +
+                        " keys beyond the declared properties, and additional keys may repeat (unsupported: declare the "
+                        "properties, or lower minProperties)");
+  const auto extras_at_most = [&](int c) { return maxp != no_max ? static_cast<int>(maxp) - c : 1; };
+  std::vector<std::vector<std::int32_t>> xs(static_cast<std::size_t>(counts));
+  for (int c = 0; c < counts; ++c) {
+    xs[static_cast<std::size_t>(c)].resize(static_cast<std::size_t>((extras_at_most(c) + 1) * flag_sets));
+    for (auto& q : xs[static_cast<std::size_t>(c)])
+      q = n.add();
+  }
+  auto x_at = [&](int c, int k, int f) { return xs[static_cast<std::size_t>(c)][static_cast<std::size_t>(k * flag_sets + f)]; };
+  for (int c = 0; c < counts; ++c)
+    for (int f = 0; f < flag_sets; ++f) {
+      n.eps(at(m, c, f), x_at(c, 0, f));
+      for (int k = 0; k <= extras_at_most(c); ++k)
+        if (c + std::min(k, 1) >= minp)
+          n.edge(x_at(c, k, f), close, end);
+    }
+  // One more additional member, from every state.
   const auto additional = [&](auto key, auto val) {
     for (int c = 0; c < counts; ++c)
-      if (const int d = next(c); d >= 0)
+      for (int k = 0; k <= extras_at_most(c); ++k) {
+        const int to = maxp != no_max ? k + 1 : 1;
+        if (to > extras_at_most(c))
+          continue;  // past maxProperties
         for (int f = 0; f < flag_sets; ++f)
-          member(c > 0 ? 1 : 0, at(m, c, f), key, val, at(m, d, f));
+          member(c + k > 0 ? 1 : 0, x_at(c, k, f), key, val, x_at(c, to, f));
+      }
   };
   auto& b = gb_.bud();
-  if (patterns.empty() && !extras)
-    return {start, end};
   // The cache key of this object's "any other key" lexeme, looked up before anything is built
   // (objects with the same keys recur: an allOf's parts, a definition used in many places).
   std::string cache_key = "x:";
