@@ -130,7 +130,7 @@ byte_dfa other_key_dfa(const std::vector<std::string>& declared, std::span<const
 // `{` members in the schema's order (optional ones may be skipped), additional ones after, `}`.
 // States (i, c): before declared member i, c members written so far (c > 0: a comma goes first),
 // counted exactly up to maxProperties, else capped at max(1, minProperties); `}` once c reaches
-// minProperties.
+// minProperties (additional members count once toward it: see below).
 // Additional members are those of `patternProperties` (a key its pattern finds, with that
 // pattern's value) and the rest (`additionalProperties`). A key two of the schemas would
 // constrain at once (a declared key a pattern finds, a key two patterns find) needs the values'
@@ -234,46 +234,37 @@ rule_nfa::frag schema_builder::build_object(rule_nfa& n, const json& s) {
           n.eps(at(i, c, f), at(i + 1, c, f | rule.absent_sets));
       }
   }
-  if (patterns.empty() && !extras) {
-    for (int c = minp; c < counts; ++c)
-      for (int f = 0; f < flag_sets; ++f)
-        n.edge(at(m, c, f), close, end);
+  for (int c = static_cast<int>(minp); c < counts; ++c)
+    for (int f = 0; f < flag_sets; ++f)
+      n.edge(at(m, c, f), close, end);
+  if (patterns.empty() && !extras)
     return {start, end};
-  }
-  // Additional members follow the declared ones, in states (c, k, f): c declared members, k
-  // additional ones (exactly up to maxProperties; else only whether there is one). Two of them
-  // may spell the same key (a free key, one pattern's keys) and a JSON object keeps one: toward
-  // minProperties they count as one, toward maxProperties each counts. An object that needs two
-  // keys beyond the declared ones would admit duplicates as distinct keys: refused, never guessed.
+  // Additional members follow the declared ones. Two of them may spell the same key (a free
+  // key, one pattern's keys) and a JSON object keeps one, so toward minProperties they count as
+  // one (toward maxProperties each counts): after the first, states (c, f) move to (c', f) of a
+  // second set, entered only where the declared members and that one key reach minProperties,
+  // from where the object may always close. An object that needs two keys beyond its declared
+  // ones would take repeated keys for distinct ones: refused, never guessed.
   if (minp > static_cast<std::int64_t>(m) + 1)
     throw compile_error("minProperties " + std::to_string(minp) + " needs " + std::to_string(minp - static_cast<std::int64_t>(m)) +
                         " keys beyond the declared properties, and additional keys may repeat (unsupported: declare the "
                         "properties, or lower minProperties)");
-  const auto extras_at_most = [&](int c) { return maxp != no_max ? static_cast<int>(maxp) - c : 1; };
-  std::vector<std::vector<std::int32_t>> xs(static_cast<std::size_t>(counts));
-  for (int c = 0; c < counts; ++c) {
-    xs[static_cast<std::size_t>(c)].resize(static_cast<std::size_t>((extras_at_most(c) + 1) * flag_sets));
-    for (auto& q : xs[static_cast<std::size_t>(c)])
-      q = n.add();
-  }
-  auto x_at = [&](int c, int k, int f) { return xs[static_cast<std::size_t>(c)][static_cast<std::size_t>(k * flag_sets + f)]; };
+  std::vector<std::int32_t> with_extra(static_cast<std::size_t>(counts * flag_sets));
+  for (auto& q : with_extra)
+    q = n.add();
+  auto extra_at = [&](int c, int f) { return with_extra[static_cast<std::size_t>(c * flag_sets + f)]; };
   for (int c = 0; c < counts; ++c)
-    for (int f = 0; f < flag_sets; ++f) {
-      n.eps(at(m, c, f), x_at(c, 0, f));
-      for (int k = 0; k <= extras_at_most(c); ++k)
-        if (c + std::min(k, 1) >= minp)
-          n.edge(x_at(c, k, f), close, end);
-    }
+    for (int f = 0; f < flag_sets; ++f)
+      n.edge(extra_at(c, f), close, end);
   // One more additional member, from every state.
   const auto additional = [&](auto key, auto val) {
     for (int c = 0; c < counts; ++c)
-      for (int k = 0; k <= extras_at_most(c); ++k) {
-        const int to = maxp != no_max ? k + 1 : 1;
-        if (to > extras_at_most(c))
-          continue;  // past maxProperties
-        for (int f = 0; f < flag_sets; ++f)
-          member(c + k > 0 ? 1 : 0, x_at(c, k, f), key, val, x_at(c, to, f));
-      }
+      if (const int d = next(c); d >= 0)
+        for (int f = 0; f < flag_sets; ++f) {
+          if (c + 1 >= minp)
+            member(c > 0 ? 1 : 0, at(m, c, f), key, val, extra_at(d, f));
+          member(1, extra_at(c, f), key, val, extra_at(d, f));
+        }
   };
   auto& b = gb_.bud();
   // The cache key of this object's "any other key" lexeme, looked up before anything is built
