@@ -317,11 +317,32 @@ BOOST_AUTO_TEST_CASE(dependent_required_in_either_order) {
   }
   BOOST_TEST(!accepts(*schema_matcher(cases[0].first), R"({"card":"1"})"));  // the comparison is not vacuous
   auto& c = deepinfer::recipe::so::test::shared_compiler();
-  for (const char* schema : {R"({"type":"object","properties":{"a":{}},"dependentRequired":{"a":["zz"]}})",
-                             R"({"type":"object","properties":{"a":{}},"dependencies":{"a":{"required":["b"]}}})"}) {
-    auto r = c.compile({constraint_kind::json_schema, schema});
-    BOOST_TEST(!r.has_value(), schema);
+  auto r = c.compile({constraint_kind::json_schema, R"({"type":"object","properties":{"a":{}},"dependentRequired":{"a":["zz"]}})"});
+  BOOST_TEST(!r.has_value());
+}
+
+// Schema-valued dependencies (dependentSchemas, `dependencies` with a schema) are if / then: an
+// object with the key also matches the schema; other objects and other types are untouched.
+BOOST_AUTO_TEST_CASE(schema_valued_dependencies) {
+  const std::vector<std::pair<std::string, std::vector<const char*>>> cases{
+      {R"({"type":"object","properties":{"a":{"type":"integer"},"b":{"type":"string"}},"dependencies":{"a":{"required":["b"]},"b":["a"]}})",
+       {"{}", R"({"a":1})", R"({"a":1,"b":"x"})", R"({"b":"x"})", R"({"a":1,"b":"x","c":null})"}},
+      {R"({"properties":{"card":{}},"dependentSchemas":{"card":{"properties":{"zip":{"type":"string","maxLength":5}},"required":["zip"]}}})",
+       {R"("text")", "3", "{}", R"({"card":1})", R"({"card":1,"zip":"123"})", R"({"card":1,"zip":"1234567"})",
+        R"({"zip":"1234567"})"}},
+      {R"({"type":"object","dependentSchemas":{"x":false},"properties":{"x":{},"y":{}}})",
+       {"{}", R"({"x":1})", R"({"y":1})"}},
+  };
+  for (const auto& [schema, instances] : cases) {
+    auto m = schema_matcher(schema);
+    auto root = nlohmann::ordered_json::parse(schema);
+    auto b = budget::unbounded();
+    json_validator check{root, b};
+    for (const auto* text : instances)
+      BOOST_TEST(accepts(*m, text) == check.valid(nlohmann::ordered_json::parse(text), root), schema << " " << text);
   }
+  BOOST_TEST(!accepts(*schema_matcher(cases[1].first), R"({"card":1})"));  // the comparison is not vacuous
+  BOOST_TEST(accepts(*schema_matcher(cases[1].first), R"("text")"));
 }
 
 BOOST_AUTO_TEST_CASE(arrays_with_prefix_items_and_counts) {

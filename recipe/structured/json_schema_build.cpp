@@ -26,7 +26,6 @@ namespace {
 // Standard validation keywords this compiler does not enforce: an error, never ignored.
 const std::set<std::string>& unsupported() {
   static const std::set<std::string> s{
-    "dependentSchemas",
     "propertyNames", "contains",
     "minContains", "maxContains", "unevaluatedProperties", "unevaluatedItems", "$dynamicRef",
     "$recursiveRef", "uniqueItems", "x-patterns-unsupported"};

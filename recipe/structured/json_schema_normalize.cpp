@@ -122,11 +122,30 @@ std::vector<json> schema_normalizer::alternatives(const json& s, int depth) {
   if (!s.is_object())
     throw compile_error("a schema must be an object or a boolean");
   json base = json::object();
+  // Schema-valued dependencies (dependentSchemas, draft 4-7's `dependencies` with a schema): "if
+  // the object has key a, it also matches S" is if {object, required a} then S, compiled as the
+  // if below. Array-valued ones stay (the object builder decides them in the members' order).
+  json dependent_ifs = json::array();
   for (auto it = s.begin(); it != s.end(); ++it) {
     const auto& k = it.key();
     if (k == "allOf" || k == "anyOf" || k == "oneOf" || k == "$ref" || k == "definitions" || k == "$defs" ||
         k == "not" || k == "if" || k == "then" || k == "else")
       continue;
+    if (k == "dependentSchemas" || k == "dependencies") {
+      if (!it.value().is_object())
+        throw compile_error("'" + k + "' must be an object");
+      json lists = json::object();
+      for (auto d = it.value().begin(); d != it.value().end(); ++d) {
+        if (k == "dependencies" && d.value().is_array())
+          lists[d.key()] = d.value();
+        else if (!is_true(d.value()))
+          dependent_ifs.push_back(json::array(
+              {json{{"type", "object"}, {"required", json::array({d.key()})}}, d.value(), json(true)}));
+      }
+      if (!lists.empty())
+        base[k] = std::move(lists);
+      continue;
+    }
     base[k] = it.value();
   }
   draft4_bounds(base);
@@ -183,14 +202,16 @@ std::vector<json> schema_normalizer::alternatives(const json& s, int depth) {
   // `not` and if / then / else wait in the alternatives (x-not, x-if) until every keyword beside
   // them is merged in (`settle`): narrowing a part apart from what they exclude needs its
   // siblings' properties and values. What a schema may match (superset_) leaves them out.
-  if (!superset_ && (s.contains("not") || s.contains("if"))) {
+  if (!superset_ && (s.contains("not") || s.contains("if") || !dependent_ifs.empty())) {
     ++narrowed_;
     json pending = json::object();
     if (s.contains("not"))
       pending["x-not"] = json::array({s["not"]});
     if (s.contains("if"))
-      pending["x-if"] = json::array({json::array({s["if"], s.contains("then") ? s["then"] : json(true),
-                                                  s.contains("else") ? s["else"] : json(true)})});
+      dependent_ifs.insert(dependent_ifs.begin(), json::array({s["if"], s.contains("then") ? s["then"] : json(true),
+                                                               s.contains("else") ? s["else"] : json(true)}));
+    if (!dependent_ifs.empty())
+      pending["x-if"] = std::move(dependent_ifs);
     cross({pending});
   }
   return alts;

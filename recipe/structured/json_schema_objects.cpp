@@ -32,8 +32,10 @@ struct dependency_plan {
 
 /// The plan for `keys` (declared members, `required` updated: a required member's dependencies
 /// are required too); nullopt when a required member depends on a key that cannot appear.
-/// `open`: other keys may appear (a dependency on one is refused: it is not decided in order).
+/// `open`: other keys may appear (a dependency on one is refused: it is not decided in order),
+/// except the `declared` keys that are not members (declared false: they never appear).
 std::optional<dependency_plan> plan_dependencies(const json& s, const std::vector<std::string>& keys,
+                                                 const std::vector<std::string>& declared,
                                                  std::vector<bool>& required, bool open) {
   dependency_plan plan;
   plan.at.resize(keys.size());
@@ -56,8 +58,11 @@ std::optional<dependency_plan> plan_dependencies(const json& s, const std::vecto
     const auto it = std::find(keys.begin(), keys.end(), k);
     return it == keys.end() ? -1 : static_cast<int>(it - keys.begin());
   };
+  const auto free_key = [&](const std::string& k) {
+    return index(k) < 0 && std::find(declared.begin(), declared.end(), k) == declared.end();
+  };
   for (const auto& [a, r] : pairs)
-    if (open && (index(a) < 0 || index(r) < 0))
+    if (open && (free_key(a) || free_key(r)))
       throw compile_error("unsupported keyword 'dependentRequired' (on a key that is not a declared property)");
   // A required member's dependencies are required, to a fixpoint.
   for (bool changed = true; changed;) {
@@ -195,7 +200,7 @@ rule_nfa::frag schema_builder::build_object(rule_nfa& n, const json& s) {
   std::vector<bool> member_required;
   for (const auto& x : members)
     member_keys.push_back(x.key), member_required.push_back(x.required);
-  const auto deps = plan_dependencies(s, member_keys, member_required, extras || !patterns.empty());
+  const auto deps = plan_dependencies(s, member_keys, all_keys, member_required, extras || !patterns.empty());
   if (!deps)
     return {n.add(), n.add()};  // a required member depends on one that cannot appear
   for (std::size_t i = 0; i < members.size(); ++i)
