@@ -20,6 +20,41 @@ json conj(const json& x, const json& y) {
 }
 
 // Draft 4 spells exclusive bounds as booleans beside minimum / maximum.
+// An object that may hold keys it does not declare decides dependentRequired in the members'
+// order only between declared keys; a dependency that names another key ("if a is present, so
+// is r") becomes if {object, required a} then {required r}, settled like an `if`.
+void free_dependencies_to_ifs(json& a) {
+  const bool open = !a.contains("additionalProperties") || !is_false(a["additionalProperties"]) ||
+                    a.contains("patternProperties");
+  if (!open)
+    return;  // closed: an undeclared key never appears, which the object builder decides
+  const auto declared = [&](const json& k) {
+    return k.is_string() && a.contains("properties") && a["properties"].is_object() &&
+           a["properties"].contains(k.get<std::string>());
+  };
+  json ifs = json::array();  // added to `a` after the loops, which read inside it
+  for (const char* k : {"dependentRequired", "dependencies"}) {
+    if (!a.contains(k) || !a[k].is_object())
+      continue;
+    json keep = json::object();
+    for (auto it = a[k].begin(); it != a[k].end(); ++it) {
+      const auto& needs = it.value();
+      if (!needs.is_array() || (declared(it.key()) && std::all_of(needs.begin(), needs.end(), declared))) {
+        keep[it.key()] = needs;
+        continue;
+      }
+      ifs.push_back(json::array({json{{"type", "object"}, {"required", json::array({it.key()})}},
+                                 json{{"required", needs}}, json(true)}));
+    }
+    if (keep.empty())
+      a.erase(k);
+    else
+      a[k] = std::move(keep);
+  }
+  for (auto& c : ifs)
+    a["x-if"].push_back(std::move(c));
+}
+
 void draft4_bounds(json& s) {
   for (auto [ex, bound] : {std::pair{"exclusiveMinimum", "minimum"}, std::pair{"exclusiveMaximum", "maximum"}}) {
     if (!s.contains(ex) || !s[ex].is_boolean())
@@ -229,6 +264,7 @@ std::vector<json> schema_normalizer::settle(std::vector<json> alts, int depth) {
       into.push_back(std::move(q));
   };
   for (auto& a : alts) {
+    free_dependencies_to_ifs(a);
     if (!a.contains("x-not") && !a.contains("x-if")) {
       out.push_back(std::move(a));
       continue;
