@@ -69,12 +69,12 @@ std::string string_text_key(const json& s);
 /// a compile_error for a zero, negative or too fine / too large one.
 byte_dfa multiple_of_dfa(const json_lex::decimal& m, budget& b);
 
-/// Resolves `$ref`, merges `allOf` and distributes `anyOf`/`oneOf`: a schema becomes a list of
-/// plain alternatives (no combinators), each a JSON object.
 /// The schema the local `$ref` `ref` names in `root` (a compile_error when it is not local or
 /// does not resolve).
 const json& resolve_ref(const json& root, const std::string& ref);
 
+/// Resolves `$ref`, merges `allOf` and distributes `anyOf`/`oneOf`: a schema becomes a list of
+/// plain alternatives (no combinators), each a JSON object.
 class schema_normalizer {
 public:
   schema_normalizer(const json& root, budget& b) : root_(root), budget_(b) {}

@@ -19,7 +19,12 @@ json conj(const json& x, const json& y) {
   return json{{"allOf", json::array({x, y})}};
 }
 
-// Draft 4 spells exclusive bounds as booleans beside minimum / maximum.
+// "If the object has key `key`, it also matches `then`" (a dependency) as an if / then / else
+// triple of x-if: the `if` names the object type so that other types pass untouched.
+json dependency_if(const std::string& key, json then) {
+  return json::array({json{{"type", "object"}, {"required", json::array({key})}}, std::move(then), json(true)});
+}
+
 // An object that may hold keys it does not declare decides dependentRequired in the members'
 // order only between declared keys; a dependency that names another key ("if a is present, so
 // is r") becomes if {object, required a} then {required r}, settled like an `if`.
@@ -43,8 +48,7 @@ void free_dependencies_to_ifs(json& a) {
         keep[it.key()] = needs;
         continue;
       }
-      ifs.push_back(json::array({json{{"type", "object"}, {"required", json::array({it.key()})}},
-                                 json{{"required", needs}}, json(true)}));
+      ifs.push_back(dependency_if(it.key(), json{{"required", needs}}));
     }
     if (keep.empty())
       a.erase(k);
@@ -55,6 +59,7 @@ void free_dependencies_to_ifs(json& a) {
     a["x-if"].push_back(std::move(c));
 }
 
+// Draft 4 spells exclusive bounds as booleans beside minimum / maximum.
 void draft4_bounds(json& s) {
   for (auto [ex, bound] : {std::pair{"exclusiveMinimum", "minimum"}, std::pair{"exclusiveMaximum", "maximum"}}) {
     if (!s.contains(ex) || !s[ex].is_boolean())
@@ -174,8 +179,7 @@ std::vector<json> schema_normalizer::alternatives(const json& s, int depth) {
         if (k == "dependencies" && d.value().is_array())
           lists[d.key()] = d.value();
         else if (!is_true(d.value()))
-          dependent_ifs.push_back(json::array(
-              {json{{"type", "object"}, {"required", json::array({d.key()})}}, d.value(), json(true)}));
+          dependent_ifs.push_back(dependency_if(d.key(), d.value()));
       }
       if (!lists.empty())
         base[k] = std::move(lists);

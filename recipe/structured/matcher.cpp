@@ -29,11 +29,12 @@ matcher::matcher(std::shared_ptr<const grammar> g, std::shared_ptr<const vocabul
   for (std::size_t i = 0; i < g_->states(); ++i) {
     const auto st = static_cast<grammar::rstate>(i);
     const auto here = g_->min_len(st);
+    const auto over = [&](std::uint32_t len) { jump = std::max(jump, len - std::min(here, len)); };
     for (auto [r, to] : g_->calls(st))
-      jump = std::max(jump, g_->min_len(g_->rule_start(r)) + g_->min_len(to) - std::min(here, g_->min_len(g_->rule_start(r)) + g_->min_len(to)));
+      over(g_->min_len(g_->rule_start(r)) + g_->min_len(to));
     if (const auto* l = g_->lexer_of(st))
       for (std::uint16_t t = 0; t < l->lexemes.size(); ++t)
-        jump = std::max(jump, g_->min_len(g_->lex_target(st, t)) - std::min(here, g_->min_len(g_->lex_target(st, t))));
+        over(g_->min_len(g_->lex_target(st, t)));
   }
   const std::size_t widest = 2 * static_cast<std::size_t>(jump);
   horizon_ = cfg_.horizon + std::min<std::size_t>(widest, 512);
