@@ -10,6 +10,7 @@
 
 #include "actors/errors.hpp"
 #include "actors/logprobs.hpp"
+#include "actors/node/detached_actors.hpp"
 #include "actors/transport/kv_transport.hpp"
 #include "actors/log.hpp"
 #include "actors/instance/rank_prefill.hpp"
@@ -399,8 +400,12 @@ rank_actor::behavior_type rank_behavior(rank_pointer self, rank_config cfg) {
 rank_actor spawn_rank(caf::actor_system& sys, const rank_config& cfg) {
   // A rank with an engine computes for long stretches: on its own thread it never starves the
   // scheduler that runs the entrypoint's request actors.
-  if (!cfg.engine.model_dir.empty())
-    return sys.spawn<caf::detached>(rank_behavior, cfg);
+  if (!cfg.engine.model_dir.empty()) {
+    auto rank = sys.spawn<caf::detached>(rank_behavior, cfg);
+    if (cfg.engine.detached)
+      cfg.engine.detached->add(rank.address());
+    return rank;
+  }
   return sys.spawn(rank_behavior, cfg);
 }
 

@@ -32,6 +32,7 @@ class metrics_registry;
 }
 
 class ep_generation;
+class detached_actors;
 
 /// The engine a rank owns; an empty `model_dir` makes an idle rank (no engine).
 struct rank_engine_config {
@@ -97,6 +98,9 @@ struct rank_engine_config {
   /// A prompt predicted to need more than this many steps is long: shorter prompts behind it
   /// lead every other step (prefill_scheduler::config::long_prompt_steps; 0: plain FIFO).
   double prefill_long_steps = 4;
+  /// Where the node tracks its detached actors (a rank with an engine is one), so its stop
+  /// waits until CAF lets go of them (null: not tracked).
+  std::shared_ptr<detached_actors> detached;
 };
 
 /// Identity of one rank within one generation of its instance.

@@ -40,6 +40,7 @@ instance_supervisor_config make_instance_config(const node_runtime_config& node,
     sc.engine.prefill_step_ns = std::chrono::duration<double, std::nano>(node.serving->prefill_step).count();
     sc.engine.metrics = shared.metrics;
     sc.engine.instance = sc.instance;
+    sc.engine.detached = shared.detached;
   } else if (node.serving && spec.role == node_role::vision) {
     // A vision rank (issue 21) runs the model's vision encoder only: the engine's KV pool is
     // one block, it reads and stores no prefix cache, and the entrypoints route images to it.
@@ -52,6 +53,7 @@ instance_supervisor_config make_instance_config(const node_runtime_config& node,
     sc.engine.priority = node.serving->vision_priority;
     sc.engine.metrics = shared.metrics;
     sc.engine.instance = sc.instance;
+    sc.engine.detached = shared.detached;
   }
   return sc;
 }

@@ -24,6 +24,7 @@ struct node_shared_parts {
   std::shared_ptr<structured_output> constraints;
   std::shared_ptr<http::metrics_registry> metrics;
   so_compiler_actor compiler;
+  std::shared_ptr<detached_actors> detached;
 };
 
 /// The supervisor config of one instance of `node` (its manifest instances and, on a ready-pool

@@ -23,6 +23,7 @@
 #include "actors/errors.hpp"
 #include "actors/control/instance_supervisor.hpp"
 #include "actors/log.hpp"
+#include "actors/node/detached_actors.hpp"
 #include "actors/node/node_agent.hpp"
 #include "actors/http/metrics_registry.hpp"
 #include "actors/http/router.hpp"
@@ -96,6 +97,8 @@ struct node_runtime::impl {
   std::unique_ptr<kv_gc_worker> gc;
   /// The structured-output compiler actor (serving nodes; stopped at shutdown).
   so_compiler_actor so_compiler;
+  /// The detached actors spawned here (ranks, the compiler): a stop waits until CAF lets go of them.
+  std::shared_ptr<detached_actors> detached = std::make_shared<detached_actors>();
 
   // Bootstrap thread state: reaching the controller blocks (remote_actor), so it never runs on
   // a scheduler thread (CAF 0.17 pitfall P4).
@@ -243,6 +246,7 @@ std::optional<std::string> node_runtime::start() {
     soc.timeout = cfg.serving->so_compile_timeout;
     so = std::make_shared<structured_output>(cfg.serving->tokenizer_path, soc);
     so_compiler = spawn_so_compiler(sys, so, metrics);
+    d.detached->add(so_compiler.address());
     d.so_compiler = so_compiler;
     if (cfg.self.roles.has(node_role::so))
       cfg.self.so_compiler = caf::actor_cast<caf::strong_actor_ptr>(so_compiler);
@@ -293,8 +297,8 @@ std::optional<std::string> node_runtime::start() {
   }
 
   // 3. Instances; with a model, every rank shares the process's prefix cache.
-  auto supervisor_config = [&cfg, cache, so, metrics, so_compiler](const instance_spec& spec) {
-    return make_instance_config(cfg, spec, {cache, so, metrics, so_compiler});
+  auto supervisor_config = [&cfg, cache, so, metrics, so_compiler, detached = d.detached](const instance_spec& spec) {
+    return make_instance_config(cfg, spec, {cache, so, metrics, so_compiler, detached});
   };
   for (auto& spec : cfg.instances)
     d.instances.add(spec.role, spawn_instance_supervisor(sys, supervisor_config(spec), d.agent));
@@ -407,6 +411,13 @@ void node_runtime::stop(std::chrono::milliseconds deadline) {
   phase("KV GC worker");
   d.gc.reset();
   d.snap->clear_view();
+  // 4. CAF's destructor stops the middleman before it waits for detached actors, whose
+  // threads end only once nothing references them (detached_actors.hpp): wait for that first.
+  phase("detached actors (until CAF lets go of them)");
+  const auto spent = std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - t0);
+  if (auto held = d.detached->wait_released(std::max(deadline - spent, std::chrono::milliseconds{1000})); held > 0)
+    log().warn("node={} {} detached actor(s) still referenced after the stop's deadline; the actor system may "
+               "not finish stopping", d.cfg.self.name, held);
   phase("actor system (waits for every actor)");
   d.sys.reset();
   log().info("node={} stopped", d.cfg.self.name);
