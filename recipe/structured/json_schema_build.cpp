@@ -28,15 +28,13 @@ const std::set<std::string>& unsupported() {
   static const std::set<std::string> s{
     "propertyNames", "contains",
     "minContains", "maxContains", "unevaluatedProperties", "unevaluatedItems", "$dynamicRef",
-    "$recursiveRef", "uniqueItems", "x-patterns-unsupported"};
+    "$recursiveRef", "x-patterns-unsupported"};
   return s;
 }
 
 bool trivially_true(const std::string& k, const json& v) {
   if (k == "minProperties" || k == "minContains")
     return v.is_number() && v.get<double>() <= 0;
-  if (k == "uniqueItems")
-    return v.is_boolean() && !v.get<bool>();
   if (k == "multipleOf")
     return false;
   if (k == "dependencies" || k == "dependentRequired" || k == "dependentSchemas")
@@ -200,8 +198,7 @@ void schema_builder::build_plain(rule_nfa& n, std::vector<rule_nfa::frag>& out, 
     return;
   }
   for (auto it = s.begin(); it != s.end(); ++it)
-    if (unsupported().contains(it.key()) && !trivially_true(it.key(), it.value()) &&
-        !(it.key() == "uniqueItems" && s.contains("maxItems") && s["maxItems"].is_number() && s["maxItems"].get<double>() <= 1))
+    if (unsupported().contains(it.key()) && !trivially_true(it.key(), it.value()))
       throw compile_error("unsupported keyword '" + it.key() + "'");
   std::set<std::string> types{"null", "boolean", "object", "array", "string", "number"};
   if (s.contains("type")) {

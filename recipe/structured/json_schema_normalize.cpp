@@ -409,6 +409,11 @@ json schema_normalizer::merge(const json& a, const json& b) const {
                k == "maxProperties") {
       if (v.is_number() && r[k].is_number() && v < r[k])
         r[k] = v;
+    } else if (k == "uniqueItems") {
+      if (v.is_boolean() && r[k].is_boolean())
+        r[k] = v.get<bool>() || r[k].get<bool>();  // both hold: unique when either asks it
+      else
+        throw compile_error("'uniqueItems' must be a boolean");
     } else if (k == "pattern") {
       r["x-patterns"].push_back(v);
     } else if (k == "multipleOf") {

@@ -334,62 +334,6 @@ rule_nfa::frag schema_builder::build_object(rule_nfa& n, const json& s) {
   return {start, end};
 }
 
-// `[` items `]`: prefix items by position, then the rest, counted up to max(prefix, minItems).
-rule_nfa::frag schema_builder::build_array(rule_nfa& n, const json& s) {
-  std::vector<const json*> prefix;
-  const json t = true;
-  const json* rest = &t;
-  if (s.contains("prefixItems")) {
-    for (auto& p : s["prefixItems"])
-      prefix.push_back(&p);
-    if (s.contains("items"))
-      rest = &s["items"];
-  } else if (s.contains("items") && s["items"].is_array()) {
-    for (auto& p : s["items"])
-      prefix.push_back(&p);
-    if (s.contains("additionalItems"))
-      rest = &s["additionalItems"];
-  } else if (s.contains("items")) {
-    rest = &s["items"];
-  }
-  auto num = [&](const char* k, std::size_t d) -> std::size_t {
-    const auto v = count_keyword(s, k);
-    return v ? static_cast<std::size_t>(std::min(*v, 1e9)) : d;
-  };
-  const std::size_t min = num("minItems", 0);
-  std::size_t max = num("maxItems", SIZE_MAX);
-  if (is_false(*rest))
-    max = std::min(max, prefix.size());
-  if (min > max)
-    return {n.add(), n.add()};
-  const std::size_t chain = max != SIZE_MAX ? max : std::max<std::size_t>({prefix.size(), min, 1});
-  if (chain > 2048)
-    throw compile_error("minItems/maxItems/prefixItems above 2048 (unsupported)");
-  const auto open = punct("["), close = punct("]"), comma = punct(",");
-  const auto start = n.add(), end = n.add();
-  std::vector<std::int32_t> at(chain + 1);
-  for (auto& x : at)
-    x = n.add();
-  n.edge(start, open, at[0]);
-  auto item = [&](std::size_t c) { return value_rule(c < prefix.size() ? *prefix[c] : *rest); };
-  for (std::size_t c = 0; c <= chain; ++c) {
-    if (c >= min)
-      n.edge(at[c], close, end);
-    const bool last = c == chain;
-    if (last && max != SIZE_MAX)
-      break;
-    const auto to = last ? at[c] : at[c + 1];
-    auto cur = at[c];
-    if (c > 0) {
-      auto x = n.add();
-      n.edge(cur, comma, x);
-      cur = x;
-    }
-    n.edge(cur, item(c), to);
-  }
-  return {start, end};
-}
-
 } // namespace detail
 
 std::shared_ptr<const grammar> compile_json_schema(const nlohmann::ordered_json& schema, budget& b,
