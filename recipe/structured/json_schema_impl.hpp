@@ -88,7 +88,7 @@ public:
   std::vector<json> wide_alternatives(const json& s, int depth = 0);
   /// The schema a `$ref` names.
   const json& resolve(const std::string& ref) const;
-  /// Merges two plain schemas (allOf of both).
+  /// Merges two plain schemas (allOf of both; null when they contradict, or one is `false`).
   json merge(const json& a, const json& b) const;
 
   /// Whether no value matches both plain schemas, as far as types, listed values, bounds, counts

@@ -335,8 +335,15 @@ std::vector<json> schema_normalizer::wide_alternatives(const json& s, int depth)
 }
 
 json schema_normalizer::merge(const json& a, const json& b) const {
-  if (a.is_null() || b.is_null())
+  // null: a merge that found a contradiction; `false` matches nothing, `true` adds nothing.
+  if (a.is_null() || b.is_null() || is_false(a) || is_false(b))
     return nullptr;
+  if (a.is_boolean())
+    return b;
+  if (b.is_boolean())
+    return a;
+  if (!a.is_object() || !b.is_object())
+    throw compile_error("a schema must be an object or a boolean");
   // A pattern's keys meet the other side's properties and additionalProperties: their
   // conjunction is not written here.
   auto object_keywords = [](const json& s) {
