@@ -69,6 +69,10 @@ std::string string_text_key(const json& s);
 /// a compile_error for a zero, negative or too fine / too large one.
 byte_dfa multiple_of_dfa(const json_lex::decimal& m, budget& b);
 
+/// Checks the JSON type of every keyword the compiler reads, through every subschema: a
+/// compile_error naming the keyword and its JSON Pointer for the first that is wrong.
+void check_schema_shape(const json& schema);
+
 /// The schema the local `$ref` `ref` names in `root` (a compile_error when it is not local or
 /// does not resolve).
 const json& resolve_ref(const json& root, const std::string& ref);

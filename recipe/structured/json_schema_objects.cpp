@@ -338,6 +338,7 @@ rule_nfa::frag schema_builder::build_object(rule_nfa& n, const json& s) {
 
 std::shared_ptr<const grammar> compile_json_schema(const nlohmann::ordered_json& schema, budget& b,
                                                    const json_options& opts) {
+  detail::check_schema_shape(schema);
   detail::schema_builder sb{schema, b, opts};
   auto root = sb.value_rule(schema);
   return sb.finish(root);

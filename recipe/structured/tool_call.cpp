@@ -153,6 +153,9 @@ std::shared_ptr<const grammar> compile_tool_calls(const json& spec, budget& b, c
     for (const auto& t : tools)
       if (uses_ref(t.value("parameters", json::object())))
         throw compile_error("'$ref' in the parameters of one of several tools; name the tool to call");
+  for (const auto& t : tools)
+    if (t.is_object() && t.contains("parameters"))
+      detail::check_schema_shape(t["parameters"]);
   static const json no_params = json::object();
   const json& root = tools.size() == 1 && tools[0].contains("parameters") ? tools[0]["parameters"] : no_params;
   tool_call_builder builder(root, spec.value("v41", true), b, opts);

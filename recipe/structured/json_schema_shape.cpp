@@ -1,0 +1,159 @@
+// The shape of a JSON Schema's keywords, checked once before it compiles: a keyword whose value
+// has the wrong JSON type (`"type": 3`, `"required": "a"`, `"allOf": {}`) is a clear error
+// naming the keyword and where it is, instead of an exception from deep inside the compiler.
+#include "recipe/structured/json_schema_impl.hpp"
+
+#include <algorithm>
+#include <string_view>
+
+namespace deepinfer::recipe::so::detail {
+
+namespace {
+
+enum class shape { schema, schema_map, schema_list, schema_or_list, strings, list, text, number, number_or_bool,
+                   boolean, types, dependencies, string_lists };
+
+struct keyword_shape {
+  std::string_view keyword;
+  shape is;
+};
+
+// The keywords whose value the compiler reads; annotations and unknown keywords are left alone.
+constexpr keyword_shape shapes[] = {
+    {"properties", shape::schema_map}, {"patternProperties", shape::schema_map}, {"$defs", shape::schema_map},
+    {"definitions", shape::schema_map}, {"dependentSchemas", shape::schema_map},
+    {"additionalProperties", shape::schema}, {"additionalItems", shape::schema}, {"not", shape::schema},
+    {"if", shape::schema}, {"then", shape::schema}, {"else", shape::schema}, {"contains", shape::schema},
+    {"propertyNames", shape::schema}, {"unevaluatedProperties", shape::schema}, {"unevaluatedItems", shape::schema},
+    {"items", shape::schema_or_list}, {"prefixItems", shape::schema_list}, {"allOf", shape::schema_list},
+    {"anyOf", shape::schema_list}, {"oneOf", shape::schema_list}, {"required", shape::strings},
+    {"enum", shape::list}, {"pattern", shape::text}, {"format", shape::text}, {"$ref", shape::text},
+    {"minimum", shape::number}, {"maximum", shape::number}, {"multipleOf", shape::number},
+    {"exclusiveMinimum", shape::number_or_bool}, {"exclusiveMaximum", shape::number_or_bool},
+    {"minLength", shape::number}, {"maxLength", shape::number}, {"minItems", shape::number},
+    {"maxItems", shape::number}, {"minProperties", shape::number}, {"maxProperties", shape::number},
+    {"minContains", shape::number}, {"maxContains", shape::number}, {"uniqueItems", shape::boolean},
+    {"type", shape::types}, {"dependencies", shape::dependencies}, {"dependentRequired", shape::string_lists},
+};
+
+const char* what(shape s) {
+  switch (s) {
+  case shape::schema: return "a schema (an object or a boolean)";
+  case shape::schema_map: return "an object whose values are schemas";
+  case shape::schema_list: return "an array of schemas";
+  case shape::schema_or_list: return "a schema or an array of schemas";
+  case shape::strings: return "an array of strings";
+  case shape::list: return "an array";
+  case shape::text: return "a string";
+  case shape::number: return "a number";
+  case shape::number_or_bool: return "a number (or, in draft 4, a boolean)";
+  case shape::boolean: return "a boolean";
+  case shape::types: return "a type name or an array of type names";
+  case shape::dependencies: return "an object whose values are arrays of strings or schemas";
+  case shape::string_lists: return "an object whose values are arrays of strings";
+  }
+  return "";
+}
+
+/// `v` as JSON, cut to about 60 bytes at a character boundary (the message travels in JSON).
+std::string shown(const json& v) {
+  auto text = v.dump();
+  if (text.size() <= 60)
+    return text;
+  std::size_t end = 60;
+  while (end > 0 && (static_cast<unsigned char>(text[end]) & 0xC0) == 0x80)
+    --end;
+  return text.substr(0, end) + "...";
+}
+
+bool is_schema(const json& v) { return v.is_object() || v.is_boolean(); }
+bool all_strings(const json& v) {
+  return v.is_array() && std::all_of(v.begin(), v.end(), [](const json& x) { return x.is_string(); });
+}
+
+bool fits(shape s, const json& v) {
+  switch (s) {
+  case shape::schema: return is_schema(v);
+  case shape::schema_map:
+    return v.is_object() && std::all_of(v.begin(), v.end(), [](const json& x) { return is_schema(x); });
+  case shape::schema_list:
+    return v.is_array() && std::all_of(v.begin(), v.end(), [](const json& x) { return is_schema(x); });
+  case shape::schema_or_list: return is_schema(v) || fits(shape::schema_list, v);
+  case shape::strings: return all_strings(v);
+  case shape::list: return v.is_array();
+  case shape::text: return v.is_string();
+  case shape::number: return v.is_number();
+  case shape::number_or_bool: return v.is_number() || v.is_boolean();
+  case shape::boolean: return v.is_boolean();
+  case shape::types: return v.is_string() || all_strings(v);
+  case shape::dependencies:
+    return v.is_object() && std::all_of(v.begin(), v.end(), [](const json& x) { return is_schema(x) || all_strings(x); });
+  case shape::string_lists: return v.is_object() && std::all_of(v.begin(), v.end(), all_strings);
+  }
+  return false;
+}
+
+/// `~` and `/` escaped as a JSON Pointer token.
+std::string pointer_token(const std::string& key) {
+  std::string out;
+  for (char c : key)
+    out += c == '~' ? "~0" : c == '/' ? "~1" : std::string(1, c);
+  return out;
+}
+
+void check(const json& s, const std::string& at, int depth) {
+  if (!s.is_object())
+    return;
+  if (depth > 256)
+    throw compile_error("the schema nests deeper than 256 levels (unsupported)");
+  for (const auto& [keyword, is] : shapes) {
+    const auto it = s.find(std::string{keyword});
+    if (it == s.end())
+      continue;
+    const auto here = at + "/" + pointer_token(std::string{keyword});
+    if (!fits(is, *it)) {
+      // A map or list of the right kind: name the member that is wrong.
+      std::string where = at.empty() ? "the root" : at;
+      const json* bad = &*it;
+      if (it->is_object() && (is == shape::schema_map || is == shape::dependencies || is == shape::string_lists)) {
+        for (auto m = it->begin(); m != it->end(); ++m)
+          if (!(is == shape::schema_map ? is_schema(m.value())
+                : is == shape::string_lists ? all_strings(m.value())
+                                            : is_schema(m.value()) || all_strings(m.value()))) {
+            where = here + "/" + pointer_token(m.key());
+            bad = &m.value();
+            break;
+          }
+      } else if (it->is_array() && (is == shape::schema_list || is == shape::schema_or_list)) {
+        for (std::size_t i = 0; i < it->size(); ++i)
+          if (!is_schema((*it)[i])) {
+            where = here + "/" + std::to_string(i);
+            bad = &(*it)[i];
+            break;
+          }
+      }
+      throw compile_error("invalid schema: '" + std::string{keyword} + "' must be " + what(is) + ": at " + where +
+                          " is " + shown(*bad));
+    }
+    // Into the schemas the keyword holds.
+    if (it->is_object() && (is == shape::schema_map || is == shape::dependencies)) {
+      for (auto m = it->begin(); m != it->end(); ++m)
+        check(m.value(), here + "/" + pointer_token(m.key()), depth + 1);
+    } else if (it->is_array() && (is == shape::schema_list || is == shape::schema_or_list)) {
+      for (std::size_t i = 0; i < it->size(); ++i)
+        check((*it)[i], here + "/" + std::to_string(i), depth + 1);
+    } else if (is == shape::schema || is == shape::schema_or_list) {
+      check(*it, here, depth + 1);
+    }
+  }
+}
+
+} // namespace
+
+void check_schema_shape(const json& schema) {
+  if (!is_schema(schema))
+    throw compile_error("invalid schema: a schema must be an object or a boolean, not " + shown(schema));
+  check(schema, "", 0);
+}
+
+} // namespace deepinfer::recipe::so::detail
