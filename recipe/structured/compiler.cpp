@@ -72,6 +72,10 @@ expected<std::shared_ptr<const matcher>, std::string> compiler::compile(const co
     return std::string{"invalid constraint: "} + e.what();
   }
   auto m = std::make_shared<const matcher>(g, vocab_, classes_, cfg_.matching);
+  // A language of the empty string alone (`start: b` with `b:` empty, the regex `^$`) allows no
+  // token at all, where the rank would still have to pick one.
+  if (m->start().dead())
+    return std::string{"the constraint admits only an empty output; it must match at least one character"};
   const auto bytes = g->bytes();
   std::lock_guard lock{mutex_};
   lru_.push_front({key, m, bytes});

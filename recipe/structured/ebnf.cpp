@@ -28,6 +28,19 @@ struct tok {
   bool starts_rule = false;  // a name followed by ':' or '::='
 };
 
+/// Whether the `?` or `!` at `i` is Lark's marker before a rule's name (`?value: ...`), not the
+/// `?` that makes the item before it optional (`a? b`, `a?b`).
+bool marks_rule(std::string_view s, std::size_t i) {
+  std::size_t j = i + 1;
+  if (j >= s.size() || !(std::isalpha(static_cast<unsigned char>(s[j])) || s[j] == '_'))
+    return false;
+  while (j < s.size() && (std::isalnum(static_cast<unsigned char>(s[j])) || s[j] == '_'))
+    ++j;
+  while (j < s.size() && (s[j] == ' ' || s[j] == '\t'))
+    ++j;
+  return j < s.size() && s[j] == ':';
+}
+
 std::vector<tok> lex_ebnf(std::string_view s) {
   std::vector<tok> out;
   std::size_t i = 0;
@@ -41,10 +54,10 @@ std::vector<tok> lex_ebnf(std::string_view s) {
         ++i;
     } else if (c == '%') {
       fail("directives (%ignore, %import) are not supported");
-    } else if (std::isalpha(static_cast<unsigned char>(c)) || c == '_' || c == '?' || c == '!') {
-      std::size_t j = i + 1;
-      if (c == '?' || c == '!')  // Lark's inline/keep markers
+    } else if (std::isalpha(static_cast<unsigned char>(c)) || c == '_' || ((c == '?' || c == '!') && marks_rule(s, i))) {
+      if (c == '?' || c == '!')  // Lark's inline/keep markers before a rule's name: dropped
         ++i;
+      std::size_t j = i + 1;
       while (j < s.size() && (std::isalnum(static_cast<unsigned char>(s[j])) || s[j] == '_'))
         ++j;
       out.push_back({tok::name, std::string{s.substr(i, j - i)}});
@@ -82,7 +95,11 @@ std::vector<tok> lex_ebnf(std::string_view s) {
       out.push_back({tok::punct, std::string(1, c)});
       ++i;
     } else {
-      fail(std::string{"unexpected '"} + c + "'");
+      // The whole character (a lone byte of a UTF-8 sequence is no text a message can carry).
+      std::size_t n = 1;
+      while (i + n < s.size() && n < 4 && (static_cast<unsigned char>(s[i + n]) & 0xC0) == 0x80)
+        ++n;
+      fail("unexpected '" + std::string{s.substr(i, n)} + "'");
     }
   }
   for (std::size_t k = 0; k + 1 < out.size(); ++k)
