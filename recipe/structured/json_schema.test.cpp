@@ -417,6 +417,36 @@ BOOST_AUTO_TEST_CASE(narrowing_through_false_or_contradictory_parts) {
     agrees_with_validator(schema, instances);
 }
 
+// propertyNames: declared keys it rejects are absent; the other keys are a listed set or the
+// keys one pattern finds (declared keys keep their own schema), through $ref; exact.
+BOOST_AUTO_TEST_CASE(property_names_as_listed_keys_or_one_pattern) {
+  const std::vector<std::pair<std::string, std::vector<const char*>>> cases{
+      {R"({"type":"object","propertyNames":{"pattern":"^[a-z]+$"},"additionalProperties":{"type":"integer"}})",
+       {"{}", R"({"ab":1})", R"({"Ab":1})", R"({"ab":"x"})", R"({"a1":2})", R"({"ab":1,"cd":2})"}},
+      {R"({"type":"object","properties":{"ID":{"type":"string"}},"propertyNames":{"pattern":"^[a-z]+$"}})",
+       {"{}", R"({"ID":"x"})", R"({"ab":1})"}},
+      {R"({"type":"object","properties":{"id":{"type":"string"}},"propertyNames":{"pattern":"^[a-z]+$"},"additionalProperties":{"type":"boolean"}})",
+       {R"({"id":"x"})", R"({"id":"x","ok":true})", R"({"id":1})", R"({"ok":1})", R"({"OK":true})"}},
+      {R"({"type":"object","propertyNames":{"enum":["a","b"]},"additionalProperties":{"type":"integer"}})",
+       {R"({"a":1})", R"({"a":1,"b":2})", R"({"c":1})", R"({"a":"x"})"}},
+      {R"({"definitions":{"k":{"type":"string","pattern":"^x"}},"type":"object","propertyNames":{"$ref":"#/definitions/k"}})",
+       {R"({"xa":1})", R"({"ya":1})", "{}"}},
+      {R"({"type":"object","propertyNames":false,"properties":{"a":{}}})", {"{}", R"({"a":1})"}},
+      {R"({"type":"object","propertyNames":{"type":"string"},"required":["q"]})", {R"({"q":1})", "{}"}},
+  };
+  for (const auto& [schema, instances] : cases)
+    agrees_with_validator(schema, instances);
+  BOOST_TEST(!accepts(*schema_matcher(cases[0].first), R"({"Ab":1})"));  // the comparison is not vacuous
+  auto& c = deepinfer::recipe::so::test::shared_compiler();
+  for (auto [schema, word] : {std::pair{R"({"type":"object","propertyNames":{"maxLength":3}})", "maxLength"},
+                              {R"({"type":"object","propertyNames":{"pattern":"a"},"patternProperties":{"b":{}}})", "patternProperties"},
+                              {R"({"allOf":[{"propertyNames":{"pattern":"a"}},{"propertyNames":{"pattern":"b"}}]})", "propertyNames"}}) {
+    auto r = c.compile({constraint_kind::json_schema, schema});
+    BOOST_TEST_REQUIRE(!r.has_value(), schema);
+    BOOST_TEST(r.error().find(word) != std::string::npos, r.error());
+  }
+}
+
 BOOST_AUTO_TEST_CASE(arrays_with_prefix_items_and_counts) {
   auto m = schema_matcher(R"({"type":"array","prefixItems":[{"type":"integer"},{"type":"string"}],"items":{"type":"boolean"},"minItems":1,"maxItems":3})");
   BOOST_TEST(accepts(*m, "[1]"));
@@ -442,6 +472,8 @@ BOOST_AUTO_TEST_CASE(malformed_keywords_are_named_with_their_place) {
            {R"({"items":{"maxItems":[{}]}})", {"'maxItems' must be a number", "/items"}},
            {R"({"dependencies":{"a":3}})", {"'dependencies'", "/dependencies/a"}},
            {R"(5)", {"a schema must be an object or a boolean"}},
+           // A $ref's target is checked wherever it sits.
+           {R"({"components":{"x":{"prefixItems":{}}},"$ref":"#/components/x"})", {"'prefixItems'", "/components/x"}},
        }) {
     auto r = c.compile({constraint_kind::json_schema, schema});
     BOOST_TEST_REQUIRE(!r.has_value(), schema);

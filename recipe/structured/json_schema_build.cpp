@@ -26,7 +26,7 @@ namespace {
 // Standard validation keywords this compiler does not enforce: an error, never ignored.
 const std::set<std::string>& unsupported() {
   static const std::set<std::string> s{
-    "propertyNames", "contains",
+    "contains",
     "minContains", "maxContains", "unevaluatedProperties", "unevaluatedItems", "$dynamicRef",
     "$recursiveRef", "x-patterns-unsupported"};
   return s;

@@ -144,6 +144,8 @@ public:
 private:
   void build_plain(rule_nfa& n, std::vector<rule_nfa::frag>& out, const json& s);
   rule_nfa::frag build_object(rule_nfa& n, const json& s);
+  /// `s` with its propertyNames turned into properties, additionalProperties and a pattern.
+  json apply_property_names(const json& s);
   rule_nfa::frag build_array(rule_nfa& n, const json& s);
   /// An array of distinct items of `items` (a finite set of values), `min` to `max` of them.
   rule_nfa::frag build_unique_array(rule_nfa& n, const json& items, std::size_t min, std::size_t max);

@@ -446,7 +446,8 @@ json schema_normalizer::merge(const json& a, const json& b) const {
         r[k].push_back(x);
     } else if (k == "items" && r[k].is_object() && v.is_object()) {
       r[k] = conj(r[k], v);
-    } else if (k == "not" || k == "format" || k == "items" || k == "prefixItems" || k == "additionalItems") {
+    } else if (k == "not" || k == "format" || k == "items" || k == "prefixItems" || k == "additionalItems" ||
+               k == "propertyNames") {
       throw compile_error("allOf combines two different '" + k + "' (unsupported)");
     } else if (k == "title" || k == "description" || k == "default" || k == "examples" || k == "$comment") {
       // annotations: keep the first

@@ -140,7 +140,69 @@ byte_dfa other_key_dfa(const std::vector<std::string>& declared, std::span<const
 // pattern's value) and the rest (`additionalProperties`). A key two of the schemas would
 // constrain at once (a declared key a pattern finds, a key two patterns find) needs the values'
 // conjunction: refused, never guessed.
+// propertyNames P, rewritten into what the object builder reads: a declared key P rejects is
+// `false` (absent); the other keys are none (additionalProperties false), the finite set P lists
+// (declared with additionalProperties' schema), or the keys P's one pattern finds (a pattern
+// property over keys not declared). The validator decides each listed key, so P's other
+// keywords hold there; a P of any other kind is refused.
+json schema_builder::apply_property_names(const json& s) {
+  json r = s;
+  const json names = r["propertyNames"];
+  r.erase("propertyNames");
+  if (is_true(names))
+    return r;
+  auto refuse = [](const std::string& why) {
+    throw compile_error("unsupported keyword 'propertyNames': " + why +
+                        " (it is enforced as a list of keys, or one pattern with no other keyword)");
+  };
+  json_validator check{root_, gb_.bud()};
+  // (Every key of `r` is in place before `props` is taken: an ordered_json's members are a
+  // vector, and a new one moves them.)
+  const json addl = r.contains("additionalProperties") ? r["additionalProperties"] : json(true);
+  r["additionalProperties"] = false;
+  if (!r.contains("properties"))
+    r["properties"] = json::object();
+  auto& props = r["properties"];
+  for (auto it = props.begin(); it != props.end(); ++it)
+    if (!check.valid(json(it.key()), names))
+      it.value() = false;
+  if (is_false(addl) || is_false(names))
+    return r;
+  if (r.contains("patternProperties") && !r["patternProperties"].empty())
+    refuse("beside patternProperties");
+  const auto alts = norm_.wide_alternatives(names);
+  // A finite set of keys: each one P accepts and not declared takes additionalProperties' schema.
+  if (std::all_of(alts.begin(), alts.end(), [](const json& a) { return a.contains("enum") || a.contains("const"); })) {
+    for (const auto& a : alts)
+      for (const auto& k : a.contains("const") ? json::array({a["const"]}) : a["enum"])
+        if (k.is_string() && !props.contains(k.get<std::string>()) && check.valid(k, names))
+          props[k.get<std::string>()] = addl;
+    return r;
+  }
+  // Any string, or one pattern (beside `type: string` and annotations).
+  if (alts.size() != 1)
+    refuse("a union of key schemas");
+  std::string pattern;
+  for (auto it = alts[0].begin(); it != alts[0].end(); ++it) {
+    const auto& k = it.key();
+    if (k == "pattern" && it.value().is_string())
+      pattern = it.value().get<std::string>();
+    else if (!(k == "type" && it.value() == "string") && k != "title" && k != "description" && k != "$comment" &&
+             k != "examples" && k != "default")
+      refuse("its keyword '" + k + "'");
+  }
+  if (pattern.empty())
+    r["additionalProperties"] = addl;  // any string: every key
+  else
+    r["patternProperties"] = json{{pattern, addl}}, r["x-names-pattern"] = true;
+  return r;
+}
+
 rule_nfa::frag schema_builder::build_object(rule_nfa& n, const json& s) {
+  if (s.contains("propertyNames")) {
+    owned_.push_back(apply_property_names(s));
+    return build_object(n, owned_.back());
+  }
   const json empty = json::object();
   const json t = true;
   const auto& props = s.contains("properties") ? s["properties"] : empty;
@@ -287,6 +349,10 @@ rule_nfa::frag schema_builder::build_object(rule_nfa& n, const json& s) {
   std::vector<byte_dfa> found;  // the keys each pattern finds
   for (auto it = patterns.begin(); it != patterns.end(); ++it) {
     auto keys = byte_dfa::of(json_lex::lead(pattern_key_rx(it.key(), ws_), ws_), b);
+    // A propertyNames pattern (apply_property_names) finds the keys not declared only.
+    if (s.value("x-names-pattern", false))
+      for (const auto& d : declared)
+        keys = byte_dfa::minus(keys, d, b);
     for (std::size_t d = 0; d < declared.size(); ++d)
       if (!byte_dfa::intersect(keys, declared[d], b).empty())
         throw compile_error("patternProperties pattern '" + it.key() + "' also matches the declared property '" +

@@ -4,6 +4,7 @@
 #include "recipe/structured/json_schema_impl.hpp"
 
 #include <algorithm>
+#include <set>
 #include <string_view>
 
 namespace deepinfer::recipe::so::detail {
@@ -101,8 +102,13 @@ std::string pointer_token(const std::string& key) {
   return out;
 }
 
-void check(const json& s, const std::string& at, int depth) {
-  if (!s.is_object())
+struct walk {
+  const json& root;
+  std::set<const json*> seen;  // schemas checked (a $ref's target once, cycles included)
+};
+
+void check(walk& w, const json& s, const std::string& at, int depth) {
+  if (!s.is_object() || !w.seen.insert(&s).second)
     return;
   if (depth > 256)
     throw compile_error("the schema nests deeper than 256 levels (unsupported)");
@@ -138,13 +144,23 @@ void check(const json& s, const std::string& at, int depth) {
     // Into the schemas the keyword holds.
     if (it->is_object() && (is == shape::schema_map || is == shape::dependencies)) {
       for (auto m = it->begin(); m != it->end(); ++m)
-        check(m.value(), here + "/" + pointer_token(m.key()), depth + 1);
+        check(w, m.value(), here + "/" + pointer_token(m.key()), depth + 1);
     } else if (it->is_array() && (is == shape::schema_list || is == shape::schema_or_list)) {
       for (std::size_t i = 0; i < it->size(); ++i)
-        check((*it)[i], here + "/" + std::to_string(i), depth + 1);
+        check(w, (*it)[i], here + "/" + std::to_string(i), depth + 1);
     } else if (is == shape::schema || is == shape::schema_or_list) {
-      check(*it, here, depth + 1);
+      check(w, *it, here, depth + 1);
     }
+  }
+  // The schema a local $ref names, wherever it sits (under `components`, say): the builder reads it.
+  if (const auto ref = s.find("$ref"); ref != s.end() && ref->is_string() && ref->get<std::string>().starts_with("#")) {
+    const json* target = nullptr;
+    try {
+      target = &resolve_ref(w.root, ref->get<std::string>());
+    } catch (const compile_error&) {
+      return;  // the builder says it does not resolve
+    }
+    check(w, *target, ref->get<std::string>().substr(1), depth + 1);
   }
 }
 
@@ -153,7 +169,8 @@ void check(const json& s, const std::string& at, int depth) {
 void check_schema_shape(const json& schema) {
   if (!is_schema(schema))
     throw compile_error("invalid schema: a schema must be an object or a boolean, not " + shown(schema));
-  check(schema, "", 0);
+  walk w{schema, {}};
+  check(w, schema, "", 0);
 }
 
 } // namespace deepinfer::recipe::so::detail
