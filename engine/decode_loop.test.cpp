@@ -205,8 +205,9 @@ BOOST_AUTO_TEST_CASE(the_loop_decodes_what_synchronous_steps_decode_token_for_to
     BOOST_TEST(same == jobs.size(), to_string(mode) << ": " << same << " of " << jobs.size() << " as plain decode");
     BOOST_TEST(owner.moves > 10);
     BOOST_TEST(cancelled > 5);
-    // It did run ahead: steps started while the owner had not taken the one before.
-    BOOST_TEST(loop.overlapped_steps() > 0);
+    // (How many steps ran ahead of the owner here is the scheduler's: with another test on the
+    // other core the loop's thread may never run while results wait, and a CI run saw 0. That the
+    // loop runs ahead is checked where it is certain, in the next test.)
     BOOST_TEST(ready_calls.load() > 0);
   }
 }
@@ -217,6 +218,8 @@ BOOST_AUTO_TEST_CASE(an_owner_that_takes_nothing_holds_the_loop_at_max_ahead_ste
   const auto seq = start_long_sequence(*engine, loop, 9);
   std::this_thread::sleep_for(std::chrono::milliseconds(300));
   BOOST_TEST(loop.steps() == 2u);
+  // The second step started while the first one's results waited: it ran ahead.
+  BOOST_TEST(loop.overlapped_steps() == 1u);
   auto results = loop.take();
   BOOST_TEST(results.size() == 2u);
   std::this_thread::sleep_for(std::chrono::milliseconds(300));

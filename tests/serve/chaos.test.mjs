@@ -13,7 +13,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import assert from 'node:assert/strict';
-import { assertStreamsEqual, check, finish, postChat, results, startTwoDecodeCluster, streamCounted, waitFor } from './harness.mjs';
+import { assertStreamsEqual, check, finish, postChat, results, seededRandom, startTwoDecodeCluster, streamCounted, waitFor } from './harness.mjs';
 
 const MODEL = 'deepseek-v4.1-flash';
 const [exe, draftModel] = process.argv.slice(2);
@@ -24,16 +24,8 @@ const WAVE = 6, MAX_TOKENS = 128, GRACE_S = 1, FREEZE_MS = 3000;
 // CHAOS_SEED=<n> replays another, CHAOS_SEED=random draws one.
 const SEED = process.env.CHAOS_SEED === 'random' ? Date.now() % 2147483647 : Number(process.env.CHAOS_SEED ?? 882230420);
 console.log(`chaos seed ${SEED} (replay with CHAOS_SEED=${SEED})`);
-// mulberry32: a small seeded generator, so one seed is one schedule.
-let state = SEED >>> 0;
-const rand = () => {
-  state = (state + 0x6d2b79f5) >>> 0;
-  let t = state;
-  t = Math.imul(t ^ (t >>> 15), t | 1);
-  t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-  return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-};
-const pick = (xs) => xs[Math.floor(rand() * xs.length)];
+// One seed is one schedule.
+const { rand, pick } = seededRandom(SEED);
 
 // The schedule: the kill and the freeze in a seeded order on seeded nodes, then the drain (a
 // drained node exits for good, so it comes last) of a seeded decode node.

@@ -11,20 +11,12 @@ import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { check, finish, postChat, results, serverUp, setupFailed, startServer, stopServer } from './harness.mjs';
+import { check, finish, postChat, results, seededRandom, serverUp, setupFailed, startServer, stopServer } from './harness.mjs';
 
 const exe = process.argv[2];
 const SEED = Number(process.env.FUZZ_SEED ?? 20261206), COUNT = Number(process.env.FUZZ_COUNT ?? 1000);
 console.log(`fuzz seed ${SEED} (replay with FUZZ_SEED=${SEED}), ${COUNT} requests`);
-let state = SEED >>> 0;
-const rand = () => { // mulberry32
-  state = (state + 0x6d2b79f5) >>> 0;
-  let t = state;
-  t = Math.imul(t ^ (t >>> 15), t | 1);
-  t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-  return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-};
-const pick = (xs) => xs[Math.floor(rand() * xs.length)];
+const { rand, pick } = seededRandom(SEED);
 
 const regexes = ['^[a-z]+(_[a-z]+)*$', '^\\d{4}-\\d{2}-\\d{2}$', '[A-Z]{2,3}-[0-9]+', '^(yes|no|maybe)$',
   '^#[0-9a-fA-F]{6}$', '(\\w+@\\w+\\.com)', '^[^ ]{1,8}$', 'v[0-9]+\\.[0-9]+(\\.[0-9]+)?'];

@@ -14,6 +14,20 @@ import path from 'node:path';
 // nodes on one port is refused.
 const portsHanded = new Set();
 
+/// A seeded generator of numbers in [0, 1) (mulberry32), so one seed is one draw (a chaos
+/// schedule, a fuzz corpus), and `pick` from it.
+export function seededRandom(seed) {
+  let state = seed >>> 0;
+  const rand = () => {
+    state = (state + 0x6d2b79f5) >>> 0;
+    let t = state;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+  return { rand, pick: (xs) => xs[Math.floor(rand() * xs.length)] };
+}
+
 export async function freePort() {
   for (;;) {
     const port = await new Promise((resolve) => {
