@@ -28,14 +28,20 @@ struct tok {
   bool starts_rule = false;  // a name followed by ':' or '::='
 };
 
+/// Where the name whose first character is at `i` ends.
+std::size_t name_end(std::string_view s, std::size_t i) {
+  std::size_t j = i + 1;
+  while (j < s.size() && (std::isalnum(static_cast<unsigned char>(s[j])) || s[j] == '_'))
+    ++j;
+  return j;
+}
+
 /// Whether the `?` or `!` at `i` is Lark's marker before a rule's name (`?value: ...`), not the
 /// `?` that makes the item before it optional (`a? b`, `a?b`).
 bool marks_rule(std::string_view s, std::size_t i) {
-  std::size_t j = i + 1;
-  if (j >= s.size() || !(std::isalpha(static_cast<unsigned char>(s[j])) || s[j] == '_'))
+  if (i + 1 >= s.size() || !(std::isalpha(static_cast<unsigned char>(s[i + 1])) || s[i + 1] == '_'))
     return false;
-  while (j < s.size() && (std::isalnum(static_cast<unsigned char>(s[j])) || s[j] == '_'))
-    ++j;
+  std::size_t j = name_end(s, i + 1);
   while (j < s.size() && (s[j] == ' ' || s[j] == '\t'))
     ++j;
   return j < s.size() && s[j] == ':';
@@ -57,9 +63,7 @@ std::vector<tok> lex_ebnf(std::string_view s) {
     } else if (std::isalpha(static_cast<unsigned char>(c)) || c == '_' || ((c == '?' || c == '!') && marks_rule(s, i))) {
       if (c == '?' || c == '!')  // Lark's inline/keep markers before a rule's name: dropped
         ++i;
-      std::size_t j = i + 1;
-      while (j < s.size() && (std::isalnum(static_cast<unsigned char>(s[j])) || s[j] == '_'))
-        ++j;
+      const std::size_t j = name_end(s, i);
       out.push_back({tok::name, std::string{s.substr(i, j - i)}});
       i = j;
     } else if (c == '"' || c == '\'') {

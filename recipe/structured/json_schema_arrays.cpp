@@ -108,28 +108,22 @@ rule_nfa::frag schema_builder::build_unique_array(rule_nfa& n, const json& items
   if (is_true(items))
     refuse("the items may be any value");
   for (const auto& alt : norm_.wide_alternatives(items)) {
-    if (alt.contains("const")) {
-      candidates.push_back(alt["const"]);
-    } else if (alt.contains("enum") && alt["enum"].is_array()) {
-      for (const auto& v : alt["enum"])
-        candidates.push_back(v);
-    } else if (alt.contains("type")) {
-      std::vector<std::string> types;
-      if (alt["type"].is_string())
-        types.push_back(alt["type"].get<std::string>());
-      else if (alt["type"].is_array())
-        for (const auto& t : alt["type"])
-          types.push_back(t.is_string() ? t.get<std::string>() : "");
-      for (const auto& t : types) {
-        if (t == "null")
-          candidates.push_back(nullptr);
-        else if (t == "boolean")
-          candidates.insert(candidates.end(), {json(false), json(true)});
-        else
-          refuse("its items may be any " + (t.empty() ? std::string{"value"} : t));
-      }
-    } else {
+    if (auto listed = values_of(alt)) {
+      candidates.insert(candidates.end(), listed->begin(), listed->end());
+      continue;
+    }
+    if (!alt.contains("type"))
       refuse("the items may be any value");
+    auto types = types_of(alt);
+    if (types.contains("number"))
+      types.erase("integer");
+    for (const auto& t : types) {
+      if (t == "null")
+        candidates.push_back(nullptr);
+      else if (t == "boolean")
+        candidates.insert(candidates.end(), {json(false), json(true)});
+      else
+        refuse("its items may be any " + t);
     }
   }
   json_validator check{root_, gb_.bud()};

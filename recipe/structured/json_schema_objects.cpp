@@ -172,11 +172,17 @@ json schema_builder::apply_property_names(const json& s) {
     refuse("beside patternProperties");
   const auto alts = norm_.wide_alternatives(names);
   // A finite set of keys: each one P accepts and not declared takes additionalProperties' schema.
-  if (std::all_of(alts.begin(), alts.end(), [](const json& a) { return a.contains("enum") || a.contains("const"); })) {
-    for (const auto& a : alts)
-      for (const auto& k : a.contains("const") ? json::array({a["const"]}) : a["enum"])
-        if (k.is_string() && !props.contains(k.get<std::string>()) && check.valid(k, names))
-          props[k.get<std::string>()] = addl;
+  json listed = json::array();
+  bool finite = true;
+  for (const auto& a : alts)
+    if (auto v = values_of(a))
+      listed.insert(listed.end(), v->begin(), v->end());
+    else
+      finite = false;
+  if (finite) {
+    for (const auto& k : listed)
+      if (k.is_string() && !props.contains(k.get<std::string>()) && check.valid(k, names))
+        props[k.get<std::string>()] = addl;
     return r;
   }
   // Any string, or one pattern (beside `type: string` and annotations).

@@ -5,7 +5,10 @@
 
 #include <algorithm>
 #include <set>
+#include <string>
 #include <string_view>
+#include <utility>
+#include <vector>
 
 namespace deepinfer::recipe::so::detail {
 
@@ -67,19 +70,54 @@ std::string shown(const json& v) {
   return text.substr(0, end) + "...";
 }
 
+/// `~` and `/` escaped as a JSON Pointer token.
+std::string pointer_token(const std::string& key) {
+  std::string out;
+  for (char c : key)
+    out += c == '~' ? "~0" : c == '/' ? "~1" : std::string(1, c);
+  return out;
+}
+
 bool is_schema(const json& v) { return v.is_object() || v.is_boolean(); }
 bool all_strings(const json& v) {
   return v.is_array() && std::all_of(v.begin(), v.end(), [](const json& x) { return x.is_string(); });
 }
+bool schema_or_strings(const json& v) { return is_schema(v) || all_strings(v); }
+
+/// What each member of a map or list shape must be (null for the other shapes).
+using member_rule = bool (*)(const json&);
+member_rule member_of(shape s) {
+  switch (s) {
+  case shape::schema_map:
+  case shape::schema_list:
+  case shape::schema_or_list: return is_schema;
+  case shape::dependencies: return schema_or_strings;
+  case shape::string_lists: return all_strings;
+  default: return nullptr;
+  }
+}
+bool is_map(shape s) { return s == shape::schema_map || s == shape::dependencies || s == shape::string_lists; }
+
+/// The members of a map or list shape's value with their JSON Pointer tokens (none when `v` is
+/// not that container, or is the one schema a schema_or_list may also be).
+std::vector<std::pair<std::string, const json*>> members(shape s, const json& v) {
+  std::vector<std::pair<std::string, const json*>> out;
+  if (!member_of(s) || (is_map(s) ? !v.is_object() : !v.is_array()))
+    return out;
+  std::size_t i = 0;
+  for (auto m = v.begin(); m != v.end(); ++m, ++i)
+    out.emplace_back(v.is_object() ? pointer_token(m.key()) : std::to_string(i), &*m);
+  return out;
+}
 
 bool fits(shape s, const json& v) {
+  if (const auto member = member_of(s)) {
+    if (s == shape::schema_or_list && is_schema(v))
+      return true;
+    return (is_map(s) ? v.is_object() : v.is_array()) && std::all_of(v.begin(), v.end(), member);
+  }
   switch (s) {
   case shape::schema: return is_schema(v);
-  case shape::schema_map:
-    return v.is_object() && std::all_of(v.begin(), v.end(), [](const json& x) { return is_schema(x); });
-  case shape::schema_list:
-    return v.is_array() && std::all_of(v.begin(), v.end(), [](const json& x) { return is_schema(x); });
-  case shape::schema_or_list: return is_schema(v) || fits(shape::schema_list, v);
   case shape::strings: return all_strings(v);
   case shape::list: return v.is_array();
   case shape::text: return v.is_string();
@@ -87,19 +125,8 @@ bool fits(shape s, const json& v) {
   case shape::number_or_bool: return v.is_number() || v.is_boolean();
   case shape::boolean: return v.is_boolean();
   case shape::types: return v.is_string() || all_strings(v);
-  case shape::dependencies:
-    return v.is_object() && std::all_of(v.begin(), v.end(), [](const json& x) { return is_schema(x) || all_strings(x); });
-  case shape::string_lists: return v.is_object() && std::all_of(v.begin(), v.end(), all_strings);
+  default: return false;
   }
-  return false;
-}
-
-/// `~` and `/` escaped as a JSON Pointer token.
-std::string pointer_token(const std::string& key) {
-  std::string out;
-  for (char c : key)
-    out += c == '~' ? "~0" : c == '/' ? "~1" : std::string(1, c);
-  return out;
 }
 
 struct walk {
@@ -117,40 +144,25 @@ void check(walk& w, const json& s, const std::string& at, int depth) {
     if (it == s.end())
       continue;
     const auto here = at + "/" + pointer_token(std::string{keyword});
+    const auto inside = members(is, *it);
     if (!fits(is, *it)) {
       // A map or list of the right kind: name the member that is wrong.
       std::string where = at.empty() ? "the root" : at;
       const json* bad = &*it;
-      if (it->is_object() && (is == shape::schema_map || is == shape::dependencies || is == shape::string_lists)) {
-        for (auto m = it->begin(); m != it->end(); ++m)
-          if (!(is == shape::schema_map ? is_schema(m.value())
-                : is == shape::string_lists ? all_strings(m.value())
-                                            : is_schema(m.value()) || all_strings(m.value()))) {
-            where = here + "/" + pointer_token(m.key());
-            bad = &m.value();
-            break;
-          }
-      } else if (it->is_array() && (is == shape::schema_list || is == shape::schema_or_list)) {
-        for (std::size_t i = 0; i < it->size(); ++i)
-          if (!is_schema((*it)[i])) {
-            where = here + "/" + std::to_string(i);
-            bad = &(*it)[i];
-            break;
-          }
-      }
+      for (const auto& [token, m] : inside)
+        if (!member_of(is)(*m)) {
+          where = here + "/" + token;
+          bad = m;
+          break;
+        }
       throw compile_error("invalid schema: '" + std::string{keyword} + "' must be " + what(is) + ": at " + where +
                           " is " + shown(*bad));
     }
-    // Into the schemas the keyword holds.
-    if (it->is_object() && (is == shape::schema_map || is == shape::dependencies)) {
-      for (auto m = it->begin(); m != it->end(); ++m)
-        check(w, m.value(), here + "/" + pointer_token(m.key()), depth + 1);
-    } else if (it->is_array() && (is == shape::schema_list || is == shape::schema_or_list)) {
-      for (std::size_t i = 0; i < it->size(); ++i)
-        check(w, (*it)[i], here + "/" + std::to_string(i), depth + 1);
-    } else if (is == shape::schema || is == shape::schema_or_list) {
+    // Into the schemas the keyword holds (a dependency's list of keys is none: not an object).
+    for (const auto& [token, m] : inside)
+      check(w, *m, here + "/" + token, depth + 1);
+    if (is == shape::schema || (is == shape::schema_or_list && is_schema(*it)))
       check(w, *it, here, depth + 1);
-    }
   }
   // The schema a local $ref names, wherever it sits (under `components`, say): the builder reads it.
   if (const auto ref = s.find("$ref"); ref != s.end() && ref->is_string() && ref->get<std::string>().starts_with("#")) {

@@ -3,13 +3,16 @@
 // Test-only helpers for the structured-output suites (no .cpp: never part of the library).
 
 #include "recipe/structured/compiler.hpp"
+#include "recipe/structured/json_validate.hpp"
 #include "recipe/tokenizer/test_assets.hpp"
 
+#include <boost/test/unit_test.hpp>
 #include <nlohmann/json.hpp>
 
 #include <memory>
 #include <random>
 #include <string>
+#include <vector>
 
 namespace deepinfer::recipe::so::test {
 
@@ -49,6 +52,16 @@ inline std::optional<std::string> random_output(const matcher& m, std::mt19937& 
   if (d.fault != nullptr)
     return std::nullopt;
   return shared_tokenizer().decode(d.tokens);
+}
+
+/// The compiled schema accepts exactly the instances the validator finds valid.
+inline void agrees_with_validator(const std::string& schema, const std::vector<const char*>& instances) {
+  auto m = schema_matcher(schema);
+  auto root = nlohmann::ordered_json::parse(schema);
+  auto b = budget::unbounded();
+  json_validator check{root, b};
+  for (const auto* text : instances)
+    BOOST_TEST(accepts(*m, text) == check.valid(nlohmann::ordered_json::parse(text), root), schema << " " << text);
 }
 
 } // namespace deepinfer::recipe::so::test
