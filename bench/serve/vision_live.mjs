@@ -29,7 +29,7 @@ import path from 'node:path';
 import { Worker, isMainThread, parentPort, workerData } from 'node:worker_threads';
 
 import { clusterManifest, freePort, manifestNode } from '../../tests/serve/harness.mjs';
-import { dataUri, png } from '../../tests/serve/png.mjs';
+import { dataUri, png } from '../../tests/serve/images.mjs';
 
 // The image load runs this file again on a worker thread (imageLoadOnWorker) with the same arguments.
 const argv = isMainThread ? process.argv.slice(2) : workerData.argv;

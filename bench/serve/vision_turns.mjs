@@ -14,7 +14,7 @@ import { Worker, isMainThread, parentPort, workerData } from 'node:worker_thread
 import os from 'node:os';
 
 import { serverUp, startServer, stopServer } from '../../tests/serve/harness.mjs';
-import { dataUri, png } from '../../tests/serve/png.mjs';
+import { dataUri, png } from '../../tests/serve/images.mjs';
 
 const MODEL = 'deepseek-v4.1-flash';
 const post = (base, body) => fetch(base + '/v1/chat/completions', { method: 'POST', headers: { 'content-type': 'application/json' }, body });

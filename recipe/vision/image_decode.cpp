@@ -6,6 +6,8 @@
 #include <utility>
 
 #include <stb_image.h>
+#include <webp/decode.h>
+#include <webp/demux.h>
 
 namespace deepinfer::recipe {
 
@@ -33,6 +35,62 @@ std::pair<int64_t, int64_t> png_size(std::string_view b) {
 bool is_jpeg(std::string_view b) {
   return b.size() >= 3 && static_cast<uint8_t>(b[0]) == 0xFF && static_cast<uint8_t>(b[1]) == 0xD8 &&
          static_cast<uint8_t>(b[2]) == 0xFF;
+}
+
+bool is_gif(std::string_view b) {
+  return b.size() >= 6 && (b.substr(0, 6) == "GIF87a" || b.substr(0, 6) == "GIF89a");
+}
+
+bool is_webp(std::string_view b) {
+  return b.size() >= 12 && b.substr(0, 4) == "RIFF" && b.substr(8, 4) == "WEBP";
+}
+
+const char* const formats = "PNG, JPEG, GIF or WebP";
+
+std::string too_many_pixels(int64_t w, int64_t h, const image_limits& limits) {
+  return "the image is " + std::to_string(w) + "x" + std::to_string(h) + " pixels; at most " +
+         std::to_string(limits.max_pixels) + " pixels are accepted (scale it down)";
+}
+
+/// WebP (libwebp): a still image whole; an animated one's first frame, composed on its canvas
+/// as a viewer shows it (as stb does with a GIF). Alpha is dropped, as stb drops a PNG's.
+expected<decoded_image, std::string> decode_webp(std::string_view bytes, const image_limits& limits) {
+  const auto* data = reinterpret_cast<const uint8_t*>(bytes.data());
+  const std::string broken = std::string{"the image cannot be decoded (a broken WebP file); send a valid "} + formats + " file";
+  WebPBitstreamFeatures f;
+  if (WebPGetFeatures(data, bytes.size(), &f) != VP8_STATUS_OK)
+    return broken;
+  if (f.width <= 0 || f.height <= 0)
+    return std::string{"the image has no pixels"};
+  if (int64_t{f.width} * f.height > limits.max_pixels)
+    return too_many_pixels(f.width, f.height, limits);
+  decoded_image out;
+  out.width = f.width;
+  out.height = f.height;
+  out.rgb.resize(static_cast<std::size_t>(f.width) * f.height * 3);
+  if (!f.has_animation) {
+    if (!WebPDecodeRGBInto(data, bytes.size(), out.rgb.data(), out.rgb.size(), f.width * 3))
+      return broken;
+    return out;
+  }
+  WebPAnimDecoderOptions opt;
+  if (!WebPAnimDecoderOptionsInit(&opt))
+    return broken;
+  opt.color_mode = MODE_RGBA;
+  opt.use_threads = 0;
+  const WebPData whole{data, bytes.size()};
+  std::unique_ptr<WebPAnimDecoder, void (*)(WebPAnimDecoder*)> anim{WebPAnimDecoderNew(&whole, &opt),
+                                                                    WebPAnimDecoderDelete};
+  WebPAnimInfo info;
+  uint8_t* rgba = nullptr;
+  int timestamp = 0;
+  if (!anim || !WebPAnimDecoderGetInfo(anim.get(), &info) || info.canvas_width != static_cast<uint32_t>(f.width) ||
+      info.canvas_height != static_cast<uint32_t>(f.height) || !WebPAnimDecoderGetNext(anim.get(), &rgba, &timestamp))
+    return broken;
+  const std::size_t pixels = static_cast<std::size_t>(f.width) * f.height;
+  for (std::size_t i = 0; i < pixels; ++i)
+    std::memcpy(out.rgb.data() + 3 * i, rgba + 4 * i, 3);
+  return out;
 }
 
 } // namespace
@@ -72,28 +130,27 @@ expected<decoded_image, std::string> decode_image(std::string_view bytes, const 
   if (static_cast<int64_t>(bytes.size()) > limits.max_bytes)
     return "the image is " + std::to_string(bytes.size()) + " bytes; at most " + std::to_string(limits.max_bytes) +
            " are accepted";
-  if (!is_png(bytes) && !is_jpeg(bytes))
-    return std::string{"unsupported image format: send a PNG or JPEG image"};
+  if (is_webp(bytes))
+    return decode_webp(bytes, limits);
+  if (!is_png(bytes) && !is_jpeg(bytes) && !is_gif(bytes))
+    return std::string{"unsupported image format: send a "} + formats + " image";
   // stb takes an int length; the byte limit above keeps it in range.
   const auto* data = reinterpret_cast<const stbi_uc*>(bytes.data());
   const int len = static_cast<int>(bytes.size());
-  auto too_many = [&](int64_t w, int64_t h) {
-    return "the image is " + std::to_string(w) + "x" + std::to_string(h) + " pixels; at most " +
-           std::to_string(limits.max_pixels) + " pixels are accepted (scale it down)";
-  };
+  auto too_many = [&](int64_t w, int64_t h) { return too_many_pixels(w, h, limits); };
   if (is_png(bytes))
     if (auto [pw, ph] = png_size(bytes); pw * ph > limits.max_pixels)
       return too_many(pw, ph);
   int w = 0, h = 0, comp = 0;
   if (!stbi_info_from_memory(data, len, &w, &h, &comp))
-    return std::string{"the image cannot be decoded ("} + stbi_failure_reason() + "); send a valid PNG or JPEG file";
+    return std::string{"the image cannot be decoded ("} + stbi_failure_reason() + "); send a valid " + formats + " file";
   if (w <= 0 || h <= 0)
     return std::string{"the image has no pixels"};
   if (int64_t{w} * h > limits.max_pixels)
     return too_many(w, h);
   std::unique_ptr<stbi_uc, void (*)(void*)> px{stbi_load_from_memory(data, len, &w, &h, &comp, 3), stbi_image_free};
   if (!px)
-    return std::string{"the image cannot be decoded ("} + stbi_failure_reason() + "); send a valid PNG or JPEG file";
+    return std::string{"the image cannot be decoded ("} + stbi_failure_reason() + "); send a valid " + formats + " file";
   decoded_image out;
   out.width = w;
   out.height = h;

@@ -29,9 +29,10 @@ struct decoded_image {
 /// Decodes standard base64 (padding optional, no whitespace); an error message otherwise.
 expected<std::vector<uint8_t>, std::string> decode_base64(std::string_view text);
 
-/// Decodes a PNG or JPEG file (stb_image) to RGB under `limits`: the format is checked by its
-/// signature and the size from its header before any pixel is decoded. The error says what is
-/// wrong and what would be accepted.
+/// Decodes a PNG, JPEG or GIF (stb_image) or WebP (libwebp) file to RGB under `limits`: the format
+/// is checked by its signature and the size from its header before any pixel is decoded. An
+/// animated GIF or WebP gives its first frame, and alpha is dropped. The error says what is wrong
+/// and what would be accepted.
 expected<decoded_image, std::string> decode_image(std::string_view bytes, const image_limits& limits);
 
 /// Decodes a `data:image/...;base64,...` URI (the protocol parsers checked its form): base64,

@@ -6,16 +6,17 @@
 // are fetched from a local origin in the test: the same answer and prefix-cache entry as the data
 // URI, a redirect followed, a 404 / non-image / unreachable URL a 400 naming the field. The
 // embedded default's vision instance encodes the images (the vision balancer routes them). The
-// PNGs are made in the test (png.mjs), seeded.
+// same picture as PNG, GIF and lossless WebP is one image: the same answer and cache entry. The
+// PNGs and GIFs are made in the test (images.mjs), seeded; the WebP by Debian's cwebp.
 // Usage: node vision.test.mjs /path/to/caf-launch
-import { spawn } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import http from 'node:http';
 import os from 'node:os';
 import path from 'node:path';
 import assert from 'node:assert/strict';
 import { apiClients, check, serverUp, setupFailed, startServer, stopServer, verdict, postJson as post } from './harness.mjs';
-import { dataUri, png } from './png.mjs';
+import { dataUri, gif, palettedImage, png, pngOf } from './images.mjs';
 
 const [OpenAI, Anthropic] = apiClients(['openai', '@anthropic-ai/sdk']);
 const MODEL = 'deepseek-v4.1-flash';
@@ -27,7 +28,7 @@ const imageA = png(256, 192, 1);
 const imageB = png(256, 192, 2);
 const corrupt = Buffer.concat([imageA.subarray(0, 40), Buffer.alloc(60, 7)]);
 const oversized = png(1100, 1000, 3, true); // over the default max_pixels (1048576)
-const gif = Buffer.from('GIF89a\x01\x00\x01\x00\x00\x00\x00', 'latin1');
+const bmp = Buffer.concat([Buffer.from('BM', 'latin1'), Buffer.alloc(60, 1)]);
 
 // The image comes first, so its placeholders sit in the first 128-token block; the text after it
 // makes the prompt long enough (> 262 tokens) for that block to be reusable, and short enough
@@ -204,6 +205,36 @@ try {
     assert.ok(sample(/^deepinfer_image_fetch_bytes_total (\S+)$/m) > 0, 'fetched bytes counted');
   });
 
+  await check('the same picture as PNG, GIF and lossless WebP: one image (the same answer, each hits the first one\'s cache entry)', async () => {
+    const picture = palettedImage(224, 160, 11);
+    const asPng = pngOf(224, 160, picture.rgb), asGif = gif(224, 160, picture);
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'deepinfer-vision-webp-'));
+    fs.writeFileSync(path.join(dir, 'p.png'), asPng);
+    const made = spawnSync('cwebp', ['-quiet', '-lossless', path.join(dir, 'p.png'), '-o', path.join(dir, 'p.webp')]);
+    assert.equal(made.status, 0, `cwebp (Debian package webp, scripts/packages/tests.txt) made the WebP: ${made.error ?? made.stderr}`);
+    const asWebp = fs.readFileSync(path.join(dir, 'p.webp'));
+    fs.rmSync(dir, { recursive: true, force: true });
+    const first = await chat(asPng);
+    assert.equal(first.usage.prompt_tokens_details?.cached_tokens ?? 0, 0, 'a new picture misses');
+    for (const [type, bytes] of [['image/gif', asGif], ['image/webp', asWebp]]) {
+      const r = await openai.chat.completions.create({
+        model: MODEL, max_tokens: 16, temperature: 0, logprobs: true,
+        messages: [{ role: 'user', content: [{ type: 'image_url', image_url: { url: dataUri(bytes, type) } },
+                                              { type: 'text', text: question }] }] });
+      const cached = r.usage.prompt_tokens_details?.cached_tokens ?? 0;
+      console.log(`     ${type} (${bytes.length} bytes): cached ${cached} of ${r.usage.prompt_tokens}`);
+      assert.equal(r.usage.prompt_tokens, first.usage.prompt_tokens, `${type}: same prompt length`);
+      assert.ok(cached >= 128, `${type}: the PNG's cache entry covers it (the key is the pixels): ${cached} cached`);
+      assert.equal(r.choices[0].message.content, first.choices[0].message.content, `${type}: same greedy output`);
+      assert.equal(firstLogprobs(r), firstLogprobs(first), `${type}: same log-probabilities`);
+    }
+    // Anthropic's media types for them, answered the same.
+    const text = (m) => m.content.filter((b) => b.type === 'text').map((b) => b.text).join('');
+    const [viaGif, viaWebp] = [await messages(asGif, 'image/gif'), await messages(asWebp, 'image/webp')];
+    assert.equal(text(viaWebp), text(viaGif));
+    assert.ok((viaWebp.usage.cache_read_input_tokens ?? 0) >= 128, `cache_read ${viaWebp.usage.cache_read_input_tokens}`);
+  });
+
   await check('corrupt, oversized and unsupported images: 400 in each API\'s error shape (official clients)', async () => {
     for (const [what, img] of [['corrupt', corrupt], ['oversized', oversized]]) {
       await assert.rejects(chat(img), (e) => {
@@ -222,8 +253,8 @@ try {
         return true;
       });
     }
-    await assert.rejects(messages(gif, 'image/gif'), (e) => e instanceof Anthropic.BadRequestError &&
-                         /PNG or JPEG/.test(e.error?.error?.message ?? ''));
+    await assert.rejects(messages(bmp, 'image/png'), (e) => e instanceof Anthropic.BadRequestError &&
+                         /send a PNG, JPEG, GIF or WebP image/.test(e.error?.error?.message ?? ''));
     const small = await post(base, '/v1/chat/completions', { model: MODEL, max_tokens: 4,
       messages: [{ role: 'user', content: [{ type: 'image_url', image_url: { url: dataUri(png(8, 8, 1)) } }] }] });
     assert.equal(small.status, 400);

@@ -10,7 +10,7 @@ import os from 'node:os';
 import path from 'node:path';
 import assert from 'node:assert/strict';
 import { check, clusterManifest, finish, freePort, manifestNode, startClusterAndReference } from './harness.mjs';
-import { dataUri, png } from './png.mjs';
+import { dataUri, png } from './images.mjs';
 
 const MODEL = 'deepseek-v4.1-flash';
 const exe = process.argv[2];
