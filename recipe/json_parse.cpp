@@ -204,9 +204,53 @@ private:
   json_parse_error error_;
 };
 
+/// The UTF-16 code unit of the `\uXXXX` escape at `i` (text[i] is a backslash), or -1.
+int escaped_unit(std::string_view text, std::size_t i) {
+  if (i + 6 > text.size() || text[i] != '\\' || text[i + 1] != 'u')
+    return -1;
+  int v = 0;
+  for (std::size_t k = i + 2; k < i + 6; ++k) {
+    const char c = text[k];
+    const int d = c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : c >= 'A' && c <= 'F' ? c - 'A' + 10 : -1;
+    if (d < 0)
+      return -1;
+    v = v * 16 + d;
+  }
+  return v;
+}
+
 } // namespace
 
+std::optional<std::string> replace_lone_surrogates(std::string_view text) {
+  std::optional<std::string> out;
+  for (std::size_t i = text.find('\\'); i != std::string_view::npos; i = text.find('\\', i)) {
+    const int u = escaped_unit(text, i);
+    if (u < 0) {
+      i += 2; // another escape (\\, \", \n...): its second character is never an escape's start
+      continue;
+    }
+    if (u >= 0xD800 && u <= 0xDBFF) {
+      const int low = escaped_unit(text, i + 6);
+      if (low >= 0xDC00 && low <= 0xDFFF) {
+        i += 12;
+        continue;
+      }
+    } else if (u < 0xDC00 || u > 0xDFFF) {
+      i += 6;
+      continue;
+    }
+    if (!out)
+      out.emplace(text);
+    out->replace(i, 6, "\\ufffd");
+    i += 6;
+  }
+  return out;
+}
+
 expected<nlohmann::ordered_json, json_parse_error> parse_json(std::string_view text, const json_limits& limits) {
+  const auto repaired = replace_lone_surrogates(text);
+  if (repaired)
+    text = *repaired;
   builder b{limits};
   const bool ok = json::sax_parse(text.begin(), text.end(), &b, json::input_format_t::json, true, false);
   if (ok)

@@ -6,6 +6,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -43,5 +44,13 @@ struct json_parse_error {
 /// grown key by key (nlohmann's own builder searches every earlier key and copies earlier values
 /// when an object grows). Nesting deeper than `limits.max_depth` stops the parse at once.
 expected<nlohmann::ordered_json, json_parse_error> parse_json(std::string_view text, const json_limits& limits = {});
+
+/// JSON escapes UTF-16 code units: "\ud83d\ude00" is one emoji, and half of one alone (what
+/// JavaScript's JSON.stringify writes for a string cut inside an emoji) is no character. The JSON
+/// library refuses such a text whole, while Python's json (behind the OpenAI and Anthropic APIs
+/// and vLLM) takes it. `parse_json` reads each lone half as "\ufffd" (U+FFFD, what a browser's
+/// TextEncoder makes of one): this is that text, or nullopt when it has none. Same length, so the
+/// byte offsets of later parse errors still point into what the client sent.
+std::optional<std::string> replace_lone_surrogates(std::string_view text);
 
 } // namespace deepinfer::recipe

@@ -76,6 +76,30 @@ BOOST_AUTO_TEST_CASE(syntax_errors_say_where) {
   BOOST_TEST(!parse_json("[1] 2").has_value());
 }
 
+BOOST_AUTO_TEST_CASE(a_lone_surrogate_escape_reads_as_the_replacement_character) {
+  const std::string fffd = "\xEF\xBF\xBD", emoji = "\xF0\x9F\x98\x80";
+  auto value = [](const std::string& text) {
+    auto r = parse_json(text);
+    BOOST_REQUIRE_MESSAGE(r.has_value(), text << ": " << (r ? "" : r.error().message));
+    return r->get<std::string>();
+  };
+  // A pair is one character and needs no repair; each half alone is U+FFFD.
+  BOOST_TEST(!replace_lone_surrogates(R"("a\ud83d\ude00b")").has_value());
+  BOOST_TEST(value(R"("a\ud83d\ude00b")") == "a" + emoji + "b");
+  BOOST_TEST(value(R"("cut\ud83d")") == "cut" + fffd);
+  BOOST_TEST(value(R"("\ude00x")") == fffd + "x");
+  BOOST_TEST(value(R"("\ud83d\u0041")") == fffd + "A");
+  BOOST_TEST(value(R"("\uD83D\uD83D\uDE00")") == fffd + emoji);
+  BOOST_TEST(value(R"("\ude00\ud83d")") == fffd + fffd);
+  // An escaped backslash followed by "ud800" is text, not an escape.
+  BOOST_TEST(!replace_lone_surrogates(R"("\\ud800")").has_value());
+  BOOST_TEST(value(R"("\\ud800")") == "\\ud800");
+  // Same length: a later syntax error is reported where the client's text has it.
+  auto r = parse_json(R"({"a": "\ud800", })");
+  BOOST_REQUIRE(!r.has_value());
+  BOOST_TEST(r.error().position == parse_json(R"({"a": "\u0041", })").error().position);
+}
+
 BOOST_AUTO_TEST_CASE(a_wide_object_parses_in_linear_time) {
   // 160k keys took 54 s with nlohmann's builder (each key searched all earlier ones); linear
   // parsing takes well under a second even on a loaded two-core machine.

@@ -148,7 +148,7 @@ expected<recipe::conversation, recipe::api_error> parse_for_serving(const entryp
     return std::move(conv).error();
   if (conv->model != ctx.cfg.model_name) {
     auto e = request_error(api, 404, anthropic ? "not_found_error" : "invalid_request_error",
-                      "The model '" + conv->model + "' does not exist; this server serves '" + ctx.cfg.model_name + "'.",
+                      "The model '" + recipe::shown_value(conv->model) + "' does not exist; this server serves '" + ctx.cfg.model_name + "'.",
                       "model");
     e.code = "model_not_found"; // OpenAI's code, as GET /v1/models/{id} gives it
     return e;

@@ -98,7 +98,7 @@ token_answer answer(const entrypoint::context& ctx, token_route route, const std
   if (route != token_route::count_tokens && (!j.contains("model") || j["model"].is_null()))
     j["model"] = ctx.cfg.model_name;
   if (route == token_route::detokenize && j["model"] != ctx.cfg.model_name) {
-    auto e = bad_request(api, "The model '" + j["model"].dump() + "' does not exist; this server serves '" +
+    auto e = bad_request(api, "The model '" + recipe::shown_value(j["model"].dump()) + "' does not exist; this server serves '" +
                                   ctx.cfg.model_name + "'.",
                          "model");
     e.status = 404;
@@ -115,7 +115,7 @@ token_answer answer(const entrypoint::context& ctx, token_route route, const std
       std::vector<int32_t> ids;
       if (auto p = j.find("prompt"); p != j.end() && p->is_string()) {
         if (j.value("model", std::string{}) != ctx.cfg.model_name) {
-          auto e = bad_request(api, "The model '" + j.value("model", std::string{}) +
+          auto e = bad_request(api, "The model '" + recipe::shown_value(j.value("model", std::string{})) +
                                       "' does not exist; this server serves '" + ctx.cfg.model_name + "'.",
                                "model");
           e.status = 404;

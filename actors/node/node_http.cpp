@@ -11,6 +11,7 @@
 #include "actors/http/request_checks.hpp"
 #include "actors/http/metrics_registry.hpp"
 #include "actors/http/router.hpp"
+#include "recipe/protocol/api_error.hpp"
 #include "actors/control/membership.hpp"
 #include "actors/node/status_page.hpp"
 
@@ -161,7 +162,7 @@ std::optional<std::string> node_http::start() {
     for (auto& m : models)
       if (m == id)
         return w->send_json(200, model_json(m).dump());
-    const auto message = "The model '" + id + "' does not exist; GET /v1/models lists the served models.";
+    const auto message = "The model '" + recipe::shown_value(id) + "' does not exist; GET /v1/models lists the served models.";
     // An Anthropic client (its SDK always sends the version header) reads Anthropic's errors.
     if (req.header("anthropic-version"))
       return w->send_json(404, http::anthropic_error(message, "not_found_error"));

@@ -21,4 +21,13 @@ std::string api_error::body() const {
   return j.dump(-1, ' ', false, nlohmann::ordered_json::error_handler_t::replace);
 }
 
+std::string shown_value(std::string_view text, std::size_t max_bytes) {
+  if (text.size() <= max_bytes)
+    return std::string{text};
+  std::size_t end = max_bytes;
+  while (end > 0 && (static_cast<unsigned char>(text[end]) & 0xC0) == 0x80)
+    --end;
+  return std::string{text.substr(0, end)} + "...";
+}
+
 } // namespace deepinfer::recipe

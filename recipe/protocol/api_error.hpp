@@ -3,6 +3,7 @@
 #include "recipe/protocol/conversation.hpp"
 
 #include <string>
+#include <string_view>
 
 namespace deepinfer::recipe {
 
@@ -27,5 +28,9 @@ struct api_error {
   /// code}}`; Anthropic: `{"type": "error", "error": {type, message}}`).
   std::string body() const;
 };
+
+/// A client's value as an error message quotes it: cut to at most `max_bytes` at a character
+/// boundary, with "..." after a cut, so a megabyte-long field is not echoed back whole.
+std::string shown_value(std::string_view text, std::size_t max_bytes = 80);
 
 } // namespace deepinfer::recipe

@@ -80,8 +80,12 @@ std::optional<std::string> opt_string(const json& obj, std::string_view key, con
 
 std::string req_string(const json& obj, std::string_view key, const json_path& at) {
   const json* v = find(obj, key);
-  if (!v)
-    (at / key).fail("Missing required parameter: '" + (at / key).str() + "'.");
+  if (!v) {
+    // Each API's own words: Anthropic's validator says "Field required" after the path.
+    const auto p = at / key;
+    p.fail(at.api() == api_kind::messages ? std::string{"Field required"}
+                                          : "Missing required parameter: '" + p.str() + "'.");
+  }
   return string(*v, at / key);
 }
 
@@ -137,7 +141,7 @@ void one_of(const std::string& value, std::initializer_list<std::string_view> al
     list += a;
     list += '\'';
   }
-  at.fail("Invalid value: '" + value + "'. Supported values are: " + list + ".");
+  at.fail("Invalid value: '" + shown_value(value) + "'. Supported values are: " + list + ".");
 }
 
 std::vector<std::string> stop_list(const json& v, const json_path& at, std::size_t max) {

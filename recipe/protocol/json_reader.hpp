@@ -34,6 +34,7 @@ public:
   json_path operator/(std::size_t index) const;
   const std::string& str() const noexcept { return text_; }
   const json_limits& limits() const noexcept { return limits_; }
+  api_kind api() const noexcept { return api_; }
 
   /// Throws `invalid_request` for this path.
   [[noreturn]] void fail(const std::string& message) const { throw invalid_request(text_, message); }

@@ -55,7 +55,7 @@ std::string text_block(const json& b, const json_path& at) {
 content_part document_block(const json& b, const json_path& at) {
   const auto [src, p, type] = source_of(b, at);
   if (type == "base64" || type == "url" || type == "file")
-    (p / "type").fail("Invalid value: '" + type + "'. This server reads plain-text documents only (source type "
+    (p / "type").fail("Invalid value: '" + shown_value(type) + "'. This server reads plain-text documents only (source type "
                       "'text' or 'content'); extract the text of the document and send it as a text source.");
   jr::one_of(type, {"text", "content"}, p / "type");
   std::string body;

@@ -61,6 +61,23 @@ BOOST_AUTO_TEST_CASE(chat_errors_name_the_field) {
   e = parse_chat_request(R"({"model": "m", "messages": [{"role": "user", "content": "x"}],
       "tools": [{"type": "function", "function": {"name": "bad name"}}]})");
   BOOST_TEST(e.error().param == "tools[0].function.name");
+  // A megabyte-long value is quoted cut, at a character boundary; the error is not its echo.
+  std::string role(1 << 20, 'a');
+  role.replace(79, 2, "\xC3\xA9");
+  e = parse_chat_request(R"({"model": "m", "messages": [{"role": ")" + role + R"(", "content": "x"}]})");
+  BOOST_REQUIRE(!e.has_value());
+  BOOST_TEST(e.error().param == "messages[0].role");
+  BOOST_TEST(e.error().message.size() < 300u, e.error().message);
+  BOOST_TEST(e.error().message.find("'" + std::string(79, 'a') + "...'") != std::string::npos, e.error().message);
+}
+
+BOOST_AUTO_TEST_CASE(each_api_says_a_missing_field_in_its_own_words) {
+  auto chat = parse_chat_request(R"({"messages": [{"role": "user", "content": "x"}]})");
+  BOOST_REQUIRE(!chat.has_value());
+  BOOST_TEST(chat.error().message == "Missing required parameter: 'model'.");
+  auto messages = parse_messages_request(R"({"max_tokens": 4, "messages": [{"role": "user", "content": "x"}]})");
+  BOOST_REQUIRE(!messages.has_value());
+  BOOST_TEST(messages.error().body().find(R"("message":"model: Field required")") != std::string::npos, messages.error().body());
 }
 
 BOOST_AUTO_TEST_CASE(structured_outputs_takes_one_constraint_and_choice_becomes_an_escaped_alternation) {

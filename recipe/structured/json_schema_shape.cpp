@@ -1,6 +1,7 @@
 // The shape of a JSON Schema's keywords, checked once before it compiles: a keyword whose value
 // has the wrong JSON type (`"type": 3`, `"required": "a"`, `"allOf": {}`) is a clear error
 // naming the keyword and where it is, instead of an exception from deep inside the compiler.
+#include "recipe/protocol/api_error.hpp"
 #include "recipe/structured/json_schema_impl.hpp"
 
 #include <algorithm>
@@ -61,13 +62,7 @@ const char* what(shape s) {
 
 /// `v` as JSON, cut to about 60 bytes at a character boundary (the message travels in JSON).
 std::string shown(const json& v) {
-  auto text = v.dump();
-  if (text.size() <= 60)
-    return text;
-  std::size_t end = 60;
-  while (end > 0 && (static_cast<unsigned char>(text[end]) & 0xC0) == 0x80)
-    --end;
-  return text.substr(0, end) + "...";
+  return shown_value(v.dump(), 60);
 }
 
 /// `~` and `/` escaped as a JSON Pointer token.
