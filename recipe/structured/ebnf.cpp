@@ -12,7 +12,7 @@ namespace deepinfer::recipe::so {
 std::shared_ptr<const grammar> compile_regex(std::string_view pattern, budget& b) {
   grammar_builder gb{b};
   auto p = parse_regex(pattern, spelling::raw);
-  auto lx = gb.lexeme(byte_dfa::of(p.body, b));
+  auto lx = gb.lexeme(byte_dfa::of(p.full_match(), b));
   auto r = gb.declare();
   rule_nfa n;
   auto f = n.sym(lx);
@@ -191,7 +191,7 @@ private:
       if (x.text.empty())
         throw compile_error("grammar: an empty literal");
       return n.sym(lexeme("l:" + x.text, rx::lit(x.text)));
-    case tok::regex: return n.sym(lexeme("r:" + x.text, parse_regex(x.text, spelling::raw).body));
+    case tok::regex: return n.sym(lexeme("r:" + x.text, parse_regex(x.text, spelling::raw).full_match()));
     default: break;
     }
     if (x.text == "(" || x.text == "[") {

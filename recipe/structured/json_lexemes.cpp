@@ -171,7 +171,7 @@ std::optional<rx> format(std::string_view name) {
     re = "[\\s\\S]*";
   else
     return std::nullopt;
-  return parse_regex(re, spelling::json).body;
+  return parse_regex(re, spelling::json).full_match();
 }
 
 rx any_number() {

@@ -9,19 +9,103 @@ namespace deepinfer::recipe::so {
 
 namespace {
 
+bool nullable(const rx& r) {
+  switch (r.k) {
+  case rx::kind::empty: return true;
+  case rx::kind::nothing:
+  case rx::kind::set: return false;
+  case rx::kind::seq:
+    for (const auto& k : r.kids)
+      if (!nullable(k))
+        return false;
+    return true;
+  case rx::kind::alt:
+    for (const auto& k : r.kids)
+      if (nullable(k))
+        return true;
+    return false;
+  case rx::kind::rep: return r.min == 0 || nullable(r.kids[0]);
+  }
+  return false;
+}
+
+/// What a part of a pattern matches, by the anchors its paths pass: `at[s][e]` holds the strings
+/// matched along paths that pass a '^' (s = 1) or none (s = 0), and a '$' (e = 1) or none. A
+/// path is kept only when its '^'s come before its first character and its '$'s after its
+/// last: anchors are zero-width, so anything else could never match.
+struct anchored {
+  rx at[2][2] = {{rx::none(), rx::none()}, {rx::none(), rx::none()}};
+
+  static anchored plain(rx r) {
+    anchored a;
+    a.at[0][0] = std::move(r);
+    return a;
+  }
+  bool has_anchors() const {
+    return at[0][1].k != rx::kind::nothing || at[1][0].k != rx::kind::nothing || at[1][1].k != rx::kind::nothing;
+  }
+
+  /// `a` then `b`.
+  static anchored seq(const anchored& a, const anchored& b) {
+    if (!a.has_anchors() && !b.has_anchors())
+      return plain(rx::seq({a.at[0][0], b.at[0][0]}));
+    std::vector<rx> out[2][2];
+    for (int s = 0; s < 2; ++s)
+      for (int e = 0; e < 2; ++e)
+        out[s][e].push_back(rx::seq({a.at[s][0], b.at[0][e]}));  // a passes no '$', b no '^'
+    if (nullable(b.at[0][0]) || nullable(b.at[0][1]))  // a's '$', then b matching nothing
+      for (int s = 0; s < 2; ++s)
+        out[s][1].push_back(a.at[s][1]);
+    if (nullable(a.at[0][0]) || nullable(a.at[1][0]))  // a matching nothing, then b's '^'
+      for (int e = 0; e < 2; ++e)
+        out[1][e].push_back(b.at[1][e]);
+    if ((nullable(a.at[0][1]) || nullable(a.at[1][1])) && (nullable(b.at[1][0]) || nullable(b.at[1][1])))
+      out[1][1].push_back(rx::eps());  // a's '$' and b's '^' with nothing between or around
+    anchored r;
+    for (int s = 0; s < 2; ++s)
+      for (int e = 0; e < 2; ++e)
+        r.at[s][e] = rx::alt(std::move(out[s][e]));
+    return r;
+  }
+
+  static anchored alt(std::vector<anchored> parts) {
+    anchored r;
+    for (int s = 0; s < 2; ++s)
+      for (int e = 0; e < 2; ++e) {
+        std::vector<rx> kids;
+        for (auto& p : parts)
+          kids.push_back(std::move(p.at[s][e]));
+        r.at[s][e] = rx::alt(std::move(kids));
+      }
+    return r;
+  }
+
+  /// Any number of `a`: the one pass with a '^' comes first among those that match something,
+  /// the one with a '$' last, and one with both is alone.
+  static anchored star(const anchored& a) {
+    const rx body = rx::star(a.at[0][0]);
+    anchored r;
+    r.at[0][0] = body;
+    r.at[1][0] = rx::seq({a.at[1][0], body});
+    r.at[0][1] = rx::seq({body, a.at[0][1]});
+    r.at[1][1] = rx::alt({rx::seq({a.at[1][0], body, a.at[0][1]}), a.at[1][1]});
+    return r;
+  }
+};
+
 class parser {
 public:
   parser(std::string_view s, spelling sp) : s_(s), sp_(sp) {}
 
   parsed_regex run() {
-    parsed_regex r;
-    if (more() && peek() == '^')
-      r.anchored_start = true, ++pos_;
-    r.body = alternation();
+    anchored a = alternation();
     if (more())
       fail("unexpected ')'");
-    if (end_anchor_)
-      r.anchored_end = true;
+    parsed_regex r;
+    r.unanchored = std::move(a.at[0][0]);
+    r.from_start = std::move(a.at[1][0]);
+    r.to_end = std::move(a.at[0][1]);
+    r.whole = std::move(a.at[1][1]);
     return r;
   }
 
@@ -43,33 +127,42 @@ private:
     return c;
   }
 
-  rx alternation() {
-    std::vector<rx> alts{sequence()};
+  anchored alternation() {
+    std::vector<anchored> alts{sequence()};
     while (more() && peek() == '|') {
       ++pos_;
       alts.push_back(sequence());
     }
-    return rx::alt(std::move(alts));
+    return alts.size() == 1 ? std::move(alts[0]) : anchored::alt(std::move(alts));
   }
 
-  rx sequence() {
-    std::vector<rx> parts;
+  anchored sequence() {
+    anchored out = anchored::plain(rx::eps());
+    std::vector<rx> run;  // anchor-free parts not yet joined
+    auto flush = [&] {
+      if (!run.empty())
+        out = anchored::seq(out, anchored::plain(rx::seq(std::move(run))));
+      run.clear();
+    };
     while (more() && peek() != '|' && peek() != ')') {
-      if (peek() == '$') {
+      if (peek() == '^' || peek() == '$') {
+        anchored a;
+        a.at[peek() == '^' ? 1 : 0][peek() == '$' ? 1 : 0] = rx::eps();
         ++pos_;
-        // Only at the very end (or before a closing of the top level).
-        if (more() && peek() != '|' && peek() != ')')
-          fail("'$' not at the end");
-        if (depth_ > 0 || (more() && peek() == '|'))
-          fail("'$' inside a group or alternative");
-        end_anchor_ = true;
+        flush();
+        out = anchored::seq(out, a);
         continue;
       }
-      if (peek() == '^')
-        fail("'^' not at the start");
-      parts.push_back(quantified());
+      anchored q = quantified();
+      if (q.has_anchors()) {
+        flush();
+        out = anchored::seq(out, q);
+      } else {
+        run.push_back(std::move(q.at[0][0]));
+      }
     }
-    return rx::seq(std::move(parts));
+    flush();
+    return out;
   }
 
   std::uint32_t number() {
@@ -86,8 +179,8 @@ private:
     return v;
   }
 
-  rx quantified() {
-    rx a = atom();
+  anchored quantified() {
+    anchored a = atom();
     while (more()) {
       std::uint32_t lo = 0, hi = 0;
       const char c = peek();
@@ -117,9 +210,28 @@ private:
         break;
       if (more() && peek() == '?')
         ++pos_;  // lazy: the same language
-      a = rx::rep(std::move(a), lo, hi);
+      a = repeated(std::move(a), lo, hi);
     }
     return a;
+  }
+
+  /// `a` lo..hi times. With anchors inside, written out copy by copy (a few at most: an anchor
+  /// can be passed once before the first character and once after the last).
+  anchored repeated(anchored a, std::uint32_t lo, std::uint32_t hi) {
+    if (!a.has_anchors())
+      return anchored::plain(rx::rep(std::move(a.at[0][0]), lo, hi));
+    constexpr std::uint32_t most = 16;
+    if (lo > most || (hi != rx::unbounded && hi > most))
+      fail("an anchor inside a repetition of more than " + std::to_string(most));
+    anchored out = anchored::plain(rx::eps());
+    for (std::uint32_t i = 0; i < lo; ++i)
+      out = anchored::seq(out, a);
+    if (hi == rx::unbounded)
+      return anchored::seq(out, anchored::star(a));
+    const anchored maybe = anchored::alt({a, anchored::plain(rx::eps())});
+    for (std::uint32_t i = lo; i < hi; ++i)
+      out = anchored::seq(out, maybe);
+    return out;
   }
 
   std::vector<cp_range> class_escape(char c) {
@@ -171,7 +283,7 @@ private:
     }
   }
 
-  rx atom() {
+  anchored atom() {
     const char c = peek();
     if (c == '(') {
       ++pos_;
@@ -186,19 +298,17 @@ private:
         } else
           fail("lookaround is not supported");
       }
-      ++depth_;
-      rx inner = alternation();
-      --depth_;
+      anchored inner = alternation();
       if (!more() || peek() != ')')
         fail("missing ')'");
       ++pos_;
       return inner;
     }
     if (c == '[')
-      return char_class();
+      return anchored::plain(char_class());
     if (c == '.') {
       ++pos_;
-      return rx::set(complement({{'\n', '\n'}, {'\r', '\r'}, {0x2028, 0x2029}}), sp_);
+      return anchored::plain(rx::set(complement({{'\n', '\n'}, {'\r', '\r'}, {0x2028, 0x2029}}), sp_));
     }
     if (c == '*' || c == '+' || c == '?')
       fail("nothing to repeat");
@@ -208,12 +318,12 @@ private:
         auto cls = class_escape(peek());
         if (!cls.empty()) {
           ++pos_;
-          return rx::set(std::move(cls), sp_);
+          return anchored::plain(rx::set(std::move(cls), sp_));
         }
       }
-      return rx::cp(escaped_cp(), sp_);
+      return anchored::plain(rx::cp(escaped_cp(), sp_));
     }
-    return rx::cp(next_cp(), sp_);
+    return anchored::plain(rx::cp(next_cp(), sp_));
   }
 
   rx char_class() {
@@ -268,23 +378,21 @@ private:
   std::string_view s_;
   spelling sp_;
   std::size_t pos_ = 0;
-  int depth_ = 0;
-  bool end_anchor_ = false;
 };
 
 } // namespace
 
 parsed_regex parse_regex(std::string_view pattern, spelling sp) { return parser{pattern, sp}.run(); }
 
+rx parsed_regex::full_match() const {
+  return rx::alt({unanchored, from_start, to_end, whole});
+}
+
 rx search_regex(std::string_view pattern, spelling sp) {
   auto p = parse_regex(pattern, sp);
-  std::vector<rx> parts;
-  if (!p.anchored_start)
-    parts.push_back(rx::star(rx::set(any_cp(), sp)));
-  parts.push_back(std::move(p.body));
-  if (!p.anchored_end)
-    parts.push_back(rx::star(rx::set(any_cp(), sp)));
-  return rx::seq(std::move(parts));
+  const rx any = rx::star(rx::set(any_cp(), sp));
+  return rx::alt({rx::seq({any, std::move(p.unanchored), any}), rx::seq({std::move(p.from_start), any}),
+                  rx::seq({any, std::move(p.to_end)}), std::move(p.whole)});
 }
 
 } // namespace deepinfer::recipe::so
