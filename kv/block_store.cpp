@@ -66,6 +66,26 @@ bool block_store::exists(const block_key& key) const {
   return ::stat(path_of(key).c_str(), &st) == 0;
 }
 
+void block_store::write_failed(const block_key& key, const char* what, int err) {
+  failed_writes_.fetch_add(1, std::memory_order_relaxed);
+  if (err == ENOSPC || err == EDQUOT)
+    space_pressure_.store(true);
+  const auto unlogged = failures_unlogged_.fetch_add(1) + 1;
+  const int64_t now = cfg_.time->now_ms();
+  int64_t last = last_failure_log_ms_.load();
+  if (last >= 0 && now - last < 10'000)
+    return;
+  if (!last_failure_log_ms_.compare_exchange_strong(last, now))
+    return;  // another writer reports
+  failures_unlogged_.fetch_sub(unlogged);
+  if (unlogged == 1)
+    log().error("block={} {}: {} (the request goes on without caching it){}", key.to_hex(), what, std::strerror(err),
+                err == ENOSPC || err == EDQUOT ? "; the GC evicts blocks to make room" : "");
+  else
+    log().error("{} block writes failed in the last 10 s, the last ({}) {}: {}{}", unlogged, key.to_hex(), what,
+                std::strerror(err), err == ENOSPC || err == EDQUOT ? "; the GC evicts blocks to make room" : "");
+}
+
 write_status block_store::write(const block_key& key, std::span<const std::byte> payload,
                                 traffic_class cls) {
   const auto path = path_of(key);
@@ -85,7 +105,7 @@ write_status block_store::write(const block_key& key, std::span<const std::byte>
   const auto tmp = tmp_path(key);
   const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
   if (fd < 0) {
-    log().error("block={} cannot create {}: {}", key.to_hex(), tmp.string(), std::strerror(errno));
+    write_failed(key, "cannot create its file", errno);
     return write_status::io_error;
   }
   const auto header = block_header::make(key, cfg_.fingerprint, cls, now, payload).encode();
@@ -100,8 +120,9 @@ write_status block_store::write(const block_key& key, std::span<const std::byte>
   if (ok)
     ok = ::rename(tmp.c_str(), path.c_str()) == 0;
   if (!ok) {
-    log().error("block={} write failed: {}", key.to_hex(), std::strerror(errno));
+    const int err = errno;
     ::unlink(tmp.c_str());
+    write_failed(key, "write failed", err);
     return write_status::io_error;
   }
   if (cfg_.fsync == fsync_policy::file_and_dir) {

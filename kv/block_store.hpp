@@ -126,6 +126,14 @@ public:
   /// Removes a block unless a reader holds it; true if removed.
   bool remove(const block_key& key);
 
+  /// Writes that failed since the store opened (disk full, permissions, I/O errors).
+  uint64_t failed_writes() const noexcept { return failed_writes_.load(std::memory_order_relaxed); }
+  /// True once after a write failed for lack of space (ENOSPC, EDQUOT): the GC should make
+  /// room now, whatever its watermarks say (other files may fill the disk, and the store's own
+  /// byte count omits what the filesystem rounds up).
+  bool take_space_pressure() noexcept { return space_pressure_.exchange(false); }
+  bool space_pressure() const noexcept { return space_pressure_.load(); }
+
   /// Reads and verifies every block file; removes corrupt ones when `remove_corrupt`.
   verify_report verify(bool remove_corrupt);
 
@@ -176,8 +184,16 @@ private:
   scan_report scan_;
   io_backend backend_ = io_backend::thread_pool;
   std::unique_ptr<async_engine> async_;
+  void write_failed(const block_key& key, const char* what, int err);
+
   std::atomic<uint64_t> tmp_seq_{0};
   std::string host_;
+  std::atomic<uint64_t> failed_writes_{0};
+  std::atomic<bool> space_pressure_{false};
+  /// Failed writes are logged one at a time at most every 10 s (a full disk fails every
+  /// block): the first at once, then how many failed since.
+  std::atomic<int64_t> last_failure_log_ms_{-1};
+  std::atomic<uint64_t> failures_unlogged_{0};
 };
 
 } // namespace deepinfer::kv

@@ -2,6 +2,7 @@
 
 #include "kv/log.hpp"
 
+#include <algorithm>
 #include <vector>
 
 namespace deepinfer::kv {
@@ -33,7 +34,7 @@ bool gc::remove(const block_key& key) {
   return gone;
 }
 
-gc_report gc::run_once() {
+gc_report gc::run_once(bool space_pressure) {
   gc_report report;
   const auto before = catalog_.bytes();
   std::vector<block_key> victims;
@@ -45,12 +46,16 @@ gc_report gc::run_once() {
     else
       ++report.skipped_held;
   }
-  // 2. Above the high watermark, evict down to the low one. A victim pinned between proposal and
-  // removal is skipped, so ask again until the target is met or nothing is left to propose.
-  if (state() == watermark_state::above_high) {
-    for (int round = 0; round < 4 && catalog_.bytes() > cfg_.low_watermark_bytes; ++round) {
+  // 2. Above the high watermark, evict down to the low one; under space pressure, to 90 % of
+  // what is stored now. A victim pinned between proposal and removal is skipped, so ask again
+  // until the target is met or nothing is left to propose.
+  uint64_t target = state() == watermark_state::above_high ? cfg_.low_watermark_bytes : catalog_.bytes();
+  if (space_pressure && catalog_.bytes() > 0)
+    target = std::min(target, catalog_.bytes() - std::max<uint64_t>(catalog_.bytes() / 10, 1));
+  if (target < catalog_.bytes()) {
+    for (int round = 0; round < 4 && catalog_.bytes() > target; ++round) {
       victims.clear();
-      policy_.victims(catalog_, catalog_.bytes() - cfg_.low_watermark_bytes, victims);
+      policy_.victims(catalog_, catalog_.bytes() - target, victims);
       if (victims.empty())
         break;
       for (const auto& key : victims) {

@@ -49,8 +49,10 @@ public:
   /// The current watermark state.
   watermark_state state() const;
 
-  /// One pass: expire, then evict if above the high watermark.
-  gc_report run_once();
+  /// One pass: expire, then evict if above the high watermark. Under `space_pressure` (a write
+  /// found the disk full) also evict a tenth of the store's bytes, at least one block, wherever
+  /// the watermarks are.
+  gc_report run_once(bool space_pressure = false);
 
   /// Removes one block now if nobody holds it; true if it was removed.
   bool remove(const block_key& key);

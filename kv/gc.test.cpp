@@ -63,6 +63,32 @@ BOOST_AUTO_TEST_CASE(evicts_least_recently_used_from_high_to_low_watermark) {
   BOOST_TEST(collector.run_once().evicted == 0u);
 }
 
+BOOST_AUTO_TEST_CASE(a_full_disk_evicts_a_tenth_of_the_store_below_the_watermarks) {
+  // The disk filled up (other files, the filesystem's rounding) while the store's own bytes are
+  // under the low watermark: the watermarks alone would never make room.
+  auto time = std::make_shared<manual_clock>(0);
+  block_catalog catalog;
+  for (uint64_t i = 0; i < 20; ++i) {
+    catalog.insert(block_meta{key_of(i), 100, traffic_class::chatbot, time->now_ms()});
+    time->advance(1);
+  }
+  const lru_ttl_policy policy;
+  gc collector{gc::config{5000, 8000, time}, catalog, policy};
+  BOOST_TEST((collector.state() == watermark_state::below_low));
+  BOOST_TEST(collector.run_once().evicted == 0u);
+  const auto report = collector.run_once(/*space_pressure=*/true);
+  BOOST_TEST(report.evicted == 2u);  // a tenth of 2,000 bytes, least recently used first
+  BOOST_TEST(report.bytes_after == 1800u);
+  BOOST_TEST(!catalog.find(key_of(0)));
+  BOOST_TEST(!catalog.find(key_of(1)));
+  BOOST_TEST(catalog.find(key_of(2)).has_value());
+  // One block left: pressure still frees it (at least one block).
+  block_catalog one;
+  one.insert(block_meta{key_of(0), 100, traffic_class::chatbot, 0});
+  gc last{gc::config{5000, 8000, time}, one, policy};
+  BOOST_TEST(last.run_once(true).evicted == 1u);
+}
+
 BOOST_AUTO_TEST_CASE(never_evicts_a_block_a_reader_holds) {
   block_catalog catalog;
   for (uint64_t i = 0; i < 4; ++i)

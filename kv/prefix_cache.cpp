@@ -245,8 +245,12 @@ std::optional<block_key> prefix_cache::key_at(std::span<const int32_t> tokens, i
 
 kv::gc_report prefix_cache::run_gc() {
   std::lock_guard guard{d_->gc_mtx};
-  return d_->collector->run_once();
+  return d_->collector->run_once(d_->store->take_space_pressure());
 }
+
+uint64_t prefix_cache::failed_writes() { return d_->store->failed_writes(); }
+
+bool prefix_cache::space_pressure() const { return d_->store->space_pressure(); }
 
 uint64_t prefix_cache::stored_bytes() { return d_->store->catalog().bytes(); }
 

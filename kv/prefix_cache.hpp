@@ -163,6 +163,10 @@ public:
   gc_report run_gc();
   /// Bytes of block payloads in the store (what the watermarks compare).
   uint64_t stored_bytes();
+  /// Block writes that failed since the store opened (the disk full, an I/O error).
+  uint64_t failed_writes();
+  /// Whether a write found the disk full since the last `run_gc` (which then makes room).
+  bool space_pressure() const;
 
   /// Keeps the SWA snapshot of `tokens` ending at position `end` (a positive multiple of 128 not
   /// past the tokens), keyed by the key of block end / 128 - 1. False when refused.

@@ -1,5 +1,7 @@
 #include "actors/node/kv_gc_worker.hpp"
 
+#include <algorithm>
+
 #include "actors/log.hpp"
 #include "kv/prefix_cache.hpp"
 
@@ -21,6 +23,11 @@ kv_gc_worker::kv_gc_worker(std::shared_ptr<kv::prefix_cache> cache, std::chrono:
     : cache_(std::move(cache)), interval_(interval),
       bytes_(metrics.add_gauge("deepinfer_kv_store_bytes", "Bytes of KV block payloads in this node's store.").with({})),
       expired_(removed_family(metrics).with({"expired"})), evicted_(removed_family(metrics).with({"evicted"})),
+      failed_(metrics
+                .add_counter("deepinfer_kv_write_failures_total",
+                             "KV block writes that failed (the disk full, an I/O error); each such request went on "
+                             "without caching that block.")
+                .with({})),
       thread_([this] { run(); }) {}
 
 kv_gc_worker::~kv_gc_worker() {
@@ -38,13 +45,21 @@ void kv_gc_worker::run() {
     lk.unlock();
     const auto r = cache_->run_gc();
     bytes_.set(static_cast<double>(r.bytes_after));
+    const auto failed = cache_->failed_writes();
+    failed_.inc(static_cast<double>(failed - failed_seen_));
+    failed_seen_ = failed;
     expired_.inc(static_cast<double>(r.expired));
     evicted_.inc(static_cast<double>(r.evicted));
     if (r.expired + r.evicted > 0)
       log().info("kv gc: expired={} evicted={} freed_bytes={} store_bytes={} held_by_readers={}", r.expired,
                  r.evicted, r.bytes_freed, r.bytes_after, r.skipped_held);
     lk.lock();
-    cv_.wait_for(lk, interval_, [this] { return stop_; });
+    // A write that found the disk full wakes the next pass early (within 200 ms): blocks keep
+    // failing until the GC makes room.
+    const auto due = std::chrono::steady_clock::now() + interval_;
+    while (!stop_ && std::chrono::steady_clock::now() < due && !cache_->space_pressure())
+      cv_.wait_for(lk, std::min<std::chrono::steady_clock::duration>(std::chrono::milliseconds{200},
+                                                                      due - std::chrono::steady_clock::now()));
   }
 }
 
