@@ -220,6 +220,18 @@ BOOST_AUTO_TEST_CASE(recursive_refs_and_defs) {
   BOOST_TEST(!accepts(*m, R"({"v":1,"kids":[{"w":2}]})"));
 }
 
+// Patterns anchored anywhere, or opening with lookaheads (a reserved prefix, a required shape):
+// the compiled strings are exactly those the validator accepts.
+BOOST_AUTO_TEST_CASE(patterns_with_inner_anchors_and_opening_lookaheads) {
+  agrees_with_validator(R"J({"type":"string","pattern":"^(?!org\\.bukkit\\.)([a-z]+\\.)*[a-z]+$"})J",
+                        {R"("org.example.plugin")", R"("org.bukkit.plugin")", R"("org.bukkit")", R"("a")", R"("Org.x")", R"("")"});
+  agrees_with_validator(R"J({"type":"string","pattern":"^(?=[^=]+$)(?!\\s+$)(.|\\n)+$"})J",
+                        {R"("a b")", R"("   ")", R"("a=b")", R"("")", R"("x\ny")", R"(" \n ")"});
+  agrees_with_validator(R"J({"type":"string","pattern":"^$|^[a-z]+$"})J", {R"("")", R"("abc")", R"("ab1")", R"(" a")"});
+  agrees_with_validator(R"J({"type":"object","properties":{"v":{"type":"string","pattern":"(^|,)id(,|$)"}}})J",
+                        {R"({"v":"id"})", R"({"v":"a,id"})", R"({"v":"id,b"})", R"({"v":"aid"})", R"({"v":"a,idb"})"});
+}
+
 BOOST_AUTO_TEST_CASE(strings_lengths_patterns_and_formats) {
   // Past 4096 characters a maximum is written as 4096 (valid either way); a minimum is refused.
   auto text = schema_matcher(R"({"type":"string","maxLength":65535})");

@@ -248,13 +248,30 @@ std::string string_text_key(const json& s) {
   return key;
 }
 
+/// The JSON strings (after `ws` whitespace) in which `pattern` finds a match. Lookaheads that
+/// open the pattern are automata the rest is intersected with or stripped of.
+static byte_dfa pattern_dfa(const std::string& pattern, std::uint32_t ws, budget& b) {
+  auto of = [&](const std::string& p) {
+    return byte_dfa::of(json_lex::lead(json_lex::string_of(search_regex(p, spelling::json)), ws), b);
+  };
+  const auto split = split_leading_lookaheads(pattern);
+  if (!split)
+    return of(pattern);
+  byte_dfa d = of(split->rest);
+  for (const auto& p : split->must)
+    d = byte_dfa::intersect(d, of(p), b);
+  for (const auto& p : split->must_not)
+    d = byte_dfa::minus(d, of(p), b);
+  return d;
+}
+
 std::optional<byte_dfa> string_text_dfa(const json& s, std::uint32_t ws, budget& b) {
   std::vector<byte_dfa> parts;
   if (s.contains("pattern"))
-    parts.push_back(byte_dfa::of(json_lex::lead(json_lex::string_of(search_regex(s["pattern"].get<std::string>(), spelling::json)), ws), b));
+    parts.push_back(pattern_dfa(s["pattern"].get<std::string>(), ws, b));
   if (s.contains("x-patterns"))
     for (auto& p : s["x-patterns"])
-      parts.push_back(byte_dfa::of(json_lex::lead(json_lex::string_of(search_regex(p.get<std::string>(), spelling::json)), ws), b));
+      parts.push_back(pattern_dfa(p.get<std::string>(), ws, b));
   if (s.contains("format") && s["format"].is_string()) {
     const auto fmt = s["format"].get<std::string>();
     const auto* f = json_format_dfa(fmt, ws);

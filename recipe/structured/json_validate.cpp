@@ -94,6 +94,17 @@ bool json_validator::matches(const std::string& key, const std::string& text, Ma
 }
 
 bool json_validator::finds(const std::string& pattern, const std::string& spelled) {
+  if (const auto split = split_leading_lookaheads(pattern)) {
+    if (!finds(split->rest, spelled))
+      return false;
+    for (const auto& p : split->must)
+      if (!finds(p, spelled))
+        return false;
+    for (const auto& p : split->must_not)
+      if (finds(p, spelled))
+        return false;
+    return true;
+  }
   return matches("/" + pattern, spelled,
                  [&] { return byte_dfa::of(json_lex::string_of(search_regex(pattern, spelling::json)), budget_); });
 }

@@ -384,6 +384,47 @@ private:
 
 parsed_regex parse_regex(std::string_view pattern, spelling sp) { return parser{pattern, sp}.run(); }
 
+std::optional<leading_lookaheads> split_leading_lookaheads(std::string_view p) {
+  if (p.size() < 4 || p[0] != '^')
+    return std::nullopt;
+  leading_lookaheads out;
+  std::size_t pos = 1;
+  while (p.substr(pos, 3) == "(?=" || p.substr(pos, 3) == "(?!") {
+    // The group's closing parenthesis: escapes and classes hold none that count.
+    int depth = 1;
+    std::size_t j = pos + 3;
+    while (j < p.size() && depth > 0) {
+      const char c = p[j];
+      if (c == '\\') {
+        j += 2;
+        continue;
+      }
+      if (c == '[') {
+        ++j;
+        if (j < p.size() && p[j] == '^')
+          ++j;
+        if (j < p.size() && p[j] == ']')
+          ++j;  // a ']' first in a class is a character
+        while (j < p.size() && p[j] != ']')
+          j += p[j] == '\\' ? 2 : 1;
+        ++j;
+        continue;
+      }
+      depth += c == '(' ? 1 : c == ')' ? -1 : 0;
+      ++j;
+    }
+    if (depth > 0)
+      return std::nullopt;  // unbalanced: the parser says what is wrong
+    auto body = "^(?:" + std::string{p.substr(pos + 3, j - 1 - (pos + 3))} + ")";
+    (p[pos + 2] == '=' ? out.must : out.must_not).push_back(std::move(body));
+    pos = j;
+  }
+  if (pos == 1)
+    return std::nullopt;
+  out.rest = "^" + std::string{p.substr(pos)};
+  return out;
+}
+
 rx parsed_regex::full_match() const {
   return rx::alt({unanchored, from_start, to_end, whole});
 }

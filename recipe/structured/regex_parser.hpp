@@ -2,7 +2,10 @@
 
 #include "recipe/structured/regex_ast.hpp"
 
+#include <optional>
+#include <string>
 #include <string_view>
+#include <vector>
 
 namespace deepinfer::recipe::so {
 
@@ -29,5 +32,18 @@ parsed_regex parse_regex(std::string_view pattern, spelling sp);
 
 /// `pattern` as JSON Schema means it: found anywhere in the string unless anchored.
 rx search_regex(std::string_view pattern, spelling sp);
+
+/// A pattern that opens with lookaheads after its `^` (`^(?!org\.bukkit\.)[a-z.]+$`,
+/// `^(?=[^=]+$)(?!\s+$).+$`): they look at the start of the string, so the pattern finds what
+/// `rest` finds among the strings that every `must` pattern finds and no `must_not` one does
+/// (each of those a lookahead's body anchored at the start). Languages, not an automaton: the
+/// callers intersect and subtract automata. Lookaround anywhere else stays unsupported.
+struct leading_lookaheads {
+  std::string rest;
+  std::vector<std::string> must;
+  std::vector<std::string> must_not;
+};
+/// nullopt when `pattern` does not open with `^(?=` or `^(?!`.
+std::optional<leading_lookaheads> split_leading_lookaheads(std::string_view pattern);
 
 } // namespace deepinfer::recipe::so

@@ -81,6 +81,40 @@ BOOST_AUTO_TEST_CASE(anchors_anywhere_agree_with_ecmascript_search_and_whole_mat
   }
 }
 
+BOOST_AUTO_TEST_CASE(lookaheads_opening_a_pattern_agree_with_ecmascript) {
+  // What the compiler builds: the rest's automaton, intersected with each (?=...) and stripped
+  // of each (?!...), each anchored at the start.
+  const std::vector<std::pair<std::string, std::string>> cases = {
+    {"^(?!ab)[a-d]*$", "abcd"}, {"^(?=a)(?!ab)", "abcd"}, {"^(?=[^,]+$)(?!b+$).+$", "ab,"},
+    {"^(?!^a|b)c*", "abc"}, {"^(?![ab][ab])", "abc"}, {"^(?=(a|b)c)(?!ac)..", "abc"}, {"^(?!x)", "xa"},
+    {"^(?=.*y)(?=.*x)", "xya"}, {"^(?![)(])a*", "a()"}, {"^(?=a$|b)(?!b$)", "ab"},
+    {"^(?!org\\.b)([a-z][a-z\\d]*\\.)*[a-z][a-z\\d]*$", "org.b1"},
+  };
+  budget b{std::chrono::seconds(30), 1u << 22};
+  auto of = [&](const std::string& p) { return byte_dfa::of(search_regex(p, spelling::raw), b); };
+  for (const auto& [p, alphabet] : cases) {
+    const auto split = split_leading_lookaheads(p);
+    BOOST_TEST_REQUIRE(split.has_value(), p);
+    BOOST_CHECK_THROW(parse_regex(p, spelling::raw), compile_error);  // the parser itself still refuses them
+    byte_dfa d = of(split->rest);
+    for (const auto& m : split->must)
+      d = byte_dfa::intersect(d, of(m), b);
+    for (const auto& m : split->must_not)
+      d = byte_dfa::minus(d, of(m), b);
+    const std::regex reference(p, std::regex::ECMAScript);
+    int differ = 0, found = 0;
+    for (const auto& s : strings(alphabet, alphabet.size() > 4 ? 5 : 6)) {
+      const bool want = std::regex_search(s, reference);
+      found += want;
+      if (accepted(d, s) != want && ++differ <= 3)
+        BOOST_ERROR("/" << p << "/ on \"" << s << "\": ours " << accepted(d, s) << ", std::regex " << want);
+    }
+    BOOST_TEST(differ == 0, "/" << p << "/: " << differ << " differ, " << found << " found");
+  }
+  BOOST_TEST(!split_leading_lookaheads("(?!a)b").has_value());  // not at the start: unsupported
+  BOOST_TEST(!split_leading_lookaheads("^a(?!b)").has_value());
+}
+
 BOOST_AUTO_TEST_CASE(an_anchor_inside_a_long_repetition_is_refused) {
   BOOST_CHECK_THROW(parse_regex("(^a){20}", spelling::raw), compile_error);
   BOOST_CHECK_NO_THROW(parse_regex("(^a|b){3,5}", spelling::raw));

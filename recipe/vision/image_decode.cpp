@@ -47,6 +47,12 @@ bool is_webp(std::string_view b) {
 
 const char* const formats = "PNG, JPEG, GIF or WebP";
 
+/// Whether w x h pixels are over the limit, without computing a product that could overflow (a
+/// PNG header declares each side in 32 bits).
+bool over_limit(int64_t w, int64_t h, const image_limits& limits) {
+  return w > 0 && h > 0 && h > limits.max_pixels / w;
+}
+
 std::string too_many_pixels(int64_t w, int64_t h, const image_limits& limits) {
   return "the image is " + std::to_string(w) + "x" + std::to_string(h) + " pixels; at most " +
          std::to_string(limits.max_pixels) + " pixels are accepted (scale it down)";
@@ -62,7 +68,7 @@ expected<decoded_image, std::string> decode_webp(std::string_view bytes, const i
     return broken;
   if (f.width <= 0 || f.height <= 0)
     return std::string{"the image has no pixels"};
-  if (int64_t{f.width} * f.height > limits.max_pixels)
+  if (over_limit(f.width, f.height, limits))
     return too_many_pixels(f.width, f.height, limits);
   decoded_image out;
   out.width = f.width;
@@ -139,14 +145,14 @@ expected<decoded_image, std::string> decode_image(std::string_view bytes, const 
   const int len = static_cast<int>(bytes.size());
   auto too_many = [&](int64_t w, int64_t h) { return too_many_pixels(w, h, limits); };
   if (is_png(bytes))
-    if (auto [pw, ph] = png_size(bytes); pw * ph > limits.max_pixels)
+    if (auto [pw, ph] = png_size(bytes); over_limit(pw, ph, limits))
       return too_many(pw, ph);
   int w = 0, h = 0, comp = 0;
   if (!stbi_info_from_memory(data, len, &w, &h, &comp))
     return std::string{"the image cannot be decoded ("} + stbi_failure_reason() + "); send a valid " + formats + " file";
   if (w <= 0 || h <= 0)
     return std::string{"the image has no pixels"};
-  if (int64_t{w} * h > limits.max_pixels)
+  if (over_limit(w, h, limits))
     return too_many(w, h);
   std::unique_ptr<stbi_uc, void (*)(void*)> px{stbi_load_from_memory(data, len, &w, &h, &comp, 3), stbi_image_free};
   if (!px)

@@ -330,6 +330,17 @@ BOOST_AUTO_TEST_CASE(limits_refuse_oversize_images_before_decoding) {
   auto bombed = decode_image(bomb, lim);
   BOOST_REQUIRE(!bombed);
   BOOST_TEST(bombed.error().find("30000x30000") != std::string::npos, bombed.error());
+  // Sides near 2^32 (a PNG declares each in 32 bits): their product is over int64's range, so
+  // the check compares without multiplying.
+  for (int i = 0; i < 2; ++i) { // 4,000,000,000 = 0xEE6B2800
+    bomb[16 + 4 * i] = static_cast<char>(0xEE);
+    bomb[17 + 4 * i] = static_cast<char>(0x6B);
+    bomb[18 + 4 * i] = static_cast<char>(0x28);
+    bomb[19 + 4 * i] = static_cast<char>(0x00);
+  }
+  auto huge = decode_image(bomb, lim);
+  BOOST_REQUIRE(!huge);
+  BOOST_TEST(huge.error().find("4000000000x4000000000") != std::string::npos, huge.error());
   // The same limit from GIF and WebP headers (a GIF that declares 30000 x 30000 in a few bytes).
   auto big_webp = decode_image(webp(65, 64, gradient(65, 64), true), lim);
   BOOST_REQUIRE(!big_webp);

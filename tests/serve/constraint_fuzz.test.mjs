@@ -11,7 +11,7 @@ import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { check, finish, postChat, results, seededRandom, serverUp, setupFailed, startServer, stopServer } from './harness.mjs';
+import { check, finishSeeded, postChat, seededRandom, serverUp, setupFailed, startServer } from './harness.mjs';
 
 const exe = process.argv[2];
 const SEED = Number(process.env.FUZZ_SEED ?? 20261206), COUNT = Number(process.env.FUZZ_COUNT ?? 1000);
@@ -93,9 +93,4 @@ try {
 } catch (e) {
   setupFailed(e);
 }
-await stopServer(server);
-// A failed run prints the server's last warnings (each failed request's status and reason).
-await finish([], results.every(([, ok]) => ok) ? null : logPath, () => {
-  if (results.every(([, ok]) => ok)) fs.rmSync(path.dirname(logPath), { recursive: true, force: true });
-  else console.log(`kept ${logPath}; fuzz seed ${SEED}`);
-});
+await finishSeeded(server, logPath, SEED);

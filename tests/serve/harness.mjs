@@ -275,6 +275,18 @@ export async function waitFor(what, probe, { deadlineMs = 60000, everyMs = 20, e
 /// Stops the servers a test started (SIGINT, then SIGKILL after 8 s), prints the last warnings
 /// and errors of `logPath` when a check failed, the tally, runs `cleanup`, and exits with the
 /// verdict.
+/// Ends a seeded run against one server (the fuzz tests): stops it, then removes its log's
+/// directory when every check passed, or prints the log's last warnings (each failed request's
+/// status and reason) and keeps it, with the seed that replays the run.
+export async function finishSeeded(server, logPath, seed) {
+  await stopServer(server);
+  const ok = results.every(([, passed]) => passed);
+  await finish([], ok ? null : logPath, () => {
+    if (ok) fs.rmSync(path.dirname(logPath), { recursive: true, force: true });
+    else console.log(`kept ${logPath}; fuzz seed ${seed}`);
+  });
+}
+
 export async function finish(procs, logPath, cleanup = () => {}) {
   for (const p of procs) p.kill('SIGINT');
   await Promise.all(procs.map((p) => new Promise((r) => {

@@ -16,7 +16,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { check, finish, results, seededRandom, serverUp, setupFailed, startServer, stopServer } from './harness.mjs';
+import { check, finishSeeded, seededRandom, serverUp, setupFailed, startServer } from './harness.mjs';
 import { dataUri, png } from './images.mjs';
 
 const exe = process.argv[2];
@@ -163,8 +163,4 @@ try {
 } catch (e) {
   setupFailed(e);
 }
-await stopServer(server);
-await finish([], results.every(([, ok]) => ok) ? null : logPath, () => {
-  if (results.every(([, ok]) => ok)) fs.rmSync(path.dirname(logPath), { recursive: true, force: true });
-  else console.log(`kept ${logPath}; fuzz seed ${SEED}`);
-});
+await finishSeeded(server, logPath, SEED);
