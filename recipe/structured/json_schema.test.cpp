@@ -151,23 +151,6 @@ BOOST_AUTO_TEST_CASE(additional_properties_never_shadow_declared_keys) {
   BOOST_TEST(!accepts(*m, R"({"b":2})"));
 }
 
-BOOST_AUTO_TEST_CASE(pattern_properties_constrain_the_keys_their_patterns_find) {
-  auto m = schema_matcher(R"({"type":"object","properties":{"id":{"type":"integer"}},
-      "patternProperties":{"^x-":{"type":"string"},"^[0-9]+$":{"type":"boolean"}},"additionalProperties":false})");
-  BOOST_TEST(accepts(*m, R"({"id":1,"x-a":"s","12":true})"));
-  BOOST_TEST(accepts(*m, R"({"x-":"","x-b":"t"})"));
-  BOOST_TEST(!accepts(*m, R"({"x-a":1})"));     // the pattern's schema
-  BOOST_TEST(!accepts(*m, R"({"12":"s"})"));
-  BOOST_TEST(!accepts(*m, R"({"y":"s"})"));     // found by no pattern, and additionalProperties false
-  BOOST_TEST(!accepts(*m, R"({"a12":true})"));  // anchored pattern: not found
-  // Unanchored: found anywhere in the key; the rest meets additionalProperties.
-  auto u = schema_matcher(R"({"type":"object","patternProperties":{"_id":{"type":"integer"}},
-      "additionalProperties":{"type":"string"}})");
-  BOOST_TEST(accepts(*u, R"({"user_id":3,"name":"n"})"));
-  BOOST_TEST(!accepts(*u, R"({"user_id":"3"})"));
-  BOOST_TEST(!accepts(*u, R"({"name":3})"));
-}
-
 BOOST_AUTO_TEST_CASE(min_and_max_properties_count_every_member) {
   auto m = schema_matcher(R"({"type":"object","properties":{"a":{"type":"integer"},"b":{"type":"integer"}},
       "minProperties":1,"maxProperties":2})");
@@ -218,18 +201,6 @@ BOOST_AUTO_TEST_CASE(recursive_refs_and_defs) {
     "kids":{"type":"array","items":{"$ref":"#/$defs/node"}}},"required":["v"],"additionalProperties":false}},"$ref":"#/$defs/node"})");
   BOOST_TEST(accepts(*m, R"({"v":1,"kids":[{"v":2},{"v":3,"kids":[{"v":4}]}]})"));
   BOOST_TEST(!accepts(*m, R"({"v":1,"kids":[{"w":2}]})"));
-}
-
-// Patterns anchored anywhere, or opening with lookaheads (a reserved prefix, a required shape):
-// the compiled strings are exactly those the validator accepts.
-BOOST_AUTO_TEST_CASE(patterns_with_inner_anchors_and_opening_lookaheads) {
-  agrees_with_validator(R"J({"type":"string","pattern":"^(?!org\\.bukkit\\.)([a-z]+\\.)*[a-z]+$"})J",
-                        {R"("org.example.plugin")", R"("org.bukkit.plugin")", R"("org.bukkit")", R"("a")", R"("Org.x")", R"("")"});
-  agrees_with_validator(R"J({"type":"string","pattern":"^(?=[^=]+$)(?!\\s+$)(.|\\n)+$"})J",
-                        {R"("a b")", R"("   ")", R"("a=b")", R"("")", R"("x\ny")", R"(" \n ")"});
-  agrees_with_validator(R"J({"type":"string","pattern":"^$|^[a-z]+$"})J", {R"("")", R"("abc")", R"("ab1")", R"(" a")"});
-  agrees_with_validator(R"J({"type":"object","properties":{"v":{"type":"string","pattern":"(^|,)id(,|$)"}}})J",
-                        {R"({"v":"id"})", R"({"v":"a,id"})", R"({"v":"id,b"})", R"({"v":"aid"})", R"({"v":"a,idb"})"});
 }
 
 BOOST_AUTO_TEST_CASE(strings_lengths_patterns_and_formats) {

@@ -17,6 +17,18 @@ rx pattern_key_rx(const std::string& pattern, std::uint32_t max_ws) {
   return rx::seq({json_lex::string_of(search_regex(pattern, spelling::json)), json_ws(max_ws), rx::lit(":")});
 }
 
+/// Whether `pattern` finds a match in `key`.
+bool pattern_finds(const std::string& pattern, const std::string& key, budget& b) {
+  const auto d = byte_dfa::of(search_regex(pattern, spelling::raw), b);
+  if (d.empty())
+    return false;
+  std::int32_t q = 0;
+  for (unsigned char c : key)
+    if ((q = d.step(q, c)) < 0)
+      return false;
+  return d.is_final(q);
+}
+
 /// What dependentRequired (and `dependencies` with arrays: "if a is present, so are r...") asks
 /// of each declared member. Members are decided in the schema's order, so each rule is one flag:
 /// a written before r (r may not be skipped then), or r skipped before a (a may not be written).
@@ -236,11 +248,28 @@ rule_nfa::frag schema_builder::build_object(rule_nfa& n, const json& s) {
     }
     members.push_back({it.key(), &it.value(), required(it.key())});
   }
+  // A required key not declared: the one patternProperties pattern that finds it gives its
+  // schema (`{"required": ["en"], "patternProperties": {"^(en|de)$": ...}}`, a translations
+  // object), else additionalProperties does.
+  const auto& patterns = s.contains("patternProperties") ? s["patternProperties"] : empty;
+  if (!patterns.is_object())
+    throw compile_error("'patternProperties' must be an object");
+  std::map<std::string, std::string> promoted;  // required key -> the pattern that gives its schema
   for (auto& r : req)
     if (!props.contains(r)) {
-      if (is_false(addl))
+      const json* schema = &addl;
+      if (!s.value("x-names-pattern", false))
+        for (auto it = patterns.begin(); it != patterns.end(); ++it)
+          if (pattern_finds(it.key(), r, gb_.bud())) {
+            if (promoted.contains(r))
+              throw compile_error("two patternProperties patterns match the required key '" + r +
+                                  "' (unsupported: its value would need both schemas)");
+            promoted[r] = it.key();
+            schema = &it.value();
+          }
+      if (is_false(*schema))
         return {n.add(), n.add()};
-      members.push_back({r, &addl, true});
+      members.push_back({r, schema, true});
       all_keys.push_back(r);
     }
   const bool extras = !is_false(addl);
@@ -261,9 +290,6 @@ rule_nfa::frag schema_builder::build_object(rule_nfa& n, const json& s) {
       return c + 1 <= maxp ? c + 1 : -1;
     return std::min(c + 1, counts - 1);
   };
-  const auto& patterns = s.contains("patternProperties") ? s["patternProperties"] : empty;
-  if (!patterns.is_object())
-    throw compile_error("'patternProperties' must be an object");
   std::vector<std::string> member_keys;
   std::vector<bool> member_required;
   for (const auto& x : members)
@@ -360,7 +386,9 @@ rule_nfa::frag schema_builder::build_object(rule_nfa& n, const json& s) {
       for (const auto& d : declared)
         keys = byte_dfa::minus(keys, d, b);
     for (std::size_t d = 0; d < declared.size(); ++d)
-      if (!byte_dfa::intersect(keys, declared[d], b).empty())
+      if (const auto p = promoted.find(all_keys[d]); p != promoted.end() && p->second == it.key())
+        keys = byte_dfa::minus(keys, declared[d], b);  // written as its member, with this pattern's schema
+      else if (!byte_dfa::intersect(keys, declared[d], b).empty())
         throw compile_error("patternProperties pattern '" + it.key() + "' also matches the declared property '" +
                             all_keys[d] + "' (unsupported: its value would need both schemas)");
     for (std::size_t q = 0; q < found.size(); ++q)
