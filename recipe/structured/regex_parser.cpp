@@ -384,36 +384,77 @@ private:
 
 parsed_regex parse_regex(std::string_view pattern, spelling sp) { return parser{pattern, sp}.run(); }
 
+namespace {
+
+/// Just past the ')' that closes the group opened at `open`, or npos: escapes and classes hold
+/// no parenthesis that counts.
+std::size_t group_end(std::string_view p, std::size_t open) {
+  int depth = 1;
+  std::size_t j = open + 1;
+  while (j < p.size() && depth > 0) {
+    const char c = p[j];
+    if (c == '\\') {
+      j += 2;
+      continue;
+    }
+    if (c == '[') {
+      ++j;
+      if (j < p.size() && p[j] == '^')
+        ++j;
+      if (j < p.size() && p[j] == ']')
+        ++j;  // a ']' first in a class is a character
+      while (j < p.size() && p[j] != ']')
+        j += p[j] == '\\' ? 2 : 1;
+      ++j;
+      continue;
+    }
+    depth += c == '(' ? 1 : c == ')' ? -1 : 0;
+    ++j;
+  }
+  return depth == 0 && j <= p.size() ? j : std::string_view::npos;
+}
+
+/// `^((?!X).)*$` (or `(?:`, `+`, several `(?!...)` in a row): "a line that contains no X",
+/// where X matches no empty string (else every position would match it): the line minus the
+/// strings X is found in.
+std::optional<leading_lookaheads> line_without(std::string_view p) {
+  std::size_t pos = 0;
+  if (p.substr(0, 5) == "^((?!")
+    pos = 2;
+  else if (p.substr(0, 7) == "^(?:(?!")
+    pos = 4;
+  else
+    return std::nullopt;
+  leading_lookaheads out;
+  while (p.substr(pos, 3) == "(?!") {
+    const auto end = group_end(p, pos);
+    if (end == std::string_view::npos)
+      return std::nullopt;
+    const auto body = std::string{p.substr(pos + 3, end - 1 - (pos + 3))};
+    if (nullable(parse_regex(body, spelling::raw).full_match()))
+      return std::nullopt;
+    out.must_not.push_back("(?:" + body + ")");
+    pos = end;
+  }
+  const auto tail = p.substr(pos);
+  if (tail != ".)*$" && tail != ".)+$")
+    return std::nullopt;
+  out.rest = tail[2] == '*' ? "^.*$" : "^.+$";
+  return out;
+}
+
+} // namespace
+
 std::optional<leading_lookaheads> split_leading_lookaheads(std::string_view p) {
+  if (auto line = line_without(p))
+    return line;
   if (p.size() < 4 || p[0] != '^')
     return std::nullopt;
   leading_lookaheads out;
   std::size_t pos = 1;
   while (p.substr(pos, 3) == "(?=" || p.substr(pos, 3) == "(?!") {
-    // The group's closing parenthesis: escapes and classes hold none that count.
-    int depth = 1;
-    std::size_t j = pos + 3;
-    while (j < p.size() && depth > 0) {
-      const char c = p[j];
-      if (c == '\\') {
-        j += 2;
-        continue;
-      }
-      if (c == '[') {
-        ++j;
-        if (j < p.size() && p[j] == '^')
-          ++j;
-        if (j < p.size() && p[j] == ']')
-          ++j;  // a ']' first in a class is a character
-        while (j < p.size() && p[j] != ']')
-          j += p[j] == '\\' ? 2 : 1;
-        ++j;
-        continue;
-      }
-      depth += c == '(' ? 1 : c == ')' ? -1 : 0;
-      ++j;
-    }
-    if (depth > 0)
+    const auto j = group_end(p, pos);
+    if (j == std::string_view::npos)
       return std::nullopt;  // unbalanced: the parser says what is wrong
     auto body = "^(?:" + std::string{p.substr(pos + 3, j - 1 - (pos + 3))} + ")";
     (p[pos + 2] == '=' ? out.must : out.must_not).push_back(std::move(body));

@@ -36,14 +36,16 @@ rx search_regex(std::string_view pattern, spelling sp);
 /// A pattern that opens with lookaheads after its `^` (`^(?!org\.bukkit\.)[a-z.]+$`,
 /// `^(?=[^=]+$)(?!\s+$).+$`): they look at the start of the string, so the pattern finds what
 /// `rest` finds among the strings that every `must` pattern finds and no `must_not` one does
-/// (each of those a lookahead's body anchored at the start). Languages, not an automaton: the
-/// callers intersect and subtract automata. Lookaround anywhere else stays unsupported.
+/// (each of those a lookahead's body anchored at the start). Also "a line with no X",
+/// `^((?!X).)*$`: the rest `^.*$`, and X, found anywhere, must not be. Languages, not an
+/// automaton: the callers intersect and subtract automata. Lookaround anywhere else stays
+/// unsupported.
 struct leading_lookaheads {
   std::string rest;
   std::vector<std::string> must;
   std::vector<std::string> must_not;
 };
-/// nullopt when `pattern` does not open with `^(?=` or `^(?!`.
+/// nullopt when `pattern` has neither form.
 std::optional<leading_lookaheads> split_leading_lookaheads(std::string_view pattern);
 
 } // namespace deepinfer::recipe::so

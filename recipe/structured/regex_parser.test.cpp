@@ -89,6 +89,8 @@ BOOST_AUTO_TEST_CASE(lookaheads_opening_a_pattern_agree_with_ecmascript) {
     {"^(?!^a|b)c*", "abc"}, {"^(?![ab][ab])", "abc"}, {"^(?=(a|b)c)(?!ac)..", "abc"}, {"^(?!x)", "xa"},
     {"^(?=.*y)(?=.*x)", "xya"}, {"^(?![)(])a*", "a()"}, {"^(?=a$|b)(?!b$)", "ab"},
     {"^(?!org\\.b)([a-z][a-z\\d]*\\.)*[a-z][a-z\\d]*$", "org.b1"},
+    // A line with no X: the lookahead inside the repetition (MaskBench: ^((?!mode)(?!Mode).)*$).
+    {"^((?!ab).)*$", "abc"}, {"^(?:(?!ab)(?!ba).)+$", "abc"}, {"^((?!a|cb).)*$", "abc"}, {"^((?!(a|A)(b|B)).)*$", "aAbB"},
   };
   budget b{std::chrono::seconds(30), 1u << 22};
   auto of = [&](const std::string& p) { return byte_dfa::of(search_regex(p, spelling::raw), b); };
@@ -113,6 +115,8 @@ BOOST_AUTO_TEST_CASE(lookaheads_opening_a_pattern_agree_with_ecmascript) {
   }
   BOOST_TEST(!split_leading_lookaheads("(?!a)b").has_value());  // not at the start: unsupported
   BOOST_TEST(!split_leading_lookaheads("^a(?!b)").has_value());
+  BOOST_TEST(!split_leading_lookaheads("^((?!a*).)*$").has_value());  // X matches the empty string
+  BOOST_TEST(!split_leading_lookaheads("^((?!a).)*b$").has_value());  // not the whole pattern
 }
 
 BOOST_AUTO_TEST_CASE(an_anchor_inside_a_long_repetition_is_refused) {
