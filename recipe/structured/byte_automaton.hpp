@@ -8,6 +8,7 @@
 #include <optional>
 #include <span>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace deepinfer::recipe::so {
@@ -71,6 +72,16 @@ public:
   }
   /// Whether the language is empty (then the DFA has no states).
   bool empty() const noexcept { return size() == 0; }
+  /// Whether the automaton accepts `bytes` whole (from state 0).
+  bool matches(std::string_view bytes) const noexcept {
+    if (empty())
+      return false;
+    std::int32_t q = 0;
+    for (unsigned char c : bytes)
+      if ((q = step(q, c)) < 0)
+        return false;
+    return is_final(q);
+  }
   /// Bytes on a shortest path from q to a final state.
   std::int32_t dist(std::int32_t q) const noexcept { return dist_[q]; }
   /// A shortest byte string from q to a final state (the smallest bytes among the shortest).

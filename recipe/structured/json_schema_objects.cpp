@@ -19,14 +19,7 @@ rx pattern_key_rx(const std::string& pattern, std::uint32_t max_ws) {
 
 /// Whether `pattern` finds a match in `key`.
 bool pattern_finds(const std::string& pattern, const std::string& key, budget& b) {
-  const auto d = byte_dfa::of(search_regex(pattern, spelling::raw), b);
-  if (d.empty())
-    return false;
-  std::int32_t q = 0;
-  for (unsigned char c : key)
-    if ((q = d.step(q, c)) < 0)
-      return false;
-  return d.is_final(q);
+  return byte_dfa::of(search_regex(pattern, spelling::raw), b).matches(key);
 }
 
 /// What dependentRequired (and `dependencies` with arrays: "if a is present, so are r...") asks

@@ -83,14 +83,7 @@ bool json_validator::matches(const std::string& key, const std::string& text, Ma
   auto it = automata_.find(key);
   if (it == automata_.end())
     it = automata_.emplace(key, make()).first;
-  const auto& d = it->second;
-  if (d.empty())
-    return false;
-  std::int32_t q = 0;
-  for (unsigned char c : text)
-    if ((q = d.step(q, c)) < 0)
-      return false;
-  return d.is_final(q);
+  return it->second.matches(text);
 }
 
 bool json_validator::finds(const std::string& pattern, const std::string& spelled) {

@@ -17,17 +17,7 @@ using namespace deepinfer::recipe::so;
 
 namespace {
 
-bool accepted(const byte_dfa& d, const std::string& s) {
-  if (d.empty())
-    return false;
-  std::int32_t q = 0;
-  for (char c : s) {
-    q = d.step(q, static_cast<std::uint8_t>(c));
-    if (q < 0)
-      return false;
-  }
-  return d.is_final(q);
-}
+bool accepted(const byte_dfa& d, const std::string& s) { return d.matches(s); }
 
 /// Every string over `alphabet` of at most `n` characters.
 std::vector<std::string> strings(const std::string& alphabet, std::size_t n) {
