@@ -68,7 +68,8 @@ bool block_store::exists(const block_key& key) const {
 
 void block_store::write_failed(const block_key& key, const char* what, int err) {
   failed_writes_.fetch_add(1, std::memory_order_relaxed);
-  if (err == ENOSPC || err == EDQUOT)
+  const bool disk_full = err == ENOSPC || err == EDQUOT;
+  if (disk_full)
     space_pressure_.store(true);
   const auto unlogged = failures_unlogged_.fetch_add(1) + 1;
   const int64_t now = cfg_.time->now_ms();
@@ -78,12 +79,13 @@ void block_store::write_failed(const block_key& key, const char* what, int err) 
   if (!last_failure_log_ms_.compare_exchange_strong(last, now))
     return;  // another writer reports
   failures_unlogged_.fetch_sub(unlogged);
+  const char* remedy = disk_full ? "; the GC evicts blocks to make room" : "";
   if (unlogged == 1)
     log().error("block={} {}: {} (the request goes on without caching it){}", key.to_hex(), what, std::strerror(err),
-                err == ENOSPC || err == EDQUOT ? "; the GC evicts blocks to make room" : "");
+                remedy);
   else
     log().error("{} block writes failed in the last 10 s, the last ({}) {}: {}{}", unlogged, key.to_hex(), what,
-                std::strerror(err), err == ENOSPC || err == EDQUOT ? "; the GC evicts blocks to make room" : "");
+                std::strerror(err), remedy);
 }
 
 write_status block_store::write(const block_key& key, std::span<const std::byte> payload,

@@ -58,14 +58,19 @@ std::string too_many_pixels(int64_t w, int64_t h, const image_limits& limits) {
          std::to_string(limits.max_pixels) + " pixels are accepted (scale it down)";
 }
 
+/// Why stb refused the image, and what to send instead.
+std::string stb_refusal() {
+  return std::string{"the image cannot be decoded ("} + stbi_failure_reason() + "); send a valid " + formats + " file";
+}
+
 /// WebP (libwebp): a still image whole; an animated one's first frame, composed on its canvas
 /// as a viewer shows it (as stb does with a GIF). Alpha is dropped, as stb drops a PNG's.
 expected<decoded_image, std::string> decode_webp(std::string_view bytes, const image_limits& limits) {
   const auto* data = reinterpret_cast<const uint8_t*>(bytes.data());
-  const std::string broken = std::string{"the image cannot be decoded (a broken WebP file); send a valid "} + formats + " file";
+  auto broken = [] { return std::string{"the image cannot be decoded (a broken WebP file); send a valid "} + formats + " file"; };
   WebPBitstreamFeatures f;
   if (WebPGetFeatures(data, bytes.size(), &f) != VP8_STATUS_OK)
-    return broken;
+    return broken();
   if (f.width <= 0 || f.height <= 0)
     return std::string{"the image has no pixels"};
   if (over_limit(f.width, f.height, limits))
@@ -76,12 +81,12 @@ expected<decoded_image, std::string> decode_webp(std::string_view bytes, const i
   out.rgb.resize(static_cast<std::size_t>(f.width) * f.height * 3);
   if (!f.has_animation) {
     if (!WebPDecodeRGBInto(data, bytes.size(), out.rgb.data(), out.rgb.size(), f.width * 3))
-      return broken;
+      return broken();
     return out;
   }
   WebPAnimDecoderOptions opt;
   if (!WebPAnimDecoderOptionsInit(&opt))
-    return broken;
+    return broken();
   opt.color_mode = MODE_RGBA;
   opt.use_threads = 0;
   const WebPData whole{data, bytes.size()};
@@ -92,7 +97,7 @@ expected<decoded_image, std::string> decode_webp(std::string_view bytes, const i
   int timestamp = 0;
   if (!anim || !WebPAnimDecoderGetInfo(anim.get(), &info) || info.canvas_width != static_cast<uint32_t>(f.width) ||
       info.canvas_height != static_cast<uint32_t>(f.height) || !WebPAnimDecoderGetNext(anim.get(), &rgba, &timestamp))
-    return broken;
+    return broken();
   const std::size_t pixels = static_cast<std::size_t>(f.width) * f.height;
   for (std::size_t i = 0; i < pixels; ++i)
     std::memcpy(out.rgb.data() + 3 * i, rgba + 4 * i, 3);
@@ -143,20 +148,19 @@ expected<decoded_image, std::string> decode_image(std::string_view bytes, const 
   // stb takes an int length; the byte limit above keeps it in range.
   const auto* data = reinterpret_cast<const stbi_uc*>(bytes.data());
   const int len = static_cast<int>(bytes.size());
-  auto too_many = [&](int64_t w, int64_t h) { return too_many_pixels(w, h, limits); };
   if (is_png(bytes))
     if (auto [pw, ph] = png_size(bytes); over_limit(pw, ph, limits))
-      return too_many(pw, ph);
+      return too_many_pixels(pw, ph, limits);
   int w = 0, h = 0, comp = 0;
   if (!stbi_info_from_memory(data, len, &w, &h, &comp))
-    return std::string{"the image cannot be decoded ("} + stbi_failure_reason() + "); send a valid " + formats + " file";
+    return stb_refusal();
   if (w <= 0 || h <= 0)
     return std::string{"the image has no pixels"};
   if (over_limit(w, h, limits))
-    return too_many(w, h);
+    return too_many_pixels(w, h, limits);
   std::unique_ptr<stbi_uc, void (*)(void*)> px{stbi_load_from_memory(data, len, &w, &h, &comp, 3), stbi_image_free};
   if (!px)
-    return std::string{"the image cannot be decoded ("} + stbi_failure_reason() + "); send a valid " + formats + " file";
+    return stb_refusal();
   decoded_image out;
   out.width = w;
   out.height = h;
