@@ -24,12 +24,17 @@ rx any_string();
 rx string_len(std::uint32_t min, std::uint32_t max);
 /// A string whose decoded content matches `content` (an rx in `spelling::json`).
 rx string_of(rx content);
-/// The content rx of a supported `format` (JSON Schema's date, time, date-time, duration, uuid,
-/// email, idn-email, uri, uri-reference, iri, iri-reference, ipv4, ipv6, hostname, idn-hostname,
-/// json-pointer, relative-json-pointer; OpenAPI's byte, binary, password), each the format's
-/// strings or a subset of them (ipv6 without an IPv4 tail or zone); nullopt for another
-/// (uri-template, regex, and formats outside the standards are refused, never ignored).
+/// The content rx of a string `format` JSON Schema or OpenAPI defines (JSON Schema's date, time,
+/// date-time, duration, uuid, email, idn-email, uri, uri-reference, iri, iri-reference, ipv4,
+/// ipv6, hostname, idn-hostname, json-pointer, relative-json-pointer, uri-template, regex;
+/// OpenAPI's byte, binary, password), each the format's strings or a subset of them (ipv6
+/// without an IPv4 tail or zone; regex: what ECMA-262 and Python both compile, groups at most 4
+/// deep); nullopt for any other name. Such a format is an annotation and callers ignore it:
+/// JSON Schema 2020-12 §7.2.3, "an implementation MUST NOT fail to validate ... due to an
+/// unknown format attribute".
 std::optional<rx> format(std::string_view name);
+/// Whether `format(name)` has a value (without building it).
+bool known_format(std::string_view name);
 /// Any JSON number.
 rx any_number();
 /// An integer in [lo, hi] (either side open), written without a fraction.

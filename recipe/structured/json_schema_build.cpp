@@ -274,10 +274,8 @@ std::optional<byte_dfa> string_text_dfa(const json& s, std::uint32_t ws, budget&
       parts.push_back(pattern_dfa(p.get<std::string>(), ws, b));
   if (s.contains("format") && s["format"].is_string()) {
     const auto fmt = s["format"].get<std::string>();
-    const auto* f = json_format_dfa(fmt, ws);
-    if (f == nullptr)
-      throw compile_error("unsupported format '" + fmt + "'");
-    parts.push_back(*f);
+    if (const auto* f = json_format_dfa(fmt, ws))  // another name is an annotation
+      parts.push_back(*f);
   }
   const bool without = s.contains("x-not-strings") && !s["x-not-strings"].empty();
   if (s.contains("enum")) {  // strings listed (an x-not-strings entry): each spelled one way

@@ -27,6 +27,10 @@ using json = nlohmann::ordered_json;
 /// `true` / `{}` (anything) and `false` (nothing).
 inline bool is_true(const json& s) { return (s.is_boolean() && s.get<bool>()) || (s.is_object() && s.empty()); }
 inline bool is_false(const json& s) { return s.is_boolean() && !s.get<bool>(); }
+/// Both schemas: `{"allOf": [x, y]}`, or one of them where the other is true, false or the same.
+json conj(const json& x, const json& y);
+/// Whether the patternProperties `pattern` finds a match in `key` (ECMA-262 search).
+bool pattern_finds(const std::string& pattern, const std::string& key, budget& b);
 /// The JSON types `s` admits ("integer" too when "number" is there; all seven without `type`).
 std::set<std::string> types_of(const json& s);
 /// `type`'s value for the set `t` (one name, or an array; "integer" folded into "number").
@@ -111,7 +115,7 @@ private:
   /// Whether the value `v` provably fails the plain schema `y` (false when the validator cannot decide).
   bool fails(const json& v, const json& y) const;
   /// The strings `s`'s text keywords accept (no whitespace before), built once per key: nullptr
-  /// for any string, or when it cannot be built (an unsupported format...).
+  /// for any string, or when it cannot be built (an automaton over its budget...).
   const byte_dfa* text_dfa(const json& s) const;
   /// `s` with its `$ref` and `allOf` merged in (what `disjoint` reads of items and properties;
   /// a superset of its values where a merge keeps one of two combinators).

@@ -17,10 +17,6 @@ rx pattern_key_rx(const std::string& pattern, std::uint32_t max_ws) {
   return rx::seq({json_lex::string_of(search_regex(pattern, spelling::json)), json_ws(max_ws), rx::lit(":")});
 }
 
-/// Whether `pattern` finds a match in `key`.
-bool pattern_finds(const std::string& pattern, const std::string& key, budget& b) {
-  return byte_dfa::of(search_regex(pattern, spelling::raw), b).matches(key);
-}
 
 /// What dependentRequired (and `dependencies` with arrays: "if a is present, so are r...") asks
 /// of each declared member. Members are decided in the schema's order, so each rule is one flag:
@@ -230,35 +226,43 @@ rule_nfa::frag schema_builder::build_object(rule_nfa& n, const json& s) {
     const json* schema;
     bool required;
   };
+  const auto& patterns = s.contains("patternProperties") ? s["patternProperties"] : empty;
+  if (!patterns.is_object())
+    throw compile_error("'patternProperties' must be an object");
+  const bool names_pattern = s.value("x-names-pattern", false);  // finds undeclared keys only
   std::vector<member> members;
   std::vector<std::string> all_keys;
   for (auto it = props.begin(); it != props.end(); ++it) {
     all_keys.push_back(it.key());
-    if (is_false(it.value())) {
+    // A declared key that patterns also find must match their schemas too (`"properties":
+    // {"id": ...}, "patternProperties": {".*": {"type": "string"}}`).
+    const json* schema = &it.value();
+    if (!names_pattern)
+      for (auto p = patterns.begin(); p != patterns.end(); ++p)
+        if (pattern_finds(p.key(), it.key(), gb_.bud())) {
+          owned_.push_back(conj(*schema, p.value()));
+          schema = &owned_.back();
+        }
+    if (is_false(*schema)) {
       if (required(it.key()))
         return {n.add(), n.add()};  // required yet forbidden: no value
       continue;
     }
-    members.push_back({it.key(), &it.value(), required(it.key())});
+    members.push_back({it.key(), schema, required(it.key())});
   }
-  // A required key not declared: the one patternProperties pattern that finds it gives its
-  // schema (`{"required": ["en"], "patternProperties": {"^(en|de)$": ...}}`, a translations
-  // object), else additionalProperties does.
-  const auto& patterns = s.contains("patternProperties") ? s["patternProperties"] : empty;
-  if (!patterns.is_object())
-    throw compile_error("'patternProperties' must be an object");
-  std::map<std::string, std::string> promoted;  // required key -> the pattern that gives its schema
+  // A required key not declared: the patternProperties patterns that find it give its schema
+  // (`{"required": ["en"], "patternProperties": {"^(en|de)$": ...}}`, a translations object),
+  // else additionalProperties does.
   for (auto& r : req)
     if (!props.contains(r)) {
       const json* schema = &addl;
-      if (!s.value("x-names-pattern", false))
+      bool found_by_pattern = false;
+      if (!names_pattern)
         for (auto it = patterns.begin(); it != patterns.end(); ++it)
           if (pattern_finds(it.key(), r, gb_.bud())) {
-            if (promoted.contains(r))
-              throw compile_error("two patternProperties patterns match the required key '" + r +
-                                  "' (unsupported: its value would need both schemas)");
-            promoted[r] = it.key();
-            schema = &it.value();
+            owned_.push_back(found_by_pattern ? conj(*schema, it.value()) : it.value());
+            schema = &owned_.back();
+            found_by_pattern = true;
           }
       if (is_false(*schema))
         return {n.add(), n.add()};
@@ -374,30 +378,50 @@ rule_nfa::frag schema_builder::build_object(rule_nfa& n, const json& s) {
   std::vector<byte_dfa> found;  // the keys each pattern finds
   for (auto it = patterns.begin(); it != patterns.end(); ++it) {
     auto keys = byte_dfa::of(json_lex::lead(pattern_key_rx(it.key(), ws_), ws_), b);
-    // A propertyNames pattern (apply_property_names) finds the keys not declared only.
-    if (s.value("x-names-pattern", false))
-      for (const auto& d : declared)
-        keys = byte_dfa::minus(keys, d, b);
-    for (std::size_t d = 0; d < declared.size(); ++d)
-      if (const auto p = promoted.find(all_keys[d]); p != promoted.end() && p->second == it.key())
-        keys = byte_dfa::minus(keys, declared[d], b);  // written as its member, with this pattern's schema
-      else if (!byte_dfa::intersect(keys, declared[d], b).empty())
-        throw compile_error("patternProperties pattern '" + it.key() + "' also matches the declared property '" +
-                            all_keys[d] + "' (unsupported: its value would need both schemas)");
-    for (std::size_t q = 0; q < found.size(); ++q)
-      if (!byte_dfa::intersect(keys, found[q], b).empty())
-        throw compile_error("two patternProperties patterns match the same key (unsupported: its value would need "
-                            "both schemas)");
+    // Declared and required keys are written as their members, with the schemas of the
+    // patterns that find them (above); a propertyNames pattern (apply_property_names) finds the
+    // other keys only.
+    for (const auto& d : declared)
+      keys = byte_dfa::minus(keys, d, b);
     found.push_back(std::move(keys));
   }
-  {
-    std::size_t q = 0;
-    for (auto it = patterns.begin(); it != patterns.end(); ++it, ++q) {
-      if (is_false(it.value()))
-        continue;  // such keys may not appear
-      const auto key = gb_.lexeme(byte_dfa(found[q]));
-      additional(key, is_true(it.value()) ? any_value() : value_rule(it.value()));
+  // A key several patterns find matches all their schemas: the keys split by the set of
+  // patterns that find them, each set's keys one lexeme with the conjunction of its schemas.
+  std::vector<const json*> pattern_schemas;
+  for (auto it = patterns.begin(); it != patterns.end(); ++it)
+    pattern_schemas.push_back(&it.value());
+  constexpr std::size_t max_overlapping = 6;  // 63 sets at most
+  std::vector<std::uint64_t> sets;
+  if (found.size() <= max_overlapping) {
+    for (std::uint64_t set = 1; set < (std::uint64_t{1} << found.size()); ++set)
+      sets.push_back(set);
+  } else {  // many patterns: each alone, if no two find the same key
+    if (found.size() > 64)
+      throw compile_error("more than 64 patternProperties patterns (unsupported)");
+    for (std::size_t q = 0; q < found.size(); ++q) {
+      for (std::size_t r = q + 1; r < found.size(); ++r)
+        if (!byte_dfa::intersect(found[q], found[r], b).empty())
+          throw compile_error("two of more than " + std::to_string(max_overlapping) +
+                              " patternProperties patterns match the same key (unsupported)");
+      sets.push_back(std::uint64_t{1} << q);
     }
+  }
+  for (const auto set : sets) {
+    std::optional<byte_dfa> keys;
+    json schema = true;
+    for (std::size_t q = 0; q < found.size(); ++q)
+      if (set >> q & 1) {
+        keys = keys ? byte_dfa::intersect(*keys, found[q], b) : found[q];
+        schema = conj(schema, *pattern_schemas[q]);
+      }
+    for (std::size_t q = 0; q < found.size() && !keys->empty(); ++q)
+      if (!(set >> q & 1) && found.size() <= max_overlapping)
+        keys = byte_dfa::minus(*keys, found[q], b);
+    if (keys->empty() || is_false(schema))
+      continue;  // no such key, or such keys may not appear
+    owned_.push_back(std::move(schema));
+    const auto key = gb_.lexeme(std::move(*keys));
+    additional(key, is_true(owned_.back()) ? any_value() : value_rule(owned_.back()));
   }
   if (extras) {
     // Any other key (spelled canonically, so a declared key can never pass as an extra one):
@@ -425,6 +449,10 @@ rule_nfa::frag schema_builder::build_object(rule_nfa& n, const json& s) {
     additional(key, is_true(addl) ? any_value() : value_rule(addl));
   }
   return {start, end};
+}
+
+bool pattern_finds(const std::string& pattern, const std::string& key, budget& b) {
+  return byte_dfa::of(search_regex(pattern, spelling::raw), b).matches(key);
 }
 
 } // namespace detail

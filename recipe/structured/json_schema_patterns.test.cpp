@@ -28,6 +28,47 @@ BOOST_AUTO_TEST_CASE(pattern_properties_constrain_the_keys_their_patterns_find) 
   BOOST_TEST(!accepts(*u, R"({"name":3})"));
 }
 
+// A declared property that a pattern also finds matches both schemas (it was a 400).
+BOOST_AUTO_TEST_CASE(a_declared_property_a_pattern_finds_matches_both_schemas) {
+  const std::string both = R"({"type":"object","properties":{"id":{"type":"integer"},"name":{"maxLength":3}},
+      "patternProperties":{".*":{"type":["integer","string"]},"^n":{"minLength":1}},"required":["id"],
+      "additionalProperties":false})";
+  auto m = schema_matcher(both);
+  BOOST_TEST(accepts(*m, R"({"id":1,"name":"abc","x":"y"})"));
+  BOOST_TEST(!accepts(*m, R"({"id":1,"name":"abcd"})"));  // the declared maxLength
+  BOOST_TEST(!accepts(*m, R"({"id":1,"name":""})"));      // ^n's minLength
+  BOOST_TEST(!accepts(*m, R"({"id":1,"name":true})"));    // .*'s type
+  BOOST_TEST(!accepts(*m, R"({"id":1,"x":null})"));       // an undeclared key: .*'s schema
+  agrees_with_validator(both, {R"({"id":1})", R"({"id":"1"})", R"({"id":2,"name":"ab","n2":"z"})",
+                               R"({"id":2,"n2":""})", R"({"id":2,"zz":[]})", R"({"name":"a"})"});
+  // A pattern whose schema is false forbids the declared key it finds.
+  auto banned = schema_matcher(R"({"type":"object","properties":{"tmp":{"type":"string"},"ok":{}},
+      "patternProperties":{"^t":false}})");
+  BOOST_TEST(accepts(*banned, R"({"ok":1})"));
+  BOOST_TEST(!accepts(*banned, R"({"tmp":"x"})"));
+}
+
+// An allOf of a part with patterns and a part with properties (an OpenAPI object and its `x-`
+// extensions): both parts hold on every key (it was a 400).
+BOOST_AUTO_TEST_CASE(an_allof_joins_patterns_and_properties) {
+  const std::string s = R"({"allOf":[{"type":"object","properties":{"name":{"type":"string"},"x-id":{"maxLength":3}},"required":["name"]},
+      {"patternProperties":{"^x-":{"type":"string"},"^n":{"minLength":2}}},{"patternProperties":{"^x-":{"minLength":1}}}]})";
+  auto m = schema_matcher(s);
+  BOOST_TEST(accepts(*m, R"({"name":"ab","x-id":"abc","x-o":"s","other":5})"));
+  BOOST_TEST(!accepts(*m, R"({"name":"a"})"));             // ^n's minLength on a declared key
+  BOOST_TEST(!accepts(*m, R"({"name":"ab","x-id":"abcd"})"));
+  BOOST_TEST(!accepts(*m, R"({"name":"ab","x-o":""})"));    // ^x- from both parts
+  BOOST_TEST(!accepts(*m, R"({"name":"ab","x-o":1})"));
+  agrees_with_validator(s, {R"({"name":"ab"})", R"({"name":"ab","x-id":""})", R"({"name":"ab","x-id":7})", R"({"x-a":"b"})",
+                            R"({"name":"ab","nn":"a"})", R"({"name":"ab","nn":3})", R"({"name":"ab","zz":null})"});
+  // A part with patterns beside one that closes its keys: still refused, and said so.
+  auto& c = deepinfer::recipe::so::test::shared_compiler();
+  auto closed = c.compile({constraint_kind::json_schema, R"({"allOf":[{"properties":{"a":{}},"additionalProperties":false},
+      {"patternProperties":{"^x":{"type":"string"}}}]})"});
+  BOOST_TEST_REQUIRE(!closed.has_value());
+  BOOST_TEST(closed.error().find("additionalProperties") != std::string::npos, closed.error());
+}
+
 // A required key that only a pattern lets in (a translations object: "en" required, any of the
 // listed languages allowed): its value takes the pattern's schema; it was "admits no value".
 BOOST_AUTO_TEST_CASE(a_required_key_found_by_a_pattern_takes_its_schema) {
@@ -44,11 +85,23 @@ BOOST_AUTO_TEST_CASE(a_required_key_found_by_a_pattern_takes_its_schema) {
   agrees_with_validator(R"({"type":"object","properties":{"d":{"$ref":"#/$defs/t"}},"required":["d"],"additionalProperties":false,
       "$defs":{"t":{"type":"object","required":["en"],"patternProperties":{"^[a-z]{2}$":{"type":"string"}},"additionalProperties":false}}})",
                         {R"({"d":{"en":"x"}})", R"({"d":{"en":"x","fr":"y"}})", R"({"d":{"fr":"y"}})", R"({"d":{}})"});
-  // Two patterns that both find the required key: refused, as two patterns on one key are.
-  auto& c = deepinfer::recipe::so::test::shared_compiler();
-  auto two = c.compile({constraint_kind::json_schema, R"({"type":"object","required":["en"],"patternProperties":{"^e":{},"n$":{}}})"});
-  BOOST_TEST_REQUIRE(!two.has_value());
-  BOOST_TEST(two.error().find("required key 'en'") != std::string::npos, two.error());
+  // Two patterns that both find the required key: its value matches both schemas.
+  const std::string two = R"({"type":"object","required":["en"],"patternProperties":{"^e":{"type":"string"},"n$":{"maxLength":2}}})";
+  agrees_with_validator(two, {R"({"en":"ab"})", R"({"en":"abc"})", R"({"en":1})", R"({})", R"({"en":"a","in":"xyz"})",
+                              R"({"en":"a","in":5})", R"({"en":"a","ex":"xyz"})"});
+}
+
+// Keys that several patterns find match all their schemas; each pattern's other keys only its own.
+BOOST_AUTO_TEST_CASE(keys_several_patterns_find_match_all_their_schemas) {
+  const std::string s = R"({"type":"object","patternProperties":{"^x-":{"type":"string"},"_id$":{"minLength":2},
+      "^x-tmp":false},"additionalProperties":{"type":"integer"}})";
+  auto m = schema_matcher(s);
+  BOOST_TEST(accepts(*m, R"({"x-a":"s","user_id":5,"x-user_id":"ab","n":1})"));
+  BOOST_TEST(!accepts(*m, R"({"x-user_id":"a"})"));  // both: a string of 2 or more
+  BOOST_TEST(!accepts(*m, R"({"x-user_id":12})"));
+  BOOST_TEST(!accepts(*m, R"({"x-tmp1":"s"})"));     // one of them forbids it
+  agrees_with_validator(s, {R"({"x-a":"s","user_id":5,"x-user_id":"ab","n":1})", R"({"x-user_id":"a"})", R"({"a_id":"x"})",
+                            R"({"a_id":"xy"})", R"({"a_id":7})", R"({"x-tmp":1})", R"({"y":"s"})", R"({})"});
 }
 
 // Patterns anchored anywhere, or opening with lookaheads (a reserved prefix, a required shape):

@@ -18,7 +18,8 @@ namespace deepinfer::recipe::so {
 /// `multipleOf` use the compiler's own automata on the value as it will be written (its compact
 /// JSON spelling), so a value passes exactly when the lexeme it becomes would. Unknown keywords
 /// are annotations (the specification's rule); what cannot be decided (`unevaluated*`,
-/// `$dynamicRef`, a reference outside the document, an unsupported format) throws compile_error.
+/// `$dynamicRef`, a reference outside the document) throws compile_error. An unknown `format` is an
+/// annotation too.
 class json_validator {
 public:
   using json = nlohmann::ordered_json;
