@@ -18,6 +18,10 @@ rx hex() { return rx::set({{'0', '9'}, {'A', 'F'}, {'a', 'f'}}); }
 rx same_len(const std::string& a, const std::string& b) {
   if (a.empty())
     return rx::eps();
+  // Every string of this length: one counted run, not a tree of equivalent branches (the
+  // automaton is not minimized, so each branch would be states of its own: 2^n of them).
+  if (a.find_first_not_of('0') == std::string::npos && b.find_first_not_of('9') == std::string::npos)
+    return digits(static_cast<std::uint32_t>(a.size()), static_cast<std::uint32_t>(a.size()));
   if (a[0] == b[0])
     return rx::seq({ch(a[0]), same_len(a.substr(1), b.substr(1))});
   const auto n = static_cast<std::uint32_t>(a.size() - 1);
@@ -29,24 +33,50 @@ rx same_len(const std::string& a, const std::string& b) {
   return rx::alt(std::move(alts));
 }
 
-// Natural numbers in [a, b] (b: nullopt for no limit).
-rx nat_range(std::uint64_t a, std::optional<std::uint64_t> b) {
-  if (b && *b < a)
+// Decimal digit strings without leading zeros ("0" for zero): a < b.
+bool text_below(const std::string& a, const std::string& b) {
+  return a.size() != b.size() ? a.size() < b.size() : a < b;
+}
+std::string text_plus_one(std::string n) {
+  for (auto i = n.size(); i-- > 0;) {
+    if (n[i] != '9') {
+      ++n[i];
+      return n;
+    }
+    n[i] = '0';
+  }
+  return "1" + n;
+}
+std::string text_minus_one(std::string n) {  // n > 0
+  for (auto i = n.size(); i-- > 0;) {
+    if (n[i] != '0') {
+      --n[i];
+      break;
+    }
+    n[i] = '9';
+  }
+  n.erase(0, std::min(n.find_first_not_of('0'), n.size() - 1));
+  return n;
+}
+
+// Natural numbers in [a, b] (b: nullopt for no limit), as digit strings of any length.
+rx nat_range(const std::string& a, const std::optional<std::string>& b) {
+  if (b && text_below(*b, a))
     return rx::none();
   std::vector<rx> alts;
-  const auto la = std::to_string(a).size();
-  const std::size_t lb = b ? std::to_string(*b).size() : la;
-  for (std::size_t len = la; len <= lb; ++len) {
-    std::uint64_t lo = len == la ? a : 1;
-    for (std::size_t i = 1; i < len && len != la; ++i)
-      lo *= 10;
-    std::string hi_s = b && len == lb ? std::to_string(*b) : std::string(len, '9');
-    std::string lo_s = std::to_string(lo);
-    alts.push_back(same_len(lo_s, hi_s));
-  }
+  const auto la = a.size();
+  const std::size_t lb = b ? b->size() : la;
+  alts.push_back(same_len(a, b && lb == la ? *b : std::string(la, '9')));
+  if (lb > la + 1)  // every length strictly between: one counted run
+    alts.push_back(rx::seq({rx::set({{'1', '9'}}), digits(static_cast<std::uint32_t>(la), static_cast<std::uint32_t>(lb - 2))}));
+  if (lb > la)
+    alts.push_back(same_len("1" + std::string(lb - 1, '0'), *b));
   if (!b)  // and every longer number
     alts.push_back(rx::seq({rx::set({{'1', '9'}}), digits(static_cast<std::uint32_t>(la), rx::unbounded)}));
   return rx::alt(std::move(alts));
+}
+rx nat_range(std::uint64_t a, std::optional<std::uint64_t> b) {
+  return nat_range(std::to_string(a), b ? std::optional<std::string>{std::to_string(*b)} : std::nullopt);
 }
 
 // A JSON-string content code point set (spelled as a JSON string writes it).
@@ -174,7 +204,7 @@ rx fraction(cmp c, std::string_view f, bool nonempty) {
 // Magnitudes m (integer part without leading zeros, then maybe a point and digits) compared with
 // the non-negative decimal `d`: m >= d (`c` ge), > d, <= d, < d.
 rx magnitude(cmp c, const decimal& d) {
-  const auto whole = std::stoull(d.whole);
+
   // Equal integer parts: the fraction decides (no point: a fraction of zero).
   const bool empty_ok = c == cmp::ge ? d.frac.empty() : c == cmp::gt ? false : c == cmp::le ? true : !d.frac.empty();
   std::vector<rx> tail;
@@ -183,9 +213,9 @@ rx magnitude(cmp c, const decimal& d) {
   tail.push_back(rx::seq({ch('.'), fraction(c, d.frac, true)}));
   std::vector<rx> alts{rx::seq({rx::lit(d.whole), rx::alt(std::move(tail))})};
   if (c == cmp::ge || c == cmp::gt)
-    alts.push_back(rx::seq({nat_range(whole + 1, std::nullopt), frac_any()}));
-  else if (whole > 0)
-    alts.push_back(rx::seq({nat_range(0, whole - 1), frac_any()}));
+    alts.push_back(rx::seq({nat_range(text_plus_one(d.whole), std::nullopt), frac_any()}));
+  else if (d.whole != "0")
+    alts.push_back(rx::seq({nat_range("0", text_minus_one(d.whole)), frac_any()}));
   return rx::alt(std::move(alts));
 }
 } // namespace
@@ -349,6 +379,21 @@ std::optional<decimal> decimal::parse(std::string_view text) {
   if (out.whole == "0" && out.frac.empty())
     out.negative = false;  // -0 is 0
   return out;
+}
+
+int decimal::compare(const decimal& a, const decimal& b) {
+  if (a.negative != b.negative)
+    return a.negative ? -1 : 1;
+  // Magnitudes: whole parts have no leading zeros and fractions no trailing ones, so a longer
+  // whole part is larger and fractions compare as text.
+  int m = 0;
+  if (a.whole.size() != b.whole.size())
+    m = a.whole.size() < b.whole.size() ? -1 : 1;
+  else if (const int w = a.whole.compare(b.whole); w != 0)
+    m = w < 0 ? -1 : 1;
+  else if (const int f = a.frac.compare(b.frac); f != 0)
+    m = f < 0 ? -1 : 1;
+  return a.negative ? -m : m;
 }
 
 rx number_beyond(const decimal& d, bool above, bool exclusive) {

@@ -48,6 +48,8 @@ struct decimal {
   std::string frac;
   /// From a JSON number's text (`0.1`, `-2`, `1e-05`, `2.50E+3`); nullopt for anything else.
   static std::optional<decimal> parse(std::string_view text);
+  /// -1, 0 or 1 as a is below, equal to or above b (exact, at any magnitude).
+  static int compare(const decimal& a, const decimal& b);
 };
 /// The numbers (written without an exponent) above `d` (`above`; or below), `d` itself
 /// too unless `exclusive`. A range is the intersection of two.

@@ -108,9 +108,9 @@ symbol schema_builder::number_lexeme(const json& s, bool integer) {
     if (!hi || hi->v > 2147483647.0)
       hi = bound{2147483647.0, "2147483647"};
   }
-  for (const auto& v : {lo, hi})
-    if (v && std::fabs(v->v) > 9e15)
-      throw compile_error("a numeric bound beyond 9e15 (unsupported)");
+  // Integer bounds past 2^53 (an int64's limits, a double's) are not exact as doubles: such an
+  // integer range is the decimal range below intersected with the integers.
+  const bool wide = (lo && std::fabs(lo->v) > 9e15) || (hi && std::fabs(hi->v) > 9e15);
   // multipleOf (several after an allOf): each a divisibility automaton the value must pass.
   std::vector<std::string> multiples;
   if (s.contains("multipleOf"))
@@ -136,7 +136,7 @@ symbol schema_builder::number_lexeme(const json& s, bool integer) {
     d = json_constant_dfa(integer ? json_constant::any_integer : json_constant::any_number, ws_);
   } else if (int32_range) {
     d = json_constant_dfa(json_constant::int32, ws_);
-  } else if (integer) {
+  } else if (integer && !wide) {
     std::optional<std::int64_t> a, b;
     if (lo)
       a = static_cast<std::int64_t>(lo->excl ? std::floor(lo->v) + 1 : std::ceil(lo->v));
@@ -155,6 +155,8 @@ symbol schema_builder::number_lexeme(const json& s, bool integer) {
       d = byte_dfa::intersect(side(*lo, true), side(*hi, false), bud);
     else
       d = lo ? side(*lo, true) : side(*hi, false);
+    if (integer)
+      d = byte_dfa::intersect(d, json_constant_dfa(json_constant::any_integer, ws_), bud);
   }
   for (const auto& m : multiples) {
     const auto dec = json_lex::decimal::parse(m);

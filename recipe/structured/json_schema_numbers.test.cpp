@@ -8,6 +8,7 @@
 
 using namespace deepinfer::recipe::so;
 using deepinfer::recipe::so::test::accepts;
+using deepinfer::recipe::so::test::agrees_with_validator;
 using deepinfer::recipe::so::test::schema_matcher;
 
 BOOST_AUTO_TEST_SUITE(structured_json_numbers)
@@ -162,6 +163,29 @@ BOOST_AUTO_TEST_CASE(multiple_of_is_exact) {
   auto& c = deepinfer::recipe::so::test::shared_compiler();
   for (const char* bad : {R"({"multipleOf":0})", R"({"multipleOf":-2})", R"({"multipleOf":1234567})"})
     BOOST_TEST(!c.compile({constraint_kind::json_schema, bad}).has_value(), bad);
+}
+
+// Bounds past 2^53 (int64's limits, a double's largest) are exact as written, for integers too
+// (they were a 400): the compiled automaton and the validator agree around the bound.
+BOOST_AUTO_TEST_CASE(bounds_beyond_a_doubles_integers_are_exact) {
+  const std::string i64 = R"({"type":"integer","minimum":-9223372036854775808,"maximum":9223372036854775807})";
+  auto m = schema_matcher(i64);
+  BOOST_TEST(accepts(*m, "9223372036854775807"));
+  BOOST_TEST(!accepts(*m, "9223372036854775808"));
+  BOOST_TEST(accepts(*m, "-9223372036854775808"));
+  BOOST_TEST(!accepts(*m, "-9223372036854775809"));
+  BOOST_TEST(!accepts(*m, "1.5"));
+  agrees_with_validator(i64, {"0", "9223372036854775806", "9223372036854775807", "9223372036854775808", "-9223372036854775809",
+                              "12345678901234567890", "-1"});
+  // (Instances a double holds exactly: the validator reads values as parsed JSON.)
+  agrees_with_validator(R"({"type":"number","exclusiveMaximum":1.79769e+308,"minimum":2e16})",
+                        {"20000000000000000", "19999999999999999", "20000000000000001", "1", "-20000000000000000"});
+  agrees_with_validator(R"({"type":"integer","exclusiveMinimum":18446744073709551614})",
+                        {"18446744073709551614", "18446744073709551615", "0", "-18446744073709551615"});
+  // A 309-digit bound is an automaton of a few hundred states.
+  auto huge = schema_matcher(R"({"type":"integer","maximum":1.79769e+308})");
+  BOOST_TEST(accepts(*huge, "179769" + std::string(303, '0')));
+  BOOST_TEST(!accepts(*huge, "179769" + std::string(302, '0') + "1"));
 }
 
 BOOST_AUTO_TEST_SUITE_END()

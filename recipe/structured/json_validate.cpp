@@ -161,17 +161,27 @@ bool json_validator::valid(const json& v, const json& s, int depth) {
 
 bool json_validator::valid_number(const json& v, const json& s) {
   const double x = v.get<double>();
-  auto bound = [&](const char* k) { return s.contains(k) && s[k].is_number() ? std::optional<double>{s[k].get<double>()} : std::nullopt; };
+  // The value against a bound, both as written (exact at any magnitude, as the compiler's
+  // automata are): -1, 0, 1.
+  const auto value = json_lex::decimal::parse(v.dump());
+  auto against = [&](const char* k) -> std::optional<int> {
+    if (!s.contains(k) || !s[k].is_number())
+      return std::nullopt;
+    if (const auto b = json_lex::decimal::parse(s[k].dump()); value && b)
+      return json_lex::decimal::compare(*value, *b);
+    const double b = s[k].get<double>();
+    return x < b ? -1 : x > b ? 1 : 0;
+  };
   // Draft 4: exclusiveMinimum / exclusiveMaximum as booleans make minimum / maximum strict.
   const bool min_x = s.contains("exclusiveMinimum") && s["exclusiveMinimum"].is_boolean() && s["exclusiveMinimum"].get<bool>();
   const bool max_x = s.contains("exclusiveMaximum") && s["exclusiveMaximum"].is_boolean() && s["exclusiveMaximum"].get<bool>();
-  if (auto b = bound("minimum"); b && (min_x ? x <= *b : x < *b))
+  if (auto c = against("minimum"); c && (min_x ? *c <= 0 : *c < 0))
     return false;
-  if (auto b = bound("maximum"); b && (max_x ? x >= *b : x > *b))
+  if (auto c = against("maximum"); c && (max_x ? *c >= 0 : *c > 0))
     return false;
-  if (auto b = bound("exclusiveMinimum"); b && x <= *b)
+  if (auto c = against("exclusiveMinimum"); c && *c <= 0)
     return false;
-  if (auto b = bound("exclusiveMaximum"); b && x >= *b)
+  if (auto c = against("exclusiveMaximum"); c && *c >= 0)
     return false;
   std::vector<json> multiples;
   if (s.contains("multipleOf"))
