@@ -17,7 +17,6 @@ rx pattern_key_rx(const std::string& pattern, std::uint32_t max_ws) {
   return rx::seq({json_lex::string_of(search_regex(pattern, spelling::json)), json_ws(max_ws), rx::lit(":")});
 }
 
-
 /// What dependentRequired (and `dependencies` with arrays: "if a is present, so are r...") asks
 /// of each declared member. Members are decided in the schema's order, so each rule is one flag:
 /// a written before r (r may not be skipped then), or r skipped before a (a may not be written).
