@@ -28,6 +28,8 @@ public:
     if ((++ticks_ & 255u) == 0 && std::chrono::steady_clock::now() > at_)
       throw compile_error("compile timeout");
   }
+  /// The state cap.
+  std::size_t max_states() const noexcept { return max_states_; }
   /// Throws when an automaton grows past the state cap.
   void states(std::size_t n) const {
     if (n > max_states_)

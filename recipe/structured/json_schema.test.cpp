@@ -240,6 +240,21 @@ BOOST_AUTO_TEST_CASE(strings_lengths_patterns_and_formats) {
   }
 }
 
+// A format or pattern under a long maxLength whose product would pass the automaton cap is
+// written to fewer characters (never under 256; outputs stay valid), not refused; a cut below
+// that is still refused.
+BOOST_AUTO_TEST_CASE(a_long_count_under_a_pattern_is_shortened_not_refused) {
+  auto m = schema_matcher(R"({"type":"string","format":"email","maxLength":1024})");
+  BOOST_TEST(accepts(*m, R"("a.b@example.com")"));
+  BOOST_TEST(accepts(*m, "\"" + std::string(240, 'a') + "@example.com\""));
+  BOOST_TEST(!accepts(*m, R"("no at sign")"));
+  BOOST_TEST(!accepts(*m, "\"" + std::string(1020, 'a') + "@example.com\""));  // over the schema's own bound
+  auto& c = deepinfer::recipe::so::test::shared_compiler();
+  auto words = c.compile({constraint_kind::json_schema, R"({"type":"string","maxLength":5000,"pattern":"^(?:\\S+\\s+){0,99}\\S+$"})"});
+  BOOST_TEST_REQUIRE(!words.has_value());
+  BOOST_TEST(words.error().find("automaton too large") != std::string::npos, words.error());
+}
+
 // An enum or const beside any other keyword is the listed values that pass the whole schema:
 // keywords the lexemes cannot express (not, if/then/else, uniqueItems, dependencies) are exact
 // for a finite set, and so are pattern and format beside an enum (refused before).

@@ -314,11 +314,33 @@ symbol schema_builder::string_lexeme(const json& s) {
   if (auto it = lexemes_.find(key); it != lexemes_.end())
     return it->second;
   auto& b = gb_.bud();
+  auto t = string_text_dfa(s, ws_, b);
+  // A pattern or format under a count is their product, about the pattern's states times the
+  // count: where that would pass the automaton cap, the string is written to fewer characters
+  // (an email of at most 1024 is written to at most ~500; every output still valid), but never
+  // to fewer than `shortest_cap`: a text field cut shorter is refused instead.
+  constexpr std::uint32_t shortest_cap = 256;
+  const auto floor = std::max(min, shortest_cap);
+  if (t && max != rx::unbounded) {
+    const auto fits = b.max_states() / (2 * static_cast<std::size_t>(std::max(t->size(), 1)));
+    if (max > fits && fits >= floor)
+      max = static_cast<std::uint32_t>(fits);
+  }
   std::optional<byte_dfa> d;
-  if (min > 0 || max != rx::unbounded)
-    d = byte_dfa::counted(json_constant_dfa(json_constant::string_char), '"', '"', min, max, b, ws_);
-  if (auto t = string_text_dfa(s, ws_, b))
-    d = d ? byte_dfa::intersect(*d, *t, b) : std::move(*t);
+  for (;;) {
+    try {
+      if (min > 0 || max != rx::unbounded)
+        d = byte_dfa::counted(json_constant_dfa(json_constant::string_char), '"', '"', min, max, b, ws_);
+      if (t)
+        d = d ? byte_dfa::intersect(*d, *t, b) : std::move(*t);
+      break;
+    } catch (const compile_error& e) {  // the estimate was short: halve the count, down to the floor
+      const bool too_large = std::string_view{e.what()}.starts_with("automaton too large");
+      if (!too_large || !t || max == rx::unbounded || max / 2 < floor)
+        throw;
+      max /= 2;
+    }
+  }
   if (!d)
     d = json_constant_dfa(json_constant::any_string, ws_);
   auto sym = gb_.lexeme(std::move(*d));
