@@ -3,7 +3,8 @@
 // `openai` client — chat.completions.parse with a zod schema, response_format json_schema and
 // json_object, streamed and not, Responses text.format, vLLM's structured_outputs (regex,
 // choice, grammar), and forced tool calls (openai named / required tool_choice, streamed
-// arguments; the Anthropic SDK's tool_choice tool / any) — always complete within max_tokens;
+// arguments; the Anthropic SDK's tool_choice tool / any), string formats (regex, uri-template,
+// unknown names as annotations) and integers past 2^53 — always complete within max_tokens;
 // a schema the compiler cannot enforce is a 400 naming the keyword.
 // Usage: node structured.test.mjs /path/to/caf-launch
 import { createRequire } from 'node:module';
@@ -106,6 +107,34 @@ try {
     }
     assert.equal(finish, 'stop');
     validObject(text, person, 'stream');
+  });
+
+  await check('formats: regex and uri-template enforced, an unknown name an annotation, integers past 2^53 exact', async () => {
+    const schema = {
+      type: 'object',
+      properties: {
+        site: { type: 'string', format: 'url', maxLength: 12 }, // not a standard format: constrains nothing
+        re: { type: 'string', format: 'regex', maxLength: 12 },
+        tpl: { type: 'string', format: 'uri-template', maxLength: 12 },
+        big: { type: 'integer', minimum: 9007199254740993, maximum: 9223372036854775807 },
+      },
+      required: ['site', 're', 'tpl', 'big'],
+      additionalProperties: false,
+    };
+    for (const seed of [1, 2, 3]) {
+      const r = await openai.chat.completions.create({
+        model: MODEL, messages, max_tokens: 120, temperature: 1.0, seed,
+        response_format: { type: 'json_schema', json_schema: { name: 'formats', strict: true, schema } } });
+      const c = r.choices[0];
+      assert.equal(c.finish_reason, 'stop', `seed ${seed}: ${c.finish_reason}`);
+      const v = JSON.parse(c.message.content);
+      assert.ok(typeof v.site === 'string' && [...v.site].length <= 12, `seed ${seed}: site ${JSON.stringify(v.site)}`);
+      assert.doesNotThrow(() => new RegExp(v.re, 'u'), `seed ${seed}: ${JSON.stringify(v.re)} is no ECMA-262 pattern`);
+      assert.match(v.tpl, /^([^{}\s"'<>%\\^`|]|%[0-9A-Fa-f]{2}|\{[+#./;?&=,!@|]?[\w.%]+(:[1-9]\d{0,3}|\*)?(,[\w.%]+(:[1-9]\d{0,3}|\*)?)*\})*$/u,
+                   `seed ${seed}: ${JSON.stringify(v.tpl)} is no RFC 6570 template`);
+      const big = BigInt(/"big"\s*:\s*(\d+)/.exec(c.message.content)[1]); // JSON.parse would round it
+      assert.ok(big >= 9007199254740993n && big <= 9223372036854775807n, `seed ${seed}: big ${big}`);
+    }
   });
 
   await check('json_object: any JSON object or value, complete', async () => {
