@@ -204,7 +204,6 @@ rx fraction(cmp c, std::string_view f, bool nonempty) {
 // Magnitudes m (integer part without leading zeros, then maybe a point and digits) compared with
 // the non-negative decimal `d`: m >= d (`c` ge), > d, <= d, < d.
 rx magnitude(cmp c, const decimal& d) {
-
   // Equal integer parts: the fraction decides (no point: a fraction of zero).
   const bool empty_ok = c == cmp::ge ? d.frac.empty() : c == cmp::gt ? false : c == cmp::le ? true : !d.frac.empty();
   std::vector<rx> tail;
