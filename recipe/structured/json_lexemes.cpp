@@ -1,7 +1,5 @@
 #include "recipe/structured/json_lexemes.hpp"
 
-#include "recipe/structured/regex_parser.hpp"
-
 #include <algorithm>
 #include <cctype>
 #include <string>
@@ -79,97 +77,6 @@ rx nat_range(std::uint64_t a, std::optional<std::uint64_t> b) {
   return nat_range(std::to_string(a), b ? std::optional<std::string>{std::to_string(*b)} : std::nullopt);
 }
 
-// A JSON-string content code point set (spelled as a JSON string writes it).
-rx js(std::vector<cp_range> r) { return rx::set(std::move(r), spelling::json); }
-rx jc(char c) { return rx::cp(static_cast<unsigned char>(c), spelling::json); }
-rx jlit(std::string_view t) { return rx::lit(t, spelling::json); }
-rx jhex() { return js({{'0', '9'}, {'A', 'F'}, {'a', 'f'}}); }
-
-std::vector<cp_range> chars_of(std::string_view cs) {
-  std::vector<cp_range> r;
-  for (unsigned char c : cs)
-    r.push_back({c, c});
-  return normalize(std::move(r));
-}
-
-// Format `regex`: ECMA-262 patterns, as the subset that ECMA-262 in unicode mode and Python's
-// `re` both compile, so every string it lets through is a pattern to either: groups nested at
-// most `depth` deep (a regular language needs a bound; real patterns rarely nest 4 deep), no
-// backreferences, named groups or lookbehind, `{` `}` `]` only escaped, class ranges of digits,
-// or of letters from the first or to the last of their kind, a count's minimum not above its maximum.
-rx regex_syntax(int depth) {
-  static const std::string syntax = "^$\\.*+?()[]{}|";
-  const rx plain = js(complement(chars_of(syntax)));
-  const rx char_escape = rx::seq({jc('\\'), rx::alt({js(chars_of("dDwWsSnrtfv/" + syntax)),
-                                                     rx::seq({jc('x'), jhex(), jhex()}),
-                                                     rx::seq({jc('u'), rx::rep(jhex(), 4, 4)})})});
-  // A class: `[`, maybe `^`, one or more items, `]`. Items: a character but `]\-[^`, an escape
-  // (`\-` and `\b`, a backspace there, too), or a range.
-  const std::string not_single = "]\\-[^";
-  const rx single = js(complement(chars_of(not_single)));
-  const rx class_escape = rx::seq({jc('\\'), rx::alt({js(chars_of("dDwWsSnrtfvb-/" + syntax)),
-                                                      rx::seq({jc('x'), jhex(), jhex()}),
-                                                      rx::seq({jc('u'), rx::rep(jhex(), 4, 4)})})});
-  // Ranges always in order (`[z-a]` is an error): two digits, or lower or upper letters that
-  // start at `a`/`A` or end at `z`/`Z` (`a-f`, `A-Z`; the automaton remembers a digit, and of
-  // a letter only its kind).
-  std::vector<rx> ranges;
-  for (std::uint32_t digit = '0'; digit <= '9'; ++digit)  // and any two digits in order (`1-5`)
-    ranges.push_back(rx::seq({js({{digit, digit}}), jc('-'), js({{digit, '9'}})}));
-  for (auto [first, last] : {std::pair{'a', 'z'}, {'A', 'Z'}}) {
-    const rx kind = js({{static_cast<std::uint32_t>(first), static_cast<std::uint32_t>(last)}});
-    ranges.push_back(rx::seq({jc(first), jc('-'), kind}));
-    ranges.push_back(rx::seq({kind, jc('-'), jc(last)}));
-  }
-  // `-` stands for itself first or last (`[\w.-]`, `[-+]`), where it cannot start a range.
-  const rx items = rx::plus(rx::alt({rx::alt(std::move(ranges)), single, class_escape}));
-  const rx klass = rx::seq({jc('['), rx::opt(jc('^')),
-                            rx::alt({rx::seq({rx::opt(jc('-')), items, rx::opt(jc('-'))}), jc('-')}), jc(']')});
-  // Quantifiers: * + ? or a count {n} {n,} {n,m} (m >= n), each maybe lazy.
-  const rx d = js({{'0', '9'}});
-  std::vector<rx> counts;
-  for (std::uint32_t n = 0; n <= 9; ++n)
-    counts.push_back(rx::seq({js({{'0' + n, '0' + n}}),
-                              rx::opt(rx::seq({jc(','), rx::opt(rx::alt({js({{'0' + n, '9'}}),
-                                                                          rx::seq({js({{'1', '9'}}), d})}))}))}));
-  counts.push_back(rx::seq({js({{'1', '9'}}), d, rx::opt(jc(','))}));
-  const rx quant = rx::seq({rx::alt({js(chars_of("*+?")), rx::seq({jc('{'), rx::alt(std::move(counts)), jc('}')})}),
-                            rx::opt(jc('?'))});
-  // One copy of each level inside the next (the automaton stays linear in `depth`): a
-  // disjunction is terms and `|` in any order (empty alternatives are valid), a lookahead holds
-  // no group (it may not be quantified, so it cannot share the groups' path).
-  const rx assertion = rx::alt({js(chars_of("^$")), rx::seq({jc('\\'), js(chars_of("bB"))})});
-  const std::vector<rx> flat{plain, jc('.'), char_escape, klass};
-  const rx flat_disjunction =
-    rx::star(rx::alt({rx::seq({rx::alt(flat), rx::opt(quant)}), assertion, jc('|')}));
-  const rx lookahead = rx::seq({jlit("(?"), js(chars_of("=!")), flat_disjunction, jc(')')});
-  rx disjunction = flat_disjunction;
-  for (int level = 1; level <= depth; ++level) {
-    std::vector<rx> atoms = flat;
-    atoms.push_back(rx::seq({jc('('), rx::opt(jlit("?:")), std::move(disjunction), jc(')')}));
-    disjunction = rx::star(rx::alt({rx::seq({rx::alt(std::move(atoms)), rx::opt(quant)}), assertion, lookahead, jc('|')}));
-  }
-  return disjunction;
-}
-
-// Format `uri-template`: RFC 6570 (level 4): literals and `{op var,var:3,list*}` expressions.
-rx uri_template() {
-  std::vector<cp_range> lit = chars_of("!#$&=]_~");
-  for (cp_range r : {cp_range{0x28, 0x3B}, {0x3F, 0x5B}, {0x61, 0x7A}, {0xA0, 0xD7FF}, {0xE000, 0xFDCF},
-                     {0xFDF0, 0xFFEF}})  // ucschar and iprivate (E000-F8FF) in the BMP
-    lit.push_back(r);
-  for (std::uint32_t plane = 1; plane <= 16; ++plane)  // ucschar planes 1-14, iprivate 15-16
-    lit.push_back({plane * 0x10000 + (plane == 14 ? 0x1000 : 0), plane * 0x10000 + 0xFFFD});
-  const rx pct = rx::seq({jc('%'), jhex(), jhex()});
-  const rx varchar = rx::alt({js({{'A', 'Z'}, {'a', 'z'}, {'0', '9'}, {'_', '_'}}), pct});
-  const rx varname = rx::seq({varchar, rx::star(rx::seq({rx::opt(jc('.')), varchar}))});
-  const rx modifier = rx::alt({rx::seq({jc(':'), js({{'1', '9'}}), rx::rep(js({{'0', '9'}}), 0, 3)}), jc('*')});
-  const rx varspec = rx::seq({varname, rx::opt(modifier)});
-  const rx expression = rx::seq({jc('{'), rx::opt(js(chars_of("+#./;?&=,!@|"))), varspec,
-                                 rx::star(rx::seq({jc(','), varspec})), jc('}')});
-  return rx::star(rx::alt({js(normalize(std::move(lit))), pct, expression}));
-}
-
 rx frac_any() { return rx::opt(rx::seq({ch('.'), digits(1, rx::unbounded)})); }
 
 // Fraction digits B (the digits after the point, maybe none) compared as 0.B with 0.F (F a
@@ -241,70 +148,6 @@ rx string_len(std::uint32_t min, std::uint32_t max) {
 }
 
 rx string_of(rx content) { return rx::seq({ch('"'), std::move(content), ch('"')}); }
-
-bool known_format(std::string_view name) {
-  static constexpr std::string_view names[] = {
-    "date", "time", "date-time", "uuid", "email", "idn-email", "uri", "iri", "ipv4", "ip-address", "hostname",
-    "idn-hostname", "host-name", "duration", "ipv6", "uri-reference", "iri-reference", "json-pointer",
-    "relative-json-pointer", "byte", "binary", "password", "regex", "uri-template"};
-  return std::find(std::begin(names), std::end(names), name) != std::end(names);
-}
-
-std::optional<rx> format(std::string_view name) {
-  static const std::string date =
-    "\\d{4}-((0[13578]|1[02])-(0[1-9]|[12]\\d|3[01])|(0[469]|11)-(0[1-9]|[12]\\d|30)|02-(0[1-9]|1\\d|2\\d))";
-  static const std::string time =
-    "([01]\\d|2[0-3]):[0-5]\\d:([0-5]\\d|60)(\\.\\d+)?([Zz]|[+-]([01]\\d|2[0-3]):[0-5]\\d)";
-  static const std::string octet = "(25[0-5]|2[0-4]\\d|1\\d\\d|[1-9]?\\d)";
-  static const std::string label = "[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?";
-  static const std::string dur_time = "T(\\d+H(\\d+M(\\d+S)?)?|\\d+M(\\d+S)?|\\d+S)";
-  static const std::string h16 = "[0-9A-Fa-f]{1,4}";
-  static const std::string ipv6 = "(" + h16 + ":){7}" + h16 + "|(" + h16 + ":){1,7}:|(" + h16 + ":){1,6}:" + h16 +
-                                  "|(" + h16 + ":){1,5}(:" + h16 + "){1,2}|(" + h16 + ":){1,4}(:" + h16 + "){1,3}|(" +
-                                  h16 + ":){1,3}(:" + h16 + "){1,4}|(" + h16 + ":){1,2}(:" + h16 + "){1,5}|" + h16 +
-                                  ":(:" + h16 + "){1,6}|:((:" + h16 + "){1,7}|:)";
-  // RFC 3986 characters: a path character but `:` (a relative reference's first segment), any.
-  static const std::string pchar = "([A-Za-z0-9._~!$&'()*+,;=@-]|%[0-9A-Fa-f]{2})";
-  static const std::string uric = "([A-Za-z0-9._~:/?#@!$&'()*+,;=-]|%[0-9A-Fa-f]{2})";
-  std::string re;
-  if (name == "date")
-    re = date;
-  else if (name == "time")
-    re = time;
-  else if (name == "date-time")
-    re = date + "[Tt]" + time;
-  else if (name == "uuid")
-    re = "[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}";
-  else if (name == "email" || name == "idn-email")  // ASCII addresses are IDN addresses too
-    re = "[A-Za-z0-9!#$%&'*+/=?^_`{|}~.-]+@" + label + "(\\." + label + ")*";
-  else if (name == "uri" || name == "iri")  // URIs are IRIs
-    re = "[A-Za-z][A-Za-z0-9+.-]*:[^\\s<>\"{}|\\\\^`]*";
-  else if (name == "ipv4" || name == "ip-address")  // draft 3 spelled it ip-address
-    re = octet + "\\." + octet + "\\." + octet + "\\." + octet;
-  else if (name == "hostname" || name == "idn-hostname" || name == "host-name")  // IDN: ASCII too; draft 3: host-name
-    re = label + "(\\." + label + ")*";
-  else if (name == "duration")  // RFC 3339 appendix A
-    re = "P((\\d+D|\\d+M(\\d+D)?|\\d+Y(\\d+M(\\d+D)?)?)(" + dur_time + ")?|" + dur_time + "|\\d+W)";
-  else if (name == "ipv6")  // the eight groups, or fewer around one `::` (no IPv4 tail, no zone)
-    re = ipv6;
-  else if (name == "uri-reference" || name == "iri-reference")  // a URI, or a relative reference
-    re = "[A-Za-z][A-Za-z0-9+.-]*:" + uric + "*|" + pchar + "*([/?#]" + uric + "*)?";
-  else if (name == "json-pointer")
-    re = "(/([^/~]|~[01])*)*";
-  else if (name == "relative-json-pointer")
-    re = "(0|[1-9]\\d*)(#|(/([^/~]|~[01])*)*)";
-  else if (name == "byte")  // OpenAPI: base64
-    re = "([A-Za-z0-9+/]{4})*([A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?";
-  else if (name == "binary" || name == "password")  // OpenAPI: any octets; a UI hint
-    re = "[\\s\\S]*";
-  else if (name == "regex")
-    return regex_syntax(4);
-  else if (name == "uri-template")
-    return uri_template();
-  else
-    return std::nullopt;
-  return parse_regex(re, spelling::json).full_match();
-}
 
 rx any_number() {
   auto intpart = rx::alt({ch('0'), rx::seq({rx::set({{'1', '9'}}), digits(0, rx::unbounded)})});

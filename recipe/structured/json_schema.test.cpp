@@ -233,7 +233,15 @@ BOOST_AUTO_TEST_CASE(strings_lengths_patterns_and_formats) {
                                 {"uri-reference", "../a/b?c#d", "a b"}, {"uri-reference", "https://x.org/%20", ":x"},
                                 {"iri", "https://x.org/a", "/relative"}, {"idn-hostname", "example.com", "-bad-.com"},
                                 {"json-pointer", "/a~1b/0", "a/b"}, {"relative-json-pointer", "0#", "/a"},
-                                {"byte", "aGVsbG8=", "aGVsbG8"}, {"password", "any \\\"thing\\\"", "a\"b"}}) {
+                                {"byte", "aGVsbG8=", "aGVsbG8"}, {"password", "any \\\"thing\\\"", "a\"b"},
+                                // 29 February in leap years only; a leap second only at 23:59:60 UTC.
+                                {"date", "2000-02-29", "1900-02-29"}, {"date", "2024-02-29", "2023-02-29"},
+                                {"time", "23:59:60Z", "22:59:60Z"}, {"date-time", "2016-12-31T23:59:60+00:00", "2016-12-31T23:59:60+01:00"},
+                                // Dot-atoms; RFC 3986 characters, `%` escapes and ports; no A-label (xn--).
+                                {"email", "a.b+c@example.com", "a..b@example.com"}, {"email", "x@y.z", ".x@y.z"},
+                                {"uri", "urn:isbn:0451450523", "http://x.org/%zz"}, {"uri", "mailto:a@b.c", "http://x.org:80a/"},
+                                {"uri", "http://[::1]:8080/a", "http://x.org/\u00fc"}, {"iri", "http://x.org/\u00fc", "http://x.org/a b"},
+                                {"uri-reference", "//h/p?q", "//a@b@h/"}, {"hostname", "a--b.example.com", "xn--nxasmq6b.com"}}) {
     auto f = schema_matcher(std::string{R"({"type":"string","format":")"} + fmt + "\"}");
     BOOST_TEST(accepts(*f, std::string{"\""} + good + "\""), fmt);
     BOOST_TEST(!accepts(*f, std::string{"\""} + bad + "\""), fmt);

@@ -1,7 +1,8 @@
 // deepinfer-so-check: structured-output acceptance on MaskBench JSONL.
 //
 //   zstd -dc maskbench.jsonl.zst | deepinfer-so-check [--tokenizer PATH] [--limit N] [--timeout-ms MS] [--warm]
-//                                                     [--json-whitespace N] [--sample N]
+//                                                     [--json-whitespace N] [--sample N] [--seed N]
+//                                                     [--sample-out PATH]
 //
 // Each input line is {"file", "source"?, "schema", "tests": [{"valid", "data"}]}. The schema is
 // compiled; each test's data, serialized compactly (`,` `:` and no spaces, keys in their order),
@@ -22,7 +23,11 @@
 // masks allow (within a few dozen tokens past the shortest completion) and each is checked
 // against the schema by the JSON Schema validator: sampled, sampled_invalid (must be 0: an
 // output the constraint let through that the schema rejects), sampled_undecided (the validator
-// cannot decide a keyword), and the first invalid output's text.
+// cannot decide a keyword), and the first invalid output's text. --seed N draws another set (the
+// draws of schema n are seeded n + N). --sample-out PATH writes every drawn output as a JSON line
+// {"file","i","text","fault"} (fault: null or the draw's fault) so that an independent validator
+// (Python `jsonschema`, ajv) can judge them too: ours and the compiler share the reading of each
+// keyword, so a misreading both make is invisible to `sampled_invalid`.
 
 #include "recipe/base/cli.hpp"
 #include "recipe/structured/compiler.hpp"
@@ -34,8 +39,10 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdlib>
+#include <fstream>
 #include <iostream>
 #include <map>
+#include <optional>
 #include <random>
 #include <regex>
 #include <string>
@@ -93,6 +100,8 @@ int main(int argc, char** argv) {
   long timeout_ms = 2000;
   bool warm = false;
   int sample = 0;
+  std::uint32_t seed = 0;
+  std::string sample_out;
   long json_whitespace = -1;
   CLI::App app{"deepinfer-so-check: structured-output acceptance on MaskBench JSONL (stdin); one JSON line per "
                "schema on stdout.",
@@ -104,6 +113,8 @@ int main(int argc, char** argv) {
                  "most whitespace bytes in a row between JSON tokens, as the server's [so] json_whitespace (-1: any)")
       ->capture_default_str();
   app.add_option("--sample", sample, "draw this many random outputs per schema and validate each");
+  app.add_option("--seed", seed, "added to each schema's draw seed (another set of random outputs)")->capture_default_str();
+  app.add_option("--sample-out", sample_out, "write every drawn output as a JSON line {file, i, text, fault} to this file");
   app.add_flag("--warm", warm, "walk each schema's tests a second time and report that pass's mask times too");
   if (auto rc = deepinfer::parse_command_line(app, argc, argv))
     return *rc;
@@ -131,6 +142,14 @@ int main(int argc, char** argv) {
       std::vector<double> t;
       std::size_t mm = 0;
       walk(**m, tok, nlohmann::ordered_json::parse(w), acc, t, mm);
+    }
+  }
+  std::optional<std::ofstream> drawn_out;
+  if (!sample_out.empty()) {
+    drawn_out.emplace(sample_out);
+    if (!*drawn_out) {
+      std::cerr << "deepinfer-so-check: cannot write " << sample_out << "\n";
+      return 1;
     }
   }
   std::string line;
@@ -203,7 +222,7 @@ int main(int argc, char** argv) {
       out["warm_mask_hist"] = wh;
     }
     if (sample > 0 && m) {
-      std::mt19937 rng{static_cast<std::uint32_t>(n)};
+      std::mt19937 rng{static_cast<std::uint32_t>(n) + seed};
       const auto root = nlohmann::ordered_json::parse(in["schema"].dump());
       auto unbounded = so::budget::unbounded();
       so::json_validator check{root, unbounded};
@@ -215,6 +234,11 @@ int main(int argc, char** argv) {
         const auto text = tok.decode(out_i.tokens);
         const char* fault = out_i.fault;
         ++drawn;
+        if (drawn_out)
+          *drawn_out << nlohmann::json{{"file", in.value("file", "")}, {"i", i}, {"text", text},
+                                       {"fault", fault ? nlohmann::json(fault) : nlohmann::json()}}
+                            .dump(-1, ' ', false, nlohmann::json::error_handler_t::replace)
+                     << "\n";
         const char* bad = fault;
         static const std::regex long_number{"[0-9]{16}"};
         if (!bad && std::regex_search(text, long_number)) {
