@@ -38,9 +38,7 @@ function(deepinfer_module folder)
   target_compile_options(${lib} PRIVATE "$<$<COMPILE_LANGUAGE:CXX>:${DEEPINFER_WARNINGS}>")
   if(test_src)
     add_executable(${folder}_test ${test_src})
-    target_link_libraries(${folder}_test PRIVATE ${lib} ${M_TEST_DEPS} Boost::unit_test_framework)
-    target_compile_definitions(${folder}_test PRIVATE
-      DEEPINFER_SOURCE_DIR="${PROJECT_SOURCE_DIR}" DEEPINFER_BINARY_DIR="${PROJECT_BINARY_DIR}")
+    target_link_libraries(${folder}_test PRIVATE ${lib} ${M_TEST_DEPS} Boost::unit_test_framework deepinfer_checkout)
     target_compile_options(${folder}_test PRIVATE ${DEEPINFER_WARNINGS})
     add_test(NAME ${folder}_test COMMAND ${folder}_test --log_level=test_suite --report_level=short)
     set_tests_properties(${folder}_test PROPERTIES ENVIRONMENT

@@ -9,6 +9,7 @@
 
 #include "engine/cost_model_file.hpp"
 #include "engine/testing/engine_fixture.hpp"
+#include "recipe/base/checkout_paths.hpp"
 
 using namespace deepinfer::engine;
 using namespace deepinfer::engine::testing;
@@ -33,11 +34,11 @@ run_result run(const std::string& cmd) {
 }
 
 std::string tool(const std::string& name) {
-  return std::string{DEEPINFER_BINARY_DIR} + "/engine/" + name;
+  return std::string{deepinfer::checkout::binary_dir()} + "/engine/" + name;
 }
 
 std::string tokenize_tool() {
-  return std::string{DEEPINFER_BINARY_DIR} + "/recipe/deepinfer-tokenize";
+  return std::string{deepinfer::checkout::binary_dir()} + "/recipe/deepinfer-tokenize";
 }
 
 /// Precondition: the engine's tools are built (and `tokenizer` too, when asked).

@@ -4,6 +4,7 @@
 
 #include "actors/node/instance_config.hpp"
 #include "launcher/launch_plan.hpp"
+#include "recipe/base/checkout_paths.hpp"
 
 using namespace deepinfer::launcher;
 
@@ -163,7 +164,7 @@ BOOST_AUTO_TEST_CASE(missing_file_is_reported) {
 }
 
 BOOST_AUTO_TEST_CASE(example_manifest_is_valid) {
-  auto r = load_manifest(std::string{DEEPINFER_SOURCE_DIR} + "/examples/cluster.toml");
+  auto r = load_manifest(std::string{deepinfer::checkout::source_dir()} + "/examples/cluster.toml");
   if (auto* e = std::get_if<manifest_error>(&r))
     BOOST_FAIL(e->to_string());
   auto& m = std::get<cluster_manifest>(r);

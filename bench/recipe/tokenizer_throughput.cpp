@@ -1,8 +1,8 @@
 // bench_tokenizer_throughput [REPS] [hf|agent|all] : single-thread encode throughput of recipe::tokenizer next to
 // HuggingFace tokenizers (node @anush008/tokenizers) on the same ~1 MB text, interleaved round
 // by round in one run; then a 77K-token agent-style prompt encoded as segments on 2 threads vs 1.
-// Needs the assets of scripts/prepare_tokenizer.sh and DEEPINFER_SOURCE_DIR (or run from the
-// repository root).
+// Needs the assets of scripts/prepare_tokenizer.sh (the repository is the one it was built from,
+// or DEEPINFER_SOURCE_DIR).
 
 #include "recipe/tokenizer/agent_prompt.hpp"
 #include "recipe/tokenizer/hf_reference.hpp"

@@ -11,6 +11,7 @@
 
 #include "engine/model/model_config.hpp"
 #include "engine/model/random_model.hpp"
+#include "recipe/base/checkout_paths.hpp"
 
 namespace deepinfer::engine::testing {
 
@@ -23,11 +24,7 @@ inline const std::string& scratch_root() {
       std::filesystem::remove_all(path, ec);
     }
   };
-#ifdef DEEPINFER_BINARY_DIR
-  static const root r{fmt::format("{}/engine_test_data/{}", DEEPINFER_BINARY_DIR, ::getpid())};
-#else
-  static const root r{fmt::format("/tmp/engine_test_data/{}", ::getpid())};
-#endif
+  static const root r{fmt::format("{}/engine_test_data/{}", checkout::binary_dir(), ::getpid())};
   return r.path;
 }
 

@@ -1,5 +1,6 @@
 // Runs the built deepinfer-render as a real process (the default build builds it).
 
+#include "recipe/base/checkout_paths.hpp"
 #include "recipe/testdata/paths.hpp"
 
 #include <boost/test/unit_test.hpp>
@@ -22,7 +23,7 @@ struct run_result {
 };
 
 run_result run_render(const std::string& args, const std::string& input) {
-  const fs::path bin = fs::path(DEEPINFER_BINARY_DIR) / "recipe" / "deepinfer-render";
+  const fs::path bin = fs::path(deepinfer::checkout::binary_dir()) / "recipe" / "deepinfer-render";
   BOOST_REQUIRE_MESSAGE(fs::exists(bin), bin.string() + " not built");
   const fs::path dir = fs::temp_directory_path() / ("deepinfer-render-cli-" + std::to_string(::getpid()));
   fs::create_directories(dir);

@@ -3,6 +3,8 @@
 // Paths the recipe tests read: repository test data and the tokenizer cache made by
 // scripts/bootstrap.sh.
 
+#include "recipe/base/checkout_paths.hpp"
+
 #include <cstdlib>
 #include <fstream>
 #include <sstream>
@@ -13,7 +15,7 @@ namespace deepinfer::recipe::test {
 inline std::string source_dir() {
   if (const char* s = std::getenv("DEEPINFER_SOURCE_DIR"))
     return s;
-  return DEEPINFER_SOURCE_DIR;
+  return checkout::source_dir();
 }
 
 inline std::string cache_dir() {

@@ -1,5 +1,6 @@
 // Runs the built deepinfer-tokenize as a real process (build it first: the default build does).
 
+#include "recipe/base/checkout_paths.hpp"
 #include "recipe/tokenizer/hf_reference.hpp"
 #include "recipe/tokenizer/test_assets.hpp"
 
@@ -21,7 +22,7 @@ struct run_result {
 };
 
 run_result run_cli(const std::string& args, const std::string& input) {
-  std::filesystem::path bin = std::filesystem::path{DEEPINFER_BINARY_DIR} / "recipe" / "deepinfer-tokenize";
+  std::filesystem::path bin = std::filesystem::path{deepinfer::checkout::binary_dir()} / "recipe" / "deepinfer-tokenize";
   BOOST_REQUIRE_MESSAGE(std::filesystem::exists(bin), bin.string() + " not built");
   test::scratch_dir dir;
   std::ofstream(dir.path() / "in", std::ios::binary) << input;

@@ -3,6 +3,7 @@
 // Test-only helpers (no .cpp: never part of the library): where the tokenizer assets and the
 // HuggingFace reference live, and one shared instance of each tokenizer per test process.
 
+#include "recipe/base/checkout_paths.hpp"
 #include "recipe/tokenizer/tokenizer.hpp"
 
 #include <cstdlib>
@@ -27,11 +28,7 @@ inline std::filesystem::path cache_dir() {
 inline std::filesystem::path source_dir() {
   if (const char* s = std::getenv("DEEPINFER_SOURCE_DIR"); s != nullptr && *s != '\0')
     return s;
-#ifdef DEEPINFER_SOURCE_DIR
-  return DEEPINFER_SOURCE_DIR;
-#else
-  return std::filesystem::current_path();
-#endif
+  return checkout::source_dir();
 }
 
 /// `<cache>/tokenizer/<name>`, which must exist (run scripts/bootstrap.sh first).
