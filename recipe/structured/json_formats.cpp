@@ -144,6 +144,12 @@ bool known_format(std::string_view name) {
   return std::find(std::begin(names), std::end(names), name) != std::end(names);
 }
 
+std::optional<rx> format_limit(std::string_view name) {
+  if (name == "email" || name == "idn-email")
+    return parse_regex("[^@]{1,64}@[\\s\\S]*", spelling::json).full_match();
+  return std::nullopt;
+}
+
 std::optional<rx> format(std::string_view name) {
   static const std::string day28 = "(0[1-9]|1\\d|2[0-8])";
   // Years 0001-9999: RFC 3339 allows 0000, but Python's `datetime` (the `jsonschema` package's

@@ -35,6 +35,11 @@ rx string_of(rx content);
 std::optional<rx> format(std::string_view name);
 /// Whether `format(name)` has a value (without building it).
 bool known_format(std::string_view name);
+/// A language the strings of format `name` also lie in, where that is a count the format's rx
+/// cannot carry (the intersection of the two automata is small, an rx of both would not be):
+/// an e-mail address's local part is at most 64 characters (RFC 5321 §4.5.3.1.1). nullopt
+/// for the other formats. `json_format_dfa` applies it for the compiler and the validator both.
+std::optional<rx> format_limit(std::string_view name);
 /// Any JSON number.
 rx any_number();
 /// An integer in [lo, hi] (either side open), written without a fraction.

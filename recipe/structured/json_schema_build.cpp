@@ -87,8 +87,10 @@ const byte_dfa* json_format_dfa(const std::string& name, std::uint32_t max_ws) {
   if (!f)
     return nullptr;
   auto b = budget::unbounded();  // JSON's own lexemes: fixed and small
-  return &built.emplace(std::pair{name, max_ws}, byte_dfa::of(json_lex::lead(json_lex::string_of(std::move(*f)), max_ws), b))
-              .first->second;
+  auto d = byte_dfa::of(json_lex::lead(json_lex::string_of(std::move(*f)), max_ws), b);
+  if (auto limit = json_lex::format_limit(name))
+    d = byte_dfa::intersect(d, byte_dfa::of(json_lex::lead(json_lex::string_of(std::move(*limit)), max_ws), b), b);
+  return &built.emplace(std::pair{name, max_ws}, std::move(d)).first->second;
 }
 
 symbol schema_builder::lex(const std::string& key, std::vector<std::string> pieces) {
