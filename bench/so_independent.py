@@ -47,7 +47,7 @@ def main():
                 schema = schemas[name]
                 try:
                     cls = validators.validator_for(schema, default=jsonschema.Draft202012Validator)
-                    checkers[name] = cls(schema, format_checker=cls.FORMAT_CHECKER)
+                    checkers[name] = cls(schema, format_checker=getattr(cls, "FORMAT_CHECKER", None) or jsonschema.FormatChecker())
                 except Exception as e:  # a schema the library cannot load (a remote $ref...)
                     checkers[name] = e
             v = checkers[name]
