@@ -128,12 +128,14 @@ BOOST_AUTO_TEST_CASE(no_string_the_suites_format_assertions_call_invalid_passes)
           if (!t["data"].is_string())
             continue;
           const bool ok = deepinfer::recipe::so::test::accepts(**m, t["data"].dump());
-          const auto what = t["description"].get<std::string>();
+          const bool long_host_name = f.path().filename().string().ends_with("hostname.json") &&
+                                      t["data"].get_ref<const std::string&>().size() > 253;
           if (t["valid"].get<bool>()) {
             ++valid, valid_accepted += ok;
-          } else if (what.find("253") == std::string::npos && what.find("overall length") == std::string::npos) {
+          } else if (!long_host_name) {
             ++invalid;
-            BOOST_TEST(!ok, draft << "/" << f.path().filename().string() << ": " << what << ": " << t["data"].dump());
+            BOOST_TEST(!ok, draft << "/" << f.path().filename().string() << ": " << t["description"] << ": "
+                                  << t["data"].dump());
           }
         }
       }
