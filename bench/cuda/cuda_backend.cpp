@@ -6,7 +6,7 @@
 // 2. host <-> device copies: pinned and pageable GB/s (a block import's staging path);
 // 3. the model: prefill tokens/s at each --prefill length and greedy decode tokens/s at each batch
 //    size, per backend; with --backend both, the first tokens of every run must agree (the bench
-//    fails otherwise). The model is `bench_v4` (below), written once into --model DIR.
+//    fails otherwise). The model is `model_config::bench_v4()`, written once into --model DIR.
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -39,30 +39,6 @@ void require(bool ok, const std::string& what) {
 
 void cuda_ok(cudaError_t rc, const char* what) {
   require(rc == cudaSuccess, std::string{what} + ": " + cudaGetErrorString(rc));
-}
-
-/// V4-shaped and large enough that its products fill a GPU: hidden 1024, 16 query heads of 64
-/// over 4 KV heads, 2 global KV groups, the indexer's top 2048 (V4's k), 32 routed experts (top 4)
-/// plus one shared, 6 encoder and 2 decoder layers; DeepSeek's vocabulary. About 1 GiB of f32.
-model_config bench_v4() {
-  model_config c;
-  c.name = "bench_v4";
-  c.hidden = 1024;
-  c.encoder_layers = 6;
-  c.decoder_layers = 2;
-  c.heads = 16;
-  c.kv_heads = 4;
-  c.head_dim = 64;
-  c.kv_groups = 2;
-  c.index_heads = 4;
-  c.index_dim = 64;
-  c.index_topk = 2048;
-  c.routed_experts = 32;
-  c.experts_per_token = 4;
-  c.shared_experts = 1;
-  c.expert_ffn = 512;
-  c.route_scale = 2.5f;
-  return c;
 }
 
 // 1. GEMM ----------------------------------------------------------------------------------------
@@ -285,7 +261,7 @@ int main(int argc, char** argv) {
     return 0;
   if (!load_config_file(model_dir + "/config.json").config) {
     const double t0 = clock_now();
-    auto err = random_model::write(bench_v4(), 7, model_dir);
+    auto err = random_model::write(model_config::bench_v4(), 7, model_dir);
     require(err.empty(), "writing bench_v4: " + err);
     std::printf("model bench_v4 written_s %.1f dir %s\n", seconds_since(t0), model_dir.c_str());
   }

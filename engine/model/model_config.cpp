@@ -38,11 +38,34 @@ model_config model_config::small() {
   return c;
 }
 
+model_config model_config::bench_v4() {
+  model_config c;
+  c.name = "bench_v4";
+  c.hidden = 1024;
+  c.encoder_layers = 6;
+  c.decoder_layers = 2;
+  c.heads = 16;
+  c.kv_heads = 4;
+  c.head_dim = 64;
+  c.kv_groups = 2;
+  c.index_heads = 4;
+  c.index_dim = 64;
+  c.index_topk = 2048;
+  c.routed_experts = 32;
+  c.experts_per_token = 4;
+  c.shared_experts = 1;
+  c.expert_ffn = 512;
+  c.route_scale = 2.5f;
+  return c;
+}
+
 std::optional<model_config> model_config::preset(const std::string& name) {
   if (name == "tiny")
     return tiny();
   if (name == "small")
     return small();
+  if (name == "bench_v4")
+    return bench_v4();
   return std::nullopt;
 }
 

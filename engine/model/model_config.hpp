@@ -86,7 +86,13 @@ struct model_config {
   static model_config tiny();
   /// The built-in small preset, for benchmarks.
   static model_config small();
-  /// A preset by name ("tiny", "small"); nullopt for an unknown name.
+  /// V4-shaped in its proportions (DESIGN.md §5.1: V4's top k of 2048; an encoder whose work per
+  /// token dwarfs the indexer's per row) and large enough that its products fill a GPU: hidden
+  /// 1024, 16 query heads of 64 over 4 KV heads, 2 global KV groups, 32 routed experts (top 4)
+  /// plus one shared, 6 encoder and 2 decoder layers; ~2 GB of f32. For the CUDA bench and for
+  /// the prefix-hit ratios a V4-shaped model reaches on CPU (bench/RESULTS.md, issue 13).
+  static model_config bench_v4();
+  /// A preset by name ("tiny", "small", "bench_v4"); nullopt for an unknown name.
   static std::optional<model_config> preset(const std::string& name);
 
   /// Floats of block KV per token: G x (K and V of kv_heads) in f32, then the indexer key's

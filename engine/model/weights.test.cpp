@@ -108,6 +108,19 @@ BOOST_AUTO_TEST_CASE(config_json_round_trips_and_rejects_bad_shapes) {
   BOOST_TEST(!config_from_json("{not json").config);
 }
 
+BOOST_AUTO_TEST_CASE(every_named_preset_is_valid_and_round_trips) {
+  for (const char* name : {"tiny", "small", "bench_v4"}) {
+    auto c = model_config::preset(name);
+    BOOST_REQUIRE_MESSAGE(c, name);
+    BOOST_TEST(c->name == name);
+    BOOST_TEST(c->validate().empty(), name << ": " << c->validate());
+    auto back = config_from_json(to_json(*c));
+    BOOST_REQUIRE_MESSAGE(back.config, back.error);
+    BOOST_TEST(to_json(*back.config) == to_json(*c));
+  }
+  BOOST_TEST(!model_config::preset("v4"));
+}
+
 BOOST_AUTO_TEST_CASE(missing_tensor_is_named) {
   auto r = model_weights::load(write_damaged("missing", damage::drop_tensor, "dec.2.index.wq"));
   BOOST_TEST(!r.weights);

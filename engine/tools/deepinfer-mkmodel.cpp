@@ -20,7 +20,7 @@ int main(int argc, char** argv) {
   CLI::App app{"deepinfer-mkmodel: writes a seeded random ced_moe model directory (config.json + "
                "model.safetensors).",
                "deepinfer-mkmodel"};
-  app.add_option("--config", config, "tiny, small or a config.json file")->capture_default_str();
+  app.add_option("--config", config, "tiny, small, bench_v4 or a config.json file")->capture_default_str();
   app.add_option("--seed", seed, "seed of the weights: the same seed writes the same bytes")->capture_default_str();
   app.add_option("--out", out, "the model directory to write")->required();
   app.add_option("--dtype", dtype, "weight dtype (default: the config's)")->check(CLI::IsMember({"f32", "bf16"}));
