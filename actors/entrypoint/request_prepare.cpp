@@ -78,11 +78,20 @@ expected<std::vector<prompt_image>, recipe::api_error> decode_images(const entry
       }
       if (!*img)
         return refuse(img->error());
-      auto& pixels = **img;
+      // A side shorter than one cell (an icon, a thin banner) is stretched to one cell, within
+      // the pixel limit, rather than refused.
+      const int64_t decoded_w = (*img)->width, decoded_h = (*img)->height;
+      const int32_t cell = ctx.vision.cell();
+      if (int64_t{std::max<int64_t>(decoded_w, cell)} * std::max<int64_t>(decoded_h, cell) > lim.max_pixels)
+        return refuse("the image is " + std::to_string(decoded_w) + "x" + std::to_string(decoded_h) +
+                      " pixels; with each side stretched to at least " + std::to_string(cell) +
+                      " pixels it is over the " + std::to_string(lim.max_pixels) +
+                      "-pixel limit (send a less elongated image)");
+      auto pixels = recipe::stretch_to_min_side(std::move(**img), cell);
       const auto tokens = ctx.vision.tokens_for(pixels.width, pixels.height);
       if (tokens <= 0)
         return refuse("the image is " + std::to_string(pixels.width) + "x" + std::to_string(pixels.height) +
-                      " pixels; it must be at least " + std::to_string(ctx.vision.cell()) + " pixels on each side");
+                      " pixels; it must be at least " + std::to_string(cell) + " pixels on each side");
       part.image_tokens = tokens;
       prompt_image pi;
       pi.width = pixels.width;

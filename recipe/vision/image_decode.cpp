@@ -1,5 +1,6 @@
 #include "recipe/vision/image_decode.hpp"
 
+#include <algorithm>
 #include <array>
 #include <cstring>
 #include <memory>
@@ -107,26 +108,40 @@ expected<decoded_image, std::string> decode_webp(std::string_view bytes, const i
 } // namespace
 
 expected<std::vector<uint8_t>, std::string> decode_base64(std::string_view text) {
+  // The standard alphabet and the URL-safe one ('-' and '_' for '+' and '/'): they share no other
+  // character, so reading both loses nothing. Line breaks and other ASCII white space are skipped,
+  // as MIME's base64 (RFC 2045) wraps lines at 76 characters and `base64`, Python's
+  // `base64.encodebytes` and many clients send it so.
   static const auto table = [] {
     std::array<int8_t, 256> t{};
     t.fill(-1);
     const char* a = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
     for (int i = 0; i < 64; ++i)
       t[static_cast<uint8_t>(a[i])] = static_cast<int8_t>(i);
+    t[static_cast<uint8_t>('-')] = 62;
+    t[static_cast<uint8_t>('_')] = 63;
+    for (char c : {' ', '\t', '\r', '\n', '\f', '\v'})
+      t[static_cast<uint8_t>(c)] = -2;
     return t;
   }();
-  while (!text.empty() && text.back() == '=')
-    text.remove_suffix(1);
-  if (text.size() % 4 == 1)
-    return std::string{"the base64 data has a truncated last group"};
   std::vector<uint8_t> out;
   out.reserve(text.size() / 4 * 3 + 3);
   uint32_t acc = 0;
   int bits = 0;
+  std::size_t data = 0;
+  bool padding = false;
   for (std::size_t i = 0; i < text.size(); ++i) {
     const int8_t v = table[static_cast<uint8_t>(text[i])];
-    if (v < 0)
-      return "the base64 data has an invalid character at offset " + std::to_string(i);
+    if (v == -2)
+      continue;
+    if (text[i] == '=') {
+      padding = true;
+      continue;
+    }
+    if (v < 0 || padding)
+      return "the base64 data has an invalid character at offset " + std::to_string(i) +
+             (padding ? " (data after the '=' padding)" : "");
+    ++data;
     acc = (acc << 6) | static_cast<uint32_t>(v);
     bits += 6;
     if (bits >= 8) {
@@ -134,6 +149,8 @@ expected<std::vector<uint8_t>, std::string> decode_base64(std::string_view text)
       out.push_back(static_cast<uint8_t>(acc >> bits));
     }
   }
+  if (data % 4 == 1)
+    return std::string{"the base64 data has a truncated last group"};
   return out;
 }
 
@@ -165,6 +182,29 @@ expected<decoded_image, std::string> decode_image(std::string_view bytes, const 
   out.width = w;
   out.height = h;
   out.rgb.assign(px.get(), px.get() + static_cast<std::size_t>(w) * h * 3);
+  return out;
+}
+
+decoded_image stretch_to_min_side(decoded_image img, int32_t min_side) {
+  if (img.width >= min_side && img.height >= min_side)
+    return img;
+  if (img.width <= 0 || img.height <= 0)
+    return img;
+  decoded_image out;
+  out.width = std::max(img.width, min_side);
+  out.height = std::max(img.height, min_side);
+  out.rgb.resize(static_cast<std::size_t>(out.width) * static_cast<std::size_t>(out.height) * 3);
+  for (int64_t y = 0; y < out.height; ++y) {
+    const int64_t sy = y * img.height / out.height;
+    for (int64_t x = 0; x < out.width; ++x) {
+      const int64_t sx = x * img.width / out.width;
+      const auto* src = img.rgb.data() + (sy * img.width + sx) * 3;
+      auto* dst = out.rgb.data() + (y * out.width + x) * 3;
+      dst[0] = src[0];
+      dst[1] = src[1];
+      dst[2] = src[2];
+    }
+  }
   return out;
 }
 

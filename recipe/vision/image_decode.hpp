@@ -35,6 +35,13 @@ expected<std::vector<uint8_t>, std::string> decode_base64(std::string_view text)
 /// and what would be accepted.
 expected<decoded_image, std::string> decode_image(std::string_view bytes, const image_limits& limits);
 
+/// The image with each side shorter than `min_side` stretched to `min_side` (nearest neighbour:
+/// integer arithmetic, so the same pixels, and the same prefix-cache key, on every machine); the
+/// image itself when both sides are long enough. A vision encoder reads whole cells, and an icon
+/// or a thin banner under one cell is still an image a client may send (OpenAI and Anthropic
+/// take them).
+decoded_image stretch_to_min_side(decoded_image img, int32_t min_side);
+
 /// Decodes a `data:image/...;base64,...` URI (the protocol parsers checked its form): base64,
 /// then `decode_image`.
 expected<decoded_image, std::string> decode_data_uri(std::string_view uri, const image_limits& limits);

@@ -368,4 +368,76 @@ BOOST_AUTO_TEST_CASE(base64_round_trips_every_padding) {
   }
 }
 
+// Sides under the minimum are stretched to it by nearest neighbour; the rest is kept as it is.
+BOOST_AUTO_TEST_CASE(sides_under_one_cell_are_stretched_to_it) {
+  decoded_image img;
+  img.width = 3;
+  img.height = 2;
+  for (int i = 0; i < 3 * 2 * 3; ++i)
+    img.rgb.push_back(static_cast<uint8_t>(i * 10));
+  auto at = [](const decoded_image& d, int x, int y, int c) { return d.rgb[static_cast<std::size_t>((y * d.width + x) * 3 + c)]; };
+  const auto s = stretch_to_min_side(img, 32);
+  BOOST_REQUIRE(s.width == 32);
+  BOOST_REQUIRE(s.height == 32);
+  BOOST_REQUIRE(s.rgb.size() == 32u * 32u * 3u);
+  for (int y = 0; y < 32; ++y)
+    for (int x = 0; x < 32; ++x)
+      for (int c = 0; c < 3; ++c)
+        BOOST_TEST(at(s, x, y, c) == at(img, x * 3 / 32, y * 2 / 32, c));
+  BOOST_TEST(at(s, 31, 31, 2) == at(img, 2, 1, 2)); // the last source pixel reaches the corner
+  // One side long enough: only the other is stretched.
+  decoded_image wide;
+  wide.width = 40;
+  wide.height = 1;
+  wide.rgb.assign(40 * 3, 0);
+  for (int x = 0; x < 40; ++x)
+    wide.rgb[static_cast<std::size_t>(x * 3)] = static_cast<uint8_t>(x);
+  const auto w = stretch_to_min_side(wide, 32);
+  BOOST_REQUIRE(w.width == 40);
+  BOOST_REQUIRE(w.height == 32);
+  for (int y = 0; y < 32; ++y)
+    BOOST_TEST(at(w, 17, y, 0) == 17);
+  // Both sides long enough: the same image.
+  const auto big = decode_image(png(37, 33, gradient(37, 33)), image_limits{});
+  BOOST_REQUIRE(big);
+  const auto same = stretch_to_min_side(*big, 32);
+  BOOST_TEST(same.width == 37);
+  BOOST_TEST(same.height == 33);
+  BOOST_TEST((same.rgb == big->rgb));
+}
+
+// MIME's base64 (lines of 76 characters, as `base64` and Python's `base64.encodebytes` write it)
+// and the URL-safe alphabet decode to the same bytes; what is not base64 is still refused.
+BOOST_AUTO_TEST_CASE(base64_with_line_breaks_or_the_url_safe_alphabet) {
+  std::string bytes;
+  for (int i = 0; i < 300; ++i)
+    bytes.push_back(static_cast<char>((i * 37 + 11) & 0xFF));
+  const std::string plain = base64(bytes);
+  std::string wrapped, url_safe = plain;
+  for (std::size_t i = 0; i < plain.size(); i += 76)
+    wrapped += plain.substr(i, 76) + (i % 152 == 0 ? "\r\n" : "\n");
+  for (auto& c : url_safe)
+    c = c == '+' ? '-' : c == '/' ? '_' : c;
+  BOOST_TEST(url_safe != plain); // the data has both characters the alphabets differ in
+  for (const auto& text : {plain, wrapped, url_safe, " " + plain + "\n\t"}) {
+    auto d = decode_base64(text);
+    BOOST_REQUIRE_MESSAGE(d, (d ? std::string{} : d.error()));
+    BOOST_TEST((std::string(d->begin(), d->end()) == bytes));
+  }
+  auto after_padding = decode_base64("YQ==YQ==");
+  BOOST_REQUIRE(!after_padding);
+  BOOST_TEST(after_padding.error().find("after the '=' padding") != std::string::npos, after_padding.error());
+  BOOST_TEST(!decode_base64("YWJjZ"));   // a truncated last group
+  BOOST_TEST(!decode_base64("YW\nJj*")); // not base64
+  // A wrapped image decodes as the image does.
+  const auto file = png(37, 21, gradient(37, 21));
+  std::string wrapped_file;
+  const auto b = base64(file);
+  for (std::size_t i = 0; i < b.size(); i += 76)
+    wrapped_file += b.substr(i, 76) + "\n";
+  auto img = decode_data_uri("data:image/png;base64," + wrapped_file, image_limits{});
+  BOOST_REQUIRE_MESSAGE(img, (img ? std::string{} : img.error()));
+  BOOST_TEST(img->width == 37);
+}
+
 BOOST_AUTO_TEST_SUITE_END()

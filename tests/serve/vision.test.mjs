@@ -255,10 +255,19 @@ try {
     }
     await assert.rejects(messages(bmp, 'image/png'), (e) => e instanceof Anthropic.BadRequestError &&
                          /send a PNG, JPEG, GIF or WebP image/.test(e.error?.error?.message ?? ''));
-    const small = await post(base, '/v1/chat/completions', { model: MODEL, max_tokens: 4,
-      messages: [{ role: 'user', content: [{ type: 'image_url', image_url: { url: dataUri(png(8, 8, 1)) } }] }] });
-    assert.equal(small.status, 400);
-    assert.match(small.json.error.message, /at least/);
+    // An image under one cell (32 px) is stretched to one, not refused: an icon gets an answer.
+    const icon = (seed) => post(base, '/v1/chat/completions', { model: MODEL, max_tokens: 4, temperature: 0,
+      messages: [{ role: 'user', content: [{ type: 'image_url', image_url: { url: dataUri(png(8, 8, seed)) } },
+                                           { type: 'text', text: 'what is this icon?' }] }] });
+    const [icon1, icon2] = [await icon(1), await icon(2)];
+    assert.equal(icon1.status, 200, JSON.stringify(icon1.json));
+    assert.equal(icon2.status, 200, JSON.stringify(icon2.json));
+    assert.equal(icon1.json.usage.prompt_tokens, icon2.json.usage.prompt_tokens);
+    // Stretched past the pixel limit (8 x 40000 becomes 32 x 40000): refused, saying why.
+    const thin = await post(base, '/v1/chat/completions', { model: MODEL, max_tokens: 4,
+      messages: [{ role: 'user', content: [{ type: 'image_url', image_url: { url: dataUri(png(8, 40000, 1, true)) } }] }] });
+    assert.equal(thin.status, 400, JSON.stringify(thin.json));
+    assert.match(thin.json.error.message, /less elongated/);
     const tooMany = await post(base, '/v1/chat/completions', { model: MODEL, max_tokens: 4,
       messages: [{ role: 'user', content: Array.from({ length: 9 }, () => ({ type: 'image_url', image_url: { url: dataUri(imageA) } })) }] });
     assert.equal(tooMany.status, 400);
