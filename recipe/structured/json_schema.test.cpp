@@ -203,6 +203,32 @@ BOOST_AUTO_TEST_CASE(recursive_refs_and_defs) {
   BOOST_TEST(!accepts(*m, R"({"v":1,"kids":[{"w":2}]})"));
 }
 
+// Plain-name fragments (`$anchor`, or `$id` / draft 4's `id` of the form "#name") and references
+// through the root's own `$id`; a name nothing defines, or another document, is an error.
+BOOST_AUTO_TEST_CASE(refs_by_anchor_and_through_the_roots_own_id) {
+  agrees_with_validator(R"({"$id":"https://x.test/s.json","type":"object","properties":{
+      "a":{"$ref":"#pos"},"b":{"$ref":"https://x.test/s.json#/$defs/word"},"c":{"$ref":"#old"},"d":{"$ref":"#new"}},
+      "additionalProperties":false,
+      "$defs":{"p":{"$id":"#pos","type":"integer","minimum":0},"word":{"type":"string","maxLength":3},
+               "o":{"id":"#old","type":"boolean"},"n":{"$anchor":"new","enum":["x","y"]}}})",
+                        {"{}", R"({"a":3})", R"({"a":-1})", R"({"b":"abc"})", R"({"b":"abcd"})", R"({"c":true})",
+                         R"({"c":1})", R"({"d":"y"})", R"({"d":"z"})"});
+  BOOST_TEST(!accepts(*schema_matcher(R"({"$defs":{"p":{"$id":"#pos","type":"integer"}},"$ref":"#pos"})"), "\"s\""));
+  // The whole root by its URI, recursively.
+  auto tree = schema_matcher(R"({"$id":"urn:t#","type":"object","properties":{"k":{"$ref":"urn:t"}},"additionalProperties":false})");
+  BOOST_TEST(accepts(*tree, R"({"k":{"k":{}}})"));
+  BOOST_TEST(!accepts(*tree, R"({"k":1})"));
+  auto& c = deepinfer::recipe::so::test::shared_compiler();
+  for (auto [schema, word] : {std::pair{R"({"$ref":"#nowhere"})", "no $anchor"},
+                              {R"({"$id":"https://x.test/s.json","$ref":"https://x.test/other.json#/a"})", "not local"},
+                              // An anchor-like string among data (enum values) names no schema.
+                              {R"({"enum":[{"$anchor":"e"}],"$ref":"#e"})", "no $anchor"}}) {
+    auto r = c.compile({constraint_kind::json_schema, schema});
+    BOOST_TEST_REQUIRE(!r.has_value(), schema);
+    BOOST_TEST(r.error().find(word) != std::string::npos, r.error());
+  }
+}
+
 BOOST_AUTO_TEST_CASE(strings_lengths_patterns_and_formats) {
   // Past 4096 characters a maximum is written as 4096 (valid either way); a minimum is refused.
   auto text = schema_matcher(R"({"type":"string","maxLength":65535})");

@@ -130,9 +130,61 @@ std::optional<json> values_of(const json& s) {
   return std::nullopt;
 }
 
-const json& resolve_ref(const json& root, const std::string& ref) {
+namespace {
+
+/// The subschema whose `$anchor` is `name` (2019-09 and later) or whose `$id` (draft 6-7) or `id`
+/// (draft 4) is `#name`; the walk skips the keywords whose values are data, not schemas.
+const json* find_anchor(const json& s, const std::string& name, int depth = 0) {
+  if (depth > 64)
+    return nullptr;
+  if (s.is_object()) {
+    auto is = [&](const char* key, const std::string& want) {
+      auto it = s.find(key);
+      return it != s.end() && it->is_string() && it->get<std::string>() == want;
+    };
+    if (is("$anchor", name) || is("$id", "#" + name) || is("id", "#" + name))
+      return &s;
+    for (auto it = s.begin(); it != s.end(); ++it) {
+      const auto& k = it.key();
+      if (k == "enum" || k == "const" || k == "default" || k == "examples" || k == "example")
+        continue;
+      if (const json* hit = find_anchor(it.value(), name, depth + 1))
+        return hit;
+    }
+  } else if (s.is_array()) {
+    for (const auto& x : s)
+      if (const json* hit = find_anchor(x, name, depth + 1))
+        return hit;
+  }
+  return nullptr;
+}
+
+/// The root's own URI (`$id`, or draft 4's `id`) without a trailing `#`; empty when it has none.
+std::string root_uri(const json& root) {
+  if (!root.is_object())
+    return {};
+  for (const char* key : {"$id", "id"})
+    if (auto it = root.find(key); it != root.end() && it->is_string()) {
+      std::string uri = it->get<std::string>();
+      if (!uri.empty() && uri.back() == '#')
+        uri.pop_back();
+      if (!uri.empty() && uri[0] != '#')
+        return uri;
+    }
+  return {};
+}
+
+} // namespace
+
+const json& resolve_ref(const json& root, const std::string& given) {
+  std::string ref = given;
+  // A reference through the root's own URI (`"$id": "https://x/s.json"`, `"$ref":
+  // "https://x/s.json#/definitions/a"`) is local.
+  if (const auto uri = root_uri(root); !ref.empty() && ref[0] != '#' && !uri.empty() && ref.rfind(uri, 0) == 0 &&
+                                       (ref.size() == uri.size() || ref[uri.size()] == '#'))
+    ref = ref.size() == uri.size() ? "#" : ref.substr(uri.size());
   if (ref.empty() || ref[0] != '#')
-    throw compile_error("$ref '" + ref + "' is not local (only '#...' references are supported)");
+    throw compile_error("$ref '" + given + "' is not local (only '#...' references and the root's own $id are supported)");
   std::string ptr;
   for (std::size_t i = 1; i < ref.size(); ++i) {
     if (ref[i] == '%' && i + 2 < ref.size() && std::isxdigit(static_cast<unsigned char>(ref[i + 1])) &&
@@ -142,12 +194,15 @@ const json& resolve_ref(const json& root, const std::string& ref) {
     } else
       ptr.push_back(ref[i]);
   }
-  if (!ptr.empty() && ptr[0] != '/')
-    throw compile_error("$ref '" + ref + "' names an anchor (unsupported)");
+  if (!ptr.empty() && ptr[0] != '/') {
+    if (const json* hit = find_anchor(root, ptr))
+      return *hit;
+    throw compile_error("$ref '" + given + "' names an anchor that no $anchor (or $id '#" + ptr + "') defines");
+  }
   try {
     return root.at(json::json_pointer(ptr));
   } catch (const std::exception&) {
-    throw compile_error("$ref '" + ref + "' does not resolve");
+    throw compile_error("$ref '" + given + "' does not resolve");
   }
 }
 
