@@ -5,6 +5,7 @@
 #include <fstream>
 #include <sstream>
 
+#include <boost/test/results_collector.hpp>
 #include <boost/test/unit_test.hpp>
 
 #include "tests/cluster/node_process.hpp"
@@ -14,13 +15,32 @@ using namespace std::chrono_literals;
 
 namespace {
 
-std::filesystem::path temp_dir(const std::string& tag) {
-  static int n = 0;
-  auto d = std::filesystem::temp_directory_path()
-           / ("deepinfer-" + tag + "-" + std::to_string(::getpid()) + "-" + std::to_string(n++));
-  std::filesystem::create_directories(d);
-  return d;
-}
+/// A fresh folder in the temp directory for one launch (its manifest, its `log`): removed with
+/// the object when the test case has passed so far, kept and named in the test log otherwise.
+class temp_dir {
+public:
+  explicit temp_dir(const std::string& tag) {
+    static int n = 0;
+    path_ = std::filesystem::temp_directory_path() /
+            ("deepinfer-" + tag + "-" + std::to_string(::getpid()) + "-" + std::to_string(n++));
+    std::filesystem::create_directories(path_);
+  }
+  temp_dir(const temp_dir&) = delete;
+  temp_dir& operator=(const temp_dir&) = delete;
+  ~temp_dir() {
+    namespace ut = boost::unit_test;
+    if (ut::results_collector.results(ut::framework::current_test_case().p_id).passed()) {
+      std::error_code ec;
+      std::filesystem::remove_all(path_, ec);
+    } else {
+      BOOST_TEST_MESSAGE("kept " << path_.string() << " (its log says what the launcher did)");
+    }
+  }
+  std::filesystem::path operator/(const std::string& name) const { return path_ / name; }
+
+private:
+  std::filesystem::path path_;
+};
 
 std::vector<pid_t> children_of(pid_t pid) {
   std::ifstream in{"/proc/" + std::to_string(pid) + "/task/" + std::to_string(pid) + "/children"};
@@ -45,7 +65,7 @@ std::string cmdline_of(pid_t pid) {
 BOOST_AUTO_TEST_SUITE(launcher)
 
 BOOST_AUTO_TEST_CASE(embedded_default_serves_health_models_and_metrics_and_stops_on_ctrl_c) {
-  auto dir = temp_dir("embedded");
+  temp_dir dir{"embedded"};
   auto port = free_port();
   node_process p{{CAF_LAUNCH_PATH, "--http", "127.0.0.1:" + std::to_string(port)},
                  (dir / "log").string()};
@@ -88,7 +108,7 @@ BOOST_AUTO_TEST_CASE(embedded_default_serves_health_models_and_metrics_and_stops
 }
 
 BOOST_AUTO_TEST_CASE(supervised_cluster_restarts_a_killed_node_which_rejoins) {
-  auto dir = temp_dir("supervised");
+  temp_dir dir{"supervised"};
   auto http = free_port();
   auto manifest = (dir / "c.toml").string();
   {
@@ -123,7 +143,7 @@ BOOST_AUTO_TEST_CASE(supervised_cluster_restarts_a_killed_node_which_rejoins) {
 }
 
 BOOST_AUTO_TEST_CASE(bad_manifest_exits_with_status_two_naming_file_line_and_key) {
-  auto dir = temp_dir("bad");
+  temp_dir dir{"bad"};
   auto manifest = (dir / "bad.toml").string();
   {
     std::ofstream out{manifest};
@@ -139,7 +159,7 @@ BOOST_AUTO_TEST_CASE(bad_manifest_exits_with_status_two_naming_file_line_and_key
 }
 
 BOOST_AUTO_TEST_CASE(dry_run_prints_the_resolved_plan) {
-  auto dir = temp_dir("dry");
+  temp_dir dir{"dry"};
   node_process p{{CAF_LAUNCH_PATH, "--manifest", std::string{DEEPINFER_SOURCE_DIR} + "/examples/cluster.toml", "--dry-run"},
                  (dir / "log").string()};
   auto status = p.wait(eventually);
@@ -153,7 +173,7 @@ BOOST_AUTO_TEST_CASE(dry_run_prints_the_resolved_plan) {
 
 // The flags that change a node's behaviour reach every child the launcher starts.
 BOOST_AUTO_TEST_CASE(supervised_mode_forwards_the_serving_flags_to_its_children) {
-  auto dir = temp_dir("forward");
+  temp_dir dir{"forward"};
   node_process p{{CAF_LAUNCH_PATH, "--manifest", std::string{DEEPINFER_SOURCE_DIR} + "/examples/cluster.toml",
                   "--dry-run", "--decoder-mode", "exact", "--prefill-step-ms", "40", "--kv-root", "/tmp/kv-x",
                   "--cpu-isa", "portable", "--backend", "cpu"},
@@ -175,7 +195,7 @@ BOOST_AUTO_TEST_CASE(supervised_mode_forwards_the_serving_flags_to_its_children)
 // so they are an error that says where the shape goes instead.
 BOOST_AUTO_TEST_CASE(ranks_or_instances_with_a_manifest_is_a_clear_error) {
   for (const char* flag : {"--ranks", "--instances"}) {
-    auto dir = temp_dir("shape");
+    temp_dir dir{"shape"};
     node_process p{{CAF_LAUNCH_PATH, "--manifest", std::string{DEEPINFER_SOURCE_DIR} + "/examples/cluster.toml",
                     "--dry-run", flag, "2"},
                    (dir / "log").string()};
@@ -187,7 +207,7 @@ BOOST_AUTO_TEST_CASE(ranks_or_instances_with_a_manifest_is_a_clear_error) {
 }
 
 BOOST_AUTO_TEST_CASE(an_isa_the_cpu_lacks_or_an_unknown_one_is_a_clear_error) {
-  auto dir = temp_dir("isa");
+  temp_dir dir{"isa"};
   node_process p{{CAF_LAUNCH_PATH, "--no-serve", "--cpu-isa", "avx9"}, (dir / "log").string()};
   auto status = p.wait(5000ms);
   BOOST_REQUIRE(status);
@@ -203,7 +223,7 @@ BOOST_AUTO_TEST_CASE(backend_cuda_without_a_gpu_fails_at_start_with_a_clear_mess
     std::printf("launcher: skipped: backend_cuda_without_a_gpu: this machine has an NVIDIA device node\n");
     return;
   }
-  auto dir = temp_dir("cuda");
+  temp_dir dir{"cuda"};
   node_process p{{CAF_LAUNCH_PATH, "--backend", "cuda", "--http", "127.0.0.1:" + std::to_string(free_port())},
                  (dir / "log").string()};
   auto status = p.wait(10000ms);

@@ -246,15 +246,26 @@ export function setupFailed(e) {
   console.log(`FAIL setup: ${e.stack || e}`);
 }
 
+/// Removes the server log at `logPath` and its siblings `logPath.*` (the logs of further servers
+/// a test names after it): a passing run leaves nothing in the temp folder.
+export function removeLogs(logPath) {
+  const dir = path.dirname(logPath), base = path.basename(logPath);
+  for (const f of fs.readdirSync(dir))
+    if (f === base || f.startsWith(base + '.'))
+      fs.rmSync(path.join(dir, f), { force: true });
+}
+
 /// Prints the tally and, when a check failed, the last warnings and errors of the server log at
-/// `logPath` (failed requests are logged at warn with their status and reason); exits with the
-/// verdict.
+/// `logPath` (failed requests are logged at warn with their status and reason) and keeps it;
+/// a passing run removes it (`removeLogs`). Exits with the verdict.
 export function verdict(logPath) {
   const failed = results.filter(([, ok]) => !ok).length;
   console.log(`${results.length - failed}/${results.length} passed`);
   if (failed) {
     const said = fs.readFileSync(logPath, 'utf8').split('\n').filter((l) => /warn|error|crit/.test(l));
-    console.log(`server log ${logPath}, last of ${said.length} warn/error lines:\n` + said.slice(-30).join('\n'));
+    console.log(`server log ${logPath} (kept), last of ${said.length} warn/error lines:\n` + said.slice(-30).join('\n'));
+  } else {
+    removeLogs(logPath);
   }
   process.exit(failed ? 1 : 0);
 }

@@ -439,5 +439,9 @@ if (results.some(([, ok]) => !ok) && servers[1])
   console.log(`keyed server's warn/error lines (the main server's follow):\n` + fs.readFileSync(servers[1].logPath, 'utf8')
     .split('\n').filter((l) => /warn|error|crit/.test(l)).slice(-15).join('\n'));
 await finish(servers.map((s) => s.proc), servers[0]?.logPath, () => {
-  for (const s of servers) fs.rmSync(s.kvRoot, { recursive: true, force: true });
+  const passed = results.every(([, ok]) => ok);
+  for (const s of servers) {
+    fs.rmSync(s.kvRoot, { recursive: true, force: true });
+    if (passed) fs.rmSync(s.logPath, { force: true }); // kept when a check failed
+  }
 });

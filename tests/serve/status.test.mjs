@@ -10,7 +10,7 @@ import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import assert from 'node:assert/strict';
-import { check, clusterManifest, finish, freePort, manifestNode, waitFor } from './harness.mjs';
+import { check, clusterManifest, finish, freePort, manifestNode, results, waitFor } from './harness.mjs';
 
 const exe = process.argv[2];
 const chromium = ['/usr/bin/chromium', '/usr/bin/chromium-browser'].find((p) => fs.existsSync(p));
@@ -176,4 +176,7 @@ try {
 } finally {
   if (page) page.close();
 }
-await finish(procs, logPath, () => fs.rmSync(path.join(dir, 'kv'), { recursive: true, force: true }));
+// A passing run leaves nothing behind (the screenshots stay only where DEEPINFER_TEST_OUTPUT
+// puts them); a failing one keeps the folder (log, screenshots) to look at.
+await finish(procs, logPath, () => fs.rmSync(results.every(([, ok]) => ok) ? dir : path.join(dir, 'kv'),
+                                             { recursive: true, force: true }));
