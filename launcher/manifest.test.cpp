@@ -87,6 +87,14 @@ BOOST_AUTO_TEST_CASE(duplicate_host_and_port_is_an_error) {
   BOOST_TEST(e.line == 21);
 }
 
+BOOST_AUTO_TEST_CASE(empty_or_spaced_host_is_an_error) {
+  for (const char* host : {"", "a b"}) {
+    auto e = expect_error(good + "\n[[nodes]]\nname = \"d0\"\nhost = \"" + host + "\"\nport = 7109\nroles = [\"decode\"]\n");
+    BOOST_TEST(e.key == "nodes[2].host");
+    BOOST_TEST(e.message.find("is not a host") != std::string::npos, e.message);
+  }
+}
+
 BOOST_AUTO_TEST_CASE(unknown_role_is_an_error) {
   auto e = expect_error(good + "\n[[nodes]]\nname = \"d0\"\nhost = \"h\"\nport = 1\nroles = [\"decoder\"]\n");
   BOOST_TEST(e.key == "nodes[2].roles[0]");

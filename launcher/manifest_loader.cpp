@@ -236,8 +236,11 @@ node_spec read_node(toml_reader& r) {
     n.name = *v;
   else
     r.fail("name", "every node needs a name");
-  if (auto v = r.string("host"))
+  if (auto v = r.string("host"); v && !v->empty() &&
+                                 v->find_first_of(" \t\r\n") == std::string::npos)
     n.host = *v;
+  else if (v)
+    r.fail("host", "'" + *v + "' is not a host (an address or name this machine can reach, without spaces)");
   else
     r.fail("host", "every node needs a host (an address or name this machine can reach)");
   if (auto v = r.integer("port", 1, 65535))

@@ -66,8 +66,16 @@ void process_supervisor::on_exit(child& c, int status) {
   c.pid = -1;
   bool failed = !(WIFEXITED(status) && WEXITSTATUS(status) == 0);
   auto why = describe_status(status);
-  bool restart = cfg_.policy == restart_policy::always
-                 || (cfg_.policy == restart_policy::on_failure && failed);
+  const bool config_error = WIFEXITED(status) && WEXITSTATUS(status) == config_error_status;
+  bool restart = !config_error && (cfg_.policy == restart_policy::always
+                                   || (cfg_.policy == restart_policy::on_failure && failed));
+  if (config_error) {
+    log().error("node={} exited ({}): its configuration cannot serve (the reason is on its stderr above); "
+                "not restarting: fix the manifest or the machine, then start it again",
+                c.spec.name, why);
+    c.finished = true;
+    return;
+  }
   auto now = std::chrono::steady_clock::now();
   std::erase_if(c.restarts, [&](auto t) { return now - t > std::chrono::minutes(1); });
   if (restart && c.restarts.size() >= cfg_.max_restarts_per_minute) {
@@ -141,7 +149,7 @@ int process_supervisor::run() {
         if (c.pid == pid) {
           on_exit(c, status);
           if (c.finished && !(WIFEXITED(status) && WEXITSTATUS(status) == 0))
-            exit_code = 1;
+            exit_code = WIFEXITED(status) && WEXITSTATUS(status) == config_error_status ? config_error_status : 1;
         }
     // 2. Restart what is due.
     auto now = std::chrono::steady_clock::now();

@@ -9,6 +9,11 @@
 
 namespace deepinfer::launcher {
 
+/// The exit status of a node whose configuration cannot serve (a model directory that is not
+/// there, a CUDA backend without a device): sysexits.h's EX_CONFIG. The supervisor does not
+/// restart it, and the launcher exits with it when nothing else is left.
+inline constexpr int config_error_status = 78;
+
 /// One child process to keep running.
 struct child_spec {
   std::string name;
@@ -20,7 +25,8 @@ struct child_spec {
 /// every child (SIGINT, then SIGKILL after a grace period: a node's own SIGTERM drains it, which
 /// a whole cluster stopping has no use for). Children die with the launcher (PR_SET_PDEATHSIG,
 /// SIGINT), so a killed launcher never leaves orphans holding ports. A child that exits with
-/// status 0 (a decode node drained by SIGTERM) is not restarted under on_failure.
+/// status 0 (a decode node drained by SIGTERM) is not restarted under on_failure, nor one that
+/// exits with `config_error_status` (its configuration cannot serve: restarting cannot help).
 class process_supervisor {
 public:
   struct config {

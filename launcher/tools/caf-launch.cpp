@@ -135,7 +135,7 @@ std::optional<int> finish_serving_config(const options& o, actors::serving_confi
     auto probe = engine::make_cuda_backend(engine::backend_config{engine::backend_kind::cuda, 1, std::nullopt, 0});
     if (!probe.value) {
       std::cerr << "caf-launch: --backend cuda / backend = \"cuda\": " << probe.error << "\n";
-      return 1;
+      return config_error_status;
     }
     log().info("backend: cuda ({})", probe.value->name());
   }
@@ -146,6 +146,11 @@ std::optional<int> finish_serving_config(const options& o, actors::serving_confi
       return 1;
     }
     sc.model_dir = made.dir;
+  } else if (std::error_code ec; !std::filesystem::is_regular_file(std::filesystem::path{sc.model_dir} / "config.json", ec)) {
+    std::cerr << "caf-launch: model '" << sc.model_dir << "': no config.json there on this machine; point the "
+              << "manifest's `model` (or --model) at a model directory (deepinfer-mkmodel --config tiny|small|bench_v4 "
+              << "--out DIR writes one), or use \"tiny\"\n";
+    return config_error_status;
   }
   sc.tokenizer_path =
     cache_dir() + "/tokenizer/tokenizer_" + (sc.template_version == "dsv32" ? "v32" : "v41") + ".json";

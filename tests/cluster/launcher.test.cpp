@@ -228,11 +228,35 @@ BOOST_AUTO_TEST_CASE(backend_cuda_without_a_gpu_fails_at_start_with_a_clear_mess
                  (dir / "log").string()};
   auto status = p.wait(10000ms);
   BOOST_REQUIRE_MESSAGE(status, "caf-launch --backend cuda kept running without a GPU; log:\n" + p.log());
-  BOOST_TEST(WEXITSTATUS(*status) == 1);
+  BOOST_TEST(WEXITSTATUS(*status) == 78); // EX_CONFIG: a supervisor does not restart it
   auto log = p.log();
   BOOST_TEST((log.find("no usable CUDA device") != std::string::npos ||
               log.find("this build has no CUDA backend") != std::string::npos), log);
   BOOST_TEST(log.find("--backend cpu") != std::string::npos, log);
+}
+
+// A model directory that is not there is a configuration error: each node says so once and exits
+// with EX_CONFIG, the supervisor restarts none of them, and the launcher exits with it at once
+// (before: each node restarted ten times a minute with the same message).
+BOOST_AUTO_TEST_CASE(a_model_that_is_not_there_stops_the_cluster_at_once_without_restarts) {
+  temp_dir dir{"nomodel"};
+  auto manifest = (dir / "c.toml").string();
+  {
+    std::ofstream out{manifest};
+    const auto p0 = free_port(), p1 = free_port();
+    out << "model = \"" << (dir / "no-such-model").string() << "\"\n[kv]\nroot = \"" << (dir / "kv").string() << "\"\n"
+        << "[supervision]\nrestart_delay_ms = 100\n"
+        << "[[nodes]]\nname = \"a\"\nhost = \"127.0.0.1\"\nport = " << p0 << "\nroles = [\"controller\", \"entrypoint\", \"prefill\"]\n"
+        << "[[nodes]]\nname = \"b\"\nhost = \"127.0.0.1\"\nport = " << p1 << "\nroles = [\"decode\"]\n";
+  }
+  node_process launcher{{CAF_LAUNCH_PATH, "--manifest", manifest}, (dir / "log").string()};
+  auto status = launcher.wait(30000ms);
+  BOOST_REQUIRE_MESSAGE(status, "the launcher kept running; log:\n" + launcher.log());
+  BOOST_TEST(WEXITSTATUS(*status) == 78, launcher.log());
+  const auto log = launcher.log();
+  BOOST_TEST(log.find("no config.json there") != std::string::npos, log);
+  BOOST_TEST(log.find("not restarting: fix the manifest") != std::string::npos, log);
+  BOOST_TEST(log.find("restarting in") == std::string::npos, log);
 }
 
 BOOST_AUTO_TEST_SUITE_END()
