@@ -11,7 +11,7 @@ import { createRequire } from 'node:module';
 import os from 'node:os';
 import path from 'node:path';
 import assert from 'node:assert/strict';
-import { apiClients, check, results, serverUp, startServer, stopServer } from './harness.mjs';
+import { apiClients, check, serverUp, startServer, stopServer, verdict } from './harness.mjs';
 
 const [OpenAI, Anthropic, zodPkg, AjvPkg] = apiClients(['openai', '@anthropic-ai/sdk', 'zod', 'ajv']);
 const zodHelpers = createRequire(requireBase())('openai/helpers/zod');
@@ -280,6 +280,4 @@ try {
 } finally {
   await stopServer(server);
 }
-const failed = results.filter(([, ok]) => !ok).length;
-console.log(`${results.length - failed}/${results.length} passed`);
-process.exit(failed ? 1 : 0);
+verdict(logPath);
