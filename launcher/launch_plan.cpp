@@ -1,6 +1,7 @@
 #include "launcher/launch_plan.hpp"
 
 #include <algorithm>
+#include <filesystem>
 #include <sstream>
 #include <string>
 
@@ -83,12 +84,27 @@ std::vector<node_launch> make_launch_plan(const cluster_manifest& m, const std::
   return plan;
 }
 
+namespace {
+
+/// Whether the model is there for this machine's nodes (remote nodes read their own disks): a
+/// serving node without it exits with status 78 at start.
+std::string model_here(const std::string& path) {
+  if (path.empty() || path == "tiny")
+    return " [the seeded tiny model, made in the cache on first run]";
+  std::error_code ec;
+  if (std::filesystem::is_regular_file(std::filesystem::path{path} / "config.json", ec))
+    return "";
+  return " [NOT FOUND here: no config.json; serving nodes on this machine would exit with status 78]";
+}
+
+} // namespace
+
 std::string describe_plan(const cluster_manifest& m, const std::vector<node_launch>& plan) {
   std::ostringstream out;
   auto& c = m.controller();
   out << "manifest: " << m.source_path << "\n"
       << "model: " << m.model_path << " (name " << m.model_name << ", template "
-      << m.template_version << ")\n"
+      << m.template_version << ")" << model_here(m.model_path) << "\n"
       << "controller: " << c.name << " at " << c.host << ":" << c.port << "\n"
       << "caf: scheduler_threads=" << m.caf.scheduler_threads << " scheduler_policy="
       << m.caf.scheduler_policy << " middleman_workers=" << m.caf.middleman_workers

@@ -249,6 +249,13 @@ BOOST_AUTO_TEST_CASE(a_model_that_is_not_there_stops_the_cluster_at_once_without
         << "[[nodes]]\nname = \"a\"\nhost = \"127.0.0.1\"\nport = " << p0 << "\nroles = [\"controller\", \"entrypoint\", \"prefill\"]\n"
         << "[[nodes]]\nname = \"b\"\nhost = \"127.0.0.1\"\nport = " << p1 << "\nroles = [\"decode\"]\n";
   }
+  {
+    node_process dry{{CAF_LAUNCH_PATH, "--manifest", manifest, "--dry-run"}, (dir / "dry.log").string()};
+    auto status = dry.wait(eventually);
+    BOOST_REQUIRE(status);
+    BOOST_TEST(WEXITSTATUS(*status) == 0); // the model may be there on the nodes' own machines
+    BOOST_TEST(dry.log().find("NOT FOUND here") != std::string::npos, dry.log());
+  }
   node_process launcher{{CAF_LAUNCH_PATH, "--manifest", manifest}, (dir / "log").string()};
   auto status = launcher.wait(30000ms);
   BOOST_REQUIRE_MESSAGE(status, "the launcher kept running; log:\n" + launcher.log());
