@@ -13,6 +13,16 @@ using encoder_variant =
 
 encoder_variant make_encoder(const recipe::conversation& conv, const std::string& id, int64_t created, int index,
                              int choices) {
+  // Chat Completions and the legacy Completions name the same things in every chunk.
+  auto fill = [&](recipe::openai_stream_config& c) {
+    c.id = id;
+    c.model = conv.model;
+    c.created = created;
+    c.include_usage = conv.stream_include_usage;
+    c.continuous_usage = conv.stream_continuous_usage;
+    c.index = index;
+    c.ends_stream = choices <= 1;
+  };
   switch (conv.api) {
     case recipe::api_kind::responses: {
       recipe::responses_encoder::config c;
@@ -30,26 +40,14 @@ encoder_variant make_encoder(const recipe::conversation& conv, const std::string
     }
     case recipe::api_kind::completions: {
       recipe::completions_encoder::config c;
-      c.id = id;
-      c.model = conv.model;
-      c.created = created;
-      c.include_usage = conv.stream_include_usage;
-      c.continuous_usage = conv.stream_continuous_usage;
-      c.index = index;
-      c.ends_stream = choices <= 1;
+      fill(c);
       return recipe::completions_encoder{std::move(c)};
     }
     case recipe::api_kind::chat:
       break;
   }
   recipe::chat_encoder::config c;
-  c.id = id;
-  c.model = conv.model;
-  c.created = created;
-  c.include_usage = conv.stream_include_usage;
-  c.continuous_usage = conv.stream_continuous_usage;
-  c.index = index;
-  c.ends_stream = choices <= 1;
+  fill(c);
   if (conv.echo_final && !conv.messages.empty() && conv.messages.back().role == recipe::role::assistant)
     for (const auto& part : conv.messages.back().content)
       if (part.type == recipe::content_part::kind::text)

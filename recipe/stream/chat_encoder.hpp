@@ -1,6 +1,7 @@
 #pragma once
 
 #include "recipe/stream/completion.hpp"
+#include "recipe/stream/openai_stream_config.hpp"
 #include "recipe/stream/stream_event.hpp"
 #include "recipe/stream/token_logprob.hpp"
 
@@ -16,20 +17,7 @@ namespace deepinfer::recipe {
 /// `include_usage`, then `[DONE]`) or, at the end, the `chat.completion` body.
 class chat_encoder {
 public:
-  struct config {
-    std::string id = "chatcmpl-0";
-    std::string model;
-    std::int64_t created = 0;
-    /// `stream_options.include_usage`: every chunk carries `"usage": null` and a usage chunk ends.
-    bool include_usage = false;
-    /// vLLM's `continuous_usage_stats` (with `include_usage`): every chunk carries the usage so
-    /// far (`usage_now`) instead of null.
-    bool continuous_usage = false;
-    /// The choice this encoder writes (OpenAI's `n`: one encoder per choice, chunks interleaved).
-    int index = 0;
-    /// Its finish also ends the stream (usage chunk, `[DONE]`); false for every choice of an
-    /// `n` > 1 request, whose stream `end` closes once all have finished.
-    bool ends_stream = true;
+  struct config : openai_stream_config {
     /// vLLM's `echo`: text the answer's content starts with (the final assistant message's),
     /// streamed right after the role chunk.
     std::string echo = {};

@@ -1,6 +1,7 @@
 #pragma once
 
 #include "recipe/stream/completion.hpp"
+#include "recipe/stream/openai_stream_config.hpp"
 #include "recipe/stream/stream_event.hpp"
 #include "recipe/stream/token_logprob.hpp"
 
@@ -19,19 +20,7 @@ namespace deepinfer::recipe {
 /// each on the chunk whose text its token became.
 class completions_encoder {
 public:
-  struct config {
-    std::string id = "cmpl-0";
-    std::string model;
-    std::int64_t created = 0;
-    bool include_usage = false;
-    /// vLLM's `continuous_usage_stats` (with `include_usage`): every chunk carries the usage so
-    /// far (`usage_now`) instead of null.
-    bool continuous_usage = false;
-    /// The choice this encoder writes (OpenAI's `n`: one encoder per choice, chunks interleaved).
-    int index = 0;
-    /// Its finish also ends the stream (usage chunk, `[DONE]`); false for every choice of an
-    /// `n` > 1 request, whose stream `end` closes once all have finished.
-    bool ends_stream = true;
+  struct config : openai_stream_config {
   };
 
   explicit completions_encoder(config cfg) : cfg_(std::move(cfg)) {}

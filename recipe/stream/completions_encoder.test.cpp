@@ -24,7 +24,7 @@ BOOST_AUTO_TEST_CASE(completions_chunks_carry_text_and_legacy_logprobs) {
   fin[0].type = stream_event::kind::finish;
   fin[0].reason = finish_reason::length;
   const usage_counts usage{5, 1, 3, 0};
-  completions_encoder enc({"cmpl-1", "m", 7, true});
+  completions_encoder enc(completions_encoder::config{{"cmpl-1", "m", 7, true}});
   std::string sse = enc.start();
   enc.logprobs(std::span(&a, 1));
   sse += enc.encode(one, usage);
@@ -51,7 +51,7 @@ BOOST_AUTO_TEST_CASE(completions_chunks_carry_text_and_legacy_logprobs) {
   BOOST_TEST(body["choices"][0]["logprobs"]["tokens"].size() == 3u);
   BOOST_TEST(body["choices"][0]["logprobs"]["text_offset"] == nlohmann::json::parse("[0,2,4]"));
   BOOST_TEST(body["choices"][0]["finish_reason"] == "length");
-  completions_encoder plain({"cmpl-2", "m", 7, false});
+  completions_encoder plain(completions_encoder::config{{"cmpl-2", "m", 7, false}});
   plain.apply(one);
   plain.apply(fin);
   const auto pb = nlohmann::json::parse(plain.body(usage));
@@ -74,7 +74,7 @@ BOOST_AUTO_TEST_CASE(completions_echo_puts_the_prompt_and_its_scores_first) {
   out[1].reason = finish_reason::length;
   for (bool stream : {true, false}) {
     BOOST_TEST_CONTEXT("stream " << stream) {
-      completions_encoder enc({"cmpl-1", "m", 7, false});
+      completions_encoder enc(completions_encoder::config{{"cmpl-1", "m", 7, false}});
       const auto first = enc.echo("The cat", prompt, true);
       enc.logprobs(std::span(&gen, 1));
       std::string sse = first;
@@ -100,7 +100,7 @@ BOOST_AUTO_TEST_CASE(completions_echo_puts_the_prompt_and_its_scores_first) {
     }
   }
   // Without logprobs: the text alone, and no logprobs object.
-  completions_encoder plain({"cmpl-2", "m", 7, false});
+  completions_encoder plain(completions_encoder::config{{"cmpl-2", "m", 7, false}});
   BOOST_TEST(payloads(plain.echo("The cat", {}, false))[0]["choices"][0]["logprobs"].is_null());
   plain.apply(out);
   const auto pb = nlohmann::json::parse(plain.body({}));

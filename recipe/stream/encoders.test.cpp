@@ -41,7 +41,7 @@ std::vector<stream_event> answer_with_call() {
 BOOST_AUTO_TEST_SUITE(encoders)
 
 BOOST_AUTO_TEST_CASE(chat_chunks_carry_each_delta_and_end_with_usage_and_done) {
-  chat_encoder enc({"chatcmpl-1", "m", 7, true});
+  chat_encoder enc(chat_encoder::config{{"chatcmpl-1", "m", 7, true}});
   const auto evs = answer_with_call();
   const usage_counts usage{10, 4, 6, 2};
   std::string sse = enc.start(); // sequenced: the encoders are stateful
@@ -118,7 +118,7 @@ BOOST_AUTO_TEST_CASE(chat_logprobs_come_in_openai_shape_streaming_and_not) {
   text[0].type = stream_event::kind::content;
   text[0].text = "A";
   done[0].type = stream_event::kind::finish;
-  chat_encoder enc({"chatcmpl-1", "m", 7, false});
+  chat_encoder enc(chat_encoder::config{{"chatcmpl-1", "m", 7, false}});
   std::string sse = enc.start();
   // Each entry rides on the chunk of the text its token became; a token with no text yet (half
   // of the euro sign: the parser holds it) rides on the next chunk, here the finish.
@@ -141,7 +141,7 @@ BOOST_AUTO_TEST_CASE(chat_logprobs_come_in_openai_shape_streaming_and_not) {
   const auto body = nlohmann::json::parse(enc.body({}));
   BOOST_REQUIRE_EQUAL(body["choices"][0]["logprobs"]["content"].size(), 3u);
   BOOST_TEST(body["choices"][0]["logprobs"]["content"][0] == c[0]);
-  chat_encoder none({"chatcmpl-2", "m", 7, false});
+  chat_encoder none(chat_encoder::config{{"chatcmpl-2", "m", 7, false}});
   none.apply(done);
   BOOST_TEST(nlohmann::json::parse(none.body({}))["choices"][0]["logprobs"].is_null());
 }
@@ -267,7 +267,7 @@ BOOST_AUTO_TEST_CASE(a_stream_cut_short_ends_with_each_apis_error_event) {
   partial[0].text = "Hel";
   const usage_counts usage{10, 0, 1, 0};
   // Chat: an error chunk (the SDKs raise `data.error`), then [DONE]; no finish_reason chunk.
-  chat_encoder chat({"chatcmpl-1", "m", 7, false});
+  chat_encoder chat(chat_encoder::config{{"chatcmpl-1", "m", 7, false}});
   std::string sse = chat.start(); // sequenced: the encoders are stateful
   sse += chat.encode(partial, usage);
   sse += chat.fail("server_error", "deadline_exceeded", "late");
@@ -369,7 +369,11 @@ BOOST_AUTO_TEST_CASE(continuous_usage_puts_the_usage_so_far_on_every_chunk) {
   evs[0].text = "A";
   evs[1].type = stream_event::kind::finish;
   evs[1].reason = finish_reason::stop;
-  chat_encoder::config cc{"chatcmpl-1", "m", 7, true};
+  chat_encoder::config cc;
+  cc.id = "chatcmpl-1";
+  cc.model = "m";
+  cc.created = 7;
+  cc.include_usage = true;
   cc.continuous_usage = true;
   chat_encoder chat(cc);
   completions_encoder::config pc;
@@ -411,7 +415,10 @@ BOOST_AUTO_TEST_CASE(chat_echo_leads_with_the_final_message) {
   ev[0].type = stream_event::kind::content;
   ev[0].text = " world";
   ev[1].type = stream_event::kind::finish;
-  chat_encoder::config cfg{"chatcmpl-1", "m", 7, false};
+  chat_encoder::config cfg;
+  cfg.id = "chatcmpl-1";
+  cfg.model = "m";
+  cfg.created = 7;
   cfg.echo = "Hello,";
   chat_encoder streamed(cfg);
   const auto p = payloads(streamed.start() + streamed.encode(ev, {}));
@@ -422,7 +429,7 @@ BOOST_AUTO_TEST_CASE(chat_echo_leads_with_the_final_message) {
   chat_encoder whole(cfg);
   whole.apply(ev);
   BOOST_TEST(nlohmann::json::parse(whole.body({}))["choices"][0]["message"]["content"] == "Hello, world");
-  chat_encoder plain({"chatcmpl-2", "m", 7, false});
+  chat_encoder plain(chat_encoder::config{{"chatcmpl-2", "m", 7, false}});
   plain.apply(ev);
   BOOST_TEST(nlohmann::json::parse(plain.body({}))["choices"][0]["message"]["content"] == " world");
 }

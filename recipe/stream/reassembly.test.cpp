@@ -61,7 +61,7 @@ BOOST_AUTO_TEST_CASE(official_clients_rebuild_text_reasoning_and_tool_calls) {
   std::filesystem::create_directories(dir);
   usage_counts usage{120, 64, 0, 0};
 
-  chat_encoder chat({"chatcmpl-t", "deepseek-v4.1", 1700000000, true});
+  chat_encoder chat(chat_encoder::config{{"chatcmpl-t", "deepseek-v4.1", 1700000000, true}});
   write(dir / "chat.sse", stream_through(chat, [&] { return chat.start(); }, ids, tok, *table, 3, usage));
   responses_encoder resp({"resp_t", "deepseek-v4.1", 1700000000, nlohmann::ordered_json::object()});
   write(dir / "responses.sse",
