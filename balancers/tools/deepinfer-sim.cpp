@@ -27,6 +27,7 @@
 #include <fstream>
 #include <iostream>
 #include <memory>
+#include <set>
 #include <string>
 
 namespace sim = deepinfer::balancers::sim;
@@ -62,12 +63,24 @@ sim::prefill_policy parse_policy(const std::string& s) {
   throw std::runtime_error("unknown policy " + s);
 }
 
-// Applies the optional JSON config: flat keys named like the config fields.
+// Applies the optional JSON config: flat keys named like the config fields. A key it does not
+// know (a typo would otherwise run the default silently) or a value of the wrong type is an
+// error that names the key.
 void apply(const nlohmann::json& j, sim::sim_config& c, sim::agent_workload::config& a,
            sim::rate_workload::config& rw) {
+  if (!j.is_object())
+    throw std::runtime_error("--config: the file must hold one JSON object of flat keys");
+  std::set<std::string> known;
   auto get = [&](const char* k, auto& field) {
-    if (j.contains(k))
+    known.insert(k);
+    if (!j.contains(k))
+      return;
+    try {
       j.at(k).get_to(field);
+    } catch (const nlohmann::json::exception&) {
+      throw std::runtime_error(std::string{"--config: key '"} + k + "': " + j.at(k).dump() + " is not a " +
+                               (std::is_same_v<std::decay_t<decltype(field)>, bool> ? "boolean" : "number"));
+    }
   };
   get("prefill_instances", c.prefill_instances);
   get("prefill_dp", c.prefill_dp);
@@ -118,6 +131,13 @@ void apply(const nlohmann::json& j, sim::sim_config& c, sim::agent_workload::con
   get("rate_duration_s", rw.duration_s);
   get("rate_scale", rw.rate_scale);
   get("rate_seed", rw.seed);
+  for (auto it = j.begin(); it != j.end(); ++it)
+    if (!known.contains(it.key())) {
+      std::string list;
+      for (const auto& k : known)
+        list += (list.empty() ? "" : ", ") + k;
+      throw std::runtime_error("--config: unknown key '" + it.key() + "' (the keys: " + list + ")");
+    }
 }
 
 nlohmann::json run_once(const options& o, sim::sim_config cfg, const sim::agent_workload::config& acfg,
