@@ -1,6 +1,7 @@
 #include "engine/model/model_config.hpp"
 
 #include <fstream>
+#include <set>
 #include <sstream>
 
 #include <nlohmann/json.hpp>
@@ -158,8 +159,16 @@ config_result config_from_json(const std::string& text) {
       out.error = "config.json: model_type is not ced_moe";
       return out;
     }
+    if (!j.is_object()) {
+      out.error = "config.json: expected one JSON object";
+      return out;
+    }
     model_config c;
+    // Every key is read by name; one that nothing reads (a typo such as "hiden") is an error
+    // below, rather than a model made or loaded with the default it meant to change.
+    std::set<std::string> known{"model_type", "dtype", "vision"}, known_vision;
     auto get = [&](const char* key, auto& field) {
+      known.insert(key);
       if (j.contains(key))
         j.at(key).get_to(field);
     };
@@ -192,6 +201,7 @@ config_result config_from_json(const std::string& text) {
     if (j.contains("vision")) {
       const auto& v = j.at("vision");
       auto vget = [&](const char* key, int32_t& field) {
+        known_vision.insert(key);
         if (v.contains(key))
           v.at(key).get_to(field);
       };
@@ -203,10 +213,25 @@ config_result config_from_json(const std::string& text) {
       vget("heads", c.vision.heads);
       vget("ffn", c.vision.ffn);
       vget("max_grid", c.vision.max_grid);
+      if (!v.is_object()) {
+        out.error = "config.json: 'vision' must be an object";
+        return out;
+      }
+      for (auto it = v.begin(); it != v.end(); ++it)
+        if (!known_vision.contains(it.key())) {
+          out.error = "config.json: unknown key 'vision." + it.key() + "'";
+          return out;
+        }
     }
     get("draft_positions", c.draft_positions);
     get("draft_rank", c.draft_rank);
     get("draft_vocab", c.draft_vocab);
+    for (auto it = j.begin(); it != j.end(); ++it)
+      if (!known.contains(it.key())) {
+        out.error = "config.json: unknown key '" + it.key() + "' (check its spelling against a config "
+                    "deepinfer-mkmodel writes)";
+        return out;
+      }
     std::string dtype = j.value("dtype", std::string{"f32"});
     if (dtype == "f32")
       c.dtype = weight_dtype::f32;

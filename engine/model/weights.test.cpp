@@ -106,6 +106,13 @@ BOOST_AUTO_TEST_CASE(config_json_round_trips_and_rejects_bad_shapes) {
   BOOST_TEST(bad.error.find("multiple of kv_heads") != std::string::npos, bad.error);
   BOOST_TEST(!config_from_json(R"({"dtype": "f8"})").config);
   BOOST_TEST(!config_from_json("{not json").config);
+  // A misspelled key is named, never taken as the default it meant to change.
+  auto typo = config_from_json(R"({"hiden": 64})");
+  BOOST_TEST(!typo.config);
+  BOOST_TEST(typo.error.find("unknown key 'hiden'") != std::string::npos, typo.error);
+  auto vtypo = config_from_json(R"({"vision": {"layers": 1, "pach": 8}})");
+  BOOST_TEST(!vtypo.config);
+  BOOST_TEST(vtypo.error.find("unknown key 'vision.pach'") != std::string::npos, vtypo.error);
 }
 
 BOOST_AUTO_TEST_CASE(every_named_preset_is_valid_and_round_trips) {
