@@ -3,6 +3,8 @@
 #include "balancers/sim/simulator.hpp"
 #include "balancers/sim/trace_workload.hpp"
 
+#include <filesystem>
+#include <fstream>
 #include <boost/test/unit_test.hpp>
 
 #include <deque>
@@ -67,11 +69,60 @@ BOOST_AUTO_TEST_CASE(mooncake_rows_parse_and_share_chain_ids_by_512_block) {
   BOOST_TEST(c[4] != d[4]);
 }
 
-BOOST_AUTO_TEST_CASE(azure_rows_parse_time_of_day_and_counts) {
+BOOST_AUTO_TEST_CASE(azure_rows_parse_date_time_and_counts) {
   const auto r = trace_workload::parse_azure("2023-11-16 18:17:03.9799600,4808,10");
   BOOST_TEST(r.t == 18 * 3600 + 17 * 60 + 3.97996, boost::test_tools::tolerance(1e-9));
   BOOST_TEST(r.input_len == 4808);
   BOOST_TEST(r.output_len == 10);
+  // The date counts: across midnight and a month's end (the 2024 traces span a week), a leap day.
+  auto at = [](const char* line) {
+    const auto x = trace_workload::parse_azure(line);
+    return static_cast<double>(x.day) * 86400.0 + x.t;
+  };
+  BOOST_TEST(at("2023-12-01 00:00:01.5,1,1") - at("2023-11-30 23:59:59.5,1,1") == 2.0, boost::test_tools::tolerance(1e-9));
+  BOOST_TEST(at("2024-03-01 00:00:00,1,1") - at("2024-02-28 00:00:00,1,1") == 2 * 86400.0, boost::test_tools::tolerance(1e-9));
+  BOOST_TEST(trace_workload::parse_azure("1970-01-02 00:00:00,1,1").day == 1);
+}
+
+// A bad row names its file and line and says what a row looks like; a row without ids is
+// allowed (every block unique); a trace out of time order replays in time order.
+BOOST_AUTO_TEST_CASE(bad_trace_rows_are_named_and_rows_replay_in_time_order) {
+  auto expect_error = [](const std::string& name, const std::string& text, const std::string& want) {
+    const auto path = (std::filesystem::temp_directory_path() / name).string();
+    std::ofstream(path) << text;
+    try {
+      trace_workload w({.path = path});
+      BOOST_ERROR(name << ": no error");
+    } catch (const std::runtime_error& e) {
+      BOOST_TEST(std::string{e.what()}.find(want) != std::string::npos, e.what());
+    }
+    std::filesystem::remove(path);
+  };
+  const std::string good = R"({"timestamp": 0, "input_length": 600, "output_length": 5, "hash_ids": [1, 2]})" "\n";
+  expect_error("deepinfer-bt1.jsonl", good + R"({"timestamp": 9, "input_length": -5, "output_length": 5})" "\n",
+               "line 2: input length -5");
+  expect_error("deepinfer-bt2.jsonl", good + "not json\n", "line 2:");
+  expect_error("deepinfer-bt3.jsonl", R"({"timestamp": 0, "output_length": 5})" "\n", "line 1: expected {\"timestamp\"");
+  expect_error("deepinfer-bt4.csv", "TIMESTAMP,ContextTokens,GeneratedTokens\n2023-11-16 18:15:46.68,374,44\nbad,row\n",
+               "line 3: expected `YYYY-MM-DD");
+  expect_error("deepinfer-bt5.csv", "TIMESTAMP,ContextTokens,GeneratedTokens\n2023-11-16 18:15:46.68,37x,44\n", "line 2");
+  const auto path = (std::filesystem::temp_directory_path() / "deepinfer-bt6.jsonl").string();
+  std::ofstream(path) << R"({"timestamp": 5000, "input_length": 300, "output_length": 2})" "\n"
+                      << R"({"timestamp": 1000, "input_length": 700, "output_length": 3})" "\n";
+  trace_workload w({.path = path});
+  std::filesystem::remove(path);
+  const auto first = w.next().value(), second = w.next().value();
+  BOOST_TEST(first.arrival == 0.0);
+  BOOST_TEST(first.input_len == 700);
+  BOOST_TEST(second.arrival == 4.0);
+  BOOST_TEST(second.chain.size() == 2u); // no ids: its own blocks
+  // An Azure trace across midnight: two seconds apart, not a day back.
+  const auto csv = (std::filesystem::temp_directory_path() / "deepinfer-bt7.csv").string();
+  std::ofstream(csv) << "TIMESTAMP,ContextTokens,GeneratedTokens\n2023-11-16 23:59:59.5,300,1\n2023-11-17 00:00:01.5,300,1\n";
+  trace_workload night({.path = csv});
+  std::filesystem::remove(csv);
+  BOOST_TEST(night.next().value().arrival == 0.0);
+  BOOST_TEST(night.next().value().arrival == 2.0, boost::test_tools::tolerance(1e-9));
 }
 
 BOOST_AUTO_TEST_CASE(agent_turns_extend_the_previous_prompt_and_output) {

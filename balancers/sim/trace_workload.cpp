@@ -2,34 +2,86 @@
 
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
 #include <fstream>
 #include <sstream>
 #include <stdexcept>
 
 namespace deepinfer::balancers::sim {
 
+namespace {
+
+/// Days from 1970-01-01 to the civil date y-m-d (proleptic Gregorian; H. Hinnant's algorithm).
+int64_t days_from_civil(int64_t y, int64_t m, int64_t d) {
+  y -= m <= 2;
+  const int64_t era = (y >= 0 ? y : y - 399) / 400;
+  const int64_t yoe = y - era * 400;
+  const int64_t doy = (153 * (m + (m > 2 ? -3 : 9)) + 2) / 5 + d - 1;
+  const int64_t doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+  return era * 146097 + doe - 719468;
+}
+
+void check_lengths(const trace_workload::row& r) {
+  if (r.input_len < 1)
+    throw std::runtime_error("input length " + std::to_string(r.input_len) + " (at least 1 token)");
+  if (r.output_len < 0)
+    throw std::runtime_error("output length " + std::to_string(r.output_len) + " (at least 0 tokens)");
+  if (!std::isfinite(r.t))
+    throw std::runtime_error("a timestamp that is not a finite number");
+}
+
+} // namespace
+
 trace_workload::row trace_workload::parse_mooncake(const std::string& line) {
   const auto j = nlohmann::json::parse(line);
+  if (!j.is_object())
+    throw std::runtime_error("expected one JSON object per line");
   row r;
-  r.t = j.at("timestamp").get<double>() / 1000.0;
-  r.input_len = j.at("input_length").get<int64_t>();
-  r.output_len = j.at("output_length").get<int64_t>();
-  r.hash_ids = j.at("hash_ids").get<std::vector<uint32_t>>();
+  try {
+    r.t = j.at("timestamp").get<double>() / 1000.0;
+    r.input_len = j.at("input_length").get<int64_t>();
+    r.output_len = j.at("output_length").get<int64_t>();
+    // Without ids every block is unique to its request, as in a trace of lengths only.
+    if (j.contains("hash_ids"))
+      r.hash_ids = j.at("hash_ids").get<std::vector<uint32_t>>();
+  } catch (const nlohmann::json::exception& e) {
+    throw std::runtime_error(std::string{"expected {\"timestamp\": ms, \"input_length\": N, \"output_length\": N, "
+                                         "\"hash_ids\": [...]}: "} + e.what());
+  }
+  check_lengths(r);
   return r;
 }
 
 trace_workload::row trace_workload::parse_azure(const std::string& line) {
-  // `2023-11-16 18:17:03.9799600,4808,10`: seconds since midnight, then the two counts.
+  // `2023-11-16 18:17:03.9799600,4808,10`: the arrival (date and time of day), then the
+  // context and generated token counts. The date counts: the 2024 traces span a week.
   row r;
   const auto c1 = line.find(',');
   const auto c2 = line.find(',', c1 + 1);
-  if (c1 == std::string::npos || c2 == std::string::npos || c1 < 8)
-    throw std::runtime_error("bad azure row: " + line);
-  const auto sp = line.find(' ');
-  const std::string hms = line.substr(sp + 1, c1 - sp - 1);
-  r.t = std::stod(hms.substr(0, 2)) * 3600.0 + std::stod(hms.substr(3, 2)) * 60.0 + std::stod(hms.substr(6));
-  r.input_len = std::stoll(line.substr(c1 + 1, c2 - c1 - 1));
-  r.output_len = std::stoll(line.substr(c2 + 1));
+  int y = 0, mo = 0, d = 0, h = 0, mi = 0;
+  double sec = 0;
+  char tail = 0;
+  if (c1 == std::string::npos || c2 == std::string::npos ||
+      std::sscanf(line.substr(0, c1).c_str(), "%d-%d-%d %d:%d:%lf%c", &y, &mo, &d, &h, &mi, &sec, &tail) != 6 ||
+      mo < 1 || mo > 12 || d < 1 || d > 31 || h < 0 || h > 23 || mi < 0 || mi > 59 || !(sec >= 0 && sec < 61))
+    throw std::runtime_error("expected `YYYY-MM-DD HH:MM:SS.fff,context tokens,generated tokens`");
+  r.day = days_from_civil(y, mo, d);
+  r.t = h * 3600.0 + mi * 60.0 + sec;
+  try {
+    std::size_t used = 0;
+    const auto in = line.substr(c1 + 1, c2 - c1 - 1), out = line.substr(c2 + 1);
+    r.input_len = std::stoll(in, &used);
+    if (used != in.size())
+      throw std::invalid_argument(in);
+    r.output_len = std::stoll(out, &used);
+    if (used != out.size() && out.find_first_not_of(" \r", used) != std::string::npos)
+      throw std::invalid_argument(out);
+  } catch (const std::logic_error&) {
+    throw std::runtime_error("expected `YYYY-MM-DD HH:MM:SS.fff,context tokens,generated tokens`");
+  }
+  check_lengths(r);
   return r;
 }
 
@@ -55,18 +107,31 @@ trace_workload::trace_workload(const config& cfg) : cfg_(cfg) {
   std::string line;
   if (csv)
     std::getline(in, line); // header
+  int64_t line_no = csv ? 1 : 0;
   while (std::getline(in, line)) {
-    if (line.empty())
+    ++line_no;
+    if (line.empty() || line == "\r")
       continue;
-    rows_.push_back(csv ? parse_azure(line) : parse_mooncake(line));
+    try {
+      rows_.push_back(csv ? parse_azure(line) : parse_mooncake(line));
+    } catch (const std::exception& e) {
+      throw std::runtime_error("trace " + cfg.path + " line " + std::to_string(line_no) + ": " + e.what());
+    }
     if (cfg.max_requests > 0 && static_cast<int64_t>(rows_.size()) >= cfg.max_requests)
       break;
   }
   if (rows_.empty())
     throw std::runtime_error("empty trace " + cfg.path);
+  // Arrivals in time order (a trace written out of order replays as it happened); the first
+  // is time 0.
+  std::stable_sort(rows_.begin(), rows_.end(),
+                   [](const row& a, const row& b) { return a.day != b.day ? a.day < b.day : a.t < b.t; });
+  const int64_t day0 = rows_.front().day;
   const double t0 = rows_.front().t;
-  for (auto& r : rows_)
-    r.t = (r.t - t0) / cfg.time_scale;
+  for (auto& r : rows_) {
+    r.t = (static_cast<double>(r.day - day0) * 86400.0 + (r.t - t0)) / cfg.time_scale;
+    r.day = 0;
+  }
 }
 
 std::optional<sim_request> trace_workload::next() {

@@ -20,7 +20,8 @@ public:
 
   /// One parsed trace row.
   struct row {
-    double t = 0.0; ///< seconds from the first row
+    double t = 0.0; ///< seconds from the first arrival (once loaded; parse_*: the file's clock)
+    int64_t day = 0; ///< parse_azure: days since 1970-01-01 (`t` is then the time of day); else 0
     int64_t input_len = 0;
     int64_t output_len = 0;
     std::vector<uint32_t> hash_ids; ///< 512-token prefix-chained ids; empty for Azure
@@ -30,9 +31,11 @@ public:
   /// on unreadable input: this is the simulator's parse edge.
   explicit trace_workload(const config& cfg);
 
-  /// Parses one Mooncake JSONL line (exposed for tests).
+  /// Parses one Mooncake JSONL line (exposed for tests); `hash_ids` may be absent (every block
+  /// unique). Throws std::runtime_error saying what is wrong.
   static row parse_mooncake(const std::string& line);
-  /// Parses one Azure CSV data line; `t0` is the first timestamp in seconds since midnight, or < 0.
+  /// Parses one Azure CSV data line: `day` and `t` (its time of day), so a trace that spans
+  /// midnight or days (the 2024 traces: a week) stays in order. Throws std::runtime_error.
   static row parse_azure(const std::string& line);
 
   /// Chain ids of the 128-token blocks of a Mooncake row: 512-block id h gives (h, 0..3).
