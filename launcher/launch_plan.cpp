@@ -1,5 +1,7 @@
 #include "launcher/launch_plan.hpp"
 
+#include "engine/model/model_config.hpp"
+
 #include <algorithm>
 #include <filesystem>
 #include <sstream>
@@ -89,11 +91,11 @@ namespace {
 /// Whether the model is there for this machine's nodes (remote nodes read their own disks): a
 /// serving node without it exits with status 78 at start.
 std::string model_here(const std::string& path) {
-  if (path.empty() || path == "tiny")
-    return " [the seeded tiny model, made in the cache on first run]";
   std::error_code ec;
-  if (std::filesystem::is_regular_file(std::filesystem::path{path} / "config.json", ec))
+  if (!path.empty() && std::filesystem::is_regular_file(std::filesystem::path{path} / "config.json", ec))
     return "";
+  if (path.empty() || engine::model_config::preset(path))
+    return " [the seeded " + (path.empty() ? std::string{"tiny"} : path) + " preset, made in the cache on first run]";
   return " [NOT FOUND here: no config.json; serving nodes on this machine would exit with status 78]";
 }
 

@@ -9,14 +9,19 @@
 
 namespace deepinfer::launcher {
 
-model_cache_result ensure_tiny_model(const std::string& cache_dir, uint64_t seed) {
+model_cache_result ensure_preset_model(const std::string& cache_dir, const std::string& name, uint64_t seed) {
   namespace fs = std::filesystem;
   model_cache_result out;
-  // The tiny model with a vision encoder (issue 21) lives apart from the text-only one: builds
-  // without the encoder share the cache directory, and the vision tensors change the
-  // fingerprint they would check the text-only weights against.
-  const auto preset = engine::model_config::tiny();
-  fs::path dir = fs::path{cache_dir} / "models" / (preset.vision.enabled() ? "tiny-vision" : "tiny");
+  const auto found = engine::model_config::preset(name);
+  if (!found) {
+    out.error = "no model preset named '" + name + "' (tiny, small, bench_v4)";
+    return out;
+  }
+  const auto& preset = *found;
+  // A model with a vision encoder (tiny, issue 21) lives apart from a text-only one of the same
+  // name: builds without the encoder share the cache directory, and the vision tensors change
+  // the fingerprint they would check the text-only weights against.
+  fs::path dir = fs::path{cache_dir} / "models" / (preset.vision.enabled() ? name + "-vision" : name);
   out.dir = dir.string();
   std::error_code ec;
   if (fs::exists(dir / "config.json", ec) && fs::exists(dir / "model.safetensors", ec)) {
@@ -26,17 +31,17 @@ model_cache_result ensure_tiny_model(const std::string& cache_dir, uint64_t seed
     if (cfg.config && cfg.config->made_for_kv_layout == preset.kv_layout() &&
         cfg.config->vision.enabled() == preset.vision.enabled())
       return out;
-    log().info("the tiny model in {} was made for another KV layout; making it again", out.dir);
-    auto stale = dir.parent_path() / (".tiny.stale." + std::to_string(::getpid()));
+    log().info("the {} model in {} was made for another KV layout; making it again", name, out.dir);
+    auto stale = dir.parent_path() / ("." + name + ".stale." + std::to_string(::getpid()));
     fs::rename(dir, stale, ec);
     fs::remove_all(stale, ec);
   }
   fs::create_directories(dir.parent_path(), ec);
-  auto tmp = dir.parent_path() / (".tiny.tmp." + std::to_string(::getpid()));
+  auto tmp = dir.parent_path() / ("." + name + ".tmp." + std::to_string(::getpid()));
   fs::remove_all(tmp, ec);
-  log().info("writing the tiny model (seed {}) to {} (first run only)", seed, out.dir);
-  if (auto err = engine::random_model::write(engine::model_config::tiny(), seed, tmp.string()); !err.empty()) {
-    out.error = "cannot write the tiny model: " + err;
+  log().info("writing the {} model (seed {}) to {} (first run only)", name, seed, out.dir);
+  if (auto err = engine::random_model::write(preset, seed, tmp.string()); !err.empty()) {
+    out.error = "cannot write the " + name + " model: " + err;
     return out;
   }
   fs::rename(tmp, dir, ec);
@@ -44,7 +49,7 @@ model_cache_result ensure_tiny_model(const std::string& cache_dir, uint64_t seed
     // Another process won the race: use its copy.
     fs::remove_all(tmp, ec);
     if (!fs::exists(dir / "model.safetensors"))
-      out.error = "cannot place the tiny model at " + out.dir;
+      out.error = "cannot place the " + name + " model at " + out.dir;
   }
   return out;
 }

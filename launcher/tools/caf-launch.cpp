@@ -18,6 +18,7 @@
 #include "launcher/log.hpp"
 #include "launcher/logging.hpp"
 #include "launcher/manifest.hpp"
+#include "engine/model/model_config.hpp"
 #include "launcher/model_cache.hpp"
 #include "launcher/process_supervisor.hpp"
 #include "launcher/serving_flags.hpp"
@@ -139,8 +140,13 @@ std::optional<int> finish_serving_config(const options& o, actors::serving_confi
     }
     log().info("backend: cuda ({})", probe.value->name());
   }
-  if (sc.model_dir.empty() || sc.model_dir == "tiny") {
-    auto made = ensure_tiny_model(cache_dir());
+  // A preset's name (tiny, small, bench_v4) is its seeded model, made in the cache on first run,
+  // unless a model directory of that name is here.
+  std::error_code here_ec;
+  if (sc.model_dir.empty() ||
+      (engine::model_config::preset(sc.model_dir) &&
+       !std::filesystem::is_regular_file(std::filesystem::path{sc.model_dir} / "config.json", here_ec))) {
+    auto made = ensure_preset_model(cache_dir(), sc.model_dir.empty() ? "tiny" : sc.model_dir);
     if (!made.error.empty()) {
       std::cerr << "caf-launch: " << made.error << "\n";
       return 1;
@@ -149,7 +155,7 @@ std::optional<int> finish_serving_config(const options& o, actors::serving_confi
   } else if (std::error_code ec; !std::filesystem::is_regular_file(std::filesystem::path{sc.model_dir} / "config.json", ec)) {
     std::cerr << "caf-launch: model '" << sc.model_dir << "': no config.json there on this machine; point the "
               << "manifest's `model` (or --model) at a model directory (deepinfer-mkmodel --config tiny|small|bench_v4 "
-              << "--out DIR writes one), or use \"tiny\"\n";
+              << "--out DIR writes one), or name a preset: \"tiny\", \"small\", \"bench_v4\"\n";
     return config_error_status;
   }
   sc.tokenizer_path =
@@ -201,8 +207,9 @@ int main(int argc, char** argv) {
                                                    "(must be the same on every node)");
   app.add_option("--connection-timeout-ms", o.connection_timeout_ms,
                  "CAF middleman connection timeout in ms (must be the same on every node)");
-  app.add_option("--model", o.model_dir, "Model directory of the embedded default "
-                                         "(default: the tiny model, made on first run in the cache)");
+  app.add_option("--model", o.model_dir, "Model directory of the embedded default, or a preset's name "
+                                         "(tiny, small, bench_v4: its seeded model, made on first run in the "
+                                         "cache; default tiny)");
   app.add_option("--kv-root", o.kv_root, "KV block store root (default: $DEEPINFER_CACHE/kv for the "
                                        "embedded default, the manifest's [kv] root for a node)");
   app.add_option("--decoder-mode", o.decoder_mode,
