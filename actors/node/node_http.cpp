@@ -137,12 +137,18 @@ std::optional<std::string> node_http::start() {
   // One shape for both SDKs: OpenAI's Model {id, object, created, owned_by} and Anthropic's
   // ModelInfo {id, type, display_name, created_at}; the list is OpenAI's {object, data} and
   // Anthropic's page {data, first_id, last_id, has_more}. Each SDK reads its own fields.
+  // vLLM adds `root` and `max_model_len`, which clients built for it (LiteLLM, Open WebUI) read
+  // for the context window.
   const auto served_since = std::chrono::system_clock::now();
-  auto model_json = [served_since](const std::string& id) {
-    return nlohmann::json{{"id", id}, {"object", "model"},
-                          {"created", std::chrono::duration_cast<std::chrono::seconds>(served_since.time_since_epoch()).count()},
-                          {"owned_by", "deepinfer"}, {"type", "model"}, {"display_name", id},
-                          {"created_at", fmt::format("{:%Y-%m-%dT%H:%M:%SZ}", std::chrono::floor<std::chrono::seconds>(served_since))}};
+  auto model_json = [served_since, max_len = d.cfg.max_model_len](const std::string& id) {
+    auto j = nlohmann::json{{"id", id}, {"object", "model"},
+                            {"created", std::chrono::duration_cast<std::chrono::seconds>(served_since.time_since_epoch()).count()},
+                            {"owned_by", "deepinfer"}, {"type", "model"}, {"display_name", id},
+                            {"created_at", fmt::format("{:%Y-%m-%dT%H:%M:%SZ}", std::chrono::floor<std::chrono::seconds>(served_since))},
+                            {"root", id}};
+    if (max_len > 0)
+      j["max_model_len"] = max_len;
+    return j;
   };
   routes.add("GET", "/v1/models", [models = d.cfg.models, keyed, model_json](http::http_request req, std::shared_ptr<http::response_writer> w) {
     if (!keyed(req, *w))

@@ -336,6 +336,8 @@ std::optional<std::string> node_runtime::start() {
       add_admin_routes(r, sys, snap, keys);
     };
   if (cfg.http) {
+    if (cfg.serving && cfg.http->max_model_len == 0)
+      cfg.http->max_model_len = cfg.serving->context_limit;
     d.http = std::make_unique<node_http>(*cfg.http, d.snap, std::move(extra_routes), metrics, d.keys);
     if (auto err = d.http->start())
       return "cannot serve HTTP on " + cfg.http->host + ":" + std::to_string(cfg.http->port) + ": "

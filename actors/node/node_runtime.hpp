@@ -51,6 +51,9 @@ struct http_endpoint {
   std::vector<std::string> cors_origins;
   /// Model ids listed by /v1/models.
   std::vector<std::string> models;
+  /// Prompt + max_tokens limit /v1/models reports as vLLM's `max_model_len` (0: not reported;
+  /// a serving node sets it from its serving config's `context_limit`).
+  int64_t max_model_len = 0;
   /// Operator endpoints (`POST /admin/fail-rank`, `GET /admin/instances`); off by default.
   bool admin = false;
   /// More API keys, one per line, read at start and again on `node_runtime::reload_api_keys`

@@ -205,6 +205,13 @@ try {
     assert.deepEqual(o.map((m) => m.id), [MODEL]);
     assert.equal(o[0].object, 'model');
     assert.ok(o[0].created > 1.7e9, `created ${o[0].created}`);
+    // vLLM's fields, which clients built for it read as the context window: the limit the
+    // server enforces (a prompt plus max_tokens of exactly it is one token over).
+    assert.equal(o[0].root, MODEL);
+    assert.ok(Number.isInteger(o[0].max_model_len) && o[0].max_model_len > 1000, `max_model_len ${o[0].max_model_len}`);
+    await assert.rejects(openai.chat.completions.create({ model: MODEL, max_tokens: o[0].max_model_len,
+                                                          messages: [{ role: 'user', content: 'hi' }] }),
+                         (e) => e.status === 400 && /context|limit/i.test(e.message));
     const page = await anthropic.models.list();
     assert.equal(page.data[0].type, 'model');
     assert.equal(page.data[0].id, MODEL);
