@@ -18,9 +18,4 @@ struct model_cache_result {
 /// unknown name is an error.
 model_cache_result ensure_preset_model(const std::string& cache_dir, const std::string& name, uint64_t seed = 1);
 
-/// `ensure_preset_model(cache_dir, "tiny", seed)`.
-inline model_cache_result ensure_tiny_model(const std::string& cache_dir, uint64_t seed = 1) {
-  return ensure_preset_model(cache_dir, "tiny", seed);
-}
-
 } // namespace deepinfer::launcher
