@@ -10,27 +10,16 @@
 #include "engine/cost_model_file.hpp"
 #include "engine/testing/engine_fixture.hpp"
 #include "recipe/base/checkout_paths.hpp"
+#include "recipe/base/run_command.test.hpp"
 
 using namespace deepinfer::engine;
 using namespace deepinfer::engine::testing;
 
 namespace {
 
-struct run_result {
-  int status = -1;
-  std::string out;
-};
-
-run_result run(const std::string& cmd) {
-  run_result r;
-  FILE* p = ::popen((cmd + " 2>/dev/null").c_str(), "r");
-  if (p == nullptr)
-    return r;
-  char buf[4096];
-  for (std::size_t n; (n = std::fread(buf, 1, sizeof buf, p)) > 0;)
-    r.out.append(buf, n);
-  r.status = ::pclose(p);
-  return r;
+/// The tools' output without their log lines (stderr).
+deepinfer::testing::command_result run(const std::string& cmd) {
+  return deepinfer::testing::run_command(cmd);
 }
 
 std::string tool(const std::string& name) {

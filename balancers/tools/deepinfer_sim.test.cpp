@@ -1,36 +1,21 @@
 // deepinfer-sim as a user runs it: a real process on a trace file and a config file.
-#include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <string>
 
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <boost/test/unit_test.hpp>
 #include <nlohmann/json.hpp>
 
 #include "recipe/base/checkout_paths.hpp"
+#include "recipe/base/run_command.test.hpp"
 
 namespace {
 
-struct run_result {
-  int status = -1;
-  std::string out;
-};
-
-/// Runs `cmd` with stderr folded into the output.
-run_result run(const std::string& cmd) {
-  run_result r;
-  FILE* p = ::popen((cmd + " 2>&1").c_str(), "r");
-  if (p == nullptr)
-    return r;
-  char buf[4096];
-  for (std::size_t n; (n = std::fread(buf, 1, sizeof buf, p)) > 0;)
-    r.out.append(buf, n);
-  const int status = ::pclose(p);
-  r.status = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  return r;
+/// The simulator's output with its errors (stderr).
+deepinfer::testing::command_result run(const std::string& cmd) {
+  return deepinfer::testing::run_command(cmd, true);
 }
 
 const std::string sim = std::string{deepinfer::checkout::binary_dir()} + "/balancers/deepinfer-sim";
