@@ -1,9 +1,8 @@
 #include "launcher/launch_plan.hpp"
 
-#include "engine/model/model_config.hpp"
+#include "launcher/model_cache.hpp"
 
 #include <algorithm>
-#include <filesystem>
 #include <sstream>
 #include <string>
 
@@ -91,11 +90,14 @@ namespace {
 /// Whether the model is there for this machine's nodes (remote nodes read their own disks): a
 /// serving node without it exits with status 78 at start.
 std::string model_here(const std::string& path) {
-  std::error_code ec;
-  if (!path.empty() && std::filesystem::is_regular_file(std::filesystem::path{path} / "config.json", ec))
-    return "";
-  if (path.empty() || engine::model_config::preset(path))
-    return " [the seeded " + (path.empty() ? std::string{"tiny"} : path) + " preset, made in the cache on first run]";
+  switch (locate_model(path)) {
+    case model_source::directory:
+      return "";
+    case model_source::preset:
+      return " [the seeded " + preset_name(path) + " preset, made in the cache on first run]";
+    case model_source::missing:
+      break;
+  }
   return " [NOT FOUND here: no config.json; serving nodes on this machine would exit with status 78]";
 }
 

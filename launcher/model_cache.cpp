@@ -9,6 +9,15 @@
 
 namespace deepinfer::launcher {
 
+model_source locate_model(const std::string& model) {
+  std::error_code ec;
+  if (!model.empty() && std::filesystem::is_regular_file(std::filesystem::path{model} / "config.json", ec))
+    return model_source::directory;
+  if (model.empty() || engine::model_config::preset(model))
+    return model_source::preset;
+  return model_source::missing;
+}
+
 model_cache_result ensure_preset_model(const std::string& cache_dir, const std::string& name, uint64_t seed) {
   namespace fs = std::filesystem;
   model_cache_result out;

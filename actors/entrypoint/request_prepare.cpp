@@ -1,6 +1,7 @@
 #include "actors/entrypoint/request_prepare.hpp"
 
 #include "actors/entrypoint/serving_context.hpp"
+#include "recipe/base/assert.hpp"
 #include "recipe/protocol/api_ids.hpp"
 #include "recipe/protocol/parse_request.hpp"
 #include "recipe/render/renderer.hpp"
@@ -89,9 +90,7 @@ expected<std::vector<prompt_image>, recipe::api_error> decode_images(const entry
                       "-pixel limit (send a less elongated image)");
       auto pixels = recipe::stretch_to_min_side(std::move(**img), cell);
       const auto tokens = ctx.vision.tokens_for(pixels.width, pixels.height);
-      if (tokens <= 0)
-        return refuse("the image is " + std::to_string(pixels.width) + "x" + std::to_string(pixels.height) +
-                      " pixels; it must be at least " + std::to_string(cell) + " pixels on each side");
+      DEEPINFER_ASSERT(tokens > 0, "an image stretched to one cell per side has a placeholder");
       part.image_tokens = tokens;
       prompt_image pi;
       pi.width = pixels.width;

@@ -18,7 +18,6 @@
 #include "launcher/log.hpp"
 #include "launcher/logging.hpp"
 #include "launcher/manifest.hpp"
-#include "engine/model/model_config.hpp"
 #include "launcher/model_cache.hpp"
 #include "launcher/process_supervisor.hpp"
 #include "launcher/serving_flags.hpp"
@@ -142,21 +141,23 @@ std::optional<int> finish_serving_config(const options& o, actors::serving_confi
   }
   // A preset's name (tiny, small, bench_v4) is its seeded model, made in the cache on first run,
   // unless a model directory of that name is here.
-  std::error_code here_ec;
-  if (sc.model_dir.empty() ||
-      (engine::model_config::preset(sc.model_dir) &&
-       !std::filesystem::is_regular_file(std::filesystem::path{sc.model_dir} / "config.json", here_ec))) {
-    auto made = ensure_preset_model(cache_dir(), sc.model_dir.empty() ? "tiny" : sc.model_dir);
-    if (!made.error.empty()) {
-      std::cerr << "caf-launch: " << made.error << "\n";
-      return 1;
+  switch (locate_model(sc.model_dir)) {
+    case model_source::directory:
+      break;
+    case model_source::preset: {
+      auto made = ensure_preset_model(cache_dir(), preset_name(sc.model_dir));
+      if (!made.error.empty()) {
+        std::cerr << "caf-launch: " << made.error << "\n";
+        return 1;
+      }
+      sc.model_dir = made.dir;
+      break;
     }
-    sc.model_dir = made.dir;
-  } else if (std::error_code ec; !std::filesystem::is_regular_file(std::filesystem::path{sc.model_dir} / "config.json", ec)) {
-    std::cerr << "caf-launch: model '" << sc.model_dir << "': no config.json there on this machine; point the "
-              << "manifest's `model` (or --model) at a model directory (deepinfer-mkmodel --config tiny|small|bench_v4 "
-              << "--out DIR writes one), or name a preset: \"tiny\", \"small\", \"bench_v4\"\n";
-    return config_error_status;
+    case model_source::missing:
+      std::cerr << "caf-launch: model '" << sc.model_dir << "': no config.json there on this machine; point the "
+                << "manifest's `model` (or --model) at a model directory (deepinfer-mkmodel --config tiny|small|bench_v4 "
+                << "--out DIR writes one), or name a preset: \"tiny\", \"small\", \"bench_v4\"\n";
+      return config_error_status;
   }
   sc.tokenizer_path =
     cache_dir() + "/tokenizer/tokenizer_" + (sc.template_version == "dsv32" ? "v32" : "v41") + ".json";
