@@ -155,12 +155,12 @@ config_result config_from_json(const std::string& text) {
   config_result out;
   try {
     auto j = nlohmann::json::parse(text);
-    if (j.value("model_type", std::string{"ced_moe"}) != "ced_moe") {
-      out.error = "config.json: model_type is not ced_moe";
-      return out;
-    }
     if (!j.is_object()) {
       out.error = "config.json: expected one JSON object";
+      return out;
+    }
+    if (j.value("model_type", std::string{"ced_moe"}) != "ced_moe") {
+      out.error = "config.json: model_type is not ced_moe";
       return out;
     }
     model_config c;
@@ -200,6 +200,10 @@ config_result config_from_json(const std::string& text) {
     // A config without a `vision` object describes a text-only model, whatever tiny has.
     if (j.contains("vision")) {
       const auto& v = j.at("vision");
+      if (!v.is_object()) {
+        out.error = "config.json: 'vision' must be an object";
+        return out;
+      }
       auto vget = [&](const char* key, int32_t& field) {
         known_vision.insert(key);
         if (v.contains(key))
@@ -213,10 +217,6 @@ config_result config_from_json(const std::string& text) {
       vget("heads", c.vision.heads);
       vget("ffn", c.vision.ffn);
       vget("max_grid", c.vision.max_grid);
-      if (!v.is_object()) {
-        out.error = "config.json: 'vision' must be an object";
-        return out;
-      }
       for (auto it = v.begin(); it != v.end(); ++it)
         if (!known_vision.contains(it.key())) {
           out.error = "config.json: unknown key 'vision." + it.key() + "'";

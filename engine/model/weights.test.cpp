@@ -113,6 +113,8 @@ BOOST_AUTO_TEST_CASE(config_json_round_trips_and_rejects_bad_shapes) {
   auto vtypo = config_from_json(R"({"vision": {"layers": 1, "pach": 8}})");
   BOOST_TEST(!vtypo.config);
   BOOST_TEST(vtypo.error.find("unknown key 'vision.pach'") != std::string::npos, vtypo.error);
+  BOOST_TEST(config_from_json("[1]").error.find("expected one JSON object") != std::string::npos);
+  BOOST_TEST(config_from_json(R"({"vision": 3})").error.find("'vision' must be an object") != std::string::npos);
 }
 
 BOOST_AUTO_TEST_CASE(every_named_preset_is_valid_and_round_trips) {
