@@ -83,7 +83,7 @@ expected<std::vector<prompt_image>, recipe::api_error> decode_images(const entry
       // the pixel limit, rather than refused.
       const int64_t decoded_w = (*img)->width, decoded_h = (*img)->height;
       const int32_t cell = ctx.vision.cell();
-      if (int64_t{std::max<int64_t>(decoded_w, cell)} * std::max<int64_t>(decoded_h, cell) > lim.max_pixels)
+      if (std::max<int64_t>(decoded_w, cell) * std::max<int64_t>(decoded_h, cell) > lim.max_pixels)
         return refuse("the image is " + std::to_string(decoded_w) + "x" + std::to_string(decoded_h) +
                       " pixels; with each side stretched to at least " + std::to_string(cell) +
                       " pixels it is over the " + std::to_string(lim.max_pixels) +
