@@ -51,7 +51,8 @@ int prefill_balancer::live_engines() const {
   return static_cast<int>(std::count_if(ranks_.begin(), ranks_.end(), [](int r) { return r > 0; }));
 }
 
-std::optional<prefill_balancer::priced> prefill_balancer::best_engine(const job& j, int bucket, bool stealing) const {
+std::optional<prefill_balancer::priced> prefill_balancer::best_engine(const job& j, int bucket, bool stealing,
+                                                                      bool reserve) const {
   std::optional<priced> best;
   double best_left = 0.0;
   for (int e = 0; e < engines(); ++e) {
@@ -71,7 +72,9 @@ std::optional<prefill_balancer::priced> prefill_balancer::best_engine(const job&
     const double left = cfg_.quota_per_rank_s * ranks_of(e) - load;
     const double cost = price(j, e);
     const double after = left - cost;
-    const bool takes = cfg_.whole_job_fits ? after >= 0.0 || load <= 1e-9 : left > 0.0;
+    const bool takes = !cfg_.whole_job_fits ? left > 0.0
+                       : reserve        ? cost <= cfg_.short_reserve_s && after >= -cfg_.short_reserve_s
+                                        : after >= 0.0 || load <= 1e-9;
     if (takes && (!best || after > best_left)) {
       best = priced{e, cost};
       best_left = after;
@@ -87,9 +90,13 @@ int prefill_balancer::lowest_rank(int engine) const {
 
 std::vector<prefill_balancer::assignment> prefill_balancer::dispatch() {
   std::vector<assignment> out;
-  for (const bool stealing : {false, true}) {
-    if (stealing && !cfg_.lend_when_own_bucket_empty)
-      break;
+  // Engines with room first (their own bucket's, then lenders); then, for short jobs that found
+  // none, the reserve above the quota, in the same order.
+  const bool with_reserve = cfg_.whole_job_fits && cfg_.short_reserve_s > 0.0;
+  for (const int pass : {0, 1, 2, 3}) {
+    const bool stealing = pass % 2 == 1, reserve = pass >= 2;
+    if ((stealing && !cfg_.lend_when_own_bucket_empty) || (reserve && !with_reserve))
+      continue;
     // Longest buckets first, so stealing engines help where the backlog is.
     std::array<int, bucket_count> order{};
     std::iota(order.begin(), order.end(), 0);
@@ -99,7 +106,7 @@ std::vector<prefill_balancer::assignment> prefill_balancer::dispatch() {
     for (const int b : order) {
       auto& q = queue_[static_cast<size_t>(b)];
       while (!q.empty()) {
-        const auto e = best_engine(q.front(), b, stealing);
+        const auto e = best_engine(q.front(), b, stealing, reserve);
         if (!e)
           break;
         const int r = lowest_rank(e->engine);

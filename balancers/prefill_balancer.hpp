@@ -35,6 +35,12 @@ public:
     /// (bench/RESULTS.md "whole-job quota": long prompts' TTFT halves where an engine would
     /// idle, short prompts' p99 grows; a choice, off by default.)
     bool whole_job_fits = false;
+    /// With `whole_job_fits`: a job priced at most this (seconds) may overrun an engine's quota by
+    /// up to this much when no engine has room for it, so short prompts do not wait at the
+    /// balancer while every engine runs a long one: the engine's chunk scheduler runs them in
+    /// its next step, ahead of the long prompt. An engine with room (its own or a lender) is
+    /// tried first. caf-launch sets it to one prefill step budget. 0: no reserve.
+    double short_reserve_s = 0.0;
   };
 
   /// A request as the balancer sees it: its total input length picks the bucket and `quota` is
@@ -119,7 +125,7 @@ private:
     int engine = 0;
     double quota = 0.0;
   };
-  std::optional<priced> best_engine(const job& j, int bucket, bool stealing) const;
+  std::optional<priced> best_engine(const job& j, int bucket, bool stealing, bool reserve) const;
   int lowest_rank(int engine) const;
   int live_engines() const;
   /// Moves engines between buckets until each has `want[b]`: a bucket with too many gives up

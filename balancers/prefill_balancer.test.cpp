@@ -107,6 +107,48 @@ BOOST_AUTO_TEST_CASE(without_stealing_a_bucket_waits_for_its_own_engines) {
   BOOST_TEST(b.queued(0) == 1u);
 }
 
+// With a reserve, a short prompt that finds no engine with room overruns a quota by up to the
+// reserve instead of waiting at the balancer until an engine runs dry; an engine with room, its
+// own bucket's or a lender, still comes first, and a job priced over the reserve never overruns.
+BOOST_AUTO_TEST_CASE(whole_job_fits_lets_short_prompts_overrun_a_quota_by_the_reserve_when_no_engine_has_room) {
+  prefill_balancer b({.engines = 2, .ranks_per_engine = 1, .quota_per_rank_s = 0.5, .whole_job_fits = true,
+                      .short_reserve_s = 0.1});
+  BOOST_TEST((b.engine_bucket() == std::vector<int>{0, 1}));
+  b.submit({1, 20000, 0.5});
+  b.submit({2, 20000, 0.5});
+  auto a = b.dispatch();
+  BOOST_TEST_REQUIRE(a.size() == 2u); // engine 1 takes one, engine 0 lends itself to the other
+  auto engine_of = [&](uint64_t id) {
+    auto it = std::find_if(a.begin(), a.end(), [&](const auto& x) { return x.id == id; });
+    return it == a.end() ? -1 : it->engine;
+  };
+  b.submit({3, 1000, 0.2}); // over the reserve: waits like a long one
+  BOOST_TEST(b.dispatch().empty());
+  BOOST_TEST(b.withdraw(3));
+  for (uint64_t id = 4; id <= 8; ++id)
+    b.submit({id, 1000, 0.04});
+  a = b.dispatch();
+  // Own engine first (0.54, then 0.58 s held: up to 0.6), then the lender (the same); the last waits.
+  BOOST_TEST_REQUIRE(a.size() == 4u);
+  BOOST_TEST(engine_of(4) == 0);
+  BOOST_TEST(engine_of(5) == 0);
+  BOOST_TEST(engine_of(6) == 1);
+  BOOST_TEST(engine_of(7) == 1);
+  BOOST_TEST(b.queued(0) == 1u);
+  BOOST_TEST(b.engine_load(0) == 0.58, boost::test_tools::tolerance(1e-9));
+  // Engine 1's long prompt finishes: it has room, so the waiting short prompt goes there, and so
+  // does the next one, though engine 0's reserve is not spent.
+  b.complete(1, 0, 0.5);
+  a = b.dispatch();
+  BOOST_TEST_REQUIRE(a.size() == 1u);
+  BOOST_TEST(engine_of(8) == 1);
+  b.complete(0, 0, 0.04);
+  b.submit({9, 1000, 0.04});
+  a = b.dispatch();
+  BOOST_TEST_REQUIRE(a.size() == 1u);
+  BOOST_TEST(engine_of(9) == 1);
+}
+
 BOOST_AUTO_TEST_CASE(whole_job_fits_keeps_a_second_long_prompt_at_the_balancer_for_the_engine_that_runs_dry) {
   // Engine 0 serves short prompts, engine 1 long ones; a long prompt costs 0.5 s, the quota is 0.5 s.
   for (const bool whole : {false, true}) {

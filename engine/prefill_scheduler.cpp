@@ -37,18 +37,22 @@ std::vector<std::size_t> prefill_scheduler::step_order() {
   std::vector<std::size_t> order(queue_.size());
   for (std::size_t i = 0; i < order.size(); ++i)
     order[i] = i;
+  shorter_first_.assign(queue_.size(), false);
   if (config_.long_prompt_steps <= 0 || order.empty())
     return order;
   std::vector<std::size_t> shorter, longer;
   for (auto i : order)
     (is_long(queue_[i]) ? longer : shorter).push_back(i);
-  if (long_led_ && !shorter.empty()) {
-    // The last step went to a long prompt: the shorter ones lead this one.
-    order = shorter;
-    order.insert(order.end(), longer.begin(), longer.end());
-  }
-  long_led_ = !longer.empty() && order.front() == longer.front();
-  return order;
+  if (shorter.empty() || longer.empty())
+    return order;
+  for (auto i : shorter)
+    shorter_first_[i] = true;
+  // The shorter ones lead unless they took most of the last step (then the long one does).
+  const bool long_leads = shorter_spent_ > config_.short_share * config_.step_budget_ns;
+  auto& first = long_leads ? longer : shorter;
+  auto& then = long_leads ? shorter : longer;
+  first.insert(first.end(), then.begin(), then.end());
+  return first;
 }
 
 prefill_scheduler::step_result prefill_scheduler::step(
@@ -57,6 +61,7 @@ prefill_scheduler::step_result prefill_scheduler::step(
   const auto t0 = std::chrono::steady_clock::now();
   double left = config_.step_budget_ns, handed_ns = 0;
   std::vector<sequence_id> done;
+  double shorter_spent = 0;
   for (auto i : step_order()) {
     auto& e = queue_[i];
     const int64_t c = engine_.computed(e.seq).value_or(e.length);
@@ -73,8 +78,11 @@ prefill_scheduler::step_result prefill_scheduler::step(
       q = std::min(config_.min_chunk, rest);
     }
     const bool last = q == rest;
-    out.predicted_ns += predict(q, c, last);
-    left -= predict(q, c, last);
+    const double cost = predict(q, c, last);
+    out.predicted_ns += cost;
+    left -= cost;
+    if (shorter_first_[i])
+      shorter_spent += cost;
     auto p = engine_.prefill_step(e.seq, q);
     out.chunks.emplace_back(e.seq, q);
     log().debug("req={} scheduled prefill chunk={} context={} last={}", e.seq.value, q, c, last);
@@ -91,6 +99,7 @@ prefill_scheduler::step_result prefill_scheduler::step(
     if (left <= 0)
       break;
   }
+  shorter_spent_ = shorter_spent;
   for (auto seq : done)
     cancel(seq);
   out.measured_ns = std::chrono::duration<double, std::nano>(std::chrono::steady_clock::now() - t0).count() - handed_ns;

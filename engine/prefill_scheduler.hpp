@@ -24,11 +24,16 @@ public:
     /// A step always makes at least this much progress (so a tiny budget cannot stall).
     int64_t min_chunk = 16;
     /// A prompt whose remaining prefill is predicted to take more than this many step budgets
-    /// is long. While a long prompt leads and shorter ones wait, steps alternate: one led by
-    /// the oldest long prompt, the next by the shorter ones (FIFO within each group), so a short
-    /// prompt behind a 30K-token one starts within about one step and the long one still gets
+    /// is long. While a long prompt is queued, the shorter ones lead each step (FIFO among
+    /// them) and the long one takes what is left of it, so a short prompt that arrives behind
+    /// a 30K-token one waits for the step in progress only. Should the shorter ones have
+    /// taken more than `short_share` of the last step's budget, the oldest long prompt leads
+    /// this one instead: a stream of short prompts cannot starve a long one, which still gets
     /// at least every other step. 0: plain FIFO.
     double long_prompt_steps = 0;
+    /// The part of a step the shorter prompts may take before a waiting long one leads the
+    /// next step (see `long_prompt_steps`).
+    double short_share = 0.5;
     /// When the finishing pass alone costs more than a step budget (a small budget, a CPU
     /// model), a prompt whose rest fits the budget without that pass finishes in this step
     /// rather than leaving a few tokens to a later step that overruns the budget anyway.
@@ -81,8 +86,11 @@ private:
   rank_engine& engine_;
   deepinfer::balancers::cost_model model_;
   std::deque<entry> queue_;
-  /// The last step was led by a long prompt (the next one lets shorter ones lead).
-  bool long_led_ = false;
+  /// Predicted ns the shorter prompts took in the last step while a long one waited (see
+  /// `config::long_prompt_steps`).
+  double shorter_spent_ = 0;
+  /// Queue entries this step treats as shorter prompts while a long one waits.
+  std::vector<bool> shorter_first_;
   double correction_ = 1.0;
   /// The cost model's prediction in measured ns.
   double predict(int64_t q, int64_t c, bool last = false) const { return model_.predict(q, c, last) * correction_; }

@@ -49,14 +49,16 @@ BOOST_AUTO_TEST_CASE(budgeted_chunks_follow_the_cost_model_and_change_no_result)
   e.free(r2.seq);
 }
 
-BOOST_AUTO_TEST_CASE(a_short_prompt_leads_every_other_step_behind_a_long_one) {
+// A short prompt behind a long one leads the next step; when the short ones took most of a
+// step, the long one leads the next, so a stream of them cannot starve it.
+BOOST_AUTO_TEST_CASE(a_short_prompt_leads_the_next_step_and_short_ones_cannot_starve_a_long_one) {
   auto& e = tiny_engine();
   const deepinfer::balancers::cost_model m({.a0 = 1e-3, .a1 = 1e-5, .f0 = 2e-3});
   prefill_scheduler::config cfg{4e6, 16};
   cfg.adapt = false;
   cfg.long_prompt_steps = 1; // more than 4 ms of predicted work is long
   prefill_scheduler s(cfg, e, m);
-  prefill_request r1, r2, r3;
+  prefill_request r1, r2, r3, r4;
   r1.seq = next_seq();
   r1.tokens = random_tokens(700, 41); // 10 ms: long
   r2.seq = next_seq();
@@ -70,21 +72,30 @@ BOOST_AUTO_TEST_CASE(a_short_prompt_leads_every_other_step_behind_a_long_one) {
   BOOST_TEST(!s.cancel(r3.seq));
   e.free(r3.seq);
   BOOST_TEST(s.pending() == 2u);
-  auto first = s.step(); // FIFO: the long one leads
+  auto first = s.step(); // the short one leads though it came second, and takes the whole step
   BOOST_REQUIRE(first.chunks.size() == 1u);
-  BOOST_TEST(first.chunks[0].first.value == r1.seq.value);
-  BOOST_TEST(first.finished.empty());
-  auto second = s.step(); // then the short one, which finishes
-  BOOST_REQUIRE(second.finished.size() == 1u);
-  BOOST_TEST(second.finished[0].first.value == r2.seq.value);
+  BOOST_TEST(first.chunks[0].first.value == r2.seq.value);
+  BOOST_REQUIRE(first.finished.size() == 1u);
+  BOOST_TEST(first.finished[0].first.value == r2.seq.value);
   auto [a, a_logits] = prefill_fresh(r2.tokens, decoder_mode::bounded);
-  BOOST_TEST(max_abs_diff(second.finished[0].second.logits, a_logits) == 0.0f);
+  BOOST_TEST(max_abs_diff(first.finished[0].second.logits, a_logits) == 0.0f);
   e.free(a);
+  r4.seq = next_seq();
+  r4.tokens = random_tokens(100, 44);
+  BOOST_REQUIRE(s.submit(r4).status == engine_status::ok);
+  auto second = s.step(); // the short ones had more than half of the last step: the long one leads
+  BOOST_REQUIRE(second.chunks.size() == 1u);
+  BOOST_TEST(second.chunks[0].first.value == r1.seq.value);
+  BOOST_TEST(second.finished.empty());
+  auto third = s.step(); // and then the short one again
+  BOOST_REQUIRE(third.finished.size() == 1u);
+  BOOST_TEST(third.finished[0].first.value == r4.seq.value);
   while (s.pending() > 0)
     s.step();
   BOOST_TEST(e.computed(r1.seq).value_or(0) == 700);
   e.free(r1.seq);
   e.free(r2.seq);
+  e.free(r4.seq);
 }
 
 // A prompt that finishes is handed over at once (the rank answers its first token), before the
@@ -102,8 +113,8 @@ BOOST_AUTO_TEST_CASE(a_finished_prompt_is_handed_over_before_the_chunks_after_it
   r2.seq = next_seq();
   r2.tokens = random_tokens(100, 52); // 4 ms: short
   BOOST_REQUIRE(s.submit(r1).status == engine_status::ok);
+  s.step(); // the long one alone
   BOOST_REQUIRE(s.submit(r2).status == engine_status::ok);
-  s.step(); // the long one leads
   const int64_t long_before = e.computed(r1.seq).value_or(-1);
   BOOST_TEST(long_before > 0);
   std::vector<int64_t> long_at_handover;

@@ -197,6 +197,8 @@ actors::balancer_actors_config make_balancer_config(const balancer_params& b) {
     p.bounds[i] = static_cast<int64_t>(b.prefill_bucket_bounds[i]);
   p.quota_per_rank_s = b.prefill_quota_per_rank_s;
   p.whole_job_fits = b.prefill_whole_job_fits;
+  // A short prompt an engine takes over its quota is run within about one step.
+  p.short_reserve_s = b.prefill_step_budget_ms / 1000.0;
   cfg.router.decode.max_batch = b.decode_max_batch;
   cfg.round = std::chrono::milliseconds{b.prefill_round_ms};
   return cfg;

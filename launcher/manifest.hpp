@@ -95,8 +95,9 @@ struct balancer_params {
   /// Compute-quota (fitted seconds of prefill) a prefill rank may hold before its instance
   /// stops pulling from the balancer's queue (`[balancer.prefill] quota_per_rank_s`).
   double prefill_quota_per_rank_s = 4.0;
-  /// An instance pulls only a job that fits in its quota left, or any job when it holds none
-  /// (`[balancer.prefill] whole_job_fits`; default false: any job while quota is left).
+  /// An instance pulls only a job that fits in its quota left, or any job when it holds none;
+  /// a job priced at most one step budget may overrun the quota by that much when no instance
+  /// has room (`[balancer.prefill] whole_job_fits`; default false: any job while quota is left).
   bool prefill_whole_job_fits = false;
   /// How often the length buckets are re-divided by demand (`[balancer.prefill] round_ms`).
   uint32_t prefill_round_ms = 1000;

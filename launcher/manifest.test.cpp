@@ -384,6 +384,9 @@ BOOST_AUTO_TEST_CASE(keys_nothing_uses_are_refused_with_what_to_do) {
   BOOST_REQUIRE(std::holds_alternative<cluster_manifest>(r));
   BOOST_TEST(std::get<cluster_manifest>(r).balancer.prefill_step_budget_ms == 40.0);
   BOOST_TEST(!std::get<cluster_manifest>(r).balancer.prefill_whole_job_fits);
+  // A short prompt's reserve above the quota is one step budget.
+  BOOST_TEST(make_balancer_config(std::get<cluster_manifest>(r).balancer).router.prefill.short_reserve_s == 0.04,
+             boost::test_tools::tolerance(1e-12));
   r = parse_manifest(head + "[balancer.prefill]\nquota_per_rank_s = 0.5\nwhole_job_fits = true\n" + good_nodes, "test.toml");
   BOOST_REQUIRE(std::holds_alternative<cluster_manifest>(r));
   BOOST_TEST(std::get<cluster_manifest>(r).balancer.prefill_whole_job_fits);

@@ -96,8 +96,11 @@ struct rank_engine_config {
   /// no fit for its setup (engine::cost_profile::ensure).
   std::optional<deepinfer::balancers::cost_model> prefill_cost;
   /// A prompt predicted to need more than this many steps is long: shorter prompts behind it
-  /// lead every other step (prefill_scheduler::config::long_prompt_steps; 0: plain FIFO).
-  double prefill_long_steps = 4;
+  /// lead the next step, unless they took most of the last one
+  /// (prefill_scheduler::config::long_prompt_steps; 0: plain FIFO). 1, not 4: with 4, a long
+  /// prompt in its last 4 steps held every short one behind it for up to 4 steps (bench/
+  /// RESULTS.md, "short prompts lead the next step").
+  double prefill_long_steps = 1;
   /// Where the node tracks its detached actors (a rank with an engine is one), so its stop
   /// waits until CAF lets go of them (null: not tracked).
   std::shared_ptr<detached_actors> detached;

@@ -56,6 +56,7 @@ struct sim_config {
   double round_s = 10.0;             ///< bucket re-division period (§6.1)
   double quota_per_rank_s = 0.5;     ///< outstanding compute a prefill rank may pull
   bool whole_job_fits = false;       ///< prefill_balancer::config::whole_job_fits
+  double short_reserve_s = 0.0;      ///< prefill_balancer::config::short_reserve_s
   decode_cost decode{};
   decode_balancer::config decode_router{};
   kv_cache::config cache{};

@@ -12,7 +12,9 @@ namespace deepinfer::balancers::sim {
 
 simulator::simulator(const sim_config& cfg, workload& wl)
     : cfg_(cfg), wl_(wl), cost_(balancers::cost_model::calibrate(cfg.prefill_calibration)), cache_(cfg.cache),
-      router_(serving_router::config{.prefill = {.quota_per_rank_s = cfg.quota_per_rank_s, .whole_job_fits = cfg.whole_job_fits},
+      router_(serving_router::config{.prefill = {.quota_per_rank_s = cfg.quota_per_rank_s,
+                                                 .whole_job_fits = cfg.whole_job_fits,
+                                                 .short_reserve_s = cfg.short_reserve_s},
                                      .decode = cfg.decode_router}),
       scaler_(cfg.scaling),
       fleet_(fleet::config{.prefill_dp = cfg.prefill_dp, .decode_dp = cfg.decode_dp,

@@ -90,6 +90,7 @@ void apply(const nlohmann::json& j, sim::sim_config& c, sim::agent_workload::con
   get("round_s", c.round_s);
   get("quota_per_rank_s", c.quota_per_rank_s);
   get("whole_job_fits", c.whole_job_fits);
+  get("short_reserve_s", c.short_reserve_s);
   get("decode_moe_lb", c.decode.moe_lb);
   get("cache_capacity_blocks", c.cache.capacity_blocks);
   get("cache_ttl_s", c.cache.ttl_s);

@@ -8,6 +8,9 @@
 // With --rates=R1,R2 the load is open instead: `requests` arrivals at R requests/s (Poisson, the
 // same seeded sequence for every binary), every `long-every`-th long, whatever the answers' pace
 // (in a closed loop faster short prompts bring the next long ones in sooner).
+// --dump=FILE appends one JSON line per request (binary, level, index, start and TTFT in ms, long)
+// for a look at which requests make the tail.
+import { appendFileSync } from 'node:fs';
 import { serverUp, startServer, stopServer } from '../../tests/serve/harness.mjs';
 import { streamTtft } from './stream_ttft.mjs';
 
@@ -47,19 +50,24 @@ function arrivals(rate) {
   return out;
 }
 
-async function runOpen(base, rate) {
+const dump = opts.dump ?? null;
+const record = (row) => { if (dump) appendFileSync(dump, JSON.stringify(row) + '\n'); };
+
+async function runOpen(base, rate, exe) {
   const short = []; const long = [];
   const t0 = performance.now();
   await Promise.all(arrivals(rate).map(async (at, i) => {
     await new Promise((r) => setTimeout(r, Math.max(0, at - (performance.now() - t0))));
     const isLong = i % longEvery === 0;
+    const start = performance.now() - t0;
     const ms = await ttft(base, isLong ? words(longWords) : `${words(40)} Answer briefly.`);
     (isLong ? long : short).push(ms);
+    record({ exe, rate, i, start: Math.round(start), ttft: Math.round(ms), long: isLong });
   }));
   return { short, long, seconds: (performance.now() - t0) / 1000 };
 }
 
-async function run(base, streams) {
+async function run(base, streams, exe) {
   const short = []; const long = [];
   let next = 0;
   const t0 = performance.now();
@@ -68,8 +76,10 @@ async function run(base, streams) {
       const i = next++;
       if (i >= requests) return;
       const isLong = (k + sIdx) % longEvery === 0;
+      const start = performance.now() - t0;
       const ms = await ttft(base, isLong ? words(longWords) : `${words(40)} Answer briefly.`);
       (isLong ? long : short).push(ms);
+      record({ exe, streams, i, start: Math.round(start), ttft: Math.round(ms), long: isLong });
     }
   }));
   return { short, long, seconds: (performance.now() - t0) / 1000 };
@@ -86,7 +96,7 @@ for (const streams of levels)
     const s = await start(exe);
     try {
       await ttft(s.base, 'warm up'); // model pages in, first-request costs out of the figures
-      const r = rates ? await runOpen(s.base, streams) : await run(s.base, streams);
+      const r = rates ? await runOpen(s.base, streams, exe) : await run(s.base, streams, exe);
       const f = (xs) => `${pct(xs, 0.5).toFixed(0)} / ${pct(xs, 0.99).toFixed(0)}`;
       console.log(`| ${exe} | ${streams} | ${f(r.short)} | ${f(r.long)} | ${(requests / r.seconds).toFixed(2)} |`);
     } finally {

@@ -259,7 +259,8 @@ int main(int argc, char** argv) {
     ->check(CLI::Range(0.001, 1e6));
   auto* fits_flag = app.add_flag("--prefill-whole-job-fits", o.prefill_whole_job_fits,
                                  "A prefill instance of the embedded default pulls only a job that fits in its quota "
-                                 "left, or any job when it holds none (a manifest sets [balancer.prefill] "
+                                 "left, or any job when it holds none; a short prompt that finds no room overruns "
+                                 "the quota by up to one prefill step (a manifest sets [balancer.prefill] "
                                  "whole_job_fits; see bench/RESULTS.md, whole-job quota)");
   auto* ranks_flag = app.add_option("--ranks", o.ranks, "Ranks of each prefill and decode instance of the embedded default: "
                                      "its expert-parallel size (default 2; a manifest sets each node's ranks)")
@@ -299,6 +300,8 @@ int main(int argc, char** argv) {
     if (o.prefill_quota_s > 0)
       cfg.balancers.router.prefill.quota_per_rank_s = o.prefill_quota_s;
     cfg.balancers.router.prefill.whole_job_fits = o.prefill_whole_job_fits;
+    if (o.prefill_step_ms > 0)
+      cfg.balancers.router.prefill.short_reserve_s = o.prefill_step_ms / 1000.0;
     if (!o.no_serve) {
       actors::serving_config sc;
       sc.model_name = "deepseek-v4.1-flash";
