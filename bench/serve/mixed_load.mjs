@@ -2,7 +2,7 @@
 // behind long ones) at 1..64 concurrent streams, for each caf-launch binary given, side by side
 // in one run (the binaries take turns per concurrency level, so machine noise hits both alike).
 // Usage: node bench/serve/mixed_load.mjs EXE [EXE...] [--streams=1,4,16,64] [--requests=48]
-//        [--long-words=6000] [--long-every=6] [--max-tokens=16]
+//        [--long-words=6000] [--long-every=6] [--max-tokens=16] [--seed=12345]
 // Each stream sends requests back to back; every `long-every`-th request of a stream is long
 // (fresh words, so no prefix hit), the rest short. Prints one row per (binary, streams).
 // With --rates=R1,R2 the load is open instead: `requests` arrivals at R requests/s (Poisson, the
@@ -25,6 +25,7 @@ const requests = Number(opts.requests ?? 48);
 const longWords = Number(opts['long-words'] ?? 6000);
 const longEvery = Number(opts['long-every'] ?? 6);
 const maxTokens = Number(opts['max-tokens'] ?? 16);
+const seed = Number(opts.seed ?? 12345); // the open loop's arrival times
 const MODEL = 'deepseek-v4.1-flash';
 
 async function start(exe) {
@@ -41,7 +42,7 @@ const pct = (xs, p) => { const s = [...xs].sort((a, b) => a - b); return s.lengt
 
 // Seeded exponential gaps: every binary sees the same arrival times.
 function arrivals(rate) {
-  let x = 12345; const out = []; let t = 0;
+  let x = seed; const out = []; let t = 0;
   for (let i = 0; i < requests; ++i) {
     x = (x * 1103515245 + 12345) % 2147483648;
     t += -Math.log(1 - x / 2147483648) / rate * 1000;
@@ -67,13 +68,15 @@ async function runOpen(base, rate, exe) {
   return { short, long, seconds: (performance.now() - t0) / 1000 };
 }
 
+// Stream s sends requests s, s + streams, ... (a fixed share, so every binary computes the same
+// mix: when streams took the next request as they came free, faster short answers let some
+// streams take more requests, and with them more long ones).
 async function run(base, streams, exe) {
   const short = []; const long = [];
-  let next = 0;
   const t0 = performance.now();
   await Promise.all(Array.from({ length: streams }, async (_, sIdx) => {
     for (let k = 0; ; ++k) {
-      const i = next++;
+      const i = sIdx + k * streams;
       if (i >= requests) return;
       const isLong = (k + sIdx) % longEvery === 0;
       const start = performance.now() - t0;
