@@ -33,20 +33,20 @@ bool prefill_scheduler::is_long(const entry& e) const {
   return predict(e.length - c, c, true) > config_.long_prompt_steps * config_.step_budget_ns;
 }
 
-std::vector<std::size_t> prefill_scheduler::step_order() {
-  std::vector<std::size_t> order(queue_.size());
+std::vector<prefill_scheduler::slot> prefill_scheduler::step_order() const {
+  std::vector<slot> order(queue_.size());
   for (std::size_t i = 0; i < order.size(); ++i)
-    order[i] = i;
-  shorter_first_.assign(queue_.size(), false);
+    order[i].index = i;
   if (config_.long_prompt_steps <= 0 || order.empty())
     return order;
-  std::vector<std::size_t> shorter, longer;
-  for (auto i : order)
-    (is_long(queue_[i]) ? longer : shorter).push_back(i);
+  std::vector<slot> shorter, longer;
+  for (auto x : order)
+    if (is_long(queue_[x.index]))
+      longer.push_back(x);
+    else
+      shorter.push_back({x.index, true});
   if (shorter.empty() || longer.empty())
     return order;
-  for (auto i : shorter)
-    shorter_first_[i] = true;
   // The shorter ones lead unless they took most of the last step (then the long one does).
   const bool long_leads = shorter_spent_ > config_.short_share * config_.step_budget_ns;
   auto& first = long_leads ? longer : shorter;
@@ -62,7 +62,7 @@ prefill_scheduler::step_result prefill_scheduler::step(
   double left = config_.step_budget_ns, handed_ns = 0;
   std::vector<sequence_id> done;
   double shorter_spent = 0;
-  for (auto i : step_order()) {
+  for (const auto [i, shorter_beside_long] : step_order()) {
     auto& e = queue_[i];
     const int64_t c = engine_.computed(e.seq).value_or(e.length);
     const int64_t rest = e.length - c;
@@ -81,7 +81,7 @@ prefill_scheduler::step_result prefill_scheduler::step(
     const double cost = predict(q, c, last);
     out.predicted_ns += cost;
     left -= cost;
-    if (shorter_first_[i])
+    if (shorter_beside_long)
       shorter_spent += cost;
     auto p = engine_.prefill_step(e.seq, q);
     out.chunks.emplace_back(e.seq, q);

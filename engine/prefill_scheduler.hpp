@@ -79,8 +79,13 @@ private:
     sequence_id seq;
     int64_t length = 0;
   };
+  /// A queue position, and whether this step counts it as a shorter prompt beside a long one.
+  struct slot {
+    std::size_t index = 0;
+    bool shorter_beside_long = false;
+  };
   /// Queue positions in the order this step serves them.
-  std::vector<std::size_t> step_order();
+  std::vector<slot> step_order() const;
   bool is_long(const entry& e) const;
   config config_;
   rank_engine& engine_;
@@ -89,8 +94,6 @@ private:
   /// Predicted ns the shorter prompts took in the last step while a long one waited (see
   /// `config::long_prompt_steps`).
   double shorter_spent_ = 0;
-  /// Queue entries this step treats as shorter prompts while a long one waits.
-  std::vector<bool> shorter_first_;
   double correction_ = 1.0;
   /// The cost model's prediction in measured ns.
   double predict(int64_t q, int64_t c, bool last = false) const { return model_.predict(q, c, last) * correction_; }
