@@ -334,6 +334,10 @@ int main(int argc, char** argv) {
     return usage_error;
   }
   auto& m = std::get<cluster_manifest>(loaded);
+  // The flag is the step budget everywhere: the nodes' prefill steps and the prefill balancer's
+  // reserve for short prompts (make_balancer_config) both read it from here.
+  if (o.prefill_step_ms > 0)
+    m.balancer.prefill_step_budget_ms = o.prefill_step_ms;
   if (o.node.empty() && !o.no_serve)
     for (auto& w : m.warnings())
       std::cerr << "caf-launch: warning: " << w << "\n";
