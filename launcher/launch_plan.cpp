@@ -286,7 +286,8 @@ actors::node_runtime_config make_node_config(const cluster_manifest& m, const no
 }
 
 actors::node_runtime_config make_embedded_config(const host_port& http, const std::string& model_name,
-                                                  uint32_t ranks, uint32_t instances) {
+                                                  uint32_t ranks, uint32_t instances,
+                                                  const balancer_params& b) {
   actors::node_runtime_config cfg;
   cfg.self.name = "local";
   cfg.self.host = "127.0.0.1";
@@ -294,8 +295,7 @@ actors::node_runtime_config make_embedded_config(const host_port& http, const st
   cfg.self.roles = {node_role::controller, node_role::entrypoint, node_role::prefill, node_role::decode,
                     node_role::vision, node_role::kvstore, node_role::so};
   cfg.hosts_controller = true;
-  cfg.balancers = make_balancer_config({});
-  const balancer_params b;
+  cfg.balancers = make_balancer_config(b);
   // One vision instance (one rank) encodes the images (issue 21).
   add_instances(cfg, instances, {{node_role::prefill, ranks, make_ep_settings(b.prefill_ep)},
                                   {node_role::decode, ranks, make_ep_settings(b.decode_ep)}});

@@ -40,8 +40,10 @@ actors::balancer_actors_config make_balancer_config(const balancer_params& b);
 actors::autoscaler_settings make_autoscaler_settings(const autoscaler_params& a);
 
 /// The embedded default: every role in one process, no CAF port, HTTP on `http`; `instances`
-/// prefill and as many decode instances of `ranks` ranks each (one EP group each).
+/// prefill and as many decode instances of `ranks` ranks each (one EP group each), balanced as
+/// `balancer` says (caf-launch's --prefill-* flags set it).
 actors::node_runtime_config make_embedded_config(const host_port& http, const std::string& model_name,
-                                                  uint32_t ranks = 2, uint32_t instances = 1);
+                                                  uint32_t ranks = 2, uint32_t instances = 1,
+                                                  const balancer_params& balancer = {});
 
 } // namespace deepinfer::launcher

@@ -409,6 +409,15 @@ BOOST_AUTO_TEST_CASE(embedded_default_with_several_instances_names_each_one) {
                                           "local/vision"};
   BOOST_TEST(names == expected, boost::test_tools::per_element());
   BOOST_TEST(make_embedded_config(host_port{"127.0.0.1", 8000}, "m").instances.size() == 3u); // 1 + 1 + vision
+  // caf-launch's --prefill-* flags reach the balancer as a manifest's [balancer.prefill] would.
+  balancer_params b;
+  b.prefill_step_budget_ms = 40;
+  b.prefill_whole_job_fits = true;
+  b.prefill_quota_per_rank_s = 0.5;
+  const auto prefill = make_embedded_config(host_port{"127.0.0.1", 8000}, "m", 1, 2, b).balancers.router.prefill;
+  BOOST_TEST(prefill.short_reserve_s == 0.04);
+  BOOST_TEST(prefill.whole_job_fits);
+  BOOST_TEST(prefill.quota_per_rank_s == 0.5);
 }
 
 // `instances = N` on a manifest node: N prefill (or decode) instances there, named like the

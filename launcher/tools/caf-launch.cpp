@@ -293,15 +293,16 @@ int main(int argc, char** argv) {
       return usage_error;
     }
     auto stop_signals = block_stop_signals();
+    balancer_params balancer;
+    if (o.prefill_quota_s > 0)
+      balancer.prefill_quota_per_rank_s = o.prefill_quota_s;
+    balancer.prefill_whole_job_fits = o.prefill_whole_job_fits;
+    if (o.prefill_step_ms > 0)
+      balancer.prefill_step_budget_ms = o.prefill_step_ms;
     auto cfg = make_embedded_config(http_override.value_or(host_port{"127.0.0.1", 8000}),
                                     "deepseek-v4.1-flash", static_cast<uint32_t>(o.ranks),
-                                    static_cast<uint32_t>(o.instances));
+                                    static_cast<uint32_t>(o.instances), balancer);
     apply_flag_overrides(o, cfg.caf);
-    if (o.prefill_quota_s > 0)
-      cfg.balancers.router.prefill.quota_per_rank_s = o.prefill_quota_s;
-    cfg.balancers.router.prefill.whole_job_fits = o.prefill_whole_job_fits;
-    if (o.prefill_step_ms > 0)
-      cfg.balancers.router.prefill.short_reserve_s = o.prefill_step_ms / 1000.0;
     if (!o.no_serve) {
       actors::serving_config sc;
       sc.model_name = "deepseek-v4.1-flash";
