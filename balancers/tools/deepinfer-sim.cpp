@@ -18,6 +18,7 @@
 #include "balancers/sim/simulator.hpp"
 #include "balancers/sim/trace_workload.hpp"
 #include "recipe/base/cli.hpp"
+#include "recipe/base/json_fields.hpp"
 
 #include <nlohmann/json.hpp>
 
@@ -27,7 +28,6 @@
 #include <fstream>
 #include <iostream>
 #include <memory>
-#include <set>
 #include <string>
 
 namespace sim = deepinfer::balancers::sim;
@@ -70,13 +70,10 @@ void apply(const nlohmann::json& j, sim::sim_config& c, sim::agent_workload::con
            sim::rate_workload::config& rw) {
   if (!j.is_object())
     throw std::runtime_error("--config: the file must hold one JSON object of flat keys");
-  std::set<std::string> known;
+  deepinfer::json_fields fields{j};
   auto get = [&](const char* k, auto& field) {
-    known.insert(k);
-    if (!j.contains(k))
-      return;
     try {
-      j.at(k).get_to(field);
+      fields.get(k, field);
     } catch (const nlohmann::json::exception&) {
       throw std::runtime_error(std::string{"--config: key '"} + k + "': " + j.at(k).dump() + " is not a " +
                                (std::is_same_v<std::decay_t<decltype(field)>, bool> ? "boolean" : "number"));
@@ -132,13 +129,8 @@ void apply(const nlohmann::json& j, sim::sim_config& c, sim::agent_workload::con
   get("rate_duration_s", rw.duration_s);
   get("rate_scale", rw.rate_scale);
   get("rate_seed", rw.seed);
-  for (auto it = j.begin(); it != j.end(); ++it)
-    if (!known.contains(it.key())) {
-      std::string list;
-      for (const auto& k : known)
-        list += (list.empty() ? "" : ", ") + k;
-      throw std::runtime_error("--config: unknown key '" + it.key() + "' (the keys: " + list + ")");
-    }
+  if (auto key = fields.unknown_key())
+    throw std::runtime_error("--config: unknown key '" + *key + "' (the keys: " + fields.known_keys() + ")");
 }
 
 nlohmann::json run_once(const options& o, sim::sim_config cfg, const sim::agent_workload::config& acfg,

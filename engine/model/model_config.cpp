@@ -1,7 +1,8 @@
 #include "engine/model/model_config.hpp"
 
+#include "recipe/base/json_fields.hpp"
+
 #include <fstream>
-#include <set>
 #include <sstream>
 
 #include <nlohmann/json.hpp>
@@ -166,12 +167,10 @@ config_result config_from_json(const std::string& text) {
     model_config c;
     // Every key is read by name; one that nothing reads (a typo such as "hiden") is an error
     // below, rather than a model made or loaded with the default it meant to change.
-    std::set<std::string> known{"model_type", "dtype", "vision"}, known_vision;
-    auto get = [&](const char* key, auto& field) {
-      known.insert(key);
-      if (j.contains(key))
-        j.at(key).get_to(field);
-    };
+    json_fields fields{j};
+    for (const char* key : {"model_type", "dtype", "vision"})
+      fields.allow(key);
+    auto get = [&](const char* key, auto& field) { fields.get(key, field); };
     get("name", c.name);
     get("vocab_size", c.vocab_size);
     get("hidden", c.hidden);
@@ -204,11 +203,8 @@ config_result config_from_json(const std::string& text) {
         out.error = "config.json: 'vision' must be an object";
         return out;
       }
-      auto vget = [&](const char* key, int32_t& field) {
-        known_vision.insert(key);
-        if (v.contains(key))
-          v.at(key).get_to(field);
-      };
+      json_fields vision_fields{v};
+      auto vget = [&](const char* key, int32_t& field) { vision_fields.get(key, field); };
       c.vision.layers = 1;
       vget("layers", c.vision.layers);
       vget("patch", c.vision.patch);
@@ -217,21 +213,19 @@ config_result config_from_json(const std::string& text) {
       vget("heads", c.vision.heads);
       vget("ffn", c.vision.ffn);
       vget("max_grid", c.vision.max_grid);
-      for (auto it = v.begin(); it != v.end(); ++it)
-        if (!known_vision.contains(it.key())) {
-          out.error = "config.json: unknown key 'vision." + it.key() + "'";
-          return out;
-        }
+      if (auto key = vision_fields.unknown_key()) {
+        out.error = "config.json: unknown key 'vision." + *key + "'";
+        return out;
+      }
     }
     get("draft_positions", c.draft_positions);
     get("draft_rank", c.draft_rank);
     get("draft_vocab", c.draft_vocab);
-    for (auto it = j.begin(); it != j.end(); ++it)
-      if (!known.contains(it.key())) {
-        out.error = "config.json: unknown key '" + it.key() + "' (check its spelling against a config "
-                    "deepinfer-mkmodel writes)";
-        return out;
-      }
+    if (auto key = fields.unknown_key()) {
+      out.error = "config.json: unknown key '" + *key + "' (check its spelling against a config "
+                  "deepinfer-mkmodel writes)";
+      return out;
+    }
     std::string dtype = j.value("dtype", std::string{"f32"});
     if (dtype == "f32")
       c.dtype = weight_dtype::f32;
