@@ -147,6 +147,10 @@ bool known_format(std::string_view name) {
 std::optional<rx> format_limit(std::string_view name) {
   if (name == "email" || name == "idn-email")
     return parse_regex("[^@]{1,64}@[\\s\\S]*", spelling::json).full_match();
+  // A host name is at most 253 characters: RFC 1034's 255 octets on the wire are a length byte
+  // before each label and the root's zero byte, so two more than the dotted text.
+  if (name == "hostname" || name == "idn-hostname" || name == "host-name")
+    return parse_regex("[\\s\\S]{1,253}", spelling::json).full_match();
   return std::nullopt;
 }
 

@@ -37,8 +37,8 @@ std::optional<rx> format(std::string_view name);
 bool known_format(std::string_view name);
 /// A language the strings of format `name` also lie in, where that is a count the format's rx
 /// cannot carry (the intersection of the two automata is small, an rx of both would not be):
-/// an e-mail address's local part is at most 64 characters (RFC 5321 §4.5.3.1.1). nullopt
-/// for the other formats. `json_format_dfa` applies it for the compiler and the validator both.
+/// an e-mail address's local part is at most 64 characters (RFC 5321 §4.5.3.1.1), a host name
+/// at most 253 (RFC 1034 §3.1). nullopt for the other formats. `json_format_dfa` applies it for the compiler and the validator both.
 std::optional<rx> format_limit(std::string_view name);
 /// Any JSON number.
 rx any_number();

@@ -272,6 +272,16 @@ BOOST_AUTO_TEST_CASE(strings_lengths_patterns_and_formats) {
     BOOST_TEST(accepts(*f, std::string{"\""} + good + "\""), fmt);
     BOOST_TEST(!accepts(*f, std::string{"\""} + bad + "\""), fmt);
   }
+  // A host name is at most 253 characters, however its labels (63 at most each) are cut.
+  const auto host_name = [](std::size_t last_label) {
+    return "\"" + std::string(63, 'a') + "." + std::string(63, 'b') + "." + std::string(63, 'c') + "." +
+           std::string(last_label, 'd') + "\"";
+  };
+  for (const char* fmt : {"hostname", "idn-hostname"}) {
+    auto host = schema_matcher(std::string{R"({"type":"string","format":")"} + fmt + "\"}");
+    BOOST_TEST(accepts(*host, host_name(61)), fmt);   // 253 characters
+    BOOST_TEST(!accepts(*host, host_name(62)), fmt);  // 254
+  }
 }
 
 // A format or pattern under a long maxLength whose product would pass the automaton cap is
