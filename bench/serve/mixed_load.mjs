@@ -2,15 +2,19 @@
 // behind long ones) at 1..64 concurrent streams, for each caf-launch binary given, side by side
 // in one run (the binaries take turns per concurrency level, so machine noise hits both alike).
 // Usage: node bench/serve/mixed_load.mjs EXE [EXE...] [--streams=1,4,16,64] [--requests=48]
-//        [--long-words=6000] [--long-every=6] [--max-tokens=16] [--seed=12345]
+//        [--long-words=6000] [--long-every=6] [--max-tokens=16] [--seed=12345] [--dump=FILE] [--cpu]
 // Each stream sends requests back to back; every `long-every`-th request of a stream is long
 // (fresh words, so no prefix hit), the rest short. Prints one row per (binary, streams).
 // With --rates=R1,R2 the load is open instead: `requests` arrivals at R requests/s (Poisson, the
 // same seeded sequence for every binary), every `long-every`-th long, whatever the answers' pace
 // (in a closed loop faster short prompts bring the next long ones in sooner).
 // --dump=FILE appends one JSON line per request (binary, level, index, start and TTFT in ms, long)
-// for a look at which requests make the tail.
-import { appendFileSync } from 'node:fs';
+// for a look at which requests make the tail. --cpu prints, after each row, the server's CPU
+// seconds over the level by thread name (Linux /proc), e.g. prefill ranks against the rest.
+// Each server's KV root is made under os.tmpdir(): `TMPDIR=/dev/shm` keeps the block files'
+// creation out of the figures (on ext4 without a journal it costs CPU that grows with the files
+// earlier runs deleted; bench/RESULTS.md, "the mixed-length load on a tmpfs KV root").
+import { appendFileSync, readdirSync, readFileSync } from 'node:fs';
 import { serverUp, startServer, stopServer } from '../../tests/serve/harness.mjs';
 import { streamTtft } from './stream_ttft.mjs';
 
@@ -49,6 +53,33 @@ function arrivals(rate) {
     out.push(t);
   }
   return out;
+}
+
+// CPU seconds (user + system) of each thread of process `pid`, keyed by thread id.
+function threadCpu(pid) {
+  const out = new Map();
+  for (const tid of readdirSync(`/proc/${pid}/task`)) {
+    try {
+      const st = readFileSync(`/proc/${pid}/task/${tid}/stat`, 'utf8');
+      const f = st.slice(st.lastIndexOf(')') + 2).split(' '); // fields from the 3rd (state) on
+      out.set(tid, { name: st.slice(st.indexOf('(') + 1, st.lastIndexOf(')')), s: (Number(f[11]) + Number(f[12])) / 100 });
+    } catch { /* the thread ended */ }
+  }
+  return out;
+}
+// `after` less `before` by thread name, largest first, with the busiest threads of each name:
+// "caf.actor 12.3 s (4.1 3.9 2.0 ...), ..." (ranks are detached actors: one thread each).
+function cpuByName(before, after) {
+  const by = new Map();
+  for (const [tid, t] of after) {
+    const d = t.s - (before.get(tid)?.s ?? 0);
+    if (d > 0.05)
+      by.set(t.name, [...(by.get(t.name) ?? []), d]);
+  }
+  const sum = (xs) => xs.reduce((a, b) => a + b, 0);
+  return [...by].sort((a, b) => sum(b[1]) - sum(a[1]))
+    .map(([name, xs]) => `${name} ${sum(xs).toFixed(1)} s (${xs.sort((a, b) => b - a).slice(0, 6).map((x) => x.toFixed(1)).join(' ')})`)
+    .join(', ');
 }
 
 const dump = opts.dump ?? null;
@@ -99,9 +130,12 @@ for (const streams of levels)
     const s = await start(exe);
     try {
       await ttft(s.base, 'warm up'); // model pages in, first-request costs out of the figures
+      const cpu0 = 'cpu' in opts ? threadCpu(s.proc.pid) : null;
       const r = rates ? await runOpen(s.base, streams, exe) : await run(s.base, streams, exe);
       const f = (xs) => `${pct(xs, 0.5).toFixed(0)} / ${pct(xs, 0.99).toFixed(0)}`;
       console.log(`| ${exe} | ${streams} | ${f(r.short)} | ${f(r.long)} | ${(requests / r.seconds).toFixed(2)} |`);
+      if (cpu0)
+        console.log(`  cpu: ${cpuByName(cpu0, threadCpu(s.proc.pid))}`);
     } finally {
       await stopServer(s);
     }
