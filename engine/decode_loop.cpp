@@ -1,5 +1,7 @@
 #include "engine/decode_loop.hpp"
 
+#include "recipe/base/thread_name.hpp"
+
 #include <algorithm>
 #include <chrono>
 #include <utility>
@@ -217,6 +219,7 @@ void decode_loop::publish(std::unique_lock<std::mutex>& lock, step_result r) {
 }
 
 void decode_loop::run() {
+  name_this_thread("decode.step");
   using clock = std::chrono::steady_clock;
   std::unique_lock lock(mutex_);
   for (;;) {

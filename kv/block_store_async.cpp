@@ -3,6 +3,7 @@
 #include "kv/log.hpp"
 #include "kv/thread_pool.hpp"
 #include "recipe/base/assert.hpp"
+#include "recipe/base/thread_name.hpp"
 
 #include <algorithm>
 #include <array>
@@ -113,6 +114,7 @@ void block_store::start_async() {
   backend_ = io_backend::uring;
   // The engine is passed in: `async_` reads null while the store's destructor resets it.
   async_->reaper = std::thread([this, engine = async_.get()] {
+    name_this_thread("kv.uring");
     auto& eng = *engine;
     for (;;) {
       io_uring_cqe* cqe = nullptr;

@@ -1,5 +1,7 @@
 #include "kv/block_writer.hpp"
 
+#include "recipe/base/thread_name.hpp"
+
 #include <utility>
 
 #include "recipe/base/assert.hpp"
@@ -63,6 +65,7 @@ block_writer::counters block_writer::stats() const {
 }
 
 void block_writer::run() {
+  name_this_thread("kv.writer");
   for (;;) {
     job j;
     {

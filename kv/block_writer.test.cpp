@@ -5,10 +5,13 @@
 
 #include <boost/test/unit_test.hpp>
 
+#include <pthread.h>
+
 #include <chrono>
 #include <condition_variable>
 #include <map>
 #include <mutex>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -31,6 +34,7 @@ struct recorder {
   std::map<block_key, std::vector<std::byte>> written;
   std::map<block_key, traffic_class> classes;
   std::vector<std::thread::id> threads;
+  std::vector<std::string> thread_names;
 
   block_writer::write_fn fn() {
     return [this](const block_key& k, std::span<const std::byte> b, traffic_class cls) {
@@ -40,6 +44,9 @@ struct recorder {
       written[k].assign(b.begin(), b.end());
       classes[k] = cls;
       threads.push_back(std::this_thread::get_id());
+      char name[16] = {};
+      pthread_getname_np(pthread_self(), name, sizeof name);
+      thread_names.emplace_back(name);
     };
   }
   void set_open(bool x) {
@@ -68,6 +75,7 @@ BOOST_AUTO_TEST_CASE(writes_every_block_in_order_off_the_submitting_thread) {
     BOOST_TEST((r.written[{i, 7}] == bytes(100 + i, static_cast<int>(i))));
     BOOST_TEST((r.classes[{i, 7}] == (i % 2 ? traffic_class::agent : traffic_class::chatbot)));
     BOOST_TEST((r.threads[i] != std::this_thread::get_id()));
+    BOOST_TEST(r.thread_names[i] == "kv.writer"); // what top -H and perf show for it
     BOOST_TEST(!w.pending({i, 7}));
   }
   const auto c = w.stats();

@@ -1,13 +1,18 @@
 #include "kv/thread_pool.hpp"
 
+#include "recipe/base/thread_name.hpp"
+
 namespace deepinfer::kv {
 
-thread_pool::thread_pool(std::size_t threads) {
+thread_pool::thread_pool(std::size_t threads, std::string name) {
   if (threads == 0)
     threads = 1;
   workers_.reserve(threads);
   for (std::size_t i = 0; i < threads; ++i)
-    workers_.emplace_back([this] { run(); });
+    workers_.emplace_back([this, name] {
+      name_this_thread(name);
+      run();
+    });
 }
 
 thread_pool::~thread_pool() {

@@ -5,6 +5,7 @@
 #include <deque>
 #include <functional>
 #include <mutex>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -14,8 +15,8 @@ namespace deepinfer::kv {
 /// the block store. The destructor finishes every queued job, then joins.
 class thread_pool {
 public:
-  /// Starts `threads` workers (at least one).
-  explicit thread_pool(std::size_t threads);
+  /// Starts `threads` workers (at least one), each named `name` (recipe/base/thread_name.hpp).
+  explicit thread_pool(std::size_t threads, std::string name = "kv.io");
   ~thread_pool();
   thread_pool(const thread_pool&) = delete;
   thread_pool& operator=(const thread_pool&) = delete;

@@ -327,7 +327,7 @@ std::unique_ptr<entrypoint> entrypoint::create(caf::actor_system& sys, const ser
     fetch.max_bytes = cfg.vision.max_bytes;
     ctx->fetcher = std::make_shared<http::image_fetcher>(fetch);
     if (cfg.background_body_bytes > 0) {
-      ctx->background = std::make_shared<lowered_thread>(cfg.vision_priority);
+      ctx->background = std::make_shared<lowered_thread>(cfg.vision_priority, "http.parse");
       if (const auto& refused = ctx->background->priority_error())
         log().warn("entrypoint: large request bodies are parsed at the process's CPU priority: {}", *refused);
     }

@@ -3,6 +3,7 @@
 #include "actors/http/connection.hpp"
 #include "actors/log.hpp"
 #include "recipe/base/assert.hpp"
+#include "recipe/base/thread_name.hpp"
 
 #include <boost/asio/executor_work_guard.hpp>
 #include <boost/asio/post.hpp>
@@ -175,6 +176,7 @@ std::error_code http_server::start() {
   impl_->accept();
   for (unsigned i = 0; i < cfg.threads; ++i) {
     impl_->threads.emplace_back([ioc = impl_->ioc] {
+      name_this_thread("http.io");
       for (;;) {
         try {
           ioc->run();

@@ -19,6 +19,7 @@
 #include <boost/beast/ssl.hpp>
 
 #include "actors/http/fetch_url.hpp"
+#include "recipe/base/thread_name.hpp"
 
 namespace deepinfer::actors::http {
 
@@ -235,7 +236,10 @@ image_fetcher::image_fetcher(const config& cfg) : cfg_(cfg), impl_(std::make_uni
     tls.load_verify_file(cfg_.ca_file, ec);
   // A store that cannot be loaded leaves no CA trusted: every https fetch then fails its
   // certificate check (a 400 that says so), which is safe; http still works.
-  impl_->thread = std::thread([this] { impl_->ioc.run(); });
+  impl_->thread = std::thread([this] {
+    name_this_thread("http.fetch");
+    impl_->ioc.run();
+  });
 }
 
 image_fetcher::~image_fetcher() {

@@ -17,6 +17,7 @@
 #include "actors/instance/rank_state.hpp"
 #include "engine/cost_profile.hpp"
 #include "engine/kv_codec.hpp"
+#include "recipe/base/thread_name.hpp"
 
 namespace deepinfer::actors {
 
@@ -182,6 +183,14 @@ void import_received(rank_pointer self, const kv_handoff& h, const std::vector<s
 
 rank_actor::behavior_type rank_behavior(rank_pointer self, rank_config cfg) {
   self->state.cfg = cfg;
+  // A rank with an engine is detached: this runs on its own thread, named for `top -H` and perf
+  // ("prefill.2/r0": the instance's role and number, the rank).
+  if (!cfg.engine.model_dir.empty()) {
+    const auto& instance = cfg.engine.instance;
+    const auto slash = instance.rfind('/');
+    name_this_thread((slash == std::string::npos ? instance : instance.substr(slash + 1)) + "/r" +
+                     std::to_string(cfg.rank));
+  }
   self->set_down_handler([=](caf::down_msg& dm) {
     auto held = hold_engine(self);
     drop_prefills_of(self, dm.source);
@@ -207,7 +216,7 @@ rank_actor::behavior_type rank_behavior(rank_pointer self, rank_config cfg) {
     engine::rank_engine::load_result loaded;
     if (cfg.engine.encodes_images) {
       // On the encoder thread, at its priority: the engine's threads inherit it.
-      self->state.encoder = std::make_unique<lowered_thread>(cfg.engine.priority);
+      self->state.encoder = std::make_unique<lowered_thread>(cfg.engine.priority, "vision.encode");
       if (const auto& refused = self->state.encoder->priority_error())
         log().warn("rank={} the encoder keeps the process's CPU priority: {}", cfg.rank, *refused);
       loaded = self->state.encoder->run_and_wait(load);

@@ -4,6 +4,7 @@
 
 #include "actors/log.hpp"
 #include "kv/prefix_cache.hpp"
+#include "recipe/base/thread_name.hpp"
 
 namespace deepinfer::actors {
 
@@ -40,6 +41,7 @@ kv_gc_worker::~kv_gc_worker() {
 }
 
 void kv_gc_worker::run() {
+  name_this_thread("kv.gc");
   std::unique_lock lk{mtx_};
   while (!stop_) {
     lk.unlock();

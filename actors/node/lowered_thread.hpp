@@ -21,7 +21,8 @@ namespace deepinfer::actors {
 /// free for other messages meanwhile. A job reports back by message.
 class lowered_thread {
 public:
-  explicit lowered_thread(const engine::thread_priority& priority) : worker_(1) {
+  /// `name` labels the thread (recipe/base/thread_name.hpp): "vision.encode", "http.parse".
+  lowered_thread(const engine::thread_priority& priority, std::string name) : worker_(1, std::move(name)) {
     run_and_wait([&] { priority_error_ = engine::lower_this_thread(priority); });
   }
   /// Lets the running job finish, drops the queued ones, joins the thread.

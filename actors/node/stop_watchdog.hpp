@@ -8,6 +8,7 @@
 #include <thread>
 
 #include "actors/log.hpp"
+#include "recipe/base/thread_name.hpp"
 
 namespace deepinfer::actors {
 
@@ -18,6 +19,7 @@ class stop_watchdog {
 public:
   stop_watchdog(std::string node, std::chrono::milliseconds every) {
     thread_ = std::thread([this, node = std::move(node), every] {
+      name_this_thread("node.watchdog");
       const auto t0 = std::chrono::steady_clock::now();
       std::unique_lock lock{mtx_};
       while (!cv_.wait_for(lock, every, [&] { return dismissed_; }))

@@ -68,7 +68,8 @@ function threadCpu(pid) {
   return out;
 }
 // `after` less `before` by thread name, largest first, with the busiest threads of each name:
-// "caf.actor 12.3 s (4.1 3.9 2.0 ...), ..." (ranks are detached actors: one thread each).
+// "prefill/r0 4.1 s (4.1), kv.writer 0.6 s (0.6), ..." (threads are named for their role:
+// recipe/base/thread_name.hpp; a binary from before that shows its ranks as "caf.actor").
 function cpuByName(before, after) {
   const by = new Map();
   for (const [tid, t] of after) {

@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "kv/log.hpp"
+#include "recipe/base/thread_name.hpp"
 
 namespace deepinfer::kv {
 
@@ -88,6 +89,7 @@ ibv_mr* rdma_listener::register_for_read(void* data, std::size_t size, std::stri
 }
 
 void rdma_listener::run() {
+  name_this_thread("kv.rdma");
   pollfd fds[3] = {{verbs_.channel->fd, POLLIN, 0}, {verbs_.comp->fd, POLLIN, 0}, {stop_fd_, POLLIN, 0}};
   while (running_) {
     int n = ::poll(fds, 3, 1000);

@@ -1,5 +1,7 @@
 #include "engine/backends/cpu/thread_pool.hpp"
 
+#include "recipe/base/thread_name.hpp"
+
 #include <chrono>
 
 namespace deepinfer::engine {
@@ -35,6 +37,7 @@ void thread_pool::drain() {
 }
 
 void thread_pool::work(int index) {
+  name_this_thread("engine.worker");
   tls_index = index;
   uint64_t seen = 0;
   for (;;) {
