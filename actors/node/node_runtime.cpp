@@ -40,7 +40,6 @@
 #include "actors/swa/swa_shard.hpp"
 #include "kv/prefix_cache.hpp"
 #include "engine/cost_profile.hpp"
-#include "recipe/base/thread_name.hpp"
 #include "engine/model/model_config.hpp"
 #include "actors/node/system_config.hpp"
 
@@ -141,7 +140,6 @@ struct node_runtime::impl {
   }
 
   void run_bootstrap() {
-    name_this_thread("node.bootstrap");
     auto& mm = sys->middleman();
     std::unique_lock<std::mutex> lock{mtx};
     while (!stopping) {
