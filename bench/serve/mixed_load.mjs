@@ -2,12 +2,16 @@
 // behind long ones) at 1..64 concurrent streams, for each caf-launch binary given, side by side
 // in one run (the binaries take turns per concurrency level, so machine noise hits both alike).
 // Usage: node bench/serve/mixed_load.mjs EXE [EXE...] [--streams=1,4,16,64] [--requests=48]
-//        [--long-words=6000] [--long-every=6] [--max-tokens=16] [--seed=12345] [--dump=FILE] [--cpu]
+//        [--long-words=6000] [--long-every=6] [--max-tokens=16] [--seed=12345] [--seeds=1,2,3,4]
+//        [--dump=FILE] [--cpu]
 // Each stream sends requests back to back; every `long-every`-th request of a stream is long
 // (fresh words, so no prefix hit), the rest short. Prints one row per (binary, streams).
 // With --rates=R1,R2 the load is open instead: `requests` arrivals at R requests/s (Poisson, the
 // same seeded sequence for every binary), every `long-every`-th long, whatever the answers' pace
-// (in a closed loop faster short prompts bring the next long ones in sooner).
+// (in a closed loop faster short prompts bring the next long ones in sooner). With --seeds the
+// open loop runs each arrival sequence in turn (binaries alternating per sequence and rate), then
+// prints each binary's percentiles over all of them pooled: p99 over 4 x 48 long prompts is the
+// 2nd largest of 192, not the largest of 48.
 // --dump=FILE appends one JSON line per request (binary, level, index, start and TTFT in ms, long)
 // for a look at which requests make the tail. --cpu prints, after each row, the server's CPU
 // seconds over the level by thread name (Linux /proc), e.g. prefill ranks against the rest.
@@ -29,7 +33,8 @@ const requests = Number(opts.requests ?? 48);
 const longWords = Number(opts['long-words'] ?? 6000);
 const longEvery = Number(opts['long-every'] ?? 6);
 const maxTokens = Number(opts['max-tokens'] ?? 16);
-const seed = Number(opts.seed ?? 12345); // the open loop's arrival times
+// The open loop's arrival sequences (seeds of its arrival times).
+const seeds = (opts.seeds ?? opts.seed ?? '12345').split(',').map(Number);
 const MODEL = 'deepseek-v4.1-flash';
 
 async function start(exe) {
@@ -45,7 +50,7 @@ const words = (n) => { const s = ++salt; return Array.from({ length: n }, (_, i)
 const pct = (xs, p) => { const s = [...xs].sort((a, b) => a - b); return s.length ? s[Math.min(s.length - 1, Math.floor(p * s.length))] : NaN; };
 
 // Seeded exponential gaps: every binary sees the same arrival times.
-function arrivals(rate) {
+function arrivals(rate, seed) {
   let x = seed; const out = []; let t = 0;
   for (let i = 0; i < requests; ++i) {
     x = (x * 1103515245 + 12345) % 2147483648;
@@ -86,16 +91,16 @@ function cpuByName(before, after) {
 const dump = opts.dump ?? null;
 const record = (row) => { if (dump) appendFileSync(dump, JSON.stringify(row) + '\n'); };
 
-async function runOpen(base, rate, exe) {
+async function runOpen(base, rate, exe, seed) {
   const short = []; const long = [];
   const t0 = performance.now();
-  await Promise.all(arrivals(rate).map(async (at, i) => {
+  await Promise.all(arrivals(rate, seed).map(async (at, i) => {
     await new Promise((r) => setTimeout(r, Math.max(0, at - (performance.now() - t0))));
     const isLong = i % longEvery === 0;
     const start = performance.now() - t0;
     const ms = await ttft(base, isLong ? words(longWords) : `${words(40)} Answer briefly.`);
     (isLong ? long : short).push(ms);
-    record({ exe, rate, i, start: Math.round(start), ttft: Math.round(ms), long: isLong });
+    record({ exe, rate, seed, i, start: Math.round(start), ttft: Math.round(ms), long: isLong });
   }));
   return { short, long, seconds: (performance.now() - t0) / 1000 };
 }
@@ -124,20 +129,40 @@ const rates = opts.rates ? opts.rates.split(',').map(Number) : null;
 const levels = rates ?? streamsList;
 console.log(`mixed load: ${requests} requests per level, every ${longEvery}th ${rates ? '' : 'of a stream '}long (${longWords} words), max_tokens ${maxTokens}` +
             (rates ? ', open loop (arrivals at a fixed rate)' : ''));
-console.log(`| binary | ${rates ? 'arrivals/s' : 'streams'} | short TTFT p50 / p99 ms | long TTFT p50 / p99 ms | requests/s |`);
-console.log('|---|---|---|---|---|');
-for (const streams of levels)
-  for (const exe of exes) {
-    const s = await start(exe);
-    try {
-      await ttft(s.base, 'warm up'); // model pages in, first-request costs out of the figures
-      const cpu0 = 'cpu' in opts ? threadCpu(s.proc.pid) : null;
-      const r = rates ? await runOpen(s.base, streams, exe) : await run(s.base, streams, exe);
-      const f = (xs) => `${pct(xs, 0.5).toFixed(0)} / ${pct(xs, 0.99).toFixed(0)}`;
-      console.log(`| ${exe} | ${streams} | ${f(r.short)} | ${f(r.long)} | ${(requests / r.seconds).toFixed(2)} |`);
-      if (cpu0)
-        console.log(`  cpu: ${cpuByName(cpu0, threadCpu(s.proc.pid))}`);
-    } finally {
-      await stopServer(s);
+const several = rates && seeds.length > 1;
+console.log(`| binary | ${rates ? 'arrivals/s' : 'streams'}${several ? ' | seed' : ''} | short TTFT p50 / p99 ms | long TTFT p50 / p99 ms | requests/s |`);
+console.log(several ? '|---|---|---|---|---|---|' : '|---|---|---|---|---|');
+const pooled = new Map(); // "exe level" -> { short, long }
+for (const seed of rates ? seeds : [0])
+  for (const streams of levels)
+    for (const exe of exes) {
+      const s = await start(exe);
+      try {
+        await ttft(s.base, 'warm up'); // model pages in, first-request costs out of the figures
+        const cpu0 = 'cpu' in opts ? threadCpu(s.proc.pid) : null;
+        const r = rates ? await runOpen(s.base, streams, exe, seed) : await run(s.base, streams, exe);
+        const f = (xs) => `${pct(xs, 0.5).toFixed(0)} / ${pct(xs, 0.99).toFixed(0)}`;
+        console.log(`| ${exe} | ${streams}${several ? ` | ${seed}` : ''} | ${f(r.short)} | ${f(r.long)} | ${(requests / r.seconds).toFixed(2)} |`);
+        if (cpu0)
+          console.log(`  cpu: ${cpuByName(cpu0, threadCpu(s.proc.pid))}`);
+        const key = `${exe} ${streams}`;
+        const p = pooled.get(key) ?? { exe, level: streams, short: [], long: [] };
+        p.short.push(...r.short);
+        p.long.push(...r.long);
+        pooled.set(key, p);
+      } finally {
+        await stopServer(s);
+      }
     }
-  }
+if (several) {
+  const mean = (xs) => xs.reduce((a, b) => a + b, 0) / xs.length;
+  const f = (xs) => [0.5, 0.9, 0.95, 0.99].map((q) => pct(xs, q).toFixed(0)).join(' / ') + ` (mean ${mean(xs).toFixed(0)}, n ${xs.length})`;
+  console.log(`\npooled over seeds ${seeds.join(', ')}:`);
+  console.log('| binary | arrivals/s | short TTFT p50 / p90 / p95 / p99 ms | long TTFT p50 / p90 / p95 / p99 ms |');
+  console.log('|---|---|---|---|');
+  for (const level of levels)
+    for (const exe of exes) {
+      const p = pooled.get(`${exe} ${level}`);
+      console.log(`| ${exe} | ${level} | ${f(p.short)} | ${f(p.long)} |`);
+    }
+}
