@@ -204,6 +204,10 @@ actors::balancer_actors_config make_balancer_config(const balancer_params& b) {
   return cfg;
 }
 
+std::chrono::microseconds prefill_step_of(const balancer_params& b) {
+  return std::chrono::microseconds{static_cast<int64_t>(b.prefill_step_budget_ms * 1000.0)};
+}
+
 actors::autoscaler_settings make_autoscaler_settings(const autoscaler_params& a) {
   actors::autoscaler_settings out;
   auto& p = out.policy;

@@ -1,5 +1,6 @@
 #pragma once
 
+#include <chrono>
 #include <string>
 #include <vector>
 
@@ -35,6 +36,9 @@ actors::node_runtime_config make_node_config(const cluster_manifest& m, const no
 
 /// The cluster balancers' config from `[balancer.*]` (the controller's node runs them).
 actors::balancer_actors_config make_balancer_config(const balancer_params& b);
+/// A prefill rank's step budget (`[balancer.prefill] step_budget_ms`, `--prefill-step-ms`): the
+/// one value the ranks' steps and the balancer's short-prompt reserve both follow.
+std::chrono::microseconds prefill_step_of(const balancer_params& b);
 
 /// The controller's autoscaler from `[autoscaler]` (DESIGN §6.5).
 actors::autoscaler_settings make_autoscaler_settings(const autoscaler_params& a);

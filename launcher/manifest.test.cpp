@@ -416,6 +416,7 @@ BOOST_AUTO_TEST_CASE(embedded_default_with_several_instances_names_each_one) {
   b.prefill_quota_per_rank_s = 0.5;
   const auto prefill = make_embedded_config(host_port{"127.0.0.1", 8000}, "m", 1, 2, b).balancers.router.prefill;
   BOOST_TEST(prefill.short_reserve_s == 0.04);
+  BOOST_TEST(prefill_step_of(b).count() == 40000); // the ranks' step budget, in µs
   BOOST_TEST(prefill.whole_job_fits);
   BOOST_TEST(prefill.quota_per_rank_s == 0.5);
 }

@@ -167,8 +167,6 @@ std::optional<int> finish_serving_config(const options& o, actors::serving_confi
   if (!o.speculative.empty())
     sc.speculative = engine::parse_speculative_mode(o.speculative);
   sc.async_scheduling = o.async_scheduling != "off";
-  if (o.prefill_step_ms > 0) // else the manifest's [balancer.prefill] step_budget_ms, or 100 ms
-    sc.prefill_step = std::chrono::milliseconds{o.prefill_step_ms};
   sc.cpu_isa = choose_isa(o.cpu_isa.empty() ? isa : o.cpu_isa);
   if (!sc.cpu_isa)
     return usage_error;
@@ -308,6 +306,7 @@ int main(int argc, char** argv) {
       sc.model_name = "deepseek-v4.1-flash";
       sc.model_dir = o.model_dir;
       sc.kv_root = cache_dir() + "/kv";
+      sc.prefill_step = prefill_step_of(balancer);
       if (auto rc = finish_serving_config(o, sc, "auto", engine::backend_kind::cpu, actors::kv_transport_mode::automatic))
         return *rc;
       cfg.serving = sc;
@@ -389,7 +388,7 @@ int main(int argc, char** argv) {
       sc.vision_balancer = m.vision_balancer;
       sc.vision_priority = m.vision_priority;
       sc.background_body_bytes = static_cast<std::size_t>(m.vision_background_body_bytes);
-      sc.prefill_step = std::chrono::microseconds{static_cast<int64_t>(m.balancer.prefill_step_budget_ms * 1000.0)};
+      sc.prefill_step = prefill_step_of(m.balancer);
       if (auto rc = finish_serving_config(o, sc, node->cpu_isa, node->backend, m.kv_transport))
         return *rc;
       cfg.serving = sc;
