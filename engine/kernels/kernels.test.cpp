@@ -125,7 +125,7 @@ BOOST_AUTO_TEST_CASE(attention_has_the_portable_bits_on_every_isa) {
   for (auto isa : fast_isas()) {
     const auto& k = kernels_for(isa);
     for (auto s : {shape{4, 2, 32}, shape{8, 2, 32}, shape{2, 2, 16}, shape{4, 1, 64}, shape{2, 1, 8}, shape{2, 2, 12}})
-      for (int64_t nk : {1, 5, 8, 15, 16, 17, 100, 134}) {
+      for (int64_t nk : {1, 5, 8, 15, 16, 17, 100, 134, 333}) {
         const int64_t kvw = s.kv_heads * s.d, qd = s.heads * s.d;
         // A block of up to 11 consecutive rows of one sequence whose windows (at most nk keys)
         // slide over a span: the first rows' windows start at the span's start and grow.
@@ -149,6 +149,11 @@ BOOST_AUTO_TEST_CASE(attention_has_the_portable_bits_on_every_isa) {
         std::vector<float> one(static_cast<std::size_t>(qd));
         k.attend_rows(q.data() + r * qd, 1, qd, &first[static_cast<std::size_t>(r)], &count[static_cast<std::size_t>(r)], kt.data(), stride, v.data(), s.heads, s.kv_heads, s.d, sc1.data(), one.data());
         BOOST_TEST(std::memcmp(one.data(), o1.data() + r * qd, one.size() * sizeof(float)) == 0, to_string(isa) << " row alone nk=" << nk);
+        // Every row over the same keys, [0, nk) (the vision encoder's bidirectional attention).
+        const std::vector<int64_t> all_first(first.size(), 0), all_count(first.size(), nk);
+        ref().attend_rows(q.data(), rows, qd, all_first.data(), all_count.data(), kt.data(), stride, v.data(), s.heads, s.kv_heads, s.d, sc0.data(), o0.data());
+        k.attend_rows(q.data(), rows, qd, all_first.data(), all_count.data(), kt.data(), stride, v.data(), s.heads, s.kv_heads, s.d, sc1.data(), o1.data());
+        BOOST_TEST(same_bits(o0, o1), to_string(isa) << " attend_rows, one window, nk=" << nk << " d=" << s.d);
         // Gathered: each key row [kv_heads x d] followed by its value row.
         auto rows_kv = normal(static_cast<std::size_t>(nk * 2 * kvw), 24, 2.0f);
         std::vector<const float*> kv(static_cast<std::size_t>(nk));

@@ -69,20 +69,30 @@ void union_scores(const float* q, int64_t qstride, const float* kg, int64_t stri
         a1[r] = _mm256_fmadd_ps(qv, k1, a1[r]);
       }
     }
+    // Masked stores only for the last, partial tile: AMD cores run vmaskmovps stores slowly.
+    if (full) {
 #pragma GCC unroll 4
-    for (int r = 0; r < R; ++r) {
-      _mm256_maskstore_ps(sc + r * su + j, m0, _mm256_mul_ps(a0[r], scale));
-      _mm256_maskstore_ps(sc + r * su + j + 8, m1, _mm256_mul_ps(a1[r], scale));
+      for (int r = 0; r < R; ++r) {
+        _mm256_storeu_ps(sc + r * su + j, _mm256_mul_ps(a0[r], scale));
+        _mm256_storeu_ps(sc + r * su + j + 8, _mm256_mul_ps(a1[r], scale));
+      }
+    } else {
+#pragma GCC unroll 4
+      for (int r = 0; r < R; ++r) {
+        _mm256_maskstore_ps(sc + r * su + j, m0, _mm256_mul_ps(a0[r], scale));
+        _mm256_maskstore_ps(sc + r * su + j + 8, m1, _mm256_mul_ps(a1[r], scale));
+      }
     }
   }
 }
 
 // One head's outputs of R rows (R <= 3), C vectors of 8 components (C <= 4): out_r = chain over
-// the union's keys of w_r[j] x v_j, w_r exactly 0 outside the row's window (which adds a signed
-// zero to a sum that is never -0: the chain over the union is the chain over the row's keys).
+// the union's keys of w_r[j] x v_j, w_r (in sc: the softmax weights, scores x inv) exactly 0
+// outside the row's window (which adds a signed zero to a sum that is never -0: the chain over
+// the union is the chain over the row's keys).
 template <int R, int C>
-void union_values(const float* sc, int64_t su, const float* inv, const float* vg, int64_t kvw,
-                  int64_t u0, int64_t nu, float* out, int64_t qstride) {
+void union_values(const float* sc, int64_t su, const float* vg, int64_t kvw, int64_t u0, int64_t nu,
+                  float* out, int64_t qstride) {
   __m256 a[R][C];
 #pragma GCC unroll 3
   for (int r = 0; r < R; ++r)
@@ -97,7 +107,7 @@ void union_values(const float* sc, int64_t su, const float* inv, const float* vg
       vv[c] = _mm256_loadu_ps(vj + c * 8);
 #pragma GCC unroll 3
     for (int r = 0; r < R; ++r) {
-      const __m256 w = _mm256_set1_ps(sc[r * su + j] * inv[r]);
+      const __m256 w = _mm256_broadcast_ss(sc + r * su + j);
 #pragma GCC unroll 4
       for (int c = 0; c < C; ++c)
         a[r][c] = _mm256_fmadd_ps(w, vv[c], a[r][c]);
@@ -113,7 +123,7 @@ void union_values(const float* sc, int64_t su, const float* inv, const float* vg
 using scores_fn = void (*)(const float*, int64_t, const float*, int64_t, int64_t, int64_t, int64_t, float*, int64_t);
 constexpr scores_fn scores_by_rows[5] = {nullptr, union_scores<1>, union_scores<2>, union_scores<3>, union_scores<4>};
 
-using values_fn = void (*)(const float*, int64_t, const float*, const float*, int64_t, int64_t, int64_t, float*, int64_t);
+using values_fn = void (*)(const float*, int64_t, const float*, int64_t, int64_t, int64_t, float*, int64_t);
 constexpr values_fn values_by_shape[4][5] = {
     {nullptr, nullptr, nullptr, nullptr, nullptr},
     {nullptr, union_values<1, 1>, union_values<1, 2>, union_values<1, 3>, union_values<1, 4>},
@@ -132,22 +142,32 @@ void attend_block(const float* q, int64_t rows, int64_t qstride, const int64_t* 
     for (int64_t r = 0; r < rows; r += 4)
       scores_by_rows[std::min<int64_t>(4, rows - r)](q + r * qstride + h * d, qstride, kt + g * d * stride,
                                                      stride, u0, nu, d, scores + r * su, su);
-    float inv[max_rows];
     for (int64_t r = 0; r < rows; ++r) {
       // The row's softmax over its own keys, then zero weights around them.
       float* row = scores + r * su;
       const int64_t lo = first[r] - u0, n = count[r];
-      float top = -INFINITY;
-      for (int64_t j = lo; j < lo + n; ++j)
+      // The maximum is exact in any order; only a tie of +0 and -0 could differ, and exp of
+      // x - (+0) and of x - (-0) are the same bits.
+      __m256 mx = _mm256_set1_ps(-INFINITY);
+      int64_t j = lo;
+      for (; j + 8 <= lo + n; j += 8)
+        mx = _mm256_max_ps(mx, _mm256_loadu_ps(row + j));
+      float top = hmax(mx);
+      for (; j < lo + n; ++j)
         top = row[j] > top ? row[j] : top;
-      inv[r] = exp_shifted(row + lo, n, top);
+      // The weights scores x inv, each the product the chain below would form (so the same bits).
+      const __m256 inv = _mm256_set1_ps(exp_shifted(row + lo, n, top));
+      for (j = lo; j + 8 <= lo + n; j += 8)
+        _mm256_storeu_ps(row + j, _mm256_mul_ps(_mm256_loadu_ps(row + j), inv));
+      for (; j < lo + n; ++j)
+        row[j] *= _mm256_cvtss_f32(inv);
       std::fill(row, row + lo, 0.0f);
       std::fill(row + lo + n, row + nu, 0.0f);
     }
     for (int64_t r = 0; r < rows; r += 3)
       for (int64_t c = 0; c < chunks; c += 4)
         values_by_shape[std::min<int64_t>(3, rows - r)][std::min<int64_t>(4, chunks - c)](
-            scores + r * su, su, inv + r, v + g * d + c * 8, kvw, u0, nu, out + r * qstride + h * d + c * 8, qstride);
+            scores + r * su, su, v + g * d + c * 8, kvw, u0, nu, out + r * qstride + h * d + c * 8, qstride);
   }
 }
 
