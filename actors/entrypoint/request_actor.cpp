@@ -182,7 +182,8 @@ void admit(request_pointer self) {
 bool prepare(request_pointer self, recipe::conversation conv, const fetched_images& fetched,
              engine::sampling_params& sampling) {
   auto& st = self->state;
-  auto p = prepare_conversation(*st.ctx, std::move(conv), st.tenant, fetched, st.format_shortest);
+  auto p = prepare_conversation(*st.ctx, std::move(conv), st.tenant, fetched, st.format_shortest, &st.predecoded);
+  st.predecoded.clear();
   if (!p) {
     st.done = true;
     send_error(st, p.error());

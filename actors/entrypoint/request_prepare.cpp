@@ -39,7 +39,8 @@ const char* messages_param(recipe::api_kind api) {
 /// take their bytes from `fetched`. A 400 naming the image and its field when one is refused.
 expected<std::vector<prompt_image>, recipe::api_error> decode_images(const entrypoint::context& ctx,
                                                                      recipe::conversation& conv,
-                                                                     const fetched_images& fetched) {
+                                                                     const fetched_images& fetched,
+                                                                     decoded_inline_images* predecoded) {
   const auto api = conv.api;
   const auto& lim = ctx.cfg.vision;
   std::vector<prompt_image> out;
@@ -65,7 +66,11 @@ expected<std::vector<prompt_image>, recipe::api_error> decode_images(const entry
                         messages_param(api));
       std::optional<expected<recipe::decoded_image, std::string>> img;
       if (part.value.rfind("data:", 0) == 0) {
-        img.emplace(recipe::decode_data_uri(part.value, lim));
+        auto ahead = predecoded ? predecoded->find({m, p}) : decoded_inline_images::iterator{};
+        if (predecoded && ahead != predecoded->end() && ahead->second.uri_bytes == part.value.size())
+          img.emplace(std::move(ahead->second.image));
+        else
+          img.emplace(recipe::decode_data_uri(part.value, lim));
       } else {
         auto file = fetched.find(part.value);
         if (file == fetched.end())
@@ -104,6 +109,29 @@ expected<std::vector<prompt_image>, recipe::api_error> decode_images(const entry
     }
   return out;
 }
+
+} // namespace
+
+decoded_inline_images decode_inline_images(const entrypoint::context& ctx, const recipe::conversation& conv) {
+  decoded_inline_images out;
+  if (!ctx.vision.enabled())
+    return out;
+  int image = 0;
+  for (std::size_t m = 0; m < conv.messages.size(); ++m)
+    for (std::size_t p = 0; p < conv.messages[m].content.size(); ++p) {
+      const auto& part = conv.messages[m].content[p];
+      if (part.type != recipe::content_part::kind::image)
+        continue;
+      if (++image > ctx.cfg.vision.max_images_per_request)
+        return out;
+      if (part.value.rfind("data:", 0) == 0)
+        out.emplace(std::make_pair(m, p),
+                    decoded_inline_image{part.value.size(), recipe::decode_data_uri(part.value, ctx.cfg.vision)});
+    }
+  return out;
+}
+
+namespace {
 
 /// Finds each image's run of placeholders in the token ids (the renderer writes them, never
 /// the tokenizer: client text cannot spell them) and records where it starts.
@@ -290,7 +318,8 @@ expected<prepared_request, recipe::api_error> prepare_conversation(const entrypo
                                                                    recipe::conversation conv,
                                                                    const std::string& tenant,
                                                                    const fetched_images& fetched,
-                                                                   std::optional<int64_t> compiled_shortest) {
+                                                                   std::optional<int64_t> compiled_shortest,
+                                                                   decoded_inline_images* predecoded) {
   const auto api = conv.api;
   prepared_request out;
   // No limit named: the configured default, lowered below to what the context leaves after the
@@ -328,7 +357,7 @@ expected<prepared_request, recipe::api_error> prepare_conversation(const entrypo
       return not_in_vocab("allowed_token_ids", id);
   // 2. Decode the images (their placeholder counts shape the prompt), 3. render, 4. tokenize,
   // stopping once the prompt is certainly over what the limit leaves.
-  auto images = decode_images(ctx, conv, fetched);
+  auto images = decode_images(ctx, conv, fetched, predecoded);
   if (!images)
     return std::move(images).error();
   const auto room = static_cast<std::size_t>(limit - (default_limit ? 1 : out.max_tokens));

@@ -6,6 +6,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "actors/entrypoint/entrypoint.hpp"
@@ -17,6 +18,7 @@
 #include "recipe/protocol/api_error.hpp"
 #include "recipe/protocol/conversation.hpp"
 #include "recipe/structured/compiler.hpp"
+#include "recipe/vision/image_decode.hpp"
 
 namespace deepinfer::recipe {
 class tokenizer;
@@ -52,6 +54,24 @@ void sampling_from_request(const entrypoint::context& ctx, const recipe::convers
 
 /// Fetched image files by URL: the body, or why it could not be fetched.
 using fetched_images = std::map<std::string, http::fetch_result>;
+
+/// An inline image (a data URI) decoded ahead of `prepare_conversation`: the pixels, or why the
+/// bytes are not an image, and the length of the URI it came from (a check that the part is the
+/// same one).
+struct decoded_inline_image {
+  std::size_t uri_bytes = 0;
+  expected<recipe::decoded_image, std::string> image;
+};
+
+/// Inline images decoded ahead, by (message, part) index.
+using decoded_inline_images = std::map<std::pair<std::size_t, std::size_t>, decoded_inline_image>;
+
+/// Decodes `conv`'s inline images (base64, then PNG / JPEG / ...) under the `[vision]` limits,
+/// for a thread other than the request actor's: the entrypoint's lowered-priority parser runs it
+/// after parsing a large body, so a megabyte image's decode (~10 ms) never holds a CAF worker
+/// from text requests. Images past `max_images_per_request` or of a model without a vision
+/// encoder are left out (prepare_conversation refuses the request).
+decoded_inline_images decode_inline_images(const entrypoint::context& ctx, const recipe::conversation& conv);
 
 /// The request-side work between the HTTP body and the routers, all of it off the HTTP I/O
 /// threads (the request actor calls it): parse `body` as an `api` request under the configured
@@ -102,11 +122,13 @@ expected<std::optional<constraint_job>, recipe::api_error> constraint_job_of(con
 /// inline images (the same decode, the same content key: the same prefix-cache entry). The
 /// constraint is compiled here unless `compiled_shortest` (a compiler actor did it: the request
 /// actor's path, which never compiles on its own thread; the shortest output it accepts, in
-/// tokens). An output limit under that shortest output is a 400.
+/// tokens). An output limit under that shortest output is a 400. Inline images in `predecoded`
+/// are taken from it instead of decoded again.
 expected<prepared_request, recipe::api_error> prepare_conversation(const entrypoint::context& ctx,
                                                                    recipe::conversation conv, const std::string& tenant,
                                                                    const fetched_images& fetched,
-                                                                   std::optional<int64_t> compiled_shortest = std::nullopt);
+                                                                   std::optional<int64_t> compiled_shortest = std::nullopt,
+                                                                   decoded_inline_images* predecoded = nullptr);
 
 /// The API's error of `status` (request_prepare.cpp and request_constraint.cpp build theirs so).
 recipe::api_error request_error(recipe::api_kind api, int status, std::string type, std::string message,

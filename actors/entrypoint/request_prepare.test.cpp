@@ -7,10 +7,29 @@
 #include <boost/test/unit_test.hpp>
 #include <nlohmann/json.hpp>
 
+#include <stb_image_write.h>
+
 using namespace deepinfer;
 using deepinfer::actors::prepare_request;
 
 namespace {
+
+std::string test_base64(const std::string& in) {
+  static const char* abc = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+  std::string out;
+  for (std::size_t i = 0; i < in.size(); i += 3) {
+    uint32_t v = static_cast<uint8_t>(in[i]) << 16;
+    if (i + 1 < in.size())
+      v |= static_cast<uint8_t>(in[i + 1]) << 8;
+    if (i + 2 < in.size())
+      v |= static_cast<uint8_t>(in[i + 2]);
+    out += abc[(v >> 18) & 63];
+    out += abc[(v >> 12) & 63];
+    out += i + 1 < in.size() ? abc[(v >> 6) & 63] : '=';
+    out += i + 2 < in.size() ? abc[v & 63] : '=';
+  }
+  return out;
+}
 
 /// What prepare_request reads from an entrypoint's context: config, tokenizer, specials.
 const actors::entrypoint::context& context() {
@@ -131,6 +150,74 @@ BOOST_AUTO_TEST_CASE(image_urls_are_listed_once_and_their_fetch_errors_are_400s_
   BOOST_REQUIRE(!junk.has_value());
   BOOST_TEST(junk.error().param == "messages[0].content[1].image_url.url");
   BOOST_TEST(junk.error().message.find("cannot fetch") == std::string::npos, junk.error().message);
+}
+
+// The lowered-priority parser decodes a large body's inline images (request_parse.cpp); prepare
+// takes them from there, and gives what it would have decoded itself.
+BOOST_AUTO_TEST_CASE(inline_images_decoded_ahead_are_the_ones_prepare_uses) {
+  static const auto ctx = [] {
+    auto c = std::make_unique<actors::entrypoint::context>();
+    c->cfg.model_name = context().cfg.model_name;
+    c->tok = context().tok;
+    c->specials = context().specials;
+    c->vision.layers = 1; // the tiny encoder's shape: 32-pixel cells
+    return c;
+  }();
+  auto uri = [](int w, int h, uint8_t shade) {
+    std::vector<uint8_t> px(static_cast<std::size_t>(w * h * 3));
+    for (std::size_t i = 0; i < px.size(); ++i)
+      px[i] = static_cast<uint8_t>(shade + i % 7);
+    std::string png;
+    auto append = [](void* out, void* data, int n) { static_cast<std::string*>(out)->append(static_cast<char*>(data), n); };
+    BOOST_REQUIRE(stbi_write_png_to_func(append, &png, w, h, 3, px.data(), w * 3));
+    return "data:image/png;base64," + test_base64(png);
+  };
+  const auto a = uri(64, 32, 10), b = uri(32, 32, 90), c = uri(64, 32, 200);
+  const auto body = nlohmann::json{{"model", "m"}, {"max_tokens", 4},
+                                   {"messages", {{{"role", "user"}, {"content", {{{"type", "text"}, {"text", "two pictures"}},
+                                                                                {{"type", "image_url"}, {"image_url", {{"url", a}}}},
+                                                                                {{"type", "image_url"}, {"image_url", {{"url", b}}}}}}}}}}
+                      .dump();
+  auto conv = actors::parse_for_serving(*ctx, recipe::api_kind::chat, body, "");
+  BOOST_REQUIRE(conv.has_value());
+  auto ahead = actors::decode_inline_images(*ctx, *conv);
+  BOOST_REQUIRE_EQUAL(ahead.size(), 2u);
+  BOOST_TEST(ahead.at({0, 1}).image.has_value());
+  BOOST_TEST(ahead.at({0, 1}).uri_bytes == a.size());
+  auto own = actors::prepare_conversation(*ctx, *conv, "", {});
+  auto taken = actors::prepare_conversation(*ctx, *conv, "", {}, std::nullopt, &ahead);
+  BOOST_REQUIRE(own.has_value());
+  BOOST_REQUIRE(taken.has_value());
+  BOOST_TEST(taken->prompt == own->prompt);
+  BOOST_REQUIRE_EQUAL(taken->images.size(), 2u);
+  for (std::size_t i = 0; i < 2; ++i) {
+    BOOST_TEST(taken->images[i].rgb == own->images[i].rgb);
+    BOOST_TEST((taken->images[i].mark.content == own->images[i].mark.content));
+  }
+  // The entry really is what prepare uses: another picture under A's part.
+  actors::decoded_inline_images swapped;
+  swapped.emplace(std::make_pair(std::size_t{0}, std::size_t{1}),
+                  actors::decoded_inline_image{a.size(), recipe::decode_data_uri(c, ctx->cfg.vision)});
+  auto used = actors::prepare_conversation(*ctx, *conv, "", {}, std::nullopt, &swapped);
+  BOOST_REQUIRE(used.has_value());
+  BOOST_TEST(used->images[0].rgb != own->images[0].rgb);
+  BOOST_TEST(used->images[1].rgb == own->images[1].rgb); // not in the map: decoded from its URI
+  // An entry for another URI (its length differs) is ignored: the part is decoded again.
+  swapped.clear();
+  swapped.emplace(std::make_pair(std::size_t{0}, std::size_t{1}),
+                  actors::decoded_inline_image{a.size() + 1, recipe::decode_data_uri(c, ctx->cfg.vision)});
+  auto again = actors::prepare_conversation(*ctx, *conv, "", {}, std::nullopt, &swapped);
+  BOOST_REQUIRE(again.has_value());
+  BOOST_TEST(again->images[0].rgb == own->images[0].rgb);
+  // A part decoded ahead into an error is that image's 400.
+  actors::decoded_inline_images broken;
+  broken.emplace(std::make_pair(std::size_t{0}, std::size_t{2}),
+                 actors::decoded_inline_image{b.size(), std::string("the bytes are not an image")});
+  auto refused = actors::prepare_conversation(*ctx, *conv, "", {}, std::nullopt, &broken);
+  BOOST_REQUIRE(!refused.has_value());
+  BOOST_TEST(refused.error().status == 400);
+  BOOST_TEST(refused.error().param == "messages[0].content[2].image_url.url");
+  BOOST_TEST(refused.error().message.find("not an image") != std::string::npos, refused.error().message);
 }
 
 BOOST_AUTO_TEST_SUITE_END()

@@ -92,6 +92,9 @@ struct request_state {
   /// The structured-output constraint compiled by a compiler actor (request_compile.cpp): the
   /// shortest output it accepts, in tokens. Unset: none compiled (prepare compiles, if needed).
   std::optional<int64_t> format_shortest;
+  /// Inline images the lowered-priority parser decoded with a large body (request_parse.cpp);
+  /// prepare takes them from here (emptied then) instead of decoding them on a CAF worker.
+  decoded_inline_images predecoded;
   /// Prompt logprobs (`echo` with `logprobs`, vLLM's `prompt_logprobs`): one entry per prompt
   /// token, the first null (NaN), the others as the prefill scored them (`keep_prompt_scores`;
   /// empty until it answered), shared by every choice.
