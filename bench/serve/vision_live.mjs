@@ -20,6 +20,11 @@
 //        Several EXEs (`... EXE1 EXE2 --priority=idle`): the binaries take turns run by run.
 //        [--after-seconds=0]: text probes alone again once every image is answered (drift check).
 //        [--repeat-images]: 16 small and 4 large images in turn instead of one per request.
+//        [--loads=images,text]: the load kinds, alternating run by run: `images` as above; `text`
+//        its text twin: the same arrivals, each a text-only one-token chat of fresh words with as
+//        many prompt tokens as the image request it stands for (the server's usage, measured at
+//        start). The twin brings the image load's prefills without its encodes and its megabyte
+//        bodies, so the two together split what image requests cost text requests.
 // The summary gives, per variant, the mean over runs of each run's p50 change, and the change of
 // the p50 over every probe of every run (pooled: less noise than one run's 40 probes alone).
 import { spawn } from 'node:child_process';
@@ -45,6 +50,9 @@ const large = Number(opts.large ?? 1024), small = Number(opts.small ?? 256), car
 const probeRate = Number(opts['probe-rate'] ?? 2);
 const afterSeconds = Number(opts['after-seconds'] ?? 0);
 const prefillNodes = Math.max(1, Number(opts['prefill-nodes'] ?? 1));
+const loads = (opts.loads ?? 'images').split(',');
+for (const l of loads)
+  if (l !== 'images' && l !== 'text') { console.error(`--loads: unknown load ${l} (images, text)`); process.exit(2); }
 const MODEL = 'deepseek-v4.1-flash';
 
 // A seeded stream, so every run sends the same images at the same offsets.
@@ -128,6 +136,26 @@ async function chat(base, content) {
   await r.arrayBuffer();
   return r;
 }
+async function promptTokens(base, content) {
+  const r = await fetch(base + '/v1/chat/completions', { method: 'POST', headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ model: MODEL, temperature: 0, max_tokens: 1, messages: [{ role: 'user', content }] }) });
+  if (!r.ok) throw new Error(`calibration request: HTTP ${r.status}`);
+  return (await r.json()).usage.prompt_tokens;
+}
+const QUESTION = 'What is this?';
+// Fresh words (no prefix hit between requests): `n` of them for request `salt`.
+const twinWords = (n, salt) => Array.from({ length: n }, (_, i) => `x${(i * 7919 + salt * 104729) % 99991}`).join(' ');
+/// Words per twin prompt, small and large: an image request's prompt tokens (one request of each
+/// size) matched by fresh words, from a two-point fit of tokens against words.
+async function twinSizes(base) {
+  const [t1, t2] = [await promptTokens(base, twinWords(100, 900001)), await promptTokens(base, twinWords(400, 900002))];
+  const perWord = (t2 - t1) / 300, overhead = t1 - 100 * perWord;
+  const words = async (side, seed) => {
+    const tokens = await promptTokens(base, [{ type: 'image_url', image_url: { url: dataUri(png(side, side, seed)) } }, { type: 'text', text: QUESTION }]);
+    return { tokens, words: Math.max(1, Math.round((tokens - overhead) / perWord)) };
+  };
+  return { small: await words(small, 990001), large: await words(large, 990002) };
+}
 
 let probeSalt = 0;
 /// Text-only probes at `probeRate`/s until `until()`: each a fresh short prompt (no prefix hit).
@@ -148,8 +176,9 @@ async function probes(base, until) {
   return ttft;
 }
 
-/// The image load: Poisson arrivals at `rate`/s for `seconds`, each a one-token chat with one image.
-async function imageLoad(base) {
+/// The image load: Poisson arrivals at `rate`/s for `seconds`, each a one-token chat with one image
+/// (with `twin`, words per small and large twin: each a text-only chat of that many fresh words).
+async function imageLoad(base, twin) {
   const sent = [];
   const t0 = performance.now();
   let failed = 0, nLarge = 0;
@@ -161,7 +190,9 @@ async function imageLoad(base) {
     const wait = t0 + at * 1000 - performance.now();
     if (wait > 0) await new Promise((r) => setTimeout(r, wait));
     const t = performance.now();
-    sent.push(chat(base, [{ type: 'image_url', image_url: { url: img } }, { type: 'text', text: 'What is this?' }])
+    const content = twin ? `${twinWords(big ? twin.large.words : twin.small.words, 500000 + i)} ${QUESTION}`
+                         : [{ type: 'image_url', image_url: { url: img } }, { type: 'text', text: QUESTION }];
+    sent.push(chat(base, content)
       .then((r) => { if (!r.ok) ++failed; else (big ? largeMs : smallMs).push(performance.now() - t); }, () => { ++failed; }));
   }
   await Promise.all(sent);
@@ -172,9 +203,9 @@ async function imageLoad(base) {
 /// `imageLoad` on a worker thread of its own, as another client would send it: its request bodies
 /// (megabytes of JSON each) are built and sent on another event loop than the probes', which
 /// would otherwise wait behind them and time the client instead of the server.
-function imageLoadOnWorker(base) {
+function imageLoadOnWorker(base, twin) {
   return new Promise((resolve, reject) => {
-    const worker = new Worker(new URL(import.meta.url), { workerData: { argv, base, images } });
+    const worker = new Worker(new URL(import.meta.url), { workerData: { argv, base, images, twin } });
     worker.once('message', resolve);
     worker.once('error', reject);
     worker.once('exit', (code) => { if (code !== 0) reject(new Error(`the image load's worker exited with ${code}`)); });
@@ -203,24 +234,26 @@ function quantile(h, q) {
 }
 const pct = (xs, q) => { const s = [...xs].sort((a, b) => a - b); return s[Math.min(s.length - 1, Math.floor(q * s.length))]; };
 
-async function measure({ policy, priority, exe }) {
+async function measure({ policy, priority, exe, load }) {
   const s = await start(policy, priority, exe);
   try {
+    const twin = load === 'text' ? await twinSizes(s.base) : undefined;
     // 1. Text alone.
     let idleEnd = performance.now() + idleSeconds * 1000;
     const idle = await probes(s.base, () => performance.now() > idleEnd);
     // 2. Images, with the same probes beside them.
     const before = await histogram(s.base, 'deepinfer_vision_queue_seconds');
     let loading = true;
-    const [load, busy] = await Promise.all([imageLoadOnWorker(s.base).finally(() => { loading = false; }), probes(s.base, () => !loading)]);
+    const [sent, busy] = await Promise.all([imageLoadOnWorker(s.base, twin).finally(() => { loading = false; }), probes(s.base, () => !loading)]);
     const q = minus(await histogram(s.base, 'deepinfer_vision_queue_seconds'), before);
     // 3. Text alone again (`--after-seconds`, default 0): every image is answered by now, so this
     // tells drift over the run from the image load's effect.
     const afterEnd = performance.now() + afterSeconds * 1000;
     const after = afterSeconds > 0 ? await probes(s.base, () => performance.now() > afterEnd) : [];
     const label = (priority === undefined ? policy : `${policy} ${priority === 'idle' ? 'idle' : `nice=${priority}`}`) +
-                  (exes.length > 1 ? ` ${exe}` : '');
-    return { policy: label, idle, busy, after, after_p50: after.length ? pct(after, 0.5) : NaN, ...load, queue_p50: quantile(q, 0.5), queue_p99: quantile(q, 0.99), queue_mean: q.sum / Math.max(1, q.count),
+                  (exes.length > 1 ? ` ${exe}` : '') +
+                  (twin ? ` text twin (${twin.small.tokens} / ${twin.large.tokens} tokens: ${twin.small.words} / ${twin.large.words} words)` : '');
+    return { policy: label, idle, busy, after, after_p50: after.length ? pct(after, 0.5) : NaN, ...sent, queue_p50: quantile(q, 0.5), queue_p99: quantile(q, 0.99), queue_mean: q.sum / Math.max(1, q.count),
              queued: q.count, idle_p50: pct(idle, 0.5), idle_p90: pct(idle, 0.9), busy_p50: pct(busy, 0.5), busy_p90: pct(busy, 0.9),
              probes: [idle.length, busy.length] };
   } finally {
@@ -229,7 +262,7 @@ async function measure({ policy, priority, exe }) {
 }
 
 if (!isMainThread) {
-  parentPort.postMessage(await imageLoad(workerData.base));
+  parentPort.postMessage(await imageLoad(workerData.base, workerData.twin));
 } else {
   console.log(`# vision live: 2 vision nodes x ${cards} ranks, ${prefillNodes} prefill node(s), ${rate} images/s for ${seconds} s, ${Math.round(largeShare * 100)} % ${large}x${large} ` +
               `among ${small}x${small}, text probes ${probeRate}/s; ${os.cpus()[0]?.model} x ${os.cpus().length}`);
@@ -239,7 +272,8 @@ if (!isMainThread) {
   const priorities = opts.priority ?? opts.nice;
   const variants = (priorities ? priorities.split(',').map((p) => ({ policy: 'patches', priority: p }))
                                : [{ policy: 'patches' }, { policy: 'round_robin' }])
-    .flatMap((v) => exes.map((exe) => ({ ...v, exe })));
+    .flatMap((v) => exes.map((exe) => ({ ...v, exe })))
+    .flatMap((v) => loads.map((load) => ({ ...v, load })));
   for (let r = 0; r < runs; ++r)
     for (const v of variants) {
       const m = await measure(v);
