@@ -14,6 +14,7 @@
 #include <caf/meta/type_name.hpp>
 #include <caf/type_id.hpp>
 
+#include "actors/bulk_field.hpp"
 #include "actors/names.hpp"
 #include "balancers/cost_model.hpp"
 #include "engine/sampler.hpp"
@@ -254,7 +255,7 @@ struct prompt_image {
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, prompt_image& x) {
-  return f(caf::meta::type_name("prompt_image"), x.mark, x.width, x.height, x.rgb, x.embedding);
+  return f(caf::meta::type_name("prompt_image"), x.mark, x.width, x.height, x.rgb, bulk(x.embedding));
 }
 
 /// One image for a vision rank to encode (DESIGN §6.3): 8-bit RGB, row-major.
@@ -281,7 +282,7 @@ struct vision_result {
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, vision_result& x) {
-  return f(caf::meta::type_name("vision_result"), x.id, x.embedding, x.encode_seconds, x.error);
+  return f(caf::meta::type_name("vision_result"), x.id, bulk(x.embedding), x.encode_seconds, x.error);
 }
 
 /// A structured-output compiler's answer (issue 19): the constraint compiled (into the
@@ -318,7 +319,7 @@ struct token_logprobs {
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, token_logprobs& x) {
-  return f(caf::meta::type_name("token_logprobs"), x.logprob, x.top_n, x.top_ids, x.top_logprobs, x.rank);
+  return f(caf::meta::type_name("token_logprobs"), bulk(x.logprob), x.top_n, x.top_ids, bulk(x.top_logprobs), x.rank);
 }
 
 /// One of a request's parallel samples (OpenAI's `n`) besides the job's own, sharing its
@@ -374,7 +375,7 @@ struct prefill_job {
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, prefill_job& x) {
-  return f(caf::meta::type_name("prefill_job"), x.id, x.tokens, x.sampling, x.decode_rank, x.sink,
+  return f(caf::meta::type_name("prefill_job"), x.id, bulk(x.tokens), x.sampling, x.decode_rank, x.sink,
            x.snapshot_end, x.snapshot_owner, x.decode_rdma, x.prompt_length, x.cache_salt, x.traffic,
            x.images, x.samples);
 }
