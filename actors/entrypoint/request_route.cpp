@@ -230,7 +230,18 @@ void send_prefill(request_pointer self, int i, const placement& at, const caf::s
   pj.prompt_length = static_cast<int64_t>(st.prompt.size());
   pj.cache_salt = st.salt;
   pj.traffic = st.traffic;
-  pj.images = st.images;
+  // An image a vision rank encoded travels as its embeddings alone: the prefill rank reads
+  // nothing else of it, and its pixels (megabytes) stay in st.images for another attempt.
+  pj.images.reserve(st.images.size());
+  for (const auto& im : st.images) {
+    auto& sent = pj.images.emplace_back();
+    sent.mark = im.mark;
+    sent.width = im.width;
+    sent.height = im.height;
+    sent.embedding = im.embedding;
+    if (im.embedding.empty())
+      sent.rgb = im.rgb;
+  }
   for (int r : riders(self)) {
     auto& rider = sample(self, r);
     rider.decode_rank = sm.decode_rank; // the same rank: its death ends every sample on it

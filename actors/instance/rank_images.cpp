@@ -29,8 +29,11 @@ caf::error check_images(engine::rank_engine& engine, const prefill_job& job) {
                       "this model has no vision encoder; send the request without images");
   for (const auto& im : job.images) {
     const auto tokens = vision->tokens_for(im.width, im.height);
-    if (tokens != im.mark.tokens || tokens <= 0 ||
-        im.rgb.size() != static_cast<std::size_t>(im.width) * static_cast<std::size_t>(im.height) * 3)
+    // The pixels, or (an image a vision rank encoded: the entrypoint keeps its pixels) embeddings
+    // for every placeholder.
+    const bool pixels = im.rgb.size() == static_cast<std::size_t>(im.width) * static_cast<std::size_t>(im.height) * 3;
+    const bool encoded = im.embedding.size() == static_cast<std::size_t>(tokens * engine.model().hidden);
+    if (tokens != im.mark.tokens || tokens <= 0 || !(pixels || encoded))
       return make_error(errc::engine_invalid_request, "an image does not match its placeholder positions");
   }
   return {};
