@@ -45,6 +45,19 @@ const actors::entrypoint::context& context() {
   return *ctx;
 }
 
+/// context() with a vision encoder of the tiny model's shape (32-pixel cells).
+const actors::entrypoint::context& vision_context() {
+  static const auto ctx = [] {
+    auto c = std::make_unique<actors::entrypoint::context>();
+    c->cfg.model_name = context().cfg.model_name;
+    c->tok = context().tok;
+    c->specials = context().specials;
+    c->vision.layers = 1;
+    return c;
+  }();
+  return *ctx;
+}
+
 std::string chat(const std::string& content, int max_tokens = 16, const std::string& model = "m") {
   return nlohmann::json{{"model", model}, {"max_tokens", max_tokens},
                         {"messages", {{{"role", "user"}, {"content", content}}}}}.dump();
@@ -112,14 +125,7 @@ BOOST_AUTO_TEST_CASE(each_key_and_salt_pair_is_its_own_namespace) {
 }
 
 BOOST_AUTO_TEST_CASE(image_urls_are_listed_once_and_their_fetch_errors_are_400s_naming_the_field) {
-  static const auto ctx = [] {
-    auto c = std::make_unique<actors::entrypoint::context>();
-    c->cfg.model_name = context().cfg.model_name;
-    c->tok = context().tok;
-    c->specials = context().specials;
-    c->vision.layers = 1; // the tiny encoder's shape: 32-pixel cells
-    return c;
-  }();
+  const auto* ctx = &vision_context();
   const std::string body = R"({"model": "m", "max_tokens": 4, "messages": [{"role": "user", "content": [
       {"type": "text", "text": "two pictures"},
       {"type": "image_url", "image_url": {"url": "http://127.0.0.1:1/a.png"}},
@@ -155,14 +161,7 @@ BOOST_AUTO_TEST_CASE(image_urls_are_listed_once_and_their_fetch_errors_are_400s_
 // The lowered-priority parser decodes a large body's inline images (request_parse.cpp); prepare
 // takes them from there, and gives what it would have decoded itself.
 BOOST_AUTO_TEST_CASE(inline_images_decoded_ahead_are_the_ones_prepare_uses) {
-  static const auto ctx = [] {
-    auto c = std::make_unique<actors::entrypoint::context>();
-    c->cfg.model_name = context().cfg.model_name;
-    c->tok = context().tok;
-    c->specials = context().specials;
-    c->vision.layers = 1; // the tiny encoder's shape: 32-pixel cells
-    return c;
-  }();
+  const auto* ctx = &vision_context();
   auto uri = [](int w, int h, uint8_t shade) {
     std::vector<uint8_t> px(static_cast<std::size_t>(w * h * 3));
     for (std::size_t i = 0; i < px.size(); ++i)

@@ -1,12 +1,16 @@
 #pragma once
 
-// What the engine benches feed the engine: comma lists from the command line, seeded prompts.
+// What the engine benches feed the engine: comma lists and ISAs from the command line, seeded
+// prompts.
 
 #include <cstdint>
+#include <cstdio>
+#include <cstdlib>
 #include <sstream>
 #include <string>
 #include <vector>
 
+#include "engine/kernels/isa.hpp"
 #include "engine/testing/random_tokens.hpp"
 
 namespace deepinfer::bench {
@@ -18,6 +22,16 @@ inline std::vector<int64_t> parse_list(const std::string& s) {
   for (std::string x; std::getline(ss, x, ',');)
     v.push_back(std::stoll(x));
   return v;
+}
+
+/// The ISA a `--cpu-isa` value names; prints why and exits (status 2) when this CPU cannot run it.
+inline engine::kernels::cpu_isa cpu_isa_or_exit(const std::string& name) {
+  const auto c = engine::kernels::choose_cpu_isa(name);
+  if (!c.isa) {
+    std::fprintf(stderr, "--cpu-isa: %s\n", c.error.c_str());
+    std::exit(2);
+  }
+  return *c.isa;
 }
 
 /// `n` token ids drawn from `seed` (any id of a `vocab`-token vocabulary).

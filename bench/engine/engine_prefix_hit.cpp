@@ -15,6 +15,7 @@
 #include "engine/rank_engine.hpp"
 
 #include "bench_clock.hpp"
+#include "bench_inputs.hpp"
 
 using namespace deepinfer::engine;
 using deepinfer::bench::clock_now;
@@ -45,14 +46,9 @@ int main(int argc, char** argv) {
       fresh_hot = v != "0";
     else if (a == "--cpu-time") // 1: time on the process CPU clock (see bench_clock.hpp)
       deepinfer::bench::use_cpu_time = v != "0";
-    else if (a == "--cpu-isa") {
-      const auto c = kernels::choose_cpu_isa(v);
-      if (!c.isa) {
-        std::fprintf(stderr, "--cpu-isa: %s\n", c.error.c_str());
-        return 2;
-      }
-      isa = c.isa;
-    } else if (a == "--mode")
+    else if (a == "--cpu-isa")
+      isa = deepinfer::bench::cpu_isa_or_exit(v);
+    else if (a == "--mode")
       mode = v == "bounded" ? decoder_mode::bounded : decoder_mode::exact;
   }
   rank_engine::config cfg;

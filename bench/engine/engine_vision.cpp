@@ -9,13 +9,13 @@
 #include <cstdio>
 #include <cstring>
 #include <optional>
-#include <sstream>
 #include <string>
 #include <vector>
 
 #include "engine/rank_engine.hpp"
 
 #include "bench_clock.hpp"
+#include "bench_inputs.hpp"
 
 using namespace deepinfer::engine;
 using deepinfer::bench::clock_now;
@@ -55,18 +55,15 @@ int main(int argc, char** argv) {
     return 2;
   }
   const std::string dir = argv[1];
-  std::vector<int> sides{256, 512, 1024};
+  std::vector<int64_t> sides{256, 512, 1024};
   int repeat = 3, threads = 1;
   bool print_digest = false;
   std::optional<kernels::cpu_isa> isa;
   for (int i = 2; i + 1 < argc; i += 2) {
     const std::string a = argv[i], v = argv[i + 1];
-    if (a == "--sides") {
-      sides.clear();
-      std::stringstream ss(v);
-      for (std::string s; std::getline(ss, s, ',');)
-        sides.push_back(std::stoi(s));
-    } else if (a == "--repeat")
+    if (a == "--sides")
+      sides = deepinfer::bench::parse_list(v);
+    else if (a == "--repeat")
       repeat = std::max(1, std::stoi(v));
     else if (a == "--threads")
       threads = std::stoi(v);
@@ -100,7 +97,8 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "%s: the model has no vision encoder\n", dir.c_str());
     return 1;
   }
-  for (int side : sides) {
+  for (int64_t s : sides) {
+    const auto side = static_cast<int32_t>(s);
     const auto px = picture(side, static_cast<uint32_t>(side));
     std::vector<double> ms;
     std::vector<float> out;
