@@ -8,6 +8,7 @@
 #include <boost/test/unit_test.hpp>
 
 #include "engine/testing/engine_fixture.hpp"
+#include "engine/testing/random_pixels.hpp"
 
 using namespace deepinfer::engine;
 using namespace deepinfer::engine::testing;
@@ -15,13 +16,7 @@ using namespace deepinfer::engine::testing;
 namespace {
 
 std::vector<uint8_t> picture(int w, int h, uint32_t seed) {
-  std::vector<uint8_t> px(static_cast<std::size_t>(w) * h * 3);
-  uint32_t x = seed * 2654435761u + 1;
-  for (auto& p : px) {
-    x = x * 1664525u + 1013904223u;
-    p = static_cast<uint8_t>(x >> 24);
-  }
-  return px;
+  return random_pixels(w, h, seed);
 }
 
 /// A prompt of `n` tokens whose positions [at, at + tokens) hold the image placeholder.

@@ -6,11 +6,13 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
+#include <memory>
 #include <sstream>
 #include <string>
 #include <vector>
 
 #include "engine/kernels/isa.hpp"
+#include "engine/rank_engine.hpp"
 #include "engine/testing/random_tokens.hpp"
 
 namespace deepinfer::bench {
@@ -32,6 +34,16 @@ inline engine::kernels::cpu_isa cpu_isa_or_exit(const std::string& name) {
     std::exit(2);
   }
   return *c.isa;
+}
+
+/// The engine of `dir` under `cfg`; prints why and exits (status 1) when it cannot load.
+inline std::unique_ptr<engine::rank_engine> load_or_exit(const std::string& dir, const engine::rank_engine::config& cfg) {
+  auto loaded = engine::rank_engine::load(dir, cfg);
+  if (!loaded.engine) {
+    std::fprintf(stderr, "%s\n", loaded.error.c_str());
+    std::exit(1);
+  }
+  return std::move(loaded.engine);
 }
 
 /// `n` token ids drawn from `seed` (any id of a `vocab`-token vocabulary).

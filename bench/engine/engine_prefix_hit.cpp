@@ -55,12 +55,8 @@ int main(int argc, char** argv) {
   cfg.kv_blocks = 3 * (n / 128 + 2);
   cfg.threads = threads;
   cfg.isa = isa;
-  auto loaded = rank_engine::load(dir, cfg);
-  if (!loaded.engine) {
-    std::fprintf(stderr, "%s\n", loaded.error.c_str());
-    return 1;
-  }
-  auto& e = *loaded.engine;
+  auto engine = deepinfer::bench::load_or_exit(dir, cfg);
+  auto& e = *engine;
   std::mt19937_64 rng(7);
   std::vector<int32_t> prompt(static_cast<std::size_t>(n));
   for (auto& t : prompt)

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "engine/rank_engine.hpp"
+#include "engine/testing/random_pixels.hpp"
 
 #include "bench_clock.hpp"
 #include "bench_inputs.hpp"
@@ -22,16 +23,6 @@ using deepinfer::bench::clock_now;
 using deepinfer::bench::seconds_since;
 
 namespace {
-
-std::vector<uint8_t> picture(int side, uint32_t seed) {
-  std::vector<uint8_t> px(static_cast<std::size_t>(side) * side * 3);
-  uint32_t x = seed * 2654435761u + 1;
-  for (auto& p : px) {
-    x = x * 1664525u + 1013904223u;
-    p = static_cast<uint8_t>(x >> 24);
-  }
-  return px;
-}
 
 uint64_t digest(const std::vector<float>& v) {
   uint64_t h = 1469598103934665603ull;
@@ -87,19 +78,15 @@ int main(int argc, char** argv) {
   cfg.kv_blocks = 8;
   cfg.threads = threads;
   cfg.isa = isa;
-  auto loaded = rank_engine::load(dir, cfg);
-  if (!loaded.engine) {
-    std::fprintf(stderr, "%s\n", loaded.error.c_str());
-    return 1;
-  }
-  auto& e = *loaded.engine;
+  auto engine = deepinfer::bench::load_or_exit(dir, cfg);
+  auto& e = *engine;
   if (!e.has_vision()) {
     std::fprintf(stderr, "%s: the model has no vision encoder\n", dir.c_str());
     return 1;
   }
   for (int64_t s : sides) {
     const auto side = static_cast<int32_t>(s);
-    const auto px = picture(side, static_cast<uint32_t>(side));
+    const auto px = deepinfer::engine::testing::random_pixels(side, side, static_cast<uint32_t>(side));
     std::vector<double> ms;
     std::vector<float> out;
     for (int r = 0; r < repeat; ++r) {
