@@ -10,6 +10,7 @@
 // `bulk(...)` in an `inspect` travels as a string of its bytes instead: one memcpy, every bit kept
 // (every node runs the same build, so the same layout).
 
+#include <cstdint>
 #include <cstring>
 #include <string>
 #include <type_traits>
@@ -55,6 +56,39 @@ typename Inspector::result_type inspect(Inspector& f, bulk_field<T>& x) {
     if (!bytes.empty())
       std::memcpy(bytes.data(), x.values.data(), bytes.size());
     return f(bytes);
+  }
+}
+
+/// A float or double field inside an `inspect`, sent as its bit pattern: `f(..., exact(x.quota_s))`.
+/// CAF's own packing of a scalar has the same faults as of a vector's values (it never returns on
+/// an infinity, and loses -0 and NaN), and fitted coefficients or timings are not checked for them.
+template <class T>
+struct exact_field {
+  static_assert(std::is_floating_point_v<T> && (sizeof(T) == 4 || sizeof(T) == 8), "float or double");
+  T& value;
+};
+
+template <class T>
+exact_field<T> exact(T& value) {
+  return {value};
+}
+
+template <class Inspector, class T>
+typename Inspector::result_type inspect(Inspector& f, exact_field<T>& x) {
+  using bits_type = std::conditional_t<sizeof(T) == 4, uint32_t, uint64_t>;
+  if constexpr (Inspector::writes_state) {
+    bits_type bits = 0;
+    auto unpack = caf::meta::load_callback([&]() -> caf::error {
+      std::memcpy(&x.value, &bits, sizeof(T));
+      return caf::none;
+    });
+    return f(bits, unpack);
+  } else if constexpr (std::is_same_v<Inspector, caf::detail::stringification_inspector>) {
+    return f(x.value);
+  } else {
+    bits_type bits = 0;
+    std::memcpy(&bits, &x.value, sizeof(T));
+    return f(bits);
   }
 }
 

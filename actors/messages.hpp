@@ -28,9 +28,10 @@ namespace deepinfer::engine {
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, sampling_params& x) {
-  return f(caf::meta::type_name("sampling_params"), x.temperature, x.top_k, x.top_p, x.min_p, x.seed, x.stop_ids,
-           x.max_tokens, x.logprobs, x.top_logprobs, x.constraint, x.output_from, x.presence_penalty,
-           x.frequency_penalty, x.repetition_penalty, x.min_tokens, x.logit_bias, x.allowed_ids, x.bad_words,
+  using deepinfer::actors::exact;
+  return f(caf::meta::type_name("sampling_params"), exact(x.temperature), x.top_k, exact(x.top_p), exact(x.min_p), x.seed,
+           x.stop_ids, x.max_tokens, x.logprobs, x.top_logprobs, x.constraint, x.output_from, exact(x.presence_penalty),
+           exact(x.frequency_penalty), exact(x.repetition_penalty), x.min_tokens, x.logit_bias, x.allowed_ids, x.bad_words,
            x.prediction, x.thinking_budget, x.thinking_end, x.prompt_logprobs);
 }
 
@@ -169,8 +170,8 @@ template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, instance_status& x) {
   return f(caf::meta::type_name("instance_status"), x.instance, x.node, x.role, x.configured_ranks,
            x.healthy_ranks, x.generation, x.state, x.last_failure, x.supervisor, x.ranks,
-           x.kv_tokens_per_rank, x.prefill_cost.a0, x.prefill_cost.a1, x.prefill_cost.a2, x.prefill_cost.a3,
-           x.prefill_cost.f0, x.prefill_cost.f1);
+           x.kv_tokens_per_rank, exact(x.prefill_cost.a0), exact(x.prefill_cost.a1), exact(x.prefill_cost.a2),
+           exact(x.prefill_cost.a3), exact(x.prefill_cost.f0), exact(x.prefill_cost.f1));
 }
 
 /// Node liveness as the controller sees it.
@@ -282,7 +283,7 @@ struct vision_result {
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, vision_result& x) {
-  return f(caf::meta::type_name("vision_result"), x.id, bulk(x.embedding), x.encode_seconds, x.error);
+  return f(caf::meta::type_name("vision_result"), x.id, bulk(x.embedding), exact(x.encode_seconds), x.error);
 }
 
 /// A structured-output compiler's answer (issue 19): the constraint compiled (into the
@@ -480,7 +481,7 @@ struct prefill_ask {
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, prefill_ask& x) {
-  return f(caf::meta::type_name("prefill_ask"), x.key, x.input_len, x.quota_s, x.missed_tokens);
+  return f(caf::meta::type_name("prefill_ask"), x.key, x.input_len, exact(x.quota_s), x.missed_tokens);
 }
 
 /// A request's decode placement as the decode balancer knows it: asked for (`place`: instance
@@ -533,7 +534,7 @@ struct ep_report {
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, ep_report& x) {
   return f(caf::meta::type_name("ep_report"), x.instance, x.generation, x.ep_size, x.configured_ranks,
-           x.steps, x.moe_lb, x.replacements, x.moved_slots, x.layers, x.experts, x.slots_per_rank,
+           x.steps, exact(x.moe_lb), x.replacements, x.moved_slots, x.layers, x.experts, x.slots_per_rank,
            x.placement, x.routed_expert_bytes);
 }
 

@@ -1,6 +1,7 @@
-// Message fields sent as one block of bytes (actors/bulk_field.hpp): the values come back equal
-// through CAF's binary serializer, in fewer bytes than element by element, and a block that is
-// not a whole number of values is an error, not a truncated vector.
+// Message fields sent as one block of bytes or as bit patterns (actors/bulk_field.hpp): the values
+// come back with every bit through CAF's binary serializer (infinities, -0, NaN, which CAF 0.17's
+// own float packing hangs on or changes), in fewer bytes than element by element, and a block
+// that is not a whole number of values is an error, not a truncated vector.
 #include "actors/messages.hpp"
 #include "actors/testing/test_system_config.hpp"
 
@@ -109,6 +110,29 @@ BOOST_AUTO_TEST_CASE(embeddings_and_prompt_tokens_cross_the_wire_unchanged) {
   BOOST_TEST(read_back<prefill_job>(w.sys, written(w.sys, job)).tokens == job.tokens);
   // A printed message shows the field's size, not its bytes.
   BOOST_TEST(caf::deep_to_string(r).find("1003 values") != std::string::npos, caf::deep_to_string(r));
+}
+
+BOOST_AUTO_TEST_CASE(float_and_double_fields_keep_their_bits_infinities_included) {
+  with_system w;
+  const float inf = std::numeric_limits<float>::infinity();
+  deepinfer::engine::sampling_params sp;
+  sp.temperature = inf;
+  sp.top_p = std::numeric_limits<float>::quiet_NaN();
+  sp.presence_penalty = -0.0f;
+  sp.repetition_penalty = std::numeric_limits<float>::denorm_min();
+  auto sp_back = read_back<deepinfer::engine::sampling_params>(w.sys, written(w.sys, sp));
+  BOOST_TEST(sp_back.temperature == inf);
+  BOOST_TEST(std::isnan(sp_back.top_p));
+  BOOST_TEST((sp_back.presence_penalty == 0.0f && std::signbit(sp_back.presence_penalty)));
+  BOOST_TEST(sp_back.repetition_penalty == std::numeric_limits<float>::denorm_min());
+  prefill_ask ask;
+  ask.key = 9;
+  ask.quota_s = -std::numeric_limits<double>::infinity();
+  ask.missed_tokens = 5;
+  auto ask_back = read_back<prefill_ask>(w.sys, written(w.sys, ask));
+  BOOST_TEST(ask_back.quota_s == ask.quota_s);
+  BOOST_TEST(ask_back.missed_tokens == 5);
+  BOOST_TEST(caf::deep_to_string(ask).find("inf") != std::string::npos, caf::deep_to_string(ask));
 }
 
 BOOST_AUTO_TEST_CASE(a_block_of_bytes_that_is_no_whole_number_of_values_is_refused) {
