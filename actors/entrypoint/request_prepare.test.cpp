@@ -3,33 +3,15 @@
 #include "actors/entrypoint/serving_context.hpp"
 #include "recipe/render/special_table.hpp"
 #include "recipe/tokenizer/test_assets.hpp"
+#include "recipe/vision/test_images.hpp"
 
 #include <boost/test/unit_test.hpp>
 #include <nlohmann/json.hpp>
-
-#include <stb_image_write.h>
 
 using namespace deepinfer;
 using deepinfer::actors::prepare_request;
 
 namespace {
-
-std::string test_base64(const std::string& in) {
-  static const char* abc = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-  std::string out;
-  for (std::size_t i = 0; i < in.size(); i += 3) {
-    uint32_t v = static_cast<uint8_t>(in[i]) << 16;
-    if (i + 1 < in.size())
-      v |= static_cast<uint8_t>(in[i + 1]) << 8;
-    if (i + 2 < in.size())
-      v |= static_cast<uint8_t>(in[i + 2]);
-    out += abc[(v >> 18) & 63];
-    out += abc[(v >> 12) & 63];
-    out += i + 1 < in.size() ? abc[(v >> 6) & 63] : '=';
-    out += i + 2 < in.size() ? abc[v & 63] : '=';
-  }
-  return out;
-}
 
 /// What prepare_request reads from an entrypoint's context: config, tokenizer, specials.
 const actors::entrypoint::context& context() {
@@ -166,10 +148,9 @@ BOOST_AUTO_TEST_CASE(inline_images_decoded_ahead_are_the_ones_prepare_uses) {
     std::vector<uint8_t> px(static_cast<std::size_t>(w * h * 3));
     for (std::size_t i = 0; i < px.size(); ++i)
       px[i] = static_cast<uint8_t>(shade + i % 7);
-    std::string png;
-    auto append = [](void* out, void* data, int n) { static_cast<std::string*>(out)->append(static_cast<char*>(data), n); };
-    BOOST_REQUIRE(stbi_write_png_to_func(append, &png, w, h, 3, px.data(), w * 3));
-    return "data:image/png;base64," + test_base64(png);
+    const auto png = recipe::test::png_file(w, h, px);
+    BOOST_REQUIRE(!png.empty());
+    return "data:image/png;base64," + recipe::test::base64(png);
   };
   const auto a = uri(64, 32, 10), b = uri(32, 32, 90), c = uri(64, 32, 200);
   const auto body = nlohmann::json{{"model", "m"}, {"max_tokens", 4},

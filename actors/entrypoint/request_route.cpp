@@ -233,14 +233,15 @@ void send_prefill(request_pointer self, int i, const placement& at, const caf::s
   // An image a vision rank encoded travels as its embeddings alone: the prefill rank reads
   // nothing else of it, and its pixels (megabytes) stay in st.images for another attempt.
   pj.images.reserve(st.images.size());
-  for (const auto& im : st.images) {
-    auto& sent = pj.images.emplace_back();
-    sent.mark = im.mark;
-    sent.width = im.width;
-    sent.height = im.height;
-    sent.embedding = im.embedding;
-    if (im.embedding.empty())
-      sent.rgb = im.rgb;
+  for (auto& im : st.images) {
+    if (im.embedding.empty()) {
+      pj.images.push_back(im);
+      continue;
+    }
+    std::vector<uint8_t> pixels;
+    pixels.swap(im.rgb); // out of the copy, back after it
+    pj.images.push_back(im);
+    im.rgb.swap(pixels);
   }
   for (int r : riders(self)) {
     auto& rider = sample(self, r);

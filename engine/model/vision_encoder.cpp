@@ -1,7 +1,8 @@
 #include "engine/model/vision_encoder.hpp"
 
 #include <algorithm>
-#include <cstring>
+
+#include "engine/model/ops.hpp"
 
 namespace deepinfer::engine {
 
@@ -81,13 +82,14 @@ std::vector<float> vision_encoder::encode(const image_pixels& img) {
   const auto slice = static_cast<std::size_t>(block_rows * ((n + 31) / 32 * 32));
   scores_.resize(std::max(scores_.size(), slice * static_cast<std::size_t>(std::max(1, b_.workers()))));
   const std::vector<int64_t> first(block_rows, 0), count(block_rows, n);
+  std::vector<const float*> key_rows(static_cast<std::size_t>(n));
+  for (int64_t i = 0; i < n; ++i)
+    key_rows[static_cast<std::size_t>(i)] = att.data() + i * vh; // K lands in att first
   for (const auto& l : v.layers) {
     k_.rms_norm(x.data(), n, vh, l.attn_norm, c.norm_eps, xn.data());
     b_.matmul(xn.data(), n, vh, l.wq, vh, q.data());
     b_.matmul(xn.data(), n, vh, l.wk, vh, att.data());
-    for (int64_t i = 0; i < vh; ++i)
-      for (int64_t j = 0; j < n; ++j)
-        kt[i * n + j] = att[j * vh + i];
+    ops::put_columns(kt.data(), n, 0, key_rows.data(), n, vh);
     b_.matmul(xn.data(), n, vh, l.wv, vh, values.data());
     b_.parallel_for((n + block_rows - 1) / block_rows, [&](int64_t b) {
       float* sc = scores_.data() + slice * static_cast<std::size_t>(b_.worker_index());

@@ -1,6 +1,7 @@
 // Image inputs (issue 21): PNG, JPEG, GIF and WebP decode to RGB under the manifest's limits;
 // anything else is refused with a message that says what to send instead.
 #include "recipe/vision/image_decode.hpp"
+#include "recipe/vision/test_images.hpp"
 
 #include <boost/test/unit_test.hpp>
 
@@ -32,8 +33,8 @@ void append(void* ctx, void* data, int size) {
 }
 
 std::string png(int w, int h, const std::vector<uint8_t>& px) {
-  std::string out;
-  BOOST_REQUIRE(stbi_write_png_to_func(append, &out, w, h, 3, px.data(), w * 3));
+  auto out = test::png_file(w, h, px);
+  BOOST_REQUIRE(!out.empty());
   return out;
 }
 
@@ -160,29 +161,7 @@ std::vector<uint8_t> rgb_of(const std::vector<uint8_t>& idx, const std::array<ui
   return px;
 }
 
-std::string base64(const std::string& in) {
-  static const char* a = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-  std::string out;
-  std::size_t i = 0;
-  for (; i + 2 < in.size(); i += 3) {
-    uint32_t v = (uint8_t(in[i]) << 16) | (uint8_t(in[i + 1]) << 8) | uint8_t(in[i + 2]);
-    for (int k = 3; k >= 0; --k)
-      out += a[(v >> (6 * k)) & 63];
-  }
-  if (i + 1 == in.size()) {
-    uint32_t v = uint8_t(in[i]) << 16;
-    out += a[(v >> 18) & 63];
-    out += a[(v >> 12) & 63];
-    out += "==";
-  } else if (i + 2 == in.size()) {
-    uint32_t v = (uint8_t(in[i]) << 16) | (uint8_t(in[i + 1]) << 8);
-    out += a[(v >> 18) & 63];
-    out += a[(v >> 12) & 63];
-    out += a[(v >> 6) & 63];
-    out += '=';
-  }
-  return out;
-}
+using test::base64;
 
 } // namespace
 
