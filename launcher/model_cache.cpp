@@ -34,13 +34,14 @@ model_cache_result ensure_preset_model(const std::string& cache_dir, const std::
   out.dir = dir.string();
   std::error_code ec;
   if (fs::exists(dir / "config.json", ec) && fs::exists(dir / "model.safetensors", ec)) {
-    // A tiny model made by an older build for another KV layout is made again (it is seeded:
-    // the same weights), rather than refused at load.
+    // A preset model made by an older build for another KV layout or dtype is made again (it is
+    // seeded: the same weights for the same shape), rather than refused at load or served in a
+    // form the preset no longer has.
     auto cfg = engine::load_config_file((dir / "config.json").string());
     if (cfg.config && cfg.config->made_for_kv_layout == preset.kv_layout() &&
-        cfg.config->vision.enabled() == preset.vision.enabled())
+        cfg.config->vision.enabled() == preset.vision.enabled() && cfg.config->dtype == preset.dtype)
       return out;
-    log().info("the {} model in {} was made for another KV layout; making it again", name, out.dir);
+    log().info("the {} model in {} was made for another KV layout or dtype; making it again", name, out.dir);
     auto stale = dir.parent_path() / ("." + name + ".stale." + std::to_string(::getpid()));
     fs::rename(dir, stale, ec);
     fs::remove_all(stale, ec);

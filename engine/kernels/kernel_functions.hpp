@@ -8,6 +8,8 @@
 #define DEEPINFER_DECLARE_KERNELS                                                                  \
   void gemm_packed(const float* x, int64_t rows, int64_t k, const float* wp, int64_t n, float* y, \
                    int64_t ldy, bool accumulate);                                                  \
+  void gemm_packed_bf16(const float* x, int64_t rows, int64_t k, const uint16_t* wp, int64_t n,    \
+                        float* y, int64_t ldy, bool accumulate);                                   \
   float dot(const float* a, const float* b, int64_t n);                                            \
   void rms_norm(const float* x, int64_t n, int64_t h, const float* w, float eps, float* out);     \
   void silu_mul(float* a, const float* b, int64_t n);                                              \

@@ -1,6 +1,7 @@
 #include "engine/kernels/kernel_table.hpp"
 
 #include <algorithm>
+#include <cstring>
 
 #include "engine/kernels/kernel_functions.hpp"
 
@@ -10,7 +11,7 @@ namespace {
 
 #define DEEPINFER_KERNEL_TABLE(ns)                                                                 \
   kernel_table {                                                                                   \
-    cpu_isa::ns, ns::gemm_packed, ns::dot, ns::rms_norm, ns::silu_mul, ns::sigmoid, \
+    cpu_isa::ns, ns::gemm_packed, ns::gemm_packed_bf16, ns::dot, ns::rms_norm, ns::silu_mul, ns::sigmoid, \
         ns::exp_shifted, ns::axpy, ns::attend_rows, ns::attend_gathered, ns::index_key_record, ns::index_score_tile,        \
         ns::group_max_keys, ns::count_keys_at_least, ns::collect_at_least                          \
   }
@@ -19,8 +20,10 @@ const kernel_table portable_table = DEEPINFER_KERNEL_TABLE(portable);
 const kernel_table avx2_table = DEEPINFER_KERNEL_TABLE(avx2);
 // The element-wise functions gain nothing measurable from 512-bit vectors, and AVX2's group maxima
 // are faster (one 32-score group is four 8-lane vectors; a 16-lane horizontal max costs more):
-// AVX2's.
+// AVX2's. bf16 panels are made only for weights streamed from memory, where AVX2's one panel at
+// a time streams faster (see avx512::gemm_packed): AVX2's too.
 const kernel_table avx512_table{cpu_isa::avx512,        avx512::gemm_packed,
+                                avx2::gemm_packed_bf16,
                                 avx2::dot,
                                 avx2::rms_norm,         avx2::silu_mul,
                                 avx2::sigmoid,          avx2::exp_shifted,
@@ -50,6 +53,27 @@ void pack_panels(const float* w, int64_t n, int64_t k, float* out) {
   for (int64_t j = 0; j < n; ++j)
     for (int64_t c = 0; c < k; ++c)
       out[((j / panel_width) * k + c) * panel_width + j % panel_width] = w[j * k + c];
+}
+
+bool all_bf16_values(const float* w, int64_t count) {
+  uint32_t low = 0;
+  for (int64_t i = 0; i < count; ++i) {
+    uint32_t bits = 0;
+    std::memcpy(&bits, w + i, sizeof(bits));
+    low |= bits & 0xFFFFu;
+  }
+  return low == 0;
+}
+
+void pack_panels_bf16(const float* w, int64_t n, int64_t k, uint16_t* out) {
+  const int64_t panels = (n + panel_width - 1) / panel_width;
+  std::fill(out, out + panels * panel_width * k, uint16_t{0});
+  for (int64_t j = 0; j < n; ++j)
+    for (int64_t c = 0; c < k; ++c) {
+      uint32_t bits = 0;
+      std::memcpy(&bits, w + j * k + c, sizeof(bits));
+      out[((j / panel_width) * k + c) * panel_width + j % panel_width] = static_cast<uint16_t>(bits >> 16);
+    }
 }
 
 } // namespace deepinfer::engine::kernels

@@ -1,6 +1,7 @@
 #pragma once
 
 #include <cstdint>
+#include <cstring>
 
 #include "engine/kernels/index_codes.hpp"
 #include "engine/kernels/isa.hpp"
@@ -10,6 +11,18 @@ namespace deepinfer::engine::kernels {
 /// Output columns per packed weight panel: `pack_panels` lays a weight [n x k] out as
 /// [ceil(n / 16)][k][16], zero past n.
 inline constexpr int64_t panel_width = 16;
+
+/// A weight larger than this is streamed from memory by a product of a few rows (the lm_head of
+/// a decode step): its bytes, not its arithmetic, set the time.
+inline constexpr int64_t streamed_weight_bytes = int64_t{1} << 20;
+
+/// The f32 whose top half is `b` (bf16 is the top half of an f32, so this is exact).
+inline float bf16_value(uint16_t b) {
+  const uint32_t bits = uint32_t{b} << 16;
+  float f = 0.0f;
+  std::memcpy(&f, &bits, sizeof(f));
+  return f;
+}
 
 /// The CPU kernels of one ISA. Every entry gives the same bits on every ISA (canonical.hpp names
 /// each order); preconditions are the same for all. Obtain one with `kernels_for`.
@@ -22,6 +35,11 @@ struct kernel_table {
   /// too, runs this.
   void (*gemm_packed)(const float* x, int64_t rows, int64_t k, const float* wp, int64_t n,
                       float* y, int64_t ldy, bool accumulate);
+  /// The same over panels of bf16 values (`pack_panels_bf16`): each weight is widened exactly,
+  /// so the bits are those of `gemm_packed` over the f32 panels of the same values, with half
+  /// the bytes to read.
+  void (*gemm_packed_bf16)(const float* x, int64_t rows, int64_t k, const uint16_t* wp, int64_t n,
+                           float* y, int64_t ldy, bool accumulate);
 
   /// dot16 of a[0..n) and b[0..n).
   float (*dot)(const float* a, const float* b, int64_t n);
@@ -76,5 +94,13 @@ const kernel_table& kernels_for(cpu_isa isa);
 
 /// Lays w [n x k] out as `panel_width` panels for `gemm_packed` (ceil(n / 16) * 16 * k floats).
 void pack_panels(const float* w, int64_t n, int64_t k, float* out);
+
+/// Whether every one of w[0..count) is a bf16 value (its low 16 bits zero), so that
+/// `pack_panels_bf16` keeps it exactly: a bf16 checkpoint widened to f32 at load.
+bool all_bf16_values(const float* w, int64_t count);
+
+/// `pack_panels` in bf16 (ceil(n / 16) * 16 * k values), for `gemm_packed_bf16`.
+/// Precondition: `all_bf16_values(w, n * k)`.
+void pack_panels_bf16(const float* w, int64_t n, int64_t k, uint16_t* out);
 
 } // namespace deepinfer::engine::kernels

@@ -84,6 +84,51 @@ BOOST_AUTO_TEST_CASE(matrix_products_have_the_portable_bits_on_every_isa) {
   }
 }
 
+BOOST_AUTO_TEST_CASE(bf16_panels_give_the_bits_of_f32_panels_of_the_same_values_on_every_isa) {
+  auto isas = fast_isas();
+  isas.insert(isas.begin(), cpu_isa::portable);
+  for (int64_t kk : {1, 16, 33, 128})
+    for (int64_t n : {1, 17, 40, 129}) {
+      // Values of a bf16 checkpoint: the top halves of f32s, negatives and a zero among them.
+      auto w = normal(static_cast<std::size_t>(n * kk), static_cast<uint64_t>(n * 77 + kk), 2.0f);
+      BOOST_TEST(!all_bf16_values(w.data(), n * kk));
+      for (float& v : w) {
+        uint32_t bits = 0;
+        std::memcpy(&bits, &v, sizeof(bits));
+        bits &= 0xFFFF0000u;
+        std::memcpy(&v, &bits, sizeof(bits));
+      }
+      w[0] = -0.0f;
+      BOOST_TEST(all_bf16_values(w.data(), n * kk));
+      const auto padded = static_cast<std::size_t>((n + 15) / 16 * 16 * kk);
+      std::vector<float> wp(padded);
+      std::vector<uint16_t> wb(padded);
+      pack_panels(w.data(), n, kk, wp.data());
+      pack_panels_bf16(w.data(), n, kk, wb.data());
+      auto x = normal(static_cast<std::size_t>(13 * kk), 9);
+      for (auto isa : isas)
+        for (bool acc : {false, true})
+          for (int64_t m : {1, 2, 6, 7, 13}) {
+            auto y0 = normal(static_cast<std::size_t>(m * n), 4);
+            auto y1 = y0;
+            ref().gemm_packed(x.data(), m, kk, wp.data(), n, y0.data(), n, acc);
+            kernels_for(isa).gemm_packed_bf16(x.data(), m, kk, wb.data(), n, y1.data(), n, acc);
+            BOOST_TEST(same_bits(y0, y1), to_string(isa) << " gemm_packed_bf16 m=" << m << " k=" << kk << " n=" << n << " acc=" << acc);
+          }
+      // A column range (whole panels), as the backend splits a wide product.
+      if (n > 16)
+        for (auto isa : isas) {
+          std::vector<float> whole(static_cast<std::size_t>(3 * n)), part(static_cast<std::size_t>(3 * n));
+          ref().gemm_packed(x.data(), 3, kk, wp.data(), n, whole.data(), n, false);
+          kernels_for(isa).gemm_packed_bf16(x.data(), 3, kk, wb.data() + 16 * kk, n - 16, part.data() + 16, n, false);
+          int bad = 0;
+          for (int64_t r = 0; r < 3; ++r)
+            bad += std::memcmp(&whole[static_cast<std::size_t>(r * n + 16)], &part[static_cast<std::size_t>(r * n + 16)], (n - 16) * sizeof(float)) != 0;
+          BOOST_TEST(bad == 0, to_string(isa) << " bf16 column range k=" << kk << " n=" << n);
+        }
+    }
+}
+
 BOOST_AUTO_TEST_CASE(norms_and_element_wise_functions_have_the_portable_bits_on_every_isa) {
   auto a = normal(1000, 11, 3.0f), b = normal(1000, 12, 3.0f);
   // Arguments past exp's bounds, zeros of both signs, large magnitudes.

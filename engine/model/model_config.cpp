@@ -16,6 +16,7 @@ const char* to_string(weight_dtype x) {
 model_config model_config::tiny() {
   model_config c;
   c.vision.layers = 2;
+  c.dtype = weight_dtype::bf16;
   return c;
 }
 

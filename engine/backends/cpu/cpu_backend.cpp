@@ -48,11 +48,11 @@ void cpu_backend::matmul(const float* x, int64_t m, int64_t k, const float* w, i
 
 void cpu_backend::multiply(const float* x, int64_t m, int64_t k, const float* w, int64_t n,
                            float* y, bool accumulate) {
-  const float* wp = packed_.packed(w, n, k);
+  const packed_panels wp = packed_.packed(w, n, k);
   if (n >= wide_output && m < 64) {
     pool_.parallel_for((n + wide_chunk - 1) / wide_chunk, [&](int64_t c) {
       const int64_t j0 = c * wide_chunk;
-      kernels_.gemm_packed(x, m, k, wp + j0 * k, std::min(n, j0 + wide_chunk) - j0, y + j0, n, accumulate);
+      wp.gemm(kernels_, x, m, k, j0, std::min(n, j0 + wide_chunk) - j0, y + j0, n, accumulate);
     });
     return;
   }
@@ -60,13 +60,13 @@ void cpu_backend::multiply(const float* x, int64_t m, int64_t k, const float* w,
   // gives the same bits (every output is its own chain).
   const int64_t parts = m >= 64 ? std::min<int64_t>(pool_.size(), m / 32) : 1;
   if (parts <= 1) {
-    kernels_.gemm_packed(x, m, k, wp, n, y, n, accumulate);
+    wp.gemm(kernels_, x, m, k, 0, n, y, n, accumulate);
     return;
   }
   const int64_t step = (m / parts + 7) / 8 * 8;
   pool_.parallel_for(parts, [&](int64_t t) {
     const int64_t r0 = std::min(m, t * step), r1 = t + 1 == parts ? m : std::min(m, (t + 1) * step);
-    kernels_.gemm_packed(x + r0 * k, r1 - r0, k, wp, n, y + r0 * n, n, accumulate);
+    wp.gemm(kernels_, x + r0 * k, r1 - r0, k, 0, n, y + r0 * n, n, accumulate);
   });
 }
 

@@ -12,8 +12,9 @@ namespace deepinfer::engine {
 
 /// The CPU backend: matrix products by the kernels of one ISA over weights repacked into panels
 /// at load (`packed_gemm`, the lm_head too: its packed copy costs vocab x hidden floats per
-/// rank, and makes a batched decode step's lm_head a GEMM instead of dot products), and a small
-/// thread pool for the rest (attention rows, expert groups). Every ISA gives the same bits, and a
+/// rank, half that for a bf16 checkpoint, and makes a batched decode step's lm_head a GEMM
+/// instead of dot products), and a small thread pool for the rest (attention rows, expert
+/// groups). Every ISA gives the same bits, and a
 /// row's result never depends on its batch.
 class cpu_backend final : public backend {
 public:

@@ -121,6 +121,43 @@ BOOST_AUTO_TEST_CASE(wide_outputs_agree_bit_for_bit_between_splits_and_isas) {
   }
 }
 
+// A weight streamed from memory whose values are all bf16 (a bf16 checkpoint's lm_head) is kept
+// in half the bytes and gives the bits of the f32 panels of the same values; a small one, or one
+// with a single value that is not bf16, keeps its f32 panels.
+BOOST_AUTO_TEST_CASE(a_large_bf16_weight_is_packed_in_half_the_bytes_with_the_same_bits) {
+  std::mt19937 rng(4);
+  const int64_t k = 64, n = 32768 + 5, m = 3;
+  auto w = normal(static_cast<std::size_t>(n * k), rng);
+  for (float& v : w) {
+    uint32_t bits = 0;
+    std::memcpy(&bits, &v, sizeof(bits));
+    bits &= 0xFFFF0000u;
+    std::memcpy(&v, &bits, sizeof(bits));
+  }
+  const auto x = normal(static_cast<std::size_t>(m * k), rng);
+  const int64_t panel_floats = (n + 15) / 16 * 16 * k;
+  std::vector<float> panels(static_cast<std::size_t>(panel_floats)), want(static_cast<std::size_t>(m * n));
+  kernels::pack_panels(w.data(), n, k, panels.data());
+  kernels::kernels_for(cpu_isa::portable).gemm_packed(x.data(), m, k, panels.data(), n, want.data(), n, false);
+  for (auto isa : kernels::supported_cpu_isas())
+    for (int64_t rows : {int64_t{1}, m}) {
+      cpu_backend b(cpu_backend::config{2, isa});
+      std::vector<float> y(static_cast<std::size_t>(rows * n));
+      b.matmul(x.data(), rows, k, w.data(), n, y.data(), false);
+      BOOST_TEST(b.prepared_weight_bytes() == static_cast<std::size_t>(panel_floats) * 2);
+      BOOST_TEST(std::memcmp(y.data(), want.data(), y.size() * sizeof(float)) == 0, kernels::to_string(isa) << " rows=" << rows);
+    }
+  cpu_backend b(cpu_backend::config{1, {}});
+  std::vector<float> y(static_cast<std::size_t>(128));
+  b.matmul(x.data(), 1, 64, w.data(), 128, y.data(), false); // 32 KB: stays in the caches
+  BOOST_TEST(b.prepared_weight_bytes() == std::size_t{128 * 64 * 4});
+  w[static_cast<std::size_t>(n * k / 2)] = 0.1f; // not a bf16 value
+  cpu_backend c(cpu_backend::config{1, {}});
+  std::vector<float> yc(static_cast<std::size_t>(n));
+  c.matmul(x.data(), 1, k, w.data(), n, yc.data(), false);
+  BOOST_TEST(c.prepared_weight_bytes() == static_cast<std::size_t>(panel_floats) * 4);
+}
+
 BOOST_AUTO_TEST_CASE(matmul_accumulates_when_asked) {
   for (auto isa : kernels::supported_cpu_isas()) {
     cpu_backend b(cpu_backend::config{1, isa});
