@@ -11,6 +11,7 @@
 #include "actors/node/lowered_thread.hpp"
 #include "kv/prefix_cache.hpp"
 #include "actors/entrypoint/request_actor.hpp"
+#include "actors/entrypoint/request_prepare.hpp"
 #include "actors/entrypoint/token_routes.hpp"
 #include "actors/entrypoint/serving_context.hpp"
 #include "recipe/protocol/api_error.hpp"
@@ -23,13 +24,8 @@ namespace {
 
 void send_api_error(http::response_writer& w, recipe::api_kind api, int status, std::string type,
                     std::string message, std::string param = {}) {
-  recipe::api_error e;
-  e.api = api;
-  e.status = status;
-  e.type = std::move(type);
-  e.message = std::move(message);
-  e.param = std::move(param);
-  w.send_json(static_cast<unsigned>(status), e.body());
+  w.send_json(static_cast<unsigned>(status),
+              request_error(api, status, std::move(type), std::move(message), std::move(param)).body());
 }
 
 /// The API key check; false (answered with the API's 401) when the request may not go on.

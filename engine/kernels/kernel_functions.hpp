@@ -28,6 +28,18 @@
   int64_t count_keys_at_least(const uint32_t* keys, int64_t n, uint32_t t);                        \
   int64_t collect_at_least(const float* scores, int64_t n, float t, int64_t base, int64_t* out);
 
+// Defines a namespace's gemm_packed and gemm_packed_bf16 from its function template `impl` over
+// the panels' value type (float, or uint16_t for bf16).
+#define DEEPINFER_DEFINE_GEMM_PACKED(impl)                                                         \
+  void gemm_packed(const float* x, int64_t rows, int64_t k, const float* wp, int64_t n, float* y, \
+                   int64_t ldy, bool accumulate) {                                                 \
+    impl(x, rows, k, wp, n, y, ldy, accumulate);                                                   \
+  }                                                                                                \
+  void gemm_packed_bf16(const float* x, int64_t rows, int64_t k, const uint16_t* wp, int64_t n,    \
+                        float* y, int64_t ldy, bool accumulate) {                                  \
+    impl(x, rows, k, wp, n, y, ldy, accumulate);                                                   \
+  }
+
 namespace deepinfer::engine::kernels {
 namespace portable {
 DEEPINFER_DECLARE_KERNELS

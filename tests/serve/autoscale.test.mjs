@@ -13,8 +13,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import assert from 'node:assert/strict';
-import { assertStreamsEqual, check, clusterManifest, finish, freePort, manifestNode, results, postChat, startClusterAndReference, streamCounted,
-         waitFor } from './harness.mjs';
+import { assertStreamsEqual, check, clusterManifest, finish, freePort, manifestNode, postChat, results, startClusterAndReference, streamCounted, waitAnswering, waitFor } from './harness.mjs';
 
 const MODEL = 'deepseek-v4.1-flash';
 const exe = process.argv[2];
@@ -83,9 +82,7 @@ const poolInstance = (text, role) => {
 
 try {
   const t0 = Date.now();
-  const ready = (base) => waitFor(`an answer from ${base}`, async () => {
-    try { return (await complete(base, 0, 'ping')).status === 200; } catch { return false; }
-  }, { deadlineMs: 90000, everyMs: 100 });
+  const ready = (base) => waitAnswering(base, () => complete(base, 0, 'ping'));
   await Promise.all([ready(one), ready(cluster)]);
   // The undisturbed runs, all at once: the kernels' bits depend on no batch.
   const reference = await Promise.all(prompts.map((_, i) => complete(one, i)));

@@ -13,7 +13,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import assert from 'node:assert/strict';
-import { assertStreamsEqual, check, finish, postChat, results, seededRandom, startTwoDecodeCluster, streamCounted, waitFor } from './harness.mjs';
+import { assertStreamsEqual, check, finish, postChat, results, seededRandom, startTwoDecodeCluster, streamCounted, waitAnswering, waitFor } from './harness.mjs';
 
 const MODEL = 'deepseek-v4.1-flash';
 const [exe, draftModel] = process.argv.slice(2);
@@ -55,11 +55,7 @@ const complete = (base, content, i) => postChat(base, body(content, i));
 // of the test: its error is kept for the verdict.
 const stream = (base, content, progress, i) => streamCounted(base, body(content, i), progress, i, entries);
 
-async function ready(base) {
-  await waitFor(`an answer from ${base}`, async () => {
-    try { return (await complete(base, 'ping', 0)).status === 200; } catch { return false; }
-  }, { deadlineMs: 90000, everyMs: 100 });
-}
+const ready = (base) => waitAnswering(base, () => complete(base, 'ping', 0));
 
 // The process of `node`: one, once the launcher has restarted it if the schedule killed it.
 async function pidOf(node) {

@@ -15,7 +15,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import assert from 'node:assert/strict';
-import { assertStreamsEqual, check, finish, postChat, results, startTwoDecodeCluster, streamCounted, waitFor } from './harness.mjs';
+import { assertStreamsEqual, check, finish, postChat, results, startTwoDecodeCluster, streamCounted, waitAnswering, waitFor } from './harness.mjs';
 
 const MODEL = 'deepseek-v4.1-flash';
 const [exe, draftModel] = process.argv.slice(2);
@@ -42,11 +42,7 @@ const complete = (base, content, i) => postChat(base, body(content, i));
 // A streamed request that counts its content events in `progress[i]`.
 const stream = (base, content, progress, i) => streamCounted(base, body(content, i), progress, i, entries);
 
-async function ready(base) {
-  await waitFor(`an answer from ${base}`, async () => {
-    try { return (await complete(base, 'ping', 0)).status === 200; } catch { return false; }
-  }, { deadlineMs: 90000, everyMs: 100 });
-}
+const ready = (base) => waitAnswering(base, () => complete(base, 'ping', 0));
 
 async function handoffs() {
   const m = (await (await fetch(cluster + '/metrics')).text()).match(/^deepinfer_handoffs_total (\S+)$/m);

@@ -283,6 +283,14 @@ export async function waitFor(what, probe, { deadlineMs = 60000, everyMs = 20, e
   }
 }
 
+/// Waits until `base` answers `ping()` (a request with the prompt "ping") with 200: membership,
+/// instances and model loads are done. 90 s, for a loaded 2-core machine.
+export function waitAnswering(base, ping) {
+  return waitFor(`an answer from ${base}`, async () => {
+    try { return (await ping()).status === 200; } catch { return false; }
+  }, { deadlineMs: 90000, everyMs: 100 });
+}
+
 /// Stops the servers a test started (SIGINT, then SIGKILL after 8 s), prints the last warnings
 /// and errors of `logPath` when a check failed, the tally, runs `cleanup`, and exits with the
 /// verdict.

@@ -11,7 +11,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import assert from 'node:assert/strict';
-import { check, finish, results, startTwoDecodeCluster, streamChat, waitFor } from './harness.mjs';
+import { check, finish, results, startTwoDecodeCluster, streamChat, waitAnswering, waitFor } from './harness.mjs';
 
 const MODEL = 'deepseek-v4.1-flash';
 const exe = process.argv[2];
@@ -46,11 +46,7 @@ async function stream(base, content, progress, i) {
            logprobs: o.choices.map((c) => c.logprobs.map((e) => [e.token, e.logprob])) };
 }
 
-async function ready(base) {
-  await waitFor(`an answer from ${base}`, async () => {
-    try { return (await complete(base, 'ping')).status === 200; } catch { return false; }
-  }, { deadlineMs: 90000, everyMs: 100 });
-}
+const ready = (base) => waitAnswering(base, () => complete(base, 'ping'));
 
 try {
   await ready(one);

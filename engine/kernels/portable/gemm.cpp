@@ -33,14 +33,6 @@ void gemm_panels(const float* x, int64_t rows, int64_t k, const W* wp, int64_t n
 
 } // namespace
 
-void gemm_packed(const float* x, int64_t rows, int64_t k, const float* wp, int64_t n, float* y,
-                 int64_t ldy, bool accumulate) {
-  gemm_panels(x, rows, k, wp, n, y, ldy, accumulate);
-}
-
-void gemm_packed_bf16(const float* x, int64_t rows, int64_t k, const uint16_t* wp, int64_t n, float* y,
-                      int64_t ldy, bool accumulate) {
-  gemm_panels(x, rows, k, wp, n, y, ldy, accumulate);
-}
+DEEPINFER_DEFINE_GEMM_PACKED(gemm_panels)
 
 } // namespace deepinfer::engine::kernels::portable
