@@ -21,7 +21,8 @@ const kernel_table avx2_table = DEEPINFER_KERNEL_TABLE(avx2);
 // The element-wise functions gain nothing measurable from 512-bit vectors, and AVX2's group maxima
 // are faster (one 32-score group is four 8-lane vectors; a 16-lane horizontal max costs more):
 // AVX2's. bf16 panels are made only for weights streamed from memory, where AVX2's one panel at
-// a time streams faster (see avx512::gemm_packed): AVX2's too.
+// a time streams faster (see avx512::gemm_packed), and AVX-512 tiles over them were no faster
+// for many rows on Zen 4 (bench/RESULTS.md): AVX2's too.
 const kernel_table avx512_table{cpu_isa::avx512,        avx512::gemm_packed,
                                 avx2::gemm_packed_bf16,
                                 avx2::dot,

@@ -14,8 +14,7 @@ namespace deepinfer::engine {
 /// at load (`packed_gemm`, the lm_head too: its packed copy costs vocab x hidden floats per
 /// rank, half that for a bf16 checkpoint, and makes a batched decode step's lm_head a GEMM
 /// instead of dot products), and a small thread pool for the rest (attention rows, expert
-/// groups). Every ISA gives the same bits, and a
-/// row's result never depends on its batch.
+/// groups). Every ISA gives the same bits, and a row's result never depends on its batch.
 class cpu_backend final : public backend {
 public:
   /// Settings of the CPU backend.

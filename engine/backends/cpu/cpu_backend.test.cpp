@@ -126,7 +126,7 @@ BOOST_AUTO_TEST_CASE(wide_outputs_agree_bit_for_bit_between_splits_and_isas) {
 // with a single value that is not bf16, keeps its f32 panels.
 BOOST_AUTO_TEST_CASE(a_large_bf16_weight_is_packed_in_half_the_bytes_with_the_same_bits) {
   std::mt19937 rng(4);
-  const int64_t k = 64, n = 32768 + 5, m = 13; // up to 8 rows stream the panels; more run in tiles
+  const int64_t k = 64, n = 32768 + 5, m = 13; // 13 rows: more than one row block
   auto w = normal(static_cast<std::size_t>(n * k), rng);
   for (float& v : w) {
     uint32_t bits = 0;
