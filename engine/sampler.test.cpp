@@ -295,12 +295,14 @@ BOOST_AUTO_TEST_CASE(the_kernels_exponentials_draw_what_the_scalar_ones_draw) {
 BOOST_AUTO_TEST_CASE(top_p_draws_what_a_full_sort_draws) {
   std::mt19937 rng(8);
   std::normal_distribution<float> d(0.0f, 2.0f);
-  std::vector<float> coarse(20000), fine(20000);
+  // narrow: every logit in [1, 2), so every key shares its top digits (a radix pass skipped).
+  std::vector<float> coarse(20000), fine(20000), narrow(20000);
   for (std::size_t i = 0; i < coarse.size(); ++i) {
     fine[i] = d(rng);
     coarse[i] = std::round(fine[i] * 16.0f) / 16.0f;
+    narrow[i] = 1.0f + std::fmod(std::fabs(fine[i]), 1.0f);
   }
-  for (const auto& row : {coarse, fine}) {
+  for (const auto& row : {coarse, fine, narrow}) {
     for (float temperature : {0.5f, 1.0f})
       for (float top_p : {0.5f, 0.9f, 0.99f})
         for (int64_t position = 0; position < 40; ++position) {
