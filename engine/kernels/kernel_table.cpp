@@ -48,12 +48,22 @@ const kernel_table& kernels_for(cpu_isa isa) {
   return portable_table;
 }
 
-void pack_panels(const float* w, int64_t n, int64_t k, float* out) {
+namespace {
+
+// The panel layout, once: out[p][c][l] = as(w[(16p + l) * k + c]), zero past n.
+template <typename T, typename As>
+void pack_panels_as(const float* w, int64_t n, int64_t k, T* out, As as) {
   const int64_t panels = (n + panel_width - 1) / panel_width;
-  std::fill(out, out + panels * panel_width * k, 0.0f);
+  std::fill(out, out + panels * panel_width * k, T{0});
   for (int64_t j = 0; j < n; ++j)
     for (int64_t c = 0; c < k; ++c)
-      out[((j / panel_width) * k + c) * panel_width + j % panel_width] = w[j * k + c];
+      out[((j / panel_width) * k + c) * panel_width + j % panel_width] = as(w[j * k + c]);
+}
+
+} // namespace
+
+void pack_panels(const float* w, int64_t n, int64_t k, float* out) {
+  pack_panels_as(w, n, k, out, [](float v) { return v; });
 }
 
 bool all_bf16_values(const float* w, int64_t count) {
@@ -67,14 +77,11 @@ bool all_bf16_values(const float* w, int64_t count) {
 }
 
 void pack_panels_bf16(const float* w, int64_t n, int64_t k, uint16_t* out) {
-  const int64_t panels = (n + panel_width - 1) / panel_width;
-  std::fill(out, out + panels * panel_width * k, uint16_t{0});
-  for (int64_t j = 0; j < n; ++j)
-    for (int64_t c = 0; c < k; ++c) {
-      uint32_t bits = 0;
-      std::memcpy(&bits, w + j * k + c, sizeof(bits));
-      out[((j / panel_width) * k + c) * panel_width + j % panel_width] = static_cast<uint16_t>(bits >> 16);
-    }
+  pack_panels_as(w, n, k, out, [](float v) {
+    uint32_t bits = 0;
+    std::memcpy(&bits, &v, sizeof(bits));
+    return static_cast<uint16_t>(bits >> 16);
+  });
 }
 
 } // namespace deepinfer::engine::kernels

@@ -11,6 +11,7 @@
 
 #include "engine/kernels/canonical.hpp"
 #include "engine/kernels/kernel_table.hpp"
+#include "engine/testing/random_floats.hpp"
 
 using namespace deepinfer::engine::kernels;
 
@@ -92,12 +93,7 @@ BOOST_AUTO_TEST_CASE(bf16_panels_give_the_bits_of_f32_panels_of_the_same_values_
       // Values of a bf16 checkpoint: the top halves of f32s, negatives and a zero among them.
       auto w = normal(static_cast<std::size_t>(n * kk), static_cast<uint64_t>(n * 77 + kk), 2.0f);
       BOOST_TEST(!all_bf16_values(w.data(), n * kk));
-      for (float& v : w) {
-        uint32_t bits = 0;
-        std::memcpy(&bits, &v, sizeof(bits));
-        bits &= 0xFFFF0000u;
-        std::memcpy(&v, &bits, sizeof(bits));
-      }
+      deepinfer::engine::testing::cut_to_bf16_values(w);
       w[0] = -0.0f;
       BOOST_TEST(all_bf16_values(w.data(), n * kk));
       const auto padded = static_cast<std::size_t>((n + 15) / 16 * 16 * kk);

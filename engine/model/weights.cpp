@@ -5,6 +5,7 @@
 
 #include <fmt/format.h>
 
+#include "engine/kernels/kernel_table.hpp"
 #include "engine/model/safetensors.hpp"
 
 namespace deepinfer::engine {
@@ -39,13 +40,11 @@ std::string shape_text(const std::vector<int64_t>& s) {
   return fmt::format("[{}]", fmt::join(s, ", "));
 }
 
-// bf16 is the top half of an f32.
 void widen_bf16(const std::byte* src, float* dst, std::size_t n) {
   for (std::size_t i = 0; i < n; ++i) {
     uint16_t b;
     std::memcpy(&b, src + 2 * i, 2);
-    uint32_t u = uint32_t{b} << 16;
-    std::memcpy(dst + i, &u, 4);
+    dst[i] = kernels::bf16_value(b);
   }
 }
 

@@ -10,6 +10,8 @@
 
 #include <boost/test/unit_test.hpp>
 
+#include "engine/testing/random_floats.hpp"
+
 using namespace deepinfer::engine;
 using kernels::cpu_isa;
 
@@ -128,12 +130,7 @@ BOOST_AUTO_TEST_CASE(a_large_bf16_weight_is_packed_in_half_the_bytes_with_the_sa
   std::mt19937 rng(4);
   const int64_t k = 64, n = 32768 + 5, m = 13; // 13 rows: more than one row block
   auto w = normal(static_cast<std::size_t>(n * k), rng);
-  for (float& v : w) {
-    uint32_t bits = 0;
-    std::memcpy(&bits, &v, sizeof(bits));
-    bits &= 0xFFFF0000u;
-    std::memcpy(&v, &bits, sizeof(bits));
-  }
+  deepinfer::engine::testing::cut_to_bf16_values(w);
   const auto x = normal(static_cast<std::size_t>(m * k), rng);
   const int64_t panel_floats = (n + 15) / 16 * 16 * k;
   std::vector<float> panels(static_cast<std::size_t>(panel_floats)), want(static_cast<std::size_t>(m * n));
