@@ -30,7 +30,7 @@ rank_engine::load_result rank_engine::load(const std::string& model_dir, const c
 }
 
 rank_engine::load_result rank_engine::load(const std::string& model_dir, const config& cfg, std::unique_ptr<backend> b) {
-  auto w = model_weights::load(model_dir);
+  auto w = model_weights::load_shared(model_dir);
   if (!w.weights)
     return {nullptr, w.error};
   // Memory planning: every tensor is prepared at load (a device keeps its own f32 copy).
@@ -47,7 +47,7 @@ rank_engine::load_result rank_engine::load(const std::string& model_dir, const c
   return {std::unique_ptr<rank_engine>(new rank_engine(std::move(w.weights), std::move(b), cfg)), {}};
 }
 
-rank_engine::rank_engine(std::unique_ptr<model_weights> w, std::unique_ptr<backend> b, const config& cfg)
+rank_engine::rank_engine(std::shared_ptr<const model_weights> w, std::unique_ptr<backend> b, const config& cfg)
     : config_(cfg), weights_(std::move(w)), backend_(std::move(b)),
       forward_(*weights_, *backend_),
       pool_(kv_pool::config{cfg.kv_blocks, weights_->config().kv_floats_per_token(), 128}) {

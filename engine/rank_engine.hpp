@@ -157,7 +157,9 @@ public:
     std::string error;
   };
 
-  /// Loads the model directory and builds the pool. Never throws.
+  /// Loads the model directory (`model_weights::load_shared`: the ranks of one process share one
+  /// copy of the weights, and the CPU backends one copy of their packed panels) and builds the
+  /// pool. Never throws.
   static load_result load(const std::string& model_dir, const config& cfg);
   /// The same on a backend made elsewhere (an embedder's, a test's device emulation); `cfg`'s
   /// backend fields are then not used.
@@ -276,7 +278,7 @@ public:
 
 private:
   struct sequence;
-  rank_engine(std::unique_ptr<model_weights> w, std::unique_ptr<backend> b, const config& cfg);
+  rank_engine(std::shared_ptr<const model_weights> w, std::unique_ptr<backend> b, const config& cfg);
   void run_encoder(sequence& s, int64_t begin, int64_t end, bool write_kv);
   void finish_prefill(sequence& s, prefill_progress& out);
   void run_decoder(sequence& s, int64_t begin, int64_t end);
@@ -306,7 +308,7 @@ private:
   float* logits_scratch(int64_t floats);
 
   config config_;
-  std::unique_ptr<model_weights> weights_;
+  std::shared_ptr<const model_weights> weights_; ///< shared with the process's other ranks of the model
   std::unique_ptr<backend> backend_;
   ced_moe_forward forward_;
   std::unique_ptr<draft_head> draft_;

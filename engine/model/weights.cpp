@@ -298,6 +298,10 @@ model_weights::load_result model_weights::load(const std::string& dir) {
       }
     }
   }
+  // Every bf16 tensor was widened into `owned_`: nothing points into the mapping any more, and
+  // keeping it would leave the file's pages in the process's resident set.
+  if (c.dtype != weight_dtype::f32)
+    w->file_.reset();
   out.weights = std::move(w);
   return out;
 }

@@ -115,7 +115,7 @@ struct draft_weights {
 std::vector<tensor_spec> draft_tensor_specs(const model_config& c);
 
 /// Loaded, validated weights (f32 in memory; f32 files are used straight from the mapping, bf16
-/// is widened once at load).
+/// is widened once at load and its mapping let go).
 class model_weights {
 public:
   /// Result of `load`: the weights, or a message naming the directory and the offending tensor.
@@ -127,6 +127,19 @@ public:
   /// Loads `dir/config.json` + `dir/model.safetensors`, validating every tensor's presence, dtype,
   /// shape and extent, and the fingerprint when the config carries one. Never throws.
   static load_result load(const std::string& dir);
+
+  /// Result of `load_shared`.
+  struct shared_load_result {
+    std::shared_ptr<const model_weights> weights;
+    std::string error;
+  };
+  /// `load`, once per process for the same files: while some holder keeps the weights of `dir`
+  /// alive, a rank that loads `dir` again gets the same object (the embedded default's prefill,
+  /// decode and vision ranks hold one copy of the model, not one each). The files are known by
+  /// their inode, size and modification time, so a model made again in the same directory
+  /// (`deepinfer-mkmodel`, the preset cache) is loaded afresh. Thread-safe; ranks that load
+  /// together wait for the first one's load.
+  static shared_load_result load_shared(const std::string& dir);
 
   ~model_weights();
   const model_config& config() const { return config_; }

@@ -1,7 +1,9 @@
 #include "engine/model/weights.hpp"
 
 #include <filesystem>
+#include <cstring>
 #include <fstream>
+#include <memory>
 
 #include <boost/test/unit_test.hpp>
 
@@ -51,6 +53,15 @@ std::string write_damaged(const std::string& name, damage d, const std::string& 
   return dir;
 }
 
+// Whether this process maps `path` (/proc/self/maps names each mapped file).
+bool mapped(const std::string& path) {
+  std::ifstream maps("/proc/self/maps");
+  for (std::string line; std::getline(maps, line);)
+    if (line.size() >= path.size() && line.compare(line.size() - path.size(), path.size(), path) == 0)
+      return true;
+  return false;
+}
+
 } // namespace
 
 BOOST_AUTO_TEST_SUITE(weights)
@@ -66,6 +77,8 @@ BOOST_AUTO_TEST_CASE(tiny_model_loads_with_a_matching_fingerprint) {
   BOOST_TEST(r.weights->lm_head == r.weights->embed);
 }
 
+// A bf16 model is widened at load, and its file is not kept mapped (its pages would count in the
+// process's resident memory once more); an f32 model is used from its mapping.
 BOOST_AUTO_TEST_CASE(bf16_model_loads_as_the_rounded_f32_weights) {
   auto c = testing::micro_config();
   auto f32_dir = testing::scratch_dir("micro_f32");
@@ -79,10 +92,43 @@ BOOST_AUTO_TEST_CASE(bf16_model_loads_as_the_rounded_f32_weights) {
   BOOST_REQUIRE_MESSAGE(a.weights, a.error);
   BOOST_REQUIRE_MESSAGE(b.weights, b.error);
   BOOST_TEST(a.weights->config().fingerprint != b.weights->config().fingerprint);
+  BOOST_TEST(mapped(fs::canonical(f32_dir).string() + "/model.safetensors"));
+  BOOST_TEST(!mapped(fs::canonical(bf16_dir).string() + "/model.safetensors"));
   for (int i = 0; i < 1000; ++i) {
     float x = a.weights->embed[i], y = b.weights->embed[i];
     BOOST_TEST(std::fabs(x - y) <= std::fabs(x) / 128.0f + 1e-30f);
   }
+}
+
+// The ranks of one process load a model once: the same files give the same object while some
+// holder keeps it; a model made again in the same directory is loaded afresh.
+BOOST_AUTO_TEST_CASE(load_shared_gives_one_copy_per_process_while_held) {
+  auto c = testing::micro_config();
+  auto dir = testing::scratch_dir("shared");
+  BOOST_REQUIRE(random_model::write(c, 3, dir).empty());
+  auto a = model_weights::load_shared(dir);
+  auto b = model_weights::load_shared(dir);
+  BOOST_REQUIRE_MESSAGE(a.weights, a.error);
+  BOOST_TEST(a.weights.get() == b.weights.get());
+  BOOST_TEST(model_weights::load_shared(dir + "/.").weights.get() == a.weights.get()); // another path, same files
+  std::weak_ptr<const model_weights> held = a.weights;
+  a.weights.reset();
+  BOOST_TEST(!held.expired());
+  b.weights.reset();
+  BOOST_TEST(held.expired()); // nobody holds it: the memory goes
+
+  auto first = model_weights::load_shared(dir);
+  BOOST_REQUIRE_MESSAGE(first.weights, first.error);
+  BOOST_REQUIRE(random_model::write(c, 4, dir).empty()); // made again, in place
+  auto again = model_weights::load_shared(dir);
+  auto fresh = model_weights::load(dir);
+  BOOST_REQUIRE_MESSAGE(again.weights, again.error);
+  BOOST_TEST(again.weights.get() != first.weights.get());
+  BOOST_TEST(again.weights->config().fingerprint != first.weights->config().fingerprint);
+  BOOST_TEST(again.weights->config().fingerprint == fresh.weights->config().fingerprint);
+  BOOST_TEST(std::memcmp(again.weights->embed, fresh.weights->embed,
+                         static_cast<std::size_t>(c.vocab_size * c.hidden) * sizeof(float)) == 0);
+  BOOST_TEST(!model_weights::load_shared(dir + "/missing").error.empty());
 }
 
 BOOST_AUTO_TEST_CASE(untied_model_has_its_own_lm_head) {

@@ -5,11 +5,13 @@
 #include <atomic>
 #include <cmath>
 #include <cstring>
+#include <memory>
 #include <random>
 #include <vector>
 
 #include <boost/test/unit_test.hpp>
 
+#include "engine/backends/cpu/packed_gemm.hpp"
 #include "engine/testing/random_floats.hpp"
 
 using namespace deepinfer::engine;
@@ -153,6 +155,37 @@ BOOST_AUTO_TEST_CASE(a_large_bf16_weight_is_packed_in_half_the_bytes_with_the_sa
   std::vector<float> yc(static_cast<std::size_t>(n));
   c.matmul(x.data(), 1, k, w.data(), n, yc.data(), false);
   BOOST_TEST(c.prepared_weight_bytes() == static_cast<std::size_t>(panel_floats) * 4);
+}
+
+// The ranks of one process that hold the same values share one packed copy, found by content:
+// equal values at another address share it, other values never do, and a copy outlives the
+// backend that made it while another still uses it.
+BOOST_AUTO_TEST_CASE(equal_weights_share_one_packed_copy_in_a_process) {
+  std::mt19937 rng(5);
+  const int64_t k = 96, n = 40, m = 5;
+  const auto w = normal(static_cast<std::size_t>(n * k), rng), x = normal(static_cast<std::size_t>(m * k), rng);
+  auto same = w;
+  auto other = w;
+  other.back() += 1.0f;
+  std::vector<float> want(static_cast<std::size_t>(m * n)), y(want.size());
+  auto first = std::make_unique<cpu_backend>(cpu_backend::config{1, {}});
+  first->matmul(x.data(), m, k, w.data(), n, want.data(), false);
+  cpu_backend second(cpu_backend::config{2, {}});
+  packed_gemm a, b, c;
+  const auto pa = a.packed(w.data(), n, k), pb = b.packed(same.data(), n, k), pc = c.packed(other.data(), n, k);
+  BOOST_TEST(pa.f32 != nullptr);
+  BOOST_TEST(pa.f32 == pb.f32); // one copy for two addresses of the same values
+  BOOST_TEST(pa.f32 != pc.f32); // one value apart: its own copy
+  BOOST_TEST(a.bytes() == b.bytes());
+  a.release(w.data(), n, k);
+  first.reset(); // the backend that packed `w` first goes; the copy stays for the others
+  pb.gemm(kernels::kernels_for(cpu_isa::portable), x.data(), m, k, 0, n, y.data(), n, false);
+  BOOST_TEST(std::memcmp(y.data(), want.data(), y.size() * sizeof(float)) == 0);
+  packed_gemm d;
+  BOOST_TEST(d.packed(w.data(), n, k).f32 == pb.f32); // found again while `b` holds it
+  std::fill(y.begin(), y.end(), 0.0f);
+  second.matmul(x.data(), m, k, same.data(), n, y.data(), false);
+  BOOST_TEST(std::memcmp(y.data(), want.data(), y.size() * sizeof(float)) == 0);
 }
 
 BOOST_AUTO_TEST_CASE(matmul_accumulates_when_asked) {
