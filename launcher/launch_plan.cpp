@@ -174,6 +174,8 @@ std::string describe_plan(const cluster_manifest& m, const std::vector<node_laun
     if (n.instances > 1)
       out << " instances=" << n.instances;
     out << " backend=" << to_string(n.backend) << " cpu_isa=" << n.cpu_isa;
+    if (!n.cpus.empty())
+      out << " cpus=" << n.cpus;
     if (n.standby) {
       out << " ready-pool=";
       auto may = n.pool_roles();

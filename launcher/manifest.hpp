@@ -52,6 +52,9 @@ struct node_spec {
   /// CPU kernels of the node's ranks: auto (the best its CPU runs), portable, avx2 or avx512;
   /// every choice gives the same bits. Checked against the CPU when the node starts.
   std::string cpu_isa = "auto";
+  /// CPUs the node's process runs on, in Linux's list syntax ("0-3", "0,2"; `parse_cpu_list`);
+  /// empty: every CPU it may use. Checked against the machine when the node starts.
+  std::string cpus;
   std::optional<host_port> http;  ///< entrypoints: where HTTP listens (default host:8000)
   launch_method launch = launch_method::automatic;
   std::string ssh_user;           ///< empty: ssh's default

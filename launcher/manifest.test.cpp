@@ -165,6 +165,24 @@ BOOST_AUTO_TEST_CASE(cpu_isa_defaults_to_auto_and_is_checked) {
   BOOST_TEST(e.message.find("auto, portable, avx2, avx512") != std::string::npos);
 }
 
+BOOST_AUTO_TEST_CASE(cpus_are_a_cpu_list_and_checked) {
+  auto r = parse_manifest(good, "test.toml");
+  BOOST_REQUIRE(std::holds_alternative<cluster_manifest>(r));
+  BOOST_TEST(std::get<cluster_manifest>(r).nodes[1].cpus.empty());
+  std::string pinned = good;
+  pinned.replace(pinned.find("ranks = 2"), 9, "ranks = 2\ncpus = \"3,0-1,1\"");
+  auto p = parse_manifest(pinned, "test.toml");
+  BOOST_REQUIRE(std::holds_alternative<cluster_manifest>(p));
+  BOOST_TEST(std::get<cluster_manifest>(p).nodes[1].cpus == "0-1,3"); // as the kernel writes lists
+  for (const char* bad_list : {"", "a", "1-", "3-1", "0,", "1024", "-1"}) {
+    std::string bad = good;
+    bad.replace(bad.find("ranks = 2"), 9, std::string{"ranks = 2\ncpus = \""} + bad_list + "\"");
+    auto e = expect_error(bad);
+    BOOST_TEST(e.key == "nodes[1].cpus", bad_list);
+    BOOST_TEST(e.message.find("0-3") != std::string::npos, e.message); // says what a list looks like
+  }
+}
+
 BOOST_AUTO_TEST_CASE(missing_file_is_reported) {
   auto r = load_manifest("/nonexistent/cluster.toml");
   BOOST_REQUIRE(std::holds_alternative<manifest_error>(r));

@@ -7,6 +7,7 @@
 #include <sstream>
 
 #include "engine/kernels/isa.hpp"
+#include "launcher/cpu_list.hpp"
 #include "launcher/manifest.hpp"
 #include "launcher/toml_reader.hpp"
 
@@ -284,6 +285,12 @@ node_spec read_node(toml_reader& r) {
     if (*v != "auto" && !engine::kernels::parse_cpu_isa(*v))
       r.fail("cpu_isa", "unknown value '" + *v + "' (expected one of auto, portable, avx2, avx512)");
     n.cpu_isa = *v;
+  }
+  if (auto v = r.string("cpus")) {
+    if (auto list = parse_cpu_list(*v))
+      n.cpus = cpu_list_text(*list);
+    else
+      r.fail("cpus", list.error());
   }
   if (auto v = r.string("http")) {
     n.http = parse_host_port(*v);

@@ -20,6 +20,10 @@
 //        Several EXEs (`... EXE1 EXE2 --priority=idle`): the binaries take turns run by run.
 //        [--after-seconds=0]: text probes alone again once every image is answered (drift check).
 //        [--repeat-images]: 16 small and 4 large images in turn instead of one per request.
+//        [--layouts=shared,split]: where the nodes run, alternating run by run: `shared` (every node
+//        on every CPU), `split` (the vision nodes on --vision-cpus, default the last CPU; every
+//        other node on --text-cpus, default the others: the manifest's `cpus`), the seeds' vision
+//        machines of their own as far as one machine can give them.
 //        [--loads=images,text]: the load kinds, alternating run by run: `images` as above; `text`
 //        its text twin: the same arrivals, each a text-only one-token chat of fresh words with as
 //        many prompt tokens as the image request it stands for (the server's usage, measured at
@@ -54,6 +58,12 @@ const loads = (opts.loads ?? 'images').split(',');
 for (const l of loads)
   if (l !== 'images' && l !== 'text') { console.error(`--loads: unknown load ${l} (images, text)`); process.exit(2); }
 const MODEL = 'deepseek-v4.1-flash';
+const layouts = (opts.layouts ?? 'shared').split(',');
+for (const l of layouts)
+  if (l !== 'shared' && l !== 'split') { console.error(`--layouts: unknown layout ${l} (shared, split)`); process.exit(2); }
+const cpuCount = os.cpus().length;
+const visionCpus = opts['vision-cpus'] ?? String(cpuCount - 1);
+const textCpus = opts['text-cpus'] ?? (cpuCount > 1 ? `0-${cpuCount - 2}` : '0');
 
 // A seeded stream, so every run sends the same images at the same offsets.
 function rng(seed) {
@@ -90,19 +100,21 @@ function priorityLines(priority) {
   return priority === 'idle' ? '\nscheduling = "idle"' : `\nscheduling = "normal"\nnice = ${Number(priority)}`;
 }
 
-async function start(policy, priority, exe) {
+async function start(policy, priority, exe, layout) {
+  const textLine = layout === 'split' ? `cpus = "${textCpus}"\n` : '';
+  const visionLine = layout === 'split' ? `cpus = "${visionCpus}"\n` : '';
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'deepinfer-vision-live-'));
   const ports = [];
   for (let i = 0; i < 4 + prefillNodes; ++i) ports.push(await freePort());
   const http = await freePort();
   const manifest = path.join(dir, 'cluster.toml');
-  const prefills = Array.from({ length: prefillNodes }, (_, i) => manifestNode(`p${i}`, ports[4 + i], ['prefill'], 'ranks = 1\n'));
+  const prefills = Array.from({ length: prefillNodes }, (_, i) => manifestNode(`p${i}`, ports[4 + i], ['prefill'], 'ranks = 1\n' + textLine));
   const text = clusterManifest(path.join(dir, 'kv'), [
-    manifestNode('n0', ports[0], ['controller', 'entrypoint', 'kvstore'], `http = "127.0.0.1:${http}"\n`),
+    manifestNode('n0', ports[0], ['controller', 'entrypoint', 'kvstore'], `http = "127.0.0.1:${http}"\n` + textLine),
     ...prefills,
-    manifestNode('d0', ports[1], ['decode'], 'ranks = 1\n'),
-    manifestNode('v0', ports[2], ['vision'], `ranks = ${cards}\n`),
-    manifestNode('v1', ports[3], ['vision'], `ranks = ${cards}\n`),
+    manifestNode('d0', ports[1], ['decode'], 'ranks = 1\n' + textLine),
+    manifestNode('v0', ports[2], ['vision'], `ranks = ${cards}\n` + visionLine),
+    manifestNode('v1', ports[3], ['vision'], `ranks = ${cards}\n` + visionLine),
   ]).replace('log_level = "info"', `log_level = "${opts['log-level'] ?? 'warn'}"\n[vision]\nbalancer = "${policy}"` +
                                         priorityLines(priority));
   fs.writeFileSync(manifest, text);
@@ -234,8 +246,8 @@ function quantile(h, q) {
 }
 const pct = (xs, q) => { const s = [...xs].sort((a, b) => a - b); return s[Math.min(s.length - 1, Math.floor(q * s.length))]; };
 
-async function measure({ policy, priority, exe, load }) {
-  const s = await start(policy, priority, exe);
+async function measure({ policy, priority, exe, load, layout }) {
+  const s = await start(policy, priority, exe, layout);
   try {
     const twin = load === 'text' ? await twinSizes(s.base) : undefined;
     // 1. Text alone.
@@ -252,6 +264,7 @@ async function measure({ policy, priority, exe, load }) {
     const after = afterSeconds > 0 ? await probes(s.base, () => performance.now() > afterEnd) : [];
     const label = (priority === undefined ? policy : `${policy} ${priority === 'idle' ? 'idle' : `nice=${priority}`}`) +
                   (exes.length > 1 ? ` ${exe}` : '') +
+                  (layouts.length > 1 || layout === 'split' ? (layout === 'split' ? ` split (text on CPUs ${textCpus}, vision on ${visionCpus})` : ' shared') : '') +
                   (twin ? ` text twin (${twin.small.tokens} / ${twin.large.tokens} tokens: ${twin.small.words} / ${twin.large.words} words)` : '');
     return { policy: label, idle, busy, after, after_p50: after.length ? pct(after, 0.5) : NaN, ...sent, queue_p50: quantile(q, 0.5), queue_p99: quantile(q, 0.99), queue_mean: q.sum / Math.max(1, q.count),
              queued: q.count, idle_p50: pct(idle, 0.5), idle_p90: pct(idle, 0.9), busy_p50: pct(busy, 0.5), busy_p90: pct(busy, 0.9),
@@ -273,7 +286,8 @@ if (!isMainThread) {
   const variants = (priorities ? priorities.split(',').map((p) => ({ policy: 'patches', priority: p }))
                                : [{ policy: 'patches' }, { policy: 'round_robin' }])
     .flatMap((v) => exes.map((exe) => ({ ...v, exe })))
-    .flatMap((v) => loads.map((load) => ({ ...v, load })));
+    .flatMap((v) => loads.map((load) => ({ ...v, load })))
+    .flatMap((v) => layouts.map((layout) => ({ ...v, layout })));
   for (let r = 0; r < runs; ++r)
     for (const v of variants) {
       const m = await measure(v);

@@ -14,6 +14,7 @@
 #include "engine/decoder_mode.hpp"
 #include "engine/speculative_mode.hpp"
 #include "engine/kernels/isa.hpp"
+#include "launcher/cpu_list.hpp"
 #include "launcher/launch_plan.hpp"
 #include "launcher/log.hpp"
 #include "launcher/logging.hpp"
@@ -45,6 +46,7 @@ struct options {
   std::string async_scheduling; // empty: on
   std::string cpu_isa;      // empty: the manifest node's cpu_isa, else auto
   std::string backend;      // empty: the manifest node's backend, else cpu
+  std::string cpus;         // empty: the manifest node's cpus, else every CPU the process may use
   std::string kv_transport;
   int prefill_step_ms = 0;  // 0: the manifest's step_budget_ms (100 ms without a manifest)
   double prefill_quota_s = 0; // embedded default only; 0: [balancer.prefill]'s default
@@ -105,6 +107,21 @@ int run_node(actors::node_runtime_config cfg, const sigset_t& stop_signals, bool
     node.drain();
   node.stop(std::chrono::milliseconds{1500});
   return 0;
+}
+
+/// Keeps this node's process on `list` (the node's `cpus`, or --cpus), logged; an exit status when
+/// it cannot (the reason on stderr). Nothing for an empty list.
+std::optional<int> keep_node_on_cpus(const std::string& list) {
+  if (list.empty())
+    return std::nullopt;
+  auto cpus = parse_cpu_list(list);
+  auto kept = cpus ? keep_process_on(*cpus) : expected<bool, std::string>{cpus.error()};
+  if (!kept) {
+    std::cerr << "caf-launch: --cpus / cpus: " << kept.error() << "\n";
+    return config_error_status;
+  }
+  log().info("cpus: this node runs on CPUs {}", cpu_list_text(*cpus));
+  return std::nullopt;
 }
 
 /// The CPU kernels for `name` ("auto" or an ISA), logged once; nullopt (with the reason on stderr)
@@ -234,6 +251,9 @@ int main(int argc, char** argv) {
                  "default cpu; cuda computes the same bits, one rank per GPU, and fails at start without "
                  "a usable device)")
     ->check(CLI::IsMember({"cpu", "cuda"}));
+  app.add_option("--cpus", o.cpus,
+                 "CPUs this node's process runs on, as `taskset -c` lists them (0-3,6; overrides the manifest "
+                 "node's cpus; default every CPU it may use): co-located nodes on cores of their own");
   app.add_option("--kv-transport", o.kv_transport,
                  "auto|caf_message|rdma: how KV crosses processes (overrides the manifest's "
                  "kv_transport; auto uses RDMA between nodes that both have an RDMA device)")
@@ -290,6 +310,8 @@ int main(int argc, char** argv) {
       std::cerr << "caf-launch: unknown --log-level '" << o.log_level << "'\n";
       return usage_error;
     }
+    if (auto rc = keep_node_on_cpus(o.cpus))
+      return *rc;
     auto stop_signals = block_stop_signals();
     balancer_params balancer;
     if (o.prefill_quota_s > 0)
@@ -355,6 +377,8 @@ int main(int argc, char** argv) {
       std::cerr << "caf-launch: " << m.source_path << ": no node named '" << o.node << "'\n";
       return usage_error;
     }
+    if (auto rc = keep_node_on_cpus(o.cpus.empty() ? node->cpus : o.cpus))
+      return *rc;
     auto cfg = make_node_config(m, *node);
     if (!o.no_serve
         && (node->has(node_role::entrypoint) || node->has(node_role::prefill) || node->has(node_role::decode) ||
@@ -425,7 +449,7 @@ int main(int argc, char** argv) {
                              std::pair{"--speculative", &o.speculative},
                              std::pair{"--async-scheduling", &o.async_scheduling},
                              std::pair{"--kv-root", &o.kv_root}, std::pair{"--cpu-isa", &o.cpu_isa},
-                             std::pair{"--backend", &o.backend}})
+                             std::pair{"--backend", &o.backend}, std::pair{"--cpus", &o.cpus}})
     if (!value->empty())
       extra.insert(extra.end(), {flag, *value});
   if (o.prefill_step_ms > 0)

@@ -19,12 +19,14 @@ const ports = [];
 for (let i = 0; i < 5; ++i) ports.push(await freePort());
 const [splitHttp, oneHttp] = [await freePort(), await freePort()];
 const manifest = path.join(dir, 'cluster.toml');
+const lastCpu = os.cpus().length - 1;
 fs.writeFileSync(manifest, clusterManifest(path.join(dir, 'kv-split'), [
   manifestNode('n0', ports[0], ['controller', 'entrypoint', 'kvstore'], `http = "127.0.0.1:${splitHttp}"\n`),
   manifestNode('p0', ports[1], ['prefill'], 'ranks = 1\n'),
   manifestNode('d0', ports[2], ['decode'], 'ranks = 1\n'),
   manifestNode('v0', ports[3], ['vision']),
-  manifestNode('v1', ports[4], ['vision']),
+  // v1 is kept on the last CPU (the manifest's `cpus`), as a vision node on cores of its own.
+  manifestNode('v1', ports[4], ['vision'], `cpus = "${lastCpu}"\n`),
 // Every body of the split cluster is parsed on the entrypoint's lowered-priority thread (the
 // default takes only bodies of 1 MiB or more there): the same answers, and its errors too.
 ]).replace('log_level = "info"', 'log_level = "info"\n[vision]\nbackground_body_bytes = 1'));
@@ -94,7 +96,7 @@ try {
     const ok = await ask(split, png(64, 64, 7));
     assert.equal(ok.status, 200, JSON.stringify(ok.json));
   });
-  await check('the vision nodes encode, and the entrypoint parses large bodies, on SCHED_IDLE threads; their other threads keep the normal policy', async () => {
+  await check('the vision nodes encode, and the entrypoint parses large bodies, on SCHED_IDLE threads; their other threads keep the normal policy; a node with `cpus` runs on those CPUs only', async () => {
     // /proc/PID/task/TID/stat: field 41 is the scheduling policy (0 SCHED_OTHER, 5 SCHED_IDLE);
     // fields are counted after the command name's closing parenthesis (field 2).
     const policy = (pid, tid) => {
@@ -123,6 +125,17 @@ try {
     assert.equal(n0.length, 1, `one entrypoint node process: ${n0}`);
     const policies = fs.readdirSync(`/proc/${n0[0]}/task`).map((tid) => policy(n0[0], tid));
     assert.ok(policies.includes(5), `the entrypoint parses large bodies on a SCHED_IDLE thread (${policies})`);
+
+    // `cpus = "N"` keeps every thread of v1 (CAF's, the encoders', the model's) on CPU N; v0,
+    // without the key, may use every CPU the test may.
+    const allowed = (pid, tid) => /Cpus_allowed_list:\s*(\S+)/.exec(fs.readFileSync(`/proc/${pid}/task/${tid}/status`, 'utf8'))[1];
+    const mine = /Cpus_allowed_list:\s*(\S+)/.exec(fs.readFileSync('/proc/self/status', 'utf8'))[1];
+    for (const pid of visionPids) {
+      const args = fs.readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0');
+      const want = args[args.indexOf('--node') + 1] === 'v1' ? String(lastCpu) : mine;
+      const lists = [...new Set(fs.readdirSync(`/proc/${pid}/task`).map((tid) => allowed(pid, tid)))];
+      assert.deepEqual(lists, [want], `node ${args[args.indexOf('--node') + 1]}: every thread on CPUs ${want}`);
+    }
   });
 } catch (e) {
   await check('setup', () => { throw e; });
