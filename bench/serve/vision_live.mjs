@@ -20,10 +20,11 @@
 //        Several EXEs (`... EXE1 EXE2 --priority=idle`): the binaries take turns run by run.
 //        [--after-seconds=0]: text probes alone again once every image is answered (drift check).
 //        [--repeat-images]: 16 small and 4 large images in turn instead of one per request.
-//        [--layouts=shared,split]: where the nodes run, alternating run by run: `shared` (every node
-//        on every CPU), `split` (the vision nodes on --vision-cpus, default the last CPU; every
-//        other node on --text-cpus, default the others: the manifest's `cpus`), the seeds' vision
-//        machines of their own as far as one machine can give them.
+//        [--layouts=shared,split,vision]: where the nodes run, alternating run by run: `shared`
+//        (every node on every CPU), `split` (the vision nodes on --vision-cpus, default the last
+//        CPU; every other node on --text-cpus, default the others: the manifest's `cpus`), the
+//        seeds' vision machines of their own as far as one machine can give them; `vision` (the
+//        vision nodes on --vision-cpus, the others on every CPU).
 //        [--loads=images,text]: the load kinds, alternating run by run: `images` as above; `text`
 //        its text twin: the same arrivals, each a text-only one-token chat of fresh words with as
 //        many prompt tokens as the image request it stands for (the server's usage, measured at
@@ -60,7 +61,7 @@ for (const l of loads)
 const MODEL = 'deepseek-v4.1-flash';
 const layouts = (opts.layouts ?? 'shared').split(',');
 for (const l of layouts)
-  if (l !== 'shared' && l !== 'split') { console.error(`--layouts: unknown layout ${l} (shared, split)`); process.exit(2); }
+  if (!['shared', 'split', 'vision'].includes(l)) { console.error(`--layouts: unknown layout ${l} (shared, split, vision)`); process.exit(2); }
 const cpuCount = os.cpus().length;
 const visionCpus = opts['vision-cpus'] ?? String(cpuCount - 1);
 const textCpus = opts['text-cpus'] ?? (cpuCount > 1 ? `0-${cpuCount - 2}` : '0');
@@ -102,7 +103,7 @@ function priorityLines(priority) {
 
 async function start(policy, priority, exe, layout) {
   const textLine = layout === 'split' ? `cpus = "${textCpus}"\n` : '';
-  const visionLine = layout === 'split' ? `cpus = "${visionCpus}"\n` : '';
+  const visionLine = layout === 'split' || layout === 'vision' ? `cpus = "${visionCpus}"\n` : '';
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'deepinfer-vision-live-'));
   const ports = [];
   for (let i = 0; i < 4 + prefillNodes; ++i) ports.push(await freePort());
@@ -264,7 +265,9 @@ async function measure({ policy, priority, exe, load, layout }) {
     const after = afterSeconds > 0 ? await probes(s.base, () => performance.now() > afterEnd) : [];
     const label = (priority === undefined ? policy : `${policy} ${priority === 'idle' ? 'idle' : `nice=${priority}`}`) +
                   (exes.length > 1 ? ` ${exe}` : '') +
-                  (layouts.length > 1 || layout === 'split' ? (layout === 'split' ? ` split (text on CPUs ${textCpus}, vision on ${visionCpus})` : ' shared') : '') +
+                  (layouts.length > 1 || layout !== 'shared'
+                    ? { shared: ' shared', split: ` split (text on CPUs ${textCpus}, vision on ${visionCpus})`,
+                        vision: ` vision on CPUs ${visionCpus}, text on all` }[layout] : '') +
                   (twin ? ` text twin (${twin.small.tokens} / ${twin.large.tokens} tokens: ${twin.small.words} / ${twin.large.words} words)` : '');
     return { policy: label, idle, busy, after, after_p50: after.length ? pct(after, 0.5) : NaN, ...sent, queue_p50: quantile(q, 0.5), queue_p99: quantile(q, 0.99), queue_mean: q.sum / Math.max(1, q.count),
              queued: q.count, idle_p50: pct(idle, 0.5), idle_p90: pct(idle, 0.9), busy_p50: pct(busy, 0.5), busy_p90: pct(busy, 0.9),
