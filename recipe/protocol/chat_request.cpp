@@ -84,23 +84,13 @@ message parse_message(const json& v, const json_path& at) {
 }
 
 void parse_tools(const json& v, const json_path& at, conversation& c) {
-  jr::array(v, at);
-  for (std::size_t i = 0; i < v.size(); ++i) {
-    const auto p = at / i;
-    const json& t = jr::object(v[i], p);
-    jr::one_of(jr::req_string(t, "type", p), {"function"}, p / "type");
+  rc::function_tools(v, at, c, [](const json& t, const json_path& p) {
     const json* fn = jr::find(t, "function");
     if (!fn)
       (p / "function").fail("Missing required parameter: '" + (p / "function").str() + "'.");
     jr::object(*fn, p / "function");
-    tool_definition d;
-    d.name = jr::req_string(*fn, "name", p / "function");
-    rc::check_function_name(d.name, p / "function" / "name");
-    jr::opt_string(*fn, "description", p / "function");
-    rc::check_parameters_schema(*fn, "parameters", p / "function");
-    d.function = *fn;
-    c.tools.push_back(std::move(d));
-  }
+    return rc::function_definition(*fn, p / "function");
+  });
 }
 
 void parse_tool_choice(const json& v, const json_path& at, conversation& c) {

@@ -29,6 +29,16 @@ void check_parameters_schema(const json& fn, std::string_view key, const json_pa
            "': schema must be a JSON Schema of 'type: \"object\"', got 'type: " + type->dump() + "'.");
 }
 
+tool_definition function_definition(const json& fn, const json_path& at) {
+  tool_definition d;
+  d.name = jr::req_string(fn, "name", at);
+  check_function_name(d.name, at / "name");
+  jr::opt_string(fn, "description", at);
+  check_parameters_schema(fn, "parameters", at);
+  d.function = fn;
+  return d;
+}
+
 void check_image_url(const std::string& url, const json_path& at) {
   if (url.rfind("http://", 0) == 0 || url.rfind("https://", 0) == 0)
     return;

@@ -20,6 +20,24 @@ void check_function_name(const std::string& name, const json_path& at);
 /// refuse it too). `fn` is the function object, `at` its path.
 void check_parameters_schema(const json& fn, std::string_view key, const json_path& at);
 
+/// A function tool's definition from its function object `fn` at `at` (Chat: the tool's
+/// `function`; Responses: the tool itself): its name (checked), description and parameters
+/// (checked); `function` is `fn` as given.
+tool_definition function_definition(const json& fn, const json_path& at);
+
+/// An OpenAI `tools` array `v` at `at`: every element an object of `"type": "function"`, handed
+/// to `tool(object, path)`, whose tool_definition is appended to `c.tools`.
+template <class Tool>
+void function_tools(const json& v, const json_path& at, conversation& c, Tool&& tool) {
+  json_reader::array(v, at);
+  for (std::size_t i = 0; i < v.size(); ++i) {
+    const auto p = at / i;
+    const json& t = json_reader::object(v[i], p);
+    json_reader::one_of(json_reader::req_string(t, "type", p), {"function"}, p / "type");
+    c.tools.push_back(tool(t, p));
+  }
+}
+
 /// Requires an `http(s)://` URL or a `data:image/...;base64,` URI.
 void check_image_url(const std::string& url, const json_path& at);
 

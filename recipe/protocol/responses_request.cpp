@@ -119,23 +119,15 @@ void parse_item(const json& v, const json_path& at, assembler& a) {
 }
 
 void parse_tools(const json& v, const json_path& at, conversation& c) {
-  jr::array(v, at);
-  for (std::size_t i = 0; i < v.size(); ++i) {
-    const auto p = at / i;
-    const json& t = jr::object(v[i], p);
-    jr::one_of(jr::req_string(t, "type", p), {"function"}, p / "type");
-    tool_definition d;
-    d.name = jr::req_string(t, "name", p);
-    rc::check_function_name(d.name, p / "name");
-    jr::opt_string(t, "description", p);
-    rc::check_parameters_schema(t, "parameters", p);
+  rc::function_tools(v, at, c, [](const json& t, const json_path& p) {
+    auto d = rc::function_definition(t, p);
     // The function object the templates render: the tool minus its `type`, key order kept.
     d.function = json::object();
     for (const auto& [k, x] : t.items())
       if (k != "type")
         d.function[k] = x;
-    c.tools.push_back(std::move(d));
-  }
+    return d;
+  });
 }
 
 } // namespace

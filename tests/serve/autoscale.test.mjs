@@ -13,7 +13,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import assert from 'node:assert/strict';
-import { assertStreamsEqual, check, clusterManifest, finish, freePort, manifestNode, postChat, results, startClusterAndReference, streamCounted, waitAnswering, waitFor } from './harness.mjs';
+import { assertStreamsEqual, check, clusterManifest, finish, freePort, manifestNode, postChat, referenceRuns, results, startClusterAndReference, streamCounted, waitAnswering, waitFor } from './harness.mjs';
 
 const MODEL = 'deepseek-v4.1-flash';
 const exe = process.argv[2];
@@ -81,13 +81,8 @@ const poolInstance = (text, role) => {
 };
 
 try {
-  const t0 = Date.now();
   const ready = (base) => waitAnswering(base, () => complete(base, 0, 'ping'));
-  await Promise.all([ready(one), ready(cluster)]);
-  // The undisturbed runs, all at once: the kernels' bits depend on no batch.
-  const reference = await Promise.all(prompts.map((_, i) => complete(one, i)));
-  reference.forEach((r, i) => assert.equal(r.status, 200, `reference ${i}: ${JSON.stringify(r.json)}`));
-  console.log(`     cluster and reference up, ${STREAMS} reference runs done in ${Date.now() - t0} ms`);
+  const reference = await referenceRuns(one, cluster, ready, STREAMS, (i) => complete(one, i));
 
   await check('idle, the autoscaler exports its targets and keeps both pool nodes unassigned', async () => {
     await waitFor('autoscaler targets on /metrics', async () => {

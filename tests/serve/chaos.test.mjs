@@ -13,7 +13,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import assert from 'node:assert/strict';
-import { assertStreamsEqual, check, finish, postChat, results, seededRandom, startTwoDecodeCluster, streamCounted, waitAnswering, waitFor } from './harness.mjs';
+import { assertStreamsEqual, check, finish, postChat, referenceRuns, results, seededRandom, startTwoDecodeCluster, streamCounted, waitAnswering, waitFor } from './harness.mjs';
 
 const MODEL = 'deepseek-v4.1-flash';
 const [exe, draftModel] = process.argv.slice(2);
@@ -69,11 +69,7 @@ async function pidOf(node) {
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 
 try {
-  const t0 = Date.now();
-  await Promise.all([ready(one), ready(cluster)]);
-  const reference = await Promise.all(prompts.map((p, i) => complete(one, p, i)));
-  reference.forEach((r, i) => assert.equal(r.status, 200, `reference ${i}: ${JSON.stringify(r.json)}`));
-  console.log(`     cluster and reference up, ${STREAMS} reference runs done in ${Date.now() - t0} ms`);
+  const reference = await referenceRuns(one, cluster, ready, STREAMS, (i) => complete(one, prompts[i], i));
   await check(`${STREAMS} streams (greedy and seeded at temperature 0.8) through ${schedule.map((e) => `${e.kind} ${e.node}`).join(', ')}: none lost, each equal to its undisturbed run`, async () => {
     const tChaos = Date.now();
     const progress = new Array(STREAMS).fill(0);

@@ -15,7 +15,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import assert from 'node:assert/strict';
-import { assertStreamsEqual, check, finish, postChat, results, startTwoDecodeCluster, streamCounted, waitAnswering, waitFor } from './harness.mjs';
+import { assertStreamsEqual, check, finish, postChat, referenceRuns, results, startTwoDecodeCluster, streamCounted, waitAnswering, waitFor } from './harness.mjs';
 
 const MODEL = 'deepseek-v4.1-flash';
 const [exe, draftModel] = process.argv.slice(2);
@@ -50,12 +50,7 @@ async function handoffs() {
 }
 
 try {
-  const t0 = Date.now();
-  await Promise.all([ready(one), ready(cluster)]);
-  // The undisturbed runs, all at once: the kernels' bits depend on no batch.
-  const reference = await Promise.all(prompts.map((p, i) => complete(one, p, i)));
-  reference.forEach((r, i) => assert.equal(r.status, 200, `reference ${i}: ${JSON.stringify(r.json)}`));
-  console.log(`     cluster and reference up, ${STREAMS} reference runs done in ${Date.now() - t0} ms`);
+  const reference = await referenceRuns(one, cluster, ready, STREAMS, (i) => complete(one, prompts[i], i));
   await check(`${STREAMS} streams (greedy and seeded at temperature 0.8) survive SIGTERM to a decode node with a ${GRACE_S} s grace, handed off with their KV`, async () => {
     const progress = new Array(STREAMS).fill(0);
     const runs = prompts.map((p, i) => stream(cluster, p, progress, i));

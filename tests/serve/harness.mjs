@@ -291,6 +291,18 @@ export function waitAnswering(base, ping) {
   }, { deadlineMs: 90000, everyMs: 100 });
 }
 
+/// Waits until the one-process reference `one` and `cluster` answer (`ready(base)`), then makes the
+/// undisturbed runs on `one`, all at once (the kernels' bits depend on no batch): `run(i)` for i
+/// below `count`, each checked to be a 200. Returns them, in order.
+export async function referenceRuns(one, cluster, ready, count, run) {
+  const t0 = Date.now();
+  await Promise.all([ready(one), ready(cluster)]);
+  const reference = await Promise.all(Array.from({ length: count }, (_, i) => run(i)));
+  reference.forEach((r, i) => assert.equal(r.status, 200, `reference ${i}: ${JSON.stringify(r.json)}`));
+  console.log(`     cluster and reference up, ${count} reference runs done in ${Date.now() - t0} ms`);
+  return reference;
+}
+
 /// Stops the servers a test started (SIGINT, then SIGKILL after 8 s), prints the last warnings
 /// and errors of `logPath` when a check failed, the tally, runs `cleanup`, and exits with the
 /// verdict.

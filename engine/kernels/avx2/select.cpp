@@ -28,10 +28,7 @@ int64_t count_keys_at_least(const uint32_t* keys, int64_t n, uint32_t t) {
     const __m256i k = _mm256_xor_si256(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(keys + i)), flip);
     below += __builtin_popcount(static_cast<unsigned>(_mm256_movemask_ps(_mm256_castsi256_ps(_mm256_cmpgt_epi32(tv, k)))));
   }
-  int64_t c = i - below;
-  for (; i < n; ++i)
-    c += keys[i] >= t ? 1 : 0;
-  return c;
+  return i - below + portable::count_keys_at_least(keys + i, n - i, t);
 }
 
 int64_t collect_at_least(const float* scores, int64_t n, float t, int64_t base, int64_t* out) {
@@ -42,10 +39,7 @@ int64_t collect_at_least(const float* scores, int64_t n, float t, int64_t base, 
     for (; mask != 0; mask &= mask - 1)
       out[m++] = base + j + __builtin_ctz(mask);
   }
-  for (; j < n; ++j)
-    if (scores[j] >= t)
-      out[m++] = base + j;
-  return m;
+  return m + portable::collect_at_least(scores + j, n - j, t, base + j, out + m); // the last < 8
 }
 
 } // namespace deepinfer::engine::kernels::avx2

@@ -21,9 +21,7 @@ int64_t count_keys_at_least(const uint32_t* keys, int64_t n, uint32_t t) {
   int64_t c = 0, i = 0;
   for (; i + 16 <= n; i += 16)
     c += __builtin_popcount(_mm512_cmpge_epu32_mask(_mm512_loadu_si512(keys + i), tv));
-  for (; i < n; ++i)
-    c += keys[i] >= t ? 1 : 0;
-  return c;
+  return c + portable::count_keys_at_least(keys + i, n - i, t);
 }
 
 int64_t collect_at_least(const float* scores, int64_t n, float t, int64_t base, int64_t* out) {
@@ -34,10 +32,7 @@ int64_t collect_at_least(const float* scores, int64_t n, float t, int64_t base, 
     for (; mask != 0; mask &= mask - 1)
       out[m++] = base + j + __builtin_ctz(mask);
   }
-  for (; j < n; ++j)
-    if (scores[j] >= t)
-      out[m++] = base + j;
-  return m;
+  return m + portable::collect_at_least(scores + j, n - j, t, base + j, out + m); // the last < 16
 }
 
 } // namespace deepinfer::engine::kernels::avx512
