@@ -8,7 +8,8 @@ namespace deepinfer::balancers {
 prefill_balancer::prefill_balancer(const config& cfg)
     : cfg_(cfg), engine_bucket_(static_cast<size_t>(cfg.engines), -1),
       ranks_(static_cast<size_t>(cfg.engines), cfg.ranks_per_engine),
-      load_(static_cast<size_t>(cfg.engines), std::vector<double>(static_cast<size_t>(cfg.ranks_per_engine), 0.0)) {
+      load_(static_cast<size_t>(cfg.engines), std::vector<double>(static_cast<size_t>(cfg.ranks_per_engine), 0.0)),
+      reserve_load_(static_cast<size_t>(cfg.engines), 0.0) {
   rebucket(divide({}, live_engines()));
 }
 
@@ -73,8 +74,9 @@ std::optional<prefill_balancer::priced> prefill_balancer::best_engine(const job&
     const double cost = price(j, e);
     const double after = left - cost;
     const bool takes = !cfg_.whole_job_fits ? left > 0.0
-                       : reserve        ? cost <= cfg_.short_reserve_s && after >= -cfg_.short_reserve_s
-                                        : after >= 0.0 || load <= 1e-9;
+                       : reserve ? cost <= cfg_.short_reserve_s &&
+                                     reserve_load_[static_cast<size_t>(e)] + cost <= cfg_.short_reserve_s + 1e-12
+                                 : after >= 0.0 || load <= 1e-9;
     if (takes && (!best || after > best_left)) {
       best = priced{e, cost};
       best_left = after;
@@ -111,7 +113,9 @@ std::vector<prefill_balancer::assignment> prefill_balancer::dispatch() {
           break;
         const int r = lowest_rank(e->engine);
         load_[static_cast<size_t>(e->engine)][static_cast<size_t>(r)] += e->quota;
-        out.push_back({q.front().id, e->engine, r, e->quota});
+        if (reserve)
+          reserve_load_[static_cast<size_t>(e->engine)] += e->quota;
+        out.push_back({q.front().id, e->engine, r, e->quota, reserve});
         q.pop_front();
       }
     }
@@ -130,11 +134,15 @@ double prefill_balancer::price(const job& j, int engine) const {
   return model ? model->cost(static_cast<double>(j.uncached), static_cast<double>(j.cached)) : j.quota;
 }
 
-void prefill_balancer::complete(int engine, int rank, double quota) {
+void prefill_balancer::complete(int engine, int rank, double quota, bool reserve) {
   if (engine < 0 || engine >= engines() || rank < 0 || rank >= ranks_of(engine))
     return; // the rank went away with its load
   auto& l = load_[static_cast<size_t>(engine)][static_cast<size_t>(rank)];
   l = std::max(0.0, l - quota);
+  if (reserve) {
+    auto& r = reserve_load_[static_cast<size_t>(engine)];
+    r = std::max(0.0, r - quota);
+  }
 }
 
 std::array<int, prefill_balancer::bucket_count>
@@ -218,10 +226,13 @@ void prefill_balancer::reshape(const std::vector<int>& ranks) {
   const auto n = ranks.size();
   engine_bucket_.resize(n, -1);
   load_.resize(n);
+  reserve_load_.resize(n, 0.0);
   ranks_.resize(n);
   for (size_t e = 0; e < n; ++e) {
     ranks_[e] = std::max(ranks[e], 0);
     load_[e].resize(static_cast<size_t>(ranks_[e]), 0.0);
+    // A rank that went away took its load along, reserved jobs too.
+    reserve_load_[e] = std::min(reserve_load_[e], std::accumulate(load_[e].begin(), load_[e].end(), 0.0));
   }
   rebucket(divide(demand_, live_engines()));
 }

@@ -35,11 +35,13 @@ public:
     /// (bench/RESULTS.md "whole-job quota": long prompts' TTFT halves where an engine would
     /// idle, short prompts' p99 grows; a choice, off by default.)
     bool whole_job_fits = false;
-    /// With `whole_job_fits`: a job priced at most this (seconds) may overrun an engine's quota by
-    /// up to this much when no engine has room for it, so short prompts do not wait at the
-    /// balancer while every engine runs a long one: the engine's chunk scheduler runs them in
-    /// its next step, ahead of the long prompt. An engine with room (its own or a lender) is
-    /// tried first. caf-launch sets it to one prefill step budget. 0: no reserve.
+    /// With `whole_job_fits`: when no engine has room for a job priced at most this (seconds), an
+    /// engine may hold up to this much of such jobs beyond its quota, so short prompts do not
+    /// wait at the balancer while every engine runs a long one: the engine's chunk scheduler runs
+    /// them in its next step, ahead of the long prompt. The reserve is counted apart from the
+    /// engine's other jobs, so a long prompt priced over the quota (an engine takes any job when
+    /// it holds none) does not use it up. An engine with room (its own or a lender) is tried
+    /// first. caf-launch sets it to one prefill step budget. 0: no reserve.
     double short_reserve_s = 0.0;
   };
 
@@ -61,6 +63,7 @@ public:
     int engine = 0;
     int rank = 0;
     double quota = 0.0;
+    bool reserve = false; ///< placed on the engine's short reserve (`config::short_reserve_s`)
   };
 
   explicit prefill_balancer(const config& cfg);
@@ -75,8 +78,9 @@ public:
   std::vector<assignment> dispatch();
 
   /// Releases quota a job held on (engine, rank): all of it at completion, or the part a computed
-  /// chunk used (the caller then releases only the rest at completion).
-  void complete(int engine, int rank, double quota);
+  /// chunk used (the caller then releases only the rest at completion). `reserve`: the job was
+  /// placed on the engine's short reserve (`assignment::reserve`).
+  void complete(int engine, int rank, double quota, bool reserve = false);
 
   /// Re-divides engines among buckets by last round's demand share and starts a new round.
   void new_round();
@@ -138,6 +142,7 @@ private:
   std::vector<int> engine_bucket_;
   std::vector<int> ranks_;
   std::vector<std::vector<double>> load_;
+  std::vector<double> reserve_load_; ///< per engine: the part of its load placed on its reserve
   std::vector<std::optional<cost_model>> engine_cost_;
 };
 

@@ -85,6 +85,7 @@ std::vector<serving_router::prefill_placement> serving_router::dispatch_prefills
     h.engine = a.engine;
     h.rank = a.rank;
     h.quota_s = a.quota; // its price on that instance
+    h.reserve = a.reserve;
     if (placed_.size() <= static_cast<std::size_t>(a.engine))
       placed_.resize(static_cast<std::size_t>(a.engine) + 1);
     auto& ranks = placed_[static_cast<std::size_t>(a.engine)];
@@ -102,7 +103,7 @@ void serving_router::release_prefill(uint64_t id, double quota_s) {
     return;
   auto& h = it->second;
   const double give = std::min(std::max(quota_s, 0.0), h.quota_s - h.released_s);
-  prefill_.complete(h.engine, h.rank, give);
+  prefill_.complete(h.engine, h.rank, give, h.reserve);
   h.released_s += give;
 }
 
@@ -113,7 +114,8 @@ void serving_router::finish_prefill(uint64_t id) {
   if (it->second.engine < 0)
     prefill_.withdraw(id);
   else
-    prefill_.complete(it->second.engine, it->second.rank, it->second.quota_s - it->second.released_s);
+    prefill_.complete(it->second.engine, it->second.rank, it->second.quota_s - it->second.released_s,
+                      it->second.reserve);
   prefills_.erase(it);
 }
 

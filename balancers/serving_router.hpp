@@ -125,6 +125,7 @@ private:
     int rank = 0;
     double quota_s = 0.0;
     double released_s = 0.0; ///< by `release_prefill` (`finish_prefill` releases the rest)
+    bool reserve = false;    ///< placed on the instance's short reserve
   };
   struct decode_slot {
     rank_ref where;
