@@ -74,8 +74,9 @@ std::optional<prefill_balancer::priced> prefill_balancer::best_engine(const job&
     const double cost = price(j, e);
     const double after = left - cost;
     const bool takes = !cfg_.whole_job_fits ? left > 0.0
-                       : reserve ? cost <= cfg_.short_reserve_s &&
-                                     reserve_load_[static_cast<size_t>(e)] + cost <= cfg_.short_reserve_s + 1e-12
+                       // (the reserve's own load is never negative, so this bounds the job's price
+                       // too; the slack lets prices that add up to the reserve exactly fit)
+                       : reserve ? reserve_load_[static_cast<size_t>(e)] + cost <= cfg_.short_reserve_s + 1e-12
                                  : after >= 0.0 || load <= 1e-9;
     if (takes && (!best || after > best_left)) {
       best = priced{e, cost};
