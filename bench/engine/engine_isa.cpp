@@ -22,10 +22,13 @@
 #include "engine/rank_engine.hpp"
 
 #include "bench_inputs.hpp"
+#include "bench_stages.hpp"
 
 using namespace deepinfer::engine;
 using deepinfer::bench::parse_list;
 using deepinfer::bench::random_prompt;
+using deepinfer::bench::read_stages;
+using deepinfer::bench::stage_ms;
 
 extern "C" char* openblas_get_corename(void);
 
@@ -93,28 +96,6 @@ prefill_request hit_request(rank_engine& e, uint64_t seq, std::vector<int32_t> t
   for (int64_t b = 0; b < hit / 128; ++b)
     r.hit_blocks.push_back(*e.export_block(src, b));
   return r;
-}
-
-// Milliseconds per forward stage between two reads of the counters.
-struct stage_ms {
-  static constexpr int count = 11;
-  double v[count]{};
-  static constexpr const char* names[count] = {"encoder attention (with its projections)", "encoder MoE", "global KV",
-                                               "indexer keys", "decoder self-attention", "indexer scores", "top-k",
-                                               "gathered attention", "cross-attention (all of the above three)",
-                                               "decoder MoE", "lm_head"};
-};
-
-stage_ms read_stages(const rank_engine& e) {
-  const auto& s = e.forward_stages();
-  const std::atomic<int64_t>* c[stage_ms::count] = {&s.encoder_attention, &s.encoder_moe, &s.global_kv,
-                                                    &s.index_keys, &s.decoder_attention, &s.index_scores, &s.top_k,
-                                                    &s.gathered_attention, &s.cross_attention, &s.decoder_moe,
-                                                    &s.logits};
-  stage_ms out;
-  for (int i = 0; i < stage_ms::count; ++i)
-    out.v[i] = static_cast<double>(c[i]->load()) / 1e6;
-  return out;
 }
 
 struct isa_result {

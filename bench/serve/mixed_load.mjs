@@ -11,7 +11,8 @@
 // (in a closed loop faster short prompts bring the next long ones in sooner). With --seeds the
 // open loop runs each arrival sequence in turn (binaries alternating per sequence and rate), then
 // prints each binary's percentiles over all of them pooled: p99 over 4 x 48 long prompts is the
-// 2nd largest of 192, not the largest of 48.
+// 2nd largest of 192, not the largest of 48. With several binaries it then prints each one's
+// pooled p99 as a ratio to the first binary's, with a 90 % interval from the sequences resampled.
 // --dump=FILE appends one JSON line per request (binary, level, index, start and TTFT in ms, long)
 // for a look at which requests make the tail. --cpu prints, after each row, the server's CPU
 // seconds over the level by thread name (Linux /proc), e.g. prefill ranks against the rest.
@@ -146,9 +147,10 @@ for (const seed of rates ? seeds : [0])
         if (cpu0)
           console.log(`  cpu: ${cpuByName(cpu0, threadCpu(s.proc.pid))}`);
         const key = `${exe} ${streams}`;
-        const p = pooled.get(key) ?? { exe, level: streams, short: [], long: [] };
+        const p = pooled.get(key) ?? { exe, level: streams, short: [], long: [], bySeed: [] };
         p.short.push(...r.short);
         p.long.push(...r.long);
+        p.bySeed.push({ short: r.short, long: r.long });
         pooled.set(key, p);
       } finally {
         await stopServer(s);
@@ -165,4 +167,32 @@ if (several) {
       const p = pooled.get(`${exe} ${level}`);
       console.log(`| ${exe} | ${level} | ${f(p.short)} | ${f(p.long)} |`);
     }
+  // How sure the p99 ratios are: the arrival sequences resampled with replacement (each binary
+  // ran the same sequences, so a resample keeps the pairs), the pooled p99 ratio of each
+  // resample; the 5th and 95th percentile of 2000 resamples bound a 90 % interval. Sequences,
+  // not requests, are resampled: requests of one sequence share its queues.
+  if (exes.length > 1) {
+    console.log(`\np99 against ${exes[0]}, pooled, with a 90 % interval over the ${seeds.length} sequences resampled:`);
+    console.log('| binary | arrivals/s | short p99 ratio [90 %] | long p99 ratio [90 %] |');
+    console.log('|---|---|---|---|');
+    let x = 987654321;
+    const rand = () => { x = (x * 1103515245 + 12345) % 2147483648; return x / 2147483648; };
+    for (const level of levels) {
+      const ref = pooled.get(`${exes[0]} ${level}`);
+      for (const exe of exes.slice(1)) {
+        const p = pooled.get(`${exe} ${level}`);
+        const ratios = { short: [], long: [] };
+        for (let b = 0; b < 2000; ++b) {
+          const pick = seeds.map(() => Math.floor(rand() * seeds.length));
+          for (const kind of ['short', 'long']) {
+            const mine = pick.flatMap((k) => p.bySeed[k][kind]);
+            const theirs = pick.flatMap((k) => ref.bySeed[k][kind]);
+            ratios[kind].push(pct(mine, 0.99) / pct(theirs, 0.99));
+          }
+        }
+        const g = (kind) => `${(pct(p[kind], 0.99) / pct(ref[kind], 0.99)).toFixed(3)} [${pct(ratios[kind], 0.05).toFixed(3)}, ${pct(ratios[kind], 0.95).toFixed(3)}]`;
+        console.log(`| ${exe} | ${level} | ${g('short')} | ${g('long')} |`);
+      }
+    }
+  }
 }
