@@ -4,6 +4,7 @@
 #include "recipe/protocol/vllm_sampling.hpp"
 
 #include <charconv>
+#include <utility>
 
 namespace deepinfer::recipe::request_common {
 
@@ -29,13 +30,13 @@ void check_parameters_schema(const json& fn, std::string_view key, const json_pa
            "': schema must be a JSON Schema of 'type: \"object\"', got 'type: " + type->dump() + "'.");
 }
 
-tool_definition function_definition(const json& fn, const json_path& at) {
+tool_definition function_definition(json fn, const json_path& at) {
   tool_definition d;
   d.name = jr::req_string(fn, "name", at);
   check_function_name(d.name, at / "name");
   jr::opt_string(fn, "description", at);
   check_parameters_schema(fn, "parameters", at);
-  d.function = fn;
+  d.function = std::move(fn);
   return d;
 }
 

@@ -21,9 +21,9 @@ void check_function_name(const std::string& name, const json_path& at);
 void check_parameters_schema(const json& fn, std::string_view key, const json_path& at);
 
 /// A function tool's definition from its function object `fn` at `at` (Chat: the tool's
-/// `function`; Responses: the tool itself): its name (checked), description and parameters
-/// (checked); `function` is `fn` as given.
-tool_definition function_definition(const json& fn, const json_path& at);
+/// `function`; Responses: the tool less its `type`): its name (checked), description and
+/// parameters (checked); `function` is `fn` as given.
+tool_definition function_definition(json fn, const json_path& at);
 
 /// An OpenAI `tools` array `v` at `at`: every element an object of `"type": "function"`, handed
 /// to `tool(object, path)`, whose tool_definition is appended to `c.tools`.

@@ -120,13 +120,12 @@ void parse_item(const json& v, const json_path& at, assembler& a) {
 
 void parse_tools(const json& v, const json_path& at, conversation& c) {
   rc::function_tools(v, at, c, [](const json& t, const json_path& p) {
-    auto d = rc::function_definition(t, p);
     // The function object the templates render: the tool minus its `type`, key order kept.
-    d.function = json::object();
+    json fn = json::object();
     for (const auto& [k, x] : t.items())
       if (k != "type")
-        d.function[k] = x;
-    return d;
+        fn[k] = x;
+    return rc::function_definition(std::move(fn), p);
   });
 }
 
