@@ -48,6 +48,8 @@ public:
     busy_scope(busy_scope&& o) noexcept : s_(std::exchange(o.s_, nullptr)) {}
     busy_scope& operator=(busy_scope&& o) noexcept;
     ~busy_scope();
+    /// Whether it marks something.
+    explicit operator bool() const { return s_ != nullptr; }
 
   private:
     host_prefill_signal* s_ = nullptr;
