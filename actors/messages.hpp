@@ -273,20 +273,17 @@ typename Inspector::result_type inspect(Inspector& f, vision_job& x) {
 }
 
 /// A vision rank's answer: the image's placeholder embeddings [tokens x hidden] and the time
-/// the encode itself took (the rest of the round trip is queue and transfer), of which it
-/// waited `pause_seconds` for prefills on its machine (engine::prefill_yield), or `error`.
+/// the encode itself took (the rest of the round trip is queue and transfer), or `error`.
 struct vision_result {
   uint64_t id = 0;
   std::vector<float> embedding;
   double encode_seconds = 0;
-  double pause_seconds = 0;
   caf::error error;
 };
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, vision_result& x) {
-  return f(caf::meta::type_name("vision_result"), x.id, bulk(x.embedding), exact(x.encode_seconds),
-           exact(x.pause_seconds), x.error);
+  return f(caf::meta::type_name("vision_result"), x.id, bulk(x.embedding), exact(x.encode_seconds), x.error);
 }
 
 /// A structured-output compiler's answer (issue 19): the constraint compiled (into the

@@ -2,18 +2,11 @@
 // really reach the prompt: they change the logits, the same image gives the same logits however
 // the prefill is chunked, and another image gives other logits.
 #include <cmath>
-#include <chrono>
 #include <cstring>
-#include <string>
-#include <thread>
 #include <vector>
-
-#include <sys/mman.h>
-#include <unistd.h>
 
 #include <boost/test/unit_test.hpp>
 
-#include "engine/host_prefill_signal.hpp"
 #include "engine/testing/engine_fixture.hpp"
 #include "engine/testing/random_pixels.hpp"
 
@@ -161,34 +154,6 @@ BOOST_AUTO_TEST_CASE(misplaced_embeddings_are_refused) {
   req.images = {im};
   BOOST_TEST((e.begin_prefill(req).status == engine_status::ok));
   e.free(req.seq);
-}
-
-BOOST_AUTO_TEST_CASE(an_encode_waits_for_a_prefill_on_the_machine_and_gives_the_same_embeddings) {
-  using namespace std::chrono_literals;
-  auto& e = tiny_engine();
-  const int cell = e.model().vision.cell();
-  const int w = 8 * cell, h = 8 * cell; // 256 patches: several blocks of attention
-  const auto px = picture(w, h, 4);
-  const auto plain = e.encode_image({w, h, px});
-
-  const std::string name = "/deepinfer-prefill-test-encode-" + std::to_string(::getpid());
-  std::string error;
-  auto prefill = host_prefill_signal::open(name, error);
-  BOOST_REQUIRE_MESSAGE(prefill, error);
-  prefill_yield yield{host_prefill_signal::open(name, error), 10s};
-  ::shm_unlink(name.c_str()); // the two handles keep it mapped
-  auto step = prefill->busy();
-  std::thread closer{[&] {
-    std::this_thread::sleep_for(60ms);
-    step = {};
-  }};
-  const auto t0 = std::chrono::steady_clock::now();
-  const auto paused = e.vision()->encode({w, h, px}, &yield);
-  const auto took = std::chrono::steady_clock::now() - t0;
-  closer.join();
-  BOOST_TEST(same_bits(paused, plain));
-  BOOST_TEST((yield.paused() >= 50ms)); // it waited for the step, not its 10 s limit
-  BOOST_TEST((took < 5s));
 }
 
 BOOST_AUTO_TEST_SUITE_END()

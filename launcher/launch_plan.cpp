@@ -140,8 +140,7 @@ std::string describe_plan(const cluster_manifest& m, const std::vector<node_laun
       << " fetch_ca_file=" << (m.image_fetch.ca_file.empty() ? "(system)" : m.image_fetch.ca_file)
       << " balancer=" << balancers::to_string(m.vision_balancer) << " scheduling="
       << (m.vision_priority.idle ? std::string{"idle"} : "normal nice=" + std::to_string(m.vision_priority.nice))
-      << " background_body_bytes=" << m.vision_background_body_bytes
-      << " prefill_pause_ms=" << m.vision_prefill_pause_ms << "\n";
+      << " background_body_bytes=" << m.vision_background_body_bytes << "\n";
   auto& b = m.balancer;
   out << "balancer.prefill: bucket_bounds=" << b.prefill_bucket_bounds[0] << ","
       << b.prefill_bucket_bounds[1] << "," << b.prefill_bucket_bounds[2]

@@ -177,9 +177,6 @@ struct cluster_manifest {
   /// `[vision] background_body_bytes`: request bodies this large or larger are parsed at the
   /// vision priority (actors::serving_config; 0: never).
   uint64_t vision_background_body_bytes = uint64_t{1} << 20;
-  /// `[vision] prefill_pause_ms`: the longest a vision rank's encode waits at a time for a
-  /// prefill computing on the same machine (actors::serving_config; 0: never waits).
-  uint32_t vision_prefill_pause_ms = 50;
   actors::system_settings caf;
   /// `kv_transport`: how KV crosses processes (auto | caf_message | rdma; actors/kv_transport_choice.hpp).
   actors::kv_transport_mode kv_transport = actors::kv_transport_mode::automatic;

@@ -248,11 +248,10 @@ BOOST_AUTO_TEST_CASE(vision_table_sets_the_url_fetch_limits_and_the_balancer) {
     BOOST_TEST(m.vision_priority.idle);
     BOOST_TEST(m.vision_priority.nice == 10);
     BOOST_TEST(m.vision_background_body_bytes == 1u << 20);
-    BOOST_TEST(m.vision_prefill_pause_ms == 50u);
   }
   auto r = parse_manifest(head + "max_image_bytes = 1000\nfetch_timeout_s = 2.5\nfetch_max_redirects = 1\n"
                                  "fetch_private_addresses = false\nbalancer = \"round_robin\"\nscheduling = \"normal\"\n"
-                                 "nice = 5\nbackground_body_bytes = 0\nprefill_pause_ms = 0\n" + good_nodes,
+                                 "nice = 5\nbackground_body_bytes = 0\n" + good_nodes,
                           "test.toml");
   BOOST_REQUIRE(std::holds_alternative<cluster_manifest>(r));
   auto& m = std::get<cluster_manifest>(r);
@@ -264,8 +263,6 @@ BOOST_AUTO_TEST_CASE(vision_table_sets_the_url_fetch_limits_and_the_balancer) {
   BOOST_TEST(!m.vision_priority.idle);
   BOOST_TEST(m.vision_priority.nice == 5);
   BOOST_TEST(m.vision_background_body_bytes == 0u);
-  BOOST_TEST(m.vision_prefill_pause_ms == 0u);
-  BOOST_TEST(expect_error(head + "prefill_pause_ms = -1\n" + good_nodes).key == "vision.prefill_pause_ms");
   BOOST_TEST(expect_error(head + "background_body_bytes = -1\n" + good_nodes).key == "vision.background_body_bytes");
   BOOST_TEST(expect_error(head + "balancer = \"random\"\n" + good_nodes).key == "vision.balancer");
   BOOST_TEST(expect_error(head + "nice = 20\n" + good_nodes).key == "vision.nice");

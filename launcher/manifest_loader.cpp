@@ -395,8 +395,6 @@ manifest_result parse_manifest(std::string_view text, const std::string& display
         m.vision_priority.nice = static_cast<int>(*v);
       if (auto v = t->integer("background_body_bytes", 0, int64_t{1} << 40))
         m.vision_background_body_bytes = static_cast<uint64_t>(*v);
-      if (auto v = t->integer("prefill_pause_ms", 0, 60000))
-        m.vision_prefill_pause_ms = static_cast<uint32_t>(*v);
       t->finish();
     }
     if (auto t = root.table("supervision")) {

@@ -226,16 +226,6 @@ std::unique_ptr<entrypoint> entrypoint::create(caf::actor_system& sys, const ser
                                 {ctx->admission, ctx->prompt_tokens, ctx->cached_tokens, ctx->generated_tokens});
   ctx->cluster = std::move(cluster);
   ctx->cache = std::move(cache);
-  {
-    // The entrypoint's part of a request's time to first token (render, placement, the prefill's
-    // round trip, the answer) waits behind an encode on this machine as the prefill step does.
-    std::string why;
-    const auto& name = cfg.prefill_signal_name;
-    ctx->prefill_signal =
-      engine::host_prefill_signal::open(name.empty() ? engine::host_prefill_signal::default_name() : name, why);
-    if (!ctx->prefill_signal)
-      log().warn("vision encodes will not wait for this entrypoint's requests: {}", why);
-  }
   if (!cfg.prefill_cost) {
     *error = "serving_config::prefill_cost is required (node_runtime fits it)";
     return nullptr;

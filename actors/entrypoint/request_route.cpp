@@ -49,7 +49,6 @@ void wait_for_capacity(request_pointer self, int i, const std::string& what) {
   auto& sm = st.samples[static_cast<std::size_t>(i)];
   sm.prefill_claim.reset();
   sm.decode_claim.reset();
-  sm.until_first_token = {};
   if (std::chrono::steady_clock::now() - st.arrived > st.ctx->cfg.instance_wait) {
     fail(self, 503, "no " + what + " can take the request now; try again later");
     return;
@@ -133,7 +132,6 @@ void on_prefilled(request_pointer self, int i, prefill_result& r) {
   auto& st = self->state;
   auto& sm = sample(self, i);
   sm.prefill_claim.reset();
-  sm.until_first_token = {};
   if (sm.prefill_rank) {
     self->demonitor(sm.prefill_rank);
     sm.prefill_rank = nullptr;
@@ -353,8 +351,6 @@ void place(request_pointer self, int i) {
   const bool scored = sm.sampling.prompt_logprobs >= 0 && sm.generated.empty();
   if (send_to_vision(self, i, view, scored ? 0 : hit.length))
     return;
-  if (st.ctx->prefill_signal && !sm.until_first_token)
-    sm.until_first_token = st.ctx->prefill_signal->busy();
   at.hit_length = scored ? 0 : hit.length;
   // The rank must hold all it may reach: what is there now plus the tokens still to generate,
   // for this sample and each that rides on it (each its own copy of the prompt's KV).

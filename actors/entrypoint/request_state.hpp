@@ -19,7 +19,6 @@
 #include "actors/entrypoint/admission_control.hpp"
 #include "actors/entrypoint/background_events.hpp"
 #include "actors/messages.hpp"
-#include "engine/host_prefill_signal.hpp"
 #include "recipe/stream/api_output.hpp"
 #include "actors/entrypoint/balancer_claim.hpp"
 #include "actors/entrypoint/entrypoint.hpp"
@@ -61,10 +60,6 @@ struct sample_state {
   /// the attempt or the request ends.
   std::unique_ptr<balancer_claim> prefill_claim;
   std::unique_ptr<balancer_claim> decode_claim;
-  /// Open from the attempt's placement (its images encoded) to its first token: the request's
-  /// time to first token is marked on this machine as prefill steps are, so vision encodes here
-  /// pause for it too (serving_context::prefill_signal).
-  engine::host_prefill_signal::busy_scope until_first_token;
   /// The current attempt's prefill answered (its first token is out): token batches of the
   /// decode rank that overtook that answer wait in `early` until then.
   bool prefilled = false;

@@ -14,7 +14,6 @@
 #include "actors/http/image_fetcher.hpp"
 #include "actors/http/metrics_registry.hpp"
 #include "balancers/cost_model.hpp"
-#include "engine/host_prefill_signal.hpp"
 #include "engine/model/model_config.hpp"
 #include "recipe/render/special_table.hpp"
 #include "recipe/tokenizer/tokenizer.hpp"
@@ -62,9 +61,6 @@ struct entrypoint::context {
   std::optional<deepinfer::balancers::cost_model> quota;
   /// CHECK of the prefix cache (metadata only); null without a KV root.
   std::shared_ptr<kv::prefix_cache> cache;
-  /// The machine's prefill signal (engine::host_prefill_signal): a request is marked in it from
-  /// its placement to its first token (null: not marked).
-  std::shared_ptr<engine::host_prefill_signal> prefill_signal;
   /// The process's structured-output compiler (null: constrained requests are refused), and
   /// its actor: constraints compile on the `so` nodes the view shows (round robin), on this
   /// node's own compiler when there is none, never on a request actor's thread.

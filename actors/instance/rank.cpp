@@ -220,8 +220,6 @@ rank_actor::behavior_type rank_behavior(rank_pointer self, rank_config cfg) {
       if (const auto& refused = self->state.encoder->priority_error())
         log().warn("rank={} the encoder keeps the process's CPU priority: {}", cfg.rank, *refused);
       loaded = self->state.encoder->run_and_wait(load);
-      if (cfg.engine.prefill_signal && cfg.engine.prefill_pause > std::chrono::nanoseconds::zero())
-        self->state.yield = std::make_shared<engine::prefill_yield>(cfg.engine.prefill_signal, cfg.engine.prefill_pause);
     } else {
       loaded = load();
     }
@@ -281,11 +279,6 @@ rank_actor::behavior_type rank_behavior(rank_pointer self, rank_config cfg) {
         st.encode_seconds = &m->add_histogram("deepinfer_vision_encode_seconds", "Time to encode one image.",
                                               {"instance", "rank"}, http::metrics_registry::default_latency_buckets())
                                .with(labels);
-        st.prefill_pause_seconds = &m->add_counter("deepinfer_vision_prefill_pause_seconds_total",
-                                                   "Time the rank's encodes waited for prefills computing on the same "
-                                                   "machine ([vision] prefill_pause_ms).",
-                                                   {"instance", "rank"})
-                                      .with(labels);
       }
       if (!cfg.engine.reads_hits) // decode ranks only (prefill ranks read hits)
         st.idle_gauge = &m->add_gauge("deepinfer_decode_idle_fraction",

@@ -22,7 +22,6 @@ class prefix_cache;
 }
 
 namespace deepinfer::engine {
-class host_prefill_signal;
 class token_constraint_factory;
 }
 
@@ -72,11 +71,6 @@ struct rank_engine_config {
   /// the CPU to the text path where they share cores (`[vision] scheduling`, `nice`).
   bool encodes_images = false;
   engine::thread_priority priority;
-  /// The machine's prefill signal (actors::node_shared_parts): a prefill rank marks each step in
-  /// it; a vision rank's encodes wait on it, at most `prefill_pause` at a time
-  /// (engine::prefill_yield). Null: neither.
-  std::shared_ptr<engine::host_prefill_signal> prefill_signal;
-  std::chrono::nanoseconds prefill_pause{0};
   /// CPU kernels (nullopt: the best the CPU runs; every ISA gives the same bits).
   std::optional<engine::kernels::cpu_isa> cpu_isa;
   /// Where the engine's matrix products run (`nodes[].backend`, `--backend`): on a CUDA node the

@@ -89,14 +89,10 @@ caf::typed_response_promise<vision_result> start_encode(rank_pointer self, visio
   st.encoding.emplace(key, promise);
   // The thread only reads the encoder's weights and its own buffers; the answer comes back here
   // by message (a weak address: a stopped rank is not kept alive, its answer is dropped).
-  st.encoder->post([vision, key, r = std::move(r), job = std::move(job), addr = self->address(),
-                    yield = st.yield]() mutable {
+  st.encoder->post([vision, key, r = std::move(r), job = std::move(job), addr = self->address()]() mutable {
     const auto t0 = std::chrono::steady_clock::now();
-    const auto paused = yield ? yield->paused() : std::chrono::nanoseconds{0};
-    r.embedding = vision->encode({job.width, job.height, job.rgb}, yield.get());
+    r.embedding = vision->encode({job.width, job.height, job.rgb});
     r.encode_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    if (yield) // one encode at a time on this thread: the difference is this encode's
-      r.pause_seconds = std::chrono::duration<double>(yield->paused() - paused).count();
     if (auto me = caf::actor_cast<rank_actor>(addr))
       caf::anon_send(me, encode_atom::value, key, std::move(r));
   });
@@ -112,7 +108,6 @@ void finish_encode(rank_pointer self, uint64_t key, vision_result& r) {
   if (st.images_encoded) {
     st.images_encoded->inc();
     st.encode_seconds->observe(r.encode_seconds);
-    st.prefill_pause_seconds->inc(r.pause_seconds);
   }
   it->second.deliver(std::move(r));
   st.encoding.erase(it);

@@ -429,12 +429,7 @@ void prefill_chunk(rank_pointer self) {
   // through: the group has not failed): it is answered at once, before the step's later
   // chunks (a long prompt's, after a short one) and before the group's step ends (which waits
   // for the other ranks' forwards).
-  // The step's compute is marked on the machine: vision encodes sharing its cores pause (engine::
-  // host_prefill_signal). Only prefill marks: TTFT is what an encode beside it would lengthen.
-  auto& sched = scheduler(self);
-  auto marked = st.cfg.engine.prefill_signal ? st.cfg.engine.prefill_signal->busy()
-                                             : engine::host_prefill_signal::busy_scope{};
-  auto done = sched.step([&](engine::sequence_id seq, engine::prefill_progress& p) {
+  auto done = scheduler(self).step([&](engine::sequence_id seq, engine::prefill_progress& p) {
     auto it = st.running.find(seq.value);
     if (it == st.running.end() || (st.member != nullptr && st.member->failed()))
       return;
@@ -442,7 +437,6 @@ void prefill_chunk(rank_pointer self) {
     st.running.erase(it);
     finish_prefill(self, id, p);
   });
-  marked = {};
   if (!end_ep_step(self))
     return;
   ++st.steps;

@@ -23,7 +23,6 @@
 #include "actors/errors.hpp"
 #include "actors/instance/block_fetcher.hpp"
 #include "actors/node/lowered_thread.hpp"
-#include "engine/host_prefill_signal.hpp"
 #include "actors/instance/ep_generation.hpp"
 #include "actors/http/metrics_registry.hpp"
 #include "actors/interfaces.hpp"
@@ -160,8 +159,6 @@ struct rank_state {
   /// A vision rank's encoder thread (`rank_engine_config::encodes_images`); declared after the
   /// engine: joined before it goes. Its images' answers by local key, until they come back.
   std::unique_ptr<lowered_thread> encoder;
-  /// Its encodes' waits for the machine's prefills (`rank_engine_config::prefill_pause`).
-  std::shared_ptr<engine::prefill_yield> yield;
   std::map<uint64_t, caf::typed_response_promise<vision_result>> encoding;
   uint64_t next_encode = 1;
   /// Pool use, batch size and prefill queue gauges (null without a registry).
@@ -175,7 +172,6 @@ struct rank_state {
   /// time each took.
   http::metrics_registry::counter* images_encoded = nullptr;
   http::metrics_registry::histogram* encode_seconds = nullptr;
-  http::metrics_registry::counter* prefill_pause_seconds = nullptr;
   /// Speculative decoding (DESIGN §5.3): the drafts each step verifies, and vLLM's counters of
   /// them (null without a registry). Null planner: the rank decodes one token per step.
   std::unique_ptr<engine::spec_planner> planner;

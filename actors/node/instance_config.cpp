@@ -1,30 +1,10 @@
 #include "actors/node/instance_config.hpp"
 
-#include <algorithm>
-
 #include "actors/http/metrics_registry.hpp"
-#include "actors/log.hpp"
 #include "actors/node/structured_output.hpp"
-#include "engine/host_prefill_signal.hpp"
 #include "kv/prefix_cache.hpp"
 
 namespace deepinfer::actors {
-
-std::shared_ptr<engine::host_prefill_signal> open_prefill_signal(const node_runtime_config& node) {
-  const auto uses = [](const instance_spec& spec) {
-    return spec.role == node_role::prefill || spec.role == node_role::vision;
-  };
-  if (!node.serving || (std::none_of(node.instances.begin(), node.instances.end(), uses) &&
-                        std::none_of(node.pool_instances.begin(), node.pool_instances.end(), uses)))
-    return nullptr;
-  const auto& name = node.serving->prefill_signal_name;
-  std::string error;
-  auto signal = engine::host_prefill_signal::open(name.empty() ? engine::host_prefill_signal::default_name() : name,
-                                                  error);
-  if (!signal)
-    log().warn("node={} vision encodes will not wait for this machine's prefills: {}", node.self.name, error);
-  return signal;
-}
 
 instance_supervisor_config make_instance_config(const node_runtime_config& node, const instance_spec& spec,
                                                 const node_shared_parts& shared) {
@@ -61,8 +41,6 @@ instance_supervisor_config make_instance_config(const node_runtime_config& node,
     sc.engine.metrics = shared.metrics;
     sc.engine.instance = sc.instance;
     sc.engine.detached = shared.detached;
-    if (spec.role == node_role::prefill)
-      sc.engine.prefill_signal = shared.prefill_signal;
   } else if (node.serving && spec.role == node_role::vision) {
     // A vision rank (issue 21) runs the model's vision encoder only: the engine's KV pool is
     // one block, it reads and stores no prefix cache, and the entrypoints route images to it.
@@ -73,8 +51,6 @@ instance_supervisor_config make_instance_config(const node_runtime_config& node,
     sc.engine.backend = node.serving->backend;
     sc.engine.encodes_images = true;
     sc.engine.priority = node.serving->vision_priority;
-    sc.engine.prefill_signal = shared.prefill_signal;
-    sc.engine.prefill_pause = node.serving->vision_prefill_pause;
     sc.engine.metrics = shared.metrics;
     sc.engine.instance = sc.instance;
     sc.engine.detached = shared.detached;

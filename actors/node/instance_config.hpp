@@ -9,10 +9,6 @@ namespace deepinfer::kv {
 class prefix_cache;
 }
 
-namespace deepinfer::engine {
-class host_prefill_signal;
-}
-
 namespace deepinfer::actors {
 
 namespace http {
@@ -29,15 +25,7 @@ struct node_shared_parts {
   std::shared_ptr<http::metrics_registry> metrics;
   so_compiler_actor compiler;
   std::shared_ptr<detached_actors> detached;
-  /// The machine's prefill signal: prefill ranks mark their steps in it, vision ranks' encodes
-  /// wait on it (null: neither).
-  std::shared_ptr<engine::host_prefill_signal> prefill_signal;
 };
-
-/// The machine's prefill signal for a node that runs prefill or vision instances
-/// (`serving_config::prefill_signal_name`); null for other nodes, and, with a warning in the log,
-/// when it cannot be opened (the node then serves without it).
-std::shared_ptr<engine::host_prefill_signal> open_prefill_signal(const node_runtime_config& node);
 
 /// The supervisor config of one instance of `node` (its manifest instances and, on a ready-pool
 /// node, the one the controller assigns): name, ranks, EP group, drain grace, and with a model

@@ -296,9 +296,10 @@ std::optional<std::string> node_runtime::start() {
     d.bootstrap = std::thread([&d] { d.run_bootstrap(); });
   }
 
-  // 3. Instances; with a model, every rank shares the process's prefix cache (and the machine's prefill signal).
-  node_shared_parts parts{cache, so, metrics, so_compiler, d.detached, open_prefill_signal(cfg)};
-  auto supervisor_config = [&cfg, parts](const instance_spec& spec) { return make_instance_config(cfg, spec, parts); };
+  // 3. Instances; with a model, every rank shares the process's prefix cache.
+  auto supervisor_config = [&cfg, cache, so, metrics, so_compiler, detached = d.detached](const instance_spec& spec) {
+    return make_instance_config(cfg, spec, {cache, so, metrics, so_compiler, detached});
+  };
   for (auto& spec : cfg.instances)
     d.instances.add(spec.role, spawn_instance_supervisor(sys, supervisor_config(spec), d.agent));
   {

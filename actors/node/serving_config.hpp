@@ -115,16 +115,6 @@ struct serving_config {
   /// decode thread takes the core; a nice thread keeps a share and a slice. On vision machines
   /// of their own it changes nothing.
   engine::thread_priority vision_priority{true, 10};
-  /// The longest a vision rank's encode waits at a time, between its blocks, while a prefill
-  /// computes on the same machine (`[vision] prefill_pause_ms`; 0: never; engine::prefill_yield).
-  /// SCHED_IDLE keeps an encoder off the core a prefill wakes on, not off the caches and memory
-  /// it shares from the other core: a short prompt's prefill beside a busy encoder took ~10-20 %
-  /// longer (bench/RESULTS.md). After a wait that ran out the encoder runs that long before it
-  /// waits again, so a prefill load that never stops still leaves it half the time.
-  std::chrono::milliseconds vision_prefill_pause{50};
-  /// The machine-wide segment prefill ranks mark their steps in (empty:
-  /// engine::host_prefill_signal::default_name(), every process of the user on the machine).
-  std::string prefill_signal_name;
   /// Request bodies of this many bytes or more are parsed on a thread of the entrypoint at
   /// `vision_priority` instead of a CAF worker (`[vision] background_body_bytes`, 0: never): in
   /// practice inline images, whose parse (~6 ms per MiB) would otherwise be taken from the text

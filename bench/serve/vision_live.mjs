@@ -30,9 +30,6 @@
 //        many prompt tokens as the image request it stands for (the server's usage, measured at
 //        start). The twin brings the image load's prefills without its encodes and its megabyte
 //        bodies, so the two together split what image requests cost text requests.
-//        [--pauses=0,50]: `[vision] prefill_pause_ms` alternating run by run (how long at a time an
-//        encode waits while a prefill computes on the machine; 0: never). Absent: the manifest does
-//        not set it (binaries before the setting take the run too).
 // The summary gives, per variant, the mean over runs of each run's p50 change, and the change of
 // the p50 over every probe of every run (pooled: less noise than one run's 40 probes alone).
 import { spawn } from 'node:child_process';
@@ -59,9 +56,6 @@ const probeRate = Number(opts['probe-rate'] ?? 2);
 const afterSeconds = Number(opts['after-seconds'] ?? 0);
 const prefillNodes = Math.max(1, Number(opts['prefill-nodes'] ?? 1));
 const loads = (opts.loads ?? 'images').split(',');
-const pauses = opts.pauses === undefined ? [undefined] : String(opts.pauses).split(',').map(Number);
-for (const p of pauses)
-  if (p !== undefined && !(Number.isInteger(p) && p >= 0)) { console.error(`--pauses: ${opts.pauses} is not a list of milliseconds`); process.exit(2); }
 for (const l of loads)
   if (l !== 'images' && l !== 'text') { console.error(`--loads: unknown load ${l} (images, text)`); process.exit(2); }
 const MODEL = 'deepseek-v4.1-flash';
@@ -107,7 +101,7 @@ function priorityLines(priority) {
   return priority === 'idle' ? '\nscheduling = "idle"' : `\nscheduling = "normal"\nnice = ${Number(priority)}`;
 }
 
-async function start(policy, priority, exe, layout, pause) {
+async function start(policy, priority, exe, layout) {
   const textLine = layout === 'split' ? `cpus = "${textCpus}"\n` : '';
   const visionLine = layout === 'split' || layout === 'vision' ? `cpus = "${visionCpus}"\n` : '';
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'deepinfer-vision-live-'));
@@ -123,7 +117,7 @@ async function start(policy, priority, exe, layout, pause) {
     manifestNode('v0', ports[2], ['vision'], `ranks = ${cards}\n` + visionLine),
     manifestNode('v1', ports[3], ['vision'], `ranks = ${cards}\n` + visionLine),
   ]).replace('log_level = "info"', `log_level = "${opts['log-level'] ?? 'warn'}"\n[vision]\nbalancer = "${policy}"` +
-                                        priorityLines(priority) + (pause === undefined ? '' : `\nprefill_pause_ms = ${pause}`));
+                                        priorityLines(priority));
   fs.writeFileSync(manifest, text);
   const proc = spawn(exe, ['--manifest', manifest], { stdio: ['ignore', fs.openSync(path.join(dir, 'log'), 'w'), fs.openSync(path.join(dir, 'log'), 'a')] });
   const base = `http://127.0.0.1:${http}`;
@@ -253,8 +247,8 @@ function quantile(h, q) {
 }
 const pct = (xs, q) => { const s = [...xs].sort((a, b) => a - b); return s[Math.min(s.length - 1, Math.floor(q * s.length))]; };
 
-async function measure({ policy, priority, exe, load, layout, pause }) {
-  const s = await start(policy, priority, exe, layout, pause);
+async function measure({ policy, priority, exe, load, layout }) {
+  const s = await start(policy, priority, exe, layout);
   try {
     const twin = load === 'text' ? await twinSizes(s.base) : undefined;
     // 1. Text alone.
@@ -270,7 +264,7 @@ async function measure({ policy, priority, exe, load, layout, pause }) {
     const afterEnd = performance.now() + afterSeconds * 1000;
     const after = afterSeconds > 0 ? await probes(s.base, () => performance.now() > afterEnd) : [];
     const label = (priority === undefined ? policy : `${policy} ${priority === 'idle' ? 'idle' : `nice=${priority}`}`) +
-                  (exes.length > 1 ? ` ${exe}` : '') + (pause === undefined ? '' : ` pause=${pause}ms`) +
+                  (exes.length > 1 ? ` ${exe}` : '') +
                   (layouts.length > 1 || layout !== 'shared'
                     ? { shared: ' shared', split: ` split (text on CPUs ${textCpus}, vision on ${visionCpus})`,
                         vision: ` vision on CPUs ${visionCpus}, text on all` }[layout] : '') +
@@ -296,8 +290,7 @@ if (!isMainThread) {
                                : [{ policy: 'patches' }, { policy: 'round_robin' }])
     .flatMap((v) => exes.map((exe) => ({ ...v, exe })))
     .flatMap((v) => loads.map((load) => ({ ...v, load })))
-    .flatMap((v) => layouts.map((layout) => ({ ...v, layout })))
-    .flatMap((v) => pauses.map((pause) => ({ ...v, pause })));
+    .flatMap((v) => layouts.map((layout) => ({ ...v, layout })));
   for (let r = 0; r < runs; ++r)
     for (const v of variants) {
       const m = await measure(v);

@@ -33,7 +33,7 @@ void vision_encoder::prepare_weights() {
   b_.prepare_weight(v.proj, c.hidden, mm);
 }
 
-std::vector<float> vision_encoder::encode(const image_pixels& img, prefill_yield* yield) {
+std::vector<float> vision_encoder::encode(const image_pixels& img) {
   const auto& c = w_.config();
   const auto& vc = c.vision;
   const auto& v = w_.vision;
@@ -58,14 +58,6 @@ std::vector<float> vision_encoder::encode(const image_pixels& img, prefill_yield
           dst[y * p * 3 + k] = (static_cast<float>(src[k]) / 255.0f - 0.5f) * 2.0f;
       }
     }
-  // Pause points between the stages and every few attention blocks (~1 ms apart for 4,096
-  // patches): an encode waits there while a prefill computes on the machine. The values
-  // computed do not depend on where it paused.
-  const auto pause = [yield] {
-    if (yield != nullptr)
-      yield->pause_point();
-  };
-  pause();
   std::vector<float> x(static_cast<std::size_t>(n * vh));
   b_.matmul(pix.data(), n, pp3, v.patch_embed, vh, x.data());
   const int64_t last = vc.max_grid - 1;
@@ -94,29 +86,22 @@ std::vector<float> vision_encoder::encode(const image_pixels& img, prefill_yield
   for (int64_t i = 0; i < n; ++i)
     key_rows[static_cast<std::size_t>(i)] = att.data() + i * vh; // K lands in att first
   for (const auto& l : v.layers) {
-    pause();
     k_.rms_norm(x.data(), n, vh, l.attn_norm, c.norm_eps, xn.data());
     b_.matmul(xn.data(), n, vh, l.wq, vh, q.data());
     b_.matmul(xn.data(), n, vh, l.wk, vh, att.data());
     ops::put_columns(kt.data(), n, 0, key_rows.data(), n, vh);
     b_.matmul(xn.data(), n, vh, l.wv, vh, values.data());
-    pause();
     b_.parallel_for((n + block_rows - 1) / block_rows, [&](int64_t b) {
-      if (b % 8 == 7)
-        pause();
       float* sc = scores_.data() + slice * static_cast<std::size_t>(b_.worker_index());
       const int64_t r0 = b * block_rows, rows = std::min(block_rows, n - r0);
       k_.attend_rows(q.data() + r0 * vh, rows, vh, first.data(), count.data(), kt.data(), n, values.data(), heads,
                      heads, hd, sc, att.data() + r0 * vh);
     });
-    pause();
     b_.matmul(att.data(), n, vh, l.wo, vh, x.data(), true);
     k_.rms_norm(x.data(), n, vh, l.mlp_norm, c.norm_eps, xn.data());
-    pause();
     b_.gated_mlp(xn.data(), n, vh, l.w1, l.w3, vf, l.w2, x.data(), true, g.data(), u.data());
   }
   // 3. Merge each cell's m x m patches (consecutive rows) into one row, project to hidden.
-  pause();
   const int64_t mm = m * m * vh;
   k_.rms_norm(x.data(), tokens, mm, v.merge_norm, c.norm_eps, x.data());
   std::vector<float> out(static_cast<std::size_t>(tokens * c.hidden));

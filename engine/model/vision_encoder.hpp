@@ -5,7 +5,6 @@
 #include <vector>
 
 #include "engine/backends/backend.hpp"
-#include "engine/host_prefill_signal.hpp"
 #include "engine/model/weights.hpp"
 
 namespace deepinfer::engine {
@@ -43,9 +42,8 @@ public:
 
   /// The embeddings [tokens_for x hidden], cells in row-major order (the order the template
   /// lays the placeholders out). Precondition: `img.rgb` holds width * height * 3 bytes and
-  /// tokens_for(width, height) > 0. `yield` (null: none) pauses the encode between blocks while
-  /// a prefill computes on the machine (a vision rank's encodes); the values are the same.
-  std::vector<float> encode(const image_pixels& img, prefill_yield* yield = nullptr);
+  /// tokens_for(width, height) > 0.
+  std::vector<float> encode(const image_pixels& img);
 
   /// Hands the encoder's matrices to `backend::prepare_weight` (a rank does it at load).
   void prepare_weights();

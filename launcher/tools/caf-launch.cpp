@@ -412,7 +412,6 @@ int main(int argc, char** argv) {
       sc.vision_balancer = m.vision_balancer;
       sc.vision_priority = m.vision_priority;
       sc.background_body_bytes = static_cast<std::size_t>(m.vision_background_body_bytes);
-      sc.vision_prefill_pause = std::chrono::milliseconds{m.vision_prefill_pause_ms};
       sc.prefill_step = prefill_step_of(m.balancer);
       if (auto rc = finish_serving_config(o, sc, node->cpu_isa, node->backend, m.kv_transport))
         return *rc;
