@@ -1,12 +1,16 @@
-// bench_engine_short MODEL_DIR [--lengths 16,50,200,1000] [--runs 50] [--cpu-isa auto]
+// bench_engine_short MODEL_DIR [--lengths 16,50,200,1000] [--runs 50] [--cpu-isa auto] [--gap-ms 0]
 // What a short prompt's prefill costs on one warm core, and in which forward stage: each length's
 // prompts (fresh ids, no hit) prefilled whole, `runs` times; the median wall time and the mean
 // of each stage. A short prompt runs beside a long one in the same prefill rank, so its cost is
-// what it adds to the long prompt's time to first token.
+// what it adds to the long prompt's time to first token. `--gap-ms N` sleeps N ms before each
+// prefill, as a prompt arriving on an idle core: whatever else the machine runs (an image
+// encoder under SCHED_IDLE, say) takes the core meanwhile and leaves its caches to the prefill.
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
+#include <chrono>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "engine/rank_engine.hpp"
@@ -20,11 +24,13 @@ using namespace deepinfer::bench;
 
 int main(int argc, char** argv) {
   if (argc < 2) {
-    std::fprintf(stderr, "usage: bench_engine_short MODEL_DIR [--lengths 16,50,200,1000] [--runs 50] [--cpu-isa auto]\n");
+    std::fprintf(stderr, "usage: bench_engine_short MODEL_DIR [--lengths 16,50,200,1000] [--runs 50] [--cpu-isa auto] "
+                         "[--gap-ms 0]\n");
     return 2;
   }
   std::vector<int64_t> lengths{16, 50, 200, 1000};
   int64_t runs = 50;
+  int64_t gap_ms = 0;
   std::string isa_name = "auto";
   for (int i = 2; i + 1 < argc; i += 2) {
     const std::string a = argv[i], v = argv[i + 1];
@@ -34,6 +40,8 @@ int main(int argc, char** argv) {
       runs = std::max<int64_t>(1, std::stoll(v));
     else if (a == "--cpu-isa")
       isa_name = v;
+    else if (a == "--gap-ms")
+      gap_ms = std::max<int64_t>(0, std::stoll(v));
   }
   rank_engine::config cfg;
   cfg.threads = 1;
@@ -50,6 +58,8 @@ int main(int argc, char** argv) {
     r.mode = decoder_mode::bounded;
     r.sampling.max_tokens = 1;
     ++next;
+    if (gap_ms > 0)
+      std::this_thread::sleep_for(std::chrono::milliseconds{gap_ms});
     const double t0 = clock_now();
     auto p = e->prefill(r);
     const double s = seconds_since(t0);
