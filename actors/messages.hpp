@@ -406,12 +406,18 @@ struct prefill_result {
   /// With sampling_params::prompt_logprobs >= 0: the prompt's tokens from the second on, each
   /// scored by the logits before it (one entry per token, prompt_logprobs alternatives each).
   token_logprobs prompt_logprobs;
+  /// The rank's own times for the job (the requester's Server-Timing splits its round trip by
+  /// them): from its arrival to the step that took it (block reads, pool room, its images
+  /// encoded there, steps ahead of it), and that step's run to the first token.
+  double queue_seconds = 0;
+  double step_seconds = 0;
 };
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, prefill_result& x) {
   return f(caf::meta::type_name("prefill_result"), x.id, x.first_token, x.finished, x.error,
-           x.cached, x.snapshot_hit, x.snapshot_remote, x.transport, x.logprobs, x.samples, x.prompt_logprobs);
+           x.cached, x.snapshot_hit, x.snapshot_remote, x.transport, x.logprobs, x.samples, x.prompt_logprobs,
+           exact(x.queue_seconds), exact(x.step_seconds));
 }
 
 /// A prefilled sequence on its way to a decode rank (DESIGN §1 step 5). Which fields are set

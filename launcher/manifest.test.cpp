@@ -278,6 +278,7 @@ BOOST_AUTO_TEST_CASE(limits_tables_reach_the_node_config_and_reject_bad_values) 
                            "protect_metrics = true\n"
                            "[requests]\njson_max_depth = 32\nstall_timeout_ms = 5000\ndeadline_ms = 9000\ndefault_max_tokens = 2048\nmax_batch_prompts = 8\nmax_prompt_logprobs_tokens = 512\n"
                            "api_keys = [\"key-0123456789\"]\nresponses_ttl_s = 60\nresponses_store_mib = 8\n"
+                           "server_timing = false\n"
                            "[admission]\nprefill_tokens_per_rank = 1000\nmax_waiting = 3\nqueue_timeout_ms = 700\n"
                            "[so]\ncache_mib = 64\ncompile_timeout_ms = 500\njson_whitespace = 0\n" +
                            good_nodes;
@@ -304,6 +305,8 @@ BOOST_AUTO_TEST_CASE(limits_tables_reach_the_node_config_and_reject_bad_values) 
   BOOST_TEST(m.requests.default_max_tokens == 2048);
   BOOST_TEST(m.requests.max_batch_prompts == 8);
   BOOST_TEST(m.requests.max_prompt_logprobs_tokens == 512);
+  BOOST_TEST(!m.requests.server_timing);
+  BOOST_TEST(deepinfer::actors::request_limits{}.server_timing); // on unless the manifest turns it off
   BOOST_TEST(expect_error("model = \"/m\"\n[kv]\nroot = \"/kv\"\n[requests]\ndefault_max_tokens = 0\n" + good_nodes).key ==
              "requests.default_max_tokens");
   BOOST_TEST(m.requests.api_keys.size() == 1u);

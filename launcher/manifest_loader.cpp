@@ -112,6 +112,8 @@ void read_requests(toml_reader& r, actors::request_limits& q) {
     q.responses_ttl = std::chrono::seconds{*v};
   if (auto v = r.integer("responses_store_mib", 0, 1 << 20))
     q.responses_max_bytes = static_cast<std::size_t>(*v) << 20;
+  if (auto v = r.boolean("server_timing"))
+    q.server_timing = *v;
   r.finish();
 }
 

@@ -163,7 +163,8 @@ void handle(const std::shared_ptr<entrypoint::context>& ctx, recipe::api_kind ap
             std::shared_ptr<http::response_writer> w) {
   std::string tenant;
   if (accepted(ctx, api, req, *w, tenant))
-    spawn_request_actor(ctx, api, std::move(req.body), std::move(tenant), std::move(w));
+    spawn_request_actor(ctx, api, std::move(req.body), std::move(tenant), std::move(w),
+                        {req.first_byte, req.dispatched});
 }
 
 } // namespace
@@ -183,6 +184,11 @@ std::unique_ptr<entrypoint> entrypoint::create(caf::actor_system& sys, const ser
   ctx->ttft = &metrics->add_histogram("deepinfer_time_to_first_token_seconds",
                                       "Request arrival to its first token.", {},
                                       http::metrics_registry::default_latency_buckets()).with({});
+  ctx->request_stages = &metrics->add_histogram(
+    "deepinfer_request_stage_seconds",
+    "Where answered requests' time went, stage by stage from their first byte (the stages of the "
+    "Server-Timing header; `total` is the whole request).",
+    {"stage"}, http::metrics_registry::default_latency_buckets());
   ctx->itl = &metrics->add_histogram("deepinfer_inter_token_latency_seconds",
                                      "Time between consecutive tokens of a request.", {}, token_buckets)
                 .with({});

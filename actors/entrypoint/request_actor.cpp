@@ -112,6 +112,7 @@ void write_start_events(request_pointer self) {
 void begin(request_pointer self) {
   auto& st = self->state;
   st.progress = clock_type::now();
+  st.timeline.close(request_timeline::stage::admit, st.progress);
   if (st.conv.stream && !st.streaming) { // a background turn's stream is out already
     st.streaming = true;
     st.writer->start_stream(200, "text/event-stream", {{"Cache-Control", "no-cache"}});
@@ -207,8 +208,10 @@ bool prepare(request_pointer self, recipe::conversation conv, const fetched_imag
 caf::behavior start(request_pointer self, recipe::conversation conv, const fetched_images& fetched);
 
 caf::behavior request_behavior(request_pointer self, std::shared_ptr<entrypoint::context> ctx, recipe::api_kind api,
-                               std::string body, std::string tenant, std::shared_ptr<http::response_writer> writer) {
+                               std::string body, std::string tenant, std::shared_ptr<http::response_writer> writer,
+                               request_arrival arrival) {
   auto& st = self->state;
+  st.timeline.begin(arrival.first_byte, arrival.dispatched);
   st.ctx = std::move(ctx);
   st.writer = std::move(writer);
   st.id = st.ctx->next_id++;
@@ -234,7 +237,7 @@ caf::behavior request_behavior(request_pointer self, std::shared_ptr<entrypoint:
       auto merger = prompt_batch_writer::make(std::move(st.writer), static_cast<int>(batch.bodies.size()),
                                               batch.n);
       for (std::size_t i = 0; i < batch.bodies.size(); ++i)
-        spawn_request_actor(st.ctx, api, std::move(batch.bodies[i]), tenant, merger->part(static_cast<int>(i)));
+        spawn_request_actor(st.ctx, api, std::move(batch.bodies[i]), tenant, merger->part(static_cast<int>(i)), arrival);
       self->quit();
       return {};
     }
@@ -257,6 +260,7 @@ caf::behavior start(request_pointer self, recipe::conversation conv, const fetch
     self->quit();
     return {};
   }
+  st.timeline.close(request_timeline::stage::prepare);
   auto& smp = st.conv.sampling;
   sampling_from_request(*st.ctx, st.conv, sampling);
   st.usage.prompt_tokens = static_cast<int64_t>(st.prompt.size());
@@ -488,9 +492,9 @@ void fail(request_pointer self, int status, const std::string& message) {
 }
 
 void spawn_request_actor(std::shared_ptr<entrypoint::context> ctx, recipe::api_kind api, std::string body,
-                         std::string tenant, std::shared_ptr<http::response_writer> writer) {
+                         std::string tenant, std::shared_ptr<http::response_writer> writer, request_arrival arrival) {
   auto& sys = *ctx->sys;
-  sys.spawn(request_behavior, std::move(ctx), api, std::move(body), std::move(tenant), std::move(writer));
+  sys.spawn(request_behavior, std::move(ctx), api, std::move(body), std::move(tenant), std::move(writer), arrival);
 }
 
 } // namespace deepinfer::actors

@@ -1,5 +1,6 @@
 #pragma once
 
+#include <chrono>
 #include <memory>
 #include <vector>
 
@@ -20,7 +21,14 @@ namespace deepinfer::actors {
 /// resubmits (prefill of prompt + tokens so far) when that rank dies or its prefill rank does
 /// not answer; every wait is bounded (queue timeout, stall timeout, optional total deadline),
 /// and a request cut short ends with the API's error, never a normal-looking end.
+/// `arrival`: when the request's first byte came and when its HTTP connection dispatched it (the
+/// read and dispatch stages of its Server-Timing; unset: it starts when its actor runs).
+struct request_arrival {
+  std::chrono::steady_clock::time_point first_byte;
+  std::chrono::steady_clock::time_point dispatched;
+};
 void spawn_request_actor(std::shared_ptr<entrypoint::context> ctx, recipe::api_kind api, std::string body,
-                         std::string tenant, std::shared_ptr<http::response_writer> writer);
+                         std::string tenant, std::shared_ptr<http::response_writer> writer,
+                         request_arrival arrival = {});
 
 } // namespace deepinfer::actors

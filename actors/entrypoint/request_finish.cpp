@@ -107,7 +107,12 @@ void cancel_background(request_pointer self) {
 void finish_ok(request_pointer self) {
   auto& st = self->state;
   st.done = true;
-  st.ctx->vllm.e2e->observe(std::chrono::duration<double>(std::chrono::steady_clock::now() - st.arrived).count());
+  const auto now = std::chrono::steady_clock::now();
+  st.ctx->vllm.e2e->observe(std::chrono::duration<double>(now - st.arrived).count());
+  st.timeline.close(request_timeline::stage::decode, now);
+  if (st.ctx->request_stages)
+    for (const auto& e : st.timeline.entries(now))
+      st.ctx->request_stages->with({std::string{e.name}}).observe(e.seconds);
   const auto& first = st.samples.front();
   st.ctx->vllm.finished(first.finish == recipe::finish_reason::length ? "length" : "stop");
   const auto usage = st.usage_now();
@@ -124,8 +129,13 @@ void finish_ok(request_pointer self) {
     if (st.samples.size() > 1) // no choice's finish ended the stream
       st.writer->write(first.out->end(usage));
     st.writer->finish();
-  } else
-    st.writer->send_json(200, std::move(body));
+  } else {
+    http::http_response r;
+    r.body = std::move(body);
+    if (st.ctx->cfg.requests.server_timing)
+      r.headers.emplace_back("Server-Timing", st.timeline.server_timing(now));
+    st.writer->send(std::move(r));
+  }
   self->quit();
 }
 

@@ -43,6 +43,7 @@ caf::behavior await_images(request_pointer self, recipe::conversation conv, cons
   return {
     [=](fetched_atom) {
       log().debug("request={} image URLs fetched", self->state.id);
+      self->state.timeline.close(request_timeline::stage::fetch);
       if (auto next = compile_then_start(self, std::move(*parsed), std::move(*fetched)))
         self->become(std::move(next));
     },
@@ -55,6 +56,7 @@ caf::behavior await_images(request_pointer self, recipe::conversation conv, cons
 } // namespace
 
 caf::behavior after_parse(request_pointer self, expected<recipe::conversation, recipe::api_error> conv) {
+  self->state.timeline.close(request_timeline::stage::parse);
   if (!conv) {
     refuse_request(self, conv.error());
     return {};

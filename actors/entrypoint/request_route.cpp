@@ -37,7 +37,6 @@ std::chrono::milliseconds backoff(int attempt) {
     d *= 2;
   return std::min(d, backoff_cap);
 }
-/// Limit for the decode balancer's answer (it answers at once; a dead one never does).
 /// The decode balancer hears of a request's KV growth every this many tokens (a block).
 constexpr int64_t growth_report_tokens = 128;
 /// Limit for the SWA directory's answer; without one the prefill simply has no remote snapshot.
@@ -143,6 +142,8 @@ void on_prefilled(request_pointer self, int i, prefill_result& r) {
   if (st.ticket)
     st.ticket->prefilled(); // its tokens leave the prefill queue
   st.progress = std::chrono::steady_clock::now();
+  if (i == 0)
+    st.timeline.close_prefill(r.queue_seconds, r.step_seconds, st.progress);
   if (sm.attempts == 1 && i == 0) {
     st.usage.cached_tokens = r.cached;
     st.ctx->cached_tokens->inc(static_cast<double>(r.cached));
@@ -268,6 +269,7 @@ void send_prefill(request_pointer self, int i, const placement& at, const caf::s
 /// pulls it (DESIGN §6.1: backpressure instead of a push into a rank's queue).
 void ask_prefill_balancer(request_pointer self, int i, placement at, const caf::strong_actor_ptr& balancer) {
   auto& st = self->state;
+  close_stage(self, i, request_timeline::stage::swa); // its lookup, when it asked (else ~0)
   const auto length = static_cast<int64_t>(at.tokens.size());
   prefill_ask ask{balancer_key(self, at.job), length,
                   st.ctx->quota->cost(static_cast<double>(length - at.hit_length), static_cast<double>(at.hit_length)),
@@ -278,6 +280,7 @@ void ask_prefill_balancer(request_pointer self, int i, placement at, const caf::
       [=](rank_grant& g) {
         if (!current(self, i, at.job))
           return;
+        close_stage(self, i, request_timeline::stage::prefill_pick);
         if (!usable(self, g.handle, g.instance)) {
           wait_for_capacity(self, i, "prefill rank");
           return;
@@ -367,6 +370,7 @@ void place(request_pointer self, int i) {
         auto& sm = sample(self, i);
         if (!current(self, i, at.job) || !sm.decode_claim)
           return;
+        close_stage(self, i, request_timeline::stage::decode_pick);
         if (!usable(self, g.handle, g.instance)) {
           wait_for_capacity(self, i, "decode rank");
           return;

@@ -23,6 +23,7 @@
 #include "actors/entrypoint/balancer_claim.hpp"
 #include "actors/entrypoint/entrypoint.hpp"
 #include "actors/entrypoint/request_prepare.hpp"
+#include "actors/entrypoint/request_timeline.hpp"
 #include "actors/http/response_writer.hpp"
 #include "kv/hash_chain.hpp"
 #include "recipe/protocol/conversation.hpp"
@@ -140,6 +141,8 @@ struct request_state {
   bool done = false;
   /// The first token of any sample is out (time to first token).
   bool first_token_out = false;
+  /// Where its time went (sample 0's attempts): the Server-Timing header and stage histogram.
+  request_timeline timeline;
   std::chrono::steady_clock::time_point arrived = std::chrono::steady_clock::now();
   /// Last time the request moved (admitted, prefilled, a token): the stall timeout counts from it.
   std::chrono::steady_clock::time_point progress;
@@ -194,6 +197,13 @@ uint64_t balancer_key(request_pointer self, uint64_t job);
 
 inline sample_state& sample(request_pointer self, int i) {
   return self->state.samples[static_cast<std::size_t>(i)];
+}
+
+/// Ends stage `s` of the request's timeline when sample `i` is the one it follows (sample 0:
+/// every request has it, and the others' first attempts ride on it).
+inline void close_stage(request_pointer self, int i, request_timeline::stage s) {
+  if (i == 0)
+    self->state.timeline.close(s);
 }
 
 /// Whether `job` is still sample `i`'s current attempt (the request and the sample go on).

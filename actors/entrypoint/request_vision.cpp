@@ -53,8 +53,10 @@ bool send_to_vision(request_pointer self, int placing, const membership_view& vi
       auto& s = self->state;
       if (embedding && i < s.images.size())
         s.images[i].embedding = std::move(*embedding);
-      if (--s.vision_pending == 0 && !s.done)
+      if (--s.vision_pending == 0 && !s.done) {
+        s.timeline.close(request_timeline::stage::vision);
         place(self, placing);
+      }
     };
     self->request(caf::actor_cast<rank_actor>(r->rank), vision_timeout, encode_atom::value, std::move(job))
       .then(

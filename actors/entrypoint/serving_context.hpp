@@ -79,6 +79,8 @@ struct entrypoint::context {
   /// Request metrics (owned by `metrics`, which this keeps alive).
   std::shared_ptr<http::metrics_registry> metrics;
   http::metrics_registry::histogram* ttft = nullptr;
+  /// Where answered requests' time went, by stage (request_timeline).
+  http::metrics_registry::family<http::metrics_registry::histogram>* request_stages = nullptr;
   http::metrics_registry::histogram* itl = nullptr;
   http::metrics_registry::counter* prompt_tokens = nullptr;
   http::metrics_registry::counter* cached_tokens = nullptr;

@@ -60,6 +60,7 @@ void connection::read_header() {
     return wait_for_request();
   set_idle(false);
   phase_ = phase::reading;
+  first_byte_ = std::chrono::steady_clock::now();
   in_body_ = false;
   parser_.emplace();
   parser_->body_limit(ctx_->cfg.body_limit_bytes);
@@ -260,6 +261,8 @@ void connection::dispatch() {
   req.body = std::move(msg.body());
   req.version = msg.version();
   req.remote = remote_;
+  req.first_byte = first_byte_;
+  req.dispatched = started_;
   version_ = msg.version();
   head_only_ = msg.method() == bhttp::verb::head;
   keep_alive_ = msg.keep_alive() && !shutdown_ && !overflow_;

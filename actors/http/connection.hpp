@@ -154,6 +154,8 @@ private:
   std::string route_;
   std::string method_;
   std::chrono::steady_clock::time_point started_;
+  /// When the current request's header read began (its first bytes were in the buffer).
+  std::chrono::steady_clock::time_point first_byte_;
   std::deque<std::string> out_;
   std::vector<std::function<void()>> on_disconnect_;
 };

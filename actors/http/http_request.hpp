@@ -1,5 +1,6 @@
 #pragma once
 
+#include <chrono>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -29,6 +30,10 @@ struct http_request {
   unsigned version = 11;
   /// Peer address as "ip:port", for logs.
   std::string remote;
+  /// When its first bytes were at hand (its header read began) and when the whole request was
+  /// (dispatched to its handler): the read and dispatch stages of a request's Server-Timing.
+  std::chrono::steady_clock::time_point first_byte;
+  std::chrono::steady_clock::time_point dispatched;
 
   /// The first header named `name` (case-insensitive); nullopt when absent.
   std::optional<std::string_view> header(std::string_view name) const;

@@ -94,6 +94,10 @@ void finish_prefill(rank_pointer self, uint64_t id, engine::prefill_progress& p)
   auto& st = self->state;
   auto node = st.prefills.extract(id);
   auto& t = node.mapped();
+  const auto now = std::chrono::steady_clock::now();
+  const auto stepped = t.stepped.value_or(now);
+  t.out.queue_seconds = std::chrono::duration<double>(stepped - t.received).count();
+  t.out.step_seconds = std::chrono::duration<double>(now - stepped).count();
   auto& cache = st.cfg.engine.cache;
   const bool ok = p.status == engine::engine_status::ok && p.done;
   // The prefill's snapshots serve the same prompt sent again and the next turn, once decode
@@ -429,6 +433,9 @@ void prefill_chunk(rank_pointer self) {
   // through: the group has not failed): it is answered at once, before the step's later
   // chunks (a long prompt's, after a short one) and before the group's step ends (which waits
   // for the other ranks' forwards).
+  for (const auto& [seq, id] : st.running)
+    if (auto it = st.prefills.find(id); it != st.prefills.end() && !it->second.stepped)
+      it->second.stepped = std::chrono::steady_clock::now();
   auto done = scheduler(self).step([&](engine::sequence_id seq, engine::prefill_progress& p) {
     auto it = st.running.find(seq.value);
     if (it == st.running.end() || (st.member != nullptr && st.member->failed()))

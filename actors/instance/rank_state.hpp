@@ -101,6 +101,10 @@ struct prefill_task {
   bool running = false;
   /// Cancelled while its blocks were being fetched: goes when the fetch reports.
   bool dropped = false;
+  /// When the job arrived, and when the first step that holds it began (unset until then): its
+  /// answer's queue_seconds and step_seconds.
+  std::chrono::steady_clock::time_point received = std::chrono::steady_clock::now();
+  std::optional<std::chrono::steady_clock::time_point> stepped;
 };
 
 /// Fails the rank's EP generation when the rank's state goes (it stopped, for any reason), before

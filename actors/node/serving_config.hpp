@@ -53,6 +53,9 @@ struct request_limits {
   /// one is kept and how many bytes all of them may take on this entrypoint; 0 bytes: none kept.
   std::chrono::seconds responses_ttl{3600};
   std::size_t responses_max_bytes = std::size_t{256} << 20;
+  /// A non-streamed answer carries a `Server-Timing` header: where its time went, stage by stage
+  /// (request_timeline.hpp). Off: no header (the stage histogram is kept either way).
+  bool server_timing = true;
 };
 
 /// What the serving path needs besides the actors: model, tokenizer, limits.

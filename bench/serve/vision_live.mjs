@@ -19,6 +19,8 @@
 //        (the prefill balancer spreads prompts over them by remaining quota).
 //        Several EXEs (`... EXE1 EXE2 --priority=idle`): the binaries take turns run by run.
 //        [--after-seconds=0]: text probes alone again once every image is answered (drift check).
+//        [--dump=FILE]: appends one JSON line per text probe (run, variant, phase alone/load, its
+//        Server-Timing stages in ms and `outside`), for analysis past the summary's table.
 //        [--repeat-images]: 16 small and 4 large images in turn instead of one per request.
 //        [--layouts=shared,split,vision]: where the nodes run, alternating run by run: `shared`
 //        (every node on every CPU), `split` (the vision nodes on --vision-cpus, default the last
@@ -31,7 +33,10 @@
 //        start). The twin brings the image load's prefills without its encodes and its megabyte
 //        bodies, so the two together split what image requests cost text requests.
 // The summary gives, per variant, the mean over runs of each run's p50 change, and the change of
-// the p50 over every probe of every run (pooled: less noise than one run's 40 probes alone).
+// the p50 over every probe of every run (pooled: less noise than one run's 40 probes alone); then
+// where the probes' time went, alone and beside the load: each stage of the server's
+// Server-Timing header (mean and p50, pooled), and `outside` (the client's time less the server's
+// total). Stage means add up, so their changes place the probes' extra time.
 import { spawn } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
@@ -170,10 +175,24 @@ async function twinSizes(base) {
   return { small: await words(small, 990001), large: await words(large, 990002) };
 }
 
+/// The server's `Server-Timing` header as { stage: ms }.
+function serverTiming(header) {
+  const out = {};
+  for (const part of (header ?? '').split(',')) {
+    const m = part.trim().match(/^([A-Za-z0-9_]+);dur=([0-9.]+)$/);
+    if (m) out[m[1]] = Number(m[2]);
+  }
+  return out;
+}
+
 let probeSalt = 0;
 /// Text-only probes at `probeRate`/s until `until()`: each a fresh short prompt (no prefix hit).
+/// Gives each probe's client-side time (ms) and where the server says its time went: the stages
+/// of its Server-Timing, plus `outside` (client time less the server's total: the client, the
+/// loopback, the server's write of the answer).
 async function probes(base, until) {
   const ttft = [];
+  const stages = [];
   const inflight = [];
   while (!until()) {
     const s = ++probeSalt;
@@ -181,12 +200,34 @@ async function probes(base, until) {
     inflight.push((async () => {
       const t = performance.now();
       const r = await chat(base, prompt);
-      if (r.ok) ttft.push(performance.now() - t);
+      if (!r.ok) return;
+      const ms = performance.now() - t;
+      ttft.push(ms);
+      const st = serverTiming(r.headers.get('server-timing'));
+      if (st.total !== undefined) stages.push({ ...st, outside: Math.max(0, ms - st.total) });
     })());
     await new Promise((r) => setTimeout(r, 1000 / probeRate));
   }
   await Promise.all(inflight);
-  return ttft;
+  return { ttft, stages };
+}
+
+/// Per stage, mean and p50 (ms) of the probes alone and beside the load, pooled over `runs`: the
+/// means add up (the stages sum to the total), so their changes say where the probes' extra time
+/// went.
+function stageTable(runs) {
+  const alone = runs.flatMap((m) => m.idle_stages), busy = runs.flatMap((m) => m.busy_stages);
+  if (alone.length === 0 || busy.length === 0) return '  (no Server-Timing on the probes\' answers)';
+  const names = [...new Set([...alone, ...busy].flatMap((x) => Object.keys(x)))];
+  const col = (xs, k) => xs.map((x) => x[k] ?? 0);
+  const mean = (xs) => xs.reduce((a, b) => a + b, 0) / xs.length;
+  const rows = names.map((k) => {
+    const a = col(alone, k), b = col(busy, k);
+    return `  | ${k} | ${mean(a).toFixed(3)} / ${pct(a, 0.5).toFixed(3)} | ${mean(b).toFixed(3)} / ${pct(b, 0.5).toFixed(3)} | ` +
+           `${(mean(b) - mean(a) >= 0 ? '+' : '')}${(mean(b) - mean(a)).toFixed(3)} |`;
+  });
+  return [`  | stage (${alone.length} / ${busy.length} probes) | alone mean / p50 ms | with the load mean / p50 ms | mean change ms |`,
+          '  |---|---|---|---|', ...rows].join('\n');
 }
 
 /// The image load: Poisson arrivals at `rate`/s for `seconds`, each a one-token chat with one image
@@ -253,23 +294,24 @@ async function measure({ policy, priority, exe, load, layout }) {
     const twin = load === 'text' ? await twinSizes(s.base) : undefined;
     // 1. Text alone.
     let idleEnd = performance.now() + idleSeconds * 1000;
-    const idle = await probes(s.base, () => performance.now() > idleEnd);
+    const { ttft: idle, stages: idleStages } = await probes(s.base, () => performance.now() > idleEnd);
     // 2. Images, with the same probes beside them.
     const before = await histogram(s.base, 'deepinfer_vision_queue_seconds');
     let loading = true;
-    const [sent, busy] = await Promise.all([imageLoadOnWorker(s.base, twin).finally(() => { loading = false; }), probes(s.base, () => !loading)]);
+    const [sent, { ttft: busy, stages: busyStages }] =
+      await Promise.all([imageLoadOnWorker(s.base, twin).finally(() => { loading = false; }), probes(s.base, () => !loading)]);
     const q = minus(await histogram(s.base, 'deepinfer_vision_queue_seconds'), before);
     // 3. Text alone again (`--after-seconds`, default 0): every image is answered by now, so this
     // tells drift over the run from the image load's effect.
     const afterEnd = performance.now() + afterSeconds * 1000;
-    const after = afterSeconds > 0 ? await probes(s.base, () => performance.now() > afterEnd) : [];
+    const after = afterSeconds > 0 ? (await probes(s.base, () => performance.now() > afterEnd)).ttft : [];
     const label = (priority === undefined ? policy : `${policy} ${priority === 'idle' ? 'idle' : `nice=${priority}`}`) +
                   (exes.length > 1 ? ` ${exe}` : '') +
                   (layouts.length > 1 || layout !== 'shared'
                     ? { shared: ' shared', split: ` split (text on CPUs ${textCpus}, vision on ${visionCpus})`,
                         vision: ` vision on CPUs ${visionCpus}, text on all` }[layout] : '') +
                   (twin ? ` text twin (${twin.small.tokens} / ${twin.large.tokens} tokens: ${twin.small.words} / ${twin.large.words} words)` : '');
-    return { policy: label, idle, busy, after, after_p50: after.length ? pct(after, 0.5) : NaN, ...sent, queue_p50: quantile(q, 0.5), queue_p99: quantile(q, 0.99), queue_mean: q.sum / Math.max(1, q.count),
+    return { policy: label, idle, busy, after, idle_stages: idleStages, busy_stages: busyStages, after_p50: after.length ? pct(after, 0.5) : NaN, ...sent, queue_p50: quantile(q, 0.5), queue_p99: quantile(q, 0.99), queue_mean: q.sum / Math.max(1, q.count),
              queued: q.count, idle_p50: pct(idle, 0.5), idle_p90: pct(idle, 0.9), busy_p50: pct(busy, 0.5), busy_p90: pct(busy, 0.9),
              probes: [idle.length, busy.length] };
   } finally {
@@ -295,6 +337,9 @@ if (!isMainThread) {
     for (const v of variants) {
       const m = await measure(v);
       all.push(m);
+      if (opts.dump)
+        for (const [phase, xs] of [['alone', m.idle_stages], ['load', m.busy_stages]])
+          for (const x of xs) fs.appendFileSync(opts.dump, JSON.stringify({ run: r + 1, variant: m.policy, phase, ...x }) + '\n');
       const ms = (x) => `${(x * 1000).toFixed(1)} ms`;
       console.log(`| ${r + 1} | ${m.policy} | ${m.images} (${m.large}, ${m.failed}) | ${ms(m.queue_p50)} | ${ms(m.queue_p99)} | ${ms(m.queue_mean)} | ` +
                   `${m.small_p50.toFixed(0)} / ${m.small_p99.toFixed(0)} ms | ${m.large_p50?.toFixed(0)} ms | ` +
@@ -316,5 +361,7 @@ if (!isMainThread) {
       console.log(`  alone again after the images, pooled p50 ${pooled('after').toFixed(2)} ms (before ${pooled('idle').toFixed(2)}); ` +
                   `with images / alone before and after: ${((pooled('busy') / both - 1) * 100).toFixed(1)} %`);
     }
+    console.log(`  where the probes' time went, ${p} (the server's Server-Timing; outside = client time less its total):`);
+    console.log(stageTable(all.filter((m) => m.policy === p)));
   }
 }

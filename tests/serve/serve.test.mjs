@@ -61,6 +61,37 @@ try {
     assert.ok(r.usage.completion_tokens >= 1 && r.usage.completion_tokens <= 8, 'max_tokens honoured');
     chatText = r.choices[0].message.content ?? '';
   });
+  await check('a non-streamed answer says where its time went (Server-Timing), and /metrics the same by stage', async () => {
+    const t = performance.now();
+    const r = await fetch(base + '/v1/chat/completions', {
+      method: 'POST', headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ model: MODEL, messages, max_tokens: 4, temperature: 0 }) });
+    await r.text();
+    const client = performance.now() - t;
+    assert.equal(r.status, 200);
+    const header = r.headers.get('server-timing');
+    assert.ok(header, 'a Server-Timing header');
+    const stages = Object.fromEntries(header.split(', ').map((part) => {
+      const m = part.match(/^([a-z_]+);dur=(\d+\.\d{3})$/);
+      assert.ok(m, `a W3C Server-Timing metric with a duration: ${part}`);
+      return [m[1], Number(m[2])];
+    }));
+    // Every stage a text request passes, the prefill's round trip split by the rank's report.
+    for (const k of ['read', 'dispatch', 'parse', 'prepare', 'admit', 'decode_pick', 'swa', 'prefill_pick',
+                     'prefill_transit', 'rank_queue', 'rank_step', 'decode', 'total'])
+      assert.ok(k in stages, `stage ${k} in ${header}`);
+    assert.ok(!('vision' in stages) && !('prefill' in stages), header);
+    assert.ok(stages.rank_step > 0, `the prefill's step took time: ${header}`);
+    // The stages run one after another: they add up to the total (each rounded to a microsecond),
+    // which is inside what the client saw.
+    const parts = Object.entries(stages).filter(([k]) => k !== 'total').reduce((a, [, v]) => a + v, 0);
+    assert.ok(Math.abs(parts - stages.total) < 0.02, `stages sum to ${parts} ms, total ${stages.total} ms`);
+    assert.ok(stages.total <= client + 1, `server total ${stages.total} ms within the client's ${client} ms`);
+    const metrics = await (await fetch(base + '/metrics')).text();
+    for (const k of ['rank_step', 'prefill_transit', 'total'])
+      assert.match(metrics, new RegExp(`^deepinfer_request_stage_seconds_count\\{stage="${k}"\\} [1-9]`, 'm'),
+                   `deepinfer_request_stage_seconds counts stage ${k}`);
+  });
   await check('chat completions, streaming equals non-streaming (greedy)', async () => {
     const s = await openai.chat.completions.create({ model: MODEL, messages, max_tokens: 8, temperature: 0,
                                                      stream: true, stream_options: { include_usage: true } });
