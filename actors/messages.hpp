@@ -372,13 +372,16 @@ struct prefill_job {
   /// The request's other parallel samples (id and seed; empty: n = 1): one prefill draws each
   /// its first token, and the decode rank starts each from the same KV.
   std::vector<parallel_sample> samples;
+  /// When the requester sent it (microseconds of the system clock; 0: not said): the rank tells
+  /// the job's way to it apart from the way back (prefill_result::send_seconds).
+  int64_t sent_unix_us = 0;
 };
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, prefill_job& x) {
   return f(caf::meta::type_name("prefill_job"), x.id, bulk(x.tokens), x.sampling, x.decode_rank, x.sink,
            x.snapshot_end, x.snapshot_owner, x.decode_rdma, x.prompt_length, x.cache_salt, x.traffic,
-           x.images, x.samples);
+           x.images, x.samples, x.sent_unix_us);
 }
 
 /// What a prefill rank answers: the first token, how the KV left for the decode rank, or `error`.
@@ -411,13 +414,19 @@ struct prefill_result {
   /// encoded there, steps ahead of it), and that step's run to the first token.
   double queue_seconds = 0;
   double step_seconds = 0;
+  /// The job's way to the rank: from prefill_job::sent_unix_us to the rank's handler (the system
+  /// clocks of both: exact on one machine, as good as their sync across machines; -1: the job
+  /// did not say when it was sent), and how much of it the rank's thread spent on other work
+  /// (steps, other jobs' starts) while the job waited in its mailbox or on the way.
+  double send_seconds = -1;
+  double busy_seconds = 0;
 };
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, prefill_result& x) {
   return f(caf::meta::type_name("prefill_result"), x.id, x.first_token, x.finished, x.error,
            x.cached, x.snapshot_hit, x.snapshot_remote, x.transport, x.logprobs, x.samples, x.prompt_logprobs,
-           exact(x.queue_seconds), exact(x.step_seconds));
+           exact(x.queue_seconds), exact(x.step_seconds), exact(x.send_seconds), exact(x.busy_seconds));
 }
 
 /// A prefilled sequence on its way to a decode rank (DESIGN §1 step 5). Which fields are set

@@ -2,8 +2,8 @@
 
 // Internal to the request actor (request_actor.cpp: its life, admission, deadlines and answers;
 // request_compile.cpp: its constraint's compile; request_route.cpp: routing an attempt to a
-// prefill and a decode rank; request_vision.cpp: its images to vision ranks): its state, shared
-// by those files.
+// prefill and a decode rank; request_prefilled.cpp: the prefill's answer; request_vision.cpp:
+// its images to vision ranks): its state, shared by those files.
 
 #include <chrono>
 #include <memory>
@@ -259,12 +259,15 @@ void finish_ok(request_pointer self);
 /// error body that carries what was generated so far when there is any.
 void end_with_error(request_pointer self, int status, std::string type, std::string code, const std::string& message);
 
-/// request_route.cpp: counts the KV bytes a decode rank reports for sample `i`'s attempt.
+/// request_prefilled.cpp: counts the KV bytes a decode rank reports for sample `i`'s attempt.
 void count_kv_bytes(request_pointer self, int i, const token_batch& b);
 /// request_route.cpp: one attempt of sample `i` (prefill prompt + its tokens so far, then
 /// decode the rest); sample 0's first attempt carries every sample's.
 void attempt(request_pointer self, int i);
-/// request_route.cpp: the watchdog of attempt `job`'s decode start (`(decode, job)`, sent to
+/// request_prefilled.cpp: sample `i`'s prefill answered `r` (for its current attempt): the first
+/// token (and the riding samples' own) out, or the request failed.
+void on_prefilled(request_pointer self, int i, prefill_result& r);
+/// request_prefilled.cpp: the watchdog of attempt `job`'s decode start (`(decode, job)`, sent to
 /// itself when its prefill answered): no token from its decode rank yet, so its KV was lost on
 /// the way: the sample is resubmitted.
 void check_decode_started(request_pointer self, uint64_t job);

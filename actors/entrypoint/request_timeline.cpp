@@ -61,11 +61,10 @@ void request_timeline::close(stage s, clock::time_point now) {
   last_ = std::max(last_, now);
 }
 
-void request_timeline::close_prefill(double queue_seconds, double step_seconds, clock::time_point now) {
+void request_timeline::close_prefill(rank_times rank, clock::time_point now) {
   close(stage::prefill, now);
   rank_reported_ = true;
-  rank_queue_ = std::max(0.0, queue_seconds);
-  rank_step_ = std::max(0.0, step_seconds);
+  rank_ = rank;
 }
 
 std::vector<request_timeline::entry> request_timeline::entries(clock::time_point end) const {
@@ -73,16 +72,32 @@ std::vector<request_timeline::entry> request_timeline::entries(clock::time_point
   for (std::size_t k = 0; k < stages; ++k) {
     if (!ran_[k])
       continue;
-    if (static_cast<stage>(k) == stage::prefill && rank_reported_) {
-      // The rank's two parts, then what is left of the round trip (never negative: the rank's
-      // clock and this one tick apart, and a resubmission's earlier trips are in the sum too).
-      const double transit = std::max(0.0, seconds_[k] - rank_queue_ - rank_step_);
-      out.push_back({"prefill_transit", transit});
-      out.push_back({"rank_queue", std::min(rank_queue_, seconds_[k])});
-      out.push_back({"rank_step", std::min(rank_step_, std::max(0.0, seconds_[k] - rank_queue_))});
+    if (static_cast<stage>(k) != stage::prefill || !rank_reported_) {
+      out.push_back({name(static_cast<stage>(k)), seconds_[k]});
       continue;
     }
-    out.push_back({name(static_cast<stage>(k)), seconds_[k]});
+    // The round trip's parts, each clamped into what is left of it, so they never go negative
+    // or past it (two clocks tick apart; a resubmission's earlier trips are in the trip too).
+    double left = seconds_[k];
+    auto take = [&](double want) {
+      const double got = std::clamp(want, 0.0, left);
+      left -= got;
+      return got;
+    };
+    if (rank_.send >= 0) {
+      const double send = take(rank_.send);
+      const double busy = std::min(std::max(0.0, rank_.busy), send);
+      out.push_back({"prefill_send", send - busy});
+      out.push_back({"rank_busy", busy});
+      out.push_back({"rank_queue", take(rank_.queue)});
+      out.push_back({"rank_step", take(rank_.step)});
+      out.push_back({"prefill_return", left});
+    } else {
+      const double queue = take(rank_.queue), step = take(rank_.step);
+      out.push_back({"prefill_transit", left});
+      out.push_back({"rank_queue", queue});
+      out.push_back({"rank_step", step});
+    }
   }
   out.push_back({"total", begun_ ? seconds_between(first_, end) : 0.0});
   return out;

@@ -20,10 +20,13 @@ namespace deepinfer::actors {
 /// attempt, a placement retried after a wait) adds to its time; time between two closes always
 /// lands in the stage closed next, so nothing is lost or counted twice.
 ///
-/// The prefill's round trip is split by what the prefill rank reports: how long the job waited
-/// there before a step took it (`rank_queue`) and how long that step ran until its first token
-/// (`rank_step`); the rest (`prefill_transit`) is the job's and the answer's way between the
-/// processes: serialization, the network, both mailboxes.
+/// The prefill's round trip is split by what the prefill rank reports: the job's way there
+/// (`prefill_send`: serialization, the network, the rank's mailbox; less `rank_busy`, the part
+/// of it the rank's thread spent on other work: steps, other jobs' starts), how long it waited
+/// at the rank before a step took it (`rank_queue`), how long that step ran until its first
+/// token (`rank_step`), and the answer's way back (`prefill_return`). The way there is measured
+/// on the system clocks of both ends (exact on one machine, as good as their sync across
+/// machines); without it the two ways are one, `prefill_transit`.
 class request_timeline {
 public:
   using clock = std::chrono::steady_clock;
@@ -51,10 +54,17 @@ public:
   /// Ends stage `s` at `now`: the time since the previous close is its.
   void close(stage s, clock::time_point now = clock::now());
 
-  /// Ends the prefill stage as `close(stage::prefill, now)` does, with the prefill rank's own
-  /// times for the job (seconds): before its step, and its step. The last report stands (a
-  /// resubmitted attempt's prefill is the one that answered).
-  void close_prefill(double queue_seconds, double step_seconds, clock::time_point now = clock::now());
+  /// What the prefill rank reports of a job (seconds; prefill_result's fields of these names).
+  struct rank_times {
+    double queue = 0;
+    double step = 0;
+    /// The job's way to the rank; negative: not measured.
+    double send = -1;
+    double busy = 0;
+  };
+  /// Ends the prefill stage as `close(stage::prefill, now)` does, split by `rank`. The last
+  /// report stands (a resubmitted attempt's prefill is the one that answered).
+  void close_prefill(rank_times rank, clock::time_point now = clock::now());
 
   struct entry {
     std::string_view name;
@@ -78,8 +88,7 @@ private:
   clock::time_point last_{};
   bool begun_ = false;
   bool rank_reported_ = false;
-  double rank_queue_ = 0;
-  double rank_step_ = 0;
+  rank_times rank_;
 };
 
 } // namespace deepinfer::actors

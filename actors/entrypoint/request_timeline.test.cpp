@@ -57,7 +57,7 @@ BOOST_AUTO_TEST_CASE(the_rank_report_splits_the_prefill_round_trip) {
   request_timeline t;
   t.begin(t0, t0, t0);
   t.close(stage::prefill_pick, t0 + 1ms);
-  t.close_prefill(0.004, 0.012, t0 + 21ms);
+  t.close_prefill({0.004, 0.012}, t0 + 21ms);
   auto m = by_name(t, t0 + 21ms);
   BOOST_TEST(m.count("prefill") == 0u);
   BOOST_TEST(m.at("rank_queue") == 0.004, boost::test_tools::tolerance(1e-9));
@@ -65,11 +65,39 @@ BOOST_AUTO_TEST_CASE(the_rank_report_splits_the_prefill_round_trip) {
   BOOST_TEST(m.at("prefill_transit") == 0.004, boost::test_tools::tolerance(1e-9));
   // A report longer than the round trip (it cannot be, but clocks tick apart) never makes a
   // part negative or the parts longer than the trip.
-  t.close_prefill(0.015, 0.010, t0 + 21ms);
+  t.close_prefill({0.015, 0.010}, t0 + 21ms);
   m = by_name(t, t0 + 21ms);
   BOOST_TEST(m.at("prefill_transit") == 0.0);
   BOOST_TEST(m.at("rank_queue") == 0.015, boost::test_tools::tolerance(1e-9));
   BOOST_TEST(m.at("rank_step") == 0.005, boost::test_tools::tolerance(1e-9));
+}
+
+BOOST_AUTO_TEST_CASE(the_way_to_the_rank_splits_the_transit_both_ways) {
+  const request_timeline::clock::time_point t0{5s};
+  request_timeline t;
+  t.begin(t0, t0, t0);
+  t.close(stage::prefill_pick, t0 + 1ms);
+  // A 20 ms trip: 6 ms on the way (4 of them the rank busy with a step), 2 queued, 10 stepping.
+  t.close_prefill({0.002, 0.010, 0.006, 0.004}, t0 + 21ms);
+  auto m = by_name(t, t0 + 21ms);
+  BOOST_TEST(m.count("prefill_transit") == 0u);
+  BOOST_TEST(m.at("prefill_send") == 0.002, boost::test_tools::tolerance(1e-9));
+  BOOST_TEST(m.at("rank_busy") == 0.004, boost::test_tools::tolerance(1e-9));
+  BOOST_TEST(m.at("rank_queue") == 0.002, boost::test_tools::tolerance(1e-9));
+  BOOST_TEST(m.at("rank_step") == 0.010, boost::test_tools::tolerance(1e-9));
+  BOOST_TEST(m.at("prefill_return") == 0.002, boost::test_tools::tolerance(1e-9));
+  BOOST_TEST(t.server_timing(t0 + 21ms) == "read;dur=0.000, dispatch;dur=0.000, prefill_pick;dur=1.000, "
+                                           "prefill_send;dur=2.000, rank_busy;dur=4.000, rank_queue;dur=2.000, "
+                                           "rank_step;dur=10.000, prefill_return;dur=2.000, total;dur=21.000");
+  // Clocks apart by more than the trip (another machine's clock ahead): the way there takes what
+  // the trip holds, the busy part never more than the way, nothing goes negative.
+  t.close_prefill({0.002, 0.010, 0.050, 0.080}, t0 + 21ms);
+  m = by_name(t, t0 + 21ms);
+  BOOST_TEST(m.at("prefill_send") == 0.0);
+  BOOST_TEST(m.at("rank_busy") == 0.020, boost::test_tools::tolerance(1e-9));
+  BOOST_TEST(m.at("rank_queue") == 0.0);
+  BOOST_TEST(m.at("rank_step") == 0.0);
+  BOOST_TEST(m.at("prefill_return") == 0.0);
 }
 
 BOOST_AUTO_TEST_CASE(a_stage_entered_again_adds_its_time) {

@@ -5,25 +5,20 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdlib>
-#include <cstring>
-#include <span>
 #include <utility>
 
 #include <caf/actor_cast.hpp>
 #include <caf/actor_system.hpp>
-#include <caf/scoped_actor.hpp>
 #include <caf/send.hpp>
 
 #include "actors/log.hpp"
+#include "actors/swa/snapshot_fetch.hpp"
 #include "engine/cost_profile.hpp"
 #include "recipe/base/assert.hpp"
 
 namespace deepinfer::actors {
 
 namespace {
-
-/// Limit for fetching an SWA snapshot from another node (a replay is the fallback).
-constexpr auto snapshot_fetch_timeout = std::chrono::milliseconds(500);
 
 /// The chunk scheduler of a rank's engine, made at its first prefill.
 engine::prefill_scheduler& scheduler(rank_pointer self) {
@@ -53,30 +48,6 @@ engine::prefill_scheduler& scheduler(rank_pointer self) {
     st.scheduler = std::make_unique<engine::prefill_scheduler>(sc, *st.engine, *ec.prefill_cost);
   }
   return *st.scheduler;
-}
-
-/// The SWA directory named another node's memory for the window ending at `end`: when this
-/// node lacks that snapshot, fetch it (bounded wait; runs on the block fetcher's thread) and
-/// keep it here. True when a snapshot arrived.
-bool fetch_snapshot(caf::actor_system& sys, kv::prefix_cache& cache, std::span<const int32_t> tokens,
-                    int64_t end, const caf::strong_actor_ptr& owner, uint32_t rank, kv::cache_salt salt,
-                    std::span<const kv::image_mark> images) {
-  auto key = cache.key_at(tokens, end, salt, images);
-  if (!key || cache.local_snapshot(*key))
-    return false;
-  std::vector<std::byte> bytes;
-  caf::scoped_actor fetcher{sys};
-  fetcher->request(caf::actor_cast<snapshot_server_actor>(owner), snapshot_fetch_timeout,
-                   swa_fetch_atom::value, *key)
-    .receive(
-      [&](byte_payload& p) {
-        bytes.resize(p.bytes.size());
-        std::memcpy(bytes.data(), p.bytes.data(), p.bytes.size());
-      },
-      [&](caf::error& e) {
-        log().info("rank={} remote SWA snapshot unavailable: {}", rank, sys.render(e));
-      });
-  return !bytes.empty() && cache.store_snapshot(tokens, end, std::move(bytes), salt, images);
 }
 
 /// Answers the job with its error and forgets it (its sequence, if any, is already freed).
@@ -230,8 +201,13 @@ void queue_for_pool(rank_pointer self, uint64_t id) {
 void start_prefill(rank_pointer self, prefill_job& job,
                    caf::typed_response_promise<prefill_result> promise) {
   auto& st = self->state;
+  busy_log::scope in_start{st.busy}; // a job behind this one waits for its start too
   prefill_result out;
   out.id = job.id;
+  if (job.sent_unix_us > 0) {
+    out.send_seconds = static_cast<double>(in_start.begin() - job.sent_unix_us) / 1e6;
+    out.busy_seconds = static_cast<double>(st.busy.overlap(job.sent_unix_us, in_start.begin())) / 1e6;
+  }
   if (!st.engine || st.prefills.count(job.id) > 0) {
     out.error = st.engine ? make_error(errc::engine_invalid_request, "a prefill job with this id is already here")
                           : make_error(errc::engine_missing, "rank has no engine");
@@ -283,7 +259,7 @@ void start_prefill(rank_pointer self, prefill_job& job,
                     rank = st.cfg.rank, salt = t.job.cache_salt, images = marks_of(t.job),
                     fetcher = st.fetcher.get()] {
     if (owner)
-      slot->snapshot_remote = fetch_snapshot(*sys, *cache, tokens, end, owner, rank, salt, images);
+      slot->snapshot_remote = fetch_remote_snapshot(*sys, *cache, tokens, end, owner, rank, salt, images);
     const auto t0 = std::chrono::steady_clock::now();
     auto plan = cache->plan(tokens, prompt_length, salt, images);
     // A resubmission (prompt + what it generated) continues as its undisturbed run only from an
@@ -419,6 +395,7 @@ void on_blocks_loaded(rank_pointer self, uint64_t id) {
 
 void prefill_chunk(rank_pointer self) {
   auto& st = self->state;
+  busy_log::scope in_step{st.busy};
   const bool nested = std::exchange(st.in_chunk, true);
   struct restore {
     bool& flag;

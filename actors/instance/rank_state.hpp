@@ -22,6 +22,7 @@
 
 #include "actors/errors.hpp"
 #include "actors/instance/block_fetcher.hpp"
+#include "actors/instance/busy_log.hpp"
 #include "actors/node/lowered_thread.hpp"
 #include "actors/instance/ep_generation.hpp"
 #include "actors/http/metrics_registry.hpp"
@@ -152,6 +153,9 @@ struct rank_state {
   /// Prefill side: job id -> task; fetched jobs waiting for pool room (FIFO); engine
   /// sequence -> job id of the jobs in the scheduler.
   std::map<uint64_t, prefill_task> prefills;
+  /// When the rank's thread ran steps and job starts: what a job's wait overlapped
+  /// (prefill_result::busy_seconds).
+  busy_log busy;
   std::deque<uint64_t> admitting;
   std::map<uint64_t, uint64_t> running;
   std::unique_ptr<engine::prefill_scheduler> scheduler;

@@ -19,6 +19,8 @@
 //        (the prefill balancer spreads prompts over them by remaining quota).
 //        Several EXEs (`... EXE1 EXE2 --priority=idle`): the binaries take turns run by run.
 //        [--after-seconds=0]: text probes alone again once every image is answered (drift check).
+//        [--step-ms=100,25]: the prefill step budget (`[balancer.prefill] step_budget_ms`),
+//        alternating run by run: how long a short prompt can wait behind a long one's step.
 //        [--dump=FILE]: appends one JSON line per text probe (run, variant, phase alone/load, its
 //        Server-Timing stages in ms and `outside`), for analysis past the summary's table.
 //        [--repeat-images]: 16 small and 4 large images in turn instead of one per request.
@@ -67,6 +69,9 @@ const MODEL = 'deepseek-v4.1-flash';
 const layouts = (opts.layouts ?? 'shared').split(',');
 for (const l of layouts)
   if (!['shared', 'split', 'vision'].includes(l)) { console.error(`--layouts: unknown layout ${l} (shared, split, vision)`); process.exit(2); }
+// `--step-ms=100,25`: the prefill step budget (`[balancer.prefill] step_budget_ms`), alternating
+// run by run; unset: the manifest's default.
+const stepMsList = opts['step-ms'] ? opts['step-ms'].split(',') : [undefined];
 const cpuCount = os.cpus().length;
 const visionCpus = opts['vision-cpus'] ?? String(cpuCount - 1);
 const textCpus = opts['text-cpus'] ?? (cpuCount > 1 ? `0-${cpuCount - 2}` : '0');
@@ -106,7 +111,7 @@ function priorityLines(priority) {
   return priority === 'idle' ? '\nscheduling = "idle"' : `\nscheduling = "normal"\nnice = ${Number(priority)}`;
 }
 
-async function start(policy, priority, exe, layout) {
+async function start(policy, priority, exe, layout, stepMs) {
   const textLine = layout === 'split' ? `cpus = "${textCpus}"\n` : '';
   const visionLine = layout === 'split' || layout === 'vision' ? `cpus = "${visionCpus}"\n` : '';
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'deepinfer-vision-live-'));
@@ -122,7 +127,8 @@ async function start(policy, priority, exe, layout) {
     manifestNode('v0', ports[2], ['vision'], `ranks = ${cards}\n` + visionLine),
     manifestNode('v1', ports[3], ['vision'], `ranks = ${cards}\n` + visionLine),
   ]).replace('log_level = "info"', `log_level = "${opts['log-level'] ?? 'warn'}"\n[vision]\nbalancer = "${policy}"` +
-                                        priorityLines(priority));
+                                        priorityLines(priority) +
+                                        (stepMs ? `\n[balancer.prefill]\nstep_budget_ms = ${Number(stepMs)}` : ''));
   fs.writeFileSync(manifest, text);
   const proc = spawn(exe, ['--manifest', manifest], { stdio: ['ignore', fs.openSync(path.join(dir, 'log'), 'w'), fs.openSync(path.join(dir, 'log'), 'a')] });
   const base = `http://127.0.0.1:${http}`;
@@ -288,8 +294,8 @@ function quantile(h, q) {
 }
 const pct = (xs, q) => { const s = [...xs].sort((a, b) => a - b); return s[Math.min(s.length - 1, Math.floor(q * s.length))]; };
 
-async function measure({ policy, priority, exe, load, layout }) {
-  const s = await start(policy, priority, exe, layout);
+async function measure({ policy, priority, exe, load, layout, stepMs }) {
+  const s = await start(policy, priority, exe, layout, stepMs);
   try {
     const twin = load === 'text' ? await twinSizes(s.base) : undefined;
     // 1. Text alone.
@@ -310,6 +316,7 @@ async function measure({ policy, priority, exe, load, layout }) {
                   (layouts.length > 1 || layout !== 'shared'
                     ? { shared: ' shared', split: ` split (text on CPUs ${textCpus}, vision on ${visionCpus})`,
                         vision: ` vision on CPUs ${visionCpus}, text on all` }[layout] : '') +
+                  (stepMs ? ` step ${stepMs} ms` : '') +
                   (twin ? ` text twin (${twin.small.tokens} / ${twin.large.tokens} tokens: ${twin.small.words} / ${twin.large.words} words)` : '');
     return { policy: label, idle, busy, after, idle_stages: idleStages, busy_stages: busyStages, after_p50: after.length ? pct(after, 0.5) : NaN, ...sent, queue_p50: quantile(q, 0.5), queue_p99: quantile(q, 0.99), queue_mean: q.sum / Math.max(1, q.count),
              queued: q.count, idle_p50: pct(idle, 0.5), idle_p90: pct(idle, 0.9), busy_p50: pct(busy, 0.5), busy_p90: pct(busy, 0.9),
@@ -332,7 +339,8 @@ if (!isMainThread) {
                                : [{ policy: 'patches' }, { policy: 'round_robin' }])
     .flatMap((v) => exes.map((exe) => ({ ...v, exe })))
     .flatMap((v) => loads.map((load) => ({ ...v, load })))
-    .flatMap((v) => layouts.map((layout) => ({ ...v, layout })));
+    .flatMap((v) => layouts.map((layout) => ({ ...v, layout })))
+    .flatMap((v) => stepMsList.map((stepMs) => ({ ...v, stepMs })));
   for (let r = 0; r < runs; ++r)
     for (const v of variants) {
       const m = await measure(v);

@@ -78,9 +78,9 @@ try {
     }));
     // Every stage a text request passes, the prefill's round trip split by the rank's report.
     for (const k of ['read', 'dispatch', 'parse', 'prepare', 'admit', 'decode_pick', 'swa', 'prefill_pick',
-                     'prefill_transit', 'rank_queue', 'rank_step', 'decode', 'total'])
+                     'prefill_send', 'rank_busy', 'rank_queue', 'rank_step', 'prefill_return', 'decode', 'total'])
       assert.ok(k in stages, `stage ${k} in ${header}`);
-    assert.ok(!('vision' in stages) && !('prefill' in stages), header);
+    assert.ok(!('vision' in stages) && !('prefill' in stages) && !('prefill_transit' in stages), header);
     assert.ok(stages.rank_step > 0, `the prefill's step took time: ${header}`);
     // The stages run one after another: they add up to the total (each rounded to a microsecond),
     // which is inside what the client saw.
@@ -88,7 +88,7 @@ try {
     assert.ok(Math.abs(parts - stages.total) < 0.02, `stages sum to ${parts} ms, total ${stages.total} ms`);
     assert.ok(stages.total <= client + 1, `server total ${stages.total} ms within the client's ${client} ms`);
     const metrics = await (await fetch(base + '/metrics')).text();
-    for (const k of ['rank_step', 'prefill_transit', 'total'])
+    for (const k of ['rank_step', 'prefill_send', 'prefill_return', 'total'])
       assert.match(metrics, new RegExp(`^deepinfer_request_stage_seconds_count\\{stage="${k}"\\} [1-9]`, 'm'),
                    `deepinfer_request_stage_seconds counts stage ${k}`);
   });
