@@ -110,8 +110,9 @@ void finish_ok(request_pointer self) {
   const auto now = std::chrono::steady_clock::now();
   st.ctx->vllm.e2e->observe(std::chrono::duration<double>(now - st.arrived).count());
   st.timeline.close(request_timeline::stage::decode, now);
+  const auto stages = st.timeline.entries(now);
   if (st.ctx->request_stages)
-    for (const auto& e : st.timeline.entries(now))
+    for (const auto& e : stages)
       st.ctx->request_stages->with({std::string{e.name}}).observe(e.seconds);
   const auto& first = st.samples.front();
   st.ctx->vllm.finished(first.finish == recipe::finish_reason::length ? "length" : "stop");
@@ -133,7 +134,7 @@ void finish_ok(request_pointer self) {
     http::http_response r;
     r.body = std::move(body);
     if (st.ctx->cfg.requests.server_timing)
-      r.headers.emplace_back("Server-Timing", st.timeline.server_timing(now));
+      r.headers.emplace_back("Server-Timing", request_timeline::server_timing(stages));
     st.writer->send(std::move(r));
   }
   self->quit();

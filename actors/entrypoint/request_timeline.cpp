@@ -103,9 +103,9 @@ std::vector<request_timeline::entry> request_timeline::entries(clock::time_point
   return out;
 }
 
-std::string request_timeline::server_timing(clock::time_point end) const {
+std::string request_timeline::server_timing(const std::vector<entry>& entries) {
   std::string out;
-  for (const auto& e : entries(end)) {
+  for (const auto& e : entries) {
     if (!out.empty())
       out += ", ";
     out += fmt::format("{};dur={:.3f}", e.name, e.seconds * 1000.0);

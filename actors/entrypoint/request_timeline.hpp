@@ -74,9 +74,9 @@ public:
   /// (first byte to `end`).
   std::vector<entry> entries(clock::time_point end = clock::now()) const;
 
-  /// The `Server-Timing` header value of `entries(end)`: `name;dur=MS` joined by ", ", durations
-  /// in milliseconds with three decimals.
-  std::string server_timing(clock::time_point end = clock::now()) const;
+  /// The `Server-Timing` header value of `entries` (those of `entries(end)`): `name;dur=MS`
+  /// joined by ", ", durations in milliseconds with three decimals.
+  static std::string server_timing(const std::vector<entry>& entries);
 
   static std::string_view name(stage s);
 
